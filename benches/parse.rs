@@ -1,0 +1,121 @@
+//! Parser benchmarks on a realistic 10 MB transcript.
+//!
+//! The transcript comes from `../shared/tools/gen_chat.py 10000000 7` (generated once into
+//! `target/`), or from the file named by `FLEMMA_BENCH_CHAT`.
+//!
+//! - `parse/full`: a full parse.
+//! - `parse/append_2kb`: `IncrementalParser::update` after one 2 KB message was appended.
+//! - Before the timings, the peak resident memory added by one parse is measured from
+//!   `/proc/self/status` (Linux) and printed.
+#![allow(
+    clippy::print_stderr,
+    clippy::expect_used,
+    missing_docs,
+    reason = "a benchmark binary reports on stderr and may abort on setup errors"
+)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use flemma::ast::{IncrementalParser, Reparse, parse};
+
+fn transcript() -> String {
+    if let Ok(path) = std::env::var("FLEMMA_BENCH_CHAT") {
+        return std::fs::read_to_string(path).expect("FLEMMA_BENCH_CHAT is readable");
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let cached = root.join("target/bench-10000000-7.chat");
+    if let Ok(text) = std::fs::read_to_string(&cached) {
+        return text;
+    }
+    let output = Command::new("python3")
+        .arg(root.join("../shared/tools/gen_chat.py"))
+        .args(["10000000", "7"])
+        .output()
+        .expect("python3 runs gen_chat.py");
+    assert!(output.status.success(), "gen_chat.py failed");
+    let text = String::from_utf8(output.stdout).expect("gen_chat.py writes UTF-8");
+    let _ = std::fs::create_dir_all(root.join("target"));
+    let _ = std::fs::write(&cached, &text);
+    text
+}
+
+/// A 2 KB assistant message, as a streamed response appends it.
+fn message(n: usize) -> String {
+    let mut m = format!("\n@Assistant:\nReply {n}.\n\n");
+    while m.len() < 1900 {
+        m.push_str("The parser keeps every tool result and thinking block in order.\n");
+    }
+    m.push_str("**Tool Use:** `bash` (`toolu_bench`)\n\n```json\n{\"command\":\"ls\"}\n```\n");
+    m
+}
+
+/// Peak resident memory in KiB (`VmHWM`), after resetting the peak when `reset` is set.
+fn peak_rss_kib(reset: bool) -> Option<u64> {
+    if reset {
+        std::fs::write("/proc/self/clear_refs", "5").ok()?;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn report_memory(text: &str) {
+    let Some(before) = peak_rss_kib(true) else {
+        eprintln!("memory: /proc/self/status is not available here");
+        return;
+    };
+    let doc = black_box(parse(black_box(text)));
+    let after = peak_rss_kib(false).unwrap_or(before);
+    drop(doc);
+    let file_mib = text.len() as f64 / 1_048_576.0;
+    let added_mib = after.saturating_sub(before) as f64 / 1024.0;
+    eprintln!(
+        "memory: file {file_mib:.1} MiB; peak RSS grew by {added_mib:.1} MiB during a parse; \
+         file + parse = {:.2}x the file size",
+        (file_mib + added_mib) / file_mib
+    );
+}
+
+fn benches(c: &mut Criterion, text: &str) {
+    let mut group = c.benchmark_group("parse");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.sample_size(20);
+    group.bench_function("full", |b| b.iter(|| parse(black_box(text))));
+
+    group.throughput(Throughput::Bytes(message(0).len() as u64));
+    group.sample_size(50);
+    let base = IncrementalParser::new(text);
+    group.bench_function("append_2kb", |b| {
+        b.iter_custom(|iters| {
+            let mut grown = String::with_capacity(text.len() + (iters as usize + 1) * 2048);
+            grown.push_str(text);
+            let mut ends = Vec::with_capacity(iters as usize);
+            for n in 0..iters as usize {
+                grown.push_str(&message(n));
+                ends.push(grown.len());
+            }
+            let mut parser = base.clone();
+            let mut total = Duration::ZERO;
+            for end in ends {
+                let start = Instant::now();
+                let how = parser.update(black_box(&grown[..end]));
+                total += start.elapsed();
+                assert_eq!(how, Reparse::Incremental);
+            }
+            total
+        });
+    });
+    group.finish();
+}
+
+fn main() {
+    let text = transcript();
+    report_memory(&text);
+    let mut c = Criterion::default().configure_from_args();
+    benches(&mut c, &text);
+    c.final_summary();
+}

@@ -1,0 +1,57 @@
+//! Parser, typed AST, queries and writer for Flemma `.chat` transcripts.
+//!
+//! A `.chat` file is a conversation in plain text: `@System:`, `@You:` and `@Assistant:`
+//! messages holding text, `{{ template }}` segments, `<thinking>` blocks and the fenced
+//! `**Tool Use:**` / `**Tool Result:**` / `**Job Result:**` blocks of an agent loop. Every other
+//! flemma crate reads transcripts through this one.
+//!
+//! The crate never fails on a malformed transcript: problems become [`Diagnostic`]s, the
+//! offending lines are kept as [`Segment::Malformed`], and the rest parses. Line-level
+//! constructs are defined by a pest grammar (`grammar.pest`); a byte scanner only hands it the
+//! lines that can start one, which keeps a full parse in the hundreds of MB/s.
+//!
+//! ```
+//! use flemma_ast::{Segment, ToolStatus};
+//!
+//! let text = "@Assistant:\n**Tool Use:** `bash` (`toolu_01`)\n\n```json\n{\"command\":\"ls\"}\n```\n\n\
+//!             @You:\n**Tool Result:** `toolu_01` (pending)\n\n```\n```\n";
+//! let doc = flemma_ast::parse(text);
+//! let table = flemma_ast::build_tool_sibling_table(&doc);
+//! let pair = &table["toolu_01"];
+//! assert_eq!(pair.tool_use.unwrap().name.as_str(), "bash");
+//! assert_eq!(pair.tool_result.unwrap().status, Some(ToolStatus::Pending));
+//! assert_eq!(flemma_ast::print(&doc), text);
+//! ```
+
+mod ast;
+mod error;
+pub mod grammar;
+mod ids;
+mod incremental;
+mod line;
+mod messages;
+pub mod modeline;
+mod parser;
+mod print;
+mod query;
+mod source;
+mod template;
+pub mod writer;
+
+pub use ast::{
+    Aborted, Diagnostic, DiagnosticKind, Document, FenceLayout, Frontmatter, JobResult, JobStatus,
+    LineSpan, Malformed, Message, Role, Segment, Severity, Signature, Template, Text, TextSpan,
+    Thinking, ToolResult, ToolStatus, ToolUse,
+};
+pub use error::{AstError, InvalidId};
+pub use ids::{JobId, ToolName, ToolUseId};
+pub use incremental::{IncrementalParser, Reparse};
+pub use messages::ABORTED_BY_USER;
+pub use parser::{parse, parse_bytes};
+pub use print::print;
+pub use query::{
+    SegmentRef, ToolPair, ToolUseInfo, build_tool_sibling_table, build_tool_use_index,
+    find_job_result, find_message_at_line, find_segment_at_position, find_tool_result_by_id,
+    find_tool_sibling, find_tool_use_by_id,
+};
+pub use writer::{TextEdit, apply_edits};

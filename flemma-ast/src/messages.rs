@@ -1,0 +1,30 @@
+//! Every text this crate produces for people or models, in one table (spec §1.13, §1.10).
+
+/// `**Tool Use:**` whose fence content cannot be decoded; the detail follows.
+pub(crate) const TOOL_USE_PARSE_PREFIX: &str = "Failed to parse tool input: ";
+/// Detail when the fence language has no decoder; the language follows.
+pub(crate) const NO_PARSER_PREFIX: &str = "No parser registered for language: ";
+/// Detail when the input decodes to something other than an object; the JSON type follows.
+pub(crate) const INPUT_NOT_OBJECT_PREFIX: &str = "expected a JSON object, found ";
+/// `**Tool Use:**` whose fence never closes.
+pub(crate) const TOOL_USE_UNCLOSED: &str =
+    "Unclosed fenced code block in tool use (missing closing fence)";
+/// `**Tool Use:**` without a fence.
+pub(crate) const TOOL_USE_NO_FENCE: &str = "Tool use requires a fenced code block with JSON input";
+/// `**Tool Result:**` whose fence never closes.
+pub(crate) const TOOL_RESULT_UNCLOSED: &str =
+    "Unclosed fenced code block in tool result (missing closing fence)";
+/// `**Tool Result:**` without a fence.
+pub(crate) const TOOL_RESULT_NO_FENCE: &str = "Tool result requires a fenced code block";
+/// A final result fenced as `json` whose content is not JSON; the decoder's detail follows.
+pub(crate) const TOOL_RESULT_JSON_PREFIX: &str =
+    "Tool result is fenced as json but is not valid JSON (content kept verbatim): ";
+/// `<thinking>` without `</thinking>`.
+pub(crate) const UNCLOSED_THINKING: &str =
+    "Unclosed <thinking> block (missing </thinking>); its lines are kept as text";
+/// The abort marker's default message.
+pub const ABORTED_BY_USER: &str = "Response interrupted by the user.";
+/// Error text of a failed tool without a message.
+pub(crate) const UNKNOWN_ERROR: &str = "Unknown error";
+/// Put between an error and the output the tool produced before failing.
+pub(crate) const PARTIAL_OUTPUT_SEPARATOR: &str = "\n\nPartial output:\n";

@@ -1,0 +1,121 @@
+//! The source text as a table of lines.
+
+use std::borrow::Cow;
+
+/// A text split into lines on `\n`; a `\r` before a `\n` belongs to the terminator, so CRLF text
+/// reads like LF text.
+#[derive(Debug)]
+pub(crate) struct Source<'a> {
+    text: &'a str,
+    /// Number of lines before this text in the whole document.
+    base: usize,
+    /// Byte range of each line's content, terminator excluded.
+    lines: Vec<(usize, usize)>,
+}
+
+impl<'a> Source<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self::with_base(text, 0)
+    }
+
+    /// A source for text that starts after `base` lines of a larger document.
+    pub(crate) fn with_base(text: &'a str, base: usize) -> Self {
+        let bytes = text.as_bytes();
+        let mut lines = Vec::with_capacity(text.len() / 40 + 1);
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', bytes) {
+            let end = if nl > start && bytes[nl - 1] == b'\r' {
+                nl - 1
+            } else {
+                nl
+            };
+            lines.push((start, end));
+            start = nl + 1;
+        }
+        // Like an editor: a final newline ends the last line instead of starting another one.
+        if start < text.len() {
+            // A CR at the very end reads as a terminator too, so no line ever ends in CR.
+            let end = if bytes[text.len() - 1] == b'\r' {
+                text.len() - 1
+            } else {
+                text.len()
+            };
+            lines.push((start, end));
+        }
+        Self { text, base, lines }
+    }
+
+    /// Number of lines (a final newline ends the last line; it does not start another).
+    pub(crate) fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// The 1-based document line number of line `i`.
+    pub(crate) fn number(&self, i: usize) -> u32 {
+        (self.base + i + 1) as u32
+    }
+
+    /// The document span of lines `first..=last`.
+    pub(crate) fn span(&self, first: usize, last: usize) -> crate::LineSpan {
+        crate::LineSpan::new(self.number(first), self.number(last))
+    }
+
+    /// The local index of document line index `doc_index` (0-based), if it is in this source.
+    pub(crate) fn index_of(&self, doc_index: usize) -> Option<usize> {
+        doc_index
+            .checked_sub(self.base)
+            .filter(|&i| i < self.lines.len())
+    }
+
+    /// Line `i` (0-based), without its terminator.
+    pub(crate) fn line(&self, i: usize) -> &'a str {
+        let (start, end) = self.lines[i];
+        &self.text[start..end]
+    }
+
+    /// Byte offset where line `i` starts.
+    pub(crate) fn line_start(&self, i: usize) -> usize {
+        self.lines[i].0
+    }
+
+    /// Lines `first..=last` joined by `\n`.
+    pub(crate) fn join(&self, first: usize, last: usize) -> String {
+        self.join_cow(first, last).into_owned()
+    }
+
+    /// Lines `first..=last` joined by `\n`, borrowed when the text has no CR terminators there.
+    pub(crate) fn join_cow(&self, first: usize, last: usize) -> Cow<'a, str> {
+        if first > last {
+            return Cow::Borrowed("");
+        }
+        let slice = &self.text[self.lines[first].0..self.lines[last].1];
+        if memchr::memchr(b'\r', slice.as_bytes()).is_none() {
+            Cow::Borrowed(slice)
+        } else {
+            Cow::Owned(slice.replace("\r\n", "\n"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_lf_and_crlf_alike() {
+        let lf = Source::new("a\nb\n\nc");
+        let crlf = Source::new("a\r\nb\r\n\r\nc");
+        for src in [&lf, &crlf] {
+            assert_eq!(src.len(), 4);
+            assert_eq!(src.line(1), "b");
+            assert_eq!(src.line(2), "");
+            assert_eq!(src.join(0, 3), "a\nb\n\nc");
+        }
+        assert_eq!(Source::new("").len(), 0);
+        assert_eq!(Source::new("\n").len(), 1);
+        assert_eq!(Source::new("x\n").len(), 1);
+        assert_eq!(Source::new("x\n\n").line(1), "");
+        assert_eq!(Source::new("x\r").line(0), "x");
+        assert_eq!(Source::new("lone\rcr\n").line(0), "lone\rcr");
+    }
+}

@@ -1,0 +1,80 @@
+//! Rendering documents for people (a tree) and for programs (JSON).
+
+use std::io::{self, Write};
+
+use flemma::ast::{Document, LineSpan, Segment};
+
+/// Writes `value` as pretty JSON followed by a newline.
+pub(crate) fn json(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)
+}
+
+fn lines(span: LineSpan) -> String {
+    if span.start_line == span.end_line {
+        format!("line {}", span.start_line)
+    } else {
+        format!("lines {}-{}", span.start_line, span.end_line)
+    }
+}
+
+/// Shortens `text` to one line of at most 60 characters.
+fn preview(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let mut short: String = first.chars().take(60).collect();
+    if short.len() < first.len() || text.lines().nth(1).is_some() {
+        short.push('…');
+    }
+    format!("{short:?}")
+}
+
+/// Writes an indented outline of the document.
+pub(crate) fn tree(out: &mut impl Write, doc: &Document) -> io::Result<()> {
+    if let Some(fm) = &doc.frontmatter {
+        writeln!(out, "frontmatter {} ({})", fm.language, lines(fm.span))?;
+    }
+    for message in &doc.messages {
+        writeln!(out, "@{} ({})", message.role, lines(message.span))?;
+        for segment in &message.segments {
+            write!(out, "  ")?;
+            segment_line(out, segment)?;
+        }
+    }
+    if !doc.diagnostics.is_empty() {
+        writeln!(out, "diagnostics:")?;
+        for d in &doc.diagnostics {
+            writeln!(out, "  {d}")?;
+        }
+    }
+    Ok(())
+}
+
+fn segment_line(out: &mut impl Write, segment: &Segment) -> io::Result<()> {
+    let at = |span: Option<LineSpan>| span.map(|s| format!(" ({})", lines(s))).unwrap_or_default();
+    let span = at(segment.lines());
+    match segment {
+        Segment::Text(t) => writeln!(out, "text {}{span}", preview(&t.value)),
+        Segment::Expression(t) => writeln!(out, "expression {}{span}", preview(&t.code)),
+        Segment::Code(t) => writeln!(out, "code {}{span}", preview(&t.code)),
+        Segment::Thinking(t) => {
+            let kind = match (&t.signature, t.redacted) {
+                (_, true) => "redacted".to_owned(),
+                (Some(sig), _) => format!("signed by {}", sig.provider),
+                (None, _) => "unsigned".to_owned(),
+            };
+            writeln!(out, "thinking, {kind}{span}")
+        }
+        Segment::ToolUse(t) => writeln!(out, "tool_use `{}` ({}){span}", t.name, t.id),
+        Segment::ToolResult(t) => {
+            let status = t.status.map(|s| format!(" [{s}]")).unwrap_or_default();
+            writeln!(out, "tool_result {}{status}{span}", t.tool_use_id)
+        }
+        Segment::JobResult(t) => {
+            let status = if t.status.is_some() { " [error]" } else { "" };
+            writeln!(out, "job_result {}{status}{span}", t.job_id)
+        }
+        Segment::Aborted(a) => writeln!(out, "aborted {}{span}", preview(&a.message)),
+        Segment::Malformed(m) => writeln!(out, "malformed {}{span}", preview(&m.text)),
+        _ => writeln!(out, "(unknown segment){span}"),
+    }
+}

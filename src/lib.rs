@@ -1,0 +1,11 @@
+//! flemma: embed LLM agent loops whose conversations live in plain-text `.chat` transcripts.
+//!
+//! This facade re-exports the SDK's crates by concern, so most applications depend on this
+//! crate alone.
+//!
+//! ```
+//! let doc = flemma::ast::parse("@You:\nHello!\n");
+//! assert_eq!(doc.messages[0].role, flemma::ast::Role::You);
+//! ```
+
+pub use flemma_ast as ast;
