@@ -3,7 +3,8 @@
 //! The transcript comes from `../shared/tools/gen_chat.py 10000000 7` (generated once into
 //! `target/`), or from the file named by `FLEMMA_BENCH_CHAT`.
 //!
-//! - `parse/full`: a full parse.
+//! - `parse/full`: a full parse (dropping the document is not timed).
+//! - `parse/full_and_drop`: a full parse and dropping the document.
 //! - `parse/append_2kb`: `IncrementalParser::update` after one 2 KB message was appended.
 //! - Before the timings, the peak resident memory added by one parse is measured from
 //!   `/proc/self/status` (Linux) and printed.
@@ -84,7 +85,10 @@ fn benches(c: &mut Criterion, text: &str) {
     let mut group = c.benchmark_group("parse");
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.sample_size(20);
-    group.bench_function("full", |b| b.iter(|| parse(black_box(text))));
+    group.bench_function("full", |b| {
+        b.iter_with_large_drop(|| parse(black_box(text)))
+    });
+    group.bench_function("full_and_drop", |b| b.iter(|| parse(black_box(text))));
 
     group.throughput(Throughput::Bytes(message(0).len() as u64));
     group.sample_size(50);

@@ -173,7 +173,7 @@ impl Message {
     /// The tool uses of the message, in order.
     pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUse> {
         self.segments.iter().filter_map(|s| match s {
-            Segment::ToolUse(u) => Some(u),
+            Segment::ToolUse(u) => Some(&**u),
             _ => None,
         })
     }
@@ -181,7 +181,7 @@ impl Message {
     /// The tool results of the message, in order.
     pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
         self.segments.iter().filter_map(|s| match s {
-            Segment::ToolResult(r) => Some(r),
+            Segment::ToolResult(r) => Some(&**r),
             _ => None,
         })
     }
@@ -189,7 +189,7 @@ impl Message {
     /// The job results of the message, in order.
     pub fn job_results(&self) -> impl Iterator<Item = &JobResult> {
         self.segments.iter().filter_map(|s| match s {
-            Segment::JobResult(r) => Some(r),
+            Segment::JobResult(r) => Some(&**r),
             _ => None,
         })
     }
@@ -207,13 +207,13 @@ pub enum Segment {
     /// A `{% … %}` template statement.
     Code(Template),
     /// A `<thinking>` block.
-    Thinking(Thinking),
+    Thinking(Box<Thinking>),
     /// A `**Tool Use:**` block.
-    ToolUse(ToolUse),
+    ToolUse(Box<ToolUse>),
     /// A `**Tool Result:**` block.
-    ToolResult(ToolResult),
+    ToolResult(Box<ToolResult>),
     /// A `**Job Result:**` block.
-    JobResult(JobResult),
+    JobResult(Box<JobResult>),
     /// An abort marker.
     Aborted(Aborted),
     /// Lines the parser could not read as the construct they start (each comes with a
@@ -300,29 +300,111 @@ pub struct FenceLayout {
     pub blank_after_header: bool,
 }
 
+/// A JSON object, as tool inputs are.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
 /// A `**Tool Use:**` block: the model asking for a tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// The input is kept as written and decoded on first use: the parser only checks that it is a
+/// JSON object, which keeps parsing large transcripts fast and lean.
+#[derive(Debug, Clone)]
 pub struct ToolUse {
     /// The call id.
     pub id: ToolUseId,
     /// The tool name as written.
     pub name: ToolName,
-    /// The decoded input, always a JSON object.
-    pub input: serde_json::Value,
-    /// The fence content exactly as written.
-    #[serde(skip)]
-    pub raw_input: String,
     /// How the fence was written.
-    #[serde(skip)]
     pub layout: FenceLayout,
     /// From the header to the closing fence.
     pub span: LineSpan,
+    /// The fence content exactly as written (a JSON object).
+    raw_input: String,
+    decoded: std::sync::OnceLock<JsonObject>,
 }
 
 impl ToolUse {
+    /// A tool use with `input` written as one line of JSON, the way the harness writes it.
+    ///
+    /// ```
+    /// use flemma_ast::{LineSpan, ToolName, ToolUse, ToolUseId};
+    /// let input = serde_json::json!({"command": "ls"}).as_object().cloned().unwrap();
+    /// let call = ToolUse::new(ToolUseId::new("t1")?, ToolName::new("bash")?, input, LineSpan::new(1, 4));
+    /// assert_eq!(call.raw_input(), r#"{"command":"ls"}"#);
+    /// assert_eq!(call.input()["command"], "ls");
+    /// # Ok::<(), flemma_ast::InvalidId>(())
+    /// ```
+    pub fn new(id: ToolUseId, name: ToolName, input: JsonObject, span: LineSpan) -> Self {
+        let raw_input = serde_json::Value::Object(input.clone()).to_string();
+        Self {
+            id,
+            name,
+            layout: FenceLayout {
+                language: Some("json".to_owned()),
+                info: None,
+                blank_after_header: true,
+            },
+            span,
+            raw_input,
+            decoded: std::sync::OnceLock::from(input),
+        }
+    }
+
+    /// Wraps fence content the parser has checked to be a JSON object.
+    pub(crate) fn from_checked(
+        id: ToolUseId,
+        name: ToolName,
+        raw_input: String,
+        layout: FenceLayout,
+        span: LineSpan,
+    ) -> Self {
+        Self {
+            id,
+            name,
+            layout,
+            span,
+            raw_input,
+            decoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The decoded input object (JSON `null` values are kept).
+    pub fn input(&self) -> &JsonObject {
+        self.decoded
+            .get_or_init(|| serde_json::from_str(&self.raw_input).unwrap_or_default())
+    }
+
+    /// The fence content exactly as written.
+    pub fn raw_input(&self) -> &str {
+        &self.raw_input
+    }
+
     /// The `label` input field, when it is a string.
     pub fn label(&self) -> Option<&str> {
-        self.input.get("label").and_then(serde_json::Value::as_str)
+        self.input()
+            .get("label")
+            .and_then(serde_json::Value::as_str)
+    }
+}
+
+impl PartialEq for ToolUse {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.layout == other.layout
+            && self.span == other.span
+            && (self.raw_input == other.raw_input || self.input() == other.input())
+    }
+}
+
+impl Serialize for ToolUse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("ToolUse", 4)?;
+        s.serialize_field("id", &self.id)?;
+        s.serialize_field("name", &self.name)?;
+        s.serialize_field("input", self.input())?;
+        s.serialize_field("span", &self.span)?;
+        s.end()
     }
 }
 
@@ -383,7 +465,9 @@ impl fmt::Display for ToolStatus {
 }
 
 /// A `**Tool Result:**` block.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Serializes with its template [`segments`](Self::segments) included.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
     /// The id of the tool use it answers.
     pub tool_use_id: ToolUseId,
@@ -393,21 +477,54 @@ pub struct ToolResult {
     pub meta: Modeline,
     /// The fence content verbatim.
     pub content: String,
-    /// The content parsed for templates; empty for lifecycle placeholders.
-    pub segments: Vec<Segment>,
     /// How the fence was written.
-    #[serde(skip)]
     pub layout: FenceLayout,
     /// From the header to the closing fence.
     pub span: LineSpan,
 }
 
 impl ToolResult {
+    /// Whether the result is final: no status (success) or `error`.
+    pub fn is_final(&self) -> bool {
+        self.status.is_none_or(|s| !s.is_lifecycle())
+    }
+
+    /// The content parsed for `{{ }}` / `{% %}` templates, with positions (spec §1.7).
+    ///
+    /// Empty for lifecycle placeholders (`pending`, `approved`, …), whose content is never
+    /// evaluated.
+    pub fn segments(&self) -> Vec<Segment> {
+        if !self.is_final() {
+            return Vec::new();
+        }
+        let content_lines = if self.content.is_empty() {
+            0
+        } else {
+            memchr::memchr_iter(b'\n', self.content.as_bytes()).count() as u32 + 1
+        };
+        let first_line = self.span.end_line.saturating_sub(content_lines).max(1);
+        crate::template::parse_segments(&self.content, first_line)
+    }
+
     /// The `job=` id of a background placeholder.
     pub fn job_id(&self) -> Option<&str> {
         self.meta
             .named("job")
             .and_then(crate::modeline::Value::as_str)
+    }
+}
+
+impl Serialize for ToolResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("ToolResult", 6)?;
+        s.serialize_field("tool_use_id", &self.tool_use_id)?;
+        s.serialize_field("status", &self.status)?;
+        s.serialize_field("meta", &self.meta)?;
+        s.serialize_field("content", &self.content)?;
+        s.serialize_field("segments", &self.segments())?;
+        s.serialize_field("span", &self.span)?;
+        s.end()
     }
 }
 

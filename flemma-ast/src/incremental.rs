@@ -1,8 +1,7 @@
 //! Incremental parsing while a response streams in (spec §1.15).
 
 use crate::ast::Document;
-use crate::parser::{Output, parse, parse_body};
-use crate::source::Source;
+use crate::parser::{LineIter, Output, parse_body, parse_frontmatter};
 
 /// How many bytes before the resume point are compared to detect a changed prefix.
 const FINGERPRINT_LEN: usize = 256;
@@ -11,10 +10,11 @@ const FINGERPRINT_LEN: usize = 256;
 ///
 /// Every message but the last is frozen; on [`update`](Self::update) only the last message and
 /// what was appended after it are parsed again, so a streamed turn costs the size of the
-/// response, not of the transcript. The result is always equal to [`parse`] of the same text
-/// as long as the text only grew at its end since the previous call. When the text shrank, or
-/// the bytes before the last message changed, a full parse runs instead; changes deep inside
-/// the frozen part are not detected, so after an arbitrary edit call [`reset`](Self::reset).
+/// response, not of the transcript. The result is always equal to [`parse`](crate::parse) of
+/// the same text as long as the text only grew at its end since the previous call. When the
+/// text shrank, or the bytes just before the last message changed, a full parse runs instead;
+/// changes deep inside the frozen part are not detected, so after an arbitrary edit call
+/// [`reset`](Self::reset).
 ///
 /// ```
 /// use flemma_ast::{IncrementalParser, Reparse, parse};
@@ -45,7 +45,7 @@ struct Resume {
     /// Messages and diagnostics before the last message.
     messages: usize,
     diagnostics: usize,
-    /// The bytes just before `offset`, and the marker line itself.
+    /// The bytes just before `offset`, and the marker line with its terminator.
     fingerprint: Vec<u8>,
 }
 
@@ -62,7 +62,7 @@ impl IncrementalParser {
     /// Parses `text` in full.
     pub fn new(text: &str) -> Self {
         let mut parser = Self {
-            doc: parse(""),
+            doc: crate::parse(""),
             len: 0,
             resume: None,
         };
@@ -82,16 +82,25 @@ impl IncrementalParser {
 
     /// Parses `text` in full, forgetting the previous text.
     pub fn reset(&mut self, text: &str) {
-        let src = Source::new(text);
-        self.doc = parse(text);
-        self.len = text.len();
+        let mut lines = LineIter::new(text, 0, 0);
+        let frontmatter = parse_frontmatter(text, &mut lines);
         // Without a frontmatter, an opener on line 1 could still be closed by appended text.
-        let open_frontmatter =
-            self.doc.frontmatter.is_none() && src.len() > 0 && src.line(0).starts_with("```");
+        let open_frontmatter = frontmatter.is_none() && text.starts_with("```");
+        let mut out = Output::default();
+        let preamble = parse_body(text, lines, &mut out);
+        let marker = out.last_marker_offset;
+        self.doc = Document {
+            frontmatter,
+            preamble,
+            messages: out.messages,
+            diagnostics: out.diagnostics,
+            line_count: out.line_count,
+        };
+        self.len = text.len();
         self.resume = if open_frontmatter {
             None
         } else {
-            resume_point(&self.doc, text, &src, 0)
+            marker.and_then(|offset| resume_point(&self.doc, text, offset))
         };
     }
 
@@ -104,30 +113,28 @@ impl IncrementalParser {
         };
         self.doc.messages.truncate(resume.messages);
         self.doc.diagnostics.truncate(resume.diagnostics);
-        let src = Source::with_base(&text[resume.offset..], resume.line);
         let mut out = Output::default();
-        parse_body(&src, 0, &mut out);
+        parse_body(
+            text,
+            LineIter::new(text, resume.offset, resume.line),
+            &mut out,
+        );
         self.doc.messages.append(&mut out.messages);
         self.doc.diagnostics.append(&mut out.diagnostics);
-        self.doc.line_count = (resume.line + src.len()) as u32;
+        self.doc.line_count = out.line_count;
         self.len = text.len();
-        self.resume = resume_point(&self.doc, text, &src, resume.offset);
+        self.resume = out
+            .last_marker_offset
+            .and_then(|offset| resume_point(&self.doc, text, offset));
         Reparse::Incremental
     }
 }
 
-/// The resume point for `doc`, whose last message lies in `src` (which starts at byte
-/// `src_offset` of `text`).
-fn resume_point(doc: &Document, text: &str, src: &Source<'_>, src_offset: usize) -> Option<Resume> {
+/// The resume point at the last message of `doc`, whose marker line starts at byte `offset`.
+fn resume_point(doc: &Document, text: &str, offset: usize) -> Option<Resume> {
     let last = doc.messages.last()?;
-    let line = last.span.start_line as usize - 1;
-    let local = src.index_of(line)?;
-    let offset = src_offset + src.line_start(local);
     // The marker line must be complete: its terminator is part of the fingerprint.
-    let marker_end = offset + src.line(local).len();
-    let terminator = text.as_bytes()[marker_end..]
-        .iter()
-        .position(|&b| b == b'\n')?;
+    let newline = offset + memchr::memchr(b'\n', &text.as_bytes()[offset..])?;
     let start = offset.saturating_sub(FINGERPRINT_LEN);
     let diagnostics = doc
         .diagnostics
@@ -136,10 +143,10 @@ fn resume_point(doc: &Document, text: &str, src: &Source<'_>, src_offset: usize)
         .count();
     Some(Resume {
         offset,
-        line,
+        line: last.span.start_line as usize - 1,
         messages: doc.messages.len() - 1,
         diagnostics,
-        fingerprint: text.as_bytes()[start..=marker_end + terminator].to_vec(),
+        fingerprint: text.as_bytes()[start..=newline].to_vec(),
     })
 }
 

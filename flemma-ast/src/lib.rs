@@ -40,8 +40,8 @@ pub mod writer;
 
 pub use ast::{
     Aborted, Diagnostic, DiagnosticKind, Document, FenceLayout, Frontmatter, JobResult, JobStatus,
-    LineSpan, Malformed, Message, Role, Segment, Severity, Signature, Template, Text, TextSpan,
-    Thinking, ToolResult, ToolStatus, ToolUse,
+    JsonObject, LineSpan, Malformed, Message, Role, Segment, Severity, Signature, Template, Text,
+    TextSpan, Thinking, ToolResult, ToolStatus, ToolUse,
 };
 pub use error::{AstError, InvalidId};
 pub use ids::{JobId, ToolName, ToolUseId};

@@ -26,17 +26,16 @@ use crate::template::parse_segments;
 /// assert!(doc.is_clean());
 /// ```
 pub fn parse(text: &str) -> Document {
-    let src = Source::new(text);
-    let mut body_start = 0;
-    let frontmatter = parse_frontmatter(&src).inspect(|fm| body_start = fm.span.end_line as usize);
+    let mut lines = LineIter::new(text, 0, 0);
+    let frontmatter = parse_frontmatter(text, &mut lines);
     let mut out = Output::default();
-    let preamble = parse_body(&src, body_start, &mut out);
+    let preamble = parse_body(text, lines, &mut out);
     Document {
         frontmatter,
         preamble,
         messages: out.messages,
         diagnostics: out.diagnostics,
-        line_count: src.len() as u32,
+        line_count: out.line_count,
     }
 }
 
@@ -58,48 +57,146 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Document, AstError> {
 pub(crate) struct Output {
     pub(crate) messages: Vec<Message>,
     pub(crate) diagnostics: Vec<Diagnostic>,
+    /// Lines in the whole text.
+    pub(crate) line_count: u32,
+    /// Byte offset of the last message's marker line.
+    pub(crate) last_marker_offset: Option<usize>,
 }
 
-fn parse_frontmatter(src: &Source<'_>) -> Option<Frontmatter> {
-    if src.len() == 0 {
-        return None;
-    }
-    let language = line::frontmatter_open(src.line(0))?;
-    let close = (1..src.len()).find(|&i| line::is_frontmatter_close(src.line(i)))?;
-    Some(Frontmatter {
-        language: language.to_owned(),
-        code: src.join(1, close - 1),
-        span: src.span(0, close),
-    })
+/// One line: content byte range (terminator excluded) and where the next line starts.
+#[derive(Debug, Clone, Copy)]
+struct LineAt {
+    start: usize,
+    end: usize,
+    next: usize,
 }
 
-/// Parses lines `first..` as messages into `out`; returns the preamble before the first marker.
-pub(crate) fn parse_body(src: &Source<'_>, first: usize, out: &mut Output) -> Option<String> {
-    let Some(first_marker) = (first..src.len()).find(|&i| line::role_marker(src.line(i)).is_some())
-    else {
-        return preamble(src, first, src.len());
-    };
-    let preamble = preamble(src, first, first_marker);
-    let mut start = first_marker;
-    while start < src.len() {
-        let role = line::role_marker(src.line(start)).unwrap_or_default();
-        let end = message_end(src, start + 1);
-        parse_message(src, Role::from_marker(role), start, end, out);
-        start = end;
+/// Walks the lines of a text from a byte offset, like [`Source`] splits them.
+#[derive(Debug, Clone)]
+pub(crate) struct LineIter<'a> {
+    text: &'a str,
+    pos: usize,
+    /// 0-based number of the next line.
+    number: usize,
+}
+
+impl<'a> LineIter<'a> {
+    /// Lines from byte `pos`, which starts line index `number`.
+    pub(crate) fn new(text: &'a str, pos: usize, number: usize) -> Self {
+        Self { text, pos, number }
     }
+
+    fn peek(&self) -> Option<LineAt> {
+        let bytes = self.text.as_bytes();
+        if self.pos >= bytes.len() {
+            return None;
+        }
+        let (end, next) = match memchr::memchr(b'\n', &bytes[self.pos..]) {
+            Some(n) => {
+                let nl = self.pos + n;
+                let end = if nl > self.pos && bytes[nl - 1] == b'\r' {
+                    nl - 1
+                } else {
+                    nl
+                };
+                (end, nl + 1)
+            }
+            None => {
+                let len = bytes.len();
+                (
+                    if bytes[len - 1] == b'\r' {
+                        len - 1
+                    } else {
+                        len
+                    },
+                    len,
+                )
+            }
+        };
+        Some(LineAt {
+            start: self.pos,
+            end,
+            next,
+        })
+    }
+
+    fn advance(&mut self, at: LineAt) {
+        self.pos = at.next;
+        self.number += 1;
+    }
+
+    fn str(&self, at: LineAt) -> &'a str {
+        &self.text[at.start..at.end]
+    }
+}
+
+pub(crate) fn parse_frontmatter(text: &str, lines: &mut LineIter<'_>) -> Option<Frontmatter> {
+    let first = lines.peek()?;
+    let language = line::frontmatter_open(lines.str(first))?;
+    let mut scan = lines.clone();
+    scan.advance(first);
+    let mut inner = Vec::new();
+    while let Some(at) = scan.peek() {
+        scan.advance(at);
+        if line::is_frontmatter_close(scan.str(at)) {
+            let src = Source::from_parts(text, 1, inner);
+            let code = if src.len() == 0 {
+                String::new()
+            } else {
+                src.join(0, src.len() - 1)
+            };
+            *lines = scan;
+            return Some(Frontmatter {
+                language: language.to_owned(),
+                code,
+                span: LineSpan::new(1, lines.number as u32),
+            });
+        }
+        inner.push((at.start, at.end));
+    }
+    None
+}
+
+/// Parses the lines from `lines` on as messages into `out`; returns the preamble before the
+/// first marker.
+pub(crate) fn parse_body(text: &str, mut lines: LineIter<'_>, out: &mut Output) -> Option<String> {
+    let mut buf: Vec<(usize, usize)> = Vec::new();
+    let preamble_base = lines.number;
+    // Lines before the first marker.
+    let mut marker = None;
+    while let Some(at) = lines.peek() {
+        if let Some(role) = line::role_marker(lines.str(at)) {
+            marker = Some((role, at));
+            break;
+        }
+        buf.push((at.start, at.end));
+        lines.advance(at);
+    }
+    let preamble = preamble(text, preamble_base, &mut buf);
+    while let Some((role, at)) = marker {
+        let base = lines.number;
+        out.last_marker_offset = Some(at.start);
+        buf.clear();
+        buf.push((at.start, at.end));
+        lines.advance(at);
+        marker = collect_message(&mut lines, &mut buf);
+        let src = Source::from_parts(text, base, std::mem::take(&mut buf));
+        parse_message(&src, Role::from_marker(role), 0, src.len(), out);
+        buf = src.into_lines();
+    }
+    out.line_count = lines.number as u32;
     preamble
 }
 
-fn preamble(src: &Source<'_>, first: usize, end: usize) -> Option<String> {
-    let last = (first..end).rev().find(|&i| !src.line(i).is_empty())?;
-    Some(src.join(first, last))
-}
-
-/// The index of the next role marker outside a fence, or the line count.
-fn message_end(src: &Source<'_>, from: usize) -> usize {
+/// Collects the lines of a message into `buf` up to the next role marker outside a fence,
+/// which it returns (not consumed).
+fn collect_message<'a>(
+    lines: &mut LineIter<'a>,
+    buf: &mut Vec<(usize, usize)>,
+) -> Option<(&'a str, LineAt)> {
     let mut fence: Option<usize> = None;
-    for i in from..src.len() {
-        let text = src.line(i);
+    while let Some(at) = lines.peek() {
+        let text = lines.str(at);
         match text.as_bytes().first() {
             Some(b'`') => match fence {
                 Some(ticks) => {
@@ -113,11 +210,30 @@ fn message_end(src: &Source<'_>, from: usize) -> usize {
                         .map(|f| f.ticks);
                 }
             },
-            Some(b'@') if fence.is_none() && line::role_marker(text).is_some() => return i,
+            Some(b'@') if fence.is_none() => {
+                if let Some(role) = line::role_marker(text) {
+                    return Some((role, at));
+                }
+            }
             _ => {}
         }
+        buf.push((at.start, at.end));
+        lines.advance(at);
     }
-    src.len()
+    None
+}
+
+fn preamble(text: &str, base: usize, buf: &mut Vec<(usize, usize)>) -> Option<String> {
+    while buf.last().is_some_and(|&(s, e)| s == e) {
+        buf.pop();
+    }
+    if buf.is_empty() {
+        return None;
+    }
+    let src = Source::from_parts(text, base, std::mem::take(buf));
+    let preamble = src.join(0, src.len() - 1);
+    *buf = src.into_lines();
+    Some(preamble)
 }
 
 /// Parses the message whose marker is on line `marker` and which ends before line `end`.
@@ -185,7 +301,6 @@ impl Body<'_, '_> {
             return BlockRead::Unclosed;
         };
         BlockRead::Block(Block {
-            open: open_line,
             content: self.src.join(open_line + 1, close - 1),
             layout: FenceLayout {
                 language: (!open.language.is_empty()).then(|| open.language.to_owned()),
@@ -217,7 +332,6 @@ enum BlockRead {
 
 #[derive(Debug)]
 struct Block {
-    open: usize,
     content: String,
     layout: FenceLayout,
     close: usize,
@@ -322,12 +436,12 @@ fn thinking(
         ThinkingTag::Close => None,
         ThinkingTag::SelfClosing { signature: sig } => {
             flush(segments);
-            segments.push(Segment::Thinking(Thinking {
+            segments.push(Segment::Thinking(Box::new(Thinking {
                 content: String::new(),
                 signature: Some(signature(sig)),
                 redacted: false,
                 span: body.src.span(i, i),
-            }));
+            })));
             Some(i + 1)
         }
         ThinkingTag::Open {
@@ -345,12 +459,12 @@ fn thinking(
                 return None;
             };
             flush(segments);
-            segments.push(Segment::Thinking(Thinking {
+            segments.push(Segment::Thinking(Box::new(Thinking {
                 content: body.src.join(i + 1, close - 1),
                 signature: sig.map(signature),
                 redacted,
                 span: body.src.span(i, close),
-            }));
+            })));
             Some(close + 1)
         }
     }
@@ -386,15 +500,14 @@ fn tool_use(
             body.end
         }
         BlockRead::Block(block) => {
-            match decode_input(block.layout.language.as_deref(), &block.content) {
-                Ok(input) => segments.push(Segment::ToolUse(ToolUse {
-                    id: ToolUseId::from_grammar(id),
-                    name: ToolName::from_grammar(name),
-                    input,
-                    raw_input: block.content,
-                    layout: block.layout,
-                    span: body.src.span(header, block.close),
-                })),
+            match check_input(block.layout.language.as_deref(), &block.content) {
+                Ok(()) => segments.push(Segment::ToolUse(Box::new(ToolUse::from_checked(
+                    ToolUseId::from_grammar(id),
+                    ToolName::from_grammar(name),
+                    block.content,
+                    block.layout,
+                    body.src.span(header, block.close),
+                )))),
                 Err(detail) => {
                     diagnostics.push(warning(
                         kind,
@@ -409,21 +522,26 @@ fn tool_use(
     }
 }
 
-/// Decodes a tool-use fence body (the language defaults to `json`).
-fn decode_input(language: Option<&str>, content: &str) -> Result<serde_json::Value, String> {
+/// Checks that a tool-use fence body decodes to a JSON object (the language defaults to
+/// `json`), without building the value.
+fn check_input(language: Option<&str>, content: &str) -> Result<(), String> {
     let language = language.unwrap_or("json");
     if language != "json" {
         return Err(format!("{}{language}", msg::NO_PARSER_PREFIX));
     }
-    match serde_json::from_str::<serde_json::Value>(content) {
-        Ok(value @ serde_json::Value::Object(_)) => Ok(value),
-        Ok(other) => Err(format!(
-            "{}{}",
-            msg::INPUT_NOT_OBJECT_PREFIX,
-            json_type(&other)
-        )),
-        Err(err) => Err(err.to_string()),
+    if let Err(err) = serde_json::from_str::<serde::de::IgnoredAny>(content) {
+        return Err(err.to_string());
     }
+    if content.trim_start().starts_with('{') {
+        return Ok(());
+    }
+    // Valid JSON but not an object: decode it to name what it is.
+    let value: serde_json::Value = serde_json::from_str(content).map_err(|e| e.to_string())?;
+    Err(format!(
+        "{}{}",
+        msg::INPUT_NOT_OBJECT_PREFIX,
+        json_type(&value)
+    ))
 }
 
 fn json_type(value: &serde_json::Value) -> &'static str {
@@ -527,12 +645,6 @@ fn tool_result(
         BlockRead::Block(block) => {
             let (status, meta) = status_and_meta(header.modeline);
             let is_final = status.is_none_or(|s| !s.is_lifecycle());
-            let content_line = body.src.number(block.open + 1);
-            let inner = if is_final {
-                parse_segments(&block.content, content_line)
-            } else {
-                Vec::new()
-            };
             if is_final
                 && block.layout.language.as_deref() == Some("json")
                 && !block.content.trim().is_empty()
@@ -544,15 +656,14 @@ fn tool_result(
                     body.src.number(header_line),
                 ));
             }
-            segments.push(Segment::ToolResult(ToolResult {
+            segments.push(Segment::ToolResult(Box::new(ToolResult {
                 tool_use_id: ToolUseId::from_grammar(header.id),
                 status,
                 meta,
                 content: block.content,
-                segments: inner,
                 layout: block.layout,
                 span: body.src.span(header_line, block.close),
-            }));
+            })));
             block.close + 1
         }
     }
@@ -578,13 +689,13 @@ fn job_result(
             (String::new(), None, header_line, header_line + 1)
         }
     };
-    segments.push(Segment::JobResult(JobResult {
+    segments.push(Segment::JobResult(Box::new(JobResult {
         job_id,
         status,
         meta,
         content,
         layout,
         span: body.src.span(header_line, end),
-    }));
+    })));
     next
 }

@@ -141,14 +141,7 @@ fn print_tool_use(out: &mut String, t: &ToolUse) {
     out.push_str("` (`");
     out.push_str(t.id.as_str());
     out.push_str("`)\n");
-    let compact;
-    let input = if t.raw_input.is_empty() {
-        compact = t.input.to_string();
-        &compact
-    } else {
-        &t.raw_input
-    };
-    push_block(out, &t.layout, input);
+    push_block(out, &t.layout, t.raw_input());
 }
 
 fn print_tool_result(out: &mut String, t: &ToolResult) {

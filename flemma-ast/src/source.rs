@@ -15,11 +15,7 @@ pub(crate) struct Source<'a> {
 
 impl<'a> Source<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
-        Self::with_base(text, 0)
-    }
-
-    /// A source for text that starts after `base` lines of a larger document.
-    pub(crate) fn with_base(text: &'a str, base: usize) -> Self {
+        let base = 0;
         let bytes = text.as_bytes();
         let mut lines = Vec::with_capacity(text.len() / 40 + 1);
         let mut start = 0;
@@ -45,6 +41,16 @@ impl<'a> Source<'a> {
         Self { text, base, lines }
     }
 
+    /// A source over `lines` (absolute byte ranges in `text`), the first being line index `base`.
+    pub(crate) fn from_parts(text: &'a str, base: usize, lines: Vec<(usize, usize)>) -> Self {
+        Self { text, base, lines }
+    }
+
+    /// Gives the line table back, for reuse.
+    pub(crate) fn into_lines(self) -> Vec<(usize, usize)> {
+        self.lines
+    }
+
     /// Number of lines (a final newline ends the last line; it does not start another).
     pub(crate) fn len(&self) -> usize {
         self.lines.len()
@@ -60,22 +66,10 @@ impl<'a> Source<'a> {
         crate::LineSpan::new(self.number(first), self.number(last))
     }
 
-    /// The local index of document line index `doc_index` (0-based), if it is in this source.
-    pub(crate) fn index_of(&self, doc_index: usize) -> Option<usize> {
-        doc_index
-            .checked_sub(self.base)
-            .filter(|&i| i < self.lines.len())
-    }
-
     /// Line `i` (0-based), without its terminator.
     pub(crate) fn line(&self, i: usize) -> &'a str {
         let (start, end) = self.lines[i];
         &self.text[start..end]
-    }
-
-    /// Byte offset where line `i` starts.
-    pub(crate) fn line_start(&self, i: usize) -> usize {
-        self.lines[i].0
     }
 
     /// Lines `first..=last` joined by `\n`.
