@@ -34,7 +34,7 @@ impl Document {
 }
 
 /// A line range, 1-based and inclusive on both ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct LineSpan {
     /// First line.
     pub start_line: u32,
@@ -60,7 +60,7 @@ impl LineSpan {
 /// A span inside text: 1-based lines and 1-based inclusive byte columns.
 ///
 /// An empty segment has `end_col == start_col - 1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct TextSpan {
     /// First line.
     pub start_line: u32,
@@ -285,6 +285,9 @@ pub struct Thinking {
     pub signature: Option<Signature>,
     /// `<thinking redacted>`: the content is opaque provider data.
     pub redacted: bool,
+    /// Written as one self-closing tag (`<thinking p:signature="…"/>`).
+    #[serde(skip)]
+    pub self_closing: bool,
     /// From the open tag to the close tag.
     pub span: LineSpan,
 }

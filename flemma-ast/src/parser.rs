@@ -10,7 +10,7 @@ use crate::ids::{JobId, ToolName, ToolUseId};
 use crate::line::{self, FenceOpen, ResultHeader, ResultKind, ThinkingTag};
 use crate::messages as msg;
 use crate::modeline::{self, Key, Modeline, Value};
-use crate::source::Source;
+use crate::source::{Source, trim_cr};
 use crate::template::parse_segments;
 
 /// Parses a transcript.
@@ -92,26 +92,8 @@ impl<'a> LineIter<'a> {
             return None;
         }
         let (end, next) = match memchr::memchr(b'\n', &bytes[self.pos..]) {
-            Some(n) => {
-                let nl = self.pos + n;
-                let end = if nl > self.pos && bytes[nl - 1] == b'\r' {
-                    nl - 1
-                } else {
-                    nl
-                };
-                (end, nl + 1)
-            }
-            None => {
-                let len = bytes.len();
-                (
-                    if bytes[len - 1] == b'\r' {
-                        len - 1
-                    } else {
-                        len
-                    },
-                    len,
-                )
-            }
+            Some(n) => (trim_cr(bytes, self.pos, self.pos + n), self.pos + n + 1),
+            None => (trim_cr(bytes, self.pos, bytes.len()), bytes.len()),
         };
         Some(LineAt {
             start: self.pos,
@@ -440,6 +422,7 @@ fn thinking(
                 content: String::new(),
                 signature: Some(signature(sig)),
                 redacted: false,
+                self_closing: true,
                 span: body.src.span(i, i),
             })));
             Some(i + 1)
@@ -463,6 +446,7 @@ fn thinking(
                 content: body.src.join(i + 1, close - 1),
                 signature: sig.map(signature),
                 redacted,
+                self_closing: false,
                 span: body.src.span(i, close),
             })));
             Some(close + 1)

@@ -120,6 +120,18 @@ fn push_lines(out: &mut String, text: &str) {
 }
 
 fn print_thinking(out: &mut String, t: &Thinking) {
+    if let Some(sig) = t
+        .signature
+        .as_ref()
+        .filter(|_| t.self_closing && t.content.is_empty())
+    {
+        out.push_str("<thinking ");
+        out.push_str(&sig.provider);
+        out.push_str(":signature=\"");
+        out.push_str(&sig.value);
+        out.push_str("\"/>\n");
+        return;
+    }
     if t.redacted {
         out.push_str("<thinking redacted>\n");
     } else if let Some(sig) = &t.signature {

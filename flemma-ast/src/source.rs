@@ -20,23 +20,12 @@ impl<'a> Source<'a> {
         let mut lines = Vec::with_capacity(text.len() / 40 + 1);
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', bytes) {
-            let end = if nl > start && bytes[nl - 1] == b'\r' {
-                nl - 1
-            } else {
-                nl
-            };
-            lines.push((start, end));
+            lines.push((start, trim_cr(bytes, start, nl)));
             start = nl + 1;
         }
         // Like an editor: a final newline ends the last line instead of starting another one.
         if start < text.len() {
-            // A CR at the very end reads as a terminator too, so no line ever ends in CR.
-            let end = if bytes[text.len() - 1] == b'\r' {
-                text.len() - 1
-            } else {
-                text.len()
-            };
-            lines.push((start, end));
+            lines.push((start, trim_cr(bytes, start, text.len())));
         }
         Self { text, base, lines }
     }
@@ -86,9 +75,25 @@ impl<'a> Source<'a> {
         if memchr::memchr(b'\r', slice.as_bytes()).is_none() {
             Cow::Borrowed(slice)
         } else {
-            Cow::Owned(slice.replace("\r\n", "\n"))
+            let mut joined = String::with_capacity(slice.len());
+            for i in first..=last {
+                if i > first {
+                    joined.push('\n');
+                }
+                joined.push_str(self.line(i));
+            }
+            Cow::Owned(joined)
         }
     }
+}
+
+/// The end of a line's content: carriage returns before the terminator (or the end of the
+/// text) belong to the terminator, so no line ever ends in CR and CRLF reads like LF.
+pub(crate) fn trim_cr(bytes: &[u8], start: usize, mut end: usize) -> usize {
+    while end > start && bytes[end - 1] == b'\r' {
+        end -= 1;
+    }
+    end
 }
 
 #[cfg(test)]
@@ -111,5 +116,7 @@ mod tests {
         assert_eq!(Source::new("x\n\n").line(1), "");
         assert_eq!(Source::new("x\r").line(0), "x");
         assert_eq!(Source::new("lone\rcr\n").line(0), "lone\rcr");
+        assert_eq!(Source::new("a\r\r\nb\r\r").line(0), "a");
+        assert_eq!(Source::new("a\r\r\nb\r\r").line(1), "b");
     }
 }
