@@ -11,6 +11,7 @@
 #![allow(
     clippy::print_stderr,
     clippy::expect_used,
+    clippy::cast_precision_loss,
     missing_docs,
     reason = "a benchmark binary reports on stderr and may abort on setup errors"
 )]
@@ -86,7 +87,7 @@ fn benches(c: &mut Criterion, text: &str) {
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.sample_size(20);
     group.bench_function("full", |b| {
-        b.iter_with_large_drop(|| parse(black_box(text)))
+        b.iter_with_large_drop(|| parse(black_box(text)));
     });
     group.bench_function("full_and_drop", |b| b.iter(|| parse(black_box(text))));
 

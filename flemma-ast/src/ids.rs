@@ -87,7 +87,9 @@ transcript_id!(
     /// The id of a tool call, as in ``**Tool Use:** `bash` (`toolu_01`)``.
     ///
     /// Any non-empty single-line text without a backtick or `)` is accepted: providers use
-    /// very different shapes (`toolu_…`, `call_…`, `urn:flemma:tool:…`).
+    /// very different shapes (`toolu_…`, `call_…`, `urn:flemma:tool:…`). (A transcript's
+    /// `**Tool Use:**` header may hold a backtick in its id; the parser keeps such ids as
+    /// written, but no `**Tool Result:**` header can answer them, so new ones are refused.)
     ///
     /// ```
     /// use flemma_ast::ToolUseId;

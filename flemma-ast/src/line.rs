@@ -51,10 +51,12 @@ pub(crate) fn tool_use_header(line: &str) -> Option<(&str, &str)> {
     let after = skip_space(line.strip_prefix("**Tool Use:**")?).strip_prefix('`')?;
     let name_len = after.find('`').filter(|&n| n > 0)?;
     let rest = skip_space(&after[name_len + 1..]).strip_prefix("(`")?;
-    let id_len = rest.find(['`', ')']).filter(|&n| n > 0)?;
-    rest[id_len..]
-        .starts_with("`)")
-        .then(|| (&after[..name_len], &rest[..id_len]))
+    // The id runs to the first `)`, which must follow a backtick.
+    let close = rest.find(')')?;
+    let id = rest[..close]
+        .strip_suffix('`')
+        .filter(|id| !id.is_empty())?;
+    Some((&after[..name_len], id))
 }
 
 /// Which result header a line is.
@@ -395,6 +397,15 @@ mod tests {
             Some(("a.b", "urn:x:1"))
         );
         assert_eq!(tool_use_header("**Tool Use:** `bash` (`a)b`)"), None);
+        assert_eq!(
+            tool_use_header("**Tool Use:** `bash` (`a`b`)"),
+            Some(("bash", "a`b"))
+        );
+        assert_eq!(
+            tool_use_header("**Tool Use:** `bash` (`a``)"),
+            Some(("bash", "a`"))
+        );
+        assert_eq!(tool_use_header("**Tool Use:** `bash` (``)"), None);
         assert_eq!(tool_use_header("**Tool Use:** `` (`x`)"), None);
     }
 

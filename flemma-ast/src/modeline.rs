@@ -5,6 +5,8 @@ use std::fmt::{self, Write as _};
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
+use crate::line::is_space;
+
 /// A value produced by the modeline tokenizer.
 ///
 /// Unquoted words are coerced: `true`/`false` become booleans, numeric literals numbers,
@@ -80,10 +82,13 @@ fn write_float(out: &mut String, f: f64) {
 }
 
 fn write_string(out: &mut String, s: &str, positional: bool) {
-    let plain = !s.is_empty()
-        && !s.contains(|c: char| c.is_ascii_whitespace() || matches!(c, '"' | '\'' | ','))
-        && coerce(s) == Value::String(s.to_owned())
-        && !(positional && keyword_split(s).is_some());
+    let needs_quotes = s.is_empty()
+        || s.contains(|c: char| {
+            (c.is_ascii() && is_space(c as u8)) || matches!(c, '"' | '\'' | ',')
+        })
+        || coerce(s) != Value::String(s.to_owned())
+        || (positional && keyword_split(s).is_some());
+    let plain = !needs_quotes;
     if plain {
         out.push_str(s);
         return;
@@ -300,7 +305,7 @@ fn split_tokens(input: &str) -> Vec<&str> {
                     quote = None;
                 }
             }
-            None if b.is_ascii_whitespace() => {
+            None if is_space(b) => {
                 if let Some(s) = start.take() {
                     tokens.push(&input[s..i]);
                 }

@@ -1,7 +1,8 @@
 //! Printing a document back to `.chat` text.
 
 use crate::ast::{
-    Document, FenceLayout, JobResult, JobStatus, Segment, Template, Thinking, ToolResult, ToolUse,
+    Document, FenceLayout, JobResult, JobStatus, Segment, Template, Thinking, ToolResult,
+    ToolStatus, ToolUse,
 };
 use crate::modeline::{Key, Modeline};
 use crate::writer::fence_for;
@@ -160,7 +161,7 @@ fn print_tool_result(out: &mut String, t: &ToolResult) {
     out.push_str("**Tool Result:** `");
     out.push_str(t.tool_use_id.as_str());
     out.push('`');
-    push_suffix(out, t.status.map(|s| s.as_str()), &t.meta);
+    push_suffix(out, t.status.map(ToolStatus::as_str), &t.meta);
     out.push('\n');
     push_block(out, &t.layout, &t.content);
 }
@@ -182,16 +183,14 @@ fn print_job_result(out: &mut String, t: &JobResult) {
 /// keeps the reader from taking it as the status.
 pub(crate) fn push_suffix(out: &mut String, status: Option<&str>, meta: &Modeline) {
     let mut tokens = String::new();
-    match status {
-        Some(word) => tokens.push_str(word),
-        None => {
-            let shadowed = meta.iter().any(|(k, v)| {
-                matches!(k, Key::Positional(_))
-                    && v.as_str().and_then(crate::ToolStatus::from_word).is_some()
-            });
-            if shadowed {
-                tokens.push_str("nil");
-            }
+    if let Some(word) = status {
+        tokens.push_str(word);
+    } else {
+        let shadowed = meta.iter().any(|(k, v)| {
+            matches!(k, Key::Positional(_)) && v.as_str().and_then(ToolStatus::from_word).is_some()
+        });
+        if shadowed {
+            tokens.push_str("nil");
         }
     }
     meta.write_tokens(&mut tokens);

@@ -37,7 +37,7 @@ fn segments(doc: &Document) -> impl DoubleEndedIterator<Item = SegmentRef<'_>> {
         })
 }
 
-fn narrow<'d, T>(found: SegmentRef<'d>, node: &'d T) -> SegmentRef<'d, T> {
+fn narrow<'d, T>(found: &SegmentRef<'d>, node: &'d T) -> SegmentRef<'d, T> {
     SegmentRef {
         node,
         message: found.message,
@@ -55,7 +55,7 @@ fn narrow<'d, T>(found: SegmentRef<'d>, node: &'d T) -> SegmentRef<'d, T> {
 /// ```
 pub fn find_tool_use_by_id<'d>(doc: &'d Document, id: &str) -> Option<SegmentRef<'d, ToolUse>> {
     segments(doc).find_map(|s| match s.node {
-        Segment::ToolUse(u) if u.id == id => Some(narrow(s, &**u)),
+        Segment::ToolUse(u) if u.id == id => Some(narrow(&s, &**u)),
         _ => None,
     })
 }
@@ -66,7 +66,7 @@ pub fn find_tool_result_by_id<'d>(
     id: &str,
 ) -> Option<SegmentRef<'d, ToolResult>> {
     segments(doc).find_map(|s| match s.node {
-        Segment::ToolResult(r) if r.tool_use_id == id => Some(narrow(s, &**r)),
+        Segment::ToolResult(r) if r.tool_use_id == id => Some(narrow(&s, &**r)),
         _ => None,
     })
 }
@@ -122,7 +122,7 @@ pub fn build_tool_sibling_table(doc: &Document) -> HashMap<&str, ToolPair<'_>> {
 /// The job result with `job_id`.
 pub fn find_job_result<'d>(doc: &'d Document, job_id: &str) -> Option<SegmentRef<'d, JobResult>> {
     segments(doc).find_map(|s| match s.node {
-        Segment::JobResult(j) if j.job_id == job_id => Some(narrow(s, &**j)),
+        Segment::JobResult(j) if j.job_id == job_id => Some(narrow(&s, &**j)),
         _ => None,
     })
 }

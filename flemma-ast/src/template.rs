@@ -238,7 +238,7 @@ mod tests {
     fn closer_skips_strings_braces_and_comments() {
         assert_eq!(kinds("{{ {a=1} }}"), ["E( {a=1} |false|false)"]);
         assert_eq!(kinds(r#"{{ "}}" }}"#), [r#"E( "}}" |false|false)"#]);
-        assert_eq!(kinds(r#"{{ 'a\'}}' }}"#), [r#"E( 'a\'}}' |false|false)"#]);
+        assert_eq!(kinds(r"{{ 'a\'}}' }}"), [r"E( 'a\'}}' |false|false)"]);
         assert_eq!(
             kinds("{{ [==[ }} ]==] }}"),
             ["E( [==[ }} ]==] |false|false)"]

@@ -113,10 +113,8 @@ pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, AstError> {
     }
     lines.extend((next..=line_count).map(|i| src.line(i as usize - 1)));
     let mut out = lines.join(eol);
-    if text.is_empty() || text.ends_with('\n') {
-        if !lines.is_empty() {
-            out.push_str(eol);
-        }
+    if (text.is_empty() || text.ends_with('\n')) && !lines.is_empty() {
+        out.push_str(eol);
     }
     Ok(out)
 }
@@ -357,19 +355,16 @@ pub fn insert_placeholder(
                 .tool_results()
                 .filter_map(|r| index_of(&r.tool_use_id).filter(|&i| i < k).map(|i| (i, r)))
                 .max_by_key(|(i, _)| *i);
-            match predecessor {
-                Some((_, r)) => {
-                    block.insert(0, String::new());
-                    TextEdit::insert(r.span.end_line + 1, block)
-                }
-                None => {
-                    let first = user
-                        .tool_results()
-                        .next()
-                        .map_or(user.span.start_line + 1, |r| r.span.start_line);
-                    block.push(String::new());
-                    TextEdit::insert(first, block)
-                }
+            if let Some((_, r)) = predecessor {
+                block.insert(0, String::new());
+                TextEdit::insert(r.span.end_line + 1, block)
+            } else {
+                let first = user
+                    .tool_results()
+                    .next()
+                    .map_or(user.span.start_line + 1, |r| r.span.start_line);
+                block.push(String::new());
+                TextEdit::insert(first, block)
             }
         }
         Some(user) => {

@@ -1,6 +1,8 @@
 //! Printing: canonical files print back byte for byte, printed output re-parses to an equal
 //! document, and no input makes the parser panic.
 
+use std::fmt::Write as _;
+
 use flemma_ast::writer::{self, ResultBody, WriterOptions};
 use flemma_ast::{JobId, ToolName, ToolStatus, ToolUseId, apply_edits, parse, parse_bytes, print};
 use pretty_assertions::assert_eq;
@@ -254,7 +256,7 @@ fn build(turns: &[Turn], opts: WriterOptions) -> String {
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(&format!("@You:\n{}\n\n@Assistant:\n", turn.user));
+        write!(text, "@You:\n{}\n\n@Assistant:\n", turn.user).unwrap();
         let mut response = turn.reply.clone();
         for (k, (name, input, _)) in turn.tools.iter().enumerate() {
             let id = ToolUseId::new(format!("toolu_{t}_{k}")).unwrap();
