@@ -9,3 +9,8 @@
 //! ```
 
 pub use flemma_ast as ast;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
