@@ -1,6 +1,7 @@
 //! The modeline tokenizer (spec §2): `key=value` pairs and positionals with quoting and
 //! coercion, as found inside the parentheses of a `**Tool Result:**` header.
 
+use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -199,7 +200,19 @@ impl Modeline {
 
     /// Positional values from index 1 upwards, stopping at the first gap.
     pub fn positionals(&self) -> impl Iterator<Item = &Value> {
-        (1..).map_while(|i| self.get(&Key::Positional(i)))
+        let mut positionals: Vec<(u32, &Value)> = self
+            .entries
+            .iter()
+            .filter_map(|(k, v)| match k {
+                Key::Positional(i) => Some((*i, v)),
+                Key::Named(_) => None,
+            })
+            .collect();
+        positionals.sort_by_key(|(i, _)| *i);
+        positionals
+            .into_iter()
+            .zip(1..)
+            .map_while(|((index, value), expected)| (index == expected).then_some(value))
     }
 
     /// Sets `key` to `value`, replacing an existing entry in place.
@@ -269,18 +282,25 @@ impl Serialize for Modeline {
 /// Never fails: an unterminated quote runs to the end of the input.
 pub fn parse(input: &str) -> Modeline {
     let mut line = Modeline::new();
+    // Where each key sits in `line`, so that many tokens stay linear.
+    let mut slots: HashMap<Key, usize> = HashMap::new();
     let mut positional = 0;
     for raw in split_tokens(input) {
-        if let Some((key, value)) = keyword_split(raw) {
-            let value = resolve(value);
-            if value != Value::Null {
-                line.insert(Key::Named(key.to_owned()), value);
+        let (key, value) = match keyword_split(raw) {
+            Some((key, value)) => (Key::Named(key.to_owned()), resolve(value)),
+            None => {
+                positional += 1;
+                (Key::Positional(positional), resolve(raw))
             }
-        } else {
-            positional += 1;
-            let value = resolve(raw);
-            if value != Value::Null {
-                line.insert(Key::Positional(positional), value);
+        };
+        if value == Value::Null {
+            continue;
+        }
+        match slots.get(&key) {
+            Some(&slot) => line.entries[slot].1 = value,
+            None => {
+                slots.insert(key.clone(), line.entries.len());
+                line.entries.push((key, value));
             }
         }
     }

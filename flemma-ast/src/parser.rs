@@ -1,5 +1,7 @@
 //! The document parser: frontmatter, message segmentation and per-role content (spec §1).
 
+use std::cell::{Cell, OnceCell};
+
 use crate::ast::{
     Aborted, Diagnostic, DiagnosticKind, Document, FenceLayout, Frontmatter, JobResult, JobStatus,
     LineSpan, Malformed, Message, Role, Segment, Severity, Signature, Text, TextSpan, Thinking,
@@ -229,6 +231,8 @@ fn parse_message(src: &Source<'_>, role: Role, marker: usize, end: usize, out: &
         src,
         first: marker + 1,
         end: content_end,
+        closers: OnceCell::new(),
+        no_thinking_close_from: Cell::new(usize::MAX),
     };
     let segments = if body.first == body.end {
         match role {
@@ -261,6 +265,10 @@ struct Body<'s, 'a> {
     src: &'s Source<'a>,
     first: usize,
     end: usize,
+    /// Built on the first unclosed fence: see [`Body::closer_table`].
+    closers: OnceCell<Vec<usize>>,
+    /// No `</thinking>` line at or after this line.
+    no_thinking_close_from: Cell<usize>,
 }
 
 impl Body<'_, '_> {
@@ -277,9 +285,19 @@ impl Body<'_, '_> {
         let Some(open) = line::fence_open(self.src.line(open_line)) else {
             return BlockRead::Missing { resume: open_line };
         };
+        if self
+            .closers
+            .get()
+            .is_some_and(|t| t[open_line + 1 - self.first] < open.ticks)
+        {
+            return BlockRead::Unclosed;
+        }
         let Some(close) =
             (open_line + 1..self.end).find(|&i| line::closes_fence(self.src.line(i), open.ticks))
         else {
+            // Remember which closers the rest of the message has, so that later unclosed
+            // openers are detected without scanning again (no quadratic blow-up).
+            self.closers.get_or_init(|| self.closer_table());
             return BlockRead::Unclosed;
         };
         BlockRead::Block(Block {
@@ -291,6 +309,35 @@ impl Body<'_, '_> {
             },
             close,
         })
+    }
+
+    /// For each line from `first` on: the most backticks of any fence closer at or after it.
+    fn closer_table(&self) -> Vec<usize> {
+        let mut table = vec![0; self.end - self.first + 1];
+        for i in (self.first..self.end).rev() {
+            let text = self.src.line(i);
+            let ticks = text.bytes().take_while(|&b| b == b'`').count();
+            let closer = if ticks > 0 && line::closes_fence(text, ticks) {
+                ticks
+            } else {
+                0
+            };
+            table[i - self.first] = closer.max(table[i + 1 - self.first]);
+        }
+        table
+    }
+
+    /// The first `</thinking>` line after `open`, remembering when there is none.
+    fn thinking_close(&self, open: usize) -> Option<usize> {
+        if open + 1 >= self.no_thinking_close_from.get() {
+            return None;
+        }
+        let close = (open + 1..self.end)
+            .find(|&j| line::thinking_tag(self.src.line(j)) == Some(ThinkingTag::Close));
+        if close.is_none() {
+            self.no_thinking_close_from.set(open + 1);
+        }
+        close
     }
 
     fn malformed(&self, first: usize, last: usize) -> Segment {
@@ -431,9 +478,7 @@ fn thinking(
             redacted,
             signature: sig,
         } => {
-            let Some(close) = (i + 1..body.end)
-                .find(|&j| line::thinking_tag(body.src.line(j)) == Some(ThinkingTag::Close))
-            else {
+            let Some(close) = body.thinking_close(i) else {
                 diagnostics.push(warning(
                     DiagnosticKind::Thinking,
                     msg::UNCLOSED_THINKING,

@@ -298,3 +298,37 @@ fn build(turns: &[Turn], opts: WriterOptions) -> String {
     }
     text
 }
+
+/// Inputs built to make a naive parser quadratic; each must still parse (in linear time).
+#[test]
+fn hostile_inputs_parse() {
+    let n = 20_000;
+    let thinking = format!("@Assistant:\n{}", "<thinking>\n".repeat(n));
+    let doc = parse(&thinking);
+    assert_eq!(doc.diagnostics.len(), n, "one warning per unclosed tag");
+
+    let jobs = format!("@You:\n{}", "**Job Result:** `j`\n````x\n".repeat(n));
+    let doc = parse(&jobs);
+    assert_eq!(doc.messages[0].job_results().count(), n);
+    assert!(doc.messages[0].job_results().all(|j| j.content.is_empty()));
+
+    let results = format!(
+        "@You:\n{}",
+        "**Tool Result:** `t` (pending)\n````x\n```\n".repeat(n)
+    );
+    assert_eq!(
+        parse(&results).diagnostics.len(),
+        1,
+        "the first unclosed fence skips the rest"
+    );
+
+    let tokens: String = (0..n).map(|i| format!(" k{i}=v p{i}")).collect();
+    let doc = parse(&format!(
+        "@You:\n**Tool Result:** `t` (pending{tokens})\n```\n```\n"
+    ));
+    let result = doc.messages[0].tool_results().next().unwrap();
+    assert_eq!(result.meta.len(), 2 * n);
+
+    let templates = format!("@You:\n{}", "{{ '".repeat(n));
+    assert_eq!(parse(&templates).messages[0].segments.len(), 1);
+}
