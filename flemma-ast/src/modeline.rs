@@ -286,22 +286,20 @@ pub fn parse(input: &str) -> Modeline {
     let mut slots: HashMap<Key, usize> = HashMap::new();
     let mut positional = 0;
     for raw in split_tokens(input) {
-        let (key, value) = match keyword_split(raw) {
-            Some((key, value)) => (Key::Named(key.to_owned()), resolve(value)),
-            None => {
-                positional += 1;
-                (Key::Positional(positional), resolve(raw))
-            }
+        let (key, value) = if let Some((key, value)) = keyword_split(raw) {
+            (Key::Named(key.to_owned()), resolve(value))
+        } else {
+            positional += 1;
+            (Key::Positional(positional), resolve(raw))
         };
         if value == Value::Null {
             continue;
         }
-        match slots.get(&key) {
-            Some(&slot) => line.entries[slot].1 = value,
-            None => {
-                slots.insert(key.clone(), line.entries.len());
-                line.entries.push((key, value));
-            }
+        if let Some(&slot) = slots.get(&key) {
+            line.entries[slot].1 = value;
+        } else {
+            slots.insert(key.clone(), line.entries.len());
+            line.entries.push((key, value));
         }
     }
     line
