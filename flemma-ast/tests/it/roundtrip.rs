@@ -322,7 +322,10 @@ fn hostile_inputs_parse() {
         "the first unclosed fence skips the rest"
     );
 
-    let tokens: String = (0..n).map(|i| format!(" k{i}=v p{i}")).collect();
+    let mut tokens = String::new();
+    for i in 0..n {
+        write!(tokens, " k{i}=v p{i}").unwrap();
+    }
     let doc = parse(&format!(
         "@You:\n**Tool Result:** `t` (pending{tokens})\n```\n```\n"
     ));
