@@ -337,7 +337,7 @@ impl ToolUse {
     /// # Ok::<(), flemma_ast::InvalidId>(())
     /// ```
     pub fn new(id: ToolUseId, name: ToolName, input: JsonObject, span: LineSpan) -> Self {
-        let raw_input = serde_json::Value::Object(input.clone()).to_string();
+        let raw_input = serde_json::to_string(&input).unwrap_or_else(|_| "{}".to_owned());
         Self {
             id,
             name,

@@ -7,8 +7,14 @@
 //!
 //! The crate never fails on a malformed transcript: problems become [`Diagnostic`]s, the
 //! offending lines are kept as [`Segment::Malformed`], and the rest parses. Line-level
-//! constructs are defined by a pest grammar (`grammar.pest`); a byte scanner only hands it the
-//! lines that can start one, which keeps a full parse in the hundreds of MB/s.
+//! constructs are defined by a pest grammar (`grammar.pest`, run by [`grammar::classify`]); the
+//! parser runs a hand-written scanner with the same semantics, checked against the grammar by
+//! the tests, which keeps a full parse in the hundreds of MB/s.
+//!
+//! Start with [`parse`]; [`print`] writes a document back, the [`writer`] module produces the
+//! [`TextEdit`]s a harness applies (placeholders, results, job results), the query functions
+//! find tool uses and their results, and [`IncrementalParser`] keeps a document current while a
+//! response streams in.
 //!
 //! ```
 //! use flemma_ast::{Segment, ToolStatus};

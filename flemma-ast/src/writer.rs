@@ -187,7 +187,7 @@ pub fn tool_use_block(
     id: &ToolUseId,
     input: &serde_json::Map<String, serde_json::Value>,
 ) -> String {
-    let json = serde_json::Value::Object(input.clone()).to_string();
+    let json = serde_json::to_string(input).unwrap_or_else(|_| "{}".to_owned());
     let fence = fence_for(&json);
     format!(
         "{}**Tool Use:** `{name}` (`{id}`)\n\n{fence}json\n{json}\n{fence}\n",
