@@ -9,6 +9,7 @@
 //! ```
 
 pub use flemma_ast as ast;
+pub use flemma_schema as schema;
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

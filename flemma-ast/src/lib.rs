@@ -11,7 +11,7 @@
 //! parser runs a hand-written scanner with the same semantics, checked against the grammar by
 //! the tests, which keeps a full parse in the hundreds of MB/s.
 //!
-//! Start with [`parse`]; [`print`] writes a document back, the [`writer`] module produces the
+//! Start with [`parse()`]; [`print()`] writes a document back, the [`writer`] module produces the
 //! [`TextEdit`]s a harness applies (placeholders, results, job results), the query functions
 //! find tool uses and their results, and [`IncrementalParser`] keeps a document current while a
 //! response streams in.

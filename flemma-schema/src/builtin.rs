@@ -1,0 +1,392 @@
+//! The input schemas of the built-in tools (spec §12, §8.7), as DSL and as Rust types.
+
+use crate::dsl::{Schema, number, object, string};
+use crate::error::SchemaError;
+use crate::harness::HarnessParameters;
+use crate::messages as msg;
+use crate::spec::ToolSpec;
+
+/// A built-in tool's name, description, input schema and the traits that decide its harness
+/// parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Builtin {
+    /// The tool name.
+    pub name: &'static str,
+    /// The description (spec §15, truncation constants filled in).
+    pub description: &'static str,
+    /// The input schema.
+    pub input: Schema,
+    /// Whether the tool runs asynchronously (and so may run in the background).
+    pub is_async: bool,
+    /// The `disables_background` capability.
+    pub disables_background: bool,
+    /// The `disables_save_to` capability.
+    pub disables_save_to: bool,
+}
+
+impl Builtin {
+    /// The harness parameters the tool is offered.
+    pub fn harness(&self) -> HarnessParameters {
+        HarnessParameters::for_tool(
+            self.is_async,
+            self.disables_background,
+            self.disables_save_to,
+        )
+    }
+
+    /// The spec the model sees; built-in tools are strict (spec §12).
+    ///
+    /// # Errors
+    ///
+    /// Never for the shipped schemas; the signature follows [`ToolSpec::builder`].
+    pub fn spec(&self, strict: bool) -> Result<ToolSpec, SchemaError> {
+        ToolSpec::builder(self.name, self.description)
+            .input(self.input.clone())
+            .strict(strict)
+            .harness(self.harness())
+            .build()
+    }
+}
+
+fn label(example: &str) -> Schema {
+    string().describe(format!(
+        "A short human-readable label for this operation (e.g., '{example}')"
+    ))
+}
+
+fn tool(name: &'static str, description: &'static str, is_async: bool, input: Schema) -> Builtin {
+    Builtin {
+        name,
+        description,
+        input,
+        is_async,
+        disables_background: false,
+        disables_save_to: false,
+    }
+}
+
+/// Every built-in tool, sorted by name.
+pub fn builtins() -> Vec<Builtin> {
+    vec![
+        bash(),
+        edit(),
+        find(),
+        jobs_status(),
+        grep(),
+        ls(),
+        read(),
+        write(),
+    ]
+}
+
+/// `bash` (async).
+pub fn bash() -> Builtin {
+    tool(
+        "bash",
+        msg::BASH,
+        true,
+        object([
+            ("label", label("running tests")),
+            ("command", string().describe("The bash command to execute")),
+            (
+                "timeout",
+                number()
+                    .nullable()
+                    .describe("Timeout in seconds (default: 30)"),
+            ),
+        ]),
+    )
+}
+
+/// `read` (sync).
+pub fn read() -> Builtin {
+    tool(
+        "read",
+        msg::READ,
+        false,
+        object([
+            ("label", label("reading config.lua")),
+            (
+                "path",
+                string().describe("Path to the file to read (relative or absolute)"),
+            ),
+            (
+                "offset",
+                number()
+                    .nullable()
+                    .describe("Line number to start reading from (1-indexed)"),
+            ),
+            (
+                "limit",
+                number()
+                    .nullable()
+                    .describe("Maximum number of lines to read"),
+            ),
+        ]),
+    )
+}
+
+/// `write` (sync).
+pub fn write() -> Builtin {
+    tool(
+        "write",
+        msg::WRITE,
+        false,
+        object([
+            ("label", label("creating config.lua")),
+            (
+                "path",
+                string().describe("Path to the file to write (relative or absolute)"),
+            ),
+            ("content", string().describe("Content to write to the file")),
+        ]),
+    )
+}
+
+/// `edit` (sync).
+pub fn edit() -> Builtin {
+    tool(
+        "edit",
+        msg::EDIT,
+        false,
+        object([
+            ("label", label("fixing typo in config.lua")),
+            (
+                "path",
+                string().describe("Path to the file to edit (relative or absolute)"),
+            ),
+            (
+                "oldText",
+                string().describe("Exact text to find and replace (must match exactly)"),
+            ),
+            (
+                "newText",
+                string().describe("New text to replace the old text with"),
+            ),
+        ]),
+    )
+}
+
+/// `grep` (async).
+pub fn grep() -> Builtin {
+    tool(
+        "grep",
+        msg::GREP,
+        true,
+        object([
+            ("label", label("searching for TODO comments")),
+            (
+                "pattern",
+                string().describe("Regular expression pattern to search for"),
+            ),
+            (
+                "path",
+                string()
+                    .nullable()
+                    .describe("Directory to search in (default: working directory)"),
+            ),
+            (
+                "glob",
+                string()
+                    .nullable()
+                    .describe("File glob filter (e.g., '*.lua', '*.{ts,tsx}')"),
+            ),
+            (
+                "limit",
+                number()
+                    .nullable()
+                    .describe("Maximum number of matches (default: 100)"),
+            ),
+        ]),
+    )
+}
+
+/// `find` (async).
+pub fn find() -> Builtin {
+    tool(
+        "find",
+        msg::FIND,
+        true,
+        object([
+            ("label", label("finding test files")),
+            (
+                "pattern",
+                string().describe("Glob pattern to search for (e.g., '*.lua', 'src/**/*.tsx')"),
+            ),
+            (
+                "path",
+                string()
+                    .nullable()
+                    .describe("Directory to search in (default: working directory)"),
+            ),
+            (
+                "limit",
+                number()
+                    .nullable()
+                    .describe("Maximum number of results (default: 500)"),
+            ),
+        ]),
+    )
+}
+
+/// `ls` (sync).
+pub fn ls() -> Builtin {
+    tool(
+        "ls",
+        msg::LS,
+        false,
+        object([
+            ("label", label("listing project root")),
+            (
+                "path",
+                string().describe("Directory path to list (relative or absolute)"),
+            ),
+            (
+                "max_depth",
+                number()
+                    .nullable()
+                    .describe("Maximum recursion depth (default: 1, max: 10)"),
+            ),
+            (
+                "limit",
+                number()
+                    .nullable()
+                    .describe("Maximum number of entries (default: 500)"),
+            ),
+        ]),
+    )
+}
+
+/// `flemma.jobs.status` (sync; never backgrounded or redirected).
+pub fn jobs_status() -> Builtin {
+    Builtin {
+        disables_background: true,
+        disables_save_to: true,
+        ..tool(
+            "flemma.jobs.status",
+            msg::JOBS_STATUS,
+            false,
+            object([(
+                "job_id",
+                string().describe("The job ID (e.g., 'job_xxx') from the tool result placeholder."),
+            )]),
+        )
+    }
+}
+
+/// The built-in tools' inputs as Rust types; their derived strict schemas equal the DSL ones.
+#[cfg(feature = "typed")]
+#[allow(
+    clippy::doc_markdown,
+    reason = "the doc comments are the schema descriptions, byte for byte"
+)]
+pub mod inputs {
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Input of `bash`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct BashInput {
+        /// A short human-readable label for this operation (e.g., 'running tests')
+        pub label: String,
+        /// The bash command to execute
+        pub command: String,
+        /// Timeout in seconds (default: 30)
+        pub timeout: Option<f64>,
+    }
+
+    /// Input of `read`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ReadInput {
+        /// A short human-readable label for this operation (e.g., 'reading config.lua')
+        pub label: String,
+        /// Path to the file to read (relative or absolute)
+        pub path: String,
+        /// Line number to start reading from (1-indexed)
+        pub offset: Option<f64>,
+        /// Maximum number of lines to read
+        pub limit: Option<f64>,
+    }
+
+    /// Input of `write`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct WriteInput {
+        /// A short human-readable label for this operation (e.g., 'creating config.lua')
+        pub label: String,
+        /// Path to the file to write (relative or absolute)
+        pub path: String,
+        /// Content to write to the file
+        pub content: String,
+    }
+
+    /// Input of `edit`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct EditInput {
+        /// A short human-readable label for this operation (e.g., 'fixing typo in config.lua')
+        pub label: String,
+        /// Path to the file to edit (relative or absolute)
+        pub path: String,
+        /// Exact text to find and replace (must match exactly)
+        #[serde(rename = "oldText")]
+        pub old_text: String,
+        /// New text to replace the old text with
+        #[serde(rename = "newText")]
+        pub new_text: String,
+    }
+
+    /// Input of `grep`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct GrepInput {
+        /// A short human-readable label for this operation (e.g., 'searching for TODO comments')
+        pub label: String,
+        /// Regular expression pattern to search for
+        pub pattern: String,
+        /// Directory to search in (default: working directory)
+        pub path: Option<String>,
+        /// File glob filter (e.g., '*.lua', '*.{ts,tsx}')
+        pub glob: Option<String>,
+        /// Maximum number of matches (default: 100)
+        pub limit: Option<f64>,
+    }
+
+    /// Input of `find`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct FindInput {
+        /// A short human-readable label for this operation (e.g., 'finding test files')
+        pub label: String,
+        /// Glob pattern to search for (e.g., '*.lua', 'src/**/*.tsx')
+        pub pattern: String,
+        /// Directory to search in (default: working directory)
+        pub path: Option<String>,
+        /// Maximum number of results (default: 500)
+        pub limit: Option<f64>,
+    }
+
+    /// Input of `ls`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct LsInput {
+        /// A short human-readable label for this operation (e.g., 'listing project root')
+        pub label: String,
+        /// Directory path to list (relative or absolute)
+        pub path: String,
+        /// Maximum recursion depth (default: 1, max: 10)
+        pub max_depth: Option<f64>,
+        /// Maximum number of entries (default: 500)
+        pub limit: Option<f64>,
+    }
+
+    /// Input of `flemma.jobs.status`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct JobStatusInput {
+        /// The job ID (e.g., 'job_xxx') from the tool result placeholder.
+        pub job_id: String,
+    }
+}

@@ -1,0 +1,250 @@
+//! [`ToolSpec`]: the provider-neutral description of a tool, and its shape per provider.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::dsl::Schema;
+use crate::emit::Mode;
+use crate::error::SchemaError;
+use crate::harness::{HarnessParameters, inject_harness_parameters};
+use crate::json::{inline_refs, sort_keys};
+use crate::messages as msg;
+use crate::strict::StrictSchema;
+
+/// The request format a tool declaration is shaped for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// OpenAI Responses API (`strict: true` sent for strict tools).
+    OpenAiResponses,
+    /// OpenAI-compatible Chat Completions (no `strict`).
+    OpenAiChat,
+    /// Anthropic Messages API (`strict: true` sent for strict tools).
+    Anthropic,
+    /// Vertex AI / Gemini `parametersJsonSchema` (`$ref`s inlined).
+    Gemini,
+}
+
+impl Dialect {
+    /// Whether the dialect needs `$ref`s replaced by the definitions they point to.
+    pub fn inlines_refs(self) -> bool {
+        self == Dialect::Gemini
+    }
+}
+
+/// Where a tool's input schema comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputSchema {
+    /// Built with the DSL; emitted in strict or lenient mode to match the tool.
+    Dsl(Schema),
+    /// Raw JSON Schema, forwarded as given (keys sorted).
+    Raw(Value),
+    /// Already compiled to strict form (for example derived from a Rust type).
+    Strict(StrictSchema),
+}
+
+impl From<Schema> for InputSchema {
+    fn from(schema: Schema) -> Self {
+        InputSchema::Dsl(schema)
+    }
+}
+
+impl From<StrictSchema> for InputSchema {
+    fn from(schema: StrictSchema) -> Self {
+        InputSchema::Strict(schema)
+    }
+}
+
+/// What the model is told about a tool: `{name, description, input_schema, strict}`, with the
+/// harness parameters injected and the output schema appended to the description (spec §4.5).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The tool name (`bash`, `flemma.jobs.status`).
+    pub name: String,
+    /// The description, output-schema suffix included.
+    pub description: String,
+    /// The JSON Schema of the input, keys sorted.
+    pub input_schema: Value,
+    /// Whether providers that support it should enforce the schema strictly.
+    pub strict: bool,
+}
+
+/// Builds a [`ToolSpec`]; see [`ToolSpec::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ToolSpecBuilder {
+    name: String,
+    description: String,
+    input: InputSchema,
+    strict: bool,
+    harness: HarnessParameters,
+    output_schema: Option<Value>,
+}
+
+impl ToolSpec {
+    /// Starts a spec for a tool without parameters; set the input with
+    /// [`ToolSpecBuilder::input`].
+    ///
+    /// ```
+    /// use flemma_schema::dsl::{object, string};
+    /// use flemma_schema::{HarnessParameters, ToolSpec};
+    ///
+    /// let spec = ToolSpec::builder("flemma.jobs.status", "Check the status of a background job.")
+    ///     .input(object([("job_id", string().describe("The job ID."))]))
+    ///     .strict(true)
+    ///     .harness(HarnessParameters::none())
+    ///     .build()?;
+    /// assert_eq!(spec.wire_name(), "flemma__jobs__status");
+    /// assert_eq!(spec.input_schema["required"], serde_json::json!(["job_id"]));
+    /// # Ok::<(), flemma_schema::SchemaError>(())
+    /// ```
+    pub fn builder(name: impl Into<String>, description: impl Into<String>) -> ToolSpecBuilder {
+        ToolSpecBuilder {
+            name: name.into(),
+            description: description.into(),
+            input: InputSchema::Dsl(crate::dsl::object::<String>([])),
+            strict: false,
+            harness: HarnessParameters::none(),
+            output_schema: None,
+        }
+    }
+
+    /// The name as providers accept it: each `.` becomes `__` (spec §4.4).
+    pub fn wire_name(&self) -> String {
+        self.name.replace('.', "__")
+    }
+
+    /// The tool declaration in a provider's request format, keys sorted.
+    ///
+    /// # Errors
+    ///
+    /// For [`Dialect::Gemini`], a schema whose `$ref`s cannot be inlined.
+    pub fn to_provider(&self, dialect: Dialect) -> Result<Value, SchemaError> {
+        let name = self.wire_name();
+        let mut out = match dialect {
+            Dialect::OpenAiResponses => {
+                let mut tool = json!({
+                    "type": "function",
+                    "name": name,
+                    "description": self.description,
+                    "parameters": self.input_schema,
+                });
+                if self.strict {
+                    tool["strict"] = Value::Bool(true);
+                }
+                tool
+            }
+            Dialect::OpenAiChat => json!({
+                "type": "function",
+                "function": {"name": name, "description": self.description, "parameters": self.input_schema},
+            }),
+            Dialect::Anthropic => {
+                let mut tool = json!({
+                    "name": name,
+                    "description": self.description,
+                    "input_schema": self.input_schema,
+                });
+                if self.strict {
+                    tool["strict"] = Value::Bool(true);
+                }
+                tool
+            }
+            Dialect::Gemini => json!({
+                "name": name,
+                "description": self.description,
+                "parametersJsonSchema": inline_refs(&self.input_schema)?,
+            }),
+        };
+        sort_keys(&mut out);
+        Ok(out)
+    }
+}
+
+impl ToolSpecBuilder {
+    /// Sets the input schema (a DSL [`Schema`], raw JSON via [`InputSchema::Raw`], or a
+    /// [`StrictSchema`]).
+    pub fn input(mut self, input: impl Into<InputSchema>) -> Self {
+        self.input = input.into();
+        self
+    }
+
+    /// Marks the tool strict (OpenAI strict function calling).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Sets which harness parameters the tool is offered.
+    pub fn harness(mut self, harness: HarnessParameters) -> Self {
+        self.harness = harness;
+        self
+    }
+
+    /// Appends an output schema to the description.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Validates the name, emits the input schema and injects the harness parameters.
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::InvalidToolName`] for a name providers cannot carry, and the DSL's
+    /// errors (an optional field in a strict tool's schema, …).
+    pub fn build(self) -> Result<ToolSpec, SchemaError> {
+        validate_name(&self.name)?;
+        let mut input_schema = match self.input {
+            InputSchema::Dsl(schema) => schema.to_json_schema(if self.strict {
+                Mode::Strict
+            } else {
+                Mode::Lenient
+            })?,
+            InputSchema::Raw(mut raw) => {
+                sort_keys(&mut raw);
+                raw
+            }
+            InputSchema::Strict(compiled) => compiled.into_schema(),
+        };
+        inject_harness_parameters(&mut input_schema, self.harness, self.strict);
+        let mut description = self.description;
+        if let Some(mut output) = self.output_schema {
+            if let Some(obj) = output.as_object_mut() {
+                obj.insert("$schema".into(), msg::OUTPUT_SCHEMA_DIALECT.into());
+            }
+            sort_keys(&mut output);
+            description.push_str(msg::RETURNS_PREFIX);
+            description.push_str(&output.to_string());
+        }
+        Ok(ToolSpec {
+            name: self.name,
+            description,
+            input_schema,
+            strict: self.strict,
+        })
+    }
+}
+
+/// Tool names: `[A-Za-z0-9_-]` segments joined by `.`, without `__` (ARCHITECTURE.md).
+fn validate_name(name: &str) -> Result<(), SchemaError> {
+    let reason = if name.is_empty() {
+        Some("empty")
+    } else if name.contains("__") {
+        Some("contains `__`, which does not survive the wire encoding")
+    } else if name.split('.').any(str::is_empty) {
+        Some("empty segment between dots")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        Some("only ASCII letters, digits, `_`, `-` and `.` are allowed")
+    } else {
+        None
+    };
+    reason.map_or(Ok(()), |reason| {
+        Err(SchemaError::InvalidToolName {
+            name: name.to_owned(),
+            reason,
+        })
+    })
+}

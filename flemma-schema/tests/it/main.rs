@@ -1,0 +1,12 @@
+//! Integration tests of flemma-schema: one binary, one module per concern.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
+
+mod errors;
+mod golden;
+mod strict;
+mod validation;
