@@ -1,0 +1,565 @@
+//! The layered option store (spec §5.2): four layers of operation logs, replayed on read.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::{ConfigError, FinalizeIssue};
+use crate::glob::glob_match;
+use crate::listops::{ListOp, OpKind, expand_op, is_preset_ref, parse_list, strings};
+use crate::options::Options;
+use crate::presets::Presets;
+use crate::schema::{OPTIONS, OptionKind, default_of, resolve_path};
+use crate::suggest::did_you_mean;
+
+/// Where an option was set, lowest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Layer {
+    /// Built-in defaults, and every registered tool in `tools`.
+    Defaults,
+    /// The application's setup: `flemma.toml`, the builder.
+    Setup,
+    /// Changes while running (`--set`, commands).
+    Runtime,
+    /// The conversation's own frontmatter.
+    Frontmatter,
+}
+
+impl Layer {
+    const ALL: [Layer; 4] = [
+        Layer::Defaults,
+        Layer::Setup,
+        Layer::Runtime,
+        Layer::Frontmatter,
+    ];
+
+    /// The letter used in source indicators (`D`, `S`, `R`, `F`).
+    pub fn letter(self) -> char {
+        match self {
+            Layer::Defaults => 'D',
+            Layer::Setup => 'S',
+            Layer::Runtime => 'R',
+            Layer::Frontmatter => 'F',
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a closure policy for `tools.auto_approve` decides about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyDecision {
+    /// Run without asking.
+    Approve,
+    /// Ask the user.
+    RequireApproval,
+    /// Refuse, with an optional reason.
+    Deny(Option<String>),
+    /// No opinion: the list (and later resolvers) decide.
+    Pass,
+}
+
+/// A Rust closure deciding `tools.auto_approve` for a call: `(tool name, input)`.
+#[derive(Clone)]
+pub struct AutoApprovePolicy(Arc<dyn Fn(&str, &Value) -> PolicyDecision + Send + Sync>);
+
+impl AutoApprovePolicy {
+    /// Wraps a closure.
+    pub fn new(f: impl Fn(&str, &Value) -> PolicyDecision + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Asks the closure.
+    pub fn decide(&self, tool: &str, input: &Value) -> PolicyDecision {
+        (self.0)(tool, input)
+    }
+}
+
+impl fmt::Debug for AutoApprovePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AutoApprovePolicy(..)")
+    }
+}
+
+/// One logged write.
+#[derive(Debug, Clone, PartialEq)]
+enum Entry {
+    /// A scalar (or table) value.
+    Scalar { path: String, value: Value },
+    /// A whole list as written (items may carry operators and `$presets`).
+    ListWrite { path: String, items: Vec<String> },
+    /// One list operation.
+    ListOp { path: String, op: ListOp },
+}
+
+impl Entry {
+    fn path(&self) -> &str {
+        match self {
+            Entry::Scalar { path, .. }
+            | Entry::ListWrite { path, .. }
+            | Entry::ListOp { path, .. } => path,
+        }
+    }
+}
+
+/// A resolved list and which layers shaped it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedList {
+    /// The items.
+    pub items: Vec<String>,
+    /// The contributing layers, lowest first (`"D+F"`).
+    pub source: String,
+}
+
+impl ResolvedList {
+    /// Whether a layer above the defaults contributed (for `tools`: the conversation chose
+    /// its tools, so exactly those are offered, an empty list meaning none).
+    pub fn is_explicit(&self) -> bool {
+        self.source.chars().any(|c| c != 'D' && c != '+')
+    }
+}
+
+/// Layered options: defaults, setup, runtime and frontmatter op logs (spec §5.2), presets and
+/// an optional closure policy for `tools.auto_approve`.
+///
+/// Lists replay every layer bottom-up (`set` replaces and takes ownership, `append`/`prepend`
+/// move an item to an end, `remove` drops the first equal item); scalars take the highest
+/// layer's last `set`.
+///
+/// ```
+/// use flemma_config::{Config, Layer};
+///
+/// let mut config = Config::new();
+/// config.append(Layer::Setup, "tools.auto_approve", "bash")?;
+/// config.set(Layer::Frontmatter, "tools.auto_approve", serde_json::json!(["$standard", "!write"]))?;
+/// let list = config.list("tools.auto_approve");
+/// assert_eq!(list.items, ["read", "edit", "find", "grep", "ls", "flemma.*"]);
+/// assert_eq!(list.source, "F");
+/// assert_eq!(config.options()?.tools.max_concurrent, 2);
+/// # Ok::<(), flemma_config::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Config {
+    layers: [Vec<Entry>; 4],
+    presets: Presets,
+    policy: Option<AutoApprovePolicy>,
+    generation: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Config {
+    /// The defaults and the built-in presets.
+    pub fn new() -> Self {
+        let mut layers: [Vec<Entry>; 4] = Default::default();
+        for def in OPTIONS.iter().filter(|d| d.kind == OptionKind::List) {
+            let items = strings(def.path, &(def.default)()).unwrap_or_default();
+            layers[Layer::Defaults.index()].push(Entry::ListWrite {
+                path: def.path.to_owned(),
+                items,
+            });
+        }
+        Self {
+            layers,
+            presets: Presets::default(),
+            policy: None,
+            generation: 0,
+        }
+    }
+
+    /// Increases on every change; caches keyed by it (compiled globs) stay valid until then.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The presets in force.
+    pub fn presets(&self) -> &Presets {
+        &self.presets
+    }
+
+    /// The presets, to add or override.
+    pub fn presets_mut(&mut self) -> &mut Presets {
+        self.generation += 1;
+        &mut self.presets
+    }
+
+    /// The closure policy for `tools.auto_approve`, if one is set.
+    pub fn auto_approve_policy(&self) -> Option<&AutoApprovePolicy> {
+        self.policy.as_ref()
+    }
+
+    /// Sets a closure policy consulted before the `tools.auto_approve` list.
+    pub fn set_auto_approve_policy(&mut self, policy: Option<AutoApprovePolicy>) {
+        self.generation += 1;
+        self.policy = policy;
+    }
+
+    /// Sets an option in a layer. Tables set each of their keys; a list value may carry list
+    /// operations and `$preset` references (spec §5.3).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] (with a did-you-mean), [`ConfigError::Type`],
+    /// [`ConfigError::InvalidListItem`].
+    pub fn set(
+        &mut self,
+        layer: Layer,
+        path: &str,
+        value: impl Into<Value>,
+    ) -> Result<(), ConfigError> {
+        let value = value.into();
+        let resolved = resolve_path(path, value.is_boolean());
+        let takes_tables = resolved
+            .as_ref()
+            .is_ok_and(|r| matches!(r.kind, OptionKind::StringMap | OptionKind::Any));
+        match value {
+            // A table of options: `tools = { max_concurrent = 4, list = ["bash"] }`.
+            Value::Object(map) if !map.is_empty() && !takes_tables => {
+                for (key, v) in map {
+                    self.set(layer, &format!("{path}.{key}"), v)?;
+                }
+                Ok(())
+            }
+            value => {
+                let resolved = resolved?;
+                self.set_leaf(layer, &resolved.path, resolved.kind, value)
+            }
+        }
+    }
+
+    fn set_leaf(
+        &mut self,
+        layer: Layer,
+        path: &str,
+        kind: OptionKind,
+        value: Value,
+    ) -> Result<(), ConfigError> {
+        let entry = if kind == OptionKind::List {
+            let items = strings(path, &value)?;
+            // Check the operators now so that errors point at the write, not a later read.
+            parse_list(path, &items, &|_| None)?;
+            Entry::ListWrite {
+                path: path.to_owned(),
+                items,
+            }
+        } else {
+            if !value.is_null() && !kind.accepts(&value) {
+                return Err(ConfigError::Type {
+                    path: path.to_owned(),
+                    expected: kind.describe(),
+                    found: value.to_string(),
+                });
+            }
+            Entry::Scalar {
+                path: path.to_owned(),
+                value,
+            }
+        };
+        self.push(layer, entry);
+        Ok(())
+    }
+
+    fn push(&mut self, layer: Layer, entry: Entry) {
+        self.layers[layer.index()].push(entry);
+        self.generation += 1;
+    }
+
+    fn list_path(path: &str) -> Result<String, ConfigError> {
+        let resolved = resolve_path(path, false)?;
+        if resolved.kind == OptionKind::List {
+            Ok(resolved.path)
+        } else {
+            Err(ConfigError::NotAList {
+                path: path.to_owned(),
+            })
+        }
+    }
+
+    fn list_op(&mut self, layer: Layer, path: &str, op: ListOp) -> Result<(), ConfigError> {
+        let path = Self::list_path(path)?;
+        self.push(layer, Entry::ListOp { path, op });
+        Ok(())
+    }
+
+    /// Appends an item to a list option (moving it to the end if present).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] or [`ConfigError::NotAList`].
+    pub fn append(&mut self, layer: Layer, path: &str, item: &str) -> Result<(), ConfigError> {
+        self.list_op(layer, path, ListOp::Append(item.to_owned()))
+    }
+
+    /// Prepends an item to a list option (moving it to the front if present).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] or [`ConfigError::NotAList`].
+    pub fn prepend(&mut self, layer: Layer, path: &str, item: &str) -> Result<(), ConfigError> {
+        self.list_op(layer, path, ListOp::Prepend(item.to_owned()))
+    }
+
+    /// Removes the first equal item from a list option.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] or [`ConfigError::NotAList`].
+    pub fn remove(&mut self, layer: Layer, path: &str, item: &str) -> Result<(), ConfigError> {
+        self.list_op(layer, path, ListOp::Remove(item.to_owned()))
+    }
+
+    /// Forgets everything a layer says (a conversation's frontmatter is re-evaluated whole).
+    pub fn clear_layer(&mut self, layer: Layer) {
+        self.layers[layer.index()].clear();
+        self.generation += 1;
+    }
+
+    /// The operations a layer holds for a list path, presets expanded.
+    fn layer_ops(&self, layer: Layer, path: &str) -> Vec<ListOp> {
+        let expand = |name: &str| self.presets.expand(name, path);
+        let mut ops = Vec::new();
+        for entry in self.layers[layer.index()]
+            .iter()
+            .filter(|e| e.path() == path)
+        {
+            match entry {
+                Entry::ListWrite { items, .. } => {
+                    for op in parse_list(path, items, &expand).unwrap_or_default() {
+                        ops.extend(expand_op(&op, &expand));
+                    }
+                }
+                Entry::ListOp { op, .. } => ops.extend(expand_op(op, &expand)),
+                Entry::Scalar { .. } => {}
+            }
+        }
+        ops
+    }
+
+    /// Replays a list option through every layer.
+    pub fn list(&self, path: &str) -> ResolvedList {
+        self.list_with_tools(path, &[])
+    }
+
+    /// Replays a list option, expanding globs in `tools` against the registered tool names.
+    pub fn list_with_tools(&self, path: &str, registered: &[String]) -> ResolvedList {
+        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
+        let mut items: Vec<String> = Vec::new();
+        let mut contributors: Vec<Layer> = Vec::new();
+        let expand_globs = path == "tools" && !registered.is_empty();
+        for layer in Layer::ALL {
+            for op in self.layer_ops(layer, &path) {
+                let values = |v: &str| -> Vec<String> {
+                    if expand_globs && v.contains('*') {
+                        let mut matched: Vec<String> = registered
+                            .iter()
+                            .filter(|n| glob_match(v, n))
+                            .cloned()
+                            .collect();
+                        matched.sort();
+                        if !matched.is_empty() {
+                            return matched;
+                        }
+                    }
+                    vec![v.to_owned()]
+                };
+                let contributed = match op {
+                    ListOp::Set(set) => {
+                        items = set.iter().flat_map(|v| values(v)).collect();
+                        contributors.clear();
+                        true
+                    }
+                    ListOp::Append(v) => {
+                        for v in values(&v) {
+                            items.retain(|i| *i != v);
+                            items.push(v);
+                        }
+                        true
+                    }
+                    ListOp::Prepend(v) => {
+                        for v in values(&v) {
+                            items.retain(|i| *i != v);
+                            items.insert(0, v);
+                        }
+                        true
+                    }
+                    ListOp::Remove(v) => {
+                        let mut removed = false;
+                        for v in values(&v) {
+                            if let Some(at) = items.iter().position(|i| *i == v) {
+                                items.remove(at);
+                                removed = true;
+                            }
+                        }
+                        removed
+                    }
+                };
+                if contributed && !contributors.contains(&layer) {
+                    contributors.push(layer);
+                }
+            }
+        }
+        let source = contributors
+            .iter()
+            .map(|l| l.letter().to_string())
+            .collect::<Vec<_>>()
+            .join("+");
+        ResolvedList { items, source }
+    }
+
+    /// The value of a scalar option: the highest layer's last set, else the default.
+    pub fn scalar(&self, path: &str) -> Value {
+        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
+        for layer in Layer::ALL.iter().rev() {
+            let last = self.layers[layer.index()]
+                .iter()
+                .rev()
+                .find_map(|e| match e {
+                    Entry::Scalar { path: p, value } if *p == path => Some(value),
+                    _ => None,
+                });
+            if let Some(value) = last.filter(|v| !v.is_null()) {
+                return value.clone();
+            }
+        }
+        default_of(&path)
+    }
+
+    /// Whether a layer sets a path (for lists: a write that replaces the list).
+    pub fn layer_has_set(&self, layer: Layer, path: &str) -> bool {
+        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
+        self.layers[layer.index()]
+            .iter()
+            .any(|e| matches!(e, Entry::Scalar { path: p, .. } if *p == path))
+            || self
+                .layer_ops(layer, &path)
+                .iter()
+                .any(|op| op.kind() == OpKind::Set)
+    }
+
+    /// Whether a layer holds an operation of `kind` on a list path, for `value` when given
+    /// (presets expanded: removing `$standard` removes `write`).
+    pub fn layer_has_op(
+        &self,
+        layer: Layer,
+        kind: OpKind,
+        path: &str,
+        value: Option<&str>,
+    ) -> bool {
+        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
+        self.layer_ops(layer, &path).iter().any(|op| {
+            op.kind() == kind
+                && value.is_none_or(|v| match op {
+                    ListOp::Set(items) => items.iter().any(|i| i == v),
+                    ListOp::Append(i) | ListOp::Prepend(i) | ListOp::Remove(i) => i == v,
+                })
+        })
+    }
+
+    /// The typed options (`tools` globs left as written; see [`Config::options_with_tools`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Type`] when the layers combine into a value the option cannot take.
+    pub fn options(&self) -> Result<Options, ConfigError> {
+        self.options_with_tools(&[])
+    }
+
+    /// The typed options, globs in `tools` expanded against the registered tool names.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Type`] when the layers combine into a value the option cannot take.
+    pub fn options_with_tools(&self, registered: &[String]) -> Result<Options, ConfigError> {
+        let mut tree = Map::new();
+        for def in OPTIONS {
+            let value = if def.kind == OptionKind::List {
+                Value::from(self.list_with_tools(def.path, registered).items)
+            } else {
+                self.scalar(def.path)
+            };
+            let path = if def.path == "tools" {
+                "tools.list"
+            } else {
+                def.path
+            };
+            insert_path(&mut tree, path, value);
+        }
+        // Free-form paths (provider parameters, tables of other tools).
+        for layer in Layer::ALL {
+            for entry in &self.layers[layer.index()] {
+                if let Entry::Scalar { path, .. } = entry
+                    && !OPTIONS.iter().any(|d| d.path == path)
+                {
+                    insert_path(&mut tree, path, self.scalar(path));
+                }
+            }
+        }
+        let tools = self.list_with_tools("tools", registered);
+        let mut options: Options =
+            serde_json::from_value(Value::Object(tree)).map_err(|e| ConfigError::Type {
+                path: "options".to_owned(),
+                expected: "values of the documented types",
+                found: e.to_string(),
+            })?;
+        options.tools.list_is_explicit = tools.is_explicit();
+        Ok(options)
+    }
+
+    /// Checks `tools` and the `$preset` references against the registered tools and presets,
+    /// once every tool source has loaded (spec §5.4).
+    pub fn finalize(&self, registered: &[String]) -> Vec<FinalizeIssue> {
+        let mut issues = Vec::new();
+        for item in self.list_with_tools("tools", registered).items {
+            if is_preset_ref(&item) {
+                continue;
+            }
+            if item.contains('*') {
+                issues.push(FinalizeIssue::GlobMatchedNothing { pattern: item });
+            } else if !registered.contains(&item) {
+                let suggestion =
+                    did_you_mean(&item, registered.iter().map(String::as_str)).map(str::to_owned);
+                issues.push(FinalizeIssue::UnknownTool {
+                    name: item,
+                    suggestion,
+                });
+            }
+        }
+        for path in ["tools", "tools.auto_approve"] {
+            for item in self.list(path).items.iter().filter(|i| is_preset_ref(i)) {
+                let suggestion = did_you_mean(item, self.presets.names()).map(str::to_owned);
+                issues.push(FinalizeIssue::UnknownPreset {
+                    path: path.to_owned(),
+                    name: item.clone(),
+                    suggestion,
+                });
+            }
+        }
+        issues
+    }
+}
+
+fn insert_path(tree: &mut Map<String, Value>, path: &str, value: Value) {
+    let mut parts = path.split('.').peekable();
+    let mut node = tree;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            node.insert(part.to_owned(), value);
+            return;
+        }
+        let child = node
+            .entry(part.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !child.is_object() {
+            *child = Value::Object(Map::new());
+        }
+        let Value::Object(next) = child else { return };
+        node = next;
+    }
+}

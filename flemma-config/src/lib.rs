@@ -1,0 +1,48 @@
+//! Layered options for flemma: defaults, setup, runtime and per-conversation frontmatter.
+//!
+//! Every decision the SDK makes (which tools a conversation has, which calls run unasked, how
+//! many run at once) reads an option. Options live in four layers of operation logs, replayed
+//! on read (spec §5.2): DEFAULTS < SETUP (`flemma.toml`, the builder) < RUNTIME (`--set`) <
+//! FRONTMATTER (the conversation's own). List options take operations (`+x` append, `^x`
+//! prepend, `!x` remove, `$preset` spread); the layers keep the operations themselves, so the
+//! approval chain can ask what a conversation *meant* ("did the frontmatter remove `bash`?"),
+//! not only what the list ended up as.
+//!
+//! ```
+//! use flemma_config::{Config, Layer};
+//!
+//! let mut config = Config::new();
+//! config.load_toml_str("[tools]\nmax_concurrent = 4\nauto_approve = [\"$readonly\"]\n", "flemma.toml".as_ref())?;
+//! config.append(Layer::Frontmatter, "tools.auto_approve", "bash")?;
+//!
+//! let options = config.options()?;
+//! assert_eq!(options.tools.max_concurrent, 4);
+//! assert_eq!(options.tools.auto_approve, ["read", "find", "grep", "ls", "bash"]);
+//! assert_eq!(config.list("tools.auto_approve").source, "S+F");
+//! # Ok::<(), flemma_config::ConfigError>(())
+//! ```
+
+mod config;
+mod error;
+mod glob;
+mod listops;
+#[cfg(feature = "lua")]
+mod lua;
+mod options;
+mod presets;
+mod schema;
+mod sources;
+mod suggest;
+
+pub use config::{AutoApprovePolicy, Config, Layer, PolicyDecision, ResolvedList};
+pub use error::{ConfigError, FinalizeIssue, FrontmatterError};
+pub use glob::glob_match;
+pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
+pub use options::{
+    AutopilotOptions, Backup, BashOptions, BwrapOptions, EditingOptions, LsOptions, Options,
+    PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions,
+    ToolsOptions,
+};
+pub use presets::{Preset, Presets};
+pub use schema::OptionKind;
+pub use suggest::did_you_mean;

@@ -1,0 +1,200 @@
+//! The typed view of the resolved options.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Every option, resolved through the layers. Built by [`Config::options`](crate::Config::options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Options {
+    /// `tools.*`
+    pub tools: ToolsOptions,
+    /// `sandbox.*`
+    pub sandbox: SandboxOptions,
+    /// `editing.*`
+    pub editing: EditingOptions,
+    /// The provider (`anthropic`, `openai`, `vertex`, …).
+    pub provider: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// Thinking level or budget (`"medium"`, `false`, `4096`).
+    pub thinking: Option<Value>,
+    /// Maximum output tokens.
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Prompt-cache retention (`short`, `long`, `none`).
+    pub cache_retention: Option<String>,
+    /// Provider-specific parameters (`parameters.<provider>.<key>`).
+    #[serde(default)]
+    pub parameters: Map<String, Value>,
+}
+
+/// `tools.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolsOptions {
+    /// The conversation's tool list (`tools` itself; `tools.list` in files).
+    pub list: Vec<String>,
+    /// Whether a layer above the defaults shaped `list`: then exactly these tools are offered
+    /// (disabled ones included, an empty list meaning none).
+    #[serde(skip)]
+    pub list_is_explicit: bool,
+    /// Names and globs approved without asking.
+    pub auto_approve: Vec<String>,
+    /// Ask for calls no resolver approves (`false` registers the catch-all approver).
+    pub require_approval: bool,
+    /// Let the sandbox resolver approve tools that are safe when sandboxed.
+    pub auto_approve_sandboxed: bool,
+    /// Foreground tools running at once (`0` = unlimited).
+    pub max_concurrent: u64,
+    /// Seconds before a tool times out.
+    pub default_timeout: u64,
+    /// `tools.autopilot.*`
+    pub autopilot: AutopilotOptions,
+    /// `tools.store.*`
+    pub store: StoreOptions,
+    /// `tools.bash.*`
+    pub bash: BashOptions,
+    /// `tools.grep.*`
+    pub grep: SearchOptions,
+    /// `tools.find.*`
+    pub find: SearchOptions,
+    /// `tools.ls.*`
+    pub ls: LsOptions,
+    /// Tables of other tools (`tools.<name>.*`).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `tools.autopilot.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AutopilotOptions {
+    /// Chain the tool cycle automatically.
+    pub enabled: bool,
+    /// Consecutive turns before stopping.
+    pub max_turns: u64,
+    /// Milliseconds to wait before resuming after background deliveries.
+    pub resume_delay: u64,
+}
+
+/// `tools.store.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// `$chat`, `$state` or a template.
+    pub path_format: String,
+    /// The template for conversations without a file.
+    pub unnamed_path_format: String,
+    /// Write every result to the store, not only overflow and redirects.
+    pub materialize: bool,
+    /// The preview of a `flemma.save_to` stub.
+    pub preview: PreviewOptions,
+    /// What happens to an existing file before it is overwritten.
+    pub backup: Backup,
+}
+
+/// `tools.store.preview.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PreviewOptions {
+    /// Lines of preview (`0` = none).
+    pub lines: u64,
+    /// Bytes of preview.
+    pub bytes: u64,
+}
+
+/// `tools.store.backup`: a strategy name, or `false` to overwrite in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Backup {
+    /// `false`: no backup (`true` is read as the default strategy).
+    Enabled(bool),
+    /// A named strategy (`version`).
+    Strategy(String),
+}
+
+/// `tools.bash.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BashOptions {
+    /// The shell.
+    pub shell: String,
+    /// The working directory (a path or URN).
+    pub cwd: String,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+/// `tools.grep.*` and `tools.find.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SearchOptions {
+    /// The working directory (a path or URN).
+    pub cwd: String,
+    /// Directories and files left out.
+    pub exclude: Vec<String>,
+}
+
+/// `tools.ls.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LsOptions {
+    /// The working directory (a path or URN).
+    pub cwd: String,
+}
+
+/// `sandbox.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SandboxOptions {
+    /// Sandbox tool processes.
+    pub enabled: bool,
+    /// `auto`, `required` or a backend name.
+    pub backend: String,
+    /// What sandboxed processes may do.
+    pub policy: SandboxPolicy,
+    /// Backend settings.
+    pub backends: SandboxBackends,
+}
+
+/// `sandbox.policy.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SandboxPolicy {
+    /// Writable paths (paths, URNs, `${VAR:-default}`).
+    pub rw_paths: Vec<String>,
+    /// Allow network access.
+    pub network: bool,
+    /// Keep the user namespace (no `--unshare-user`).
+    pub allow_privileged: bool,
+}
+
+/// `sandbox.backends.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SandboxBackends {
+    /// `sandbox.backends.bwrap.*`
+    pub bwrap: BwrapOptions,
+}
+
+/// `sandbox.backends.bwrap.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BwrapOptions {
+    /// The bubblewrap binary.
+    pub path: String,
+    /// Extra arguments before the command.
+    pub extra_args: Vec<String>,
+}
+
+/// `editing.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EditingOptions {
+    /// No blank line between a block header and its fence.
+    pub compact_headers: bool,
+}

@@ -1,0 +1,106 @@
+//! Presets: named bundles of `tools` and `auto_approve` lists (spec §5.6).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::listops::is_preset_ref;
+
+/// A preset: lists spread into `tools` / `tools.auto_approve` by `$name`, and provider settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    /// Items for `tools.auto_approve` (may carry operators and globs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_approve: Option<Vec<String>>,
+    /// Items for `tools` (may carry operators and globs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Provider to switch to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Model to switch to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Provider parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl Preset {
+    /// The preset's list for a path, named by its last segment (`tools.auto_approve` →
+    /// `auto_approve`, `tools` → `tools`).
+    pub fn field_for(&self, path: &str) -> Option<&Vec<String>> {
+        match path.rsplit('.').next() {
+            Some("auto_approve") => self.auto_approve.as_ref(),
+            Some("tools") => self.tools.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// The presets in force: the built-ins, overridden by user presets of the same name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Presets {
+    presets: BTreeMap<String, Preset>,
+}
+
+impl Default for Presets {
+    fn default() -> Self {
+        let list = |items: &[&str]| Some(items.iter().map(|s| (*s).to_owned()).collect());
+        let mut presets = BTreeMap::new();
+        presets.insert(
+            "$standard".to_owned(),
+            Preset {
+                auto_approve: list(&["read", "write", "edit", "find", "grep", "ls", "flemma.*"]),
+                ..Preset::default()
+            },
+        );
+        presets.insert(
+            "$readonly".to_owned(),
+            Preset {
+                auto_approve: list(&["read", "find", "grep", "ls"]),
+                ..Preset::default()
+            },
+        );
+        Self { presets }
+    }
+}
+
+impl Presets {
+    /// Adds or replaces a preset.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidPreset`] when the name is not `$` followed by a lowercase letter.
+    pub fn insert(&mut self, name: impl Into<String>, preset: Preset) -> Result<(), ConfigError> {
+        let name = name.into();
+        if !is_preset_ref(&name) {
+            return Err(ConfigError::InvalidPreset {
+                name,
+                reason: "a preset name is `$` followed by a lowercase letter".to_owned(),
+            });
+        }
+        self.presets.insert(name, preset);
+        Ok(())
+    }
+
+    /// The preset called `name` (with its `$`).
+    pub fn get(&self, name: &str) -> Option<&Preset> {
+        self.presets.get(name)
+    }
+
+    /// The preset names.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.presets.keys().map(String::as_str)
+    }
+
+    /// Expands `$name` for a path: the preset's field, or `Some(empty)` when the preset lacks it;
+    /// `None` for an unknown preset.
+    pub(crate) fn expand(&self, name: &str, path: &str) -> Option<Vec<String>> {
+        self.presets
+            .get(name)
+            .map(|p| p.field_for(path).cloned().unwrap_or_default())
+    }
+}

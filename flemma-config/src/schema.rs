@@ -1,0 +1,195 @@
+//! The option paths flemma knows, their kinds and defaults.
+
+use serde_json::{Value, json};
+
+use crate::error::ConfigError;
+use crate::suggest::did_you_mean;
+
+/// What an option holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    /// `true` / `false`.
+    Bool,
+    /// A non-negative integer.
+    Integer,
+    /// Any number.
+    Number,
+    /// Text.
+    String,
+    /// A list of strings; takes list operations (`+x ^x !x $preset`).
+    List,
+    /// A table of strings (`tools.bash.env`).
+    StringMap,
+    /// Anything (provider-specific parameters, thinking levels).
+    Any,
+}
+
+impl OptionKind {
+    /// Whether `value` fits.
+    pub(crate) fn accepts(self, value: &Value) -> bool {
+        match self {
+            OptionKind::Bool => value.is_boolean(),
+            OptionKind::Integer => value.as_u64().is_some(),
+            OptionKind::Number => value.is_number(),
+            OptionKind::String => value.is_string(),
+            OptionKind::List => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string)),
+            OptionKind::StringMap => value
+                .as_object()
+                .is_some_and(|m| m.values().all(Value::is_string)),
+            OptionKind::Any => true,
+        }
+    }
+
+    /// How the kind reads in an error.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            OptionKind::Bool => "a boolean",
+            OptionKind::Integer => "a non-negative integer",
+            OptionKind::Number => "a number",
+            OptionKind::String => "a string",
+            OptionKind::List => "a list of strings",
+            OptionKind::StringMap => "a table of strings",
+            OptionKind::Any => "a value",
+        }
+    }
+}
+
+/// One known option.
+#[derive(Debug, Clone)]
+pub(crate) struct OptionDef {
+    pub(crate) path: &'static str,
+    pub(crate) kind: OptionKind,
+    pub(crate) default: fn() -> Value,
+}
+
+macro_rules! options {
+    ($($path:literal : $kind:ident = $default:expr),* $(,)?) => {
+        &[$(OptionDef { path: $path, kind: OptionKind::$kind, default: || json!($default) }),*]
+    };
+}
+
+/// The default `exclude` of `grep` and `find`.
+const EXCLUDES: [&str; 8] = [
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "target",
+    "dist",
+    "build",
+    "vendor",
+];
+
+/// Every option with its default (spec §5-§7, §11.1, §14.1).
+pub(crate) const OPTIONS: &[OptionDef] = options![
+    "tools": List = Vec::<String>::new(),
+    "tools.auto_approve": List = ["$standard"],
+    "tools.require_approval": Bool = true,
+    "tools.auto_approve_sandboxed": Bool = true,
+    "tools.max_concurrent": Integer = 2,
+    "tools.default_timeout": Integer = 30,
+    "tools.autopilot.enabled": Bool = true,
+    "tools.autopilot.max_turns": Integer = 100,
+    "tools.autopilot.resume_delay": Integer = 2000,
+    "tools.store.path_format": String = "$chat",
+    "tools.store.unnamed_path_format": String =
+        "${TMPDIR:-/tmp}/flemma/unnamed/{{ flemma.pid }}/{{ bufnr }}/{{ source }}_{{ name }}_{{ id }}.txt",
+    "tools.store.materialize": Bool = false,
+    "tools.store.preview.lines": Integer = 10,
+    "tools.store.preview.bytes": Integer = 2048,
+    "tools.store.backup": Any = "version",
+    "tools.bash.shell": String = "bash",
+    "tools.bash.cwd": String = "urn:flemma:buffer:path",
+    "tools.bash.env": StringMap = serde_json::Map::new(),
+    "tools.grep.cwd": String = "urn:flemma:buffer:path",
+    "tools.grep.exclude": List = EXCLUDES,
+    "tools.find.cwd": String = "urn:flemma:buffer:path",
+    "tools.find.exclude": List = EXCLUDES,
+    "tools.ls.cwd": String = "urn:flemma:buffer:path",
+    "sandbox.enabled": Bool = true,
+    "sandbox.backend": String = "auto",
+    "sandbox.policy.rw_paths": List = [
+        "urn:flemma:cwd", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
+        "${TMPDIR:-/tmp}", "${XDG_CACHE_HOME:-~/.cache}", "${XDG_DATA_HOME:-~/.local/share}"
+    ],
+    "sandbox.policy.network": Bool = true,
+    "sandbox.policy.allow_privileged": Bool = false,
+    "sandbox.backends.bwrap.path": String = "bwrap",
+    "sandbox.backends.bwrap.extra_args": List = Vec::<String>::new(),
+    "editing.compact_headers": Bool = true,
+    "provider": String = Value::Null,
+    "model": String = Value::Null,
+    "thinking": Any = Value::Null,
+    "max_tokens": Integer = Value::Null,
+    "temperature": Number = Value::Null,
+    "cache_retention": String = Value::Null,
+];
+
+/// Paths under which any key is accepted: provider-specific parameters.
+const OPEN_PREFIXES: &[&str] = &["parameters."];
+
+/// The built-in tools whose tables are typed; other `tools.<name>.<key>` tables are free-form.
+const TYPED_TOOL_TABLES: &[&str] = &["bash", "grep", "find", "ls", "autopilot", "store"];
+
+/// What a path refers to once aliases and shorthands are applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    pub(crate) path: String,
+    pub(crate) kind: OptionKind,
+}
+
+/// Maps a written path to a known option: aliases (`tools.approve`), shorthands (`sandbox`,
+/// `tools.autopilot` → `.enabled`), open tables.
+///
+/// # Errors
+///
+/// [`ConfigError::UnknownOption`] with the closest known path.
+pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, ConfigError> {
+    let path = match path {
+        "tools.approve" => "tools.auto_approve",
+        "tools.list" => "tools",
+        "sandbox" | "tools.autopilot" if value_is_bool => {
+            return Ok(Resolved {
+                path: format!("{path}.enabled"),
+                kind: OptionKind::Bool,
+            });
+        }
+        other => other,
+    };
+    if let Some(def) = OPTIONS.iter().find(|d| d.path == path) {
+        return Ok(Resolved {
+            path: path.to_owned(),
+            kind: def.kind,
+        });
+    }
+    if OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        return Ok(Resolved {
+            path: path.to_owned(),
+            kind: OptionKind::Any,
+        });
+    }
+    // `tools.<user tool>.<key>`: per-tool tables of tools this crate does not know.
+    let mut parts = path.split('.');
+    if let (Some("tools"), Some(tool), Some(_)) = (parts.next(), parts.next(), parts.next())
+        && !TYPED_TOOL_TABLES.contains(&tool)
+    {
+        return Ok(Resolved {
+            path: path.to_owned(),
+            kind: OptionKind::Any,
+        });
+    }
+    Err(ConfigError::UnknownOption {
+        path: path.to_owned(),
+        suggestion: did_you_mean(path, OPTIONS.iter().map(|d| d.path)).map(str::to_owned),
+    })
+}
+
+/// The default of a known path.
+pub(crate) fn default_of(path: &str) -> Value {
+    OPTIONS
+        .iter()
+        .find(|d| d.path == path)
+        .map_or(Value::Null, |d| (d.default)())
+}

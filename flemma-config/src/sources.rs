@@ -1,0 +1,209 @@
+//! Where options come from: `flemma.toml` (SETUP) and a conversation's frontmatter.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::config::{Config, Layer};
+use crate::error::{ConfigError, FrontmatterError};
+use crate::presets::Preset;
+
+impl Config {
+    /// Loads a `flemma.toml` into the SETUP layer.
+    ///
+    /// The file's keys are the option paths (`[tools] max_concurrent = 4`, or dotted keys);
+    /// the `tools` list itself is `tools.list` inside a `[tools]` table (or `tools = [...]` when
+    /// the file has no `[tools]` table); presets are tables under `[presets."$name"]` with
+    /// `auto_approve`, `tools`, `provider`, `model` and `parameters`.
+    ///
+    /// ```toml
+    /// model = "claude-sonnet-4-5"
+    ///
+    /// [tools]
+    /// list = ["$standard", "bash"]
+    /// auto_approve = ["$standard", "+bash", "!write"]
+    /// max_concurrent = 4
+    ///
+    /// [tools.bash]
+    /// env = { RUST_LOG = "debug" }
+    ///
+    /// [sandbox]
+    /// enabled = true
+    /// policy.network = false
+    ///
+    /// [presets."$ci"]
+    /// auto_approve = ["bash", "flemma.*"]
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] when the file cannot be read, [`ConfigError::Toml`] (with line and
+    /// column) when it is not TOML, and the option errors of [`Config::set`] wrapped in
+    /// [`ConfigError::InFile`].
+    pub fn load_toml_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        self.load_toml_str(&text, path)
+    }
+
+    /// Loads TOML text into the SETUP layer; `origin` names it in errors.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::load_toml_file`], without the I/O error.
+    pub fn load_toml_str(&mut self, text: &str, origin: &Path) -> Result<(), ConfigError> {
+        let table: toml::Table = text.parse().map_err(|err: toml::de::Error| {
+            let (line, column) = err
+                .span()
+                .map_or((1, 1), |span| line_column(text, span.start));
+            ConfigError::Toml {
+                path: origin.to_owned(),
+                line,
+                column,
+                message: err.message().to_owned(),
+                source: Box::new(err),
+            }
+        })?;
+        let in_file = |source: ConfigError| ConfigError::InFile {
+            path: origin.to_owned(),
+            source: Box::new(source),
+        };
+        let json = serde_json::to_value(&table).map_err(|e| {
+            in_file(ConfigError::Type {
+                path: "(file)".to_owned(),
+                expected: "TOML values JSON can hold",
+                found: e.to_string(),
+            })
+        })?;
+        let Value::Object(map) = json else {
+            return Ok(());
+        };
+        if let Some(presets) = map.get("presets") {
+            self.load_presets(presets).map_err(in_file)?;
+        }
+        for (key, value) in map {
+            if key != "presets" {
+                self.set(Layer::Setup, &key, value).map_err(in_file)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_presets(&mut self, presets: &Value) -> Result<(), ConfigError> {
+        let Value::Object(presets) = presets else {
+            return Err(ConfigError::InvalidPreset {
+                name: "presets".to_owned(),
+                reason: "expected a table of presets".to_owned(),
+            });
+        };
+        for (name, value) in presets {
+            let preset: Preset =
+                serde_json::from_value(value.clone()).map_err(|e| ConfigError::InvalidPreset {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                })?;
+            self.presets_mut().insert(name.clone(), preset)?;
+        }
+        Ok(())
+    }
+
+    /// Evaluates a conversation's frontmatter into the FRONTMATTER layer (cleared first) and
+    /// returns its template variables.
+    ///
+    /// `json`: the `"flemma"` key holds options, every other key is a template variable. `lua`
+    /// (with the `lua` feature): `flemma.opt` writes options. `first_line` is the transcript
+    /// line of the first code line, so errors point into the transcript.
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer};
+    ///
+    /// let mut config = Config::new();
+    /// let vars = config.apply_frontmatter(
+    ///     "json",
+    ///     r#"{"flemma": {"tools": {"auto_approve": ["+bash"], "max_concurrent": 4}}, "name": "Ada"}"#,
+    ///     2,
+    /// )?;
+    /// assert_eq!(vars["name"], "Ada");
+    /// assert!(config.list("tools.auto_approve").items.contains(&"bash".to_owned()));
+    /// assert!(config.layer_has_op(Layer::Frontmatter, flemma_config::OpKind::Append, "tools.auto_approve", Some("bash")));
+    /// # Ok::<(), flemma_config::FrontmatterError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`FrontmatterError`] with the transcript line: invalid JSON or Lua, an unknown option, a
+    /// wrong type, an unsupported language. The FRONTMATTER layer is left empty then.
+    pub fn apply_frontmatter(
+        &mut self,
+        language: &str,
+        code: &str,
+        first_line: u32,
+    ) -> Result<Map<String, Value>, FrontmatterError> {
+        self.clear_layer(Layer::Frontmatter);
+        let result = match language {
+            "json" => self.apply_json_frontmatter(code, first_line),
+            #[cfg(feature = "lua")]
+            "lua" => crate::lua::apply(self, code, first_line),
+            #[cfg(not(feature = "lua"))]
+            "lua" => Err(FrontmatterError {
+                line: first_line,
+                message: "Lua frontmatter needs flemma built with the `lua` feature".to_owned(),
+            }),
+            other => Err(FrontmatterError {
+                line: first_line.saturating_sub(1),
+                message: format!("unsupported frontmatter language `{other}` (json and lua are)"),
+            }),
+        };
+        if result.is_err() {
+            self.clear_layer(Layer::Frontmatter);
+        }
+        result
+    }
+
+    fn apply_json_frontmatter(
+        &mut self,
+        code: &str,
+        first_line: u32,
+    ) -> Result<Map<String, Value>, FrontmatterError> {
+        let value: Value = serde_json::from_str(code).map_err(|e| FrontmatterError {
+            line: first_line + e.line().saturating_sub(1) as u32,
+            message: format!("invalid JSON frontmatter: {e}"),
+        })?;
+        let Value::Object(mut variables) = value else {
+            return Err(FrontmatterError {
+                line: first_line,
+                message: "JSON frontmatter must be an object".to_owned(),
+            });
+        };
+        if let Some(options) = variables.shift_remove("flemma") {
+            let line = code
+                .lines()
+                .position(|l| l.contains("\"flemma\""))
+                .map_or(first_line, |i| first_line + i as u32);
+            let Value::Object(options) = options else {
+                return Err(FrontmatterError {
+                    line,
+                    message: "the \"flemma\" key must hold an object of options".to_owned(),
+                });
+            };
+            for (key, value) in options {
+                self.set(Layer::Frontmatter, &key, value)
+                    .map_err(|e| FrontmatterError {
+                        line,
+                        message: e.to_string(),
+                    })?;
+            }
+        }
+        Ok(variables)
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
