@@ -8,7 +8,9 @@
 //! assert_eq!(doc.messages[0].role, flemma::ast::Role::You);
 //! ```
 
+pub use flemma_approval as approval;
 pub use flemma_ast as ast;
+pub use flemma_config as config;
 pub use flemma_schema as schema;
 
 /// The README's examples, compiled and run as doctests.

@@ -3,12 +3,13 @@
 //! Exit codes: 0 success, 1 the file has problems (`check`, `fmt --check`) or the command
 //! failed, 2 usage or I/O error. Errors go to stderr as one line naming the file.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod input;
+mod options;
 mod render;
 
 use input::Input;
@@ -19,6 +20,13 @@ use input::Input;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Options file for the SETUP layer (default: ./flemma.toml when present).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<String>,
+    /// Set an option in the RUNTIME layer (`tools.max_concurrent=4`); repeatable. The value
+    /// is read as JSON when it parses (`true`, `4`, `["bash"]`), else as text.
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    sets: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +58,29 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Approval: how the chain decides a tool call.
+    Approval {
+        #[command(subcommand)]
+        command: ApprovalCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApprovalCommand {
+    /// Decide a call of TOOL in FILE's conversation and show every resolver consulted.
+    Explain {
+        /// The `.chat` file (its frontmatter is the FRONTMATTER layer).
+        file: String,
+        /// The tool name.
+        #[arg(long)]
+        tool: String,
+        /// The call's input as JSON.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// Print the explanation as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A failure with the exit code it maps to.
@@ -57,6 +88,11 @@ enum Command {
 struct Failure {
     code: u8,
     error: anyhow::Error,
+}
+
+/// A command that ran but failed (exit 1).
+fn failed(error: anyhow::Error) -> Failure {
+    Failure { code: 1, error }
 }
 
 impl From<input::InputError> for Failure {
@@ -85,7 +121,11 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
         }
     };
-    match run(cli.command) {
+    let settings = options::Settings {
+        config: cli.config,
+        sets: cli.sets,
+    };
+    match run(cli.command, &settings) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             let _ = writeln!(std::io::stderr(), "flemma: {:#}", failure.error);
@@ -94,7 +134,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<u8, Failure> {
+fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match command {
         Command::Parse { file, json } => {
@@ -107,54 +147,119 @@ fn run(command: Command) -> Result<u8, Failure> {
             }
             Ok(0)
         }
-        Command::Check { file, json } => {
-            let input = Input::read(&file)?;
-            let doc = flemma::ast::parse(&input.text);
-            if json {
-                render::json(
-                    &mut out,
-                    &serde_json::json!({ "file": input.name, "diagnostics": doc.diagnostics }),
-                )?;
-            } else {
-                for d in &doc.diagnostics {
-                    writeln!(
-                        out,
-                        "{}:{}: {}: {}: {}",
-                        input.name,
-                        d.line,
-                        d.severity.as_str(),
-                        d.kind.as_str(),
-                        d.message
-                    )?;
-                }
-            }
-            Ok(u8::from(!doc.diagnostics.is_empty()))
+        Command::Check { file, json } => check(&mut out, &file, json, settings),
+        Command::Approval {
+            command:
+                ApprovalCommand::Explain {
+                    file,
+                    tool,
+                    input,
+                    json,
+                },
+        } => explain(&mut out, &file, &tool, &input, json, settings),
+        Command::Fmt { file, check, json } => fmt(&mut out, &file, check, json),
+    }
+}
+
+/// `flemma check`: parser diagnostics and frontmatter errors; exit 1 when there are any.
+fn check(
+    out: &mut impl Write,
+    file: &str,
+    json: bool,
+    settings: &options::Settings,
+) -> Result<u8, Failure> {
+    let input = Input::read(file)?;
+    let doc = flemma::ast::parse(&input.text);
+    let mut config = settings.load()?;
+    let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
+    if json {
+        let mut diagnostics =
+            serde_json::to_value(&doc.diagnostics).map_err(|e| failed(e.into()))?;
+        if let (Some(err), Some(list)) = (&frontmatter, diagnostics.as_array_mut()) {
+            list.insert(
+                0,
+                serde_json::json!({"kind": "frontmatter", "severity": "error", "message": err.message, "line": err.line}),
+            );
         }
-        Command::Fmt { file, check, json } => {
-            let input = Input::read(&file)?;
-            let formatted =
-                input.with_line_ending(&flemma::ast::print(&flemma::ast::parse(&input.text)));
-            let changed = formatted != input.text;
-            if json {
-                render::json(
-                    &mut out,
-                    &serde_json::json!({ "file": input.name, "changed": changed }),
-                )?;
-            }
-            if check {
-                if changed && !json {
-                    writeln!(out, "{}: not in canonical form", input.name)?;
-                }
-                return Ok(u8::from(changed));
-            }
-            if input.is_stdin() {
-                if !json {
-                    out.write_all(formatted.as_bytes())?;
-                }
-            } else if changed {
-                input.write_back(&formatted)?;
-            }
-            Ok(0)
+        render::json(
+            out,
+            &serde_json::json!({ "file": input.name, "diagnostics": diagnostics }),
+        )?;
+    } else {
+        if let Some(err) = &frontmatter {
+            writeln!(
+                out,
+                "{}:{}: error: frontmatter: {}",
+                input.name, err.line, err.message
+            )?;
+        }
+        for d in &doc.diagnostics {
+            writeln!(
+                out,
+                "{}:{}: {}: {}: {}",
+                input.name,
+                d.line,
+                d.severity.as_str(),
+                d.kind.as_str(),
+                d.message
+            )?;
         }
     }
+    Ok(u8::from(
+        !doc.diagnostics.is_empty() || frontmatter.is_some(),
+    ))
+}
+
+/// `flemma approval explain`.
+fn explain(
+    out: &mut impl Write,
+    file: &str,
+    tool: &str,
+    input: &str,
+    json: bool,
+    settings: &options::Settings,
+) -> Result<u8, Failure> {
+    let text = Input::read(file)?;
+    let call_input: serde_json::Value = serde_json::from_str(input).map_err(|e| Failure {
+        code: 2,
+        error: anyhow::anyhow!("--input is not JSON: {e}"),
+    })?;
+    let doc = flemma::ast::parse(&text.text);
+    let mut config = settings.load()?;
+    options::apply_frontmatter(&mut config, &doc)
+        .map_err(|e| failed(anyhow::anyhow!("{}:{}: {}", text.name, e.line, e.message)))?;
+    let explanation = options::explain(&config, tool, &call_input).map_err(failed)?;
+    if json {
+        render::json(out, &explanation)?;
+    } else {
+        render::explanation(out, tool, &explanation)?;
+    }
+    Ok(0)
+}
+
+/// `flemma fmt`.
+fn fmt(out: &mut impl Write, file: &str, check: bool, json: bool) -> Result<u8, Failure> {
+    let input = Input::read(file)?;
+    let formatted = input.with_line_ending(&flemma::ast::print(&flemma::ast::parse(&input.text)));
+    let changed = formatted != input.text;
+    if json {
+        render::json(
+            out,
+            &serde_json::json!({ "file": input.name, "changed": changed }),
+        )?;
+    }
+    if check {
+        if changed && !json {
+            writeln!(out, "{}: not in canonical form", input.name)?;
+        }
+        return Ok(u8::from(changed));
+    }
+    if input.is_stdin() {
+        if !json {
+            out.write_all(formatted.as_bytes())?;
+        }
+    } else if changed {
+        input.write_back(&formatted)?;
+    }
+    Ok(0)
 }

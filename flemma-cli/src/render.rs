@@ -78,3 +78,38 @@ fn segment_line(out: &mut impl Write, segment: &Segment) -> io::Result<()> {
         _ => writeln!(out, "(unknown segment){span}"),
     }
 }
+
+/// Writes an approval explanation as text.
+pub(crate) fn explanation(
+    out: &mut impl Write,
+    tool: &str,
+    e: &flemma::approval::Explanation,
+) -> io::Result<()> {
+    let by = e
+        .resolver
+        .as_deref()
+        .unwrap_or("default (no resolver decided)");
+    writeln!(out, "{tool}: {} (decided by {by})", e.decision)?;
+    if let flemma::approval::Decision::Deny {
+        reason: Some(reason),
+    } = &e.decision
+    {
+        writeln!(out, "  reason: {reason}")?;
+    }
+    for entry in &e.trace {
+        let result = serde_json::to_value(entry.result).ok();
+        let result = result.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+        let detail = entry
+            .detail
+            .as_deref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:>4}  {:<32} {result}{detail}",
+            entry.priority,
+            entry.resolver.as_str()
+        )?;
+    }
+    Ok(())
+}

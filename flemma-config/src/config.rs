@@ -10,7 +10,7 @@ use crate::glob::glob_match;
 use crate::listops::{ListOp, OpKind, expand_op, is_preset_ref, parse_list, strings};
 use crate::options::Options;
 use crate::presets::Presets;
-use crate::schema::{OPTIONS, OptionKind, default_of, resolve_path};
+use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path};
 use crate::suggest::did_you_mean;
 
 /// Where an option was set, lowest precedence first.
@@ -64,7 +64,10 @@ pub enum PolicyDecision {
 
 /// A Rust closure deciding `tools.auto_approve` for a call: `(tool name, input)`.
 #[derive(Clone)]
-pub struct AutoApprovePolicy(Arc<dyn Fn(&str, &Value) -> PolicyDecision + Send + Sync>);
+pub struct AutoApprovePolicy(Arc<PolicyFn>);
+
+/// The closure behind an [`AutoApprovePolicy`].
+type PolicyFn = dyn Fn(&str, &Value) -> PolicyDecision + Send + Sync;
 
 impl AutoApprovePolicy {
     /// Wraps a closure.
@@ -227,6 +230,9 @@ impl Config {
                 }
                 Ok(())
             }
+            // An empty table of options (a `[sandbox]` header whose keys are all commented
+            // out) sets nothing.
+            Value::Object(map) if map.is_empty() && !takes_tables && is_table_path(path) => Ok(()),
             value => {
                 let resolved = resolved?;
                 self.set_leaf(layer, &resolved.path, resolved.kind, value)
@@ -431,6 +437,20 @@ impl Config {
         default_of(&path)
     }
 
+    /// The last value a layer sets for a scalar path, if it sets one.
+    pub fn layer_scalar(&self, layer: Layer, path: &str) -> Option<Value> {
+        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
+        self.layers[layer.index()]
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Entry::Scalar { path: p, value } if *p == path && !value.is_null() => {
+                    Some(value.clone())
+                }
+                _ => None,
+            })
+    }
+
     /// Whether a layer sets a path (for lists: a write that replaces the list).
     pub fn layer_has_set(&self, layer: Layer, path: &str) -> bool {
         let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
@@ -513,7 +533,8 @@ impl Config {
     }
 
     /// Checks `tools` and the `$preset` references against the registered tools and presets,
-    /// once every tool source has loaded (spec §5.4).
+    /// once every tool source has loaded (spec §5.4), and the tools the presets name (§5.6,
+    /// [`Presets::finalize`]).
     pub fn finalize(&self, registered: &[String]) -> Vec<FinalizeIssue> {
         let mut issues = Vec::new();
         for item in self.list_with_tools("tools", registered).items {
@@ -541,6 +562,7 @@ impl Config {
                 });
             }
         }
+        issues.extend(self.presets.finalize(registered));
         issues
     }
 }

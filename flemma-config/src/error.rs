@@ -118,6 +118,15 @@ pub enum FinalizeIssue {
         /// The closest preset name.
         suggestion: Option<String>,
     },
+    /// A preset naming a tool that is not registered (spec §5.6; a warning).
+    PresetUnknownTool {
+        /// The preset (with its `$`).
+        preset: String,
+        /// The tool name, operators stripped.
+        tool: String,
+        /// The preset field (`auto_approve` or `tools`).
+        field: &'static str,
+    },
 }
 
 impl std::fmt::Display for FinalizeIssue {
@@ -140,6 +149,16 @@ impl std::fmt::Display for FinalizeIssue {
                 suggestion,
             } => {
                 write!(f, "Unknown preset '{name}' in {path}{}", hint(suggestion))
+            }
+            FinalizeIssue::PresetUnknownTool {
+                preset,
+                tool,
+                field,
+            } => {
+                write!(
+                    f,
+                    "Preset '{preset}' references unknown tool '{tool}' in {field}"
+                )
             }
         }
     }

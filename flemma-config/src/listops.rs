@@ -146,7 +146,8 @@ fn collect<S: AsRef<str>>(
 }
 
 /// Expands `$preset` values inside single-item operations: each resolved item becomes its own
-/// operation of the same kind (bare items of the preset; its own operators are dropped).
+/// operation of the same kind (bare items of the preset, references among them expanded in
+/// turn; the preset's own operators are dropped).
 pub(crate) fn expand_op(op: &ListOp, expand: &dyn Fn(&str) -> Option<Vec<String>>) -> Vec<ListOp> {
     let (make, value): (fn(String) -> ListOp, &String) = match op {
         ListOp::Set(_) => return vec![op.clone()],
@@ -161,13 +162,33 @@ pub(crate) fn expand_op(op: &ListOp, expand: &dyn Fn(&str) -> Option<Vec<String>
         Some(items) => {
             // Prepending the items one by one reverses them; that is the spec's behaviour
             // (`^$standard` onto `{bash}` gives `{edit, write, read, bash}`).
-            items
-                .into_iter()
-                .filter(|i| !i.starts_with(['+', '^', '!']) || i.chars().count() < 2)
-                .map(make)
-                .collect()
+            let mut values = Vec::new();
+            spread(&items, expand, &mut values, 0);
+            values.into_iter().map(make).collect()
         }
         None => vec![op.clone()],
+    }
+}
+
+/// The bare values of a preset's items, nested references expanded (bounded like
+/// [`parse_list`]; an unknown or too deep reference stays verbatim).
+fn spread(
+    items: &[String],
+    expand: &dyn Fn(&str) -> Option<Vec<String>>,
+    out: &mut Vec<String>,
+    depth: u32,
+) {
+    for item in items {
+        if item.starts_with(['+', '^', '!']) && item.chars().count() >= 2 {
+            continue;
+        }
+        match (is_preset_ref(item) && depth < 8)
+            .then(|| expand(item))
+            .flatten()
+        {
+            Some(nested) => spread(&nested, expand, out, depth + 1),
+            None => out.push(item.clone()),
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! (`flemma.opt.tools = {"bash", "read"}`, `flemma.opt.tools.max_concurrent = 4`), the list
 //! methods `:append(x)`, `:prepend(x)`, `:remove(x)` and the operators `+` (append), `-`
 //! (remove) and `^` (prepend). The Lua state is sandboxed: no `io`, `os`, `package`, `load`,
-//! `dofile`, `require` or `print`; memory and instruction count are bounded.
+//! `dofile`, `require` or `print`; memory and instruction count are bounded. The globals the
+//! script defines (`recipient = "Ada"`) are returned as template variables.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -74,6 +75,10 @@ impl OptProxy {
 }
 
 fn current_line(lua: &Lua) -> u32 {
+    #[allow(
+        clippy::redundant_closure_for_method_calls,
+        reason = "the method path does not satisfy the higher-ranked lifetime of the callback"
+    )]
     lua.inspect_stack(1, |debug| debug.current_line())
         .flatten()
         .map_or(0, |l| u32::try_from(l).unwrap_or(0))
@@ -159,6 +164,15 @@ fn to_json(value: &LuaValue, depth: u32) -> mlua::Result<Value> {
         LuaValue::Nil => Value::Null,
         LuaValue::Boolean(b) => Value::Bool(*b),
         LuaValue::Integer(i) => Value::from(*i),
+        // A float with an exact integer value is that integer, as Lua itself converts it where
+        // an integer is required (`flemma.opt.tools.max_concurrent = 8 / 2`).
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "the bounds are exact powers of two; the cast back is checked by the equality"
+        )]
+        LuaValue::Number(n) if n.fract() == 0.0 && *n >= -(2f64.powi(63)) && *n < 2f64.powi(63) => {
+            Value::from(*n as i64)
+        }
         LuaValue::Number(n) => Number::from_f64(*n).map_or(Value::Null, Value::Number),
         LuaValue::String(s) => Value::String(s.to_str()?.to_owned()),
         LuaValue::Table(t) => table_to_json(t, depth)?,
@@ -219,10 +233,17 @@ fn sandbox() -> mlua::Result<Lua> {
     let steps = std::cell::Cell::new(0u32);
     lua.set_hook(
         HookTriggers::new().every_nth_instruction(1_000),
-        move |_, _| {
+        move |_, debug| {
             steps.set(steps.get() + 1);
             if steps.get() > INSTRUCTION_BUDGET {
-                Err(mlua::Error::runtime("frontmatter ran too long"))
+                // Located like Lua's own errors, so that the transcript line is the loop's.
+                let at = debug
+                    .current_line()
+                    .map(|line| format!("frontmatter:{line}: "))
+                    .unwrap_or_default();
+                Err(mlua::Error::runtime(format!(
+                    "{at}frontmatter ran too long"
+                )))
             } else {
                 Ok(VmState::Continue)
             }
@@ -239,7 +260,7 @@ pub(crate) fn apply(
 ) -> Result<Map<String, Value>, FrontmatterError> {
     let at = |chunk_line: u32| first_line + chunk_line.saturating_sub(1);
     let log: Log = Rc::new(RefCell::new(Vec::new()));
-    let run = || -> mlua::Result<()> {
+    let run = || -> mlua::Result<Map<String, Value>> {
         let lua = sandbox()?;
         let flemma = lua.create_table()?;
         flemma.set(
@@ -250,9 +271,24 @@ pub(crate) fn apply(
             },
         )?;
         lua.globals().set("flemma", flemma)?;
-        lua.load(code).set_name("=frontmatter").exec()
+        let before = global_names(&lua);
+        lua.load(code).set_name("=frontmatter").exec()?;
+        // The globals the script defined are the template variables (`recipient = "Ada"`);
+        // values JSON cannot hold (functions) are not variables.
+        let mut variables = Map::new();
+        for pair in lua.globals().pairs::<LuaValue, LuaValue>() {
+            let (key, value) = pair?;
+            if let LuaValue::String(key) = key
+                && let Ok(key) = key.to_str()
+                && !before.contains(&*key)
+                && let Ok(value) = to_json(&value, 0)
+            {
+                variables.insert(key.to_owned(), value);
+            }
+        }
+        Ok(variables)
     };
-    run().map_err(|e| {
+    let variables = run().map_err(|e| {
         let message = e.to_string();
         let line = error_line(&message).map_or(first_line, at);
         FrontmatterError {
@@ -273,7 +309,18 @@ pub(crate) fn apply(
             message: e.to_string(),
         })?;
     }
-    Ok(Map::new())
+    Ok(variables)
+}
+
+/// The names of the globals, before the script runs.
+fn global_names(lua: &Lua) -> std::collections::HashSet<String> {
+    lua.globals()
+        .pairs::<LuaValue, LuaValue>()
+        .filter_map(|pair| match pair {
+            Ok((LuaValue::String(key), _)) => key.to_str().ok().map(|k| k.to_owned()),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

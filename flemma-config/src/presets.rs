@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, FinalizeIssue};
 use crate::listops::is_preset_ref;
 
 /// A preset: lists spread into `tools` / `tools.auto_approve` by `$name`, and provider settings.
@@ -102,5 +102,43 @@ impl Presets {
         self.presets
             .get(name)
             .map(|p| p.field_for(path).cloned().unwrap_or_default())
+    }
+
+    /// Warnings for tool names the presets' `auto_approve` and `tools` lists name but that are
+    /// not registered (spec §5.6): operators `+ ^ !` are stripped, `$references` and globs are
+    /// skipped. Built-in presets left as shipped are not checked: they name the built-in tools,
+    /// which an application may choose not to register.
+    pub fn finalize(&self, registered: &[String]) -> Vec<FinalizeIssue> {
+        let builtins = Presets::default();
+        let mut issues = Vec::new();
+        for (name, preset) in &self.presets {
+            if builtins.get(name) == Some(preset) {
+                continue;
+            }
+            let fields = [
+                ("auto_approve", preset.auto_approve.as_ref()),
+                ("tools", preset.tools.as_ref()),
+            ];
+            for (field, items) in fields {
+                for item in items.into_iter().flatten() {
+                    let tool = match item.strip_prefix(['+', '^', '!']) {
+                        Some(rest) if !rest.is_empty() => rest,
+                        _ => item.as_str(),
+                    };
+                    if is_preset_ref(tool)
+                        || tool.contains('*')
+                        || registered.iter().any(|r| r == tool)
+                    {
+                        continue;
+                    }
+                    issues.push(FinalizeIssue::PresetUnknownTool {
+                        preset: name.clone(),
+                        tool: tool.to_owned(),
+                        field,
+                    });
+                }
+            }
+        }
+        issues
     }
 }

@@ -193,3 +193,11 @@ pub(crate) fn default_of(path: &str) -> Value {
         .find(|d| d.path == path)
         .map_or(Value::Null, |d| (d.default)())
 }
+
+/// Whether a path names a table of options (`tools`, `sandbox.policy`, `parameters.openai`,
+/// `tools.<user tool>`), which an empty table may be written to.
+pub(crate) fn is_table_path(path: &str) -> bool {
+    let prefix = format!("{path}.");
+    OPTIONS.iter().any(|d| d.path.starts_with(&prefix))
+        || resolve_path(&format!("{prefix}key"), false).is_ok()
+}

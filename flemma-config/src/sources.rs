@@ -80,14 +80,17 @@ impl Config {
         let Value::Object(map) = json else {
             return Ok(());
         };
+        // Load into a copy so that a file with an error leaves the options as they were.
+        let mut loaded = self.clone();
         if let Some(presets) = map.get("presets") {
-            self.load_presets(presets).map_err(in_file)?;
+            loaded.load_presets(presets).map_err(in_file)?;
         }
         for (key, value) in map {
             if key != "presets" {
-                self.set(Layer::Setup, &key, value).map_err(in_file)?;
+                loaded.set(Layer::Setup, &key, value).map_err(in_file)?;
             }
         }
+        *self = loaded;
         Ok(())
     }
 
@@ -191,13 +194,35 @@ impl Config {
             for (key, value) in options {
                 self.set(Layer::Frontmatter, &key, value)
                     .map_err(|e| FrontmatterError {
-                        line,
+                        line: key_line(code, &e, line - first_line)
+                            .map_or(line, |i| first_line + i),
                         message: e.to_string(),
                     })?;
             }
         }
         Ok(variables)
     }
+}
+
+/// The 0-based code line of the key an option error is about: the first line, from the
+/// `"flemma"` key's line `from` on, that holds the option's last path segment as a JSON key
+/// (`"max_concurrent"`, or the tail of a dotted key `"tools.max_concurrent"`).
+fn key_line(code: &str, error: &ConfigError, from: u32) -> Option<u32> {
+    let (ConfigError::UnknownOption { path, .. }
+    | ConfigError::Type { path, .. }
+    | ConfigError::InvalidListItem { path, .. }
+    | ConfigError::NotAList { path }) = error
+    else {
+        return None;
+    };
+    let leaf = path.rsplit('.').next()?;
+    let quoted = format!("\"{leaf}\"");
+    let dotted = format!(".{leaf}\"");
+    code.lines()
+        .enumerate()
+        .skip(from as usize)
+        .find(|(_, l)| l.contains(&quoted) || l.contains(&dotted))
+        .map(|(i, _)| i as u32)
 }
 
 /// 1-based line and column of a byte offset.

@@ -1,1 +1,10 @@
+//! Integration tests of flemma-approval: one binary, one module per concern.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
 
+mod cases;
+mod chain;

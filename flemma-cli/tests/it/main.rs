@@ -223,3 +223,177 @@ fn empty_input_is_an_empty_document() {
     assert_eq!(json["messages"], serde_json::json!([]));
     assert_eq!(json["frontmatter"], serde_json::Value::Null);
 }
+
+#[test]
+fn approval_explain_reads_lua_frontmatter() {
+    let path = peer_dir().join("conversation_truncated_background_jobs.chat");
+    let file = path.to_str().unwrap();
+    // The frontmatter appends calculator_async to tools.auto_approve.
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            file,
+            "--tool",
+            "calculator_async",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["decision"], "approve");
+    assert_eq!(json["resolver"], "urn:flemma:approval:config");
+    // read comes from $standard.
+    let out = flemma(&["approval", "explain", file, "--tool", "read"], None);
+    assert_eq!(
+        text(&out.stdout),
+        "read: approve (decided by urn:flemma:approval:config)\n   100  urn:flemma:approval:config       approve: matched auto_approve entry \"read\"\n"
+    );
+    // bash: no rule; the sandbox decides when a backend is there (any executable stands in).
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            file,
+            "--tool",
+            "bash",
+            "--json",
+            "--set",
+            "sandbox.backends.bwrap.path=/nonexistent/bwrap",
+        ],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["decision"].as_str(), json["resolver"].as_str()),
+        (Some("require_approval"), Some("default"))
+    );
+    assert_eq!(
+        json["trace"][1]["detail"],
+        "no sandbox backend is available"
+    );
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            file,
+            "--tool",
+            "bash",
+            "--json",
+            "--set",
+            "sandbox.backends.bwrap.path=/bin/sh",
+        ],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["resolver"], "urn:flemma:approval:sandbox");
+    // A runtime override of the policy.
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            file,
+            "--tool",
+            "bash",
+            "--json",
+            "--set",
+            "tools.require_approval=false",
+        ],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["resolver"], "urn:flemma:approval:catch-all");
+}
+
+#[test]
+fn approval_explain_reads_flemma_toml() {
+    let chat = scratch(
+        "explain.chat",
+        b"```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"!read\"]}}}\n```\n@You:\nhi\n",
+    );
+    let toml = scratch(
+        "flemma.toml",
+        b"[tools]\nauto_approve = [\"$readonly\", \"deploy\"]\n",
+    );
+    let run = |tool: &str| {
+        let out = flemma(
+            &[
+                "approval",
+                "explain",
+                chat.to_str().unwrap(),
+                "--tool",
+                tool,
+                "--json",
+                "--config",
+                toml.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["decision"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(run("deploy"), "approve");
+    assert_eq!(run("grep"), "approve");
+    assert_eq!(
+        run("read"),
+        "require_approval",
+        "the frontmatter removed it"
+    );
+    assert_eq!(run("write"), "require_approval", "not in $readonly");
+}
+
+#[test]
+fn bad_options_are_errors_with_places() {
+    let chat = scratch(
+        "opts.chat",
+        b"```lua\nflemma.opt.tools.max_concurent = 4\n```\n@You:\nhi\n",
+    );
+    let out = flemma(&["check", chat.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "{}:2: error: frontmatter: unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?\n",
+            chat.display()
+        )
+    );
+    let toml = scratch("broken.toml", b"[tools]\nmax_concurrent = = 4\n");
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            chat.to_str().unwrap(),
+            "--tool",
+            "x",
+            "--config",
+            toml.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("flemma: {}:2:", toml.display())),
+        "{stderr}"
+    );
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            chat.to_str().unwrap(),
+            "--tool",
+            "x",
+            "--set",
+            "tools.auto_approve=[\"+^x\"]",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("invalid list item \"+^x\""),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,1 +1,44 @@
-//! Integration tests of flemma-config.
+//! Integration tests of flemma-config: layered op logs, list operations, presets, globs,
+//! `flemma.toml`, JSON and Lua frontmatter, and the typed options view.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
+
+mod frontmatter;
+mod globs;
+mod intent;
+mod layers;
+mod listops;
+#[cfg(feature = "lua")]
+mod lua;
+mod options;
+mod presets;
+mod toml;
+
+use flemma_config::{Config, Preset};
+
+/// Owned strings from string literals.
+pub(crate) fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A config whose `$standard` is the spec §5.3 example preset: `{read, write, edit}` for both
+/// `tools` and `tools.auto_approve`.
+pub(crate) fn config_with_small_standard() -> Config {
+    let mut config = Config::new();
+    config
+        .presets_mut()
+        .insert(
+            "$standard",
+            Preset {
+                tools: Some(strings(&["read", "write", "edit"])),
+                auto_approve: Some(strings(&["read", "write", "edit"])),
+                ..Preset::default()
+            },
+        )
+        .unwrap();
+    config
+}

@@ -1,0 +1,347 @@
+//! The resolver chain: priority order, the first decision wins, and an explain trace.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
+
+use crate::builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
+use crate::error::ApprovalError;
+use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall};
+
+/// The name of a registered resolver (`urn:flemma:approval:config`, `my_plugin.policy`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResolverName(String);
+
+impl ResolverName {
+    /// Validates a name: non-empty, no whitespace or control characters.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::InvalidName`].
+    pub fn new(name: impl Into<String>) -> Result<Self, ApprovalError> {
+        let name = name.into();
+        if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ApprovalError::InvalidName { name });
+        }
+        Ok(Self(name))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ResolverName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for ResolverName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+/// Name of the resolver evaluating `tools.auto_approve`.
+pub const CONFIG_RESOLVER: &str = "urn:flemma:approval:config";
+/// Name of the resolver approving sandboxed tools.
+pub const SANDBOX_RESOLVER: &str = "urn:flemma:approval:sandbox";
+/// Name of the resolver approving everything when `tools.require_approval` is off.
+pub const CATCH_ALL_RESOLVER: &str = "urn:flemma:approval:catch-all";
+/// The default priority of a resolver.
+pub const DEFAULT_PRIORITY: i32 = 50;
+
+/// A registered resolver.
+#[derive(Clone)]
+pub struct Registration {
+    /// Its name.
+    pub name: ResolverName,
+    /// Higher runs first.
+    pub priority: i32,
+    /// What it does, for listings.
+    pub description: Option<String>,
+    resolver: Arc<dyn Resolver>,
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .field("priority", &self.priority)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolvers in priority order (descending, ties by name ascending).
+///
+/// ```
+/// use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall};
+/// use flemma_config::{Config, Layer};
+///
+/// let mut config = Config::new();
+/// config.append(Layer::Setup, "tools.auto_approve", "bash")?;
+/// let options = config.options()?;
+/// let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &str| false, sandbox: &false };
+/// let chain = Chain::with_builtins();
+///
+/// let input = serde_json::json!({"command": "ls"});
+/// let call = ToolCall { name: "bash", input: &input, id: None };
+/// assert_eq!(chain.decide(&call, &ctx), Decision::Approve);
+/// let explained = chain.explain(&call, &ctx);
+/// assert_eq!(explained.resolver.as_deref(), Some("urn:flemma:approval:config"));
+///
+/// let other = ToolCall { name: "deploy", input: &input, id: None };
+/// assert_eq!(chain.decide(&other, &ctx), Decision::RequireApproval);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Chain {
+    entries: Vec<Registration>,
+}
+
+/// One resolver's answer in an [`Explanation`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceEntry {
+    /// The resolver.
+    pub resolver: ResolverName,
+    /// Its priority.
+    pub priority: i32,
+    /// What it said.
+    pub result: TraceResult,
+    /// Why, when it said (the matched `auto_approve` entry, the failed sandbox condition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What a resolver said, in a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceResult {
+    /// Approved.
+    Approve,
+    /// Asked for approval.
+    RequireApproval,
+    /// Denied.
+    Deny,
+    /// No opinion.
+    Pass,
+    /// Panicked; skipped.
+    Error,
+}
+
+/// A decision with the resolvers consulted to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    /// The decision.
+    pub decision: Decision,
+    /// The deciding resolver; `None` when none decided (the default: require approval).
+    pub resolver: Option<String>,
+    /// Every resolver consulted, in order, up to the deciding one.
+    pub trace: Vec<TraceEntry>,
+}
+
+impl Serialize for Explanation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("decision", self.decision.as_str())?;
+        if let Decision::Deny {
+            reason: Some(reason),
+        } = &self.decision
+        {
+            map.serialize_entry("reason", reason)?;
+        }
+        map.serialize_entry("resolver", self.resolver.as_deref().unwrap_or("default"))?;
+        map.serialize_entry("trace", &self.trace)?;
+        map.end()
+    }
+}
+
+impl Chain {
+    /// An empty chain.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in resolvers: config (100), sandbox (25), catch-all (0; approves only when
+    /// `tools.require_approval` is off).
+    pub fn with_builtins() -> Self {
+        let mut chain = Self::new();
+        let builtins: [(&str, i32, &str, Arc<dyn Resolver>); 3] = [
+            (
+                CONFIG_RESOLVER,
+                100,
+                "tools.auto_approve: names, globs and the closure policy",
+                Arc::new(ConfigResolver::default()),
+            ),
+            (
+                SANDBOX_RESOLVER,
+                25,
+                "approves sandbox-safe tools while a sandbox is active",
+                Arc::new(SandboxResolver),
+            ),
+            (
+                CATCH_ALL_RESOLVER,
+                0,
+                "approves everything when tools.require_approval is false",
+                Arc::new(CatchAllResolver),
+            ),
+        ];
+        for (name, priority, description, resolver) in builtins {
+            chain.insert(Registration {
+                name: ResolverName(name.to_owned()),
+                priority,
+                description: Some(description.to_owned()),
+                resolver,
+            });
+        }
+        chain
+    }
+
+    fn insert(&mut self, registration: Registration) -> Option<Registration> {
+        let replaced = self
+            .entries
+            .iter()
+            .position(|e| e.name == registration.name)
+            .map(|i| self.entries.remove(i));
+        let at = self.entries.partition_point(|e| {
+            (std::cmp::Reverse(e.priority), &e.name)
+                < (std::cmp::Reverse(registration.priority), &registration.name)
+        });
+        self.entries.insert(at, registration);
+        replaced
+    }
+
+    /// Registers a resolver, replacing one with the same name (returned).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::InvalidName`].
+    pub fn register(
+        &mut self,
+        name: &str,
+        priority: i32,
+        resolver: impl Resolver + 'static,
+    ) -> Result<Option<Registration>, ApprovalError> {
+        Ok(self.insert(Registration {
+            name: ResolverName::new(name)?,
+            priority,
+            description: None,
+            resolver: Arc::new(resolver),
+        }))
+    }
+
+    /// Registers the resolver a tool module bundles, under the module's name, with the
+    /// default description `Module approval resolver from <module>`.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::InvalidName`].
+    pub fn register_module(
+        &mut self,
+        module: &str,
+        priority: Option<i32>,
+        resolver: impl Resolver + 'static,
+    ) -> Result<Option<Registration>, ApprovalError> {
+        Ok(self.insert(Registration {
+            name: ResolverName::new(module)?,
+            priority: priority.unwrap_or(DEFAULT_PRIORITY),
+            description: Some(format!("Module approval resolver from {module}")),
+            resolver: Arc::new(resolver),
+        }))
+    }
+
+    /// Removes a resolver; `true` when there was one.
+    pub fn unregister(&mut self, name: &str) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|e| e.name.as_str() != name);
+        self.entries.len() != before
+    }
+
+    /// The registration called `name`.
+    pub fn get(&self, name: &str) -> Option<&Registration> {
+        self.entries.iter().find(|e| e.name.as_str() == name)
+    }
+
+    /// Every registration, in evaluation order.
+    pub fn get_all(&self) -> &[Registration] {
+        &self.entries
+    }
+
+    /// How many resolvers are registered.
+    pub fn count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Removes every resolver.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Decides a call: the first resolver with a decision wins; `RequireApproval` when none
+    /// decides.
+    pub fn decide(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Decision {
+        for entry in &self.entries {
+            if let Ok(verdict) =
+                catch_unwind(AssertUnwindSafe(|| entry.resolver.resolve(call, ctx)))
+                && let Some(decision) = verdict.decision
+            {
+                return decision;
+            }
+        }
+        Decision::RequireApproval
+    }
+
+    /// Decides a call and records every resolver consulted.
+    pub fn explain(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Explanation {
+        let mut trace = Vec::new();
+        for entry in &self.entries {
+            let (result, detail, decision) =
+                match catch_unwind(AssertUnwindSafe(|| entry.resolver.resolve(call, ctx))) {
+                    Ok(verdict) => {
+                        let result = match &verdict.decision {
+                            None => TraceResult::Pass,
+                            Some(Decision::Approve) => TraceResult::Approve,
+                            Some(Decision::RequireApproval) => TraceResult::RequireApproval,
+                            Some(Decision::Deny { .. }) => TraceResult::Deny,
+                        };
+                        (result, verdict.because, verdict.decision)
+                    }
+                    Err(panic) => (TraceResult::Error, Some(panic_message(&*panic)), None),
+                };
+            trace.push(TraceEntry {
+                resolver: entry.name.clone(),
+                priority: entry.priority,
+                result,
+                detail,
+            });
+            if let Some(decision) = decision {
+                return Explanation {
+                    decision,
+                    resolver: Some(entry.name.to_string()),
+                    trace,
+                };
+            }
+        }
+        Explanation {
+            decision: Decision::RequireApproval,
+            resolver: None,
+            trace,
+        }
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    format!("panicked: {text}")
+}

@@ -1,0 +1,146 @@
+//! Registration, ordering and the explain contract.
+
+use flemma_approval::{ApprovalContext, ApprovalError, Chain, ToolCall, Verdict, resolver_fn};
+use flemma_config::Config;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+#[test]
+fn registration_orders_by_priority_then_name_and_replaces_by_name() {
+    let mut chain = Chain::with_builtins();
+    chain
+        .register("b.mid", 50, resolver_fn(|_, _| Verdict::pass()))
+        .unwrap();
+    chain
+        .register("a.mid", 50, resolver_fn(|_, _| Verdict::pass()))
+        .unwrap();
+    chain
+        .register_module(
+            "my_plugin.security",
+            None,
+            resolver_fn(|_, _| Verdict::pass()),
+        )
+        .unwrap();
+    let order: Vec<(&str, i32)> = chain
+        .get_all()
+        .iter()
+        .map(|r| (r.name.as_str(), r.priority))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("urn:flemma:approval:config", 100),
+            ("a.mid", 50),
+            ("b.mid", 50),
+            ("my_plugin.security", 50),
+            ("urn:flemma:approval:sandbox", 25),
+            ("urn:flemma:approval:catch-all", 0),
+        ]
+    );
+    assert_eq!(
+        chain
+            .get("my_plugin.security")
+            .unwrap()
+            .description
+            .as_deref(),
+        Some("Module approval resolver from my_plugin.security")
+    );
+    let replaced = chain
+        .register("a.mid", 300, resolver_fn(|_, _| Verdict::pass()))
+        .unwrap();
+    assert!(replaced.is_some());
+    assert_eq!(chain.get_all()[0].name.as_str(), "a.mid");
+    assert_eq!(chain.count(), 6);
+    assert!(chain.unregister("b.mid"));
+    assert!(!chain.unregister("b.mid"));
+    assert_eq!(chain.count(), 5);
+    assert!(matches!(
+        chain.register("has space", 1, resolver_fn(|_, _| Verdict::pass())),
+        Err(ApprovalError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        chain.register("", 1, resolver_fn(|_, _| Verdict::pass())),
+        Err(ApprovalError::InvalidName { .. })
+    ));
+    chain.clear();
+    assert_eq!(chain.count(), 0);
+}
+
+#[test]
+fn nothing_deciding_means_require_approval_from_the_default() {
+    let config = Config::new();
+    let options = config.options().unwrap();
+    let ctx = ApprovalContext {
+        config: &config,
+        options: &options,
+        tools: &|_: &str| true,
+        sandbox: &false,
+    };
+    let input = json!({});
+    let explained = Chain::with_builtins().explain(
+        &ToolCall {
+            name: "bash",
+            input: &input,
+            id: None,
+        },
+        &ctx,
+    );
+    assert_eq!(
+        serde_json::to_value(&explained).unwrap(),
+        json!({
+            "decision": "require_approval",
+            "resolver": "default",
+            "trace": [
+                {"resolver": "urn:flemma:approval:config", "priority": 100, "result": "pass"},
+                {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "no sandbox backend is available"},
+                {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}
+            ]
+        })
+    );
+    assert!(
+        Chain::new()
+            .explain(
+                &ToolCall {
+                    name: "bash",
+                    input: &input,
+                    id: None
+                },
+                &ctx
+            )
+            .trace
+            .is_empty()
+    );
+}
+
+#[test]
+fn deny_reasons_reach_the_json() {
+    let config = Config::new();
+    let options = config.options().unwrap();
+    let ctx = ApprovalContext {
+        config: &config,
+        options: &options,
+        tools: &|_: &str| false,
+        sandbox: &false,
+    };
+    let mut chain = Chain::new();
+    chain
+        .register(
+            "guard",
+            1,
+            resolver_fn(|_, _| Verdict::deny(Some("frozen".into())).because("release freeze")),
+        )
+        .unwrap();
+    let input = json!({});
+    let json = serde_json::to_value(chain.explain(
+        &ToolCall {
+            name: "x",
+            input: &input,
+            id: None,
+        },
+        &ctx,
+    ))
+    .unwrap();
+    assert_eq!(json["decision"], "deny");
+    assert_eq!(json["reason"], "frozen");
+    assert_eq!(json["trace"][0]["detail"], "release freeze");
+}

@@ -1,0 +1,111 @@
+//! Options as the CLI reads them: `flemma.toml` (SETUP), `--set` (RUNTIME) and the file's
+//! frontmatter (FRONTMATTER), and the approval explanation built from them.
+
+use std::path::{Path, PathBuf};
+
+use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolCall};
+use flemma::ast::Document;
+use flemma::config::{Config, FrontmatterError, Layer};
+
+use crate::Failure;
+
+/// The global `--config` and `--set` arguments.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) config: Option<String>,
+    pub(crate) sets: Vec<String>,
+}
+
+impl Settings {
+    /// Defaults, then the options file (given, or `./flemma.toml` when present), then `--set`.
+    pub(crate) fn load(&self) -> Result<Config, Failure> {
+        let usage = |error: anyhow::Error| Failure { code: 2, error };
+        let mut config = Config::new();
+        let file = match &self.config {
+            Some(path) => Some(PathBuf::from(path)),
+            None => Some(PathBuf::from("flemma.toml")).filter(|p| p.is_file()),
+        };
+        if let Some(file) = file {
+            config.load_toml_file(&file).map_err(|e| usage(e.into()))?;
+        }
+        for set in &self.sets {
+            let (key, value) = set
+                .split_once('=')
+                .ok_or_else(|| usage(anyhow::anyhow!("--set {set:?}: expected KEY=VALUE")))?;
+            let value = serde_json::from_str(value)
+                .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
+            config
+                .set(Layer::Runtime, key, value)
+                .map_err(|e| usage(anyhow::anyhow!("--set {set:?}: {e}")))?;
+        }
+        Ok(config)
+    }
+}
+
+/// Evaluates the document's frontmatter into the FRONTMATTER layer.
+pub(crate) fn apply_frontmatter(
+    config: &mut Config,
+    doc: &Document,
+) -> Result<(), FrontmatterError> {
+    if let Some(fm) = &doc.frontmatter {
+        config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?;
+    }
+    Ok(())
+}
+
+/// The built-in tools that declare `auto_approves_if_sandboxed`.
+fn auto_approves_if_sandboxed(tool: &str) -> bool {
+    tool == "bash"
+}
+
+/// Whether bubblewrap can run here: Linux, and the configured binary is executable.
+struct BwrapProbe {
+    path: String,
+}
+
+impl SandboxStatus for BwrapProbe {
+    fn backend_available(&self) -> bool {
+        cfg!(target_os = "linux") && find_executable(&self.path).is_some()
+    }
+}
+
+fn find_executable(name: &str) -> Option<PathBuf> {
+    let is_executable = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt as _;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return is_executable(&path).then_some(path);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// Runs the built-in chain on one call.
+pub(crate) fn explain(
+    config: &Config,
+    tool: &str,
+    input: &serde_json::Value,
+) -> anyhow::Result<Explanation> {
+    let options = config.options()?;
+    let probe = BwrapProbe {
+        path: options.sandbox.backends.bwrap.path.clone(),
+    };
+    let ctx = ApprovalContext {
+        config,
+        options: &options,
+        tools: &auto_approves_if_sandboxed,
+        sandbox: &probe,
+    };
+    let call = ToolCall {
+        name: tool,
+        input,
+        id: None,
+    };
+    Ok(Chain::with_builtins().explain(&call, &ctx))
+}

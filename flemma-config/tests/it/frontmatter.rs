@@ -1,0 +1,216 @@
+//! JSON frontmatter (and the language dispatch): options under `"flemma"`, template variables,
+//! the FRONTMATTER layer re-evaluated whole, errors pointing into the transcript.
+
+use flemma_config::{Config, FrontmatterError, Layer, OpKind};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::strings;
+
+/// A frontmatter as it sits in a transcript: the fence on line 1, code from line 2.
+const FIRST_LINE: u32 = 2;
+
+#[test]
+fn options_under_flemma_and_variables_returned() {
+    let mut config = Config::new();
+    let code = r#"{
+  "name": "Ada",
+  "flemma": {
+    "tools": {"auto_approve": ["+bash", "!write"], "max_concurrent": 4},
+    "thinking": "medium",
+    "sandbox": false
+  },
+  "count": 3
+}"#;
+    let variables = config.apply_frontmatter("json", code, FIRST_LINE).unwrap();
+    assert_eq!(
+        serde_json::Value::Object(variables),
+        json!({"name": "Ada", "count": 3})
+    );
+    let options = config.options().unwrap();
+    assert_eq!(options.tools.max_concurrent, 4);
+    assert_eq!(options.thinking, Some(json!("medium")));
+    assert!(!options.sandbox.enabled);
+    assert_eq!(
+        options.tools.auto_approve,
+        strings(&["read", "edit", "find", "grep", "ls", "flemma.*", "bash"])
+    );
+    assert_eq!(config.list("tools.auto_approve").source, "D+F");
+    assert!(config.layer_has_op(
+        Layer::Frontmatter,
+        OpKind::Remove,
+        "tools.auto_approve",
+        Some("write")
+    ));
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools.auto_approve"));
+    assert!(config.layer_has_set(Layer::Frontmatter, "tools.max_concurrent"));
+}
+
+#[test]
+fn a_list_of_removes_is_not_a_set() {
+    let mut config = Config::new();
+    config
+        .apply_frontmatter("json", r#"{"flemma": {"tools": ["!bash"]}}"#, FIRST_LINE)
+        .unwrap();
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools"));
+    assert!(config.layer_has_op(Layer::Frontmatter, OpKind::Remove, "tools", Some("bash")));
+}
+
+#[test]
+fn dotted_keys_and_a_frontmatter_without_options() {
+    let mut config = Config::new();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"tools.auto_approve": ["read"], "tools.autopilot": false}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    assert_eq!(config.list("tools.auto_approve").items, strings(&["read"]));
+    assert!(!config.options().unwrap().tools.autopilot.enabled);
+
+    let variables = config
+        .apply_frontmatter("json", r#"{"topic": "tests"}"#, FIRST_LINE)
+        .unwrap();
+    assert_eq!(variables["topic"], "tests");
+    assert_eq!(config.options().unwrap(), Config::new().options().unwrap());
+}
+
+#[test]
+fn re_applying_replaces_the_frontmatter_layer_only() {
+    let mut config = Config::new();
+    config
+        .set(Layer::Setup, "tools.default_timeout", 60)
+        .unwrap();
+    config.append(Layer::Runtime, "tools", "bash").unwrap();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"tools": {"max_concurrent": 4, "list": ["+read"]}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    assert_eq!(config.options().unwrap().tools.max_concurrent, 4);
+    assert_eq!(config.list("tools").items, strings(&["bash", "read"]));
+
+    config
+        .apply_frontmatter("json", r#"{"flemma": {"thinking": "low"}}"#, FIRST_LINE)
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.tools.max_concurrent, 2);
+    assert_eq!(options.thinking, Some(json!("low")));
+    assert_eq!(options.tools.default_timeout, 60);
+    assert_eq!(config.list("tools").items, strings(&["bash"]));
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools.max_concurrent"));
+}
+
+#[test]
+fn an_error_leaves_the_frontmatter_layer_empty() {
+    let mut config = Config::new();
+    config
+        .apply_frontmatter("json", r#"{"flemma": {"tools": {"max_concurrent": 4}}}"#, 2)
+        .unwrap();
+    // The first key is valid and written before the second fails; nothing of it stays.
+    let err = config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"tools": {"default_timeout": 5, "max_concurrent": "x"}}}"#,
+            2,
+        )
+        .unwrap_err();
+    assert!(err.message.contains("tools.max_concurrent"), "{err}");
+    let options = config.options().unwrap();
+    assert_eq!(options.tools.max_concurrent, 2);
+    assert_eq!(options.tools.default_timeout, 30);
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools.default_timeout"));
+
+    config
+        .apply_frontmatter("json", r#"{"flemma": {"thinking": "low"}}"#, 2)
+        .unwrap();
+    config
+        .apply_frontmatter("json", "{ not json", 2)
+        .unwrap_err();
+    assert_eq!(config.options().unwrap().thinking, None);
+}
+
+#[test]
+fn invalid_json_reports_the_transcript_line() {
+    let mut config = Config::new();
+    let code = "{\n  \"name\": \"Ada\",\n  \"flemma\": {,}\n}";
+    let err = config
+        .apply_frontmatter("json", code, FIRST_LINE)
+        .unwrap_err();
+    assert_eq!(err.line, 4, "{err}");
+    assert!(err.message.starts_with("invalid JSON frontmatter"), "{err}");
+    assert!(err.to_string().starts_with("line 4: "), "{err}");
+}
+
+#[test]
+fn option_errors_report_the_line_of_the_offending_key() {
+    let mut config = Config::new();
+    let code = r#"{
+  "name": "Ada",
+  "flemma": {
+    "thinking": "medium",
+    "tools": {
+      "max_concurent": 4
+    }
+  }
+}"#;
+    let err = config
+        .apply_frontmatter("json", code, FIRST_LINE)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        FrontmatterError {
+            line: 7,
+            message: "unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
+                .to_owned(),
+        }
+    );
+
+    let code = "{\n  \"flemma\": {\n    \"tools\": {\n      \"auto_approve\": [\"^$standard\"]\n    }\n  }\n}";
+    let err = config.apply_frontmatter("json", code, 10).unwrap_err();
+    assert_eq!(err.line, 13, "{err}");
+    assert!(err.message.contains("\"^$standard\""), "{err}");
+}
+
+#[test]
+fn the_shape_of_the_frontmatter_is_checked() {
+    let mut config = Config::new();
+    let err = config
+        .apply_frontmatter("json", "[1, 2]", FIRST_LINE)
+        .unwrap_err();
+    assert_eq!(err.line, FIRST_LINE);
+    assert_eq!(err.message, "JSON frontmatter must be an object");
+    let err = config
+        .apply_frontmatter("json", "{\n  \"flemma\": [\"bash\"]\n}", FIRST_LINE)
+        .unwrap_err();
+    assert_eq!(err.line, 3);
+    assert!(err.message.contains("\"flemma\""), "{err}");
+}
+
+#[test]
+fn unsupported_languages_point_at_the_fence() {
+    let mut config = Config::new();
+    let err = config
+        .apply_frontmatter("yaml", "tools: [bash]", FIRST_LINE)
+        .unwrap_err();
+    assert_eq!(err.line, 1);
+    assert!(err.message.contains("yaml"), "{err}");
+}
+
+#[cfg(not(feature = "lua"))]
+#[test]
+fn lua_needs_the_feature() {
+    let mut config = Config::new();
+    config
+        .apply_frontmatter("json", r#"{"flemma": {"thinking": "low"}}"#, FIRST_LINE)
+        .unwrap();
+    let err = config
+        .apply_frontmatter("lua", "flemma.opt.tools.max_concurrent = 4", FIRST_LINE)
+        .unwrap_err();
+    assert_eq!(err.line, FIRST_LINE);
+    assert!(err.message.contains("`lua` feature"), "{err}");
+    assert_eq!(config.options().unwrap().thinking, None);
+}

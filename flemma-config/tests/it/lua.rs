@@ -1,0 +1,382 @@
+//! Lua frontmatter (feature `lua`): `flemma.opt` assignments, list methods and operators, the
+//! peer fixture's frontmatter, sandboxing, budgets and error lines.
+
+use std::time::{Duration, Instant};
+
+use flemma_config::{Config, FrontmatterError, Layer, OpKind};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::strings;
+
+const FIRST_LINE: u32 = 2;
+
+fn apply(code: &str) -> Result<Config, FrontmatterError> {
+    let mut config = Config::new();
+    config.apply_frontmatter("lua", code, FIRST_LINE)?;
+    Ok(config)
+}
+
+const STANDARD: [&str; 7] = ["read", "write", "edit", "find", "grep", "ls", "flemma.*"];
+
+fn standard_and(extra: &[&str]) -> Vec<String> {
+    let mut items = strings(&STANDARD);
+    items.extend(strings(extra));
+    items
+}
+
+#[test]
+fn append_method_on_auto_approve() {
+    let config = apply("flemma.opt.tools.auto_approve:append(\"bash\")").unwrap();
+    let list = config.list("tools.auto_approve");
+    assert_eq!(list.items, standard_and(&["bash"]));
+    assert_eq!(list.source, "D+F");
+    assert!(config.layer_has_op(
+        Layer::Frontmatter,
+        OpKind::Append,
+        "tools.auto_approve",
+        Some("bash")
+    ));
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools.auto_approve"));
+}
+
+#[test]
+fn assigning_a_list_sets_it() {
+    let config = apply("flemma.opt.tools = {\"bash\", \"read\"}").unwrap();
+    let list = config.list("tools");
+    assert_eq!(list.items, strings(&["bash", "read"]));
+    assert_eq!(list.source, "F");
+    assert!(config.layer_has_set(Layer::Frontmatter, "tools"));
+
+    let config = apply("flemma.opt.tools = {}").unwrap();
+    let options = config.options().unwrap();
+    assert!(options.tools.list.is_empty());
+    assert!(options.tools.list_is_explicit);
+
+    // Operators inside an assigned list are list operations too.
+    let config =
+        apply("flemma.opt.tools.auto_approve = {\"$readonly\", \"!grep\", \"+bash\"}").unwrap();
+    assert_eq!(
+        config.list("tools.auto_approve").items,
+        strings(&["read", "find", "ls", "bash"])
+    );
+}
+
+#[test]
+fn remove_and_prepend_methods() {
+    let config = apply(
+        "flemma.opt.tools.auto_approve:remove(\"write\")\nflemma.opt.tools.auto_approve:prepend(\"bash\")",
+    )
+    .unwrap();
+    assert_eq!(
+        config.list("tools.auto_approve").items,
+        strings(&["bash", "read", "edit", "find", "grep", "ls", "flemma.*"])
+    );
+    assert!(config.layer_has_op(
+        Layer::Frontmatter,
+        OpKind::Remove,
+        "tools.auto_approve",
+        Some("write")
+    ));
+    assert!(config.layer_has_op(
+        Layer::Frontmatter,
+        OpKind::Prepend,
+        "tools.auto_approve",
+        Some("bash")
+    ));
+
+    // Methods take a list of strings too.
+    let config =
+        apply("flemma.opt.tools.auto_approve:remove({\"read\", \"write\", \"edit\"})").unwrap();
+    assert_eq!(
+        config.list("tools.auto_approve").items,
+        strings(&["find", "grep", "ls", "flemma.*"])
+    );
+}
+
+#[test]
+fn operators_append_remove_and_prepend() {
+    let mut config = Config::new();
+    config
+        .set(Layer::Setup, "tools", json!(["read", "grep"]))
+        .unwrap();
+    config
+        .apply_frontmatter(
+            "lua",
+            "flemma.opt.tools = flemma.opt.tools + \"bash\"\n\
+             flemma.opt.tools = flemma.opt.tools - \"grep\"\n\
+             flemma.opt.tools = flemma.opt.tools ^ \"edit\"",
+            FIRST_LINE,
+        )
+        .unwrap();
+    let list = config.list("tools");
+    assert_eq!(list.items, strings(&["edit", "read", "bash"]));
+    assert_eq!(list.source, "S+F");
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools"));
+    assert!(config.layer_has_op(Layer::Frontmatter, OpKind::Remove, "tools", Some("grep")));
+
+    // Chained, on auto_approve.
+    let config = apply(
+        "flemma.opt.tools.auto_approve = flemma.opt.tools.auto_approve - \"write\" + \"bash\"",
+    )
+    .unwrap();
+    assert_eq!(
+        config.list("tools.auto_approve").items,
+        strings(&["read", "edit", "find", "grep", "ls", "flemma.*", "bash"])
+    );
+    assert!(!config.layer_has_set(Layer::Frontmatter, "tools.auto_approve"));
+}
+
+#[test]
+fn scalar_assignments() {
+    let config = apply(
+        "flemma.opt.tools.max_concurrent = 4\n\
+         flemma.opt.thinking = \"medium\"\n\
+         flemma.opt.sandbox = false\n\
+         flemma.opt.tools.autopilot = { enabled = false, max_turns = 5 }\n\
+         flemma.opt.tools.bash.env = { FOO = \"bar\" }\n\
+         flemma.opt.temperature = 0.5",
+    )
+    .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.tools.max_concurrent, 4);
+    assert_eq!(options.thinking, Some(json!("medium")));
+    assert!(!options.sandbox.enabled);
+    assert!(!options.tools.autopilot.enabled);
+    assert_eq!(options.tools.autopilot.max_turns, 5);
+    assert_eq!(options.tools.bash.env["FOO"], "bar");
+    assert_eq!(options.temperature, Some(0.5));
+    assert!(config.layer_has_set(Layer::Frontmatter, "tools.max_concurrent"));
+}
+
+fn fixture_frontmatter() -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/peer/conversation_truncated_background_jobs.chat"
+    ))
+    .unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("```lua"));
+    lines
+        .take_while(|l| *l != "```")
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_peer_fixture_frontmatter() {
+    let code = fixture_frontmatter();
+    let mut config = Config::new();
+    for name in ["bash", "read", "write", "edit", "grep", "find", "ls"] {
+        config.append(Layer::Defaults, "tools", name).unwrap();
+    }
+    let registered = strings(&[
+        "bash",
+        "read",
+        "write",
+        "edit",
+        "grep",
+        "find",
+        "ls",
+        "calculator_async",
+    ]);
+    config.apply_frontmatter("lua", &code, FIRST_LINE).unwrap();
+    let options = config.options_with_tools(&registered).unwrap();
+    assert!(options.tools.list.contains(&"calculator_async".to_owned()));
+    assert!(options.tools.list.contains(&"bash".to_owned()));
+    assert!(options.tools.list_is_explicit);
+    assert!(
+        options
+            .tools
+            .auto_approve
+            .contains(&"calculator_async".to_owned())
+    );
+    assert_eq!(
+        options.tools.auto_approve,
+        standard_and(&["calculator_async"])
+    );
+    assert_eq!(options.tools.max_concurrent, 4);
+    assert!(config.finalize(&registered).is_empty());
+}
+
+#[test]
+fn the_sandbox_has_no_os_io_require_or_load() {
+    for code in [
+        "os.execute(\"touch /tmp/flemma-pwned\")",
+        "io.open(\"/etc/passwd\")",
+        "require(\"os\")",
+        "load(\"return 1\")()",
+        "dofile(\"/etc/passwd\")",
+        "loadfile(\"/etc/passwd\")",
+        "package.loadlib(\"x\", \"y\")",
+        "debug.getinfo(1)",
+    ] {
+        let err = apply(code).unwrap_err();
+        assert_eq!(err.line, FIRST_LINE, "{code}: {err}");
+        assert!(!err.message.is_empty(), "{code}");
+    }
+    // The safe libraries are there.
+    let config = apply(
+        "local n = math.max(2, 3) + #string.rep(\"x\", 1)\n\
+         local t = {}\n\
+         table.insert(t, \"bash\")\n\
+         flemma.opt.tools.max_concurrent = n\n\
+         flemma.opt.tools = t",
+    )
+    .unwrap();
+    assert_eq!(config.options().unwrap().tools.max_concurrent, 4);
+    assert_eq!(config.list("tools").items, strings(&["bash"]));
+}
+
+#[test]
+fn an_infinite_loop_stops_with_an_error() {
+    let started = Instant::now();
+    let mut config = Config::new();
+    let err = config
+        .apply_frontmatter(
+            "lua",
+            "flemma.opt.tools.max_concurrent = 4\nwhile true do end",
+            FIRST_LINE,
+        )
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(err.message.contains("too long"), "{err}");
+    assert_eq!(err.line, 3, "{err}");
+    assert_eq!(config.options().unwrap().tools.max_concurrent, 2);
+}
+
+#[test]
+fn runaway_memory_stops_with_an_error() {
+    let err =
+        apply("local t = {}\nfor i = 1, 1e9 do t[i] = string.rep(\"x\", 1024) end").unwrap_err();
+    assert!(!err.message.is_empty());
+}
+
+#[test]
+fn a_runtime_error_reports_the_transcript_line() {
+    let mut config = Config::new();
+    let err = config
+        .apply_frontmatter(
+            "lua",
+            "flemma.opt.tools.max_concurrent = 4\nlocal x = 1\nerror(\"boom\")",
+            10,
+        )
+        .unwrap_err();
+    assert_eq!(err.line, 12, "{err}");
+    assert!(err.message.contains("boom"), "{err}");
+    // Nothing of the frontmatter was applied.
+    assert_eq!(config.options().unwrap().tools.max_concurrent, 2);
+
+    let err = apply("local x = nil\n\nlocal y = x.field").unwrap_err();
+    assert_eq!(err.line, FIRST_LINE + 2, "{err}");
+
+    let err = apply("flemma.opt.tools = (").unwrap_err();
+    assert_eq!(err.line, FIRST_LINE, "{err}");
+}
+
+#[test]
+fn an_unknown_option_reports_the_line_of_the_statement() {
+    let mut config = Config::new();
+    let err = config
+        .apply_frontmatter(
+            "lua",
+            "flemma.opt.tools.max_concurrent = 4\n\n-- comment\nflemma.opt.tools.max_concurent = 5",
+            FIRST_LINE,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err,
+        FrontmatterError {
+            line: 5,
+            message: "unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
+                .to_owned(),
+        }
+    );
+    assert_eq!(config.options().unwrap().tools.max_concurrent, 2);
+
+    let err = apply("flemma.opt.tools.auto_approve:append(\"bash\")\nflemma.opt.tools.auto_aprove:append(\"x\")")
+        .unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(err.message.contains("tools.auto_aprove"), "{err}");
+
+    let err =
+        apply("flemma.opt.tools.max_concurrent = 4\nflemma.opt.tools.max_concurrent:append(\"x\")")
+            .unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(err.message.contains("is not a list"), "{err}");
+
+    let err = apply("\nflemma.opt.tools.max_concurrent = \"four\"").unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(
+        err.message.contains("expects a non-negative integer"),
+        "{err}"
+    );
+
+    let err = apply("flemma.opt.tools = {\"read\", \"!+bash\"}").unwrap_err();
+    assert_eq!(err.line, FIRST_LINE, "{err}");
+    assert!(err.message.contains("\"!+bash\""), "{err}");
+}
+
+#[test]
+fn a_bad_method_argument_reports_the_cause_and_line() {
+    let err = apply("\nflemma.opt.tools:append(42)").unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(
+        err.message
+            .contains("list operations take a string or a list of strings"),
+        "{err}"
+    );
+    let err = apply("flemma.opt.thinking = function() end").unwrap_err();
+    assert_eq!(err.line, FIRST_LINE, "{err}");
+    assert!(err.message.contains("not a function"), "{err}");
+}
+
+#[test]
+fn re_applying_clears_the_previous_frontmatter() {
+    let mut config = Config::new();
+    config
+        .apply_frontmatter("lua", "flemma.opt.tools.max_concurrent = 4", FIRST_LINE)
+        .unwrap();
+    config
+        .apply_frontmatter("lua", "flemma.opt.thinking = \"low\"", FIRST_LINE)
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.tools.max_concurrent, 2);
+    assert_eq!(options.thinking, Some(json!("low")));
+}
+
+#[test]
+fn globals_defined_by_the_script_are_template_variables() {
+    let mut config = Config::new();
+    let variables = config
+        .apply_frontmatter(
+            "lua",
+            "recipient = \"Ada\"\n\
+             local hidden = 1\n\
+             limits = { turns = 3, names = {\"a\", \"b\"} }\n\
+             helper = function() end\n\
+             flemma.opt.tools.max_concurrent = 4",
+            FIRST_LINE,
+        )
+        .unwrap();
+    assert_eq!(
+        serde_json::Value::Object(variables),
+        json!({"recipient": "Ada", "limits": {"turns": 3, "names": ["a", "b"]}})
+    );
+    assert_eq!(config.options().unwrap().tools.max_concurrent, 4);
+}
+
+#[test]
+fn integral_floats_are_integers() {
+    let config =
+        apply("flemma.opt.tools.max_concurrent = 8 / 2\nflemma.opt.temperature = 1.0").unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.tools.max_concurrent, 4);
+    assert_eq!(options.temperature, Some(1.0));
+    let err = apply("flemma.opt.tools.max_concurrent = 2.5").unwrap_err();
+    assert!(
+        err.message
+            .contains("expects a non-negative integer, got 2.5"),
+        "{err}"
+    );
+}

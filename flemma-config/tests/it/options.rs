@@ -1,0 +1,130 @@
+//! The typed `Options` view: the spec defaults (§5.6, §7.10, §11.1, §12, §14.1) and that the
+//! view follows the layers.
+
+use flemma_config::{Backup, Config, Layer};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+const EXCLUDES: [&str; 8] = [
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "target",
+    "dist",
+    "build",
+    "vendor",
+];
+
+#[test]
+fn defaults_are_the_spec_defaults() {
+    let options = Config::new().options().unwrap();
+    assert_eq!(
+        serde_json::to_value(&options).unwrap(),
+        json!({
+            "tools": {
+                "list": [],
+                "auto_approve": ["read", "write", "edit", "find", "grep", "ls", "flemma.*"],
+                "require_approval": true,
+                "auto_approve_sandboxed": true,
+                "max_concurrent": 2,
+                "default_timeout": 30,
+                "autopilot": {"enabled": true, "max_turns": 100, "resume_delay": 2000},
+                "store": {
+                    "path_format": "$chat",
+                    "unnamed_path_format": "${TMPDIR:-/tmp}/flemma/unnamed/{{ flemma.pid }}/{{ bufnr }}/{{ source }}_{{ name }}_{{ id }}.txt",
+                    "materialize": false,
+                    "preview": {"lines": 10, "bytes": 2048},
+                    "backup": "version"
+                },
+                "bash": {"shell": "bash", "cwd": "urn:flemma:buffer:path", "env": {}},
+                "grep": {"cwd": "urn:flemma:buffer:path", "exclude": EXCLUDES},
+                "find": {"cwd": "urn:flemma:buffer:path", "exclude": EXCLUDES},
+                "ls": {"cwd": "urn:flemma:buffer:path"}
+            },
+            "sandbox": {
+                "enabled": true,
+                "backend": "auto",
+                "policy": {
+                    "rw_paths": [
+                        "urn:flemma:cwd", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
+                        "${TMPDIR:-/tmp}", "${XDG_CACHE_HOME:-~/.cache}",
+                        "${XDG_DATA_HOME:-~/.local/share}"
+                    ],
+                    "network": true,
+                    "allow_privileged": false
+                },
+                "backends": {"bwrap": {"path": "bwrap", "extra_args": []}}
+            },
+            "editing": {"compact_headers": true},
+            "provider": null,
+            "model": null,
+            "thinking": null,
+            "max_tokens": null,
+            "temperature": null,
+            "cache_retention": null,
+            "parameters": {}
+        })
+    );
+    assert!(!options.tools.list_is_explicit);
+    assert_eq!(
+        options.tools.store.backup,
+        Backup::Strategy("version".into())
+    );
+    assert!(options.tools.other.is_empty());
+}
+
+#[test]
+fn the_view_follows_every_layer() {
+    let mut config = Config::new();
+    config
+        .set(Layer::Setup, "model", "claude-sonnet-4-5")
+        .unwrap();
+    config.set(Layer::Setup, "max_tokens", 4096).unwrap();
+    config
+        .set(Layer::Runtime, "model", "claude-opus-4-1")
+        .unwrap();
+    config
+        .set(Layer::Setup, "parameters.openai.reasoning_effort", "high")
+        .unwrap();
+    config
+        .set(Layer::Frontmatter, "parameters.openai.verbosity", "low")
+        .unwrap();
+    config.set(Layer::Frontmatter, "thinking", 4096).unwrap();
+    config
+        .set(Layer::Frontmatter, "tools.store.backup", false)
+        .unwrap();
+    config
+        .remove(Layer::Frontmatter, "tools.grep.exclude", "vendor")
+        .unwrap();
+    config
+        .set(Layer::Runtime, "tools.calculator.precision", 3)
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.model.as_deref(), Some("claude-opus-4-1"));
+    assert_eq!(options.max_tokens, Some(4096));
+    assert_eq!(options.thinking, Some(json!(4096)));
+    assert_eq!(
+        serde_json::Value::Object(options.parameters.clone()),
+        json!({"openai": {"reasoning_effort": "high", "verbosity": "low"}})
+    );
+    assert_eq!(options.tools.store.backup, Backup::Enabled(false));
+    assert_eq!(options.tools.grep.exclude, EXCLUDES[..7]);
+    assert_eq!(options.tools.find.exclude, EXCLUDES);
+    assert_eq!(options.tools.other["calculator"], json!({"precision": 3}));
+
+    config.clear_layer(Layer::Runtime);
+    let options = config.options().unwrap();
+    assert_eq!(options.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert!(options.tools.other.is_empty());
+}
+
+#[test]
+fn a_null_write_falls_back_to_the_layer_below() {
+    let mut config = Config::new();
+    config.set(Layer::Setup, "model", "m1").unwrap();
+    config
+        .set(Layer::Frontmatter, "model", serde_json::Value::Null)
+        .unwrap();
+    assert_eq!(config.options().unwrap().model.as_deref(), Some("m1"));
+}
