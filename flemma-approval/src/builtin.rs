@@ -11,10 +11,13 @@ use crate::chain::panic_message;
 use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
 
 /// `urn:flemma:approval:config`: the closure policy, then the `tools.auto_approve` list (exact
-/// names and `*` globs, compiled once per distinct list).
+/// names and `*` globs).
+///
+/// The list is read from `ctx.config` and compiled once per options state
+/// ([`Config::generation`](flemma_config::Config::generation)).
 #[derive(Debug, Default)]
 pub struct ConfigResolver {
-    cache: Mutex<Option<Arc<CompiledList>>>,
+    cache: Mutex<Option<(u64, Arc<CompiledList>)>>,
 }
 
 /// An `auto_approve` list compiled for matching.
@@ -61,31 +64,36 @@ impl CompiledList {
         }
     }
 
-    /// The first entry (in list order) matching `name`.
+    /// An entry matching `name`: the exact name when listed, else the first matching glob.
     fn matching(&self, name: &str) -> Option<&str> {
-        let exact = self.exact.get(name).copied();
-        let glob = self
+        if let Some(&index) = self.exact.get(name) {
+            return Some(&self.source[index]);
+        }
+        if !self.globs.is_match(name) {
+            return None;
+        }
+        let index = self
             .globs
             .matches(name)
             .into_iter()
             .map(|g| self.glob_entries[g])
-            .min();
-        let index = match (exact, glob) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
-        };
+            .min()?;
         Some(&self.source[index])
     }
 }
 
 impl ConfigResolver {
-    fn compiled(&self, list: &[String]) -> Arc<CompiledList> {
+    fn compiled(&self, config: &flemma_config::Config) -> Arc<CompiledList> {
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         match cache.as_ref() {
-            Some(compiled) if compiled.source == list => Arc::clone(compiled),
+            Some((generation, compiled)) if *generation == config.generation() => {
+                Arc::clone(compiled)
+            }
             _ => {
-                let compiled = Arc::new(CompiledList::compile(list));
-                *cache = Some(Arc::clone(&compiled));
+                let compiled = Arc::new(CompiledList::compile(
+                    &config.list("tools.auto_approve").items,
+                ));
+                *cache = Some((config.generation(), Arc::clone(&compiled)));
                 compiled
             }
         }
@@ -116,7 +124,7 @@ impl Resolver for ConfigResolver {
                 }
             }
         }
-        let compiled = self.compiled(&ctx.options.tools.auto_approve);
+        let compiled = self.compiled(ctx.config);
         match compiled.matching(call.name) {
             Some(entry) => {
                 Verdict::approve().because(format!("matched auto_approve entry {entry:?}"))

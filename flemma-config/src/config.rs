@@ -13,6 +13,12 @@ use crate::presets::Presets;
 use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path};
 use crate::suggest::did_you_mean;
 
+/// The next state stamp (see [`Config::generation`]).
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Where an option was set, lowest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
@@ -173,11 +179,13 @@ impl Config {
             layers,
             presets: Presets::default(),
             policy: None,
-            generation: 0,
+            generation: next_generation(),
         }
     }
 
-    /// Increases on every change; caches keyed by it (compiled globs) stay valid until then.
+    /// A stamp of the options' state, unique across every `Config` of the process: it changes
+    /// on every change, and two configs share it only when one is an unchanged clone of the
+    /// other. Caches keyed by it (compiled globs) stay valid until it changes.
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -189,7 +197,7 @@ impl Config {
 
     /// The presets, to add or override.
     pub fn presets_mut(&mut self) -> &mut Presets {
-        self.generation += 1;
+        self.generation = next_generation();
         &mut self.presets
     }
 
@@ -200,7 +208,7 @@ impl Config {
 
     /// Sets a closure policy consulted before the `tools.auto_approve` list.
     pub fn set_auto_approve_policy(&mut self, policy: Option<AutoApprovePolicy>) {
-        self.generation += 1;
+        self.generation = next_generation();
         self.policy = policy;
     }
 
@@ -274,7 +282,7 @@ impl Config {
 
     fn push(&mut self, layer: Layer, entry: Entry) {
         self.layers[layer.index()].push(entry);
-        self.generation += 1;
+        self.generation = next_generation();
     }
 
     fn list_path(path: &str) -> Result<String, ConfigError> {
@@ -324,7 +332,7 @@ impl Config {
     /// Forgets everything a layer says (a conversation's frontmatter is re-evaluated whole).
     pub fn clear_layer(&mut self, layer: Layer) {
         self.layers[layer.index()].clear();
-        self.generation += 1;
+        self.generation = next_generation();
     }
 
     /// The operations a layer holds for a list path, presets expanded.
