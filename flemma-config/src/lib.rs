@@ -34,7 +34,7 @@ mod schema;
 mod sources;
 mod suggest;
 
-pub use config::{AutoApprovePolicy, Config, Layer, PolicyDecision, ResolvedList};
+pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError};
 pub use glob::glob_match;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
