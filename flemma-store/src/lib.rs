@@ -1,0 +1,43 @@
+//! The tool result store of flemma: a durable home, beside the conversation, for the full
+//! output of tools.
+//!
+//! Three things write here: truncation overflow (the full text of an output the model only
+//! sees the end of), `flemma.save_to` redirects, and optional materialisation of every result.
+//! Paths come from a template (`$chat` by default: `<chat dir>/.flemma/<chat name>/
+//! <source>_<tool>_<id>.txt`) with ids escaped so that none can leave the directory. Writes are
+//! atomic and locked: the old content or the new one, never a torn file, and with `version`
+//! backups no run is ever lost, whatever the number of concurrent writers.
+//!
+//! ```
+//! use flemma_store::{SaveOutcome, Source, Store};
+//!
+//! let dir = std::env::temp_dir().join(format!("flemma-store-lib-{}", std::process::id()));
+//! let chat = dir.join("notes.chat");
+//! let options = flemma_config::Config::new().options()?.tools.store;
+//! let store = Store::new(&options, Some(&chat), "1")?;
+//!
+//! let path = store.write_result(Source::Tool, Some("bash"), "toolu_01", "full output")?;
+//! assert_eq!(path, dir.join(".flemma/notes.chat/tool_bash_toolu_01.txt"));
+//!
+//! match store.save_to("out/report.txt", "line 1\nline 2", None) {
+//!     SaveOutcome::Saved { stub, .. } => assert!(stub.ends_with("— 13B, 2 lines]")),
+//!     SaveOutcome::NotSaved { error, .. } => panic!("{error}"),
+//! }
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod path;
+mod preview;
+mod store;
+mod write;
+
+pub use error::StoreError;
+pub use path::{
+    CHAT_PRESET, PathFormat, PathInputs, STATE_PRESET, Source, collapse_namespaces, dedupe_name,
+    escape_id, expand_inline, flatten, wire_name,
+};
+pub use preview::format_size;
+pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};
+pub use write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};

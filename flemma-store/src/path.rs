@@ -1,0 +1,499 @@
+//! Store paths: presets, templates, environment expansion, namespace collapse, name
+//! de-duplication and escaping (spec §11.2, §11.3).
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Object, Value};
+use minijinja::{Environment, Error as TemplateError, ErrorKind, State, UndefinedBehavior};
+
+use crate::error::StoreError;
+
+/// The default path format.
+pub const CHAT_PRESET: &str = "{{ __dirname }}/.flemma/{{ flemma.path.basename(__filename) }}/{{ source }}_{{ name }}_{{ id }}.txt";
+/// The `$state` path format.
+pub const STATE_PRESET: &str = "${XDG_STATE_HOME:-$HOME/.flemma}/flemma/store/{{ flemma.path.flatten(__filename) }}/{{ source }}_{{ name }}_{{ id }}.txt";
+
+/// Who produced a stored result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// A foreground result or a truncation overflow.
+    Tool,
+    /// A background job's delivery.
+    Job,
+}
+
+impl Source {
+    /// `tool` or `job`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Tool => "tool",
+            Source::Job => "job",
+        }
+    }
+}
+
+/// Escapes an id for a file name: every byte outside `[A-Za-z0-9._-]` becomes `--`, so an id
+/// can never leave the store directory.
+///
+/// ```
+/// assert_eq!(flemma_store::escape_id("bash:8"), "bash--8");
+/// assert_eq!(flemma_store::escape_id("../../etc/passwd"), "..--..--etc--passwd");
+/// ```
+pub fn escape_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(char::from(b));
+        } else {
+            out.push_str("--");
+        }
+    }
+    // `..` alone would still climb; it cannot be a whole segment once prefixed.
+    if out == "." || out == ".." {
+        out.insert_str(0, "--");
+    }
+    out
+}
+
+/// Wire-encodes a tool name: `.` and `:` become `__` (`flemma.jobs.status` →
+/// `flemma__jobs__status`).
+pub fn wire_name(name: &str) -> String {
+    name.replace(['.', ':'], "__")
+}
+
+/// A parsed path format: a template (presets expanded), compiled once.
+#[derive(Debug, Clone)]
+pub struct PathFormat {
+    source: String,
+    env: Arc<Environment<'static>>,
+}
+
+/// What a path is rendered from.
+#[derive(Debug, Clone, Copy)]
+pub struct PathInputs<'a> {
+    /// `tool` or `job`.
+    pub source: Source,
+    /// The tool name (wire-encoded when rendered); `None` when unknown.
+    pub name: Option<&'a str>,
+    /// The tool or job id (escaped when rendered).
+    pub id: &'a str,
+    /// The conversation file, when it has one.
+    pub chat: Option<&'a Path>,
+    /// The conversation id (`bufnr`).
+    pub conversation: &'a str,
+}
+
+impl PathFormat {
+    /// Parses `path_format` (a template or `$chat` / `$state`).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownPreset`] and [`StoreError::InvalidFormat`] for a template that does
+    /// not compile.
+    pub fn new(format: &str) -> Result<Self, StoreError> {
+        let template = match preset_name(format) {
+            Some("$chat") => CHAT_PRESET,
+            Some("$state") => STATE_PRESET,
+            Some(other) => {
+                return Err(StoreError::UnknownPreset {
+                    preset: other.to_owned(),
+                });
+            }
+            None => format,
+        };
+        Self::compile(template)
+    }
+
+    /// Parses `unnamed_path_format` (presets are refused there).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::PresetInUnnamed`] and [`StoreError::InvalidFormat`].
+    pub fn unnamed(format: &str) -> Result<Self, StoreError> {
+        if preset_name(format).is_some() {
+            return Err(StoreError::PresetInUnnamed);
+        }
+        Self::compile(format)
+    }
+
+    fn compile(template: &str) -> Result<Self, StoreError> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.add_template_owned("path", template.to_owned())
+            .map_err(|e| invalid(template, &e))?;
+        Ok(Self {
+            source: template.to_owned(),
+            env: Arc::new(env),
+        })
+    }
+
+    /// The template (presets expanded).
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Renders the path (spec §11.3 steps 2-6). `vars` looks up inline variables before the
+    /// environment (`FLEMMA_TOOLS_STORE_PATH`).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidFormat`] when the template fails to render.
+    pub fn render(
+        &self,
+        inputs: &PathInputs<'_>,
+        vars: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<PathBuf, StoreError> {
+        let name = inputs.name.map(wire_name).unwrap_or_default();
+        let (filename, dirname) = match inputs.chat {
+            Some(chat) => (
+                chat.to_string_lossy().into_owned(),
+                chat.parent()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
+            None => (String::new(), String::new()),
+        };
+        let ctx = minijinja::context! {
+            source => inputs.source.as_str(),
+            name => name.clone(),
+            id => escape_id(inputs.id),
+            __filename => filename,
+            __dirname => dirname,
+            bufnr => inputs.conversation,
+            flemma => Value::from_object(Flemma),
+        };
+        let template = self
+            .env
+            .get_template("path")
+            .map_err(|e| invalid(&self.source, &e))?;
+        let rendered = template
+            .render(ctx)
+            .map_err(|e| invalid(&self.source, &e))?;
+        let expanded = expand_inline(&rendered, vars);
+        let path = normalize(&expand_tilde(&expanded, vars));
+        let collapsed = collapse_namespaces(&path);
+        Ok(if name.is_empty() {
+            collapsed
+        } else {
+            dedupe_name(&collapsed, &name)
+        })
+    }
+}
+
+fn invalid(format: &str, err: &TemplateError) -> StoreError {
+    let mut messages = vec![err.to_string()];
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        messages.push(cause.to_string());
+        source = cause.source();
+    }
+    StoreError::InvalidFormat {
+        format: format.to_owned(),
+        messages: messages.join("; "),
+    }
+}
+
+/// `^\$ALNUM+$` → the preset name.
+fn preset_name(format: &str) -> Option<&str> {
+    let rest = format.strip_prefix('$')?;
+    (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(format)
+}
+
+/// The `flemma` template namespace: `flemma.path.*` and `flemma.pid`.
+#[derive(Debug)]
+struct Flemma;
+
+impl Object for Flemma {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        match key.as_str()? {
+            "path" => Some(Value::from_object(PathHelpers)),
+            "pid" => Some(Value::from(std::process::id())),
+            _ => None,
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Str(&["path", "pid"])
+    }
+}
+
+/// `flemma.path.basename / dirname / flatten / resolve`.
+#[derive(Debug)]
+struct PathHelpers;
+
+impl Object for PathHelpers {
+    fn call_method(
+        self: &Arc<Self>,
+        _state: &mut State<'_, '_>,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, TemplateError> {
+        let [arg] = args else {
+            return Err(TemplateError::new(
+                ErrorKind::InvalidOperation,
+                format!("flemma.path.{method} takes one path"),
+            ));
+        };
+        let path = arg.as_str().unwrap_or_default();
+        let out = match method {
+            "basename" => Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            "dirname" => Path::new(path)
+                .parent()
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            "flatten" => flatten(path),
+            "resolve" => normalize(path).to_string_lossy().into_owned(),
+            other => {
+                return Err(TemplateError::new(
+                    ErrorKind::UnknownMethod,
+                    format!("flemma.path has no `{other}`"),
+                ));
+            }
+        };
+        Ok(Value::from(out))
+    }
+}
+
+/// An absolute path as one segment: `/home/user/notes/x.chat` → `home--user--notes--x.chat`.
+pub fn flatten(path: &str) -> String {
+    path.trim_start_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("--")
+}
+
+/// Expands `${VAR:-default}`, `${VAR}` and `$VAR` (inline variables first, then `vars`' own
+/// lookup of the environment), up to 8 passes so values holding references resolve. Unset
+/// variables expand to nothing.
+pub fn expand_inline(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut current = text.to_owned();
+    for _ in 0..8 {
+        let next = expand_once(&current, vars);
+        if next == current {
+            break;
+        }
+        current = next;
+    }
+    current
+}
+
+fn expand_once(text: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            let next = text[i..].find('$').map_or(text.len(), |n| i + n);
+            out.push_str(&text[i..next]);
+            i = next;
+            continue;
+        }
+        if bytes.get(i + 1) == Some(&b'{')
+            && let Some(close) = matching_brace(text, i + 2)
+        {
+            let inner = &text[i + 2..close];
+            let (name, default) = match inner.find(":-") {
+                Some(at) => (&inner[..at], Some(&inner[at + 2..])),
+                None => (inner, None),
+            };
+            let value = vars(name).filter(|v| !v.is_empty());
+            out.push_str(&value.unwrap_or_else(|| default.unwrap_or_default().to_owned()));
+            i = close + 1;
+            continue;
+        }
+        let len = bytes[i + 1..].iter().take_while(|&&b| is_name(b)).count();
+        if len == 0 {
+            out.push('$');
+            i += 1;
+            continue;
+        }
+        out.push_str(&vars(&text[i + 1..i + 1 + len]).unwrap_or_default());
+        i += 1 + len;
+    }
+    out
+}
+
+/// The `}` closing a `${` whose body starts at `from`, nested `${…}` included.
+fn matching_brace(text: &str, from: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (i, b) in text.bytes().enumerate().skip(from) {
+        match b {
+            b'{' => depth += 1,
+            b'}' if depth == 0 => return Some(i),
+            b'}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn expand_tilde(path: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+    match (path.strip_prefix("~/"), path == "~") {
+        (Some(rest), _) => {
+            vars("HOME").map_or_else(|| path.to_owned(), |home| format!("{home}/{rest}"))
+        }
+        (None, true) => vars("HOME").unwrap_or_else(|| path.to_owned()),
+        _ => path.to_owned(),
+    }
+}
+
+/// Removes `.` segments and folds `..` lexically (a relative path stays relative).
+pub(crate) fn normalize(path: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Drops a `flemma` segment that directly follows a kept `flemma` or `.flemma` segment, to a
+/// fixed point (`/x/.flemma/flemma/y` → `/x/.flemma/y`).
+pub fn collapse_namespaces(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    let mut previous_is_namespace = false;
+    for component in path.components() {
+        let text = component.as_os_str();
+        if text == "flemma" && previous_is_namespace {
+            continue;
+        }
+        previous_is_namespace = text == "flemma" || text == ".flemma";
+        out.push(text);
+    }
+    out
+}
+
+/// Inside each segment, reduces `<name><sep><name>` (one non-alphanumeric separator, bounded
+/// by non-alphanumerics or the segment's edges) to `<name>`, to a fixed point.
+pub fn dedupe_name(path: &Path, name: &str) -> PathBuf {
+    path.components()
+        .map(|c| {
+            let segment = c.as_os_str().to_string_lossy();
+            let mut current = segment.into_owned();
+            while let Some(next) = dedupe_once(&current, name) {
+                current = next;
+            }
+            current
+        })
+        .collect()
+}
+
+fn dedupe_once(segment: &str, name: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let boundary =
+        |i: Option<usize>| i.is_none_or(|i| i >= bytes.len() || !bytes[i].is_ascii_alphanumeric());
+    let mut from = 0;
+    while let Some(found) = segment[from..].find(name) {
+        let start = from + found;
+        let sep = start + name.len();
+        let second = sep + 1;
+        if boundary(start.checked_sub(1))
+            && sep < bytes.len()
+            && !bytes[sep].is_ascii_alphanumeric()
+            && segment.is_char_boundary(second)
+            && segment[second..].starts_with(name)
+            && boundary(Some(second + name.len()))
+        {
+            return Some(format!(
+                "{}{}",
+                &segment[..sep],
+                &segment[second + name.len()..]
+            ));
+        }
+        from = start + 1;
+        while !segment.is_char_boundary(from) {
+            from += 1;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/u".into()),
+            "A" => Some("$B".into()),
+            "B" => Some("bee".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn inline_expansion() {
+        assert_eq!(
+            expand_inline("${XDG_STATE_HOME:-$HOME/.flemma}/x", &env),
+            "/home/u/.flemma/x"
+        );
+        assert_eq!(expand_inline("$A/$UNSET/${B}", &env), "bee//bee");
+        assert_eq!(expand_inline("${EMPTY:-dflt} $ 5$", &env), "dflt $ 5$");
+        assert_eq!(expand_inline("${TMPDIR:-/tmp}", &env), "/tmp");
+    }
+
+    #[test]
+    fn namespace_collapse() {
+        let c = |p: &str| {
+            collapse_namespaces(Path::new(p))
+                .to_string_lossy()
+                .into_owned()
+        };
+        assert_eq!(c("/x/.flemma/flemma/y"), "/x/.flemma/y");
+        assert_eq!(c("/opt/flemma/flemma/flemma/x"), "/opt/flemma/x");
+        assert_eq!(c("myflemma/flemma"), "myflemma/flemma");
+        assert_eq!(c("flemma/flemma-lab"), "flemma/flemma-lab");
+    }
+
+    #[test]
+    fn name_dedupe() {
+        let d = |p: &str, n: &str| dedupe_name(Path::new(p), n).to_string_lossy().into_owned();
+        assert_eq!(d("/s/tool_bash_bash--8.txt", "bash"), "/s/tool_bash--8.txt");
+        assert_eq!(
+            d("/s/tool_bash_bashful.txt", "bash"),
+            "/s/tool_bash_bashful.txt"
+        );
+        assert_eq!(
+            d("/s/tool_xbash_bash.txt", "bash"),
+            "/s/tool_xbash_bash.txt"
+        );
+        assert_eq!(d("/s/a_bash_bash_bash_b", "bash"), "/s/a_bash_b");
+        assert_eq!(
+            d(
+                "/s/tool_flemma__jobs__status_flemma__jobs__status--20.txt",
+                "flemma__jobs__status"
+            ),
+            "/s/tool_flemma__jobs__status--20.txt"
+        );
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_id("has space"), "has--space");
+        assert_eq!(escape_id("path/to/x"), "path--to--x");
+        assert_eq!(
+            escape_id("flemma__jobs__status:20"),
+            "flemma__jobs__status--20"
+        );
+        assert_eq!(escape_id(".."), "--..");
+        assert_eq!(wire_name("flemma.jobs.status"), "flemma__jobs__status");
+        assert_eq!(
+            flatten("/home/user/notes/example.chat"),
+            "home--user--notes--example.chat"
+        );
+    }
+}

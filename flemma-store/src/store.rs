@@ -1,0 +1,355 @@
+//! The store of one conversation: paths, writes, `flemma.save_to` and materialisation.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flemma_config::{Backup, StoreOptions};
+
+use crate::error::StoreError;
+use crate::path::{PathFormat, PathInputs, Source, expand_inline, normalize};
+use crate::preview::{format_size, head_preview};
+use crate::write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
+
+/// `path` with its deepest existing ancestor canonicalized (symlinks resolved), the rest
+/// appended: where a write to `path` would really land.
+fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path.to_owned();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            return rest
+                .iter()
+                .rev()
+                .fold(real, |p: PathBuf, c: &std::ffi::OsString| p.join(c));
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_owned();
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}
+
+/// The inline variable holding the conversation's store directory.
+pub const STORE_PATH_VAR: &str = "FLEMMA_TOOLS_STORE_PATH";
+
+/// Whether the sandbox lets tools write a path (the tools crate implements it from the policy).
+pub trait WritablePaths {
+    /// `true` when `path` may be written.
+    fn is_writable(&self, path: &Path) -> bool;
+}
+
+impl<F: Fn(&Path) -> bool> WritablePaths for F {
+    fn is_writable(&self, path: &Path) -> bool {
+        self(path)
+    }
+}
+
+/// Looks up environment variables; tests and hosts substitute their own.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The tool result store of one conversation.
+///
+/// ```
+/// use flemma_store::{Source, Store};
+///
+/// let options = flemma_config::Config::new().options()?.tools.store;
+/// let env = std::sync::Arc::new(|name: &str| (name == "HOME").then(|| "/home/ada".to_owned()));
+/// let store = Store::new(&options, Some("~/notes/example.chat".as_ref()), "1")?.with_env(env);
+/// assert_eq!(
+///     store.path_for(Source::Tool, Some("bash"), "toolu_01")?,
+///     std::path::Path::new("/home/ada/notes/.flemma/example.chat/tool_bash_toolu_01.txt")
+/// );
+/// assert_eq!(store.directory()?, std::path::Path::new("/home/ada/notes/.flemma/example.chat"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    format: PathFormat,
+    chat: Option<PathBuf>,
+    conversation: String,
+    backup: Arc<dyn BackupStrategy>,
+    preview_lines: usize,
+    preview_bytes: usize,
+    env: EnvLookup,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("format", &self.format.as_str())
+            .field("chat", &self.chat)
+            .field("conversation", &self.conversation)
+            .field("backup", &self.backup)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The outcome of a `flemma.save_to` redirect (spec §11.6).
+#[derive(Debug)]
+pub enum SaveOutcome {
+    /// Saved: the result becomes the stub.
+    Saved {
+        /// Where the content went.
+        path: PathBuf,
+        /// What the model sees instead of the content.
+        stub: String,
+    },
+    /// Not saved: the full content is kept, with a notice appended.
+    NotSaved {
+        /// The content and the notice.
+        content: String,
+        /// Why.
+        error: StoreError,
+    },
+}
+
+impl Store {
+    /// A store for a conversation (`chat` is its file, `conversation` its id) with the
+    /// `tools.store` options.
+    ///
+    /// # Errors
+    ///
+    /// Path format and backup strategy errors ([`StoreError::UnknownPreset`],
+    /// [`StoreError::PresetInUnnamed`], [`StoreError::InvalidFormat`],
+    /// [`StoreError::UnknownBackupStrategy`]).
+    pub fn new(
+        options: &StoreOptions,
+        chat: Option<&Path>,
+        conversation: &str,
+    ) -> Result<Self, StoreError> {
+        let format = match chat {
+            Some(_) => PathFormat::new(&options.path_format)?,
+            None => PathFormat::unnamed(&options.unnamed_path_format)?,
+        };
+        let backup: Arc<dyn BackupStrategy> = match &options.backup {
+            Backup::Enabled(false) => Arc::new(NoBackup),
+            Backup::Enabled(true) => Arc::new(VersionBackup),
+            Backup::Strategy(name) if name == "version" => Arc::new(VersionBackup),
+            Backup::Strategy(name) => {
+                return Err(StoreError::UnknownBackupStrategy { name: name.clone() });
+            }
+        };
+        Ok(Self {
+            format,
+            chat: chat.map(Path::to_owned),
+            conversation: conversation.to_owned(),
+            backup,
+            preview_lines: usize::try_from(options.preview.lines).unwrap_or(usize::MAX),
+            preview_bytes: usize::try_from(options.preview.bytes).unwrap_or(usize::MAX),
+            env: Arc::new(|name| std::env::var(name).ok()),
+        })
+    }
+
+    /// Uses `env` instead of the process environment.
+    #[must_use]
+    pub fn with_env(mut self, env: EnvLookup) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Uses a custom backup strategy.
+    #[must_use]
+    pub fn with_backup(mut self, backup: Arc<dyn BackupStrategy>) -> Self {
+        self.backup = backup;
+        self
+    }
+
+    fn inputs<'a>(&'a self, source: Source, name: Option<&'a str>, id: &'a str) -> PathInputs<'a> {
+        PathInputs {
+            source,
+            name,
+            id,
+            chat: self.chat.as_deref(),
+            conversation: &self.conversation,
+        }
+    }
+
+    /// The store path of a result (spec §11.3).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidFormat`] when the template fails.
+    pub fn path_for(
+        &self,
+        source: Source,
+        name: Option<&str>,
+        id: &str,
+    ) -> Result<PathBuf, StoreError> {
+        let inputs = self.inputs(source, name, id);
+        self.format.render(&inputs, &|var| self.lookup(var, None))
+    }
+
+    /// Inline variables first (`FLEMMA_TOOLS_STORE_PATH`), then the environment.
+    fn lookup(&self, var: &str, store_dir: Option<&Path>) -> Option<String> {
+        if var == STORE_PATH_VAR
+            && let Some(dir) = store_dir
+        {
+            return Some(dir.to_string_lossy().into_owned());
+        }
+        (self.env)(var)
+    }
+
+    /// The conversation's store directory: the directory of the path rendered with
+    /// `source = tool`, `id = _` and no name. Exported as `$FLEMMA_TOOLS_STORE_PATH`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidFormat`].
+    pub fn directory(&self) -> Result<PathBuf, StoreError> {
+        let path = self.path_for(Source::Tool, None, "_")?;
+        Ok(path.parent().map(Path::to_owned).unwrap_or_default())
+    }
+
+    /// Creates the store directory if needed and returns it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidFormat`] and [`StoreError::CreateDir`].
+    pub fn ensure_directory(&self) -> Result<PathBuf, StoreError> {
+        let dir = self.directory()?;
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        Ok(dir)
+    }
+
+    /// Writes a result to its store path with the configured backup strategy (truncation
+    /// overflow, materialisation).
+    ///
+    /// # Errors
+    ///
+    /// As [`write_atomic`], and path errors.
+    pub fn write_result(
+        &self,
+        source: Source,
+        name: Option<&str>,
+        id: &str,
+        content: &str,
+    ) -> Result<PathBuf, StoreError> {
+        let path = self.path_for(source, name, id)?;
+        write_atomic(&path, content.as_bytes(), &*self.backup)
+    }
+
+    /// Materialises a finished result when `tools.store.materialize` is on (spec §11.5):
+    /// errors as their text, with `Partial output:` when there was output.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::write_result`]; callers log it and inject the result anyway.
+    pub fn materialize(
+        &self,
+        enabled: bool,
+        source: Source,
+        name: Option<&str>,
+        id: &str,
+        result: Result<&str, (&str, &str)>,
+    ) -> Result<Option<PathBuf>, StoreError> {
+        if !enabled {
+            return Ok(None);
+        }
+        let content = match result {
+            Ok(output) => output.to_owned(),
+            Err((error, "")) => error.to_owned(),
+            Err((error, partial)) => format!("{error}\n\nPartial output:\n{partial}"),
+        };
+        self.write_result(source, name, id, &content).map(Some)
+    }
+
+    /// Where a `flemma.save_to` value points: variables expanded (the store directory as
+    /// `$FLEMMA_TOOLS_STORE_PATH`), `~` expanded, relative to the chat file's directory.
+    ///
+    /// # Errors
+    ///
+    /// Path errors from computing the store directory.
+    pub fn save_to_destination(&self, save_to: &str) -> Result<PathBuf, StoreError> {
+        let store_dir = self.directory()?;
+        let expanded = expand_inline(save_to, &|var| self.lookup(var, Some(&store_dir)));
+        let expanded = match expanded.strip_prefix("~/") {
+            Some(rest) => {
+                (self.env)("HOME").map_or_else(|| expanded.clone(), |home| format!("{home}/{rest}"))
+            }
+            None => expanded,
+        };
+        let trailing_slash = expanded.ends_with('/');
+        let mut path = if Path::new(&expanded).is_absolute() {
+            normalize(&expanded)
+        } else {
+            let base = self
+                .chat
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_owned)
+                .unwrap_or_default();
+            normalize(&base.join(&expanded).to_string_lossy())
+        };
+        if trailing_slash {
+            path.push("");
+        }
+        Ok(path)
+    }
+
+    /// Redirects a successful result to `save_to` (spec §11.6). Never loses the content: on
+    /// any failure the full content comes back with a notice.
+    pub fn save_to(
+        &self,
+        save_to: &str,
+        content: &str,
+        sandbox: Option<&dyn WritablePaths>,
+    ) -> SaveOutcome {
+        match self.try_save_to(save_to, content, sandbox) {
+            Ok((path, stub)) => SaveOutcome::Saved { path, stub },
+            Err(error) => SaveOutcome::NotSaved {
+                content: format!(
+                    "{content}\n\n[Output not saved: {error}. Showing the full output instead.]"
+                ),
+                error,
+            },
+        }
+    }
+
+    fn try_save_to(
+        &self,
+        save_to: &str,
+        content: &str,
+        sandbox: Option<&dyn WritablePaths>,
+    ) -> Result<(PathBuf, String), StoreError> {
+        let dest = self.save_to_destination(save_to)?;
+        let store_dir = self.directory()?;
+        let is_directory = dest.as_os_str().to_string_lossy().ends_with('/')
+            || store_dir.starts_with(&dest)
+            || dest.is_dir();
+        if is_directory {
+            return Err(StoreError::SaveToDirectory { dest });
+        }
+        if let Some(sandbox) = sandbox {
+            // Judge where the bytes would land: symlinks on the way are followed.
+            if !sandbox.is_writable(&real_path(&dest)) || !sandbox.is_writable(&dest) {
+                return Err(StoreError::NotWritable { dest });
+            }
+        }
+        let path = write_atomic(&dest, content.as_bytes(), &*self.backup)?;
+        let lines = content.matches('\n').count() + 1;
+        let notice = format!(
+            "[Output saved: {} — {}, {lines} lines]",
+            path.display(),
+            format_size(content.len())
+        );
+        let stub = if self.preview_lines == 0 {
+            notice
+        } else {
+            format!(
+                "{}\n\n{notice}",
+                head_preview(content, self.preview_lines, self.preview_bytes)
+            )
+        };
+        Ok((path, stub))
+    }
+}
