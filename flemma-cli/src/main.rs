@@ -63,6 +63,38 @@ enum Command {
         #[command(subcommand)]
         command: ApprovalCommand,
     },
+    /// The tool result store.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum StoreCommand {
+    /// Print where the store keeps a result of FILE's conversation (FILE need not exist).
+    Path {
+        /// The `.chat` file.
+        file: String,
+        /// The tool name.
+        #[arg(long)]
+        tool: String,
+        /// The tool call or job id.
+        #[arg(long)]
+        id: String,
+        /// Who produced the result.
+        #[arg(long, value_enum, default_value = "tool")]
+        source: SourceArg,
+        /// Print `{"path": ...}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SourceArg {
+    Tool,
+    Job,
 }
 
 #[derive(Debug, Subcommand)]
@@ -158,7 +190,56 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                 },
         } => explain(&mut out, &file, &tool, &input, json, settings),
         Command::Fmt { file, check, json } => fmt(&mut out, &file, check, json),
+        Command::Store {
+            command:
+                StoreCommand::Path {
+                    file,
+                    tool,
+                    id,
+                    source,
+                    json,
+                },
+        } => store_path(&mut out, &file, &tool, &id, source, json, settings),
     }
+}
+
+/// `flemma store path`.
+fn store_path(
+    out: &mut impl Write,
+    file: &str,
+    tool: &str,
+    id: &str,
+    source: SourceArg,
+    json: bool,
+    settings: &options::Settings,
+) -> Result<u8, Failure> {
+    let chat = std::path::absolute(file).map_err(|e| Failure {
+        code: 2,
+        error: anyhow::anyhow!("{file}: {e}"),
+    })?;
+    let mut config = settings.load()?;
+    // The conversation's own frontmatter may override `tools.store`.
+    if chat.is_file() {
+        let input = Input::read(file)?;
+        options::apply_frontmatter(&mut config, &flemma::ast::parse(&input.text))
+            .map_err(|e| failed(anyhow::anyhow!("{file}:{}: {}", e.line, e.message)))?;
+    }
+    let store_options = config.options().map_err(|e| failed(e.into()))?.tools.store;
+    let store = flemma::store::Store::new(&store_options, Some(&chat), "1")
+        .map_err(|e| failed(e.into()))?;
+    let source = match source {
+        SourceArg::Tool => flemma::store::Source::Tool,
+        SourceArg::Job => flemma::store::Source::Job,
+    };
+    let path = store
+        .path_for(source, Some(tool), id)
+        .map_err(|e| failed(e.into()))?;
+    if json {
+        render::json(out, &serde_json::json!({ "path": path }))?;
+    } else {
+        writeln!(out, "{}", path.display())?;
+    }
+    Ok(0)
 }
 
 /// `flemma check`: parser diagnostics and frontmatter errors; exit 1 when there are any.

@@ -256,42 +256,19 @@ impl Validator {
             self.check(sub, value, path, out, depth + 1);
         }
         if !node.types.is_empty() && !node.types.iter().any(|t| t.accepts(value)) {
-            let expected: Vec<&str> = node.types.iter().map(|t| t.name()).collect();
-            push(
-                out,
-                path,
-                format!(
-                    "expected {}, got {}",
-                    expected.join(" or "),
-                    describe_value(value)
-                ),
-            );
-            return;
+            let names: Vec<&str> = node.types.iter().map(|t| t.name()).collect();
+            return mismatch(out, path, &names.join(" or "), value);
         }
         if let Some(values) = &node.enum_values
             && !values.contains(value)
         {
             let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-            push(
-                out,
-                path,
-                format!(
-                    "expected one of {}, got {}",
-                    listed.join(", "),
-                    describe_value(value)
-                ),
-            );
-            return;
+            return mismatch(out, path, &format!("one of {}", listed.join(", ")), value);
         }
         if let Some(expected) = &node.const_value
             && expected != value
         {
-            push(
-                out,
-                path,
-                format!("expected {expected}, got {}", describe_value(value)),
-            );
-            return;
+            return mismatch(out, path, &expected.to_string(), value);
         }
         if !node.any_of.is_empty() {
             self.check_any_of(node, value, path, out, depth);
@@ -373,11 +350,7 @@ impl Validator {
             } else {
                 names.join(" or ")
             };
-        push(
-            out,
-            path,
-            format!("expected {expected}, got {}", describe_value(value)),
-        );
+        mismatch(out, path, &expected, value);
     }
 
     fn check_object<'v>(
@@ -527,6 +500,15 @@ fn check_range(node: &Node, n: f64, path: &[Segment<'_>], out: &mut Vec<Violatio
 enum Segment<'v> {
     Key(&'v str),
     Index(usize),
+}
+
+/// Records `expected <what>, got <value>`.
+fn mismatch(out: &mut Vec<Violation>, path: &[Segment<'_>], what: &str, value: &Value) {
+    push(
+        out,
+        path,
+        format!("expected {what}, got {}", describe_value(value)),
+    );
 }
 
 fn push(out: &mut Vec<Violation>, path: &[Segment<'_>], message: String) {

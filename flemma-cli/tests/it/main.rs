@@ -397,3 +397,75 @@ fn bad_options_are_errors_with_places() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn store_path_prints_the_spec_example() {
+    let home = std::env::var("HOME").unwrap();
+    let chat = format!("{home}/notes/example.chat");
+    let out = flemma(
+        &["store", "path", &chat, "--tool", "bash", "--id", "toolu_01"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{home}/notes/.flemma/example.chat/tool_bash_toolu_01.txt\n")
+    );
+    let out = flemma(
+        &[
+            "store",
+            "path",
+            &chat,
+            "--tool",
+            "flemma.jobs.status",
+            "--id",
+            "job:1",
+            "--source",
+            "job",
+            "--json",
+        ],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["path"],
+        format!("{home}/notes/.flemma/example.chat/job_flemma__jobs__status_job--1.txt")
+    );
+}
+
+#[test]
+fn store_path_follows_options_and_frontmatter() {
+    let chat = scratch("store.chat", b"```json\n{\"flemma\": {\"tools\": {\"store\": {\"path_format\": \"/srv/store/{{ id }}.log\"}}}}\n```\n@You:\nhi\n");
+    let out = flemma(
+        &[
+            "store",
+            "path",
+            chat.to_str().unwrap(),
+            "--tool",
+            "bash",
+            "--id",
+            "../../etc/passwd",
+        ],
+        None,
+    );
+    assert_eq!(text(&out.stdout), "/srv/store/..--..--etc--passwd.log\n");
+    let out = flemma(
+        &[
+            "store",
+            "path",
+            "x.chat",
+            "--tool",
+            "bash",
+            "--id",
+            "t",
+            "--set",
+            "tools.store.path_format=$nope",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "flemma: Unknown store preset '$nope' (known: $chat, $state)\n"
+    );
+}
