@@ -146,12 +146,11 @@ impl PathFormat {
     ) -> Result<PathBuf, StoreError> {
         let name = inputs.name.map(wire_name).unwrap_or_default();
         let (filename, dirname) = match inputs.chat {
-            Some(chat) => (
-                chat.to_string_lossy().into_owned(),
-                chat.parent()
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            ),
+            Some(chat) => {
+                let chat = resolve_chat(chat, vars);
+                let dirname = dirname(&chat).to_string_lossy().into_owned();
+                (chat.to_string_lossy().into_owned(), dirname)
+            }
             None => (String::new(), String::new()),
         };
         let ctx = minijinja::context! {
@@ -191,6 +190,22 @@ fn invalid(format: &str, err: &TemplateError) -> StoreError {
     StoreError::InvalidFormat {
         format: format.to_owned(),
         messages: messages.join("; "),
+    }
+}
+
+/// The chat file as the templates see it: a leading `~` expanded and normalised, so that
+/// `~/notes/x.chat` and `/home/u/notes/x.chat` give the same store.
+pub(crate) fn resolve_chat(chat: &Path, vars: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    normalize(&expand_tilde(&chat.to_string_lossy(), vars))
+}
+
+/// The directory of `path`: `.` for a bare file name (never the empty string, which a
+/// template would turn into the filesystem root).
+pub(crate) fn dirname(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if parent.as_os_str().is_empty() => Path::new("."),
+        Some(parent) => parent,
+        None => path,
     }
 }
 
@@ -241,10 +256,7 @@ impl Object for PathHelpers {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            "dirname" => Path::new(path)
-                .parent()
-                .map(|d| d.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            "dirname" => dirname(Path::new(path)).to_string_lossy().into_owned(),
             "flatten" => flatten(path),
             "resolve" => normalize(path).to_string_lossy().into_owned(),
             other => {
@@ -333,7 +345,8 @@ fn matching_brace(text: &str, from: usize) -> Option<usize> {
     None
 }
 
-fn expand_tilde(path: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
+/// Expands a leading `~/` (or a lone `~`) with `HOME`.
+pub(crate) fn expand_tilde(path: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
     match (path.strip_prefix("~/"), path == "~") {
         (Some(rest), _) => {
             vars("HOME").map_or_else(|| path.to_owned(), |home| format!("{home}/{rest}"))
@@ -343,17 +356,20 @@ fn expand_tilde(path: &str, vars: &dyn Fn(&str) -> Option<String>) -> String {
     }
 }
 
-/// Removes `.` segments and folds `..` lexically (a relative path stays relative).
+/// Removes `.` segments and folds `..` lexically (a relative path stays relative: leading
+/// `..` are kept; `/..` is `/`).
 pub(crate) fn normalize(path: &str) -> PathBuf {
     let mut out = PathBuf::new();
     for component in Path::new(path).components() {
         match component {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
             other => out.push(other.as_os_str()),
         }
     }
@@ -479,6 +495,16 @@ mod tests {
             ),
             "/s/tool_flemma__jobs__status--20.txt"
         );
+    }
+
+    #[test]
+    fn normalization() {
+        let n = |p: &str| normalize(p).to_string_lossy().into_owned();
+        assert_eq!(n("/a/./b/../c"), "/a/c");
+        assert_eq!(n("../../x"), "../../x");
+        assert_eq!(n("a/../../b"), "../b");
+        assert_eq!(n("/../etc"), "/etc");
+        assert_eq!(n("./a/.."), "");
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use flemma_config::{Backup, StoreOptions};
 
 use crate::error::StoreError;
-use crate::path::{PathFormat, PathInputs, Source, expand_inline, normalize};
+use crate::path::{
+    PathFormat, PathInputs, Source, dirname, expand_inline, expand_tilde, normalize, resolve_chat,
+};
 use crate::preview::{format_size, head_preview};
 use crate::write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
 
@@ -17,7 +19,13 @@ fn real_path(path: &Path) -> PathBuf {
     let mut existing = path.to_owned();
     let mut rest = Vec::new();
     loop {
-        if let Ok(real) = std::fs::canonicalize(&existing) {
+        // A relative path's last ancestor is the working directory.
+        let probe = if existing.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &existing
+        };
+        if let Ok(real) = std::fs::canonicalize(probe) {
             return rest
                 .iter()
                 .rev()
@@ -271,22 +279,18 @@ impl Store {
     /// Path errors from computing the store directory.
     pub fn save_to_destination(&self, save_to: &str) -> Result<PathBuf, StoreError> {
         let store_dir = self.directory()?;
-        let expanded = expand_inline(save_to, &|var| self.lookup(var, Some(&store_dir)));
-        let expanded = match expanded.strip_prefix("~/") {
-            Some(rest) => {
-                (self.env)("HOME").map_or_else(|| expanded.clone(), |home| format!("{home}/{rest}"))
-            }
-            None => expanded,
-        };
+        let vars = |var: &str| self.lookup(var, Some(&store_dir));
+        let expanded = expand_tilde(&expand_inline(save_to, &vars), &vars);
         let trailing_slash = expanded.ends_with('/');
         let mut path = if Path::new(&expanded).is_absolute() {
             normalize(&expanded)
         } else {
+            // The chat file's directory, `~` expanded; none for an unsaved buffer (the
+            // process's working directory).
             let base = self
                 .chat
                 .as_deref()
-                .and_then(Path::parent)
-                .map(Path::to_owned)
+                .map(|chat| dirname(&resolve_chat(chat, &vars)).to_owned())
                 .unwrap_or_default();
             normalize(&base.join(&expanded).to_string_lossy())
         };
@@ -323,15 +327,20 @@ impl Store {
     ) -> Result<(PathBuf, String), StoreError> {
         let dest = self.save_to_destination(save_to)?;
         let store_dir = self.directory()?;
+        // The store directory is compared both as written and as resolved (symlinks
+        // followed), so that another spelling of one of its ancestors is refused too.
         let is_directory = dest.as_os_str().to_string_lossy().ends_with('/')
             || store_dir.starts_with(&dest)
+            || real_path(&store_dir).starts_with(real_path(&dest))
             || dest.is_dir();
         if is_directory {
             return Err(StoreError::SaveToDirectory { dest });
         }
         if let Some(sandbox) = sandbox {
-            // Judge where the bytes would land: symlinks on the way are followed.
-            if !sandbox.is_writable(&real_path(&dest)) || !sandbox.is_writable(&dest) {
+            // Judge where the bytes would land (symlinks on the way are followed) and the
+            // path as written, made absolute.
+            let written = std::path::absolute(&dest).unwrap_or_else(|_| dest.clone());
+            if !sandbox.is_writable(&real_path(&dest)) || !sandbox.is_writable(&written) {
                 return Err(StoreError::NotWritable { dest });
             }
         }

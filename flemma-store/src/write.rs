@@ -86,8 +86,13 @@ impl BackupStrategy for VersionBackup {
 fn copy_new(from: &Path, to: &Path) -> io::Result<()> {
     let mut source = File::open(from)?;
     let mut target = OpenOptions::new().write(true).create_new(true).open(to)?;
-    io::copy(&mut source, &mut target)?;
-    target.sync_all()
+    let copied = io::copy(&mut source, &mut target).and_then(|_| target.sync_all());
+    if copied.is_err() {
+        // No half-made version left behind.
+        drop(target);
+        let _ = fs::remove_file(to);
+    }
+    copied
 }
 
 /// The lock file guarding writes to `path`: `.<name>.lock` beside it.
@@ -171,6 +176,11 @@ pub fn write_atomic(
                 source,
             })?;
         file.write_all(content).map_err(write_error)?;
+        // The replacement keeps the permissions of the file it replaces.
+        if let Ok(meta) = fs::metadata(path) {
+            file.set_permissions(meta.permissions())
+                .map_err(write_error)?;
+        }
         file.sync_all().map_err(write_error)?;
         drop(file);
         fs::rename(&temp, path).map_err(write_error)?;
