@@ -170,13 +170,7 @@ impl PathFormat {
             .render(ctx)
             .map_err(|e| invalid(&self.source, &e))?;
         let expanded = expand_inline(&rendered, vars);
-        let path = normalize(&expand_tilde(&expanded, vars));
-        let collapsed = collapse_namespaces(&path);
-        Ok(if name.is_empty() {
-            collapsed
-        } else {
-            dedupe_name(&collapsed, &name)
-        })
+        Ok(finish(&expand_tilde(&expanded, vars), &name))
     }
 }
 
@@ -196,7 +190,15 @@ fn invalid(format: &str, err: &TemplateError) -> StoreError {
 /// The chat file as the templates see it: a leading `~` expanded and normalised, so that
 /// `~/notes/x.chat` and `/home/u/notes/x.chat` give the same store.
 pub(crate) fn resolve_chat(chat: &Path, vars: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    normalize(&expand_tilde(&chat.to_string_lossy(), vars))
+    let text = chat.to_string_lossy();
+    // Already absolute and normal: nothing to do.
+    let normal = text.starts_with('/')
+        && !text.contains("//")
+        && !text.split('/').any(|s| s == "." || s == "..");
+    if normal {
+        return chat.to_owned();
+    }
+    normalize(&expand_tilde(&text, vars))
 }
 
 /// The directory of `path`: `.` for a bare file name (never the empty string, which a
@@ -374,6 +376,52 @@ pub(crate) fn normalize(path: &str) -> PathBuf {
         }
     }
     out
+}
+
+/// Steps 4-6 of the pipeline on one string: normalize (`.` dropped, `..` folded), collapse the
+/// namespaces, de-duplicate the name; one allocation for the result.
+fn finish(path: &str, name: &str) -> PathBuf {
+    let absolute = path.starts_with('/');
+    let mut segments: Vec<&str> = Vec::with_capacity(16);
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => match segments.last() {
+                Some(&last) if last != ".." => {
+                    segments.pop();
+                }
+                _ if absolute => {}
+                _ => segments.push(".."),
+            },
+            other => segments.push(other),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    if absolute {
+        out.push('/');
+    }
+    let mut previous_is_namespace = false;
+    let mut first = true;
+    for segment in segments {
+        if segment == "flemma" && previous_is_namespace {
+            continue;
+        }
+        previous_is_namespace = segment == "flemma" || segment == ".flemma";
+        if !first {
+            out.push('/');
+        }
+        first = false;
+        if name.is_empty() || !segment.contains(name) {
+            out.push_str(segment);
+            continue;
+        }
+        let mut current = segment.to_owned();
+        while let Some(next) = dedupe_once(&current, name) {
+            current = next;
+        }
+        out.push_str(&current);
+    }
+    PathBuf::from(out)
 }
 
 /// Drops a `flemma` segment that directly follows a kept `flemma` or `.flemma` segment, to a
