@@ -26,6 +26,19 @@ macro_rules! transcript_id {
                 Ok(Self(value))
             }
 
+            /// Builds a value from any text: characters the transcript syntax cannot carry here
+            /// become `_`, and empty text becomes `unknown`.
+            ///
+            /// For text from outside (a provider's response) that must be written regardless.
+            pub fn sanitized(value: &str) -> Self {
+                let extra: &[char] = $extra_forbidden;
+                let cleaned: String = value
+                    .chars()
+                    .map(|c| if matches!(c, '`' | '\n' | '\r') || extra.contains(&c) { '_' } else { c })
+                    .collect();
+                Self(if cleaned.is_empty() { "unknown".to_owned() } else { cleaned })
+            }
+
             /// Wraps a value the grammar has already restricted.
             pub(crate) fn from_grammar(value: &str) -> Self {
                 Self(value.to_owned())

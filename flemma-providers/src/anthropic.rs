@@ -1,0 +1,171 @@
+//! The Anthropic Messages API stream (spec §13.2).
+
+use serde_json::Value;
+
+use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
+use crate::sse::SseEvent;
+
+/// Decodes Anthropic `event:`/`data:` streams.
+#[derive(Debug, Default)]
+pub struct AnthropicDecoder {
+    /// The tool block open at the given index: (index, id, name, arguments so far).
+    tool: Option<(u64, String, String, String)>,
+    signature: String,
+    stop: Option<StopReason>,
+    done: bool,
+}
+
+impl AnthropicDecoder {
+    /// A decoder at the start of a response.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" | "stop_sequence" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "refusal" | "sensitive" => StopReason::Blocked,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
+fn usage(value: &Value) -> StreamEvent {
+    StreamEvent::Usage {
+        input_tokens: value.get("input_tokens").and_then(Value::as_u64),
+        output_tokens: value.get("output_tokens").and_then(Value::as_u64),
+    }
+}
+
+fn text(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl AnthropicDecoder {
+    fn block_start(&mut self, data: &Value, out: &mut Vec<StreamEvent>) {
+        let block = &data["content_block"];
+        let index = data["index"].as_u64().unwrap_or_default();
+        match block["type"].as_str() {
+            Some("tool_use") => {
+                let (id, name) = (text(block, "id"), text(block, "name"));
+                out.push(StreamEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                self.tool = Some((index, id, name, String::new()));
+            }
+            Some("redacted_thinking") => out.push(StreamEvent::RedactedThinking {
+                data: text(block, "data"),
+            }),
+            Some("text") if !text(block, "text").is_empty() => out.push(StreamEvent::Text {
+                text: text(block, "text"),
+            }),
+            _ => {}
+        }
+    }
+
+    fn block_delta(&mut self, delta: &Value, out: &mut Vec<StreamEvent>) {
+        match delta["type"].as_str() {
+            Some("text_delta") => out.push(StreamEvent::Text {
+                text: text(delta, "text"),
+            }),
+            Some("thinking_delta") => out.push(StreamEvent::Thinking {
+                text: text(delta, "thinking"),
+            }),
+            Some("signature_delta") => self.signature.push_str(&text(delta, "signature")),
+            Some("input_json_delta") => {
+                if let Some((_, id, _, json)) = &mut self.tool {
+                    let partial = text(delta, "partial_json");
+                    json.push_str(&partial);
+                    if !partial.is_empty() {
+                        out.push(StreamEvent::ToolCallDelta {
+                            id: id.clone(),
+                            delta: partial,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl StreamDecoder for AnthropicDecoder {
+    fn decode(&mut self, event: &SseEvent) -> Vec<StreamEvent> {
+        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        match data.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "message_start" => {
+                if let Some(u) = data.pointer("/message/usage") {
+                    out.push(usage(u));
+                }
+            }
+            "content_block_start" => self.block_start(&data, &mut out),
+            "content_block_delta" => self.block_delta(&data["delta"], &mut out),
+            "content_block_stop" => {
+                let index = data["index"].as_u64().unwrap_or_default();
+                if self.tool.as_ref().is_some_and(|t| t.0 == index)
+                    && let Some((_, id, name, json)) = self.tool.take()
+                {
+                    let (arguments, warning) = compact_arguments(&json, &name);
+                    out.extend(warning);
+                    out.push(StreamEvent::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    });
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(stop_reason(reason));
+                }
+                if let Some(u) = data.get("usage") {
+                    out.push(usage(u));
+                }
+            }
+            "message_stop" => {
+                if !self.signature.is_empty() {
+                    out.push(StreamEvent::ThinkingSignature {
+                        provider: "anthropic".to_owned(),
+                        value: std::mem::take(&mut self.signature),
+                    });
+                }
+                self.done = true;
+                out.push(StreamEvent::Done {
+                    stop: self.stop.take().unwrap_or(StopReason::EndTurn),
+                });
+            }
+            "error" => {
+                self.done = true;
+                out.push(StreamEvent::Error {
+                    message: data
+                        .pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error")
+                        .to_owned(),
+                });
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        self.tool = None;
+        if self.done {
+            Vec::new()
+        } else {
+            vec![StreamEvent::Error {
+                message: crate::STREAM_CUT.to_owned(),
+            }]
+        }
+    }
+}

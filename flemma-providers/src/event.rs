@@ -1,0 +1,121 @@
+//! The provider-neutral events a streamed response decodes into.
+
+use serde::Serialize;
+
+use crate::sse::SseEvent;
+
+/// Why a response ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its turn.
+    EndTurn,
+    /// The model asked for tools.
+    ToolUse,
+    /// The output hit `max_tokens` (a truncation warning for the user).
+    MaxTokens,
+    /// The provider refused or filtered the response.
+    Blocked,
+    /// Anything else, as the provider named it.
+    Other(String),
+}
+
+/// One decoded piece of a streamed response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// Visible text, to append verbatim.
+    Text {
+        /// The delta.
+        text: String,
+    },
+    /// Thinking text (written as a `<thinking>` block when the response ends).
+    Thinking {
+        /// The delta.
+        text: String,
+    },
+    /// The signature of the response's thinking.
+    ThinkingSignature {
+        /// `anthropic`, `openai`, `vertex`.
+        provider: String,
+        /// The opaque signature.
+        value: String,
+    },
+    /// Opaque redacted thinking data.
+    RedactedThinking {
+        /// The data.
+        data: String,
+    },
+    /// A tool call began (progress only).
+    ToolCallStart {
+        /// The call id.
+        id: String,
+        /// The tool name as the provider sent it (wire-encoded).
+        name: String,
+    },
+    /// More of a tool call's arguments arrived (progress only).
+    ToolCallDelta {
+        /// The call id.
+        id: String,
+        /// The arguments text that arrived.
+        delta: String,
+    },
+    /// A complete tool call.
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool name as the provider sent it (wire-encoded).
+        name: String,
+        /// The arguments: a JSON object, as text.
+        arguments: String,
+    },
+    /// Token counts.
+    Usage {
+        /// Input tokens, when reported.
+        input_tokens: Option<u64>,
+        /// Output tokens, when reported.
+        output_tokens: Option<u64>,
+    },
+    /// Something the user should know that does not stop the response (invalid tool JSON
+    /// replaced by `{}`).
+    Warning {
+        /// The text.
+        message: String,
+    },
+    /// The provider reported an error in the stream.
+    Error {
+        /// The provider's message.
+        message: String,
+    },
+    /// The response is complete.
+    Done {
+        /// Why it ended.
+        stop: StopReason,
+    },
+}
+
+/// Turns one provider's SSE events into [`StreamEvent`]s.
+pub trait StreamDecoder {
+    /// Decodes one SSE event.
+    fn decode(&mut self, event: &SseEvent) -> Vec<StreamEvent>;
+
+    /// The stream ended. A decoder that saw no completion reports an error here; tool calls
+    /// still open are dropped, never emitted as if complete.
+    fn finish(&mut self) -> Vec<StreamEvent>;
+}
+
+/// Parses a tool call's accumulated arguments into compact JSON object text; empty or
+/// invalid input becomes `{}` with a warning.
+pub(crate) fn compact_arguments(raw: &str, name: &str) -> (String, Option<StreamEvent>) {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(value @ serde_json::Value::Object(_)) => (value.to_string(), None),
+        _ if raw.trim().is_empty() => ("{}".to_owned(), None),
+        _ => (
+            "{}".to_owned(),
+            Some(StreamEvent::Warning {
+                message: format!("tool call `{name}` had invalid JSON arguments; sent as {{}}"),
+            }),
+        ),
+    }
+}

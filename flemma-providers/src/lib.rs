@@ -1,0 +1,52 @@
+//! Provider adapters for flemma: streaming decoders and the writer of responses into `.chat`
+//! text.
+//!
+//! A provider streams server-sent events; [`SseDecoder`] turns bytes (in any chunking) into
+//! events, a [`StreamDecoder`] per provider turns those into provider-neutral
+//! [`StreamEvent`]s (text, thinking, signatures, tool calls, usage, stop, error), and
+//! [`ResponseWriter`] writes them into the conversation exactly as the reference
+//! implementation does (spec §1.16): text verbatim, each complete tool call as a
+//! `**Tool Use:**` block with its wire name decoded, thinking at the end with its signature.
+//!
+//! This crate does not yet build requests or talk HTTP; those come with the next pieces of
+//! work (prompt building, request bodies, the reqwest transport).
+//!
+//! ```
+//! use flemma_providers::{AnthropicDecoder, ResponseWriter, SseDecoder, StreamDecoder};
+//!
+//! let body = "event: content_block_delta\n\
+//!             data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi!\"}}\n\n\
+//!             event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+//! let (mut sse, mut decoder, mut writer) = (SseDecoder::new(), AnthropicDecoder::new(), ResponseWriter::new());
+//! let mut text = String::new();
+//! for event in sse.feed(body.as_bytes()) {
+//!     for decoded in decoder.decode(&event) {
+//!         text += &writer.apply(&decoded);
+//!     }
+//! }
+//! text += &writer.finish();
+//! assert_eq!(text, "Hi!");
+//! ```
+
+mod anthropic;
+mod chat;
+mod error;
+mod event;
+mod openai;
+mod sse;
+mod vertex;
+mod wire;
+mod writer;
+
+pub use anthropic::AnthropicDecoder;
+pub use chat::ChatCompletionsDecoder;
+pub use error::{ProviderError, error_from_body};
+pub use event::{StopReason, StreamDecoder, StreamEvent};
+pub use openai::OpenAiResponsesDecoder;
+pub use sse::{SseDecoder, SseEvent};
+pub use vertex::VertexDecoder;
+pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};
+pub use writer::ResponseWriter;
+
+/// The error a decoder reports when the stream ends before the response completed.
+pub const STREAM_CUT: &str = "the stream ended before the response completed";

@@ -1,0 +1,630 @@
+//! The OpenAI Responses API stream (spec §13.3).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
+use crate::sse::SseEvent;
+
+/// Decodes OpenAI Responses `event:`/`data:` streams; the JSON `type` field is authoritative.
+///
+/// Text deltas become text, reasoning summary deltas thinking, each finished `function_call`
+/// item a tool call (its `arguments` kept verbatim when they are a JSON object), and the
+/// finished reasoning item the thinking signature (provider `openai`, base64 of its JSON).
+#[derive(Debug, Default)]
+pub struct OpenAiResponsesDecoder {
+    /// Function calls announced and not yet finished: item id → call id.
+    open: HashMap<String, String>,
+    /// The same calls by `output_index` (argument deltas carry both).
+    open_by_index: HashMap<u64, String>,
+    /// The reasoning summary part thinking text last came from: (item id, summary index).
+    summary_part: Option<(String, u64)>,
+    signature_sent: bool,
+    calls: usize,
+    done: bool,
+}
+
+impl OpenAiResponsesDecoder {
+    /// A decoder at the start of a response.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn call_id_for(&self, data: &Value) -> Option<String> {
+        data.get("item_id")
+            .and_then(Value::as_str)
+            .and_then(|item| self.open.get(item))
+            .or_else(|| {
+                data.get("output_index")
+                    .and_then(Value::as_u64)
+                    .and_then(|i| self.open_by_index.get(&i))
+            })
+            .cloned()
+    }
+
+    fn forget(&mut self, item_id: &str, output_index: Option<u64>) {
+        self.open.remove(item_id);
+        if let Some(index) = output_index {
+            self.open_by_index.remove(&index);
+        }
+    }
+
+    fn output_item_done(&mut self, data: &Value, out: &mut Vec<StreamEvent>) {
+        let item = &data["item"];
+        match item["type"].as_str() {
+            Some("function_call") => {
+                let item_id = str_field(item, "id");
+                self.forget(&item_id, data.get("output_index").and_then(Value::as_u64));
+                let id = str_field(item, "call_id");
+                let name = str_field(item, "name");
+                let raw = str_field(item, "arguments");
+                let arguments =
+                    if matches!(serde_json::from_str::<Value>(&raw), Ok(Value::Object(_))) {
+                        raw
+                    } else {
+                        let (arguments, warning) = compact_arguments(&raw, &name);
+                        out.extend(warning);
+                        arguments
+                    };
+                self.calls += 1;
+                out.push(StreamEvent::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                });
+            }
+            Some("reasoning") if !self.signature_sent => {
+                self.signature_sent = true;
+                out.push(StreamEvent::ThinkingSignature {
+                    provider: "openai".to_owned(),
+                    value: base64(item.to_string().as_bytes()),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn finish_with(&mut self, stop: StopReason, out: &mut Vec<StreamEvent>) {
+        self.open.clear();
+        self.open_by_index.clear();
+        self.done = true;
+        out.push(StreamEvent::Done { stop });
+    }
+}
+
+fn str_field(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn usage(response: &Value) -> Option<StreamEvent> {
+    let usage = response.get("usage").filter(|u| u.is_object())?;
+    Some(StreamEvent::Usage {
+        input_tokens: usage.get("input_tokens").and_then(Value::as_u64),
+        output_tokens: usage.get("output_tokens").and_then(Value::as_u64),
+    })
+}
+
+/// The message of an `error` event (`{message}` or `{error:{message}}`) or of a failed
+/// response (`{response:{error:{message}}}`).
+fn error_message(data: &Value) -> String {
+    [
+        data.get("message"),
+        data.pointer("/error/message"),
+        data.pointer("/response/error/message"),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(Value::as_str)
+    .unwrap_or("the response failed")
+    .to_owned()
+}
+
+/// Standard base64 (RFC 4648 alphabet, `=` padding).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let sextet = |shift: u32| char::from(ALPHABET[((n >> shift) & 0x3f) as usize]);
+        out.push(sextet(18));
+        out.push(sextet(12));
+        out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
+        out.push(if chunk.len() > 2 { sextet(0) } else { '=' });
+    }
+    out
+}
+
+impl StreamDecoder for OpenAiResponsesDecoder {
+    fn decode(&mut self, event: &SseEvent) -> Vec<StreamEvent> {
+        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.done {
+            return out;
+        }
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or_default();
+        match kind {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let text = str_field(&data, "delta");
+                if !text.is_empty() {
+                    out.push(StreamEvent::Text { text });
+                }
+            }
+            "response.reasoning_summary_text.delta" => {
+                let text = str_field(&data, "delta");
+                if !text.is_empty() {
+                    let part = (
+                        str_field(&data, "item_id"),
+                        data["summary_index"].as_u64().unwrap_or_default(),
+                    );
+                    // A new summary part after earlier thinking starts a new paragraph.
+                    if self.summary_part.as_ref().is_some_and(|p| *p != part) {
+                        out.push(StreamEvent::Thinking {
+                            text: "\n\n".to_owned(),
+                        });
+                    }
+                    self.summary_part = Some(part);
+                    out.push(StreamEvent::Thinking { text });
+                }
+            }
+            "response.output_item.added" => {
+                let item = &data["item"];
+                if item["type"].as_str() == Some("function_call") {
+                    let (id, name) = (str_field(item, "call_id"), str_field(item, "name"));
+                    self.open.insert(str_field(item, "id"), id.clone());
+                    if let Some(index) = data.get("output_index").and_then(Value::as_u64) {
+                        self.open_by_index.insert(index, id.clone());
+                    }
+                    out.push(StreamEvent::ToolCallStart { id, name });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let delta = str_field(&data, "delta");
+                if let Some(id) = self.call_id_for(&data)
+                    && !delta.is_empty()
+                {
+                    out.push(StreamEvent::ToolCallDelta { id, delta });
+                }
+            }
+            "response.output_item.done" => self.output_item_done(&data, &mut out),
+            "response.completed" => {
+                out.extend(usage(&data["response"]));
+                let stop = if self.calls > 0 {
+                    StopReason::ToolUse
+                } else {
+                    StopReason::EndTurn
+                };
+                self.finish_with(stop, &mut out);
+            }
+            "response.incomplete" => {
+                out.extend(usage(&data["response"]));
+                let reason = data
+                    .pointer("/response/incomplete_details/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
+                out.push(StreamEvent::Warning {
+                    message: format!("the response is incomplete ({reason})"),
+                });
+                let stop = if reason == "max_output_tokens" {
+                    StopReason::MaxTokens
+                } else {
+                    StopReason::Other(reason.to_owned())
+                };
+                self.finish_with(stop, &mut out);
+            }
+            "error" | "response.failed" => {
+                self.open.clear();
+                self.open_by_index.clear();
+                self.done = true;
+                out.push(StreamEvent::Error {
+                    message: error_message(&data),
+                });
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        self.open.clear();
+        self.open_by_index.clear();
+        if self.done {
+            Vec::new()
+        } else {
+            vec![StreamEvent::Error {
+                message: crate::STREAM_CUT.to_owned(),
+            }]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseDecoder;
+
+    fn decode_all(decoder: &mut OpenAiResponsesDecoder, body: &str) -> Vec<StreamEvent> {
+        let mut sse = SseDecoder::new();
+        let mut events: Vec<SseEvent> = sse.feed(body.as_bytes());
+        events.extend(sse.finish());
+        let mut out: Vec<StreamEvent> = events.iter().flat_map(|e| decoder.decode(e)).collect();
+        out.extend(decoder.finish());
+        out
+    }
+
+    fn run(name: &str) -> Vec<StreamEvent> {
+        let path = format!(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/peer/{}"),
+            name
+        );
+        let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        decode_all(&mut OpenAiResponsesDecoder::new(), &body)
+    }
+
+    fn text(events: &[StreamEvent]) -> String {
+        events
+            .iter()
+            .filter_map(|e| {
+                if let StreamEvent::Text { text } = e {
+                    Some(text.as_str())
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn calls(events: &[StreamEvent]) -> Vec<(&str, &str, &str)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some((id.as_str(), name.as_str(), arguments.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn signature(events: &[StreamEvent]) -> Vec<&str> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ThinkingSignature { provider, value } => {
+                    assert_eq!(provider, "openai");
+                    Some(value.as_str())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn errors(events: &[StreamEvent]) -> usize {
+        events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::Error { .. }))
+            .count()
+    }
+
+    #[test]
+    fn tool_use() {
+        let events = run("openai_tool_use_streaming.txt");
+        assert_eq!(text(&events), "");
+        assert_eq!(
+            calls(&events),
+            [(
+                "call_KXAyUFOnxWTpzW3JS6qKZ7mI",
+                "calculator",
+                r#"{"expression":"15 * 7"}"#
+            )]
+        );
+        assert!(events.contains(&StreamEvent::ToolCallStart {
+            id: "call_KXAyUFOnxWTpzW3JS6qKZ7mI".into(),
+            name: "calculator".into()
+        }));
+        let deltas: String = events
+            .iter()
+            .filter_map(|e| {
+                if let StreamEvent::ToolCallDelta { delta, .. } = e {
+                    Some(delta.as_str())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(deltas, r#"{"expression":"15 * 7"}"#);
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(119),
+            output_tokens: Some(9)
+        }));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::ToolUse
+            })
+        );
+        assert_eq!(errors(&events), 0);
+    }
+
+    #[test]
+    fn text_before_tool() {
+        let events = run("openai_text_before_tool_streaming.txt");
+        assert_eq!(text(&events), "I will calculate the sum of 23 and 45.");
+        assert_eq!(
+            calls(&events),
+            [(
+                "call_o5Vcs8kz2HGQP5btOFGHNG9L",
+                "calculator",
+                r#"{"expression":"23 + 45"}"#
+            )]
+        );
+        let first_call = events
+            .iter()
+            .position(|e| matches!(e, StreamEvent::ToolCall { .. }));
+        let last_text = events
+            .iter()
+            .rposition(|e| matches!(e, StreamEvent::Text { .. }));
+        assert!(last_text < first_call);
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::ToolUse
+            })
+        );
+    }
+
+    #[test]
+    fn final_response() {
+        let events = run("openai_final_response_streaming.txt");
+        assert_eq!(text(&events), "15 multiplied by 7 is 105.");
+        assert!(calls(&events).is_empty());
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(68),
+            output_tokens: Some(10)
+        }));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::EndTurn
+            })
+        );
+    }
+
+    #[test]
+    fn hello() {
+        let events = run("openai_hello_success_stream.txt");
+        assert_eq!(text(&events), "Hello! How can I help you today?");
+        assert!(signature(&events).is_empty());
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::EndTurn
+            })
+        );
+    }
+
+    /// The reasoning item of the recording's `response.output_item.done`, as compact JSON.
+    fn done_reasoning_item(name: &str) -> String {
+        let path = format!(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/peer/{}"),
+            name
+        );
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|d| d["type"] == "response.output_item.done" && d["item"]["type"] == "reasoning")
+            .unwrap()["item"]
+            .to_string()
+    }
+
+    #[test]
+    fn reasoning() {
+        // The recording's reasoning item has an empty summary: no thinking text, only the
+        // signature.
+        let events = run("openai_reasoning_stream.txt");
+        assert_eq!(text(&events), "105.");
+        let signatures = signature(&events);
+        assert_eq!(signatures.len(), 1);
+        assert_eq!(
+            signatures[0],
+            base64(done_reasoning_item("openai_reasoning_stream.txt").as_bytes())
+        );
+        assert!(
+            done_reasoning_item("openai_reasoning_stream.txt")
+                .contains("rs_0a7dab2ae8d22af601698ed1906be081909806230f7f248674")
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::Thinking { .. }))
+        );
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(24),
+            output_tokens: Some(117)
+        }));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::EndTurn
+            })
+        );
+    }
+
+    #[test]
+    fn reasoning_tool_call() {
+        let events = run("openai_reasoning_tool_call_stream.txt");
+        assert_eq!(
+            calls(&events),
+            [(
+                "call_41N46mgjtbkhTyLQRzubQluO",
+                "calculator",
+                r#"{"expression":"6 * 7"}"#
+            )]
+        );
+        let signatures = signature(&events);
+        assert_eq!(signatures.len(), 1);
+        // It is the item of `response.output_item.done` (its encrypted content differs from the
+        // `added` one and the one in `response.completed`).
+        let done_item = done_reasoning_item("openai_reasoning_tool_call_stream.txt");
+        assert!(done_item.contains("gAAAAABpjtGTlbDw2dP_"));
+        assert_eq!(signatures[0], base64(done_item.as_bytes()));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::ToolUse
+            })
+        );
+    }
+
+    #[test]
+    fn incomplete() {
+        let events = run("openai_incomplete_stream.txt");
+        assert_eq!(
+            text(&events),
+            "# The History of Mathematics: From Ancient Babylon to Modern Times\n\nMathematics"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e, StreamEvent::Warning { message } if message.contains("max_output_tokens")))
+        );
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(27),
+            output_tokens: Some(16)
+        }));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::MaxTokens
+            })
+        );
+        assert_eq!(errors(&events), 0);
+    }
+
+    #[test]
+    fn cut_in_the_middle_of_a_tool_call() {
+        let body = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/fixtures/peer/openai_tool_use_streaming.txt"
+        ))
+        .unwrap();
+        let cut = body
+            .find("event: response.function_call_arguments.done")
+            .unwrap();
+        let events = decode_all(&mut OpenAiResponsesDecoder::new(), &body[..cut]);
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::ToolCallStart { .. }))
+        );
+        assert!(calls(&events).is_empty());
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Error {
+                message: crate::STREAM_CUT.to_owned()
+            })
+        );
+        assert!(!events.iter().any(|e| matches!(e, StreamEvent::Done { .. })));
+    }
+
+    #[test]
+    fn summary_deltas_are_thinking() {
+        let body = concat!(
+            "event: response.reasoning_summary_text.delta\n",
+            "data: {\"type\":\"response.reasoning_summary_text.delta\",\"item_id\":\"rs_1\",\"summary_index\":0,\"delta\":\"First.\"}\n\n",
+            "data: {\"type\":\"response.reasoning_summary_text.delta\",\"item_id\":\"rs_1\",\"summary_index\":1,\"delta\":\"Second.\"}\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}}\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}}\n\n",
+            "data: {\"type\":\"response.completed\",\"response\":{}}\n\n",
+        );
+        let events = decode_all(&mut OpenAiResponsesDecoder::new(), body);
+        let thinking: String = events
+            .iter()
+            .filter_map(|e| {
+                if let StreamEvent::Thinking { text } = e {
+                    Some(text.as_str())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(thinking, "First.\n\nSecond.");
+        assert_eq!(
+            signature(&events),
+            [base64(br#"{"type":"reasoning","id":"rs_1","summary":[]}"#)]
+        );
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::EndTurn
+            })
+        );
+    }
+
+    #[test]
+    fn invalid_arguments_errors_and_malformed_json() {
+        let body = concat!(
+            "data: {not json\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1}\"}}\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"arguments\":\"{oops\"}}\n\n",
+            "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\"}\n\n",
+        );
+        let events = decode_all(&mut OpenAiResponsesDecoder::new(), body);
+        assert_eq!(
+            calls(&events),
+            [("c1", "f", "{\"a\": 1}"), ("c2", "g", "{}")]
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::Warning { message } if message.contains("`g`")))
+        );
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Error {
+                message: "boom".into()
+            })
+        );
+
+        let failed = "data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"x\",\"message\":\"it failed\"}}}\n\n";
+        let events = decode_all(&mut OpenAiResponsesDecoder::new(), failed);
+        assert_eq!(
+            events,
+            [StreamEvent::Error {
+                message: "it failed".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn base64_matches_rfc4648() {
+        for (input, expected) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(input.as_bytes()), expected);
+        }
+    }
+}

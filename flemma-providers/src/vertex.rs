@@ -1,0 +1,465 @@
+//! The Vertex AI / Gemini stream (spec §13.5).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::event::{StopReason, StreamDecoder, StreamEvent};
+use crate::sse::SseEvent;
+
+/// Decodes Vertex `streamGenerateContent?alt=sse` streams: `data:` lines, each a
+/// `GenerateContentResponse` (a `data:` line holding a JSON array of them is accepted too).
+///
+/// Thought parts become thinking, other text parts text (whitespace-only chunks are ignored),
+/// and each `functionCall` part an immediate tool call with a synthetic id
+/// `urn:flemma:tool:<name>:<hex time><4 hex>`; the last `thoughtSignature` is emitted just
+/// before the end.
+pub struct VertexDecoder {
+    /// Makes the id of a tool call from the tool name.
+    id_source: Box<dyn FnMut(&str) -> String>,
+    signature: String,
+    calls: usize,
+    done: bool,
+}
+
+impl std::fmt::Debug for VertexDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VertexDecoder")
+            .field("signature", &self.signature)
+            .field("calls", &self.calls)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for VertexDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl VertexDecoder {
+    /// A decoder at the start of a response, making tool call ids from the clock.
+    pub fn new() -> Self {
+        Self::with_id_source(synthetic_id)
+    }
+
+    /// A decoder whose tool call ids come from `id_source` (given the tool name), for
+    /// deterministic output.
+    ///
+    /// ```
+    /// use flemma_providers::{SseEvent, StreamDecoder, StreamEvent, VertexDecoder};
+    /// let mut decoder = VertexDecoder::with_id_source(|name| format!("urn:flemma:tool:{name}:1"));
+    /// let data = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"calc","args":{}}}]}}]}"#;
+    /// let events = decoder.decode(&SseEvent { event: None, data: data.into() });
+    /// assert_eq!(events, [StreamEvent::ToolCall {
+    ///     id: "urn:flemma:tool:calc:1".into(),
+    ///     name: "calc".into(),
+    ///     arguments: "{}".into(),
+    /// }]);
+    /// ```
+    pub fn with_id_source(id_source: impl FnMut(&str) -> String + 'static) -> Self {
+        Self {
+            id_source: Box::new(id_source),
+            signature: String::new(),
+            calls: 0,
+            done: false,
+        }
+    }
+
+    fn response(&mut self, data: &Value, out: &mut Vec<StreamEvent>) {
+        if self.done {
+            return;
+        }
+        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            self.done = true;
+            out.push(StreamEvent::Error { message });
+            return;
+        }
+        let candidate = data.pointer("/candidates/0");
+        let parts = candidate
+            .and_then(|c| c.pointer("/content/parts"))
+            .and_then(Value::as_array);
+        for part in parts.into_iter().flatten() {
+            self.part(part, out);
+        }
+        if let Some(usage) = data.get("usageMetadata") {
+            let input_tokens = usage.get("promptTokenCount").and_then(Value::as_u64);
+            let output_tokens = usage.get("candidatesTokenCount").and_then(Value::as_u64);
+            if input_tokens.is_some() || output_tokens.is_some() {
+                out.push(StreamEvent::Usage {
+                    input_tokens,
+                    output_tokens,
+                });
+            }
+        }
+        let reason = candidate
+            .and_then(|c| c.get("finishReason"))
+            .and_then(Value::as_str);
+        // A blocked prompt has no candidates, only `promptFeedback.blockReason`.
+        let blocked_prompt =
+            candidate.is_none() && data.pointer("/promptFeedback/blockReason").is_some();
+        let stop = match reason {
+            Some("STOP") if self.calls > 0 => StopReason::ToolUse,
+            Some("STOP") => StopReason::EndTurn,
+            Some("MAX_TOKENS") => StopReason::MaxTokens,
+            Some("SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII") => {
+                StopReason::Blocked
+            }
+            Some(other) => StopReason::Other(other.to_owned()),
+            None if blocked_prompt => StopReason::Blocked,
+            None => return,
+        };
+        if !self.signature.is_empty() {
+            out.push(StreamEvent::ThinkingSignature {
+                provider: "vertex".to_owned(),
+                value: std::mem::take(&mut self.signature),
+            });
+        }
+        self.done = true;
+        out.push(StreamEvent::Done { stop });
+    }
+
+    fn part(&mut self, part: &Value, out: &mut Vec<StreamEvent>) {
+        if let Some(signature) = part
+            .get("thoughtSignature")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            signature.clone_into(&mut self.signature);
+        }
+        if let Some(call) = part.get("functionCall") {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let arguments = match call.get("args") {
+                Some(args @ Value::Object(_)) => args.to_string(),
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(_) => {
+                    out.push(StreamEvent::Warning {
+                        message: format!(
+                            "tool call `{name}` had invalid JSON arguments; sent as {{}}"
+                        ),
+                    });
+                    "{}".to_owned()
+                }
+            };
+            let id = (self.id_source)(&name);
+            self.calls += 1;
+            out.push(StreamEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            });
+            return;
+        }
+        let Some(text) = part.get("text").and_then(Value::as_str) else {
+            return;
+        };
+        if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            if !text.is_empty() {
+                out.push(StreamEvent::Thinking {
+                    text: text.to_owned(),
+                });
+            }
+        } else if !text.trim().is_empty() {
+            out.push(StreamEvent::Text {
+                text: text.to_owned(),
+            });
+        }
+    }
+}
+
+/// `urn:flemma:tool:<name>:<seconds since the epoch in hex><4 hex digits>`; the 4 digits mix
+/// the clock's nanoseconds with a process-wide counter, so ids made in the same second differ.
+fn synthetic_id(name: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mixed = (u64::from(now.subsec_nanos()) ^ count.wrapping_mul(0x9E37_79B9))
+        .wrapping_add(count)
+        & 0xffff;
+    format!("urn:flemma:tool:{name}:{:x}{mixed:04x}", now.as_secs())
+}
+
+impl StreamDecoder for VertexDecoder {
+    fn decode(&mut self, event: &SseEvent) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        match serde_json::from_str::<Value>(&event.data) {
+            Ok(Value::Array(responses)) => {
+                for response in &responses {
+                    self.response(response, &mut out);
+                }
+            }
+            Ok(response) => self.response(&response, &mut out),
+            Err(_) => {}
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        if self.done {
+            Vec::new()
+        } else {
+            vec![StreamEvent::Error {
+                message: crate::STREAM_CUT.to_owned(),
+            }]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseDecoder;
+
+    fn decode_all(body: &str) -> Vec<StreamEvent> {
+        let mut sse = SseDecoder::new();
+        let mut decoder =
+            VertexDecoder::with_id_source(|name| format!("urn:flemma:tool:{name}:test"));
+        let mut events = sse.feed(body.as_bytes());
+        events.extend(sse.finish());
+        let mut out: Vec<StreamEvent> = events.iter().flat_map(|e| decoder.decode(e)).collect();
+        out.extend(decoder.finish());
+        out
+    }
+
+    fn run(name: &str) -> Vec<StreamEvent> {
+        let path = format!(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/peer/{}"),
+            name
+        );
+        decode_all(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+    }
+
+    fn collect(events: &[StreamEvent], thinking: bool) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Text { text } if !thinking => Some(text.as_str()),
+                StreamEvent::Thinking { text } if thinking => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn calculator(expression: &str) -> StreamEvent {
+        StreamEvent::ToolCall {
+            id: "urn:flemma:tool:calculator:test".into(),
+            name: "calculator".into(),
+            arguments: format!(r#"{{"expression":"{expression}"}}"#),
+        }
+    }
+
+    fn signature(value: &str) -> StreamEvent {
+        StreamEvent::ThinkingSignature {
+            provider: "vertex".into(),
+            value: value.into(),
+        }
+    }
+
+    /// The last two events: the signature, then the stop.
+    fn tail(events: &[StreamEvent]) -> &[StreamEvent] {
+        &events[events.len().saturating_sub(2)..]
+    }
+
+    #[test]
+    fn function_call() {
+        let events = run("vertex_function_call_streaming.txt");
+        assert_eq!(collect(&events, false), "");
+        assert_eq!(events[0], calculator("15 * 7"));
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e, StreamEvent::ToolCall { .. }))
+                .count(),
+            1
+        );
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(84),
+            output_tokens: Some(11)
+        }));
+        let StreamEvent::ThinkingSignature { value, .. } = &tail(&events)[0] else {
+            panic!("{events:?}")
+        };
+        assert!(value.starts_with("CiQBjz1rX5JIlnkYKHfjpgrg") && value.ends_with("lN3oF0W0NQ=="));
+        assert_eq!(
+            tail(&events)[1],
+            StreamEvent::Done {
+                stop: StopReason::ToolUse
+            }
+        );
+    }
+
+    #[test]
+    fn function_call_with_thought_signature() {
+        let events = run("vertex_function_call_with_thought_signature_streaming.txt");
+        assert_eq!(
+            collect(&events, true),
+            "The user wants me to calculate 15 * 7. I'll use the calculator tool."
+        );
+        assert_eq!(collect(&events, false), "I'll calculate that for you.");
+        assert!(events.contains(&calculator("15 * 7")));
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(84),
+            output_tokens: Some(15)
+        }));
+        assert_eq!(
+            tail(&events),
+            [
+                signature("test-thought-signature-abc123"),
+                StreamEvent::Done {
+                    stop: StopReason::ToolUse
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn text_before_function() {
+        let events = run("vertex_text_before_function_streaming.txt");
+        assert_eq!(collect(&events, false), "I will calculate 23 + 45.\n");
+        assert_eq!(events[1], calculator("23 + 45"));
+        // The first chunk's usage has only `trafficType`: no usage event for it.
+        let usages: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::Usage { .. }))
+            .collect();
+        assert_eq!(
+            usages,
+            [&StreamEvent::Usage {
+                input_tokens: Some(95),
+                output_tokens: Some(24)
+            }]
+        );
+        assert!(
+            matches!(&tail(&events)[0], StreamEvent::ThinkingSignature { value, .. } if value.starts_with("CiQBjz1rX6DR42eI"))
+        );
+        assert_eq!(
+            tail(&events)[1],
+            StreamEvent::Done {
+                stop: StopReason::ToolUse
+            }
+        );
+    }
+
+    #[test]
+    fn final_response() {
+        let events = run("vertex_final_response_streaming.txt");
+        assert_eq!(collect(&events, false), "15 multiplied by 7 is 105.");
+        assert!(!events.iter().any(|e| matches!(
+            e,
+            StreamEvent::ToolCall { .. } | StreamEvent::ThinkingSignature { .. }
+        )));
+        assert!(events.contains(&StreamEvent::Usage {
+            input_tokens: Some(96),
+            output_tokens: Some(12)
+        }));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::EndTurn
+            })
+        );
+    }
+
+    #[test]
+    fn cut_before_the_function_call_chunk() {
+        let body = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/fixtures/peer/vertex_text_before_function_streaming.txt"
+        ))
+        .unwrap();
+        // The call arrives whole; a stream cut inside its chunk never delivers it.
+        let cut = body.find("\"functionCall\"").unwrap();
+        let events = decode_all(&body[..cut]);
+        assert_eq!(collect(&events, false), "I will calculate 23 + 45.\n");
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::ToolCall { .. } | StreamEvent::Done { .. }))
+        );
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Error {
+                message: crate::STREAM_CUT.to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn whitespace_finish_reasons_arrays_and_errors() {
+        let body = concat!(
+            "data: not json\n\n",
+            "data: [{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"  \\n\"},{\"text\":\"Hi\"},{\"functionCall\":{\"name\":\"now\"}}]}}]},",
+            "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\",\"thoughtSignature\":\"sig\"}]},\"finishReason\":\"MAX_TOKENS\"}]}]\n\n",
+        );
+        let events = decode_all(body);
+        assert_eq!(
+            events,
+            [
+                StreamEvent::Text { text: "Hi".into() },
+                StreamEvent::ToolCall {
+                    id: "urn:flemma:tool:now:test".into(),
+                    name: "now".into(),
+                    arguments: "{}".into()
+                },
+                signature("sig"),
+                StreamEvent::Done {
+                    stop: StopReason::MaxTokens
+                },
+            ]
+        );
+        let stop = |reason: &str| {
+            let events = decode_all(&format!(
+                "data: {{\"candidates\":[{{\"finishReason\":\"{reason}\"}}]}}\n\n"
+            ));
+            events.last().cloned()
+        };
+        assert_eq!(
+            stop("SAFETY"),
+            Some(StreamEvent::Done {
+                stop: StopReason::Blocked
+            })
+        );
+        assert_eq!(
+            stop("PROHIBITED_CONTENT"),
+            Some(StreamEvent::Done {
+                stop: StopReason::Blocked
+            })
+        );
+        assert_eq!(
+            stop("MALFORMED_FUNCTION_CALL"),
+            Some(StreamEvent::Done {
+                stop: StopReason::Other("MALFORMED_FUNCTION_CALL".into())
+            })
+        );
+        let error =
+            decode_all("data: {\"error\":{\"code\":429,\"message\":\"Resource exhausted\"}}\n\n");
+        assert_eq!(
+            error,
+            [StreamEvent::Error {
+                message: "Resource exhausted".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn synthetic_ids_have_the_urn_shape() {
+        let id = synthetic_id("calculator");
+        let suffix = id.strip_prefix("urn:flemma:tool:calculator:").unwrap();
+        assert!(
+            suffix.len() >= 12 && suffix.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! Names and ids on the wire (spec §4.4, §13.1).
+
+/// A tool name as providers accept it: each `.` (and the older `:`) becomes `__`.
+///
+/// ```
+/// assert_eq!(flemma_providers::encode_tool_name("flemma.jobs.status"), "flemma__jobs__status");
+/// ```
+pub fn encode_tool_name(name: &str) -> String {
+    name.replace(['.', ':'], "__")
+}
+
+/// A wire name back to the tool name: each `__` becomes `.`.
+///
+/// ```
+/// assert_eq!(flemma_providers::decode_tool_name("slack__channels_list"), "slack.channels_list");
+/// ```
+pub fn decode_tool_name(wire: &str) -> String {
+    wire.replace("__", ".")
+}
+
+/// A tool-call id as Anthropic and OpenAI Responses accept it: every character outside
+/// `[A-Za-z0-9_-]` becomes `_`, the result is cut to 64 characters, then trailing `_` are
+/// stripped. (Chat Completions sends ids verbatim.)
+///
+/// ```
+/// assert_eq!(
+///     flemma_providers::normalize_tool_id("urn:flemma:tool:calculator:678a1b2c0001"),
+///     "urn_flemma_tool_calculator_678a1b2c0001"
+/// );
+/// ```
+pub fn normalize_tool_id(id: &str) -> String {
+    let mut out: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_names() {
+        assert_eq!(
+            normalize_tool_id("toolu_01A09q90qw90lq917835lgs0"),
+            "toolu_01A09q90qw90lq917835lgs0"
+        );
+        assert_eq!(normalize_tool_id("call:1::"), "call_1");
+        assert_eq!(normalize_tool_id(&"x".repeat(70)), "x".repeat(64));
+        assert_eq!(
+            normalize_tool_id(&format!("{}:::y", "a".repeat(62))),
+            "a".repeat(62)
+        );
+        assert_eq!(normalize_tool_id("é"), "");
+        assert_eq!(
+            encode_tool_name("slack:channels_list"),
+            "slack__channels_list"
+        );
+        assert_eq!(decode_tool_name(&encode_tool_name("a.b.c")), "a.b.c");
+    }
+}
