@@ -8,8 +8,10 @@
 //! implementation does (spec §1.16): text verbatim, each complete tool call as a
 //! `**Tool Use:**` block with its wire name decoded, thinking at the end with its signature.
 //!
-//! This crate does not yet build requests or talk HTTP; those come with the next pieces of
-//! work (prompt building, request bodies, the reqwest transport).
+//! On the request side, [`build_prompt`] turns a parsed conversation into a provider-neutral
+//! [`Prompt`] (lifecycle results dropped, synthetic `No result provided` results for
+//! unresolved tool uses, Job Results as user text). Template evaluation, request bodies and the
+//! HTTP transport come with the next pieces of work.
 //!
 //! ```
 //! use flemma_providers::{AnthropicDecoder, ResponseWriter, SseDecoder, StreamDecoder};
@@ -33,6 +35,7 @@ mod chat;
 mod error;
 mod event;
 mod openai;
+mod prompt;
 mod sse;
 mod vertex;
 mod wire;
@@ -43,6 +46,10 @@ pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};
 pub use event::{StopReason, StreamDecoder, StreamEvent};
 pub use openai::OpenAiResponsesDecoder;
+pub use prompt::{
+    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptMessage, PromptRole,
+    ThinkingSignature, build_prompt,
+};
 pub use sse::{SseDecoder, SseEvent};
 pub use vertex::VertexDecoder;
 pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};

@@ -7,6 +7,7 @@
 )]
 
 mod errors;
+mod prompt;
 mod recordings;
 mod sse;
 
