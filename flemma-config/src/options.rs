@@ -30,6 +30,19 @@ pub struct Options {
     /// Provider-specific parameters (`parameters.<provider>.<key>`).
     #[serde(default)]
     pub parameters: Map<String, Value>,
+    /// Provider-specific overrides written under the provider's name (`anthropic.thinking_budget`,
+    /// `openai.reasoning`, `vertex.thinking_budget`); they win over the general parameters.
+    #[serde(default)]
+    pub anthropic: Map<String, Value>,
+    /// `openai.*` overrides.
+    #[serde(default)]
+    pub openai: Map<String, Value>,
+    /// `vertex.*` overrides.
+    #[serde(default)]
+    pub vertex: Map<String, Value>,
+    /// `moonshot.*` overrides.
+    #[serde(default)]
+    pub moonshot: Map<String, Value>,
 }
 
 /// `tools.*`

@@ -127,8 +127,15 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     "cache_retention": String = Value::Null,
 ];
 
-/// Paths under which any key is accepted: provider-specific parameters.
-const OPEN_PREFIXES: &[&str] = &["parameters."];
+/// Paths under which any key is accepted: provider-specific parameters
+/// (`flemma.opt.anthropic.thinking_budget = 20000`, `parameters.<provider>.<key>`).
+pub(crate) const OPEN_PREFIXES: &[&str] = &[
+    "parameters.",
+    "anthropic.",
+    "openai.",
+    "vertex.",
+    "moonshot.",
+];
 
 /// The built-in tools whose tables are typed; other `tools.<name>.<key>` tables are free-form.
 const TYPED_TOOL_TABLES: &[&str] = &["bash", "grep", "find", "ls", "autopilot", "store"];

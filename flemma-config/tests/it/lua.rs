@@ -380,3 +380,23 @@ fn integral_floats_are_integers() {
         "{err}"
     );
 }
+
+#[test]
+fn provider_specific_parameters_from_the_seed_document() {
+    let mut config = flemma_config::Config::new();
+    let code = "flemma.opt.thinking = \"low\"\nflemma.opt.anthropic.thinking_budget = 20000\nflemma.opt.openai.reasoning = \"high\"\nflemma.opt.vertex.thinking_budget = 4096\nflemma.opt.cache_retention = \"long\"\nflemma.opt.max_tokens = 8000\nflemma.opt.temperature = 0.3";
+    config.apply_frontmatter("lua", code, 2).unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.thinking, Some(serde_json::json!("low")));
+    assert_eq!(options.anthropic["thinking_budget"], 20000);
+    assert_eq!(options.openai["reasoning"], "high");
+    assert_eq!(options.vertex["thinking_budget"], 4096);
+    assert_eq!(
+        (
+            options.max_tokens,
+            options.temperature,
+            options.cache_retention.as_deref()
+        ),
+        (Some(8000), Some(0.3), Some("long"))
+    );
+}

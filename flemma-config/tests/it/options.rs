@@ -63,7 +63,11 @@ fn defaults_are_the_spec_defaults() {
             "max_tokens": null,
             "temperature": null,
             "cache_retention": null,
-            "parameters": {}
+            "parameters": {},
+            "anthropic": {},
+            "openai": {},
+            "vertex": {},
+            "moonshot": {}
         })
     );
     assert!(!options.tools.list_is_explicit);
