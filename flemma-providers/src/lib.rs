@@ -36,6 +36,7 @@ mod error;
 mod event;
 mod openai;
 mod prompt;
+mod request;
 mod sse;
 mod vertex;
 mod wire;
@@ -50,6 +51,7 @@ pub use prompt::{
     NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptMessage, PromptRole,
     ThinkingSignature, build_prompt,
 };
+pub use request::{CacheRetention, RequestOptions, Thinking, ThinkingLevel, body_to_string};
 pub use sse::{SseDecoder, SseEvent};
 pub use vertex::VertexDecoder;
 pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};

@@ -1,0 +1,166 @@
+//! What every request needs besides the prompt, and the key order of request bodies.
+
+use flemma_schema::ToolSpec;
+use serde_json::{Map, Value};
+
+/// The unified thinking level (`minimal | low | medium | high | max`) or an explicit budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinking {
+    /// No thinking requested.
+    Off,
+    /// A unified level.
+    Level(ThinkingLevel),
+    /// An explicit token budget.
+    Budget(u64),
+}
+
+/// The unified thinking levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThinkingLevel {
+    /// The least.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// The most the model allows.
+    Max,
+}
+
+impl ThinkingLevel {
+    /// Reads a level word.
+    pub fn from_word(word: &str) -> Option<Self> {
+        Some(match word {
+            "minimal" => ThinkingLevel::Minimal,
+            "low" => ThinkingLevel::Low,
+            "medium" => ThinkingLevel::Medium,
+            "high" => ThinkingLevel::High,
+            "max" => ThinkingLevel::Max,
+            _ => return None,
+        })
+    }
+
+    /// The level's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Max => "max",
+        }
+    }
+
+    /// The token budget of a level for budget-based APIs (Anthropic, Vertex 2.5).
+    pub fn budget(self) -> u64 {
+        match self {
+            ThinkingLevel::Minimal => 1024,
+            ThinkingLevel::Low => 2048,
+            ThinkingLevel::Medium => 8192,
+            ThinkingLevel::High => 16384,
+            ThinkingLevel::Max => 32768,
+        }
+    }
+}
+
+impl Thinking {
+    /// Reads the `thinking` option: a level word, a budget number, `false`/`"off"`/`0`.
+    pub fn from_option(value: Option<&Value>) -> Self {
+        match value {
+            Some(Value::String(word)) => ThinkingLevel::from_word(word).map_or(Thinking::Off, Thinking::Level),
+            Some(Value::Number(n)) => n.as_u64().filter(|&b| b > 0).map_or(Thinking::Off, Thinking::Budget),
+            Some(Value::Bool(true)) => Thinking::Level(ThinkingLevel::Medium),
+            _ => Thinking::Off,
+        }
+    }
+
+    /// The token budget, if any.
+    pub fn budget(self) -> Option<u64> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Level(level) => Some(level.budget()),
+            Thinking::Budget(budget) => Some(budget),
+        }
+    }
+}
+
+/// How long providers should cache the prompt prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheRetention {
+    /// No cache markers.
+    None,
+    /// The default short cache.
+    #[default]
+    Short,
+    /// The long (1 hour) cache where offered.
+    Long,
+}
+
+impl CacheRetention {
+    /// Reads the `cache_retention` option (`none`, `short`, `long`); anything else is `short`.
+    pub fn from_option(value: Option<&str>) -> Self {
+        match value {
+            Some("none") => CacheRetention::None,
+            Some("long") => CacheRetention::Long,
+            _ => CacheRetention::Short,
+        }
+    }
+}
+
+/// Everything a request body needs besides the prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestOptions {
+    /// The model.
+    pub model: String,
+    /// Maximum output tokens.
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Thinking (provider-specific overrides already applied by the caller).
+    pub thinking: Thinking,
+    /// Prompt-cache retention.
+    pub cache_retention: CacheRetention,
+    /// The tools offered, sorted by name.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl RequestOptions {
+    /// Options for `model` with nothing else set.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            max_tokens: None,
+            temperature: None,
+            thinking: Thinking::Off,
+            cache_retention: CacheRetention::Short,
+            tools: Vec::new(),
+        }
+    }
+}
+
+/// Serializes a request body with keys sorted at every level, except that the top level's
+/// `trailing` keys come last in the given order (prompt-cache stability, spec §13.1).
+///
+/// ```
+/// let body = serde_json::json!({"messages": [], "model": "m", "system": "s", "tools": []});
+/// assert_eq!(
+///     flemma_providers::body_to_string(&body, &["system", "tools", "messages"]),
+///     r#"{"model":"m","system":"s","tools":[],"messages":[]}"#
+/// );
+/// ```
+pub fn body_to_string(body: &Value, trailing: &[&str]) -> String {
+    let mut body = body.clone();
+    body.sort_all_objects();
+    if let Value::Object(map) = &mut body {
+        let mut moved = Map::new();
+        for key in trailing {
+            if let Some(value) = map.shift_remove(*key) {
+                moved.insert((*key).to_owned(), value);
+            }
+        }
+        map.extend(moved);
+    }
+    body.to_string()
+}
