@@ -63,6 +63,17 @@ enum Command {
         #[command(subcommand)]
         command: ApprovalCommand,
     },
+    /// Print the exact request body a provider would receive for FILE (no network).
+    Request {
+        /// The `.chat` file.
+        file: String,
+        /// The provider.
+        #[arg(long, value_enum)]
+        provider: ProviderArg,
+        /// The model (default: the `model` option, else a per-provider default).
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// The tool result store.
     Store {
         #[command(subcommand)]
@@ -89,6 +100,14 @@ enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ProviderArg {
+    Anthropic,
+    Openai,
+    OpenaiChat,
+    Vertex,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -190,6 +209,11 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                 },
         } => explain(&mut out, &file, &tool, &input, json, settings),
         Command::Fmt { file, check, json } => fmt(&mut out, &file, check, json),
+        Command::Request {
+            file,
+            provider,
+            model,
+        } => request(&mut out, &file, provider, model, settings),
         Command::Store {
             command:
                 StoreCommand::Path {
@@ -201,6 +225,94 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                 },
         } => store_path(&mut out, &file, &tool, &id, source, json, settings),
     }
+}
+
+/// `flemma request`: the body a provider would receive, built from the file, its frontmatter
+/// and the options; the built-in tools are offered (those of `tools` when the conversation
+/// chose its tools).
+fn request(
+    out: &mut impl Write,
+    file: &str,
+    provider: ProviderArg,
+    model: Option<String>,
+    settings: &options::Settings,
+) -> Result<u8, Failure> {
+    use flemma::providers::{self as p, CacheRetention, RequestOptions, Thinking};
+    let input = Input::read(file)?;
+    let doc = flemma::ast::parse(&input.text);
+    let mut config = settings.load()?;
+    options::apply_frontmatter(&mut config, &doc)
+        .map_err(|e| failed(anyhow::anyhow!("{}:{}: {}", input.name, e.line, e.message)))?;
+    let opts = config.options().map_err(|e| failed(e.into()))?;
+    let default_model = match provider {
+        ProviderArg::Anthropic => "claude-sonnet-4-5",
+        ProviderArg::Openai => "gpt-5",
+        ProviderArg::OpenaiChat => "gpt-4.1",
+        ProviderArg::Vertex => "gemini-2.5-pro",
+    };
+    let mut tools = Vec::new();
+    for builtin in flemma::schema::builtin::builtins() {
+        if opts.tools.list_is_explicit && !opts.tools.list.iter().any(|t| t == builtin.name) {
+            continue;
+        }
+        tools.push(builtin.spec(true).map_err(|e| failed(e.into()))?);
+    }
+    let provider_budget = |table: &serde_json::Map<String, serde_json::Value>| {
+        table
+            .get("thinking_budget")
+            .and_then(serde_json::Value::as_u64)
+            .map(Thinking::Budget)
+    };
+    let general = Thinking::from_option(opts.thinking.as_ref());
+    let thinking = match provider {
+        ProviderArg::Anthropic => provider_budget(&opts.anthropic).unwrap_or(general),
+        ProviderArg::Vertex => provider_budget(&opts.vertex).unwrap_or(general),
+        ProviderArg::Openai => opts
+            .openai
+            .get("reasoning")
+            .map_or(general, |v| Thinking::from_option(Some(v))),
+        ProviderArg::OpenaiChat => general,
+    };
+    let request_options = RequestOptions {
+        model: model
+            .or_else(|| opts.model.clone())
+            .unwrap_or_else(|| default_model.to_owned()),
+        max_tokens: opts.max_tokens,
+        temperature: opts.temperature,
+        thinking,
+        cache_retention: CacheRetention::from_option(opts.cache_retention.as_deref()),
+        tools,
+    };
+    let prompt = p::build_prompt(&doc);
+    for d in &prompt.diagnostics {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}:{}: warning: {}",
+            input.name,
+            d.line,
+            d.message
+        );
+    }
+    let body = match provider {
+        ProviderArg::Anthropic => p::body_to_string(
+            &p::anthropic_request(&prompt, &request_options),
+            &["system", "tools", "messages"],
+        ),
+        ProviderArg::Openai => p::body_to_string(
+            &p::openai_responses_request(&prompt, &request_options),
+            &["tools", "input"],
+        ),
+        ProviderArg::OpenaiChat => p::body_to_string(
+            &p::chat_completions_request(&prompt, &request_options),
+            &["tools", "messages"],
+        ),
+        ProviderArg::Vertex => p::body_to_string(
+            &p::vertex_request(&prompt, &request_options),
+            &["tools", "contents"],
+        ),
+    };
+    writeln!(out, "{body}")?;
+    Ok(0)
 }
 
 /// `flemma store path`.

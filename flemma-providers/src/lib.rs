@@ -30,6 +30,7 @@
 //! assert_eq!(text, "Hi!");
 //! ```
 
+mod adapters;
 mod anthropic;
 mod chat;
 mod error;
@@ -42,6 +43,8 @@ mod vertex;
 mod wire;
 mod writer;
 
+pub use adapters::{anthropic_request, openai_responses_request};
+pub use adapters::{chat_completions_request, vertex_request};
 pub use anthropic::AnthropicDecoder;
 pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};

@@ -69,8 +69,13 @@ impl Thinking {
     /// Reads the `thinking` option: a level word, a budget number, `false`/`"off"`/`0`.
     pub fn from_option(value: Option<&Value>) -> Self {
         match value {
-            Some(Value::String(word)) => ThinkingLevel::from_word(word).map_or(Thinking::Off, Thinking::Level),
-            Some(Value::Number(n)) => n.as_u64().filter(|&b| b > 0).map_or(Thinking::Off, Thinking::Budget),
+            Some(Value::String(word)) => {
+                ThinkingLevel::from_word(word).map_or(Thinking::Off, Thinking::Level)
+            }
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .filter(|&b| b > 0)
+                .map_or(Thinking::Off, Thinking::Budget),
             Some(Value::Bool(true)) => Thinking::Level(ThinkingLevel::Medium),
             _ => Thinking::Off,
         }

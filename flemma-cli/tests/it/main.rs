@@ -469,3 +469,66 @@ fn store_path_follows_options_and_frontmatter() {
         "flemma: Unknown store preset '$nope' (known: $chat, $state)\n"
     );
 }
+
+#[test]
+fn request_prints_a_body_for_each_provider() {
+    let path = peer_dir().join("conversation_with_tools.chat");
+    let file = path.to_str().unwrap();
+    for (provider, trailing) in [
+        ("anthropic", "\"messages\":"),
+        ("openai", "\"input\":"),
+        ("openai-chat", "\"messages\":"),
+        ("vertex", "\"contents\":"),
+    ] {
+        let out = flemma(&["request", "--provider", provider, file], None);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{provider}: {}",
+            text(&out.stderr)
+        );
+        let body = text(&out.stdout);
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(json.is_object(), "{provider}");
+        // The conversation is the last key, after the tools (prompt-cache stability).
+        let tail = body.rfind(trailing).unwrap();
+        assert!(
+            body.rfind("\"tools\":").unwrap() < tail,
+            "{provider}: {body}"
+        );
+        assert!(
+            body.contains("calculator") || body.contains("15 * 7"),
+            "{provider}"
+        );
+    }
+    let out = flemma(
+        &[
+            "request",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-opus-4-1",
+            file,
+        ],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["model"], "claude-opus-4-1");
+}
+
+#[test]
+fn request_warns_about_unresolved_tool_uses() {
+    let path = peer_dir().join("conversation_parallel_incomplete.chat");
+    let out = flemma(
+        &["request", "--provider", "anthropic", path.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr)
+            .contains("Tool call 'calculator' (toolu_01BBB) has no matching tool result."),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("No result provided"));
+}

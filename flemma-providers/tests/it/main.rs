@@ -9,6 +9,8 @@
 mod errors;
 mod prompt;
 mod recordings;
+mod requests_a;
+mod requests_b;
 mod sse;
 
 use std::path::PathBuf;

@@ -1,0 +1,190 @@
+//! The Anthropic Messages request body (spec §13.1, §13.2).
+
+use flemma_schema::Dialect;
+use serde_json::{Map, Value, json};
+
+use crate::prompt::{Part, Prompt, PromptRole};
+use crate::request::{CacheRetention, RequestOptions};
+use crate::wire::{encode_tool_name, normalize_tool_id};
+
+/// The output budget when the options set none.
+const DEFAULT_MAX_TOKENS: u64 = 8192;
+/// The room left for the answer above a thinking budget.
+const ANSWER_ROOM: u64 = 4096;
+
+/// The Anthropic Messages request body of `prompt` (spec §13.2), streaming.
+///
+/// Serialize it with [`body_to_string`](crate::body_to_string) and the trailing keys
+/// `["system", "tools", "messages"]` for the exact bytes. Consecutive messages of one role are
+/// merged; in user messages tool results come before text; in assistant messages native
+/// thinking comes first, then foreign thinking as `<thinking>` text, then text, then tool uses.
+///
+/// ```
+/// use flemma_providers::{RequestOptions, anthropic_request, body_to_string, build_prompt};
+///
+/// let prompt = build_prompt(&flemma_ast::parse("@You:\nHi!\n"));
+/// let body = anthropic_request(&prompt, &RequestOptions::new("claude-sonnet-4-5"));
+/// assert_eq!(
+///     body_to_string(&body, &["system", "tools", "messages"]),
+///     r#"{"max_tokens":8192,"model":"claude-sonnet-4-5","stream":true,"messages":[{"content":[{"text":"Hi!","type":"text"}],"role":"user"}]}"#
+/// );
+/// ```
+pub fn anthropic_request(prompt: &Prompt, options: &RequestOptions) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(options.model));
+    let mut max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    if let Some(budget) = options.thinking.budget() {
+        max_tokens = max_tokens.max(budget + ANSWER_ROOM);
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    } else if let Some(temperature) = options.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), Value::Bool(true));
+    if let Some(system) = &prompt.system {
+        body.insert("system".into(), json!(system));
+    }
+    let tools = tools(options);
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
+        body.insert("tool_choice".into(), json!({"type": "auto"}));
+    }
+    let messages = merged_messages(prompt)
+        .into_iter()
+        .filter_map(|(role, parts)| {
+            let content = match role {
+                PromptRole::User => user_content(&parts),
+                PromptRole::Assistant => assistant_content(&parts),
+            };
+            let role = match role {
+                PromptRole::User => "user",
+                PromptRole::Assistant => "assistant",
+            };
+            (!content.is_empty()).then(|| json!({"role": role, "content": content}))
+        })
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+    Value::Object(body)
+}
+
+/// The tool declarations, the last one carrying the cache marker.
+fn tools(options: &RequestOptions) -> Vec<Value> {
+    let mut tools: Vec<Value> = options
+        .tools
+        .iter()
+        .filter_map(|spec| spec.to_provider(Dialect::Anthropic).ok())
+        .map(|mut tool| {
+            // Spec 13.2: stream tool input as it is generated.
+            if let Value::Object(map) = &mut tool {
+                map.insert("eager_input_streaming".into(), Value::Bool(true));
+            }
+            tool
+        })
+        .collect();
+    let cache_control = match options.cache_retention {
+        CacheRetention::None => None,
+        CacheRetention::Short => Some(json!({"type": "ephemeral"})),
+        CacheRetention::Long => Some(json!({"type": "ephemeral", "ttl": "1h"})),
+    };
+    if let (Some(cache_control), Some(Value::Object(last))) = (cache_control, tools.last_mut()) {
+        last.insert("cache_control".into(), cache_control);
+    }
+    tools
+}
+
+/// Tool results first, then the non-blank text.
+fn user_content(parts: &[&Part]) -> Vec<Value> {
+    let mut results = Vec::new();
+    let mut texts = Vec::new();
+    for part in parts {
+        match part {
+            Part::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": normalize_tool_id(tool_use_id),
+                    "content": content,
+                });
+                if *is_error {
+                    block["is_error"] = Value::Bool(true);
+                }
+                results.push(block);
+            }
+            Part::Text { text } if !text.trim().is_empty() => {
+                texts.push(json!({"type": "text", "text": text}));
+            }
+            _ => {}
+        }
+    }
+    results.extend(texts);
+    results
+}
+
+/// Native thinking, foreign thinking as text, text, then tool uses.
+fn assistant_content(parts: &[&Part]) -> Vec<Value> {
+    let mut thinking = Vec::new();
+    let mut foreign = Vec::new();
+    let mut texts = Vec::new();
+    let mut tool_uses = Vec::new();
+    for part in parts {
+        match part {
+            Part::Thinking {
+                content,
+                signature,
+                redacted,
+            } => {
+                if *redacted {
+                    thinking.push(json!({"type": "redacted_thinking", "data": content}));
+                } else if let Some(sig) = signature.as_ref().filter(|s| s.provider == "anthropic") {
+                    thinking.push(json!({
+                        "type": "thinking",
+                        "thinking": content,
+                        "signature": sig.value,
+                    }));
+                } else if !content.trim().is_empty() {
+                    foreign.push(content.trim());
+                }
+            }
+            Part::Text { text } if !text.trim().is_empty() => {
+                texts.push(json!({"type": "text", "text": text.trim()}));
+            }
+            Part::ToolUse { id, name, input } => tool_uses.push(json!({
+                "type": "tool_use",
+                "id": normalize_tool_id(id),
+                "name": encode_tool_name(name),
+                "input": input,
+            })),
+            _ => {}
+        }
+    }
+    if let Some(text) = foreign_thinking_text(&foreign) {
+        thinking.push(json!({"type": "text", "text": text}));
+    }
+    thinking.extend(texts);
+    thinking.extend(tool_uses);
+    thinking
+}
+
+/// The prompt's messages with consecutive messages of one role merged.
+pub(super) fn merged_messages(prompt: &Prompt) -> Vec<(PromptRole, Vec<&Part>)> {
+    let mut merged: Vec<(PromptRole, Vec<&Part>)> = Vec::new();
+    for message in &prompt.messages {
+        match merged.last_mut() {
+            Some((role, parts)) if *role == message.role => parts.extend(&message.parts),
+            _ => merged.push((message.role, message.parts.iter().collect())),
+        }
+    }
+    merged
+}
+
+/// Foreign thinking re-sent as text: `<thinking>\n<contents joined by blank lines>\n</thinking>`.
+pub(super) fn foreign_thinking_text(contents: &[&str]) -> Option<String> {
+    (!contents.is_empty()).then(|| format!("<thinking>\n{}\n</thinking>", contents.join("\n\n")))
+}

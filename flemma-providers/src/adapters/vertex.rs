@@ -1,0 +1,186 @@
+//! The Vertex AI / Gemini `generateContent` request body (spec §13.5).
+
+use flemma_schema::Dialect;
+use serde_json::{Map, Value, json};
+
+use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptMessage, PromptRole};
+use crate::request::RequestOptions;
+use crate::wire::encode_tool_name;
+
+/// The prefix of the synthetic tool-call ids the Vertex decoder makes.
+const SYNTHETIC_ID_PREFIX: &str = "urn:flemma:tool:";
+
+/// Builds the Vertex / Gemini `generateContent` body of a prompt (spec §13.5).
+///
+/// * `contents`: consecutive user messages are merged (the prompt may end with an extra user
+///   message of synthetic results). A `user` content sends its tool results first as
+///   `{functionResponse:{name, response:{output}}}` (`{error}` for an error result, plus
+///   `success: false` for a synthetic `No result provided` one), then its text parts. A
+///   `model` content sends its text as one text part, then a `functionCall {name, args}` part
+///   per call; a `vertex` thought signature goes on the first call, or on the text part (made
+///   empty when needed) without calls.
+/// * `systemInstruction: {parts:[{text}]}` with a system prompt.
+/// * `generationConfig: {maxOutputTokens?, temperature?, thinkingConfig?}`, left out when
+///   empty; thinking sends `{thinkingBudget, includeThoughts: true}`.
+/// * `tools: [{functionDeclarations}]` (`{name, description, parametersJsonSchema}`, no
+///   `strict`) and `toolConfig: {functionCallingConfig: {mode: "AUTO"}}`, left out without
+///   tools. A tool whose declaration cannot be built (unresolvable `$ref`) is left out.
+///
+/// Serialize it with [`body_to_string`](crate::body_to_string) and the trailing keys
+/// `["tools", "contents"]`.
+///
+/// ```
+/// use flemma_providers::{RequestOptions, body_to_string, build_prompt, vertex_request};
+///
+/// let prompt = build_prompt(&flemma_ast::parse("@You:\nHi!\n"));
+/// let body = vertex_request(&prompt, &RequestOptions::new("gemini-2.5-pro"));
+/// assert_eq!(
+///     body_to_string(&body, &["tools", "contents"]),
+///     r#"{"contents":[{"parts":[{"text":"Hi!"}],"role":"user"}]}"#
+/// );
+/// ```
+pub fn vertex_request(prompt: &Prompt, options: &RequestOptions) -> Value {
+    let mut body = Map::new();
+    if let Some(system) = &prompt.system {
+        body.insert(
+            "systemInstruction".to_owned(),
+            json!({"parts": [{"text": system}]}),
+        );
+    }
+    let mut config = Map::new();
+    if let Some(max_tokens) = options.max_tokens {
+        config.insert("maxOutputTokens".to_owned(), json!(max_tokens));
+    }
+    if let Some(temperature) = options.temperature {
+        config.insert("temperature".to_owned(), json!(temperature));
+    }
+    if let Some(budget) = options.thinking.budget() {
+        config.insert(
+            "thinkingConfig".to_owned(),
+            json!({"thinkingBudget": budget, "includeThoughts": true}),
+        );
+    }
+    if !config.is_empty() {
+        body.insert("generationConfig".to_owned(), Value::Object(config));
+    }
+    let declarations: Vec<Value> = options
+        .tools
+        .iter()
+        .filter_map(|spec| spec.to_provider(Dialect::Gemini).ok())
+        .collect();
+    if !declarations.is_empty() {
+        body.insert(
+            "tools".to_owned(),
+            json!([{"functionDeclarations": declarations}]),
+        );
+        body.insert(
+            "toolConfig".to_owned(),
+            json!({"functionCallingConfig": {"mode": "AUTO"}}),
+        );
+    }
+
+    let contents: Vec<Value> = merge_user_messages(&prompt.messages)
+        .iter()
+        .filter_map(|message| {
+            let (role, parts) = match message.role {
+                PromptRole::User => ("user", user_parts(&message.parts)),
+                PromptRole::Assistant => ("model", model_parts(&message.parts)),
+            };
+            (!parts.is_empty()).then(|| json!({"role": role, "parts": parts}))
+        })
+        .collect();
+    body.insert("contents".to_owned(), Value::Array(contents));
+    Value::Object(body)
+}
+
+/// The messages with every run of consecutive user messages merged into one.
+fn merge_user_messages(messages: &[PromptMessage]) -> Vec<PromptMessage> {
+    let mut merged: Vec<PromptMessage> = Vec::with_capacity(messages.len());
+    for message in messages {
+        match merged.last_mut() {
+            Some(last) if last.role == PromptRole::User && message.role == PromptRole::User => {
+                last.parts.extend(message.parts.iter().cloned());
+            }
+            _ => merged.push(message.clone()),
+        }
+    }
+    merged
+}
+
+/// Function responses first, then text parts.
+fn user_parts(parts: &[Part]) -> Vec<Value> {
+    let mut responses = Vec::new();
+    let mut texts = Vec::new();
+    for part in parts {
+        match part {
+            Part::ToolResult {
+                tool_use_id,
+                name,
+                content,
+                is_error,
+            } => {
+                let name = name
+                    .as_deref()
+                    .map(encode_tool_name)
+                    .or_else(|| name_from_synthetic_id(tool_use_id))
+                    .unwrap_or_else(|| "unknown".to_owned());
+                let response = if !*is_error {
+                    json!({"output": content})
+                } else if content == NO_RESULT_PROVIDED {
+                    json!({"error": content, "success": false})
+                } else {
+                    json!({"error": content})
+                };
+                responses.push(json!({"functionResponse": {"name": name, "response": response}}));
+            }
+            Part::Text { text } => {
+                let text = text.trim();
+                if !text.is_empty() {
+                    texts.push(json!({"text": text}));
+                }
+            }
+            Part::Thinking { .. } | Part::ToolUse { .. } => {}
+        }
+    }
+    responses.extend(texts);
+    responses
+}
+
+/// The tool name inside a synthetic id `urn:flemma:tool:<name>:<suffix>`.
+fn name_from_synthetic_id(id: &str) -> Option<String> {
+    let (name, _suffix) = id.strip_prefix(SYNTHETIC_ID_PREFIX)?.rsplit_once(':')?;
+    (!name.is_empty()).then(|| encode_tool_name(name))
+}
+
+/// One text part (when there is text), then the function calls; the `vertex` signature goes
+/// on the first call, else on the text part.
+fn model_parts(parts: &[Part]) -> Vec<Value> {
+    let mut text = String::new();
+    let mut signature = None;
+    let mut calls = Vec::new();
+    for part in parts {
+        match part {
+            Part::Text { text: t } => text.push_str(t),
+            Part::Thinking {
+                signature: Some(s), ..
+            } if s.provider == "vertex" && !s.value.is_empty() => {
+                signature = Some(s.value.as_str());
+            }
+            Part::ToolUse { name, input, .. } => calls.push(json!({
+                "functionCall": {"name": encode_tool_name(name), "args": input},
+            })),
+            Part::Thinking { .. } | Part::ToolResult { .. } => {}
+        }
+    }
+    let text = text.trim();
+    let mut out = Vec::new();
+    if !text.is_empty() || (calls.is_empty() && signature.is_some()) {
+        out.push(json!({"text": text}));
+    }
+    let carrier = if calls.is_empty() { 0 } else { out.len() };
+    out.extend(calls);
+    if let (Some(signature), Some(Value::Object(part))) = (signature, out.get_mut(carrier)) {
+        part.insert("thoughtSignature".to_owned(), json!(signature));
+    }
+    out
+}

@@ -1,0 +1,228 @@
+//! Anthropic and OpenAI Responses request bodies of the peer transcripts (spec §13.2, §13.3).
+
+use flemma_providers::{
+    RequestOptions, Thinking, anthropic_request, body_to_string, build_prompt,
+    openai_responses_request,
+};
+use serde_json::{Value, json};
+
+const TRANSCRIPTS: [&str; 5] = [
+    "conversation_with_tools",
+    "conversation_parallel_incomplete",
+    "conversation_tool_error",
+    "conversation_with_anthropic_signature",
+    "conversation_with_redacted_thinking",
+];
+
+fn calculator() -> flemma_schema::ToolSpec {
+    flemma_schema::ToolSpec::builder("calculator", "Evaluate an arithmetic expression.")
+        .input(flemma_schema::dsl::object([(
+            "expression",
+            flemma_schema::dsl::string().describe("The expression"),
+        )]))
+        .strict(true)
+        .build()
+        .unwrap()
+}
+
+fn options(model: &str) -> RequestOptions {
+    RequestOptions {
+        tools: vec![calculator()],
+        thinking: Thinking::Off,
+        ..RequestOptions::new(model)
+    }
+}
+
+fn prompt(name: &str) -> flemma_providers::Prompt {
+    let text = String::from_utf8(crate::peer(&format!("{name}.chat"))).unwrap();
+    build_prompt(&flemma_ast::parse(&text))
+}
+
+fn anthropic(name: &str) -> String {
+    let body = anthropic_request(&prompt(name), &options("claude-sonnet-4-5"));
+    body_to_string(&body, &["system", "tools", "messages"])
+}
+
+fn openai(name: &str) -> String {
+    let body = openai_responses_request(&prompt(name), &options("gpt-5"));
+    body_to_string(&body, &["tools", "input"])
+}
+
+fn parsed(body: &str) -> Value {
+    serde_json::from_str(body).unwrap()
+}
+
+#[test]
+fn anthropic_bodies() {
+    for name in TRANSCRIPTS {
+        insta::assert_snapshot!(format!("anthropic__{name}"), anthropic(name));
+    }
+}
+
+#[test]
+fn openai_bodies() {
+    for name in TRANSCRIPTS {
+        insta::assert_snapshot!(format!("openai__{name}"), openai(name));
+    }
+}
+
+#[test]
+fn anthropic_tool_results_precede_text() {
+    let prompt = build_prompt(&flemma_ast::parse(
+        "@You:\nGo.\n\n@Assistant:\n**Tool Use:** `calculator` (`call:1`)\n\n```json\n{\"expression\": \"1\"}\n```\n\n\
+         @You:\nThanks, and now?\n\n**Tool Result:** `call:1`\n\n```\n1\n```\n",
+    ));
+    let body = anthropic_request(&prompt, &options("claude-sonnet-4-5"));
+    let user = &body["messages"][2]["content"];
+    assert_eq!(
+        user[0],
+        json!({"type": "tool_result", "tool_use_id": "call_1", "content": "1"})
+    );
+    assert_eq!(user[1]["type"], "text");
+    assert_eq!(body["messages"][1]["content"][0]["id"], "call_1");
+}
+
+#[test]
+fn unresolved_call_gets_synthetic_result() {
+    let body = parsed(&anthropic("conversation_parallel_incomplete"));
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "the two user messages are merged");
+    assert_eq!(
+        messages[2]["content"],
+        json!([
+            {"content": "105", "tool_use_id": "toolu_01AAA", "type": "tool_result"},
+            {"content": "No result provided", "is_error": true, "tool_use_id": "toolu_01BBB", "type": "tool_result"},
+        ])
+    );
+    let body = parsed(&openai("conversation_parallel_incomplete"));
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(
+        input[input.len() - 1],
+        json!({"type": "function_call_output", "call_id": "toolu_01BBB", "output": "Error: No result provided"})
+    );
+}
+
+#[test]
+fn tool_errors() {
+    let body = parsed(&anthropic("conversation_tool_error"));
+    assert_eq!(body["messages"][2]["content"][0]["is_error"], true);
+    let body = parsed(&openai("conversation_tool_error"));
+    assert_eq!(
+        body["input"][4]["output"],
+        "Error: Division by zero is undefined"
+    );
+}
+
+#[test]
+fn anthropic_thinking_comes_first_with_signatures() {
+    let body = parsed(&anthropic("conversation_with_redacted_thinking"));
+    let content = body["messages"][1]["content"].as_array().unwrap();
+    assert_eq!(content[0]["type"], "thinking");
+    assert_eq!(content[0]["signature"], "sig-abc123");
+    assert_eq!(content[0]["thinking"], "Let me verify.");
+    assert_eq!(
+        content[1],
+        json!({"type": "redacted_thinking", "data": "encrypted-redacted-data-xyz789"})
+    );
+    assert_eq!(
+        content[2],
+        json!({"type": "text", "text": "The answer is 4."})
+    );
+
+    let body = parsed(&anthropic("conversation_with_anthropic_signature"));
+    let content = body["messages"][1]["content"].as_array().unwrap();
+    assert_eq!(content[0]["type"], "thinking");
+    assert!(
+        content[0]["signature"]
+            .as_str()
+            .unwrap()
+            .starts_with("Ev0BCkYI")
+    );
+    assert_eq!(content[1]["type"], "text");
+}
+
+#[test]
+fn foreign_thinking_is_text() {
+    let text = "@You:\nHi\n\n@Assistant:\nHello.\n\n<thinking openai:signature=\"eyJ0eXBlIjoicmVhc29uaW5nIiwiaWQiOiJyc18xIiwic3VtbWFyeSI6W119\">\nA thought.\n</thinking>\n\n@You:\nAgain\n";
+    let prompt = build_prompt(&flemma_ast::parse(text));
+    let body = anthropic_request(&prompt, &options("claude-sonnet-4-5"));
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([
+            {"type": "text", "text": "<thinking>\nA thought.\n</thinking>"},
+            {"type": "text", "text": "Hello."},
+        ])
+    );
+    // OpenAI gets its own reasoning item back, decoded from the signature.
+    let body = openai_responses_request(&prompt, &options("gpt-5"));
+    assert_eq!(
+        body["input"][1],
+        json!({"type": "reasoning", "id": "rs_1", "summary": []})
+    );
+    assert_eq!(body["input"][2]["id"], "msg_1_1");
+}
+
+#[test]
+fn anthropic_cache_control_on_last_tool_only() {
+    let mut opts = options("claude-sonnet-4-5");
+    opts.tools.push(
+        flemma_schema::ToolSpec::builder("bash", "Run a command.")
+            .input(flemma_schema::dsl::object([(
+                "command",
+                flemma_schema::dsl::string(),
+            )]))
+            .build()
+            .unwrap(),
+    );
+    let p = prompt("conversation_with_tools");
+    let body = anthropic_request(&p, &opts);
+    let tools = body["tools"].as_array().unwrap();
+    assert!(tools[0].get("cache_control").is_none());
+    assert_eq!(tools[1]["cache_control"], json!({"type": "ephemeral"}));
+    assert_eq!(body["tool_choice"], json!({"type": "auto"}));
+
+    opts.cache_retention = flemma_providers::CacheRetention::Long;
+    let body = anthropic_request(&p, &opts);
+    assert_eq!(
+        body["tools"][1]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    opts.cache_retention = flemma_providers::CacheRetention::None;
+    let body = anthropic_request(&p, &opts);
+    assert!(body["tools"][1].get("cache_control").is_none());
+
+    opts.tools.clear();
+    let body = anthropic_request(&p, &opts);
+    assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+}
+
+#[test]
+fn thinking_options() {
+    let p = prompt("conversation_with_tools");
+    let mut opts = options("claude-sonnet-4-5");
+    opts.temperature = Some(0.5);
+    opts.thinking = Thinking::Budget(8000);
+    let body = anthropic_request(&p, &opts);
+    assert_eq!(body["max_tokens"], 12096);
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8000})
+    );
+    assert!(body.get("temperature").is_none());
+
+    opts.thinking = Thinking::Level(flemma_providers::ThinkingLevel::Max);
+    let body = openai_responses_request(&p, &opts);
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    assert!(body.get("temperature").is_none());
+
+    opts.thinking = Thinking::Off;
+    opts.max_tokens = Some(100);
+    let body = openai_responses_request(&p, &opts);
+    assert_eq!(body["temperature"], 0.5);
+    assert_eq!(body["max_output_tokens"], 100);
+    assert!(body.get("reasoning").is_none());
+}
