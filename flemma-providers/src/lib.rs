@@ -10,8 +10,11 @@
 //!
 //! On the request side, [`build_prompt`] turns a parsed conversation into a provider-neutral
 //! [`Prompt`] (lifecycle results dropped, synthetic `No result provided` results for
-//! unresolved tool uses, Job Results as user text). Template evaluation, request bodies and the
-//! HTTP transport come with the next pieces of work.
+//! unresolved tool uses, Job Results as user text), and one function per provider shapes the
+//! request body (`anthropic_request`, `openai_responses_request`, `chat_completions_request`,
+//! `vertex_request`). The HTTP transport (reqwest with rustls on ring) posts it with timeouts
+//! and retries, and `stream_events` pipes the answer through the decoders. Template
+//! evaluation and file parts in prompts come next.
 //!
 //! ```
 //! use flemma_providers::{AnthropicDecoder, ResponseWriter, SseDecoder, StreamDecoder};
@@ -39,6 +42,7 @@ mod openai;
 mod prompt;
 mod request;
 mod sse;
+mod transport;
 mod vertex;
 mod wire;
 mod writer;
@@ -56,6 +60,10 @@ pub use prompt::{
 };
 pub use request::{CacheRetention, RequestOptions, Thinking, ThinkingLevel, body_to_string};
 pub use sse::{SseDecoder, SseEvent};
+pub use transport::{
+    ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TransportConfig,
+    TransportError, stream_events, stream_events_with, with_cancel,
+};
 pub use vertex::VertexDecoder;
 pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};
 pub use writer::ResponseWriter;

@@ -7,6 +7,7 @@
 )]
 
 mod errors;
+mod http;
 mod prompt;
 mod recordings;
 mod requests_a;

@@ -1,0 +1,530 @@
+//! The HTTP transport: endpoints and keys per provider, a streaming POST with timeouts and
+//! retries, and the pipe from response bytes to [`StreamEvent`]s.
+//!
+//! Cancellation: every call here is a future; dropping it (or the [`ResponseStream`] it
+//! returned) closes the connection and stops the work. [`with_cancel`] races a call against a
+//! cancellation signal and reports [`TransportError::Cancelled`].
+//!
+//! Keys never leave an [`ApiKey`] except as a (sensitive) request header: its `Debug` and
+//! `Display` print `ApiKey(***)`, and no error carries one.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::future::Either;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::error::{ProviderError, error_from_body};
+use crate::event::{StreamDecoder, StreamEvent};
+use crate::sse::SseDecoder;
+use crate::{AnthropicDecoder, ChatCompletionsDecoder, OpenAiResponsesDecoder, VertexDecoder};
+
+/// The longest wait between attempts, whatever `retry-after` or the backoff say.
+const MAX_DELAY: Duration = Duration::from_secs(60);
+
+/// A secret: an API key or access token. It prints as `ApiKey(***)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into())
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Responses.
+    OpenAiResponses,
+    /// OpenAI Chat Completions (and compatible servers).
+    OpenAiChat,
+    /// Google Vertex AI (Gemini).
+    Vertex,
+}
+
+impl ProviderKind {
+    /// A fresh stream decoder for this provider.
+    pub fn decoder(self) -> Box<dyn StreamDecoder> {
+        match self {
+            Self::Anthropic => Box::new(AnthropicDecoder::new()),
+            Self::OpenAiResponses => Box::new(OpenAiResponsesDecoder::new()),
+            Self::OpenAiChat => Box::new(ChatCompletionsDecoder::new()),
+            Self::Vertex => Box::new(VertexDecoder::new()),
+        }
+    }
+}
+
+/// Where a request goes and how it authenticates. The base URL can be overridden (proxies,
+/// tests) with [`Endpoint::with_base_url`].
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    kind: ProviderKind,
+    base_url: String,
+    path: String,
+    key: ApiKey,
+}
+
+impl Endpoint {
+    /// Anthropic Messages: `https://api.anthropic.com/v1/messages`, `x-api-key`.
+    pub fn anthropic(key: ApiKey) -> Self {
+        Self {
+            kind: ProviderKind::Anthropic,
+            base_url: "https://api.anthropic.com".to_owned(),
+            path: "/v1/messages".to_owned(),
+            key,
+        }
+    }
+
+    /// OpenAI Responses: `https://api.openai.com/v1/responses`, bearer key.
+    pub fn openai_responses(key: ApiKey) -> Self {
+        Self {
+            kind: ProviderKind::OpenAiResponses,
+            base_url: "https://api.openai.com".to_owned(),
+            path: "/v1/responses".to_owned(),
+            key,
+        }
+    }
+
+    /// OpenAI Chat Completions: `https://api.openai.com/v1/chat/completions`, bearer key.
+    pub fn openai_chat(key: ApiKey) -> Self {
+        Self {
+            kind: ProviderKind::OpenAiChat,
+            base_url: "https://api.openai.com".to_owned(),
+            path: "/v1/chat/completions".to_owned(),
+            key,
+        }
+    }
+
+    /// Vertex AI streaming (`streamGenerateContent?alt=sse`) for `model`, with a bearer access
+    /// token.
+    pub fn vertex(token: ApiKey, project: &str, location: &str, model: &str) -> Self {
+        Self {
+            kind: ProviderKind::Vertex,
+            base_url: format!("https://{location}-aiplatform.googleapis.com"),
+            path: format!(
+                "/v1beta1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent?alt=sse"
+            ),
+            key: token,
+        }
+    }
+
+    /// The endpoint for `kind` with its key from the environment: `ANTHROPIC_API_KEY`,
+    /// `OPENAI_API_KEY`, or `VERTEX_ACCESS_TOKEN`, `VERTEX_PROJECT` and `VERTEX_LOCATION`.
+    /// `model` only matters for Vertex (elsewhere it goes in the body).
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::MissingEnv`] naming the first variable unset or empty.
+    pub fn from_env(kind: ProviderKind, model: &str) -> Result<Self, TransportError> {
+        Self::from_lookup(kind, model, |name| std::env::var(name).ok())
+    }
+
+    /// [`Endpoint::from_env`] with variables read through `lookup`.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::MissingEnv`] naming the first variable `lookup` lacks or has empty.
+    pub fn from_lookup(
+        kind: ProviderKind,
+        model: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, TransportError> {
+        let var = |name: &'static str| {
+            lookup(name)
+                .filter(|v| !v.is_empty())
+                .ok_or(TransportError::MissingEnv { name })
+        };
+        Ok(match kind {
+            ProviderKind::Anthropic => Self::anthropic(ApiKey::new(var("ANTHROPIC_API_KEY")?)),
+            ProviderKind::OpenAiResponses => {
+                Self::openai_responses(ApiKey::new(var("OPENAI_API_KEY")?))
+            }
+            ProviderKind::OpenAiChat => Self::openai_chat(ApiKey::new(var("OPENAI_API_KEY")?)),
+            ProviderKind::Vertex => {
+                let token = ApiKey::new(var("VERTEX_ACCESS_TOKEN")?);
+                Self::vertex(
+                    token,
+                    &var("VERTEX_PROJECT")?,
+                    &var("VERTEX_LOCATION")?,
+                    model,
+                )
+            }
+        })
+    }
+
+    /// The same endpoint at another base URL (`http://127.0.0.1:8080`, a proxy).
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// The provider.
+    pub fn kind(&self) -> ProviderKind {
+        self.kind
+    }
+
+    /// The full URL requests go to.
+    pub fn url(&self) -> String {
+        format!("{}{}", self.base_url.trim_end_matches('/'), self.path)
+    }
+
+    fn headers(&self) -> Result<HeaderMap, TransportError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let (name, value) = match self.kind {
+            ProviderKind::Anthropic => {
+                headers.insert(
+                    HeaderName::from_static("anthropic-version"),
+                    HeaderValue::from_static("2023-06-01"),
+                );
+                (
+                    HeaderName::from_static("x-api-key"),
+                    self.key.expose().to_owned(),
+                )
+            }
+            ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat | ProviderKind::Vertex => (
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {}", self.key.expose()),
+            ),
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| TransportError::InvalidKey)?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+        Ok(headers)
+    }
+}
+
+/// Timeouts and retries of an [`HttpTransport`].
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// The longest wait to connect.
+    pub connect_timeout: Duration,
+    /// The longest wait for any read (headers or the next chunk of a stream).
+    pub read_timeout: Duration,
+    /// Retries after the first attempt, on 429, 5xx, connection errors and timeouts.
+    pub max_retries: u32,
+    /// The first backoff; it doubles with each retry (a `retry-after` header wins).
+    pub base_backoff: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(120),
+            max_retries: 3,
+            base_backoff: Duration::from_millis(500),
+        }
+    }
+}
+
+/// An error of the HTTP library, kept opaque.
+#[derive(Debug)]
+pub struct HttpError(reqwest::Error);
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for HttpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0)
+    }
+}
+
+impl HttpError {
+    /// The request timed out (connect or read).
+    pub fn is_timeout(&self) -> bool {
+        self.0.is_timeout()
+    }
+
+    /// Connecting failed.
+    pub fn is_connect(&self) -> bool {
+        self.0.is_connect()
+    }
+}
+
+/// What went wrong talking to a provider.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// A required environment variable is unset or empty.
+    #[error("environment variable {name} is not set")]
+    MissingEnv {
+        /// The variable.
+        name: &'static str,
+    },
+    /// The key cannot be sent as an HTTP header (control characters).
+    #[error("the API key contains characters not allowed in an HTTP header")]
+    InvalidKey,
+    /// The HTTP client could not be built.
+    #[error("could not build the HTTP client")]
+    Client(#[source] HttpError),
+    /// The request failed without a response (connection, timeout), after retries.
+    #[error("the request failed after {attempts} attempt(s)")]
+    Request {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        #[source]
+        source: HttpError,
+    },
+    /// The provider answered with an error status, after retries.
+    #[error("{source} (after {attempts} attempt(s))")]
+    Provider {
+        /// Attempts made.
+        attempts: u32,
+        /// The status and the provider's message.
+        #[source]
+        source: ProviderError,
+    },
+    /// The response stream broke.
+    #[error("the response stream failed")]
+    Stream(#[source] HttpError),
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A streaming HTTP client with timeouts and retries.
+#[derive(Debug, Clone)]
+pub struct HttpTransport {
+    client: reqwest::Client,
+    config: TransportConfig,
+}
+
+impl HttpTransport {
+    /// A transport with `config`; TLS is rustls with the ring provider.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Client`] when the client cannot be built.
+    pub fn new(config: TransportConfig) -> Result<Self, TransportError> {
+        // reqwest is built without a default provider; another provider installed first wins.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            .build()
+            .map_err(|e| TransportError::Client(HttpError(e)))?;
+        Ok(Self { client, config })
+    }
+
+    /// POSTs `body` (JSON) and returns the response body as a stream of chunks. 429, 5xx,
+    /// connection errors and timeouts are retried up to `max_retries` times with exponential
+    /// backoff, honouring `retry-after` (seconds).
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Provider`] for an error status (read from the body with
+    /// [`error_from_body`]), [`TransportError::Request`] when no response came.
+    pub async fn post_stream(
+        &self,
+        endpoint: &Endpoint,
+        body: String,
+    ) -> Result<ResponseStream, TransportError> {
+        let url = endpoint.url();
+        let headers = endpoint.headers()?;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let retry_left = attempts <= self.config.max_retries;
+            let sent = self
+                .client
+                .post(&url)
+                .headers(headers.clone())
+                .body(body.clone())
+                .send()
+                .await;
+            match sent {
+                Ok(response) if response.status().is_success() => {
+                    return Ok(ResponseStream {
+                        inner: Box::pin(response.bytes_stream().map(|r| r.map(|b| b.to_vec()))),
+                    });
+                }
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    if retry_left && (status == 429 || status >= 500) {
+                        let delay =
+                            retry_after(&response).unwrap_or_else(|| self.backoff(attempts));
+                        drop(response);
+                        tokio::time::sleep(delay).await;
+                        continue;
+                    }
+                    let text = response.text().await.unwrap_or_default();
+                    return Err(TransportError::Provider {
+                        attempts,
+                        source: error_from_body(status, &text),
+                    });
+                }
+                Err(e) if retry_left && (e.is_connect() || e.is_timeout()) => {
+                    tokio::time::sleep(self.backoff(attempts)).await;
+                }
+                Err(e) => {
+                    return Err(TransportError::Request {
+                        attempts,
+                        source: HttpError(e),
+                    });
+                }
+            }
+        }
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u32 << attempt.saturating_sub(1).min(16);
+        self.config
+            .base_backoff
+            .saturating_mul(factor)
+            .min(MAX_DELAY)
+    }
+}
+
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
+    let seconds: f64 = value.to_str().ok()?.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0)
+        .then(|| Duration::from_secs_f64(seconds.min(MAX_DELAY.as_secs_f64())))
+}
+
+type ChunkStream = Pin<Box<dyn Stream<Item = reqwest::Result<Vec<u8>>> + Send>>;
+
+/// The body of a successful response, as chunks of bytes. Dropping it closes the connection.
+pub struct ResponseStream {
+    inner: ChunkStream,
+}
+
+impl fmt::Debug for ResponseStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseStream").finish_non_exhaustive()
+    }
+}
+
+impl Stream for ResponseStream {
+    type Item = Result<Vec<u8>, TransportError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner
+            .as_mut()
+            .poll_next(cx)
+            .map(|chunk| chunk.map(|r| r.map_err(|e| TransportError::Stream(HttpError(e)))))
+    }
+}
+
+/// Sends `body` to `endpoint` and decodes the streamed response with the provider's decoder;
+/// returns every event, ending with what the decoder's `finish` reports.
+///
+/// # Errors
+///
+/// As [`HttpTransport::post_stream`]. A stream that breaks after the response began is not
+/// an error here: an [`StreamEvent::Error`] describes it, then the decoder finishes (which
+/// drops unfinished tool calls).
+pub async fn stream_events(
+    transport: &HttpTransport,
+    endpoint: &Endpoint,
+    body: String,
+) -> Result<Vec<StreamEvent>, TransportError> {
+    let mut decoder = endpoint.kind().decoder();
+    let mut events = Vec::new();
+    stream_events_with(transport, endpoint, body, decoder.as_mut(), |e| {
+        events.push(e);
+    })
+    .await?;
+    Ok(events)
+}
+
+/// [`stream_events`] with a given decoder, handing each event to `on_event` as it arrives.
+///
+/// # Errors
+///
+/// As [`stream_events`].
+pub async fn stream_events_with(
+    transport: &HttpTransport,
+    endpoint: &Endpoint,
+    body: String,
+    decoder: &mut dyn StreamDecoder,
+    mut on_event: impl FnMut(StreamEvent),
+) -> Result<(), TransportError> {
+    let mut stream = transport.post_stream(endpoint, body).await?;
+    let mut sse = SseDecoder::new();
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(bytes) => {
+                for event in sse.feed(&bytes) {
+                    decoder.decode(&event).into_iter().for_each(&mut on_event);
+                }
+            }
+            Err(e) => {
+                on_event(StreamEvent::Error {
+                    message: error_chain(&e),
+                });
+                break;
+            }
+        }
+    }
+    if let Some(event) = sse.finish() {
+        decoder.decode(&event).into_iter().for_each(&mut on_event);
+    }
+    decoder.finish().into_iter().for_each(&mut on_event);
+    Ok(())
+}
+
+/// Races `call` against `cancel`: when `cancel` completes first, `call` is dropped (closing
+/// its connection) and the result is [`TransportError::Cancelled`].
+///
+/// # Errors
+///
+/// [`TransportError::Cancelled`], or the error of `call`.
+pub async fn with_cancel<T>(
+    call: impl Future<Output = Result<T, TransportError>>,
+    cancel: impl Future<Output = ()>,
+) -> Result<T, TransportError> {
+    match futures_util::future::select(pin!(call), pin!(cancel)).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => Err(TransportError::Cancelled),
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
