@@ -299,8 +299,21 @@ pub struct FenceLayout {
     pub language: Option<String>,
     /// Whatever follows the language word after whitespace, if anything.
     pub info: Option<String>,
+    /// Text glued to the language word without whitespace (the `**x**` of ```` ```json**x** ````),
+    /// kept verbatim so that printing does not change what the line means. When set, `info`
+    /// is `None`.
+    pub glued: Option<String>,
     /// Whether a blank line separates the header from the fence.
     pub blank_after_header: bool,
+    /// Backticks of the fence as written; `0` lets the printer size it to the content.
+    ///
+    /// Kept because a fence's length can matter to the lines around it: a block fenced with
+    /// one backtick inside a message-level ```` ``` ```` region does not close that region,
+    /// where a three-backtick fence would.
+    pub ticks: usize,
+    /// Backticks of the closing fence as written; it may be longer than the opener's.
+    /// Ignored when [`ticks`](Self::ticks) is `0` or this is shorter than it.
+    pub closing_ticks: usize,
 }
 
 /// A JSON object, as tool inputs are.
@@ -344,7 +357,10 @@ impl ToolUse {
             layout: FenceLayout {
                 language: Some("json".to_owned()),
                 info: None,
+                glued: None,
                 blank_after_header: true,
+                ticks: 0,
+                closing_ticks: 0,
             },
             span,
             raw_input,

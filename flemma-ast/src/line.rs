@@ -191,6 +191,12 @@ impl<'a> FenceOpen<'a> {
         let info = skip_space(self.rest);
         (!info.is_empty()).then_some(info)
     }
+
+    /// The rest when it follows the language token without whitespace (`json**x**`).
+    pub(crate) fn glued(&self) -> Option<&'a str> {
+        let first = *self.rest.as_bytes().first()?;
+        (!is_space(first)).then_some(self.rest)
+    }
 }
 
 /// Reads a fence opener (any line starting with a backtick).
@@ -211,9 +217,14 @@ pub(crate) fn fence_open(line: &str) -> Option<FenceOpen<'_>> {
     })
 }
 
+/// Number of backticks the line starts with.
+pub(crate) fn leading_ticks(line: &str) -> usize {
+    line.bytes().take_while(|&b| b == b'`').count()
+}
+
 /// Whether the line closes a fence opened with `min_ticks` backticks.
 pub(crate) fn closes_fence(line: &str, min_ticks: usize) -> bool {
-    let ticks = line.bytes().take_while(|&b| b == b'`').count();
+    let ticks = leading_ticks(line);
     ticks >= min_ticks.max(1) && is_blank(&line[ticks..])
 }
 #[cfg(test)]

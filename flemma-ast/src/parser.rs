@@ -305,7 +305,10 @@ impl Body<'_, '_> {
             layout: FenceLayout {
                 language: (!open.language.is_empty()).then(|| open.language.to_owned()),
                 info: open.info().map(str::to_owned),
+                glued: open.glued().map(str::to_owned),
                 blank_after_header: open_line > header + 1,
+                ticks: open.ticks,
+                closing_ticks: line::leading_ticks(self.src.line(close)),
             },
             close,
         })
@@ -316,7 +319,7 @@ impl Body<'_, '_> {
         let mut table = vec![0; self.end - self.first + 1];
         for i in (self.first..self.end).rev() {
             let text = self.src.line(i);
-            let ticks = text.bytes().take_while(|&b| b == b'`').count();
+            let ticks = line::leading_ticks(text);
             let closer = if ticks > 0 && line::closes_fence(text, ticks) {
                 ticks
             } else {

@@ -10,7 +10,8 @@ use crate::writer::fence_for;
 /// Prints a document as `.chat` text.
 ///
 /// The output is canonical: one blank line between messages, no trailing blank lines inside a
-/// message, fences sized by [`fence_for`], result header suffixes with the status word first,
+/// message, block fences as long as written (sized by [`fence_for`] for blocks built in code),
+/// result header suffixes with the status word first,
 /// LF line endings and a final newline. Everything else (text, template code, tool input as
 /// written, fence languages, whether a blank line follows a block header) is reproduced as
 /// parsed, so printing a canonical file gives it back byte for byte, and parsing any printed
@@ -201,22 +202,41 @@ pub(crate) fn push_suffix(out: &mut String, status: Option<&str>, meta: &Modelin
     }
 }
 
+/// Whether a line of `content` would close a fence of `ticks` backticks.
+fn closes_inside(content: &str, ticks: usize) -> bool {
+    content.split('\n').any(|line| {
+        let n = crate::line::leading_ticks(line);
+        n >= ticks && line[n..].bytes().all(crate::line::is_space)
+    })
+}
+
 /// Writes an optional blank line, the opening fence, the content lines and the closing fence.
 pub(crate) fn push_block(out: &mut String, layout: &FenceLayout, content: &str) {
     if layout.blank_after_header {
         out.push('\n');
     }
-    let fence = fence_for(content);
+    let as_written = layout.ticks > 0 && !closes_inside(content, layout.ticks);
+    let fence = if as_written {
+        "`".repeat(layout.ticks)
+    } else {
+        fence_for(content)
+    };
     out.push_str(&fence);
     if let Some(language) = &layout.language {
         out.push_str(language);
     }
-    if let Some(info) = &layout.info {
+    if let Some(glued) = &layout.glued {
+        out.push_str(glued);
+    } else if let Some(info) = &layout.info {
         out.push(' ');
         out.push_str(info);
     }
     out.push('\n');
     push_lines(out, content);
-    out.push_str(&fence);
+    if as_written && layout.closing_ticks > layout.ticks {
+        out.push_str(&"`".repeat(layout.closing_ticks));
+    } else {
+        out.push_str(&fence);
+    }
     out.push('\n');
 }

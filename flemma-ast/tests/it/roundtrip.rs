@@ -67,6 +67,23 @@ fn empty_and_blank_inputs() {
     assert_reprints("\n\n  \n");
 }
 
+/// Found by the property tests: block fences whose length or opener text matters to the
+/// message-level fence tracking around them must print as written.
+#[test]
+fn block_fences_print_as_written() {
+    for text in [
+        // A one-backtick block inside a message-level fence does not close it.
+        "@You:\n```\n**Tool Result:** `t1`\n`\n@You:\n```",
+        // A closer longer than its opener opens a message-level fence when printed alone.
+        "@You:\n**Tool Result:** `t1`\n`\n```\n@You:",
+        // An opener with a backtick after the ticks is no message-level fence.
+        "@You:\n**Tool Result:** `t1`\n```**Tool Use:** `bash` (`t1`)\n```\n@You:",
+    ] {
+        let printed = assert_reprints(text);
+        assert_eq!(printed.trim_end(), text.trim_end(), "{text:?}");
+    }
+}
+
 #[test]
 fn crlf_parses_like_lf() {
     let lf = "@You:\nHi {{ x }}\n\n@Assistant:\n**Tool Use:** `a` (`t`)\n```json\n{}\n```\n";
