@@ -160,12 +160,6 @@ impl StreamDecoder for AnthropicDecoder {
 
     fn finish(&mut self) -> Vec<StreamEvent> {
         self.tool = None;
-        if self.done {
-            Vec::new()
-        } else {
-            vec![StreamEvent::Error {
-                message: crate::STREAM_CUT.to_owned(),
-            }]
-        }
+        crate::event::cut_unless(self.done)
     }
 }

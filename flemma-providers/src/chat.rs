@@ -236,61 +236,17 @@ impl StreamDecoder for ChatCompletionsDecoder {
 
     fn finish(&mut self) -> Vec<StreamEvent> {
         self.calls.clear();
-        if self.done {
-            Vec::new()
-        } else {
-            vec![StreamEvent::Error {
-                message: crate::STREAM_CUT.to_owned(),
-            }]
-        }
+        crate::event::cut_unless(self.done)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sse::SseDecoder;
+    use crate::test_support::{calls, collect, read_peer as read};
 
     fn decode_all(body: &str) -> Vec<StreamEvent> {
-        let (mut sse, mut decoder) = (SseDecoder::new(), ChatCompletionsDecoder::new());
-        let mut events = sse.feed(body.as_bytes());
-        events.extend(sse.finish());
-        let mut out: Vec<StreamEvent> = events.iter().flat_map(|e| decoder.decode(e)).collect();
-        out.extend(decoder.finish());
-        out
-    }
-
-    fn read(name: &str) -> String {
-        let path = format!(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/peer/{}"),
-            name
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
-
-    fn collect(events: &[StreamEvent], thinking: bool) -> String {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Text { text } if !thinking => Some(text.as_str()),
-                StreamEvent::Thinking { text } if thinking => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn calls(events: &[StreamEvent]) -> Vec<(&str, &str, &str)> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => Some((id.as_str(), name.as_str(), arguments.as_str())),
-                _ => None,
-            })
-            .collect()
+        crate::test_support::decode_all(&mut ChatCompletionsDecoder::new(), body)
     }
 
     fn dones(events: &[StreamEvent]) -> Vec<&StopReason> {

@@ -105,6 +105,18 @@ pub trait StreamDecoder {
     fn finish(&mut self) -> Vec<StreamEvent>;
 }
 
+/// What a decoder's `finish` yields: nothing after a completed response, else the
+/// [`STREAM_CUT`](crate::STREAM_CUT) error.
+pub(crate) fn cut_unless(done: bool) -> Vec<StreamEvent> {
+    if done {
+        Vec::new()
+    } else {
+        vec![StreamEvent::Error {
+            message: crate::STREAM_CUT.to_owned(),
+        }]
+    }
+}
+
 /// Parses a tool call's accumulated arguments into compact JSON object text; empty or
 /// invalid input becomes `{}` with a warning.
 pub(crate) fn compact_arguments(raw: &str, name: &str) -> (String, Option<StreamEvent>) {

@@ -42,6 +42,8 @@ mod openai;
 mod prompt;
 mod request;
 mod sse;
+#[cfg(test)]
+mod test_support;
 mod transport;
 mod vertex;
 mod wire;

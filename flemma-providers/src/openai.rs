@@ -243,64 +243,21 @@ impl StreamDecoder for OpenAiResponsesDecoder {
     fn finish(&mut self) -> Vec<StreamEvent> {
         self.open.clear();
         self.open_by_index.clear();
-        if self.done {
-            Vec::new()
-        } else {
-            vec![StreamEvent::Error {
-                message: crate::STREAM_CUT.to_owned(),
-            }]
-        }
+        crate::event::cut_unless(self.done)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sse::SseDecoder;
-
-    fn decode_all(decoder: &mut OpenAiResponsesDecoder, body: &str) -> Vec<StreamEvent> {
-        let mut sse = SseDecoder::new();
-        let mut events: Vec<SseEvent> = sse.feed(body.as_bytes());
-        events.extend(sse.finish());
-        let mut out: Vec<StreamEvent> = events.iter().flat_map(|e| decoder.decode(e)).collect();
-        out.extend(decoder.finish());
-        out
-    }
+    use crate::test_support::{calls, decode_all, read_peer};
 
     fn run(name: &str) -> Vec<StreamEvent> {
-        let path = format!(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/peer/{}"),
-            name
-        );
-        let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        decode_all(&mut OpenAiResponsesDecoder::new(), &body)
+        decode_all(&mut OpenAiResponsesDecoder::new(), &read_peer(name))
     }
 
     fn text(events: &[StreamEvent]) -> String {
-        events
-            .iter()
-            .filter_map(|e| {
-                if let StreamEvent::Text { text } = e {
-                    Some(text.as_str())
-                } else {
-                    None
-                }
-            })
-            .collect()
-    }
-
-    fn calls(events: &[StreamEvent]) -> Vec<(&str, &str, &str)> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => Some((id.as_str(), name.as_str(), arguments.as_str())),
-                _ => None,
-            })
-            .collect()
+        crate::test_support::collect(events, false)
     }
 
     fn signature(events: &[StreamEvent]) -> Vec<&str> {

@@ -207,49 +207,23 @@ impl StreamDecoder for VertexDecoder {
     }
 
     fn finish(&mut self) -> Vec<StreamEvent> {
-        if self.done {
-            Vec::new()
-        } else {
-            vec![StreamEvent::Error {
-                message: crate::STREAM_CUT.to_owned(),
-            }]
-        }
+        crate::event::cut_unless(self.done)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sse::SseDecoder;
+    use crate::test_support::{collect, read_peer};
 
     fn decode_all(body: &str) -> Vec<StreamEvent> {
-        let mut sse = SseDecoder::new();
         let mut decoder =
             VertexDecoder::with_id_source(|name| format!("urn:flemma:tool:{name}:test"));
-        let mut events = sse.feed(body.as_bytes());
-        events.extend(sse.finish());
-        let mut out: Vec<StreamEvent> = events.iter().flat_map(|e| decoder.decode(e)).collect();
-        out.extend(decoder.finish());
-        out
+        crate::test_support::decode_all(&mut decoder, body)
     }
 
     fn run(name: &str) -> Vec<StreamEvent> {
-        let path = format!(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/peer/{}"),
-            name
-        );
-        decode_all(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
-    }
-
-    fn collect(events: &[StreamEvent], thinking: bool) -> String {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Text { text } if !thinking => Some(text.as_str()),
-                StreamEvent::Thinking { text } if thinking => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        decode_all(&read_peer(name))
     }
 
     fn calculator(expression: &str) -> StreamEvent {
