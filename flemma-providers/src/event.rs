@@ -96,7 +96,10 @@ pub enum StreamEvent {
 }
 
 /// Turns one provider's SSE events into [`StreamEvent`]s.
-pub trait StreamDecoder {
+///
+/// Decoders are `Send` so that a streaming call can run on any task of a multi-threaded
+/// runtime (`tokio::spawn`).
+pub trait StreamDecoder: Send {
     /// Decodes one SSE event.
     fn decode(&mut self, event: &SseEvent) -> Vec<StreamEvent>;
 

@@ -17,7 +17,7 @@ use crate::sse::SseEvent;
 /// before the end.
 pub struct VertexDecoder {
     /// Makes the id of a tool call from the tool name.
-    id_source: Box<dyn FnMut(&str) -> String>,
+    id_source: Box<dyn FnMut(&str) -> String + Send>,
     signature: String,
     calls: usize,
     done: bool,
@@ -59,7 +59,7 @@ impl VertexDecoder {
     ///     arguments: "{}".into(),
     /// }]);
     /// ```
-    pub fn with_id_source(id_source: impl FnMut(&str) -> String + 'static) -> Self {
+    pub fn with_id_source(id_source: impl FnMut(&str) -> String + Send + 'static) -> Self {
         Self {
             id_source: Box::new(id_source),
             signature: String::new(),

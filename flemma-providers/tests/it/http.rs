@@ -406,3 +406,29 @@ fn keys_come_from_the_environment_by_name() {
     );
     assert!(!format!("{err:?}").contains(KEY));
 }
+
+/// A streaming call is `Send + 'static` once its inputs are owned, so it runs on a spawned
+/// task of a multi-threaded runtime: this does not compile if a decoder stops being `Send`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_calls_run_on_spawned_tasks() {
+    let server = MockServer::start().await;
+    let name = stream_files()
+        .into_iter()
+        .find(|n| kind_of(n) == ProviderKind::Vertex)
+        .expect("a Vertex recording");
+    let bytes = peer(&name);
+    Mock::given(method("POST"))
+        .respond_with(sse(bytes.clone()))
+        .mount(&server)
+        .await;
+    let (transport, endpoint) = (fast(), endpoint(ProviderKind::Vertex, &server));
+    let events =
+        tokio::spawn(async move { stream_events(&transport, &endpoint, "{}".to_owned()).await })
+            .await
+            .unwrap()
+            .unwrap();
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Done { .. })),
+        "{name}: {events:?}"
+    );
+}
