@@ -12,7 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt};
@@ -346,7 +346,7 @@ impl HttpTransport {
 
     /// POSTs `body` (JSON) and returns the response body as a stream of chunks. 429, 5xx,
     /// connection errors and timeouts are retried up to `max_retries` times with exponential
-    /// backoff, honouring `retry-after` (seconds).
+    /// backoff, honouring `retry-after` (seconds or an HTTP date, at most 60 s).
     ///
     /// # Errors
     ///
@@ -415,9 +415,23 @@ impl HttpTransport {
 
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
-    let seconds: f64 = value.to_str().ok()?.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0)
-        .then(|| Duration::from_secs_f64(seconds.min(MAX_DELAY.as_secs_f64())))
+    retry_delay(value.to_str().ok()?, SystemTime::now())
+}
+
+/// The wait a `retry-after` value asks for: seconds, or an HTTP date (past dates mean no wait).
+fn retry_delay(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    let delay = match value.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            Duration::from_secs_f64(seconds.min(MAX_DELAY.as_secs_f64()))
+        }
+        Ok(_) => return None,
+        Err(_) => httpdate::parse_http_date(value)
+            .ok()?
+            .duration_since(now)
+            .unwrap_or(Duration::ZERO),
+    };
+    Some(delay.min(MAX_DELAY))
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = reqwest::Result<Vec<u8>>> + Send>>;
@@ -527,4 +541,28 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = httpdate::parse_http_date("Mon, 30 Nov 2026 10:00:00 GMT").unwrap();
+        assert_eq!(retry_delay("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(retry_delay(" 0.5 ", now), Some(Duration::from_millis(500)));
+        assert_eq!(
+            retry_delay("Mon, 30 Nov 2026 10:00:07 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_delay("Mon, 30 Nov 2026 09:59:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_delay("1000000", now), Some(MAX_DELAY));
+        for bad in ["-1", "NaN", "inf", "soon", ""] {
+            assert_eq!(retry_delay(bad, now), None, "{bad:?}");
+        }
+    }
 }
