@@ -432,3 +432,34 @@ async fn streaming_calls_run_on_spawned_tasks() {
         "{name}: {events:?}"
     );
 }
+
+#[tokio::test]
+async fn a_silent_server_times_out_and_is_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(peer(&stream_files()[0])).set_delay(Duration::from_secs(30)))
+        .mount(&server)
+        .await;
+    let transport = HttpTransport::new(TransportConfig {
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_millis(200),
+        max_retries: 1,
+        base_backoff: Duration::from_millis(1),
+    })
+    .unwrap();
+    let err = stream_events(
+        &transport,
+        &endpoint(ProviderKind::Anthropic, &server),
+        "{}".to_owned(),
+    )
+    .await
+    .unwrap_err();
+    match &err {
+        TransportError::Request {
+            attempts: 2,
+            source,
+        } => assert!(source.is_timeout(), "{source:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
