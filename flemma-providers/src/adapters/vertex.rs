@@ -3,6 +3,7 @@
 use flemma_schema::Dialect;
 use serde_json::{Map, Value, json};
 
+use super::anthropic::foreign_thinking_text;
 use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptMessage, PromptRole};
 use crate::request::RequestOptions;
 use crate::wire::encode_tool_name;
@@ -153,24 +154,42 @@ fn name_from_synthetic_id(id: &str) -> Option<String> {
 }
 
 /// One text part (when there is text), then the function calls; the `vertex` signature goes
-/// on the first call, else on the text part.
+/// on the first call, else on the text part. Foreign thinking (another provider's, or
+/// unsigned) leads the text part as `<thinking>` text.
 fn model_parts(parts: &[Part]) -> Vec<Value> {
     let mut text = String::new();
     let mut signature = None;
+    let mut foreign = Vec::new();
     let mut calls = Vec::new();
     for part in parts {
         match part {
             Part::Text { text: t } => text.push_str(t),
             Part::Thinking {
                 signature: Some(s), ..
-            } if s.provider == "vertex" && !s.value.is_empty() => {
-                signature = Some(s.value.as_str());
+            } if s.provider == "vertex" => {
+                if !s.value.is_empty() {
+                    signature = Some(s.value.as_str());
+                }
+            }
+            Part::Thinking {
+                content, redacted, ..
+            } => {
+                if !*redacted && !content.trim().is_empty() {
+                    foreign.push(content.trim());
+                }
             }
             Part::ToolUse { name, input, .. } => calls.push(json!({
                 "functionCall": {"name": encode_tool_name(name), "args": input},
             })),
-            Part::Thinking { .. } | Part::ToolResult { .. } => {}
+            Part::ToolResult { .. } => {}
         }
+    }
+    if let Some(thinking) = foreign_thinking_text(&foreign) {
+        text = if text.trim().is_empty() {
+            thinking
+        } else {
+            format!("{thinking}\n\n{}", text.trim())
+        };
     }
     let text = text.trim();
     let mut out = Vec::new();

@@ -142,6 +142,22 @@ fn vertex_thought_signature_on_first_function_call() {
 }
 
 #[test]
+fn vertex_sends_foreign_thinking_as_text() {
+    let text = "@You:\nHi\n\n@Assistant:\nHello.\n\n<thinking anthropic:signature=\"s\">\nA thought.\n</thinking>\n\n<thinking>\nAnother.\n</thinking>\n\n<thinking vertex:signature=\"v\">\nOwn thought.\n</thinking>\n\n@You:\nAgain\n";
+    let body = vertex_request(
+        &build_prompt(&flemma_ast::parse(text)),
+        &RequestOptions::new("m"),
+    );
+    assert_eq!(
+        body["contents"][1]["parts"],
+        json!([{
+            "text": "<thinking>\nA thought.\n\nAnother.\n</thinking>\n\nHello.",
+            "thoughtSignature": "v",
+        }])
+    );
+}
+
+#[test]
 fn vertex_signature_without_calls_goes_on_text() {
     let text =
         "@You:\nGo.\n\n@Assistant:\n<thinking vertex:signature=\"sig-2\">\nThink.\n</thinking>\n";
