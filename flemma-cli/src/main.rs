@@ -273,15 +273,16 @@ fn request(
             .map_or(general, |v| Thinking::from_option(Some(v))),
         ProviderArg::OpenaiChat => general,
     };
+    let model = model
+        .or_else(|| opts.model.clone())
+        .unwrap_or_else(|| default_model.to_owned());
     let request_options = RequestOptions {
-        model: model
-            .or_else(|| opts.model.clone())
-            .unwrap_or_else(|| default_model.to_owned()),
         max_tokens: opts.max_tokens,
         temperature: opts.temperature,
         thinking,
         cache_retention: CacheRetention::from_option(opts.cache_retention.as_deref()),
         tools,
+        ..RequestOptions::new(model)
     };
     let prompt = p::build_prompt(&doc);
     for d in &prompt.diagnostics {

@@ -60,7 +60,9 @@ pub use prompt::{
     NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptMessage, PromptRole,
     ThinkingSignature, build_prompt,
 };
-pub use request::{CacheRetention, RequestOptions, Thinking, ThinkingLevel, body_to_string};
+pub use request::{
+    CacheRetention, ForeignThinking, RequestOptions, Thinking, ThinkingLevel, body_to_string,
+};
 pub use sse::{SseDecoder, SseEvent};
 pub use transport::{
     ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TransportConfig,

@@ -91,6 +91,16 @@ impl Thinking {
     }
 }
 
+/// What to do with thinking that another provider produced (spec §13.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ForeignThinking {
+    /// Re-send it as `<thinking>` text, so the model still sees its earlier reasoning.
+    #[default]
+    Text,
+    /// Leave it out of the request.
+    Drop,
+}
+
 /// How long providers should cache the prompt prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CacheRetention {
@@ -129,6 +139,8 @@ pub struct RequestOptions {
     pub cache_retention: CacheRetention,
     /// The tools offered, sorted by name.
     pub tools: Vec<ToolSpec>,
+    /// What to do with another provider's thinking.
+    pub foreign_thinking: ForeignThinking,
 }
 
 impl RequestOptions {
@@ -141,6 +153,7 @@ impl RequestOptions {
             thinking: Thinking::Off,
             cache_retention: CacheRetention::Short,
             tools: Vec::new(),
+            foreign_thinking: ForeignThinking::Text,
         }
     }
 }

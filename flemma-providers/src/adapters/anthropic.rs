@@ -4,7 +4,7 @@ use flemma_schema::Dialect;
 use serde_json::{Map, Value, json};
 
 use crate::prompt::{Part, Prompt, PromptRole};
-use crate::request::{CacheRetention, RequestOptions};
+use crate::request::{CacheRetention, ForeignThinking, RequestOptions};
 use crate::wire::{encode_tool_name, normalize_tool_id};
 
 /// The output budget when the options set none.
@@ -57,7 +57,7 @@ pub fn anthropic_request(prompt: &Prompt, options: &RequestOptions) -> Value {
         .filter_map(|(role, parts)| {
             let content = match role {
                 PromptRole::User => user_content(&parts),
-                PromptRole::Assistant => assistant_content(&parts),
+                PromptRole::Assistant => assistant_content(&parts, options.foreign_thinking),
             };
             let role = match role {
                 PromptRole::User => "user",
@@ -128,7 +128,7 @@ fn user_content(parts: &[&Part]) -> Vec<Value> {
 }
 
 /// Native thinking, foreign thinking as text, text, then tool uses.
-fn assistant_content(parts: &[&Part]) -> Vec<Value> {
+fn assistant_content(parts: &[&Part], foreign_mode: ForeignThinking) -> Vec<Value> {
     let mut thinking = Vec::new();
     let mut foreign = Vec::new();
     let mut texts = Vec::new();
@@ -164,7 +164,7 @@ fn assistant_content(parts: &[&Part]) -> Vec<Value> {
             _ => {}
         }
     }
-    if let Some(text) = foreign_thinking_text(&foreign) {
+    if let Some(text) = foreign_thinking_text(&foreign, foreign_mode) {
         thinking.push(json!({"type": "text", "text": text}));
     }
     thinking.extend(texts);
@@ -184,7 +184,9 @@ pub(super) fn merged_messages(prompt: &Prompt) -> Vec<(PromptRole, Vec<&Part>)> 
     merged
 }
 
-/// Foreign thinking re-sent as text: `<thinking>\n<contents joined by blank lines>\n</thinking>`.
-pub(super) fn foreign_thinking_text(contents: &[&str]) -> Option<String> {
-    (!contents.is_empty()).then(|| format!("<thinking>\n{}\n</thinking>", contents.join("\n\n")))
+/// Foreign thinking re-sent as text: `<thinking>\n<contents joined by blank lines>\n</thinking>`,
+/// or nothing when there is none or `mode` drops it.
+pub(super) fn foreign_thinking_text(contents: &[&str], mode: ForeignThinking) -> Option<String> {
+    (mode == ForeignThinking::Text && !contents.is_empty())
+        .then(|| format!("<thinking>\n{}\n</thinking>", contents.join("\n\n")))
 }

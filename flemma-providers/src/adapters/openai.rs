@@ -68,7 +68,7 @@ pub fn openai_responses_request(prompt: &Prompt, options: &RequestOptions) -> Va
             PromptRole::User => user_items(&message.parts, &mut input),
             PromptRole::Assistant => {
                 assistant_number += 1;
-                assistant_items(&message.parts, assistant_number, &mut input);
+                assistant_items(&message.parts, assistant_number, options, &mut input);
             }
         }
     }
@@ -110,7 +110,12 @@ fn user_items(parts: &[Part], input: &mut Vec<Value>) {
 }
 
 /// Reasoning items first, then text flushed as `message` items before each function call.
-fn assistant_items(parts: &[Part], number: usize, input: &mut Vec<Value>) {
+fn assistant_items(
+    parts: &[Part],
+    number: usize,
+    options: &RequestOptions,
+    input: &mut Vec<Value>,
+) {
     let mut foreign = Vec::new();
     for part in parts {
         if let Part::Thinking {
@@ -133,7 +138,7 @@ fn assistant_items(parts: &[Part], number: usize, input: &mut Vec<Value>) {
             }
         }
     }
-    let mut text = foreign_thinking_text(&foreign).unwrap_or_default();
+    let mut text = foreign_thinking_text(&foreign, options.foreign_thinking).unwrap_or_default();
     let mut item_number = 0;
     let mut flush = |text: &mut String, input: &mut Vec<Value>| {
         if text.trim().is_empty() {

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::anthropic::foreign_thinking_text;
 use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptMessage, PromptRole};
-use crate::request::RequestOptions;
+use crate::request::{ForeignThinking, RequestOptions};
 use crate::wire::encode_tool_name;
 
 /// The prefix of the synthetic tool-call ids the Vertex decoder makes.
@@ -85,7 +85,10 @@ pub fn vertex_request(prompt: &Prompt, options: &RequestOptions) -> Value {
         .filter_map(|message| {
             let (role, parts) = match message.role {
                 PromptRole::User => ("user", user_parts(&message.parts)),
-                PromptRole::Assistant => ("model", model_parts(&message.parts)),
+                PromptRole::Assistant => (
+                    "model",
+                    model_parts(&message.parts, options.foreign_thinking),
+                ),
             };
             (!parts.is_empty()).then(|| json!({"role": role, "parts": parts}))
         })
@@ -156,7 +159,7 @@ fn name_from_synthetic_id(id: &str) -> Option<String> {
 /// One text part (when there is text), then the function calls; the `vertex` signature goes
 /// on the first call, else on the text part. Foreign thinking (another provider's, or
 /// unsigned) leads the text part as `<thinking>` text.
-fn model_parts(parts: &[Part]) -> Vec<Value> {
+fn model_parts(parts: &[Part], foreign_mode: ForeignThinking) -> Vec<Value> {
     let mut text = String::new();
     let mut signature = None;
     let mut foreign = Vec::new();
@@ -184,7 +187,7 @@ fn model_parts(parts: &[Part]) -> Vec<Value> {
             Part::ToolResult { .. } => {}
         }
     }
-    if let Some(thinking) = foreign_thinking_text(&foreign) {
+    if let Some(thinking) = foreign_thinking_text(&foreign, foreign_mode) {
         text = if text.trim().is_empty() {
             thinking
         } else {

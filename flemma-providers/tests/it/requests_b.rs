@@ -1,8 +1,8 @@
 //! Chat Completions and Vertex request bodies built from peer transcripts (spec §13.4, §13.5).
 
 use flemma_providers::{
-    Prompt, RequestOptions, Thinking, body_to_string, build_prompt, chat_completions_request,
-    vertex_request,
+    ForeignThinking, Prompt, RequestOptions, Thinking, anthropic_request, body_to_string,
+    build_prompt, chat_completions_request, openai_responses_request, vertex_request,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -154,6 +154,36 @@ fn vertex_sends_foreign_thinking_as_text() {
             "text": "<thinking>\nA thought.\n\nAnother.\n</thinking>\n\nHello.",
             "thoughtSignature": "v",
         }])
+    );
+}
+
+#[test]
+fn foreign_thinking_can_be_dropped() {
+    let text = "@You:\nHi\n\n@Assistant:\nHello.\n\n<thinking openai:signature=\"x\">\nA thought.\n</thinking>\n\n@You:\nAgain\n";
+    let prompt = build_prompt(&flemma_ast::parse(text));
+    let options = RequestOptions {
+        foreign_thinking: ForeignThinking::Drop,
+        ..RequestOptions::new("m")
+    };
+    let body = vertex_request(&prompt, &options);
+    assert_eq!(body["contents"][1]["parts"], json!([{"text": "Hello."}]));
+    let body = anthropic_request(&prompt, &options);
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([{"type": "text", "text": "Hello."}])
+    );
+    let body = openai_responses_request(&prompt, &options);
+    let input = body["input"].as_array().unwrap();
+    assert!(
+        input
+            .iter()
+            .all(|item| !item.to_string().contains("A thought.")),
+        "{input:?}"
+    );
+    let body = anthropic_request(&prompt, &RequestOptions::new("m"));
+    assert_eq!(
+        body["messages"][1]["content"][0]["text"],
+        "<thinking>\nA thought.\n</thinking>"
     );
 }
 
