@@ -1,6 +1,7 @@
 //! What every request needs besides the prompt, and the key order of request bodies.
 
 use flemma_schema::ToolSpec;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// The unified thinking level (`minimal | low | medium | high | max`) or an explicit budget.
@@ -169,16 +170,65 @@ impl RequestOptions {
 /// );
 /// ```
 pub fn body_to_string(body: &Value, trailing: &[&str]) -> String {
-    let mut body = body.clone();
-    body.sort_all_objects();
-    if let Value::Object(map) = &mut body {
-        let mut moved = Map::new();
-        for key in trailing {
-            if let Some(value) = map.shift_remove(*key) {
-                moved.insert((*key).to_owned(), value);
+    // Serializing through a key-sorting view writes the body once, without cloning it.
+    serde_json::to_string(&SortedBody { body, trailing }).unwrap_or_else(|_| {
+        // Unreachable: every key of a `Value` is a string and no part of it fails to
+        // serialize. Kept as a slow, equal fallback rather than a panic.
+        let mut body = body.clone();
+        body.sort_all_objects();
+        if let Value::Object(map) = &mut body {
+            let mut moved = Map::new();
+            for key in trailing {
+                if let Some(value) = map.shift_remove(*key) {
+                    moved.insert((*key).to_owned(), value);
+                }
             }
+            map.extend(moved);
         }
-        map.extend(moved);
+        body.to_string()
+    })
+}
+
+/// The top level of a request body: sorted keys, then the `trailing` ones in their order.
+struct SortedBody<'a> {
+    body: &'a Value,
+    trailing: &'a [&'a str],
+}
+
+impl Serialize for SortedBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(map) = self.body else {
+            return Sorted(self.body).serialize(serializer);
+        };
+        let mut entries = sorted_entries(map, |key| !self.trailing.contains(&key));
+        entries.extend(
+            self.trailing
+                .iter()
+                .filter_map(|key| map.get_key_value(*key)),
+        );
+        serializer.collect_map(entries.into_iter().map(|(k, v)| (k, Sorted(v))))
     }
-    body.to_string()
+}
+
+/// A JSON value serialized with the keys of every object in sorted order.
+struct Sorted<'a>(&'a Value);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => serializer.collect_map(
+                sorted_entries(map, |_| true)
+                    .into_iter()
+                    .map(|(k, v)| (k, Sorted(v))),
+            ),
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Sorted)),
+            scalar => scalar.serialize(serializer),
+        }
+    }
+}
+
+fn sorted_entries(map: &Map<String, Value>, keep: impl Fn(&str) -> bool) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> = map.iter().filter(|(k, _)| keep(k)).collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    entries
 }

@@ -226,3 +226,46 @@ fn thinking_options() {
     assert_eq!(body["max_output_tokens"], 100);
     assert!(body.get("reasoning").is_none());
 }
+
+/// The reference key order: every object sorted, then the top level's trailing keys moved last.
+fn reference_body_string(body: &Value, trailing: &[&str]) -> String {
+    let mut body = body.clone();
+    body.sort_all_objects();
+    if let Value::Object(map) = &mut body {
+        for key in trailing {
+            if let Some(value) = map.shift_remove(*key) {
+                map.insert((*key).to_owned(), value);
+            }
+        }
+    }
+    body.to_string()
+}
+
+fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-z\"\\\\\n ]{0,6}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+            proptest::collection::vec(("[a-z]{1,3}|tools|messages|system", inner), 0..6)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #[test]
+    fn body_to_string_sorts_every_object_and_moves_trailing_keys_last(body in json_value()) {
+        for trailing in [&["system", "tools", "messages"][..], &["tools", "input"], &[]] {
+            proptest::prop_assert_eq!(
+                body_to_string(&body, trailing),
+                reference_body_string(&body, trailing)
+            );
+        }
+    }
+}
