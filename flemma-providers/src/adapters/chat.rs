@@ -3,7 +3,7 @@
 use flemma_schema::Dialect;
 use serde_json::{Map, Value, json};
 
-use crate::prompt::{Part, Prompt, PromptMessage, PromptRole};
+use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::RequestOptions;
 use crate::wire::encode_tool_name;
 
@@ -59,7 +59,7 @@ pub fn chat_completions_request(prompt: &Prompt, options: &RequestOptions) -> Va
     if let Some(system) = &prompt.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    for message in merge_user_messages(&prompt.messages) {
+    for message in super::merge_user_messages(&prompt.messages) {
         match message.role {
             PromptRole::User => push_user(&mut messages, &message.parts),
             PromptRole::Assistant => messages.push(assistant_message(&message.parts)),
@@ -67,20 +67,6 @@ pub fn chat_completions_request(prompt: &Prompt, options: &RequestOptions) -> Va
     }
     body.insert("messages".to_owned(), Value::Array(messages));
     Value::Object(body)
-}
-
-/// The messages with every run of consecutive user messages merged into one.
-fn merge_user_messages(messages: &[PromptMessage]) -> Vec<PromptMessage> {
-    let mut merged: Vec<PromptMessage> = Vec::with_capacity(messages.len());
-    for message in messages {
-        match merged.last_mut() {
-            Some(last) if last.role == PromptRole::User && message.role == PromptRole::User => {
-                last.parts.extend(message.parts.iter().cloned());
-            }
-            _ => merged.push(message.clone()),
-        }
-    }
-    merged
 }
 
 /// Tool messages first, then the user text (when there is any).

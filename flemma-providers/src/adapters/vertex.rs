@@ -4,7 +4,7 @@ use flemma_schema::Dialect;
 use serde_json::{Map, Value, json};
 
 use super::anthropic::foreign_thinking_text;
-use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptMessage, PromptRole};
+use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptRole};
 use crate::request::{ForeignThinking, RequestOptions};
 use crate::wire::encode_tool_name;
 
@@ -80,7 +80,7 @@ pub fn vertex_request(prompt: &Prompt, options: &RequestOptions) -> Value {
         );
     }
 
-    let contents: Vec<Value> = merge_user_messages(&prompt.messages)
+    let contents: Vec<Value> = super::merge_user_messages(&prompt.messages)
         .iter()
         .filter_map(|message| {
             let (role, parts) = match message.role {
@@ -95,20 +95,6 @@ pub fn vertex_request(prompt: &Prompt, options: &RequestOptions) -> Value {
         .collect();
     body.insert("contents".to_owned(), Value::Array(contents));
     Value::Object(body)
-}
-
-/// The messages with every run of consecutive user messages merged into one.
-fn merge_user_messages(messages: &[PromptMessage]) -> Vec<PromptMessage> {
-    let mut merged: Vec<PromptMessage> = Vec::with_capacity(messages.len());
-    for message in messages {
-        match merged.last_mut() {
-            Some(last) if last.role == PromptRole::User && message.role == PromptRole::User => {
-                last.parts.extend(message.parts.iter().cloned());
-            }
-            _ => merged.push(message.clone()),
-        }
-    }
-    merged
 }
 
 /// Function responses first, then text parts.
