@@ -55,6 +55,21 @@ pub use incremental::{IncrementalParser, Reparse};
 pub use messages::ABORTED_BY_USER;
 pub use parser::{parse, parse_bytes};
 pub use print::print;
+
+/// Splits a text into [`Text`], [`Segment::Expression`] and [`Segment::Code`] segments, with
+/// positions counted from `base_line` (the line of the text's first byte, in column 1), as the
+/// parser does for message text (spec §1.11). Template engines use it for included files.
+///
+/// ```
+/// use flemma_ast::{Segment, parse_template};
+///
+/// let segments = parse_template("Hi {{ name }}!", 1);
+/// assert!(matches!(&segments[1], Segment::Expression(t) if t.code == " name "));
+/// assert_eq!(segments.len(), 3);
+/// ```
+pub fn parse_template(text: &str, base_line: u32) -> Vec<Segment> {
+    template::parse_segments(text, base_line)
+}
 pub use query::{
     SegmentRef, ToolPair, ToolUseInfo, build_tool_sibling_table, build_tool_use_index,
     find_job_result, find_message_at_line, find_segment_at_position, find_tool_result_by_id,

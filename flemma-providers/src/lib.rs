@@ -13,8 +13,10 @@
 //! unresolved tool uses, Job Results as user text), and one function per provider shapes the
 //! request body (`anthropic_request`, `openai_responses_request`, `chat_completions_request`,
 //! `vertex_request`). The HTTP transport (reqwest with rustls on ring) posts it with timeouts
-//! and retries, and `stream_events` pipes the answer through the decoders. Template
-//! evaluation and file parts in prompts come next.
+//! and retries, and `stream_events` pipes the answer through the decoders. Templates
+//! (`{{ … }}`, `{% … %}`, `include()`) and `@./file` references are rendered by a
+//! [`TemplateEngine`] while the prompt is built: [`MiniJinjaEngine`] by default, `LuaEngine`
+//! with the `lua` feature.
 //!
 //! ```
 //! use flemma_providers::{AnthropicDecoder, ResponseWriter, SseDecoder, StreamDecoder};
@@ -42,6 +44,7 @@ mod openai;
 mod prompt;
 mod request;
 mod sse;
+mod template;
 #[cfg(test)]
 mod test_support;
 mod transport;
@@ -57,13 +60,19 @@ pub use error::{ProviderError, error_from_body};
 pub use event::{StopReason, StreamDecoder, StreamEvent};
 pub use openai::OpenAiResponsesDecoder;
 pub use prompt::{
-    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptMessage, PromptRole,
-    ThinkingSignature, build_prompt,
+    NO_RESULT_PROVIDED, Part, Prompt, PromptBuilder, PromptDiagnostic, PromptDiagnosticKind,
+    PromptMessage, PromptRole, ThinkingSignature, build_prompt,
 };
 pub use request::{
     CacheRetention, ForeignThinking, RequestOptions, Thinking, ThinkingLevel, body_to_string,
 };
 pub use sse::{SseDecoder, SseEvent};
+#[cfg(feature = "lua")]
+pub use template::LuaEngine;
+pub use template::{
+    FilePart, FileReference, MiniJinjaEngine, Scope, TemplateEngine, TemplateError, TemplatePiece,
+    detect_mime,
+};
 pub use transport::{
     ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TransportConfig,
     TransportError, stream_events, stream_events_with, with_cancel,

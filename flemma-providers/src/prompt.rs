@@ -5,18 +5,23 @@
 //! Provider adapters turn a [`Prompt`] into their request bodies; they wire-encode tool names
 //! and normalise tool ids themselves.
 //!
-//! Template evaluation and `@./file` references are not done here yet: a `TemplateEngine`
-//! evaluates them in a later piece of work. Until then the text of a `@You:` or `@System:`
-//! message is its text segments with every `{{ … }}` / `{% … %}` segment re-rendered as
-//! written (trim dashes included).
+//! The text of `@System:` and `@You:` messages, and the results of tools that declare
+//! `emits_template`, go through a [`TemplateEngine`] (minijinja unless
+//! [`PromptBuilder::engine`] says otherwise); `@./file` references in them become
+//! [`Part::File`]s.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use flemma_ast::{
-    Document, JobResult, JobStatus, JsonObject, Message, Role, Segment, Template, ToolResult,
-    ToolStatus,
+    Document, JobResult, JobStatus, JsonObject, Message, Role, Segment, Severity, Template,
+    ToolResult, ToolStatus,
 };
 use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::template::{FilePart, MiniJinjaEngine, Scope, TemplateEngine};
 
 /// The content of a synthetic result sent for a tool call that has no final result.
 pub const NO_RESULT_PROVIDED: &str = "No result provided";
@@ -29,8 +34,19 @@ pub struct Prompt {
     /// The history, in document order, followed by at most one user message holding the
     /// synthetic results of unresolved tool calls.
     pub messages: Vec<PromptMessage>,
-    /// Warnings found while building (unresolved tool calls, job results of unknown jobs).
+    /// What was found while building: unresolved tool calls, job results of unknown jobs,
+    /// templates that failed (errors) and file references not attached.
     pub diagnostics: Vec<PromptDiagnostic>,
+}
+
+impl Prompt {
+    /// Whether a diagnostic is an error: some text was sent as written because its template
+    /// failed. A host usually shows the errors rather than send the request.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
 }
 
 /// Who speaks a [`PromptMessage`].
@@ -70,6 +86,8 @@ pub enum Part {
         /// The text.
         text: String,
     },
+    /// A file from an `@./file` reference or a binary `include()`.
+    File(FilePart),
     /// A thinking block of an assistant message.
     Thinking {
         /// The thinking text (opaque provider data when `redacted`).
@@ -94,24 +112,172 @@ pub enum Part {
         tool_use_id: String,
         /// The tool name, taken from the matching tool use when there is one.
         name: Option<String>,
-        /// The raw result content.
-        content: String,
+        /// The content: one text part with the raw content (none when it is empty), or, for a
+        /// tool that declares `emits_template`, the rendered text and file parts.
+        parts: Vec<Part>,
         /// Whether the result is an error (status `error`).
         is_error: bool,
     },
 }
 
-/// A warning found while building a prompt.
+impl Part {
+    /// The text of a tool result's parts when they are all textual (text and text files),
+    /// joined; `None` when one of them is an image, a PDF or an unsupported file.
+    pub fn textual(parts: &[Part]) -> Option<String> {
+        let mut out = String::new();
+        for part in parts {
+            match part {
+                Part::Text { text } | Part::File(FilePart::TextFile { text, .. }) => {
+                    out.push_str(text);
+                }
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Something found while building a prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PromptDiagnostic {
+    /// What it is about.
+    pub kind: PromptDiagnosticKind,
+    /// `error` when text was sent as written because its template failed; `warning` otherwise.
+    pub severity: Severity,
     /// The 1-based line of the construct concerned.
     pub line: u32,
     /// What is wrong and what is sent instead.
     pub message: String,
 }
 
-/// Builds the provider-neutral prompt of a transcript (spec §13.1, §1.10, §8.6).
+/// What a [`PromptDiagnostic`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PromptDiagnosticKind {
+    /// A tool call without a final result (a synthetic error result is sent).
+    ToolUse,
+    /// A job result whose job no tool result names.
+    JobResult,
+    /// A template that failed to render (the text is sent as written).
+    Template,
+    /// A file reference that could not be attached (the reference is sent as text), or a file
+    /// that cannot go where it stands (a binary file in the system prompt).
+    File,
+}
+
+/// Builds prompts: the template engine, the conversation's path and variables, and which
+/// tools' results are templates.
 ///
+/// ```
+/// use flemma_providers::{Part, PromptBuilder};
+///
+/// let dir = std::env::temp_dir().join(format!("flemma-doc-builder-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("notes.txt"), "remember the milk")?;
+/// let doc = flemma_ast::parse("@You:\nRead @./notes.txt, {{ who }}.\n");
+/// let mut vars = serde_json::Map::new();
+/// vars.insert("who".into(), "please".into());
+/// let prompt = PromptBuilder::new()
+///     .chat_path(dir.join("talk.chat"))
+///     .variables(vars)
+///     .build(&doc);
+/// assert!(matches!(&prompt.messages[0].parts[1], Part::File(f) if f.filename() == "./notes.txt"));
+/// assert_eq!(prompt.messages[0].parts[2], Part::Text { text: ", please.".into() });
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PromptBuilder {
+    engine: Arc<dyn TemplateEngine>,
+    chat_path: Option<PathBuf>,
+    variables: Map<String, Value>,
+    template_tools: HashSet<String>,
+}
+
+impl Default for PromptBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PromptBuilder {
+    /// A builder with the minijinja engine, no chat path (relative references resolve against
+    /// the working directory), no variables, and `read` as the only tool whose results are
+    /// templates.
+    pub fn new() -> Self {
+        Self {
+            engine: Arc::new(MiniJinjaEngine::new()),
+            chat_path: None,
+            variables: Map::new(),
+            template_tools: HashSet::from(["read".to_owned()]),
+        }
+    }
+
+    /// The template engine.
+    #[must_use]
+    pub fn engine(mut self, engine: Arc<dyn TemplateEngine>) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// The conversation's file: `__filename`, and the directory `@./file` references and
+    /// `include()` resolve against.
+    #[must_use]
+    pub fn chat_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.chat_path = Some(path.into());
+        self
+    }
+
+    /// The template variables (the frontmatter's).
+    #[must_use]
+    pub fn variables(mut self, variables: Map<String, Value>) -> Self {
+        self.variables = variables;
+        self
+    }
+
+    /// The tools whose results are templates (those that declare `emits_template`); `read`
+    /// by default.
+    #[must_use]
+    pub fn template_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.template_tools = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Builds the prompt of `doc` (see [`build_prompt`]).
+    pub fn build(&self, doc: &Document) -> Prompt {
+        let scope = Scope::new(
+            Arc::clone(&self.engine),
+            self.chat_path.as_deref(),
+            self.variables.clone(),
+        );
+        build(
+            doc,
+            &Builder {
+                scope,
+                template_tools: &self.template_tools,
+            },
+        )
+    }
+}
+
+/// What the builder renders with.
+struct Builder<'b> {
+    scope: Scope,
+    template_tools: &'b HashSet<String>,
+}
+
+/// Builds the provider-neutral prompt of a transcript (spec §13.1, §1.10, §8.6) with the
+/// default [`PromptBuilder`].
+///
+/// * Templates and `@./file` references in `@System:` and `@You:` text, and in the results of
+///   template tools (`read`), are rendered; a template that fails is sent as written with an
+///   error diagnostic, and a reference to a file that cannot be read stays text with a
+///   warning.
 /// * `system` is the trimmed text of the last `@System:` message; roles other than `@You:`,
 ///   `@Assistant:` and `@System:` are dropped, and so are messages left without parts.
 /// * In `@You:` messages, final tool results (no status, or `error`) become
@@ -141,6 +307,10 @@ pub struct PromptDiagnostic {
 /// assert_eq!(prompt.messages[0].parts, vec![Part::Text { text: "Hi!".to_owned() }]);
 /// ```
 pub fn build_prompt(doc: &Document) -> Prompt {
+    PromptBuilder::new().build(doc)
+}
+
+fn build(doc: &Document, builder: &Builder<'_>) -> Prompt {
     let context = Context::new(doc);
     let mut prompt = Prompt {
         system: None,
@@ -150,12 +320,13 @@ pub fn build_prompt(doc: &Document) -> Prompt {
     for message in &doc.messages {
         let (role, parts) = match &message.role {
             Role::System => {
-                prompt.system = Some(inline_text(&message.segments).trim().to_owned());
+                let system = system_text(message, builder, &mut prompt.diagnostics);
+                prompt.system = Some(system.trim().to_owned());
                 continue;
             }
             Role::You => (
                 PromptRole::User,
-                user_parts(message, &context, &mut prompt.diagnostics),
+                user_parts(message, &context, builder, &mut prompt.diagnostics),
             ),
             Role::Assistant => (PromptRole::Assistant, assistant_parts(message)),
             Role::Other(_) => continue,
@@ -201,7 +372,8 @@ impl<'d> Context<'d> {
     }
 }
 
-/// Text segments concatenated, templates re-rendered as written.
+/// Text segments concatenated, templates re-rendered as written (what a failed template
+/// sends).
 fn inline_text(segments: &[Segment]) -> String {
     let mut out = String::new();
     for segment in segments {
@@ -232,6 +404,56 @@ fn push_template(out: &mut String, open: &str, t: &Template, close: &str) {
     out.push_str(close);
 }
 
+/// Whether a segment is text or a template.
+fn is_inline(segment: &Segment) -> bool {
+    matches!(
+        segment,
+        Segment::Text(_) | Segment::Expression(_) | Segment::Code(_)
+    )
+}
+
+/// The first line of a run of segments (`fallback` when none has a position).
+fn first_line(segments: &[Segment], fallback: u32) -> u32 {
+    segments
+        .iter()
+        .find_map(|s| s.lines().map(|l| l.start_line))
+        .unwrap_or(fallback)
+}
+
+/// Renders a run of text and template segments into text and file parts. A failed template
+/// sends the run as written, with an error; a reference not attached stays text, with a
+/// warning.
+fn render_run(
+    segments: &[Segment],
+    fallback_line: u32,
+    builder: &Builder<'_>,
+    diagnostics: &mut Vec<PromptDiagnostic>,
+) -> Vec<Part> {
+    let line = first_line(segments, fallback_line);
+    match builder.scope.render_parts(segments, true) {
+        Ok((parts, warnings)) => {
+            diagnostics.extend(warnings.into_iter().map(|message| PromptDiagnostic {
+                kind: PromptDiagnosticKind::File,
+                severity: Severity::Warning,
+                line,
+                message,
+            }));
+            parts
+        }
+        Err(err) => {
+            diagnostics.push(PromptDiagnostic {
+                kind: PromptDiagnosticKind::Template,
+                severity: Severity::Error,
+                line: err.line().unwrap_or(line),
+                message: format!("Template error (the text is sent as written): {err}"),
+            });
+            vec![Part::Text {
+                text: inline_text(segments),
+            }]
+        }
+    }
+}
+
 /// Pushes a text part unless `text` is whitespace-only; empties `text`.
 fn flush_text(parts: &mut Vec<Part>, text: &mut String) {
     if !text.trim().is_empty() {
@@ -242,46 +464,112 @@ fn flush_text(parts: &mut Vec<Part>, text: &mut String) {
     text.clear();
 }
 
+/// Pushes the non-blank text parts and the file parts of `rendered`.
+fn push_rendered(parts: &mut Vec<Part>, rendered: Vec<Part>) {
+    parts.extend(rendered.into_iter().filter(|part| match part {
+        Part::Text { text } => !text.trim().is_empty(),
+        _ => true,
+    }));
+}
+
+/// The system prompt: the rendered text, text files inlined; other files cannot go in a
+/// system prompt and are named instead, with a warning.
+fn system_text(
+    message: &Message,
+    builder: &Builder<'_>,
+    diagnostics: &mut Vec<PromptDiagnostic>,
+) -> String {
+    let line = message.span.start_line;
+    let mut text = String::new();
+    for part in render_run(&message.segments, line, builder, diagnostics) {
+        match part {
+            Part::Text { text: t } | Part::File(FilePart::TextFile { text: t, .. }) => {
+                text.push_str(&t);
+            }
+            Part::File(file) => {
+                diagnostics.push(PromptDiagnostic {
+                    kind: PromptDiagnosticKind::File,
+                    severity: Severity::Warning,
+                    line,
+                    message: format!(
+                        "{} ({}) cannot be attached to the system prompt; it is named instead.",
+                        file.filename(),
+                        file.mime_type()
+                    ),
+                });
+                text.push_str(&file.as_text_fallback());
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
 fn user_parts(
     message: &Message,
     context: &Context<'_>,
+    builder: &Builder<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
 ) -> Vec<Part> {
     let mut parts = Vec::new();
-    let mut text = String::new();
-    for segment in &message.segments {
-        match segment {
-            Segment::Text(_) | Segment::Expression(_) | Segment::Code(_) => {
-                push_inline(&mut text, segment);
-            }
+    let segments = &message.segments;
+    let mut i = 0;
+    while i < segments.len() {
+        if is_inline(&segments[i]) {
+            let run = segments[i..].iter().take_while(|s| is_inline(s)).count();
+            let rendered = render_run(
+                &segments[i..i + run],
+                message.span.start_line,
+                builder,
+                diagnostics,
+            );
+            push_rendered(&mut parts, rendered);
+            i += run;
+            continue;
+        }
+        match &segments[i] {
             Segment::ToolResult(result) => {
-                flush_text(&mut parts, &mut text);
-                if let Some(part) = tool_result_part(result, context) {
+                if let Some(part) = tool_result_part(result, context, builder, diagnostics) {
                     parts.push(part);
                 }
             }
             Segment::JobResult(job) => {
-                flush_text(&mut parts, &mut text);
                 if let Some(part) = job_result_part(job, context, diagnostics) {
                     parts.push(part);
                 }
             }
             _ => {}
         }
+        i += 1;
     }
-    flush_text(&mut parts, &mut text);
     parts
 }
 
-fn tool_result_part(result: &ToolResult, context: &Context<'_>) -> Option<Part> {
+fn tool_result_part(
+    result: &ToolResult,
+    context: &Context<'_>,
+    builder: &Builder<'_>,
+    diagnostics: &mut Vec<PromptDiagnostic>,
+) -> Option<Part> {
     if !result.is_final() {
         return None;
     }
     let id = result.tool_use_id.as_str();
+    let name = context.tool_names.get(id).copied();
+    let parts = if name.is_some_and(|n| builder.template_tools.contains(n)) {
+        let segments = result.segments();
+        render_run(&segments, result.span.start_line, builder, diagnostics)
+    } else if result.content.is_empty() {
+        Vec::new()
+    } else {
+        vec![Part::Text {
+            text: result.content.clone(),
+        }]
+    };
     Some(Part::ToolResult {
         tool_use_id: id.to_owned(),
-        name: context.tool_names.get(id).map(|name| (*name).to_owned()),
-        content: result.content.clone(),
+        name: name.map(str::to_owned),
+        parts,
         is_error: result.status == Some(ToolStatus::Error),
     })
 }
@@ -299,6 +587,8 @@ fn job_result_part(
         format!("[Job result for {name} ({tool_use_id})]\n")
     } else {
         diagnostics.push(PromptDiagnostic {
+            kind: PromptDiagnosticKind::JobResult,
+            severity: Severity::Warning,
             line: job.span.start_line,
             message: format!(
                 "Job result '{job_id}' matches no tool result; it is sent as the result of an unknown tool."
@@ -377,6 +667,8 @@ fn unresolved_results(doc: &Document, diagnostics: &mut Vec<PromptDiagnostic>) -
         }
         let name = tool_use.name.as_str();
         diagnostics.push(PromptDiagnostic {
+            kind: PromptDiagnosticKind::ToolUse,
+            severity: Severity::Warning,
             line: tool_use.span.start_line,
             message: format!(
                 "Tool call '{name}' ({id}) has no matching tool result. A synthetic '{NO_RESULT_PROVIDED}' error response will be sent to the API."
@@ -385,7 +677,9 @@ fn unresolved_results(doc: &Document, diagnostics: &mut Vec<PromptDiagnostic>) -
         parts.push(Part::ToolResult {
             tool_use_id: id.to_owned(),
             name: Some(name.to_owned()),
-            content: NO_RESULT_PROVIDED.to_owned(),
+            parts: vec![Part::Text {
+                text: NO_RESULT_PROVIDED.to_owned(),
+            }],
             is_error: true,
         });
     }

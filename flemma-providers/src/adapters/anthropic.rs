@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::{CacheRetention, ForeignThinking, RequestOptions};
+use crate::template::FilePart;
 use crate::wire::{encode_tool_name, normalize_tool_id};
 
 /// The output budget when the options set none.
@@ -95,18 +96,22 @@ fn tools(options: &RequestOptions) -> Vec<Value> {
     tools
 }
 
-/// Tool results first, then the non-blank text.
+/// Tool results first, then the non-blank text and the files.
 fn user_content(parts: &[&Part]) -> Vec<Value> {
     let mut results = Vec::new();
-    let mut texts = Vec::new();
+    let mut rest = Vec::new();
     for part in parts {
         match part {
             Part::ToolResult {
                 tool_use_id,
-                content,
+                parts,
                 is_error,
                 ..
             } => {
+                let content = match Part::textual(parts) {
+                    Some(text) => Value::String(text),
+                    None => Value::Array(parts.iter().filter_map(content_block).collect()),
+                };
                 let mut block = json!({
                     "type": "tool_result",
                     "tool_use_id": normalize_tool_id(tool_use_id),
@@ -117,14 +122,33 @@ fn user_content(parts: &[&Part]) -> Vec<Value> {
                 }
                 results.push(block);
             }
-            Part::Text { text } if !text.trim().is_empty() => {
-                texts.push(json!({"type": "text", "text": text}));
-            }
+            Part::Text { .. } | Part::File(_) => rest.extend(content_block(part)),
             _ => {}
         }
     }
-    results.extend(texts);
+    results.extend(rest);
     results
+}
+
+/// A text (unless blank) or file part as a content block: `text`, `image`, `document`.
+fn content_block(part: &Part) -> Option<Value> {
+    let base64 = |file: &FilePart| json!({"type": "base64", "media_type": file.mime_type(), "data": file.data()});
+    Some(match part {
+        Part::Text { text } if !text.trim().is_empty() => json!({"type": "text", "text": text}),
+        Part::File(file @ FilePart::Image { .. }) => {
+            json!({"type": "image", "source": base64(file)})
+        }
+        Part::File(file @ FilePart::Pdf { .. }) => json!({
+            "type": "document",
+            "source": base64(file),
+            "title": file.basename(),
+        }),
+        Part::File(FilePart::TextFile { text, .. }) => json!({"type": "text", "text": text}),
+        Part::File(file @ FilePart::Unsupported { .. }) => {
+            json!({"type": "text", "text": super::unsupported_text(file)})
+        }
+        _ => return None,
+    })
 }
 
 /// Native thinking, foreign thinking as text, text, then tool uses.

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::RequestOptions;
+use crate::template::FilePart;
 use crate::wire::encode_tool_name;
 
 /// Builds the streaming Chat Completions body of a prompt (spec §13.4).
@@ -69,34 +70,72 @@ pub fn chat_completions_request(prompt: &Prompt, options: &RequestOptions) -> Va
     Value::Object(body)
 }
 
-/// Tool messages first, then the user text (when there is any).
+/// Tool messages first, then the user text (when there is any). Tool messages carry text
+/// only: files in a result are named `[binary file: <name> (<mime>)]`. A user message with
+/// files sends its content as parts (`text`, `image_url`, `file`).
 fn push_user(messages: &mut Vec<Value>, parts: &[Part]) {
     let mut text = String::new();
+    let mut content = Vec::new();
     for part in parts {
         match part {
             Part::ToolResult {
                 tool_use_id,
                 name,
-                content,
+                parts,
                 is_error,
             } => {
-                let name = name
-                    .as_deref()
-                    .map_or_else(|| tool_use_id.clone(), encode_tool_name);
+                let name = super::result_name(name.as_deref(), tool_use_id)
+                    .unwrap_or_else(|| tool_use_id.clone());
+                let text = super::text_with_file_names(parts);
                 messages.push(json!({
                     "role": "tool",
                     "tool_call_id": tool_use_id,
                     "name": name,
-                    "content": result_content(content, *is_error),
+                    "content": result_content(&text, *is_error),
                 }));
             }
-            Part::Text { text: t } => text.push_str(t),
+            Part::Text { text: t } | Part::File(FilePart::TextFile { text: t, .. }) => {
+                text.push_str(t);
+            }
+            Part::File(file) => {
+                flush_text(&mut content, &mut text);
+                content.push(file_content(file));
+            }
             Part::Thinking { .. } | Part::ToolUse { .. } => {}
         }
     }
-    let text = text.trim();
-    if !text.is_empty() {
-        messages.push(json!({"role": "user", "content": text}));
+    if content.is_empty() {
+        let text = text.trim();
+        if !text.is_empty() {
+            messages.push(json!({"role": "user", "content": text}));
+        }
+    } else {
+        flush_text(&mut content, &mut text);
+        messages.push(json!({"role": "user", "content": content}));
+    }
+}
+
+/// Pushes a `text` content part unless `text` is blank; empties `text`.
+fn flush_text(content: &mut Vec<Value>, text: &mut String) {
+    let t = text.trim();
+    if !t.is_empty() {
+        content.push(json!({"type": "text", "text": t}));
+    }
+    text.clear();
+}
+
+/// A file as a content part: `image_url` for an image, `file` for a PDF, the file's name as
+/// text otherwise.
+fn file_content(file: &FilePart) -> Value {
+    match file {
+        FilePart::Image { .. } => {
+            json!({"type": "image_url", "image_url": {"url": file.data_url()}})
+        }
+        FilePart::Pdf { .. } => json!({
+            "type": "file",
+            "file": {"filename": file.basename(), "file_data": file.data_url()},
+        }),
+        _ => json!({"type": "text", "text": file.as_text_fallback()}),
     }
 }
 
@@ -134,7 +173,7 @@ fn assistant_message(parts: &[Part]) -> Value {
                     "arguments": Value::Object(input.clone()).to_string(),
                 },
             })),
-            Part::ToolResult { .. } => {}
+            Part::ToolResult { .. } | Part::File(_) => {}
         }
     }
     let mut message = Map::new();

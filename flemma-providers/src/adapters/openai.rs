@@ -1,12 +1,22 @@
 //! The OpenAI Responses request body (spec §13.1, §13.3).
 
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use flemma_schema::Dialect;
 use serde_json::{Map, Value, json};
 
 use super::anthropic::foreign_thinking_text;
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::{RequestOptions, Thinking, ThinkingLevel};
+use crate::template::FilePart;
 use crate::wire::{encode_tool_name, normalize_tool_id};
+
+/// Standard base64 that reads signatures with or without their `=` padding.
+const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// The OpenAI Responses request body of `prompt` (spec §13.3), streaming and not stored.
 ///
@@ -76,21 +86,27 @@ pub fn openai_responses_request(prompt: &Prompt, options: &RequestOptions) -> Va
     Value::Object(body)
 }
 
-/// Tool results as `function_call_output` items, then the text as one user item.
+/// Tool results as `function_call_output` items, then the text and files as one user item.
 fn user_items(parts: &[Part], input: &mut Vec<Value>) {
     let mut content = Vec::new();
     for part in parts {
         match part {
             Part::ToolResult {
                 tool_use_id,
-                content: result,
+                parts,
                 is_error,
                 ..
             } => {
-                let output = match (*is_error, result.is_empty()) {
-                    (false, _) => result.clone(),
-                    (true, true) => "Error: Tool execution failed".to_owned(),
-                    (true, false) => format!("Error: {result}"),
+                let output = if let Some(text) = Part::textual(parts) {
+                    Value::String(match (*is_error, text.is_empty()) {
+                        (false, _) => text,
+                        (true, true) => "Error: Tool execution failed".to_owned(),
+                        (true, false) => format!("Error: {text}"),
+                    })
+                } else {
+                    let lead = is_error.then(|| json!({"type": "input_text", "text": "Error:"}));
+                    let rest = parts.iter().filter_map(input_part);
+                    Value::Array(lead.into_iter().chain(rest).collect())
                 };
                 input.push(json!({
                     "type": "function_call_output",
@@ -98,15 +114,38 @@ fn user_items(parts: &[Part], input: &mut Vec<Value>) {
                     "output": output,
                 }));
             }
-            Part::Text { text } if !text.trim().is_empty() => {
-                content.push(json!({"type": "input_text", "text": text}));
-            }
+            Part::Text { .. } | Part::File(_) => content.extend(input_part(part)),
             _ => {}
         }
     }
     if !content.is_empty() {
         input.push(json!({"role": "user", "content": content}));
     }
+}
+
+/// A text (unless blank) or file part as input content: `input_text`, `input_image`,
+/// `input_file`.
+fn input_part(part: &Part) -> Option<Value> {
+    Some(match part {
+        Part::Text { text } if !text.trim().is_empty() => {
+            json!({"type": "input_text", "text": text})
+        }
+        Part::File(file @ FilePart::Image { .. }) => json!({
+            "type": "input_image",
+            "image_url": file.data_url(),
+            "detail": "auto",
+        }),
+        Part::File(file @ FilePart::Pdf { .. }) => json!({
+            "type": "input_file",
+            "filename": file.basename(),
+            "file_data": file.data_url(),
+        }),
+        Part::File(FilePart::TextFile { text, .. }) => json!({"type": "input_text", "text": text}),
+        Part::File(file @ FilePart::Unsupported { .. }) => {
+            json!({"type": "input_text", "text": super::unsupported_text(file)})
+        }
+        _ => return None,
+    })
 }
 
 /// Reasoning items first, then text flushed as `message` items before each function call.
@@ -126,7 +165,9 @@ fn assistant_items(
         {
             match signature.as_ref().filter(|s| s.provider == "openai") {
                 Some(sig) => {
-                    let item = base64_decode(&sig.value)
+                    let item = LENIENT_BASE64
+                        .decode(sig.value.trim())
+                        .ok()
                         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
                         .filter(Value::is_object);
                     if let Some(item) = item {
@@ -180,49 +221,4 @@ fn assistant_items(
         }
     }
     flush(&mut text, input);
-}
-
-/// Decodes standard base64 (RFC 4648 alphabet, padding optional); `None` when malformed.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim().trim_end_matches('=');
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_decode_round_trips() {
-        for (text, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64_decode(encoded).as_deref(), Some(text.as_bytes()));
-        }
-        assert_eq!(base64_decode("Zm9v!"), None);
-    }
 }

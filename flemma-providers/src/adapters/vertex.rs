@@ -6,10 +6,8 @@ use serde_json::{Map, Value, json};
 use super::anthropic::foreign_thinking_text;
 use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptRole};
 use crate::request::{ForeignThinking, RequestOptions};
+use crate::template::FilePart;
 use crate::wire::encode_tool_name;
-
-/// The prefix of the synthetic tool-call ids the Vertex decoder makes.
-const SYNTHETIC_ID_PREFIX: &str = "urn:flemma:tool:";
 
 /// Builds the Vertex / Gemini `generateContent` body of a prompt (spec §13.5).
 ///
@@ -97,49 +95,63 @@ pub fn vertex_request(prompt: &Prompt, options: &RequestOptions) -> Value {
     Value::Object(body)
 }
 
-/// Function responses first, then text parts.
+/// Function responses first (each followed by its result's images and PDFs as `inlineData`),
+/// then text parts and files.
 fn user_parts(parts: &[Part]) -> Vec<Value> {
     let mut responses = Vec::new();
-    let mut texts = Vec::new();
+    let mut rest = Vec::new();
     for part in parts {
         match part {
             Part::ToolResult {
                 tool_use_id,
                 name,
-                content,
+                parts,
                 is_error,
             } => {
-                let name = name
-                    .as_deref()
-                    .map(encode_tool_name)
-                    .or_else(|| name_from_synthetic_id(tool_use_id))
+                let name = super::result_name(name.as_deref(), tool_use_id)
                     .unwrap_or_else(|| "unknown".to_owned());
+                let text: String = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text { text } | Part::File(FilePart::TextFile { text, .. }) => {
+                            Some(text.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 let response = if !*is_error {
-                    json!({"output": content})
-                } else if content == NO_RESULT_PROVIDED {
-                    json!({"error": content, "success": false})
+                    json!({"output": text})
+                } else if text == NO_RESULT_PROVIDED {
+                    json!({"error": text, "success": false})
                 } else {
-                    json!({"error": content})
+                    json!({"error": text})
                 };
                 responses.push(json!({"functionResponse": {"name": name, "response": response}}));
+                responses.extend(parts.iter().filter_map(|p| match p {
+                    Part::File(file) => inline_data(file),
+                    _ => None,
+                }));
             }
-            Part::Text { text } => {
+            Part::Text { text } | Part::File(FilePart::TextFile { text, .. }) => {
                 let text = text.trim();
                 if !text.is_empty() {
-                    texts.push(json!({"text": text}));
+                    rest.push(json!({"text": text}));
                 }
             }
+            Part::File(file) => rest.push(
+                inline_data(file).unwrap_or_else(|| json!({"text": file.as_text_fallback()})),
+            ),
             Part::Thinking { .. } | Part::ToolUse { .. } => {}
         }
     }
-    responses.extend(texts);
+    responses.extend(rest);
     responses
 }
 
-/// The tool name inside a synthetic id `urn:flemma:tool:<name>:<suffix>`.
-fn name_from_synthetic_id(id: &str) -> Option<String> {
-    let (name, _suffix) = id.strip_prefix(SYNTHETIC_ID_PREFIX)?.rsplit_once(':')?;
-    (!name.is_empty()).then(|| encode_tool_name(name))
+/// `{inlineData: {mimeType, data}}` for an image or a PDF.
+fn inline_data(file: &FilePart) -> Option<Value> {
+    let data = file.data()?;
+    Some(json!({"inlineData": {"mimeType": file.mime_type(), "data": data}}))
 }
 
 /// One text part (when there is text), then the function calls; the `vertex` signature goes
@@ -170,7 +182,7 @@ fn model_parts(parts: &[Part], foreign_mode: ForeignThinking) -> Vec<Value> {
             Part::ToolUse { name, input, .. } => calls.push(json!({
                 "functionCall": {"name": encode_tool_name(name), "args": input},
             })),
-            Part::ToolResult { .. } => {}
+            Part::ToolResult { .. } | Part::File(_) => {}
         }
     }
     if let Some(thinking) = foreign_thinking_text(&foreign, foreign_mode) {

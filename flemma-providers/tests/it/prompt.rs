@@ -1,8 +1,8 @@
 //! The provider-neutral prompt built from real and inline transcripts.
 
 use flemma_providers::{
-    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptMessage, PromptRole,
-    ThinkingSignature, build_prompt,
+    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind, PromptMessage,
+    PromptRole, ThinkingSignature, build_prompt,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -51,7 +51,13 @@ fn result(id: &str, name: Option<&str>, content: &str, is_error: bool) -> Part {
     Part::ToolResult {
         tool_use_id: id.to_owned(),
         name: name.map(str::to_owned),
-        content: content.to_owned(),
+        parts: if content.is_empty() {
+            vec![]
+        } else {
+            vec![Part::Text {
+                text: content.to_owned(),
+            }]
+        },
         is_error,
     }
 }
@@ -62,6 +68,8 @@ fn synthetic(id: &str, name: &str) -> Part {
 
 fn unresolved(line: u32, id: &str, name: &str) -> PromptDiagnostic {
     PromptDiagnostic {
+        kind: PromptDiagnosticKind::ToolUse,
+        severity: flemma_ast::Severity::Warning,
         line,
         message: format!(
             "Tool call '{name}' ({id}) has no matching tool result. A synthetic 'No result provided' error response will be sent to the API."
@@ -330,7 +338,8 @@ fn unknown_roles_are_dropped_and_the_last_system_wins() {
         prompt,
         Prompt {
             system: Some("Second.".to_owned()),
-            messages: vec![user(vec![text("Hi {{ name }} {%- if x -%}!{% endif %}")])],
+            // Undefined names render as nothing; `{%-` trims the space before it.
+            messages: vec![user(vec![text("Hi ")])],
             diagnostics: vec![],
         }
     );

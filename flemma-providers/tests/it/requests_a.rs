@@ -1,10 +1,11 @@
 //! Anthropic and OpenAI Responses request bodies of the peer transcripts (spec §13.2, §13.3).
 
 use flemma_providers::{
-    RequestOptions, Thinking, anthropic_request, body_to_string, build_prompt,
-    openai_responses_request,
+    Thinking, anthropic_request, body_to_string, build_prompt, openai_responses_request,
 };
 use serde_json::{Value, json};
+
+use crate::{options, prompt};
 
 const TRANSCRIPTS: [&str; 5] = [
     "conversation_with_tools",
@@ -14,37 +15,16 @@ const TRANSCRIPTS: [&str; 5] = [
     "conversation_with_redacted_thinking",
 ];
 
-fn calculator() -> flemma_schema::ToolSpec {
-    flemma_schema::ToolSpec::builder("calculator", "Evaluate an arithmetic expression.")
-        .input(flemma_schema::dsl::object([(
-            "expression",
-            flemma_schema::dsl::string().describe("The expression"),
-        )]))
-        .strict(true)
-        .build()
-        .unwrap()
-}
-
-fn options(model: &str) -> RequestOptions {
-    RequestOptions {
-        tools: vec![calculator()],
-        thinking: Thinking::Off,
-        ..RequestOptions::new(model)
-    }
-}
-
-fn prompt(name: &str) -> flemma_providers::Prompt {
-    let text = String::from_utf8(crate::peer(&format!("{name}.chat"))).unwrap();
-    build_prompt(&flemma_ast::parse(&text))
-}
-
 fn anthropic(name: &str) -> String {
-    let body = anthropic_request(&prompt(name), &options("claude-sonnet-4-5"));
+    let body = anthropic_request(
+        &prompt(&format!("{name}.chat")),
+        &options("claude-sonnet-4-5"),
+    );
     body_to_string(&body, &["system", "tools", "messages"])
 }
 
 fn openai(name: &str) -> String {
-    let body = openai_responses_request(&prompt(name), &options("gpt-5"));
+    let body = openai_responses_request(&prompt(&format!("{name}.chat")), &options("gpt-5"));
     body_to_string(&body, &["tools", "input"])
 }
 
@@ -174,7 +154,7 @@ fn anthropic_cache_control_on_last_tool_only() {
             .build()
             .unwrap(),
     );
-    let p = prompt("conversation_with_tools");
+    let p = prompt("conversation_with_tools.chat");
     let body = anthropic_request(&p, &opts);
     let tools = body["tools"].as_array().unwrap();
     assert!(tools[0].get("cache_control").is_none());
@@ -198,7 +178,7 @@ fn anthropic_cache_control_on_last_tool_only() {
 
 #[test]
 fn thinking_options() {
-    let p = prompt("conversation_with_tools");
+    let p = prompt("conversation_with_tools.chat");
     let mut opts = options("claude-sonnet-4-5");
     opts.temperature = Some(0.5);
     opts.thinking = Thinking::Budget(8000);

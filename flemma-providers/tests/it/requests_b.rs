@@ -1,34 +1,13 @@
 //! Chat Completions and Vertex request bodies built from peer transcripts (spec §13.4, §13.5).
 
 use flemma_providers::{
-    ForeignThinking, Prompt, RequestOptions, Thinking, anthropic_request, body_to_string,
-    build_prompt, chat_completions_request, openai_responses_request, vertex_request,
+    ForeignThinking, RequestOptions, Thinking, anthropic_request, body_to_string, build_prompt,
+    chat_completions_request, openai_responses_request, vertex_request,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn prompt(name: &str) -> Prompt {
-    let text = String::from_utf8(crate::peer(name)).unwrap();
-    build_prompt(&flemma_ast::parse(&text))
-}
-
-fn calculator() -> flemma_schema::ToolSpec {
-    flemma_schema::ToolSpec::builder("calculator", "Evaluate an arithmetic expression.")
-        .input(flemma_schema::dsl::object([(
-            "expression",
-            flemma_schema::dsl::string().describe("The expression"),
-        )]))
-        .strict(true)
-        .build()
-        .unwrap()
-}
-
-fn options(model: &str) -> RequestOptions {
-    RequestOptions {
-        tools: vec![calculator()],
-        ..RequestOptions::new(model)
-    }
-}
+use crate::{options, prompt};
 
 fn chat(name: &str) -> Value {
     chat_completions_request(&prompt(name), &options("kimi-k2.5"))

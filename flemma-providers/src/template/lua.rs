@@ -1,0 +1,249 @@
+//! The Lua template engine (feature `lua`): templates as the reference implementation writes
+//! them.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
+
+use super::{OwnedReference, Scope, TemplateEngine, TemplateError, TemplatePiece};
+
+/// The memory a template may use.
+const MEMORY_LIMIT: usize = 64 * 1024 * 1024;
+/// How many thousands of instructions a template may run.
+const INSTRUCTION_BUDGET: u32 = 100_000;
+
+/// Renders templates as Lua, as the reference implementation does: `{{ expr }}` is a Lua
+/// expression (`nil` renders as nothing) and `{% code %}` Lua statements, which may wrap the
+/// text after them (`{% for i = 1, 3 do %}` … `{% end %}`).
+///
+/// The environment is a sandbox: `string`, `table`, `math`, `utf8`, `os.date`, `os.time`,
+/// `os.clock`, `os.difftime`, the base functions without `load`/`require`/file access, the
+/// scope's variables, `__filename` (`nil` for an unsaved conversation), `__dirname` and
+/// `include(path)` / `include(path, {binary = true, mime = "image/png"})`. A template runs
+/// with a memory limit and an instruction budget.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flemma_providers::{LuaEngine, Part, PromptBuilder};
+///
+/// let doc = flemma_ast::parse("@You:\n{% for i = 1, 3 do %}{{ i }}{% end %} {{ string.upper('go') }}\n");
+/// let prompt = PromptBuilder::new().engine(Arc::new(LuaEngine::new())).build(&doc);
+/// assert_eq!(prompt.messages[0].parts, vec![Part::Text { text: "123 GO".into() }]);
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LuaEngine {
+    _private: (),
+}
+
+impl LuaEngine {
+    /// The engine.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl TemplateEngine for LuaEngine {
+    fn render(&self, pieces: &[TemplatePiece<'_>], scope: &Scope) -> Result<String, TemplateError> {
+        let first_line = pieces
+            .iter()
+            .find_map(|piece| match piece {
+                TemplatePiece::Expression { line, .. } | TemplatePiece::Code { line, .. } => {
+                    Some(*line)
+                }
+                _ => None,
+            })
+            .unwrap_or(1);
+        let raised: Rc<RefCell<Option<TemplateError>>> = Rc::default();
+        let run = || -> mlua::Result<String> {
+            let lua = sandbox()?;
+            let (chunk, texts, references) = generate(pieces, first_line);
+            let globals = lua.globals();
+            globals.set("__flemma_text", lua.create_sequence_from(texts)?)?;
+            for (name, value) in scope.variables() {
+                globals.set(name.as_str(), to_lua(&lua, value, 0)?)?;
+            }
+            globals.set(
+                "__filename",
+                scope.filename().map(|p| p.to_string_lossy().into_owned()),
+            )?;
+            globals.set("__dirname", scope.dirname().to_string_lossy().into_owned())?;
+            {
+                let (scope, raised) = (scope.clone(), Rc::clone(&raised));
+                let include =
+                    lua.create_function(move |_, (path, options): (String, Option<Table>)| {
+                        let binary = options
+                            .as_ref()
+                            .and_then(|o| o.get::<Option<bool>>("binary").ok().flatten())
+                            .unwrap_or(false);
+                        let mime = options
+                            .as_ref()
+                            .and_then(|o| o.get::<Option<String>>("mime").ok().flatten());
+                        let result = if binary {
+                            scope.include_file(&path, mime.as_deref())
+                        } else {
+                            scope.include(&path)
+                        };
+                        result.map_err(|err| {
+                            let message = err.to_string();
+                            raised.borrow_mut().get_or_insert(err);
+                            mlua::Error::runtime(message)
+                        })
+                    })?;
+                globals.set("include", include)?;
+            }
+            {
+                let scope = scope.clone();
+                let file = lua.create_function(move |_, index: usize| {
+                    Ok(references
+                        .get(index)
+                        .map_or_else(String::new, |r| scope.reference(&r.borrow())))
+                })?;
+                globals.set("__flemma_file", file)?;
+            }
+            lua.load(chunk).set_name("=template").eval::<String>()
+        };
+        run().map_err(|err| {
+            raised.borrow_mut().take().unwrap_or_else(|| {
+                let message = err.to_string();
+                let message = message.lines().next().unwrap_or_default().to_owned();
+                // mlua's errors are not `Send`; the message carries what they say.
+                TemplateError::Render {
+                    line: error_line(&message).map(|l| first_line + l.saturating_sub(1)),
+                    message,
+                    source: None,
+                }
+            })
+        })
+    }
+}
+
+/// The Lua chunk of `pieces`, whose first line is `first_line` of the transcript, with the
+/// texts and references it looks up by index (1-based texts, 0-based references). Blank
+/// lines keep each piece of code on its transcript line, so Lua's line numbers map back.
+fn generate(
+    pieces: &[TemplatePiece<'_>],
+    first_line: u32,
+) -> (String, Vec<String>, Vec<OwnedReference>) {
+    let mut chunk = String::from(
+        "local __flemma_out, __flemma_n = {}, 0; \
+         local function __flemma_emit(v) if v ~= nil then __flemma_n = __flemma_n + 1; \
+         __flemma_out[__flemma_n] = tostring(v) end end; ",
+    );
+    let mut texts = Vec::new();
+    let mut references = Vec::new();
+    let mut line = first_line;
+    for piece in pieces {
+        match piece {
+            TemplatePiece::Text(text) => {
+                texts.push((*text).to_owned());
+                let _ = write!(chunk, "__flemma_emit(__flemma_text[{}]); ", texts.len());
+            }
+            TemplatePiece::File(reference) => {
+                let _ = write!(
+                    chunk,
+                    "__flemma_emit(__flemma_file({})); ",
+                    references.len()
+                );
+                references.push(OwnedReference::new(reference));
+            }
+            TemplatePiece::Expression { code, line: at }
+            | TemplatePiece::Code { code, line: at } => {
+                if *at > line {
+                    chunk.extend(std::iter::repeat_n('\n', (*at - line) as usize));
+                    line = *at;
+                }
+                if matches!(piece, TemplatePiece::Expression { .. }) {
+                    let _ = write!(chunk, "__flemma_emit(({code})); ");
+                } else {
+                    chunk.push_str(code);
+                    chunk.push_str("; ");
+                }
+                line += code.bytes().filter(|&b| b == b'\n').count() as u32;
+            }
+        }
+    }
+    chunk.push_str("return table.concat(__flemma_out)");
+    (chunk, texts, references)
+}
+
+/// The chunk line in a Lua error message (`template:3: …`).
+fn error_line(message: &str) -> Option<u32> {
+    let rest = message.split("template:").nth(1)?;
+    rest.split(':').next()?.trim().parse().ok()
+}
+
+/// A Lua state with the sandboxed standard library, a memory limit and an instruction budget.
+fn sandbox() -> mlua::Result<Lua> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::OS,
+        LuaOptions::new(),
+    )?;
+    lua.set_memory_limit(MEMORY_LIMIT)?;
+    let globals = lua.globals();
+    for name in [
+        "load",
+        "loadfile",
+        "dofile",
+        "require",
+        "collectgarbage",
+        "print",
+    ] {
+        globals.raw_set(name, LuaValue::Nil)?;
+    }
+    // `os` keeps its clock and date functions only.
+    let os: Table = globals.get("os")?;
+    let safe = lua.create_table()?;
+    for name in ["date", "time", "clock", "difftime"] {
+        safe.set(name, os.get::<LuaValue>(name)?)?;
+    }
+    globals.set("os", safe)?;
+    let steps = std::cell::Cell::new(0u32);
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(1_000),
+        move |_, debug| {
+            steps.set(steps.get() + 1);
+            if steps.get() > INSTRUCTION_BUDGET {
+                let at = debug
+                    .current_line()
+                    .map(|line| format!("template:{line}: "))
+                    .unwrap_or_default();
+                Err(mlua::Error::runtime(format!("{at}template ran too long")))
+            } else {
+                Ok(VmState::Continue)
+            }
+        },
+    )?;
+    Ok(lua)
+}
+
+/// A JSON value as a Lua value (`null` is `nil`).
+fn to_lua(lua: &Lua, value: &serde_json::Value, depth: usize) -> mlua::Result<LuaValue> {
+    if depth > 64 {
+        return Err(mlua::Error::runtime("variable nests too deep"));
+    }
+    Ok(match value {
+        serde_json::Value::Null => LuaValue::Nil,
+        serde_json::Value::Bool(b) => LuaValue::Boolean(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => LuaValue::Integer(i),
+            None => LuaValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        serde_json::Value::String(s) => LuaValue::String(lua.create_string(s)?),
+        serde_json::Value::Array(items) => {
+            let table = lua.create_table_with_capacity(items.len(), 0)?;
+            for item in items {
+                table.raw_push(to_lua(lua, item, depth + 1)?)?;
+            }
+            LuaValue::Table(table)
+        }
+        serde_json::Value::Object(map) => {
+            let table = lua.create_table_with_capacity(0, map.len())?;
+            for (k, v) in map {
+                table.raw_set(k.as_str(), to_lua(lua, v, depth + 1)?)?;
+            }
+            LuaValue::Table(table)
+        }
+    })
+}

@@ -1,0 +1,426 @@
+//! Templates and `@./file` references while building prompts, on real files.
+
+use std::sync::Arc;
+
+use flemma_ast::Severity;
+use flemma_providers::{
+    FilePart, MiniJinjaEngine, Part, Prompt, PromptBuilder, PromptDiagnosticKind, PromptRole,
+    anthropic_request, body_to_string, chat_completions_request, openai_responses_request,
+    vertex_request,
+};
+use pretty_assertions::assert_eq;
+use serde_json::{Map, Value, json};
+
+use crate::{TempDir, options};
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+const PDF: &[u8] = b"%PDF-1.4\n%fake\n";
+
+fn text(t: &str) -> Part {
+    Part::Text { text: t.to_owned() }
+}
+
+fn vars(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+/// Builds the prompt of `chat`, saved as `talk.chat` in `dir`.
+fn build(dir: &TempDir, chat: &str, builder: PromptBuilder) -> Prompt {
+    let path = dir.write("talk.chat", chat);
+    builder.chat_path(path).build(&flemma_ast::parse(chat))
+}
+
+fn user_parts(prompt: &Prompt) -> &[Part] {
+    assert_eq!(prompt.messages[0].role, PromptRole::User);
+    &prompt.messages[0].parts
+}
+
+#[test]
+fn expressions_see_the_variables_the_file_and_its_directory() {
+    let dir = TempDir::new("expressions");
+    let prompt = build(
+        &dir,
+        "@You:\nIn {{ __dirname }}: {{ __filename }} for {{ who }}; {{ n + 1 }}{{ missing }}.\n",
+        PromptBuilder::new().variables(vars(json!({"who": "Ada", "n": 41}))),
+    );
+    let root = dir.join("").display().to_string();
+    let root = root.trim_end_matches('/');
+    assert_eq!(
+        user_parts(&prompt),
+        [text(&format!("In {root}: {root}/talk.chat for Ada; 42."))]
+    );
+    assert_eq!(prompt.diagnostics, vec![]);
+}
+
+#[test]
+fn control_flow_and_trim_dashes_follow_jinja() {
+    let dir = TempDir::new("control");
+    let prompt = build(
+        &dir,
+        "@You:\nTodo:\n{% for item in items -%}\n- {{ item }}\n{% endfor -%}\n{%- if done %}all done{% else %}more to do{% endif %}\n",
+        PromptBuilder::new().variables(vars(json!({"items": ["a", "b"], "done": false}))),
+    );
+    assert_eq!(user_parts(&prompt), [text("Todo:\n- a\n- b\nmore to do")]);
+}
+
+#[test]
+fn include_renders_the_file_as_a_template_in_its_own_directory() {
+    let dir = TempDir::new("include");
+    dir.write(
+        "parts/greeting.txt",
+        "Hello {{ who }} from {{ __filename }}{{ include('sig.txt') }}",
+    );
+    dir.write("parts/sig.txt", " -- {{ 'signed' | upper }}");
+    let prompt = build(
+        &dir,
+        "@You:\n{{ include('./parts/greeting.txt') }}\n",
+        PromptBuilder::new().variables(vars(json!({"who": "Ada"}))),
+    );
+    let greeting = dir.join("parts/greeting.txt");
+    assert_eq!(
+        user_parts(&prompt),
+        [text(&format!(
+            "Hello Ada from {} -- SIGNED",
+            greeting.display()
+        ))]
+    );
+}
+
+#[test]
+fn include_cycles_are_errors_and_the_text_is_sent_as_written() {
+    let dir = TempDir::new("cycle");
+    dir.write("loop1.txt", "one {{ include('loop2.txt') }}");
+    dir.write("loop2.txt", "two {{ include('./loop1.txt') }}");
+    let chat = "@You:\nStart\n\n{{ include('loop1.txt') }}\n";
+    let prompt = build(&dir, chat, PromptBuilder::new());
+    assert_eq!(
+        user_parts(&prompt),
+        [text("Start\n\n{{ include('loop1.txt') }}")]
+    );
+    assert!(prompt.has_errors());
+    let [diagnostic] = prompt.diagnostics.as_slice() else {
+        panic!("{:?}", prompt.diagnostics)
+    };
+    assert_eq!(diagnostic.kind, PromptDiagnosticKind::Template);
+    assert_eq!(diagnostic.severity, Severity::Error);
+    assert_eq!(diagnostic.line, 2);
+    let loop1 = std::fs::canonicalize(dir.join("loop1.txt")).unwrap();
+    let loop2 = std::fs::canonicalize(dir.join("loop2.txt")).unwrap();
+    assert_eq!(
+        diagnostic.message,
+        format!(
+            "Template error (the text is sent as written): circular include: {} -> {} -> {}",
+            loop1.display(),
+            loop2.display(),
+            loop1.display()
+        )
+    );
+}
+
+#[test]
+fn template_errors_point_at_their_line() {
+    let dir = TempDir::new("error-line");
+    let chat = "@You:\nfirst {{ 1 }}\nsecond\nthird {{ nope( }}\n";
+    let prompt = build(&dir, chat, PromptBuilder::new());
+    assert_eq!(prompt.diagnostics.len(), 1, "{:?}", prompt.diagnostics);
+    assert_eq!(prompt.diagnostics[0].line, 4);
+    assert!(
+        prompt.diagnostics[0].message.contains("syntax error"),
+        "{}",
+        prompt.diagnostics[0].message
+    );
+    assert_eq!(
+        user_parts(&prompt),
+        [text("first {{ 1 }}\nsecond\nthird {{ nope( }}")]
+    );
+}
+
+#[test]
+fn file_references_become_file_parts_by_mime_type() {
+    let dir = TempDir::new("references");
+    dir.write("img/cat.png", PNG);
+    dir.write("doc.pdf", PDF);
+    dir.write("notes.md", "# Notes");
+    dir.write("my file.txt", "spaced");
+    dir.write("blob.bin", [0u8, 1, 2, 3]);
+    dir.write("raw", b"not really a png");
+    let prompt = build(
+        &dir,
+        "@You:\nLook at @./img/cat.png and @./doc.pdf, @./notes.md; @./my%20file.txt @./blob.bin @./raw;type=image/png.\n",
+        PromptBuilder::new(),
+    );
+    let b64 =
+        |bytes: &[u8]| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+    assert_eq!(
+        user_parts(&prompt),
+        [
+            text("Look at "),
+            Part::File(FilePart::Image {
+                mime_type: "image/png".into(),
+                data: b64(PNG),
+                filename: "./img/cat.png".into(),
+            }),
+            text(" and "),
+            Part::File(FilePart::Pdf {
+                mime_type: "application/pdf".into(),
+                data: b64(PDF),
+                filename: "./doc.pdf".into(),
+            }),
+            text(", "),
+            Part::File(FilePart::TextFile {
+                mime_type: "text/markdown".into(),
+                text: "# Notes".into(),
+                filename: "./notes.md".into(),
+            }),
+            text("; "),
+            Part::File(FilePart::TextFile {
+                mime_type: "text/plain".into(),
+                text: "spaced".into(),
+                filename: "./my file.txt".into(),
+            }),
+            // Blank text between parts is not sent.
+            Part::File(FilePart::Unsupported {
+                mime_type: "application/octet-stream".into(),
+                filename: "./blob.bin".into(),
+            }),
+            Part::File(FilePart::Image {
+                mime_type: "image/png".into(),
+                data: b64(b"not really a png"),
+                filename: "./raw".into(),
+            }),
+            text("."),
+        ]
+    );
+    assert_eq!(prompt.diagnostics, vec![]);
+}
+
+#[test]
+fn a_missing_file_stays_text_with_a_warning() {
+    let dir = TempDir::new("missing");
+    let prompt = build(
+        &dir,
+        "@You:\nSee @./gone.png please\n",
+        PromptBuilder::new(),
+    );
+    assert_eq!(user_parts(&prompt), [text("See @./gone.png please")]);
+    let [diagnostic] = prompt.diagnostics.as_slice() else {
+        panic!("{:?}", prompt.diagnostics)
+    };
+    assert_eq!(diagnostic.kind, PromptDiagnosticKind::File);
+    assert_eq!(diagnostic.severity, Severity::Warning);
+    assert_eq!(diagnostic.line, 2);
+    assert!(
+        diagnostic
+            .message
+            .starts_with("File reference @./gone.png not attached: cannot read '"),
+        "{}",
+        diagnostic.message
+    );
+    assert!(!prompt.has_errors());
+}
+
+#[test]
+fn binary_include_and_references_inside_control_flow() {
+    let dir = TempDir::new("binary-include");
+    dir.write("a.png", PNG);
+    dir.write("b.png", PNG);
+    let prompt = build(
+        &dir,
+        "@You:\n{{ include('a.png', binary=true) }}{% if false %}@./b.png{% endif %}{{ include('./b.png', {'binary': true, 'mime': 'image/x-test'}) }}\n",
+        PromptBuilder::new(),
+    );
+    let mimes: Vec<&str> = user_parts(&prompt)
+        .iter()
+        .map(|p| match p {
+            Part::File(f) => f.mime_type(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // The reference inside the false branch is not attached.
+    assert_eq!(mimes, ["image/png", "image/x-test"]);
+}
+
+#[test]
+fn system_prompts_are_rendered_and_name_binary_files() {
+    let dir = TempDir::new("system");
+    dir.write("rules.md", "Be brief.");
+    dir.write("logo.png", PNG);
+    let prompt = build(
+        &dir,
+        "@System:\n{{ role }}. @./rules.md @./logo.png\n\n@You:\nHi\n",
+        PromptBuilder::new().variables(vars(json!({"role": "You help"}))),
+    );
+    assert_eq!(
+        prompt.system.as_deref(),
+        Some("You help. Be brief. [binary file: ./logo.png (image/png)]")
+    );
+    assert_eq!(prompt.diagnostics.len(), 1);
+    assert_eq!(prompt.diagnostics[0].kind, PromptDiagnosticKind::File);
+}
+
+const TOOL_CHAT: &str = "@You:\nShow me the logo and the listing.\n\n@Assistant:\n**Tool Use:** `read` (`toolu_1`)\n\n```json\n{\"label\":\"logo\",\"path\":\"logo.png\"}\n```\n\n**Tool Use:** `bash` (`toolu_2`)\n\n```json\n{\"label\":\"ls\",\"command\":\"ls\"}\n```\n\n@You:\n**Tool Result:** `toolu_1`\n\n```\n@./logo.png;type=image/png\n```\n\n**Tool Result:** `toolu_2`\n\n```\n@./logo.png {{ not_rendered }}\n```\n\nWhat is it?\n";
+
+#[test]
+fn only_template_tools_get_their_results_rendered() {
+    let dir = TempDir::new("emits-template");
+    dir.write("logo.png", PNG);
+    let prompt = build(&dir, TOOL_CHAT, PromptBuilder::new());
+    let parts = &prompt.messages[2].parts;
+    let Part::ToolResult { parts: read, .. } = &parts[0] else {
+        panic!("{parts:?}")
+    };
+    assert!(
+        matches!(read.as_slice(), [Part::File(FilePart::Image { filename, .. })] if filename == "./logo.png")
+    );
+    let Part::ToolResult { parts: bash, .. } = &parts[1] else {
+        panic!("{parts:?}")
+    };
+    assert_eq!(bash.as_slice(), [text("@./logo.png {{ not_rendered }}")]);
+
+    // With no template tool, the read result is sent as written too.
+    let prompt = build(
+        &dir,
+        TOOL_CHAT,
+        PromptBuilder::new().template_tools(Vec::<String>::new()),
+    );
+    let Part::ToolResult { parts: read, .. } = &prompt.messages[2].parts[0] else {
+        panic!()
+    };
+    assert_eq!(read.as_slice(), [text("@./logo.png;type=image/png")]);
+}
+
+#[test]
+fn request_bodies_carry_files_for_every_provider() {
+    let dir = TempDir::new("bodies");
+    dir.write("logo.png", PNG);
+    dir.write("spec.pdf", PDF);
+    dir.write("blob.bin", [0u8, 159]);
+    let chat = TOOL_CHAT.replace(
+        "What is it?",
+        "What is it? Compare @./spec.pdf and @./blob.bin.",
+    );
+    let prompt = build(
+        &dir,
+        &chat,
+        PromptBuilder::new().engine(Arc::new(MiniJinjaEngine::new())),
+    );
+    let bodies = [
+        (
+            "anthropic",
+            body_to_string(
+                &anthropic_request(&prompt, &options("claude-sonnet-4-5")),
+                &["system", "tools", "messages"],
+            ),
+        ),
+        (
+            "openai",
+            body_to_string(
+                &openai_responses_request(&prompt, &options("gpt-5")),
+                &["tools", "input"],
+            ),
+        ),
+        (
+            "openai-chat",
+            body_to_string(
+                &chat_completions_request(&prompt, &options("gpt-4.1")),
+                &["tools", "messages"],
+            ),
+        ),
+        (
+            "vertex",
+            body_to_string(
+                &vertex_request(&prompt, &options("gemini-2.5-pro")),
+                &["tools", "contents"],
+            ),
+        ),
+    ];
+    for (provider, body) in bodies {
+        let value: Value = serde_json::from_str(&body).unwrap();
+        // Only the conversation: the tool declarations are pinned by the golden requests.
+        let conversation = ["messages", "input", "contents"]
+            .iter()
+            .find_map(|k| value.get(*k))
+            .unwrap();
+        insta::assert_snapshot!(
+            format!("files_{provider}"),
+            serde_json::to_string_pretty(conversation).unwrap()
+        );
+    }
+}
+
+#[cfg(feature = "lua")]
+mod lua {
+    use super::{
+        Arc, FilePart, PNG, Part, PromptBuilder, TempDir, build, json, text, user_parts, vars,
+    };
+    use flemma_providers::LuaEngine;
+    use pretty_assertions::assert_eq;
+
+    fn lua() -> PromptBuilder {
+        PromptBuilder::new().engine(Arc::new(LuaEngine::new()))
+    }
+
+    #[test]
+    fn lua_templates_render_as_the_reference_writes_them() {
+        let dir = TempDir::new("lua");
+        dir.write(
+            "part.txt",
+            "[{{ who:upper() }} in {{ __filename:match('[^/]+$') }}]",
+        );
+        dir.write("a.png", PNG);
+        let prompt = build(
+            &dir,
+            "@You:\n{% for i = 1, 3 do %}{{ i }}{% end %} {{ include('part.txt') }} {{ #os.date('%Y-%m-%d') }} {{ nothing }}{{ include('a.png', {binary = true}) }}\n",
+            lua().variables(vars(json!({"who": "ada"}))),
+        );
+        assert_eq!(prompt.diagnostics, vec![]);
+        let parts = user_parts(&prompt);
+        assert_eq!(parts[0], text("123 [ADA in part.txt] 10 "));
+        assert!(matches!(&parts[1], Part::File(FilePart::Image { .. })));
+    }
+
+    #[test]
+    fn lua_errors_point_at_their_line_and_the_sandbox_holds() {
+        let dir = TempDir::new("lua-errors");
+        let prompt = build(
+            &dir,
+            "@You:\nok {{ 1 }}\n\n{{ io.open('/etc/passwd') }}\n",
+            lua(),
+        );
+        assert_eq!(prompt.diagnostics.len(), 1, "{:?}", prompt.diagnostics);
+        assert_eq!(prompt.diagnostics[0].line, 4);
+        assert!(
+            prompt.diagnostics[0].message.contains("io"),
+            "{}",
+            prompt.diagnostics[0].message
+        );
+
+        for code in ["os.execute('true')", "require('os')", "load('return 1')"] {
+            let prompt = build(&dir, &format!("@You:\n{{{{ {code} }}}}\n"), lua());
+            assert!(prompt.has_errors(), "{code}");
+        }
+        // A runaway loop is stopped.
+        let prompt = build(&dir, "@You:\n{% while true do end %}\n", lua());
+        assert!(
+            prompt.diagnostics[0].message.contains("too long"),
+            "{:?}",
+            prompt.diagnostics
+        );
+    }
+
+    #[test]
+    fn lua_include_cycles_are_reported_as_cycles() {
+        let dir = TempDir::new("lua-cycle");
+        dir.write("loop1.txt", "{{ include('loop2.txt') }}");
+        dir.write("loop2.txt", "{{ include('loop1.txt') }}");
+        let prompt = build(&dir, "@You:\n{{ include('loop1.txt') }}\n", lua());
+        assert!(
+            prompt.diagnostics[0].message.contains("circular include"),
+            "{:?}",
+            prompt.diagnostics
+        );
+    }
+}
