@@ -51,6 +51,11 @@ impl Input {
         Ok(Self { name, path, text })
     }
 
+    /// The file's path; `None` for standard input.
+    pub(crate) fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
     pub(crate) fn is_stdin(&self) -> bool {
         self.path.is_none()
     }

@@ -73,6 +73,10 @@ enum Command {
         /// The model (default: the `model` option, else a per-provider default).
         #[arg(long)]
         model: Option<String>,
+        /// The template language of `{{ }}` / `{% %}` (default: lua when built with the
+        /// `lua` feature, as the reference writes templates; else jinja).
+        #[arg(long, value_enum)]
+        templates: Option<TemplatesArg>,
     },
     /// The tool result store.
     Store {
@@ -108,6 +112,14 @@ enum ProviderArg {
     Openai,
     OpenaiChat,
     Vertex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TemplatesArg {
+    /// Jinja (minijinja).
+    Jinja,
+    /// Lua (needs the `lua` feature).
+    Lua,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -213,7 +225,8 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             file,
             provider,
             model,
-        } => request(&mut out, &file, provider, model, settings),
+            templates,
+        } => request(&mut out, &file, provider, model, templates, settings),
         Command::Store {
             command:
                 StoreCommand::Path {
@@ -229,19 +242,23 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
 
 /// `flemma request`: the body a provider would receive, built from the file, its frontmatter
 /// and the options; the built-in tools are offered (those of `tools` when the conversation
-/// chose its tools).
+/// chose its tools). Templates and `@./file` references are rendered; the body is printed
+/// even when a template fails, and the exit code is then 1.
 fn request(
     out: &mut impl Write,
     file: &str,
     provider: ProviderArg,
     model: Option<String>,
+    templates: Option<TemplatesArg>,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
-    use flemma::providers::{self as p, CacheRetention, RequestOptions, Thinking};
+    use flemma::providers::{
+        self as p, CacheRetention, ForeignThinking, PromptBuilder, RequestOptions, Thinking,
+    };
     let input = Input::read(file)?;
     let doc = flemma::ast::parse(&input.text);
     let mut config = settings.load()?;
-    options::apply_frontmatter(&mut config, &doc)
+    let variables = options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| failed(anyhow::anyhow!("{}:{}: {}", input.name, e.line, e.message)))?;
     let opts = config.options().map_err(|e| failed(e.into()))?;
     let default_model = match provider {
@@ -282,15 +299,23 @@ fn request(
         thinking,
         cache_retention: CacheRetention::from_option(opts.cache_retention.as_deref()),
         tools,
+        foreign_thinking: ForeignThinking::from_option(opts.thinking.as_ref()),
         ..RequestOptions::new(model)
     };
-    let prompt = p::build_prompt(&doc);
+    let mut builder = PromptBuilder::new()
+        .engine(template_engine(templates)?)
+        .variables(variables);
+    if let Some(path) = input.path() {
+        builder = builder.chat_path(path);
+    }
+    let prompt = builder.build(&doc);
     for d in &prompt.diagnostics {
         let _ = writeln!(
             std::io::stderr(),
-            "{}:{}: warning: {}",
+            "{}:{}: {}: {}",
             input.name,
             d.line,
+            d.severity.as_str(),
             d.message
         );
     }
@@ -313,7 +338,30 @@ fn request(
         ),
     };
     writeln!(out, "{body}")?;
-    Ok(0)
+    Ok(u8::from(prompt.has_errors()))
+}
+
+/// The template engine `flemma request` renders with.
+fn template_engine(
+    choice: Option<TemplatesArg>,
+) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
+    let lua = cfg!(feature = "lua");
+    match choice.unwrap_or(if lua {
+        TemplatesArg::Lua
+    } else {
+        TemplatesArg::Jinja
+    }) {
+        TemplatesArg::Jinja => Ok(std::sync::Arc::new(
+            flemma::providers::MiniJinjaEngine::new(),
+        )),
+        #[cfg(feature = "lua")]
+        TemplatesArg::Lua => Ok(std::sync::Arc::new(flemma::providers::LuaEngine::new())),
+        #[cfg(not(feature = "lua"))]
+        TemplatesArg::Lua => Err(Failure {
+            code: 2,
+            error: anyhow::anyhow!("--templates lua needs flemma built with the `lua` feature"),
+        }),
+    }
 }
 
 /// `flemma store path`.

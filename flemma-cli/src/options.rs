@@ -42,15 +42,16 @@ impl Settings {
     }
 }
 
-/// Evaluates the document's frontmatter into the FRONTMATTER layer.
+/// Evaluates the document's frontmatter into the FRONTMATTER layer and returns its template
+/// variables.
 pub(crate) fn apply_frontmatter(
     config: &mut Config,
     doc: &Document,
-) -> Result<(), FrontmatterError> {
-    if let Some(fm) = &doc.frontmatter {
-        config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?;
+) -> Result<serde_json::Map<String, serde_json::Value>, FrontmatterError> {
+    match &doc.frontmatter {
+        Some(fm) => config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1),
+        None => Ok(serde_json::Map::new()),
     }
-    Ok(())
 }
 
 /// The built-in tools that declare `auto_approves_if_sandboxed`.

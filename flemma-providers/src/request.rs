@@ -67,9 +67,23 @@ impl ThinkingLevel {
 }
 
 impl Thinking {
-    /// Reads the `thinking` option: a level word, a budget number, `false`/`"off"`/`0`.
+    /// Reads the `thinking` option: a level word, a budget number, `false`/`"off"`/`0`, or a
+    /// table whose `level` (or `budget`) says so (`{level = "high", foreign = "drop"}`).
+    ///
+    /// ```
+    /// use flemma_providers::{Thinking, ThinkingLevel};
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(Thinking::from_option(Some(&json!("high"))), Thinking::Level(ThinkingLevel::High));
+    /// assert_eq!(Thinking::from_option(Some(&json!(4096))), Thinking::Budget(4096));
+    /// assert_eq!(Thinking::from_option(Some(&json!({"level": "low", "foreign": "drop"}))), Thinking::Level(ThinkingLevel::Low));
+    /// assert_eq!(Thinking::from_option(None), Thinking::Off);
+    /// ```
     pub fn from_option(value: Option<&Value>) -> Self {
         match value {
+            Some(Value::Object(table)) => {
+                Self::from_option(table.get("level").or_else(|| table.get("budget")))
+            }
             Some(Value::String(word)) => {
                 ThinkingLevel::from_word(word).map_or(Thinking::Off, Thinking::Level)
             }
@@ -100,6 +114,28 @@ pub enum ForeignThinking {
     Text,
     /// Leave it out of the request.
     Drop,
+}
+
+impl ForeignThinking {
+    /// Reads `foreign` from a `thinking` table option (`{foreign = "drop"}`); anything else is
+    /// [`ForeignThinking::Text`].
+    ///
+    /// ```
+    /// use flemma_providers::ForeignThinking;
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(ForeignThinking::from_option(Some(&json!({"foreign": "drop"}))), ForeignThinking::Drop);
+    /// assert_eq!(ForeignThinking::from_option(Some(&json!("high"))), ForeignThinking::Text);
+    /// ```
+    pub fn from_option(thinking: Option<&Value>) -> Self {
+        match thinking
+            .and_then(|t| t.get("foreign"))
+            .and_then(Value::as_str)
+        {
+            Some("drop") => ForeignThinking::Drop,
+            _ => ForeignThinking::Text,
+        }
+    }
 }
 
 /// How long providers should cache the prompt prefix.

@@ -532,3 +532,52 @@ fn request_warns_about_unresolved_tool_uses() {
     );
     assert!(text(&out.stdout).contains("No result provided"));
 }
+
+#[test]
+fn request_renders_templates_and_attaches_referenced_files() {
+    let chat = scratch(
+        "templated.chat",
+        b"```lua\nwho = \"Ada\"\n```\n@You:\nHello from {{ who:lower() }}: @./pixel.png and {{ include('note.txt') }}\n",
+    );
+    let dir = chat.parent().unwrap();
+    std::fs::write(dir.join("pixel.png"), b"\x89PNG\r\n\x1a\nrest").unwrap();
+    std::fs::write(dir.join("note.txt"), "a note about {{ who }}").unwrap();
+    let out = flemma(
+        &["request", "--provider", "anthropic", chat.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let content = &json["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "Hello from ada: ");
+    assert_eq!(content[1]["type"], "image");
+    assert_eq!(content[1]["source"]["media_type"], "image/png");
+    assert_eq!(content[2]["text"], " and a note about Ada");
+
+    // The same conversation as Jinja: `who:lower()` does not compile, so the text is sent as
+    // written and the command fails after printing the body.
+    let out = flemma(
+        &[
+            "request",
+            "--provider",
+            "anthropic",
+            "--templates",
+            "jinja",
+            chat.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("templated.chat:5: error: Template error"),
+        "{stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        json["messages"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("{{ who:lower() }}")
+    );
+}
