@@ -342,6 +342,13 @@ fn request(
 }
 
 /// The template engine `flemma request` renders with.
+#[cfg_attr(
+    feature = "lua",
+    expect(
+        clippy::unnecessary_wraps,
+        reason = "only a build without the lua feature can refuse --templates lua"
+    )
+)]
 fn template_engine(
     choice: Option<TemplatesArg>,
 ) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
