@@ -320,22 +320,10 @@ fn request(
         );
     }
     let body = match provider {
-        ProviderArg::Anthropic => p::body_to_string(
-            &p::anthropic_request(&prompt, &request_options),
-            &["system", "tools", "messages"],
-        ),
-        ProviderArg::Openai => p::body_to_string(
-            &p::openai_responses_request(&prompt, &request_options),
-            &["tools", "input"],
-        ),
-        ProviderArg::OpenaiChat => p::body_to_string(
-            &p::chat_completions_request(&prompt, &request_options),
-            &["tools", "messages"],
-        ),
-        ProviderArg::Vertex => p::body_to_string(
-            &p::vertex_request(&prompt, &request_options),
-            &["tools", "contents"],
-        ),
+        ProviderArg::Anthropic => p::anthropic_request(&prompt, &request_options),
+        ProviderArg::Openai => p::openai_responses_request(&prompt, &request_options),
+        ProviderArg::OpenaiChat => p::chat_completions_request(&prompt, &request_options),
+        ProviderArg::Vertex => p::vertex_request(&prompt, &request_options),
     };
     writeln!(out, "{body}")?;
     Ok(u8::from(prompt.has_errors()))

@@ -37,6 +37,7 @@
 
 mod adapters;
 mod anthropic;
+mod body;
 mod chat;
 mod error;
 mod event;
@@ -55,6 +56,7 @@ mod writer;
 pub use adapters::{anthropic_request, openai_responses_request};
 pub use adapters::{chat_completions_request, vertex_request};
 pub use anthropic::AnthropicDecoder;
+pub use body::RequestBody;
 pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};
 pub use event::{StopReason, StreamDecoder, StreamEvent};

@@ -10,6 +10,7 @@
 //! [`PromptBuilder::engine`] says otherwise); `@./file` references in them become
 //! [`Part::File`]s.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,19 +28,36 @@ use crate::template::{FilePart, MiniJinjaEngine, Scope, TemplateEngine};
 pub const NO_RESULT_PROVIDED: &str = "No result provided";
 
 /// A conversation ready to be encoded for a provider.
+///
+/// A prompt borrows the text of the [`Document`] it was built from wherever it is sent as
+/// written (`'d`), so building one copies only what templates render;
+/// [`into_owned`](Self::into_owned) detaches it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Prompt {
+pub struct Prompt<'d> {
     /// The trimmed text of the last `@System:` message, when there is one.
-    pub system: Option<String>,
+    pub system: Option<Cow<'d, str>>,
     /// The history, in document order, followed by at most one user message holding the
     /// synthetic results of unresolved tool calls.
-    pub messages: Vec<PromptMessage>,
+    pub messages: Vec<PromptMessage<'d>>,
     /// What was found while building: unresolved tool calls, job results of unknown jobs,
     /// templates that failed (errors) and file references not attached.
     pub diagnostics: Vec<PromptDiagnostic>,
 }
 
-impl Prompt {
+impl Prompt<'_> {
+    /// The prompt with everything it borrows copied, so that it outlives the document.
+    pub fn into_owned(self) -> Prompt<'static> {
+        Prompt {
+            system: self.system.map(|s| Cow::Owned(s.into_owned())),
+            messages: self
+                .messages
+                .into_iter()
+                .map(PromptMessage::into_owned)
+                .collect(),
+            diagnostics: self.diagnostics,
+        }
+    }
+
     /// Whether a diagnostic is an error: some text was sent as written because its template
     /// failed. A host usually shows the errors rather than send the request.
     pub fn has_errors(&self) -> bool {
@@ -61,79 +79,135 @@ pub enum PromptRole {
 
 /// One message of the history; never empty.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PromptMessage {
+pub struct PromptMessage<'d> {
     /// Who speaks.
     pub role: PromptRole,
     /// The content, in document order.
-    pub parts: Vec<Part>,
+    pub parts: Vec<Part<'d>>,
+}
+
+impl PromptMessage<'_> {
+    /// The message with everything it borrows copied.
+    pub fn into_owned(self) -> PromptMessage<'static> {
+        PromptMessage {
+            role: self.role,
+            parts: self.parts.into_iter().map(Part::into_owned).collect(),
+        }
+    }
 }
 
 /// A provider signature carried by a thinking part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ThinkingSignature {
+pub struct ThinkingSignature<'d> {
     /// The provider that produced the signature (`anthropic`, `openai`, `vertex`, …).
-    pub provider: String,
+    pub provider: Cow<'d, str>,
     /// The opaque signature value.
-    pub value: String,
+    pub value: Cow<'d, str>,
 }
 
 /// A provider-neutral piece of message content (spec §1.14, generic parts).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Part {
+pub enum Part<'d> {
     /// Plain text.
     Text {
         /// The text.
-        text: String,
+        text: Cow<'d, str>,
     },
     /// A file from an `@./file` reference or a binary `include()`.
     File(FilePart),
     /// A thinking block of an assistant message.
     Thinking {
         /// The thinking text (opaque provider data when `redacted`).
-        content: String,
+        content: Cow<'d, str>,
         /// The provider signature, when the block has one.
-        signature: Option<ThinkingSignature>,
+        signature: Option<ThinkingSignature<'d>>,
         /// Whether the content is redacted (encrypted) provider data.
         redacted: bool,
     },
     /// A tool call of an assistant message.
     ToolUse {
         /// The call id as written in the transcript.
-        id: String,
+        id: Cow<'d, str>,
         /// The tool name as written in the transcript (adapters wire-encode it).
-        name: String,
+        name: Cow<'d, str>,
         /// The call input.
-        input: JsonObject,
+        input: Cow<'d, JsonObject>,
     },
     /// The final result of a tool call, in a user message.
     ToolResult {
         /// The id of the call it answers.
-        tool_use_id: String,
+        tool_use_id: Cow<'d, str>,
         /// The tool name, taken from the matching tool use when there is one.
-        name: Option<String>,
+        name: Option<Cow<'d, str>>,
         /// The content: one text part with the raw content (none when it is empty), or, for a
         /// tool that declares `emits_template`, the rendered text and file parts.
-        parts: Vec<Part>,
+        parts: Vec<Part<'d>>,
         /// Whether the result is an error (status `error`).
         is_error: bool,
     },
 }
 
-impl Part {
+impl<'d> Part<'d> {
+    /// A text part.
+    pub fn text(text: impl Into<Cow<'d, str>>) -> Self {
+        Part::Text { text: text.into() }
+    }
+
     /// The text of a tool result's parts when they are all textual (text and text files),
     /// joined; `None` when one of them is an image, a PDF or an unsupported file.
-    pub fn textual(parts: &[Part]) -> Option<String> {
-        let mut out = String::new();
-        for part in parts {
-            match part {
-                Part::Text { text } | Part::File(FilePart::TextFile { text, .. }) => {
-                    out.push_str(text);
-                }
-                _ => return None,
-            }
+    pub fn textual<'p>(parts: &'p [Part<'_>]) -> Option<Cow<'p, str>> {
+        let text = |part: &'p Part<'_>| match part {
+            Part::Text { text } => Some(text.as_ref()),
+            Part::File(FilePart::TextFile { text, .. }) => Some(text.as_str()),
+            _ => None,
+        };
+        match parts {
+            [] => Some(Cow::Borrowed("")),
+            [one] => text(one).map(Cow::Borrowed),
+            _ => parts
+                .iter()
+                .map(text)
+                .collect::<Option<String>>()
+                .map(Cow::Owned),
         }
-        Some(out)
+    }
+
+    /// The part with everything it borrows copied.
+    pub fn into_owned(self) -> Part<'static> {
+        let own = |s: Cow<'_, str>| Cow::Owned(s.into_owned());
+        match self {
+            Part::Text { text } => Part::Text { text: own(text) },
+            Part::File(file) => Part::File(file),
+            Part::Thinking {
+                content,
+                signature,
+                redacted,
+            } => Part::Thinking {
+                content: own(content),
+                signature: signature.map(|s| ThinkingSignature {
+                    provider: own(s.provider),
+                    value: own(s.value),
+                }),
+                redacted,
+            },
+            Part::ToolUse { id, name, input } => Part::ToolUse {
+                id: own(id),
+                name: own(name),
+                input: Cow::Owned(input.into_owned()),
+            },
+            Part::ToolResult {
+                tool_use_id,
+                name,
+                parts,
+                is_error,
+            } => Part::ToolResult {
+                tool_use_id: own(tool_use_id),
+                name: name.map(own),
+                parts: parts.into_iter().map(Part::into_owned).collect(),
+                is_error,
+            },
+        }
     }
 }
 
@@ -249,7 +323,7 @@ impl PromptBuilder {
     }
 
     /// Builds the prompt of `doc` (see [`build_prompt`]).
-    pub fn build(&self, doc: &Document) -> Prompt {
+    pub fn build<'d>(&self, doc: &'d Document) -> Prompt<'d> {
         let scope = Scope::new(
             Arc::clone(&self.engine),
             self.chat_path.as_deref(),
@@ -304,13 +378,13 @@ struct Builder<'b> {
 /// let prompt = build_prompt(&doc);
 /// assert_eq!(prompt.system.as_deref(), Some("Be brief."));
 /// assert_eq!(prompt.messages[0].role, PromptRole::User);
-/// assert_eq!(prompt.messages[0].parts, vec![Part::Text { text: "Hi!".to_owned() }]);
+/// assert_eq!(prompt.messages[0].parts, vec![Part::text("Hi!")]);
 /// ```
-pub fn build_prompt(doc: &Document) -> Prompt {
+pub fn build_prompt(doc: &Document) -> Prompt<'_> {
     PromptBuilder::new().build(doc)
 }
 
-fn build(doc: &Document, builder: &Builder<'_>) -> Prompt {
+fn build<'d>(doc: &'d Document, builder: &Builder<'_>) -> Prompt<'d> {
     let context = Context::new(doc);
     let mut prompt = Prompt {
         system: None,
@@ -320,8 +394,7 @@ fn build(doc: &Document, builder: &Builder<'_>) -> Prompt {
     for message in &doc.messages {
         let (role, parts) = match &message.role {
             Role::System => {
-                let system = system_text(message, builder, &mut prompt.diagnostics);
-                prompt.system = Some(system.trim().to_owned());
+                prompt.system = Some(system_text(message, builder, &mut prompt.diagnostics));
                 continue;
             }
             Role::You => (
@@ -335,7 +408,7 @@ fn build(doc: &Document, builder: &Builder<'_>) -> Prompt {
             prompt.messages.push(PromptMessage { role, parts });
         }
     }
-    let synthetic = unresolved_results(doc, &mut prompt.diagnostics);
+    let synthetic = unresolved_results(doc, &context, &mut prompt.diagnostics);
     if !synthetic.is_empty() {
         prompt.messages.push(PromptMessage {
             role: PromptRole::User,
@@ -345,30 +418,53 @@ fn build(doc: &Document, builder: &Builder<'_>) -> Prompt {
     prompt
 }
 
-/// What the builder looks up across the document.
+/// A hash map keyed by the document's ids (foldhash: ids are not attacker-chosen keys of a
+/// long-lived table, and `SipHash` showed in profiles).
+type IdMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// What the builder looks up across the document, gathered in one pass.
 struct Context<'d> {
-    /// Tool use id → tool name.
-    tool_names: HashMap<&'d str, &'d str>,
+    /// Tool use id → tool name (the first tool use with the id).
+    tool_names: IdMap<&'d str, &'d str>,
     /// Job id → (tool use id, tool name) of the tool result that started it.
-    jobs: HashMap<&'d str, (&'d str, &'d str)>,
+    jobs: IdMap<&'d str, (&'d str, &'d str)>,
+    /// The ids of the tool uses that have a final result.
+    resolved: HashSet<&'d str, foldhash::fast::RandomState>,
 }
 
 impl<'d> Context<'d> {
     fn new(doc: &'d Document) -> Self {
-        let table = flemma_ast::build_tool_sibling_table(doc);
-        let tool_names: HashMap<&str, &str> = table
-            .iter()
-            .filter_map(|(id, pair)| pair.tool_use.map(|u| (*id, u.name.as_str())))
-            .collect();
-        let mut jobs = HashMap::new();
-        for result in doc.messages.iter().flat_map(Message::tool_results) {
-            if let Some(job_id) = result.job_id() {
-                let id = result.tool_use_id.as_str();
-                let name = tool_names.get(id).copied().unwrap_or("unknown");
-                jobs.entry(job_id).or_insert((id, name));
+        let mut tool_names = IdMap::default();
+        let mut resolved = HashSet::default();
+        let mut started = Vec::new();
+        for message in &doc.messages {
+            for segment in &message.segments {
+                match segment {
+                    Segment::ToolUse(u) => {
+                        tool_names.entry(u.id.as_str()).or_insert(u.name.as_str());
+                    }
+                    Segment::ToolResult(r) => {
+                        if r.is_final() {
+                            resolved.insert(r.tool_use_id.as_str());
+                        }
+                        if let Some(job_id) = r.job_id() {
+                            started.push((job_id, r.tool_use_id.as_str()));
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
-        Self { tool_names, jobs }
+        let mut jobs = IdMap::default();
+        for (job_id, id) in started {
+            let name = tool_names.get(id).copied().unwrap_or("unknown");
+            jobs.entry(job_id).or_insert((id, name));
+        }
+        Self {
+            tool_names,
+            jobs,
+            resolved,
+        }
     }
 }
 
@@ -422,13 +518,13 @@ fn first_line(segments: &[Segment], fallback: u32) -> u32 {
 
 /// Renders a run of text and template segments into text and file parts. A failed template
 /// sends the run as written, with an error; a reference not attached stays text, with a
-/// warning.
-fn render_run(
-    segments: &[Segment],
+/// warning. Text without templates or references is borrowed.
+fn render_run<'d>(
+    segments: &'d [Segment],
     fallback_line: u32,
     builder: &Builder<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
-) -> Vec<Part> {
+) -> Vec<Part<'d>> {
     let line = first_line(segments, fallback_line);
     match builder.scope.render_parts(segments, true) {
         Ok((parts, warnings)) => {
@@ -447,45 +543,56 @@ fn render_run(
                 line: err.line().unwrap_or(line),
                 message: format!("Template error (the text is sent as written): {err}"),
             });
-            vec![Part::Text {
-                text: inline_text(segments),
-            }]
+            vec![Part::text(inline_text(segments))]
         }
     }
 }
 
-/// Pushes a text part unless `text` is whitespace-only; empties `text`.
-fn flush_text(parts: &mut Vec<Part>, text: &mut String) {
-    if !text.trim().is_empty() {
-        parts.push(Part::Text {
-            text: std::mem::take(text),
-        });
+/// Consecutive text, borrowed while it is one piece.
+#[derive(Default)]
+struct TextRun<'d> {
+    text: Option<Cow<'d, str>>,
+}
+
+impl<'d> TextRun<'d> {
+    fn push(&mut self, piece: Cow<'d, str>) {
+        match &mut self.text {
+            None => self.text = Some(piece),
+            Some(text) => text.to_mut().push_str(&piece),
+        }
     }
-    text.clear();
+
+    /// Pushes the text as a part unless it is whitespace-only, and starts over.
+    fn flush(&mut self, parts: &mut Vec<Part<'d>>) {
+        if let Some(text) = self.text.take()
+            && !text.trim().is_empty()
+        {
+            parts.push(Part::Text { text });
+        }
+    }
 }
 
 /// Pushes the non-blank text parts and the file parts of `rendered`.
-fn push_rendered(parts: &mut Vec<Part>, rendered: Vec<Part>) {
+fn push_rendered<'d>(parts: &mut Vec<Part<'d>>, rendered: Vec<Part<'d>>) {
     parts.extend(rendered.into_iter().filter(|part| match part {
         Part::Text { text } => !text.trim().is_empty(),
         _ => true,
     }));
 }
 
-/// The system prompt: the rendered text, text files inlined; other files cannot go in a
-/// system prompt and are named instead, with a warning.
-fn system_text(
-    message: &Message,
+/// The system prompt, trimmed: the rendered text, text files inlined; other files cannot go
+/// in a system prompt and are named instead, with a warning.
+fn system_text<'d>(
+    message: &'d Message,
     builder: &Builder<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
-) -> String {
+) -> Cow<'d, str> {
     let line = message.span.start_line;
-    let mut text = String::new();
+    let mut text = TextRun::default();
     for part in render_run(&message.segments, line, builder, diagnostics) {
         match part {
-            Part::Text { text: t } | Part::File(FilePart::TextFile { text: t, .. }) => {
-                text.push_str(&t);
-            }
+            Part::Text { text: t } => text.push(t),
+            Part::File(FilePart::TextFile { text: t, .. }) => text.push(Cow::Owned(t)),
             Part::File(file) => {
                 diagnostics.push(PromptDiagnostic {
                     kind: PromptDiagnosticKind::File,
@@ -497,20 +604,24 @@ fn system_text(
                         file.mime_type()
                     ),
                 });
-                text.push_str(&file.as_text_fallback());
+                text.push(Cow::Owned(file.as_text_fallback()));
             }
             _ => {}
         }
     }
-    text
+    match text.text {
+        None => Cow::Borrowed(""),
+        Some(Cow::Borrowed(t)) => Cow::Borrowed(t.trim()),
+        Some(Cow::Owned(t)) => Cow::Owned(t.trim().to_owned()),
+    }
 }
 
-fn user_parts(
-    message: &Message,
-    context: &Context<'_>,
+fn user_parts<'d>(
+    message: &'d Message,
+    context: &Context<'d>,
     builder: &Builder<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
-) -> Vec<Part> {
+) -> Vec<Part<'d>> {
     let mut parts = Vec::new();
     let segments = &message.segments;
     let mut i = 0;
@@ -545,12 +656,12 @@ fn user_parts(
     parts
 }
 
-fn tool_result_part(
-    result: &ToolResult,
-    context: &Context<'_>,
+fn tool_result_part<'d>(
+    result: &'d ToolResult,
+    context: &Context<'d>,
     builder: &Builder<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
-) -> Option<Part> {
+) -> Option<Part<'d>> {
     if !result.is_final() {
         return None;
     }
@@ -559,16 +670,17 @@ fn tool_result_part(
     let parts = if name.is_some_and(|n| builder.template_tools.contains(n)) {
         let segments = result.segments();
         render_run(&segments, result.span.start_line, builder, diagnostics)
+            .into_iter()
+            .map(Part::into_owned)
+            .collect()
     } else if result.content.is_empty() {
         Vec::new()
     } else {
-        vec![Part::Text {
-            text: result.content.clone(),
-        }]
+        vec![Part::text(result.content.as_str())]
     };
     Some(Part::ToolResult {
-        tool_use_id: id.to_owned(),
-        name: name.map(str::to_owned),
+        tool_use_id: Cow::Borrowed(id),
+        name: name.map(Cow::Borrowed),
         parts,
         is_error: result.status == Some(ToolStatus::Error),
     })
@@ -578,7 +690,7 @@ fn job_result_part(
     job: &JobResult,
     context: &Context<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
-) -> Option<Part> {
+) -> Option<Part<'static>> {
     if job.content.is_empty() {
         return None;
     }
@@ -600,20 +712,26 @@ fn job_result_part(
         text.push_str("Error: ");
     }
     text.push_str(&job.content);
-    Some(Part::Text { text })
+    Some(Part::text(text))
 }
 
-fn assistant_parts(message: &Message) -> Vec<Part> {
+fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
     let has_tool_use = message.tool_uses().next().is_some();
     let mut parts = Vec::new();
-    let mut text = String::new();
+    let mut text = TextRun::default();
     for segment in &message.segments {
         match segment {
-            Segment::Text(_) | Segment::Expression(_) | Segment::Code(_) => {
-                push_inline(&mut text, segment);
+            Segment::Text(t) => {
+                text.push(Cow::Borrowed(&t.value));
                 continue;
             }
-            _ => flush_text(&mut parts, &mut text),
+            Segment::Expression(_) | Segment::Code(_) => {
+                let mut written = String::new();
+                push_inline(&mut written, segment);
+                text.push(Cow::Owned(written));
+                continue;
+            }
+            _ => text.flush(&mut parts),
         }
         match segment {
             Segment::Thinking(thinking) => {
@@ -624,45 +742,49 @@ fn assistant_parts(message: &Message) -> Vec<Part> {
                     continue;
                 }
                 parts.push(Part::Thinking {
-                    content: thinking.content.clone(),
+                    content: Cow::Borrowed(&thinking.content),
                     signature: thinking.signature.as_ref().map(|s| ThinkingSignature {
-                        provider: s.provider.clone(),
-                        value: s.value.clone(),
+                        provider: Cow::Borrowed(&s.provider),
+                        value: Cow::Borrowed(&s.value),
                     }),
                     redacted: thinking.redacted,
                 });
             }
             Segment::ToolUse(tool_use) => parts.push(Part::ToolUse {
-                id: tool_use.id.as_str().to_owned(),
-                name: tool_use.name.as_str().to_owned(),
-                input: tool_use.input().clone(),
+                id: Cow::Borrowed(tool_use.id.as_str()),
+                name: Cow::Borrowed(tool_use.name.as_str()),
+                input: Cow::Borrowed(tool_use.input()),
             }),
             // With a tool use the marker is dropped; the whitespace-only text around it is
             // skipped like any other whitespace-only text.
-            Segment::Aborted(aborted) if !has_tool_use => parts.push(Part::Text {
-                text: format!("<!-- {} -->", aborted.message),
-            }),
+            Segment::Aborted(aborted) if !has_tool_use => {
+                parts.push(Part::text(format!("<!-- {} -->", aborted.message)));
+            }
             _ => {}
         }
     }
-    flush_text(&mut parts, &mut text);
+    text.flush(&mut parts);
     parts
 }
 
 /// Synthetic error results for every tool call without a final result, with their warnings.
-fn unresolved_results(doc: &Document, diagnostics: &mut Vec<PromptDiagnostic>) -> Vec<Part> {
-    let resolved: HashSet<&str> = doc
-        .messages
-        .iter()
-        .flat_map(Message::tool_results)
-        .filter(|r| r.is_final())
-        .map(|r| r.tool_use_id.as_str())
-        .collect();
+fn unresolved_results<'d>(
+    doc: &'d Document,
+    context: &Context<'d>,
+    diagnostics: &mut Vec<PromptDiagnostic>,
+) -> Vec<Part<'d>> {
+    if context
+        .tool_names
+        .keys()
+        .all(|id| context.resolved.contains(id))
+    {
+        return Vec::new();
+    }
     let mut seen = HashSet::new();
     let mut parts = Vec::new();
     for tool_use in doc.messages.iter().flat_map(Message::tool_uses) {
         let id = tool_use.id.as_str();
-        if resolved.contains(id) || !seen.insert(id) {
+        if context.resolved.contains(id) || !seen.insert(id) {
             continue;
         }
         let name = tool_use.name.as_str();
@@ -675,11 +797,9 @@ fn unresolved_results(doc: &Document, diagnostics: &mut Vec<PromptDiagnostic>) -
             ),
         });
         parts.push(Part::ToolResult {
-            tool_use_id: id.to_owned(),
-            name: Some(name.to_owned()),
-            parts: vec![Part::Text {
-                text: NO_RESULT_PROVIDED.to_owned(),
-            }],
+            tool_use_id: Cow::Borrowed(id),
+            name: Some(Cow::Borrowed(name)),
+            parts: vec![Part::text(NO_RESULT_PROVIDED)],
             is_error: true,
         });
     }

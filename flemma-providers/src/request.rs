@@ -247,16 +247,26 @@ impl Serialize for SortedBody<'_> {
 }
 
 /// A JSON value serialized with the keys of every object in sorted order.
-struct Sorted<'a>(&'a Value);
+pub(crate) struct Sorted<'a>(pub(crate) &'a Value);
+
+impl Sorted<'_> {
+    /// Serializes an object with the keys of every object in sorted order.
+    pub(crate) fn map<S: Serializer>(
+        map: &Map<String, Value>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            sorted_entries(map, |_| true)
+                .into_iter()
+                .map(|(k, v)| (k, Sorted(v))),
+        )
+    }
+}
 
 impl Serialize for Sorted<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.0 {
-            Value::Object(map) => serializer.collect_map(
-                sorted_entries(map, |_| true)
-                    .into_iter()
-                    .map(|(k, v)| (k, Sorted(v))),
-            ),
+            Value::Object(map) => Sorted::map(map, serializer),
             Value::Array(items) => serializer.collect_seq(items.iter().map(Sorted)),
             scalar => scalar.serialize(serializer),
         }

@@ -1,12 +1,18 @@
 //! Names and ids on the wire (spec §4.4, §13.1).
 
+use std::borrow::Cow;
+
 /// A tool name as providers accept it: each `.` (and the older `:`) becomes `__`.
 ///
 /// ```
 /// assert_eq!(flemma_providers::encode_tool_name("flemma.jobs.status"), "flemma__jobs__status");
 /// ```
-pub fn encode_tool_name(name: &str) -> String {
-    name.replace(['.', ':'], "__")
+pub fn encode_tool_name(name: &str) -> Cow<'_, str> {
+    if name.contains(['.', ':']) {
+        Cow::Owned(name.replace(['.', ':'], "__"))
+    } else {
+        Cow::Borrowed(name)
+    }
 }
 
 /// A wire name back to the tool name: each `__` becomes `.`.
@@ -28,7 +34,11 @@ pub fn decode_tool_name(wire: &str) -> String {
 ///     "urn_flemma_tool_calculator_678a1b2c0001"
 /// );
 /// ```
-pub fn normalize_tool_id(id: &str) -> String {
+pub fn normalize_tool_id(id: &str) -> Cow<'_, str> {
+    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if id.len() <= 64 && id.bytes().all(valid) && !id.ends_with('_') {
+        return Cow::Borrowed(id);
+    }
     let mut out: String = id
         .chars()
         .map(|c| {
@@ -43,7 +53,7 @@ pub fn normalize_tool_id(id: &str) -> String {
     while out.ends_with('_') {
         out.pop();
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The Anthropic Messages request body (spec §13.1, §13.2).
 
 use flemma_schema::Dialect;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::{CacheRetention, ForeignThinking, RequestOptions};
 use crate::template::FilePart;
@@ -15,64 +16,65 @@ const ANSWER_ROOM: u64 = 4096;
 
 /// The Anthropic Messages request body of `prompt` (spec §13.2), streaming.
 ///
-/// Serialize it with [`body_to_string`](crate::body_to_string) and the trailing keys
-/// `["system", "tools", "messages"]` for the exact bytes. Consecutive messages of one role are
-/// merged; in user messages tool results come before text; in assistant messages native
-/// thinking comes first, then foreign thinking as `<thinking>` text, then text, then tool uses.
+/// [`RequestBody::to_json`] writes it with the trailing keys `["system", "tools",
+/// "messages"]`. Consecutive messages of one role are merged; in user messages tool results
+/// come before text; in assistant messages native thinking comes first, then foreign
+/// thinking as `<thinking>` text, then text, then tool uses.
 ///
 /// ```
-/// use flemma_providers::{RequestOptions, anthropic_request, body_to_string, build_prompt};
+/// use flemma_providers::{RequestOptions, anthropic_request, build_prompt};
 ///
-/// let prompt = build_prompt(&flemma_ast::parse("@You:\nHi!\n"));
+/// let doc = flemma_ast::parse("@You:\nHi!\n");
+/// let prompt = build_prompt(&doc);
 /// let body = anthropic_request(&prompt, &RequestOptions::new("claude-sonnet-4-5"));
 /// assert_eq!(
-///     body_to_string(&body, &["system", "tools", "messages"]),
+///     body.to_json(),
 ///     r#"{"max_tokens":8192,"model":"claude-sonnet-4-5","stream":true,"messages":[{"content":[{"text":"Hi!","type":"text"}],"role":"user"}]}"#
 /// );
 /// ```
-pub fn anthropic_request(prompt: &Prompt, options: &RequestOptions) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(options.model));
+pub fn anthropic_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -> RequestBody<'a> {
+    let mut body = obj! {
+        "model": options.model.clone(),
+        "stream": true,
+    };
     let mut max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     if let Some(budget) = options.thinking.budget() {
         max_tokens = max_tokens.max(budget + ANSWER_ROOM);
         body.insert(
-            "thinking".into(),
-            json!({"type": "enabled", "budget_tokens": budget}),
+            "thinking",
+            obj! {"type": "enabled", "budget_tokens": budget},
         );
     } else if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), json!(temperature));
+        body.insert("temperature", Json::from(temperature));
     }
-    body.insert("max_tokens".into(), json!(max_tokens));
-    body.insert("stream".into(), Value::Bool(true));
+    body.insert("max_tokens", Json::from(max_tokens));
     if let Some(system) = &prompt.system {
-        body.insert("system".into(), json!(system));
+        body.insert("system", Json::from(system));
     }
     let tools = tools(options);
     if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-        body.insert("tool_choice".into(), json!({"type": "auto"}));
+        body.insert("tools", Json::Array(tools));
+        body.insert("tool_choice", obj! {"type": "auto"});
     }
-    let messages = merged_messages(prompt)
+    let messages = super::merged(&prompt.messages, |_| true)
         .into_iter()
         .filter_map(|(role, parts)| {
-            let content = match role {
-                PromptRole::User => user_content(&parts),
-                PromptRole::Assistant => assistant_content(&parts, options.foreign_thinking),
+            let (role, content) = match role {
+                PromptRole::User => ("user", user_content(&parts)),
+                PromptRole::Assistant => (
+                    "assistant",
+                    assistant_content(&parts, options.foreign_thinking),
+                ),
             };
-            let role = match role {
-                PromptRole::User => "user",
-                PromptRole::Assistant => "assistant",
-            };
-            (!content.is_empty()).then(|| json!({"role": role, "content": content}))
+            (!content.is_empty()).then(|| obj! {"role": role, "content": content})
         })
         .collect();
-    body.insert("messages".into(), Value::Array(messages));
-    Value::Object(body)
+    body.insert("messages", Json::Array(messages));
+    RequestBody::new(body, &["system", "tools", "messages"])
 }
 
 /// The tool declarations, the last one carrying the cache marker.
-fn tools(options: &RequestOptions) -> Vec<Value> {
+fn tools(options: &RequestOptions) -> Vec<Json<'static>> {
     let mut tools: Vec<Value> = options
         .tools
         .iter()
@@ -93,11 +95,11 @@ fn tools(options: &RequestOptions) -> Vec<Value> {
     if let (Some(cache_control), Some(Value::Object(last))) = (cache_control, tools.last_mut()) {
         last.insert("cache_control".into(), cache_control);
     }
-    tools
+    tools.into_iter().map(Json::from).collect()
 }
 
 /// Tool results first, then the non-blank text and the files.
-fn user_content(parts: &[&Part]) -> Vec<Value> {
+fn user_content<'a>(parts: &[&'a Part<'_>]) -> Vec<Json<'a>> {
     let mut results = Vec::new();
     let mut rest = Vec::new();
     for part in parts {
@@ -109,16 +111,16 @@ fn user_content(parts: &[&Part]) -> Vec<Value> {
                 ..
             } => {
                 let content = match Part::textual(parts) {
-                    Some(text) => Value::String(text),
-                    None => Value::Array(parts.iter().filter_map(content_block).collect()),
+                    Some(text) => Json::from(text),
+                    None => Json::Array(parts.iter().filter_map(content_block).collect()),
                 };
-                let mut block = json!({
+                let mut block = obj! {
                     "type": "tool_result",
                     "tool_use_id": normalize_tool_id(tool_use_id),
                     "content": content,
-                });
+                };
                 if *is_error {
-                    block["is_error"] = Value::Bool(true);
+                    block.insert("is_error", Json::Bool(true));
                 }
                 results.push(block);
             }
@@ -131,28 +133,32 @@ fn user_content(parts: &[&Part]) -> Vec<Value> {
 }
 
 /// A text (unless blank) or file part as a content block: `text`, `image`, `document`.
-fn content_block(part: &Part) -> Option<Value> {
-    let base64 = |file: &FilePart| json!({"type": "base64", "media_type": file.mime_type(), "data": file.data()});
+fn content_block<'a>(part: &'a Part<'_>) -> Option<Json<'a>> {
+    let base64 = |file: &'a FilePart| {
+        obj! {"type": "base64", "media_type": file.mime_type(), "data": file.data().unwrap_or_default()}
+    };
     Some(match part {
-        Part::Text { text } if !text.trim().is_empty() => json!({"type": "text", "text": text}),
+        Part::Text { text } if !text.trim().is_empty() => obj! {"type": "text", "text": text},
         Part::File(file @ FilePart::Image { .. }) => {
-            json!({"type": "image", "source": base64(file)})
+            obj! {"type": "image", "source": base64(file)}
         }
-        Part::File(file @ FilePart::Pdf { .. }) => json!({
+        Part::File(file @ FilePart::Pdf { .. }) => obj! {
             "type": "document",
             "source": base64(file),
             "title": file.basename(),
-        }),
-        Part::File(FilePart::TextFile { text, .. }) => json!({"type": "text", "text": text}),
+        },
+        Part::File(FilePart::TextFile { text, .. }) => {
+            obj! {"type": "text", "text": text.as_str()}
+        }
         Part::File(file @ FilePart::Unsupported { .. }) => {
-            json!({"type": "text", "text": super::unsupported_text(file)})
+            obj! {"type": "text", "text": super::unsupported_text(file)}
         }
         _ => return None,
     })
 }
 
 /// Native thinking, foreign thinking as text, text, then tool uses.
-fn assistant_content(parts: &[&Part], foreign_mode: ForeignThinking) -> Vec<Value> {
+fn assistant_content<'a>(parts: &[&'a Part<'_>], foreign_mode: ForeignThinking) -> Vec<Json<'a>> {
     let mut thinking = Vec::new();
     let mut foreign = Vec::new();
     let mut texts = Vec::new();
@@ -165,47 +171,35 @@ fn assistant_content(parts: &[&Part], foreign_mode: ForeignThinking) -> Vec<Valu
                 redacted,
             } => {
                 if *redacted {
-                    thinking.push(json!({"type": "redacted_thinking", "data": content}));
+                    thinking.push(obj! {"type": "redacted_thinking", "data": content});
                 } else if let Some(sig) = signature.as_ref().filter(|s| s.provider == "anthropic") {
-                    thinking.push(json!({
+                    thinking.push(obj! {
                         "type": "thinking",
                         "thinking": content,
-                        "signature": sig.value,
-                    }));
+                        "signature": &sig.value,
+                    });
                 } else if !content.trim().is_empty() {
                     foreign.push(content.trim());
                 }
             }
             Part::Text { text } if !text.trim().is_empty() => {
-                texts.push(json!({"type": "text", "text": text.trim()}));
+                texts.push(obj! {"type": "text", "text": text.trim()});
             }
-            Part::ToolUse { id, name, input } => tool_uses.push(json!({
+            Part::ToolUse { id, name, input } => tool_uses.push(obj! {
                 "type": "tool_use",
                 "id": normalize_tool_id(id),
                 "name": encode_tool_name(name),
-                "input": input,
-            })),
+                "input": Json::Map(input),
+            }),
             _ => {}
         }
     }
     if let Some(text) = foreign_thinking_text(&foreign, foreign_mode) {
-        thinking.push(json!({"type": "text", "text": text}));
+        thinking.push(obj! {"type": "text", "text": text});
     }
     thinking.extend(texts);
     thinking.extend(tool_uses);
     thinking
-}
-
-/// The prompt's messages with consecutive messages of one role merged.
-pub(super) fn merged_messages(prompt: &Prompt) -> Vec<(PromptRole, Vec<&Part>)> {
-    let mut merged: Vec<(PromptRole, Vec<&Part>)> = Vec::new();
-    for message in &prompt.messages {
-        match merged.last_mut() {
-            Some((role, parts)) if *role == message.role => parts.extend(&message.parts),
-            _ => merged.push((message.role, message.parts.iter().collect())),
-        }
-    }
-    merged
 }
 
 /// Foreign thinking re-sent as text: `<thinking>\n<contents joined by blank lines>\n</thinking>`,

@@ -1,8 +1,10 @@
 //! The OpenAI-compatible Chat Completions request body (spec §13.4).
 
-use flemma_schema::Dialect;
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
+use flemma_schema::Dialect;
+
+use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::RequestOptions;
 use crate::template::FilePart;
@@ -22,59 +24,64 @@ use crate::wire::encode_tool_name;
 ///   `{role:"user", content}` message. An assistant message becomes
 ///   `{role:"assistant", content?, tool_calls?, reasoning_content?}`.
 ///
-/// Serialize it with [`body_to_string`](crate::body_to_string) and the trailing keys
-/// `["tools", "messages"]`.
+/// [`RequestBody::to_json`] writes it with the trailing keys `["tools", "messages"]`.
 ///
 /// ```
-/// use flemma_providers::{RequestOptions, body_to_string, build_prompt, chat_completions_request};
+/// use flemma_providers::{RequestOptions, build_prompt, chat_completions_request};
 ///
-/// let prompt = build_prompt(&flemma_ast::parse("@System:\nBe brief.\n\n@You:\nHi!\n"));
+/// let doc = flemma_ast::parse("@System:\nBe brief.\n\n@You:\nHi!\n");
+/// let prompt = build_prompt(&doc);
 /// let body = chat_completions_request(&prompt, &RequestOptions::new("kimi-k2.5"));
 /// assert_eq!(
-///     body_to_string(&body, &["tools", "messages"]),
+///     body.to_json(),
 ///     r#"{"model":"kimi-k2.5","stream":true,"stream_options":{"include_usage":true},"messages":[{"content":"Be brief.","role":"system"},{"content":"Hi!","role":"user"}]}"#
 /// );
 /// ```
-pub fn chat_completions_request(prompt: &Prompt, options: &RequestOptions) -> Value {
-    let mut body = Map::new();
-    body.insert("model".to_owned(), json!(options.model));
-    body.insert("stream".to_owned(), json!(true));
-    body.insert("stream_options".to_owned(), json!({"include_usage": true}));
+pub fn chat_completions_request<'a>(
+    prompt: &'a Prompt<'_>,
+    options: &RequestOptions,
+) -> RequestBody<'a> {
+    let mut body = obj! {
+        "model": options.model.clone(),
+        "stream": true,
+        "stream_options": obj! {"include_usage": true},
+    };
     if let Some(max_tokens) = options.max_tokens {
-        body.insert("max_tokens".to_owned(), json!(max_tokens));
+        body.insert("max_tokens", Json::from(max_tokens));
     }
     if let Some(temperature) = options.temperature {
-        body.insert("temperature".to_owned(), json!(temperature));
+        body.insert("temperature", Json::from(temperature));
     }
-    let tools: Vec<Value> = options
+    let tools: Vec<Json<'a>> = options
         .tools
         .iter()
         .filter_map(|spec| spec.to_provider(Dialect::OpenAiChat).ok())
+        .map(Json::from)
         .collect();
     if !tools.is_empty() {
-        body.insert("tools".to_owned(), Value::Array(tools));
-        body.insert("tool_choice".to_owned(), json!("auto"));
+        body.insert("tools", Json::Array(tools));
+        body.insert("tool_choice", Json::from("auto"));
     }
 
     let mut messages = Vec::new();
     if let Some(system) = &prompt.system {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(obj! {"role": "system", "content": system});
     }
-    for message in super::merge_user_messages(&prompt.messages) {
-        match message.role {
-            PromptRole::User => push_user(&mut messages, &message.parts),
-            PromptRole::Assistant => messages.push(assistant_message(&message.parts)),
+    for (role, parts) in super::merged(&prompt.messages, |role| role == PromptRole::User) {
+        match role {
+            PromptRole::User => push_user(&mut messages, &parts),
+            PromptRole::Assistant => messages.push(assistant_message(&parts)),
         }
     }
-    body.insert("messages".to_owned(), Value::Array(messages));
-    Value::Object(body)
+    body.insert("messages", Json::Array(messages));
+    RequestBody::new(body, &["tools", "messages"])
 }
 
 /// Tool messages first, then the user text (when there is any). Tool messages carry text
 /// only: files in a result are named `[binary file: <name> (<mime>)]`. A user message with
 /// files sends its content as parts (`text`, `image_url`, `file`).
-fn push_user(messages: &mut Vec<Value>, parts: &[Part]) {
-    let mut text = String::new();
+fn push_user<'a>(messages: &mut Vec<Json<'a>>, parts: &[&'a Part<'_>]) {
+    let mut text = super::Joined::default();
     let mut content = Vec::new();
     for part in parts {
         match part {
@@ -85,78 +92,71 @@ fn push_user(messages: &mut Vec<Value>, parts: &[Part]) {
                 is_error,
             } => {
                 let name = super::result_name(name.as_deref(), tool_use_id)
-                    .unwrap_or_else(|| tool_use_id.clone());
+                    .unwrap_or(Cow::Borrowed(tool_use_id));
                 let text = super::text_with_file_names(parts);
-                messages.push(json!({
+                messages.push(obj! {
                     "role": "tool",
                     "tool_call_id": tool_use_id,
                     "name": name,
-                    "content": result_content(&text, *is_error),
-                }));
+                    "content": result_content(text, *is_error),
+                });
             }
-            Part::Text { text: t } | Part::File(FilePart::TextFile { text: t, .. }) => {
-                text.push_str(t);
-            }
+            Part::Text { text: t } => text.push(t),
+            Part::File(FilePart::TextFile { text: t, .. }) => text.push(t),
             Part::File(file) => {
-                flush_text(&mut content, &mut text);
+                if let Some(t) = text.take_trimmed() {
+                    content.push(obj! {"type": "text", "text": t});
+                }
                 content.push(file_content(file));
             }
             Part::Thinking { .. } | Part::ToolUse { .. } => {}
         }
     }
+    let text = text.take_trimmed();
     if content.is_empty() {
-        let text = text.trim();
-        if !text.is_empty() {
-            messages.push(json!({"role": "user", "content": text}));
+        if let Some(text) = text {
+            messages.push(obj! {"role": "user", "content": text});
         }
     } else {
-        flush_text(&mut content, &mut text);
-        messages.push(json!({"role": "user", "content": content}));
+        if let Some(t) = text {
+            content.push(obj! {"type": "text", "text": t});
+        }
+        messages.push(obj! {"role": "user", "content": content});
     }
-}
-
-/// Pushes a `text` content part unless `text` is blank; empties `text`.
-fn flush_text(content: &mut Vec<Value>, text: &mut String) {
-    let t = text.trim();
-    if !t.is_empty() {
-        content.push(json!({"type": "text", "text": t}));
-    }
-    text.clear();
 }
 
 /// A file as a content part: `image_url` for an image, `file` for a PDF, the file's name as
 /// text otherwise.
-fn file_content(file: &FilePart) -> Value {
+fn file_content(file: &FilePart) -> Json<'_> {
+    let data_url = || file.data_url().unwrap_or_default();
     match file {
-        FilePart::Image { .. } => {
-            json!({"type": "image_url", "image_url": {"url": file.data_url()}})
-        }
-        FilePart::Pdf { .. } => json!({
+        FilePart::Image { .. } => obj! {"type": "image_url", "image_url": obj! {"url": data_url()}},
+        FilePart::Pdf { .. } => obj! {
             "type": "file",
-            "file": {"filename": file.basename(), "file_data": file.data_url()},
-        }),
-        _ => json!({"type": "text", "text": file.as_text_fallback()}),
+            "file": obj! {"filename": file.basename(), "file_data": data_url()},
+        },
+        _ => obj! {"type": "text", "text": file.as_text_fallback()},
     }
 }
 
 /// The content of a tool message: `Error: ` before an error, and a stock text for an empty one.
-fn result_content(content: &str, is_error: bool) -> String {
+fn result_content(content: Cow<'_, str>, is_error: bool) -> Json<'_> {
     if !is_error {
-        content.to_owned()
+        Json::from(content)
     } else if content.is_empty() {
-        "Error: Tool execution failed".to_owned()
+        Json::from("Error: Tool execution failed")
     } else {
-        format!("Error: {content}")
+        Json::from(format!("Error: {content}"))
     }
 }
 
-fn assistant_message(parts: &[Part]) -> Value {
-    let mut text = String::new();
+fn assistant_message<'a>(parts: &[&'a Part<'_>]) -> Json<'a> {
+    let mut text = super::Joined::default();
     let mut reasoning: Vec<&str> = Vec::new();
     let mut tool_calls = Vec::new();
     for part in parts {
         match part {
-            Part::Text { text: t } => text.push_str(t),
+            Part::Text { text: t } => text.push(t),
             Part::Thinking {
                 content, redacted, ..
             } => {
@@ -165,31 +165,26 @@ fn assistant_message(parts: &[Part]) -> Value {
                     reasoning.push(content);
                 }
             }
-            Part::ToolUse { id, name, input } => tool_calls.push(json!({
+            Part::ToolUse { id, name, input } => tool_calls.push(obj! {
                 "id": id,
                 "type": "function",
-                "function": {
+                "function": obj! {
                     "name": encode_tool_name(name),
-                    "arguments": Value::Object(input.clone()).to_string(),
+                    "arguments": serde_json::to_string(&**input).unwrap_or_default(),
                 },
-            })),
+            }),
             Part::ToolResult { .. } | Part::File(_) => {}
         }
     }
-    let mut message = Map::new();
-    message.insert("role".to_owned(), json!("assistant"));
-    let text = text.trim();
-    if !text.is_empty() {
-        message.insert("content".to_owned(), json!(text));
+    let mut message = obj! {"role": "assistant"};
+    if let Some(text) = text.take_trimmed() {
+        message.insert("content", Json::from(text));
     }
     if !tool_calls.is_empty() {
-        message.insert("tool_calls".to_owned(), Value::Array(tool_calls));
+        message.insert("tool_calls", Json::Array(tool_calls));
     }
     if !reasoning.is_empty() {
-        message.insert(
-            "reasoning_content".to_owned(),
-            json!(reasoning.join("\n\n")),
-        );
+        message.insert("reasoning_content", Json::from(reasoning.join("\n\n")));
     }
-    Value::Object(message)
+    message
 }

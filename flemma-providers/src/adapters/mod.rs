@@ -20,7 +20,10 @@ const SYNTHETIC_ID_PREFIX: &str = "urn:flemma:tool:";
 
 /// The wire name sent with a tool result: the matching tool use's name, else the name inside
 /// a synthetic id `urn:flemma:tool:<name>:<suffix>`.
-fn result_name(name: Option<&str>, tool_use_id: &str) -> Option<String> {
+fn result_name<'a>(
+    name: Option<&'a str>,
+    tool_use_id: &'a str,
+) -> Option<std::borrow::Cow<'a, str>> {
     name.map(encode_tool_name).or_else(|| {
         let (name, _suffix) = tool_use_id
             .strip_prefix(SYNTHETIC_ID_PREFIX)?
@@ -31,7 +34,10 @@ fn result_name(name: Option<&str>, tool_use_id: &str) -> Option<String> {
 
 /// Tool-result parts as one text, for providers whose results are text only: text and text
 /// files as they are, other files as `[binary file: <name> (<mime>)]`.
-fn text_with_file_names(parts: &[Part]) -> String {
+fn text_with_file_names<'p>(parts: &'p [Part<'_>]) -> std::borrow::Cow<'p, str> {
+    if let Some(text) = Part::textual(parts) {
+        return text;
+    }
     let mut out = String::new();
     for part in parts {
         match part {
@@ -40,7 +46,35 @@ fn text_with_file_names(parts: &[Part]) -> String {
             _ => {}
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
+}
+
+/// Text pieces joined; borrowed when there is at most one.
+#[derive(Default)]
+struct Joined<'a> {
+    text: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> Joined<'a> {
+    fn push(&mut self, piece: &'a str) {
+        match &mut self.text {
+            None => self.text = Some(std::borrow::Cow::Borrowed(piece)),
+            Some(text) => text.to_mut().push_str(piece),
+        }
+    }
+
+    /// The text, trimmed; `None` when blank. Empties the run.
+    fn take_trimmed(&mut self) -> Option<std::borrow::Cow<'a, str>> {
+        match self.text.take()? {
+            std::borrow::Cow::Borrowed(t) => {
+                Some(std::borrow::Cow::Borrowed(t.trim())).filter(|t| !t.is_empty())
+            }
+            std::borrow::Cow::Owned(t) => {
+                let trimmed = t.trim();
+                (!trimmed.is_empty()).then(|| std::borrow::Cow::Owned(trimmed.to_owned()))
+            }
+        }
+    }
 }
 
 /// The `[binary file: <name>]` text Anthropic and OpenAI are sent for an unsupported file.
@@ -48,16 +82,20 @@ fn unsupported_text(file: &FilePart) -> String {
     format!("[binary file: {}]", file.filename())
 }
 
-/// The messages with every run of consecutive user messages merged into one.
-fn merge_user_messages(messages: &[PromptMessage]) -> Vec<PromptMessage> {
-    let mut merged: Vec<PromptMessage> = Vec::with_capacity(messages.len());
+/// The messages as (role, parts), with consecutive messages of one role merged when `merge`
+/// says so for that role.
+fn merged<'p, 'd>(
+    messages: &'p [PromptMessage<'d>],
+    merge: impl Fn(PromptRole) -> bool,
+) -> Vec<(PromptRole, Vec<&'p Part<'d>>)> {
+    let mut out: Vec<(PromptRole, Vec<&'p Part<'d>>)> = Vec::with_capacity(messages.len());
     for message in messages {
-        match merged.last_mut() {
-            Some(last) if last.role == PromptRole::User && message.role == PromptRole::User => {
-                last.parts.extend(message.parts.iter().cloned());
+        match out.last_mut() {
+            Some((role, parts)) if *role == message.role && merge(*role) => {
+                parts.extend(&message.parts);
             }
-            _ => merged.push(message.clone()),
+            _ => out.push((message.role, message.parts.iter().collect())),
         }
     }
-    merged
+    out
 }

@@ -4,9 +4,10 @@ use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use flemma_schema::Dialect;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::anthropic::foreign_thinking_text;
+use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::{RequestOptions, Thinking, ThinkingLevel};
 use crate::template::FilePart;
@@ -20,29 +21,33 @@ const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
 
 /// The OpenAI Responses request body of `prompt` (spec §13.3), streaming and not stored.
 ///
-/// Serialize it with [`body_to_string`](crate::body_to_string) and the trailing keys
-/// `["tools", "input"]` for the exact bytes. The system prompt is a `developer` item; a user
-/// message's tool results are `function_call_output` items before its text; an assistant
-/// message becomes its OpenAI reasoning items, then `message` items flushed before each
-/// `function_call`.
+/// [`RequestBody::to_json`] writes it with the trailing keys `["tools", "input"]`. The
+/// system prompt is a `developer` item; a user message's tool results are
+/// `function_call_output` items before its text; an assistant message becomes its OpenAI
+/// reasoning items, then `message` items flushed before each `function_call`.
 ///
 /// ```
-/// use flemma_providers::{RequestOptions, body_to_string, build_prompt, openai_responses_request};
+/// use flemma_providers::{RequestOptions, build_prompt, openai_responses_request};
 ///
-/// let prompt = build_prompt(&flemma_ast::parse("@You:\nHi!\n"));
+/// let doc = flemma_ast::parse("@You:\nHi!\n");
+/// let prompt = build_prompt(&doc);
 /// let body = openai_responses_request(&prompt, &RequestOptions::new("gpt-5"));
 /// assert_eq!(
-///     body_to_string(&body, &["tools", "input"]),
+///     body.to_json(),
 ///     r#"{"model":"gpt-5","store":false,"stream":true,"input":[{"content":[{"text":"Hi!","type":"input_text"}],"role":"user"}]}"#
 /// );
 /// ```
-pub fn openai_responses_request(prompt: &Prompt, options: &RequestOptions) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(options.model));
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert("store".into(), Value::Bool(false));
+pub fn openai_responses_request<'a>(
+    prompt: &'a Prompt<'_>,
+    options: &RequestOptions,
+) -> RequestBody<'a> {
+    let mut body = obj! {
+        "model": options.model.clone(),
+        "stream": true,
+        "store": false,
+    };
     if let Some(max) = options.max_tokens {
-        body.insert("max_output_tokens".into(), json!(max));
+        body.insert("max_output_tokens", Json::from(max));
     }
     let effort = match options.thinking {
         Thinking::Off => None,
@@ -51,26 +56,27 @@ pub fn openai_responses_request(prompt: &Prompt, options: &RequestOptions) -> Va
         Thinking::Level(level) => Some(level.as_str()),
     };
     if let Some(effort) = effort {
+        body.insert("reasoning", obj! {"effort": effort, "summary": "auto"});
         body.insert(
-            "reasoning".into(),
-            json!({"effort": effort, "summary": "auto"}),
+            "include",
+            Json::Array(vec![Json::from("reasoning.encrypted_content")]),
         );
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     } else if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), json!(temperature));
+        body.insert("temperature", Json::from(temperature));
     }
-    let tools: Vec<Value> = options
+    let tools: Vec<Json<'a>> = options
         .tools
         .iter()
         .filter_map(|spec| spec.to_provider(Dialect::OpenAiResponses).ok())
+        .map(Json::from)
         .collect();
     if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-        body.insert("tool_choice".into(), json!("auto"));
+        body.insert("tools", Json::Array(tools));
+        body.insert("tool_choice", Json::from("auto"));
     }
     let mut input = Vec::new();
     if let Some(system) = &prompt.system {
-        input.push(json!({"role": "developer", "content": system}));
+        input.push(obj! {"role": "developer", "content": system});
     }
     let mut assistant_number = 0;
     for message in &prompt.messages {
@@ -82,12 +88,12 @@ pub fn openai_responses_request(prompt: &Prompt, options: &RequestOptions) -> Va
             }
         }
     }
-    body.insert("input".into(), Value::Array(input));
-    Value::Object(body)
+    body.insert("input", Json::Array(input));
+    RequestBody::new(body, &["tools", "input"])
 }
 
 /// Tool results as `function_call_output` items, then the text and files as one user item.
-fn user_items(parts: &[Part], input: &mut Vec<Value>) {
+fn user_items<'a>(parts: &'a [Part<'_>], input: &mut Vec<Json<'a>>) {
     let mut content = Vec::new();
     for part in parts {
         match part {
@@ -98,62 +104,65 @@ fn user_items(parts: &[Part], input: &mut Vec<Value>) {
                 ..
             } => {
                 let output = if let Some(text) = Part::textual(parts) {
-                    Value::String(match (*is_error, text.is_empty()) {
-                        (false, _) => text,
-                        (true, true) => "Error: Tool execution failed".to_owned(),
-                        (true, false) => format!("Error: {text}"),
-                    })
+                    match (*is_error, text.is_empty()) {
+                        (false, _) => Json::from(text),
+                        (true, true) => Json::from("Error: Tool execution failed"),
+                        (true, false) => Json::from(format!("Error: {text}")),
+                    }
                 } else {
-                    let lead = is_error.then(|| json!({"type": "input_text", "text": "Error:"}));
+                    let lead = is_error.then(|| obj! {"type": "input_text", "text": "Error:"});
                     let rest = parts.iter().filter_map(input_part);
-                    Value::Array(lead.into_iter().chain(rest).collect())
+                    Json::Array(lead.into_iter().chain(rest).collect())
                 };
-                input.push(json!({
+                input.push(obj! {
                     "type": "function_call_output",
                     "call_id": normalize_tool_id(tool_use_id),
                     "output": output,
-                }));
+                });
             }
             Part::Text { .. } | Part::File(_) => content.extend(input_part(part)),
             _ => {}
         }
     }
     if !content.is_empty() {
-        input.push(json!({"role": "user", "content": content}));
+        input.push(obj! {"role": "user", "content": content});
     }
 }
 
 /// A text (unless blank) or file part as input content: `input_text`, `input_image`,
 /// `input_file`.
-fn input_part(part: &Part) -> Option<Value> {
+fn input_part<'a>(part: &'a Part<'_>) -> Option<Json<'a>> {
+    let data_url = |file: &FilePart| file.data_url().unwrap_or_default();
     Some(match part {
         Part::Text { text } if !text.trim().is_empty() => {
-            json!({"type": "input_text", "text": text})
+            obj! {"type": "input_text", "text": text}
         }
-        Part::File(file @ FilePart::Image { .. }) => json!({
+        Part::File(file @ FilePart::Image { .. }) => obj! {
             "type": "input_image",
-            "image_url": file.data_url(),
+            "image_url": data_url(file),
             "detail": "auto",
-        }),
-        Part::File(file @ FilePart::Pdf { .. }) => json!({
+        },
+        Part::File(file @ FilePart::Pdf { .. }) => obj! {
             "type": "input_file",
             "filename": file.basename(),
-            "file_data": file.data_url(),
-        }),
-        Part::File(FilePart::TextFile { text, .. }) => json!({"type": "input_text", "text": text}),
+            "file_data": data_url(file),
+        },
+        Part::File(FilePart::TextFile { text, .. }) => {
+            obj! {"type": "input_text", "text": text.as_str()}
+        }
         Part::File(file @ FilePart::Unsupported { .. }) => {
-            json!({"type": "input_text", "text": super::unsupported_text(file)})
+            obj! {"type": "input_text", "text": super::unsupported_text(file)}
         }
         _ => return None,
     })
 }
 
 /// Reasoning items first, then text flushed as `message` items before each function call.
-fn assistant_items(
-    parts: &[Part],
+fn assistant_items<'a>(
+    parts: &'a [Part<'_>],
     number: usize,
     options: &RequestOptions,
-    input: &mut Vec<Value>,
+    input: &mut Vec<Json<'a>>,
 ) {
     let mut foreign = Vec::new();
     for part in parts {
@@ -171,7 +180,7 @@ fn assistant_items(
                         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
                         .filter(Value::is_object);
                     if let Some(item) = item {
-                        input.push(item);
+                        input.push(Json::from(item));
                     }
                 }
                 None if !*redacted && !content.trim().is_empty() => foreign.push(content.trim()),
@@ -181,19 +190,19 @@ fn assistant_items(
     }
     let mut text = foreign_thinking_text(&foreign, options.foreign_thinking).unwrap_or_default();
     let mut item_number = 0;
-    let mut flush = |text: &mut String, input: &mut Vec<Value>| {
+    let mut flush = |text: &mut String, input: &mut Vec<Json<'a>>| {
         if text.trim().is_empty() {
             text.clear();
             return;
         }
         item_number += 1;
-        input.push(json!({
+        input.push(obj! {
             "type": "message",
             "role": "assistant",
             "id": format!("msg_{number}_{item_number}"),
-            "content": [{"type": "output_text", "text": std::mem::take(text), "annotations": []}],
+            "content": vec![obj! {"type": "output_text", "text": std::mem::take(text), "annotations": Json::Array(Vec::new())}],
             "status": "completed",
-        }));
+        });
     };
     for part in parts {
         match part {
@@ -209,13 +218,13 @@ fn assistant_items(
                 input: args,
             } => {
                 flush(&mut text, input);
-                input.push(json!({
+                input.push(obj! {
                     "type": "function_call",
                     "call_id": normalize_tool_id(id),
                     "name": encode_tool_name(name),
-                    "arguments": Value::Object(args.clone()).to_string(),
+                    "arguments": serde_json::to_string(&**args).unwrap_or_default(),
                     "status": "completed",
-                }));
+                });
             }
             _ => {}
         }

@@ -1,9 +1,11 @@
 //! The Vertex AI / Gemini `generateContent` request body (spec §13.5).
 
+use std::borrow::Cow;
+
 use flemma_schema::Dialect;
-use serde_json::{Map, Value, json};
 
 use super::anthropic::foreign_thinking_text;
+use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptRole};
 use crate::request::{ForeignThinking, RequestOptions};
 use crate::template::FilePart;
@@ -25,79 +27,77 @@ use crate::wire::encode_tool_name;
 ///   `strict`) and `toolConfig: {functionCallingConfig: {mode: "AUTO"}}`, left out without
 ///   tools. A tool whose declaration cannot be built (unresolvable `$ref`) is left out.
 ///
-/// Serialize it with [`body_to_string`](crate::body_to_string) and the trailing keys
-/// `["tools", "contents"]`.
+/// [`RequestBody::to_json`] writes it with the trailing keys `["tools", "contents"]`.
 ///
 /// ```
-/// use flemma_providers::{RequestOptions, body_to_string, build_prompt, vertex_request};
+/// use flemma_providers::{RequestOptions, build_prompt, vertex_request};
 ///
-/// let prompt = build_prompt(&flemma_ast::parse("@You:\nHi!\n"));
+/// let doc = flemma_ast::parse("@You:\nHi!\n");
+/// let prompt = build_prompt(&doc);
 /// let body = vertex_request(&prompt, &RequestOptions::new("gemini-2.5-pro"));
 /// assert_eq!(
-///     body_to_string(&body, &["tools", "contents"]),
+///     body.to_json(),
 ///     r#"{"contents":[{"parts":[{"text":"Hi!"}],"role":"user"}]}"#
 /// );
 /// ```
-pub fn vertex_request(prompt: &Prompt, options: &RequestOptions) -> Value {
-    let mut body = Map::new();
+pub fn vertex_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -> RequestBody<'a> {
+    let mut body = obj! {};
     if let Some(system) = &prompt.system {
         body.insert(
-            "systemInstruction".to_owned(),
-            json!({"parts": [{"text": system}]}),
+            "systemInstruction",
+            obj! {"parts": vec![obj! {"text": system}]},
         );
     }
-    let mut config = Map::new();
+    let mut config = obj! {};
     if let Some(max_tokens) = options.max_tokens {
-        config.insert("maxOutputTokens".to_owned(), json!(max_tokens));
+        config.insert("maxOutputTokens", Json::from(max_tokens));
     }
     if let Some(temperature) = options.temperature {
-        config.insert("temperature".to_owned(), json!(temperature));
+        config.insert("temperature", Json::from(temperature));
     }
     if let Some(budget) = options.thinking.budget() {
         config.insert(
-            "thinkingConfig".to_owned(),
-            json!({"thinkingBudget": budget, "includeThoughts": true}),
+            "thinkingConfig",
+            obj! {"thinkingBudget": budget, "includeThoughts": true},
         );
     }
-    if !config.is_empty() {
-        body.insert("generationConfig".to_owned(), Value::Object(config));
+    if config != obj! {} {
+        body.insert("generationConfig", config);
     }
-    let declarations: Vec<Value> = options
+    let declarations: Vec<Json<'a>> = options
         .tools
         .iter()
         .filter_map(|spec| spec.to_provider(Dialect::Gemini).ok())
+        .map(Json::from)
         .collect();
     if !declarations.is_empty() {
         body.insert(
-            "tools".to_owned(),
-            json!([{"functionDeclarations": declarations}]),
+            "tools",
+            Json::Array(vec![obj! {"functionDeclarations": declarations}]),
         );
         body.insert(
-            "toolConfig".to_owned(),
-            json!({"functionCallingConfig": {"mode": "AUTO"}}),
+            "toolConfig",
+            obj! {"functionCallingConfig": obj! {"mode": "AUTO"}},
         );
     }
 
-    let contents: Vec<Value> = super::merge_user_messages(&prompt.messages)
-        .iter()
-        .filter_map(|message| {
-            let (role, parts) = match message.role {
-                PromptRole::User => ("user", user_parts(&message.parts)),
-                PromptRole::Assistant => (
-                    "model",
-                    model_parts(&message.parts, options.foreign_thinking),
-                ),
+    let contents: Vec<Json<'a>> = super::merged(&prompt.messages, |role| role == PromptRole::User)
+        .into_iter()
+        .filter_map(|(role, parts)| {
+            let (role, parts) = match role {
+                PromptRole::User => ("user", user_parts(&parts)),
+                PromptRole::Assistant => ("model", model_parts(&parts, options.foreign_thinking)),
             };
-            (!parts.is_empty()).then(|| json!({"role": role, "parts": parts}))
+            (!parts.is_empty()).then(|| obj! {"role": role, "parts": parts})
         })
         .collect();
-    body.insert("contents".to_owned(), Value::Array(contents));
-    Value::Object(body)
+    body.insert("contents", Json::Array(contents));
+    RequestBody::new(body, &["tools", "contents"])
 }
 
 /// Function responses first (each followed by its result's images and PDFs as `inlineData`),
 /// then text parts and files.
-fn user_parts(parts: &[Part]) -> Vec<Value> {
+fn user_parts<'a>(parts: &[&'a Part<'_>]) -> Vec<Json<'a>> {
     let mut responses = Vec::new();
     let mut rest = Vec::new();
     for part in parts {
@@ -109,38 +109,44 @@ fn user_parts(parts: &[Part]) -> Vec<Value> {
                 is_error,
             } => {
                 let name = super::result_name(name.as_deref(), tool_use_id)
-                    .unwrap_or_else(|| "unknown".to_owned());
-                let text: String = parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text { text } | Part::File(FilePart::TextFile { text, .. }) => {
-                            Some(text.as_str())
-                        }
-                        _ => None,
-                    })
-                    .collect();
+                    .unwrap_or(Cow::Borrowed("unknown"));
+                let mut text = super::Joined::default();
+                for part in parts {
+                    match part {
+                        Part::Text { text: t } => text.push(t),
+                        Part::File(FilePart::TextFile { text: t, .. }) => text.push(t),
+                        _ => {}
+                    }
+                }
+                let text = text.text.unwrap_or_default();
                 let response = if !*is_error {
-                    json!({"output": text})
+                    obj! {"output": text}
                 } else if text == NO_RESULT_PROVIDED {
-                    json!({"error": text, "success": false})
+                    obj! {"error": text, "success": false}
                 } else {
-                    json!({"error": text})
+                    obj! {"error": text}
                 };
-                responses.push(json!({"functionResponse": {"name": name, "response": response}}));
+                responses
+                    .push(obj! {"functionResponse": obj! {"name": name, "response": response}});
                 responses.extend(parts.iter().filter_map(|p| match p {
                     Part::File(file) => inline_data(file),
                     _ => None,
                 }));
             }
-            Part::Text { text } | Part::File(FilePart::TextFile { text, .. }) => {
+            Part::Text { text } => {
                 let text = text.trim();
                 if !text.is_empty() {
-                    rest.push(json!({"text": text}));
+                    rest.push(obj! {"text": text});
                 }
             }
-            Part::File(file) => rest.push(
-                inline_data(file).unwrap_or_else(|| json!({"text": file.as_text_fallback()})),
-            ),
+            Part::File(FilePart::TextFile { text, .. }) => {
+                let text = text.trim();
+                if !text.is_empty() {
+                    rest.push(obj! {"text": text});
+                }
+            }
+            Part::File(file) => rest
+                .push(inline_data(file).unwrap_or_else(|| obj! {"text": file.as_text_fallback()})),
             Part::Thinking { .. } | Part::ToolUse { .. } => {}
         }
     }
@@ -149,27 +155,27 @@ fn user_parts(parts: &[Part]) -> Vec<Value> {
 }
 
 /// `{inlineData: {mimeType, data}}` for an image or a PDF.
-fn inline_data(file: &FilePart) -> Option<Value> {
+fn inline_data(file: &FilePart) -> Option<Json<'_>> {
     let data = file.data()?;
-    Some(json!({"inlineData": {"mimeType": file.mime_type(), "data": data}}))
+    Some(obj! {"inlineData": obj! {"mimeType": file.mime_type(), "data": data}})
 }
 
 /// One text part (when there is text), then the function calls; the `vertex` signature goes
 /// on the first call, else on the text part. Foreign thinking (another provider's, or
 /// unsigned) leads the text part as `<thinking>` text.
-fn model_parts(parts: &[Part], foreign_mode: ForeignThinking) -> Vec<Value> {
-    let mut text = String::new();
+fn model_parts<'a>(parts: &[&'a Part<'_>], foreign_mode: ForeignThinking) -> Vec<Json<'a>> {
+    let mut text = super::Joined::default();
     let mut signature = None;
     let mut foreign = Vec::new();
     let mut calls = Vec::new();
     for part in parts {
         match part {
-            Part::Text { text: t } => text.push_str(t),
+            Part::Text { text: t } => text.push(t),
             Part::Thinking {
                 signature: Some(s), ..
             } if s.provider == "vertex" => {
                 if !s.value.is_empty() {
-                    signature = Some(s.value.as_str());
+                    signature = Some(s.value.as_ref());
                 }
             }
             Part::Thinking {
@@ -179,28 +185,27 @@ fn model_parts(parts: &[Part], foreign_mode: ForeignThinking) -> Vec<Value> {
                     foreign.push(content.trim());
                 }
             }
-            Part::ToolUse { name, input, .. } => calls.push(json!({
-                "functionCall": {"name": encode_tool_name(name), "args": input},
-            })),
+            Part::ToolUse { name, input, .. } => calls.push(obj! {
+                "functionCall": obj! {"name": encode_tool_name(name), "args": Json::Map(input)},
+            }),
             Part::ToolResult { .. } | Part::File(_) => {}
         }
     }
+    let mut text = text.take_trimmed();
     if let Some(thinking) = foreign_thinking_text(&foreign, foreign_mode) {
-        text = if text.trim().is_empty() {
-            thinking
-        } else {
-            format!("{thinking}\n\n{}", text.trim())
-        };
+        text = Some(match text {
+            None => Cow::Owned(thinking),
+            Some(t) => Cow::Owned(format!("{thinking}\n\n{t}")),
+        });
     }
-    let text = text.trim();
     let mut out = Vec::new();
-    if !text.is_empty() || (calls.is_empty() && signature.is_some()) {
-        out.push(json!({"text": text}));
+    if text.is_some() || (calls.is_empty() && signature.is_some()) {
+        out.push(obj! {"text": text.unwrap_or_default()});
     }
     let carrier = if calls.is_empty() { 0 } else { out.len() };
     out.extend(calls);
-    if let (Some(signature), Some(Value::Object(part))) = (signature, out.get_mut(carrier)) {
-        part.insert("thoughtSignature".to_owned(), json!(signature));
+    if let (Some(signature), Some(part)) = (signature, out.get_mut(carrier)) {
+        part.insert("thoughtSignature", Json::from(signature));
     }
     out
 }

@@ -20,6 +20,11 @@ pub(crate) enum Chunk<'a> {
     Ref(FileReference<'a>),
 }
 
+/// Whether `text` holds a file reference.
+pub(crate) fn has_reference(text: &str) -> bool {
+    memchr::memchr_iter(b'@', text.as_bytes()).any(|at| reference_at(text, at).is_some())
+}
+
 /// Splits `text` into text and file references, in order. Adjacent text is not merged, and
 /// text chunks are never empty.
 pub(crate) fn split(text: &str) -> Vec<Chunk<'_>> {

@@ -417,7 +417,8 @@ impl Scope {
     fn string_variable(&self, code: &str) -> Option<&str> {
         let name = code.trim();
         match name {
-            "__filename" => self.filename().and_then(Path::to_str),
+            // Unset for an unsaved conversation: both engines render it as nothing.
+            "__filename" => Some(self.filename().and_then(Path::to_str).unwrap_or_default()),
             "__dirname" => self.dirname().to_str(),
             _ => self.variables().get(name).and_then(Value::as_str),
         }
@@ -425,16 +426,27 @@ impl Scope {
 
     /// Renders `segments` into text and file parts. `references`: whether `@./file`
     /// references in text are attached. Returns the warnings about references not attached.
-    pub(crate) fn render_parts(
+    /// A lone text without references is borrowed, not rendered.
+    pub(crate) fn render_parts<'s>(
         &self,
-        segments: &[Segment],
+        segments: &'s [Segment],
         references: bool,
-    ) -> Result<(Vec<Part>, Vec<String>), TemplateError> {
+    ) -> Result<(Vec<Part<'s>>, Vec<String>), TemplateError> {
+        if let [Segment::Text(text)] = segments
+            && (!references || !fileref::has_reference(&text.value))
+        {
+            return Ok((vec![Part::text(text.value.as_str())], Vec::new()));
+        }
         let rendered = self.render_text(&pieces(segments, references));
         let mut state = self.state();
         let warnings = std::mem::take(&mut state.warnings);
         let rendered = rendered?;
-        Ok((split_markers(&rendered, &state.files), warnings))
+        let parts = if rendered.contains(MARKER_OPEN) {
+            split_markers(&rendered, &state.files)
+        } else {
+            vec![Part::text(rendered)]
+        };
+        Ok((parts, warnings))
     }
 }
 
@@ -483,7 +495,7 @@ pub(crate) fn pieces(segments: &[Segment], references: bool) -> Vec<TemplatePiec
 }
 
 /// Rendered text cut at the file markers into text and file parts.
-fn split_markers(rendered: &str, files: &[FilePart]) -> Vec<Part> {
+fn split_markers(rendered: &str, files: &[FilePart]) -> Vec<Part<'static>> {
     let mut parts = Vec::new();
     let mut rest = rendered;
     let mut text = String::new();
@@ -496,9 +508,7 @@ fn split_markers(rendered: &str, files: &[FilePart]) -> Vec<Part> {
         if let Some((file, close)) = file {
             text.push_str(&rest[..open]);
             if !text.is_empty() {
-                parts.push(Part::Text {
-                    text: std::mem::take(&mut text),
-                });
+                parts.push(Part::text(std::mem::take(&mut text)));
             }
             parts.push(Part::File(file.clone()));
             rest = &after[close + MARKER_CLOSE.len_utf8()..];
@@ -509,7 +519,7 @@ fn split_markers(rendered: &str, files: &[FilePart]) -> Vec<Part> {
     }
     text.push_str(rest);
     if !text.is_empty() {
-        parts.push(Part::Text { text });
+        parts.push(Part::text(text));
     }
     parts
 }
@@ -556,13 +566,11 @@ mod tests {
         let text = format!("a {MARKER_OPEN}0{MARKER_CLOSE} b {MARKER_OPEN}7{MARKER_CLOSE}");
         let parts = split_markers(&text, &files);
         assert_eq!(parts.len(), 3);
-        assert_eq!(parts[0], Part::Text { text: "a ".into() });
+        assert_eq!(parts[0], Part::text("a "));
         assert_eq!(parts[1], Part::File(files[0].clone()));
         assert_eq!(
             parts[2],
-            Part::Text {
-                text: format!(" b {MARKER_OPEN}7{MARKER_CLOSE}")
-            }
+            Part::text(format!(" b {MARKER_OPEN}7{MARKER_CLOSE}"))
         );
     }
 

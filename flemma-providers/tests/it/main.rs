@@ -39,9 +39,9 @@ pub(crate) fn stream_files() -> Vec<String> {
 }
 
 /// The prompt of a peer transcript (`conversation_with_tools.chat`).
-pub(crate) fn prompt(name: &str) -> flemma_providers::Prompt {
+pub(crate) fn prompt(name: &str) -> flemma_providers::Prompt<'static> {
     let text = String::from_utf8(peer(name)).unwrap();
-    flemma_providers::build_prompt(&flemma_ast::parse(&text))
+    flemma_providers::build_prompt(&flemma_ast::parse(&text)).into_owned()
 }
 
 /// A strict `calculator` tool, as the peer transcripts use.

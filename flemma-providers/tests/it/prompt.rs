@@ -7,62 +7,58 @@ use flemma_providers::{
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-fn fixture(name: &str) -> Prompt {
+fn fixture(name: &str) -> Prompt<'static> {
     let text = String::from_utf8(crate::peer(name)).unwrap();
-    build_prompt(&flemma_ast::parse(&text))
+    build_prompt(&flemma_ast::parse(&text)).into_owned()
 }
 
-fn inline(text: &str) -> Prompt {
-    build_prompt(&flemma_ast::parse(text))
+fn inline(text: &str) -> Prompt<'static> {
+    build_prompt(&flemma_ast::parse(text)).into_owned()
 }
 
-fn text(text: &str) -> Part {
-    Part::Text {
-        text: text.to_owned(),
-    }
+fn text(text: &str) -> Part<'static> {
+    Part::text(text.to_owned())
 }
 
-fn user(parts: Vec<Part>) -> PromptMessage {
+fn user(parts: Vec<Part<'static>>) -> PromptMessage<'static> {
     PromptMessage {
         role: PromptRole::User,
         parts,
     }
 }
 
-fn assistant(parts: Vec<Part>) -> PromptMessage {
+fn assistant(parts: Vec<Part<'static>>) -> PromptMessage<'static> {
     PromptMessage {
         role: PromptRole::Assistant,
         parts,
     }
 }
 
-fn tool_use(id: &str, name: &str, input: serde_json::Value) -> Part {
+fn tool_use(id: &str, name: &str, input: serde_json::Value) -> Part<'static> {
     Part::ToolUse {
-        id: id.to_owned(),
-        name: name.to_owned(),
+        id: id.to_owned().into(),
+        name: name.to_owned().into(),
         input: match input {
-            serde_json::Value::Object(map) => map,
+            serde_json::Value::Object(map) => std::borrow::Cow::Owned(map),
             other => panic!("not an object: {other}"),
         },
     }
 }
 
-fn result(id: &str, name: Option<&str>, content: &str, is_error: bool) -> Part {
+fn result(id: &str, name: Option<&str>, content: &str, is_error: bool) -> Part<'static> {
     Part::ToolResult {
-        tool_use_id: id.to_owned(),
-        name: name.map(str::to_owned),
+        tool_use_id: id.to_owned().into(),
+        name: name.map(|n| n.to_owned().into()),
         parts: if content.is_empty() {
             vec![]
         } else {
-            vec![Part::Text {
-                text: content.to_owned(),
-            }]
+            vec![text(content)]
         },
         is_error,
     }
 }
 
-fn synthetic(id: &str, name: &str) -> Part {
+fn synthetic(id: &str, name: &str) -> Part<'static> {
     result(id, Some(name), NO_RESULT_PROVIDED, true)
 }
 
@@ -85,7 +81,7 @@ fn conversation_with_tools() {
     assert_eq!(
         prompt,
         Prompt {
-            system: Some(SYSTEM.to_owned()),
+            system: Some(SYSTEM.into()),
             messages: vec![
                 user(vec![text("What is 15 multiplied by 7?")]),
                 assistant(vec![
@@ -158,15 +154,15 @@ fn redacted_and_signed_thinking_are_kept() {
             assistant(vec![
                 text("The answer is 4.\n"),
                 Part::Thinking {
-                    content: "Let me verify.".to_owned(),
+                    content: "Let me verify.".into(),
                     signature: Some(ThinkingSignature {
-                        provider: "anthropic".to_owned(),
-                        value: "sig-abc123".to_owned(),
+                        provider: "anthropic".into(),
+                        value: "sig-abc123".into(),
                     }),
                     redacted: false,
                 },
                 Part::Thinking {
-                    content: "encrypted-redacted-data-xyz789".to_owned(),
+                    content: "encrypted-redacted-data-xyz789".into(),
                     signature: None,
                     redacted: true,
                 },
@@ -337,7 +333,7 @@ fn unknown_roles_are_dropped_and_the_last_system_wins() {
     assert_eq!(
         prompt,
         Prompt {
-            system: Some("Second.".to_owned()),
+            system: Some("Second.".into()),
             // Undefined names render as nothing; `{%-` trims the space before it.
             messages: vec![user(vec![text("Hi ")])],
             diagnostics: vec![],

@@ -16,16 +16,15 @@ const TRANSCRIPTS: [&str; 5] = [
 ];
 
 fn anthropic(name: &str) -> String {
-    let body = anthropic_request(
+    anthropic_request(
         &prompt(&format!("{name}.chat")),
         &options("claude-sonnet-4-5"),
-    );
-    body_to_string(&body, &["system", "tools", "messages"])
+    )
+    .to_json()
 }
 
 fn openai(name: &str) -> String {
-    let body = openai_responses_request(&prompt(&format!("{name}.chat")), &options("gpt-5"));
-    body_to_string(&body, &["tools", "input"])
+    openai_responses_request(&prompt(&format!("{name}.chat")), &options("gpt-5")).to_json()
 }
 
 fn parsed(body: &str) -> Value {
@@ -48,11 +47,12 @@ fn openai_bodies() {
 
 #[test]
 fn anthropic_tool_results_precede_text() {
-    let prompt = build_prompt(&flemma_ast::parse(
+    let doc = flemma_ast::parse(
         "@You:\nGo.\n\n@Assistant:\n**Tool Use:** `calculator` (`call:1`)\n\n```json\n{\"expression\": \"1\"}\n```\n\n\
          @You:\nThanks, and now?\n\n**Tool Result:** `call:1`\n\n```\n1\n```\n",
-    ));
-    let body = anthropic_request(&prompt, &options("claude-sonnet-4-5"));
+    );
+    let prompt = build_prompt(&doc);
+    let body = anthropic_request(&prompt, &options("claude-sonnet-4-5")).to_value();
     let user = &body["messages"][2]["content"];
     assert_eq!(
         user[0],
@@ -124,8 +124,9 @@ fn anthropic_thinking_comes_first_with_signatures() {
 #[test]
 fn foreign_thinking_is_text() {
     let text = "@You:\nHi\n\n@Assistant:\nHello.\n\n<thinking openai:signature=\"eyJ0eXBlIjoicmVhc29uaW5nIiwiaWQiOiJyc18xIiwic3VtbWFyeSI6W119\">\nA thought.\n</thinking>\n\n@You:\nAgain\n";
-    let prompt = build_prompt(&flemma_ast::parse(text));
-    let body = anthropic_request(&prompt, &options("claude-sonnet-4-5"));
+    let doc = flemma_ast::parse(text);
+    let prompt = build_prompt(&doc);
+    let body = anthropic_request(&prompt, &options("claude-sonnet-4-5")).to_value();
     assert_eq!(
         body["messages"][1]["content"],
         json!([
@@ -134,7 +135,7 @@ fn foreign_thinking_is_text() {
         ])
     );
     // OpenAI gets its own reasoning item back, decoded from the signature.
-    let body = openai_responses_request(&prompt, &options("gpt-5"));
+    let body = openai_responses_request(&prompt, &options("gpt-5")).to_value();
     assert_eq!(
         body["input"][1],
         json!({"type": "reasoning", "id": "rs_1", "summary": []})
@@ -155,24 +156,24 @@ fn anthropic_cache_control_on_last_tool_only() {
             .unwrap(),
     );
     let p = prompt("conversation_with_tools.chat");
-    let body = anthropic_request(&p, &opts);
+    let body = anthropic_request(&p, &opts).to_value();
     let tools = body["tools"].as_array().unwrap();
     assert!(tools[0].get("cache_control").is_none());
     assert_eq!(tools[1]["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(body["tool_choice"], json!({"type": "auto"}));
 
     opts.cache_retention = flemma_providers::CacheRetention::Long;
-    let body = anthropic_request(&p, &opts);
+    let body = anthropic_request(&p, &opts).to_value();
     assert_eq!(
         body["tools"][1]["cache_control"],
         json!({"type": "ephemeral", "ttl": "1h"})
     );
     opts.cache_retention = flemma_providers::CacheRetention::None;
-    let body = anthropic_request(&p, &opts);
+    let body = anthropic_request(&p, &opts).to_value();
     assert!(body["tools"][1].get("cache_control").is_none());
 
     opts.tools.clear();
-    let body = anthropic_request(&p, &opts);
+    let body = anthropic_request(&p, &opts).to_value();
     assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
 }
 
@@ -182,7 +183,7 @@ fn thinking_options() {
     let mut opts = options("claude-sonnet-4-5");
     opts.temperature = Some(0.5);
     opts.thinking = Thinking::Budget(8000);
-    let body = anthropic_request(&p, &opts);
+    let body = anthropic_request(&p, &opts).to_value();
     assert_eq!(body["max_tokens"], 12096);
     assert_eq!(
         body["thinking"],
@@ -191,7 +192,7 @@ fn thinking_options() {
     assert!(body.get("temperature").is_none());
 
     opts.thinking = Thinking::Level(flemma_providers::ThinkingLevel::Max);
-    let body = openai_responses_request(&p, &opts);
+    let body = openai_responses_request(&p, &opts).to_value();
     assert_eq!(
         body["reasoning"],
         json!({"effort": "high", "summary": "auto"})
@@ -201,7 +202,7 @@ fn thinking_options() {
 
     opts.thinking = Thinking::Off;
     opts.max_tokens = Some(100);
-    let body = openai_responses_request(&p, &opts);
+    let body = openai_responses_request(&p, &opts).to_value();
     assert_eq!(body["temperature"], 0.5);
     assert_eq!(body["max_output_tokens"], 100);
     assert!(body.get("reasoning").is_none());

@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use crate::{options, prompt};
 
 fn chat(name: &str) -> Value {
-    chat_completions_request(&prompt(name), &options("kimi-k2.5"))
+    chat_completions_request(&prompt(name), &options("kimi-k2.5")).to_value()
 }
 
 fn vertex(name: &str) -> Value {
-    vertex_request(&prompt(name), &options("gemini-2.5-pro"))
+    vertex_request(&prompt(name), &options("gemini-2.5-pro")).to_value()
 }
 
 #[test]
@@ -53,7 +53,8 @@ fn chat_tool_messages_precede_user_text() {
     let body = chat_completions_request(
         &build_prompt(&flemma_ast::parse(text)),
         &RequestOptions::new("m"),
-    );
+    )
+    .to_value();
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(
         messages[2],
@@ -87,7 +88,8 @@ fn chat_error_results_and_reasoning() {
     let body = chat_completions_request(
         &build_prompt(&flemma_ast::parse(text)),
         &RequestOptions::new("m"),
-    );
+    )
+    .to_value();
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(
         messages[1],
@@ -105,7 +107,8 @@ fn vertex_thought_signature_on_first_function_call() {
     let body = vertex_request(
         &build_prompt(&flemma_ast::parse(text)),
         &RequestOptions::new("m"),
-    );
+    )
+    .to_value();
     let parts = body["contents"][1]["parts"].as_array().unwrap();
     assert_eq!(parts[0], json!({"text": "Sure."}));
     assert_eq!(parts[1]["thoughtSignature"], "sig-1");
@@ -126,7 +129,8 @@ fn vertex_sends_foreign_thinking_as_text() {
     let body = vertex_request(
         &build_prompt(&flemma_ast::parse(text)),
         &RequestOptions::new("m"),
-    );
+    )
+    .to_value();
     assert_eq!(
         body["contents"][1]["parts"],
         json!([{
@@ -139,19 +143,20 @@ fn vertex_sends_foreign_thinking_as_text() {
 #[test]
 fn foreign_thinking_can_be_dropped() {
     let text = "@You:\nHi\n\n@Assistant:\nHello.\n\n<thinking openai:signature=\"x\">\nA thought.\n</thinking>\n\n@You:\nAgain\n";
-    let prompt = build_prompt(&flemma_ast::parse(text));
+    let doc = flemma_ast::parse(text);
+    let prompt = build_prompt(&doc);
     let options = RequestOptions {
         foreign_thinking: ForeignThinking::Drop,
         ..RequestOptions::new("m")
     };
-    let body = vertex_request(&prompt, &options);
+    let body = vertex_request(&prompt, &options).to_value();
     assert_eq!(body["contents"][1]["parts"], json!([{"text": "Hello."}]));
-    let body = anthropic_request(&prompt, &options);
+    let body = anthropic_request(&prompt, &options).to_value();
     assert_eq!(
         body["messages"][1]["content"],
         json!([{"type": "text", "text": "Hello."}])
     );
-    let body = openai_responses_request(&prompt, &options);
+    let body = openai_responses_request(&prompt, &options).to_value();
     let input = body["input"].as_array().unwrap();
     assert!(
         input
@@ -159,7 +164,7 @@ fn foreign_thinking_can_be_dropped() {
             .all(|item| !item.to_string().contains("A thought.")),
         "{input:?}"
     );
-    let body = anthropic_request(&prompt, &RequestOptions::new("m"));
+    let body = anthropic_request(&prompt, &RequestOptions::new("m")).to_value();
     assert_eq!(
         body["messages"][1]["content"][0]["text"],
         "<thinking>\nA thought.\n</thinking>"
@@ -175,7 +180,7 @@ fn vertex_signature_without_calls_goes_on_text() {
         max_tokens: Some(100),
         ..RequestOptions::new("m")
     };
-    let body = vertex_request(&build_prompt(&flemma_ast::parse(text)), &options);
+    let body = vertex_request(&build_prompt(&flemma_ast::parse(text)), &options).to_value();
     assert_eq!(
         body["contents"][1],
         json!({"role": "model", "parts": [{"text": "", "thoughtSignature": "sig-2"}]})
@@ -194,7 +199,8 @@ fn vertex_function_response_names() {
     let body = vertex_request(
         &build_prompt(&flemma_ast::parse(text)),
         &RequestOptions::new("m"),
-    );
+    )
+    .to_value();
     assert_eq!(
         body["contents"],
         json!([{"role": "user", "parts": [
@@ -210,7 +216,8 @@ fn vertex_synthetic_results() {
     let body = vertex_request(
         &prompt("conversation_parallel_incomplete.chat"),
         &options("gemini-2.5-pro"),
-    );
+    )
+    .to_value();
     let contents = body["contents"].as_array().unwrap();
     assert_eq!(contents.len(), 3);
     assert_eq!(
@@ -220,4 +227,39 @@ fn vertex_synthetic_results() {
             {"functionResponse": {"name": "calculator", "response": {"error": "No result provided", "success": false}}},
         ])
     );
+}
+
+/// The bytes a body writes are the bytes of its value with sorted keys and the trailing keys
+/// last, for every peer transcript and provider.
+#[test]
+fn bodies_write_what_their_values_hold() {
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/peer");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "chat") {
+            continue;
+        }
+        let prompt = prompt(path.file_name().unwrap().to_str().unwrap());
+        let mut options = options("m");
+        options.thinking = Thinking::Budget(2048);
+        options.max_tokens = Some(1000);
+        options.temperature = Some(0.5);
+        for body in [
+            anthropic_request(&prompt, &options),
+            openai_responses_request(&prompt, &options),
+            chat_completions_request(&prompt, &options),
+            vertex_request(&prompt, &options),
+        ] {
+            assert_eq!(
+                body.to_json(),
+                body_to_string(&body.to_value(), body.trailing_keys()),
+                "{}",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "{checked}");
 }

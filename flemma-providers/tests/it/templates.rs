@@ -16,8 +16,8 @@ use crate::{TempDir, options};
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 const PDF: &[u8] = b"%PDF-1.4\n%fake\n";
 
-fn text(t: &str) -> Part {
-    Part::Text { text: t.to_owned() }
+fn text(t: &str) -> Part<'static> {
+    Part::text(t.to_owned())
 }
 
 fn vars(value: Value) -> Map<String, Value> {
@@ -28,12 +28,15 @@ fn vars(value: Value) -> Map<String, Value> {
 }
 
 /// Builds the prompt of `chat`, saved as `talk.chat` in `dir`.
-fn build(dir: &TempDir, chat: &str, builder: PromptBuilder) -> Prompt {
+fn build(dir: &TempDir, chat: &str, builder: PromptBuilder) -> Prompt<'static> {
     let path = dir.write("talk.chat", chat);
-    builder.chat_path(path).build(&flemma_ast::parse(chat))
+    builder
+        .chat_path(path)
+        .build(&flemma_ast::parse(chat))
+        .into_owned()
 }
 
-fn user_parts(prompt: &Prompt) -> &[Part] {
+fn user_parts<'p>(prompt: &'p Prompt<'_>) -> &'p [Part<'p>] {
     assert_eq!(prompt.messages[0].role, PromptRole::User);
     &prompt.messages[0].parts
 }
@@ -311,28 +314,28 @@ fn request_bodies_carry_files_for_every_provider() {
         (
             "anthropic",
             body_to_string(
-                &anthropic_request(&prompt, &options("claude-sonnet-4-5")),
+                &anthropic_request(&prompt, &options("claude-sonnet-4-5")).to_value(),
                 &["system", "tools", "messages"],
             ),
         ),
         (
             "openai",
             body_to_string(
-                &openai_responses_request(&prompt, &options("gpt-5")),
+                &openai_responses_request(&prompt, &options("gpt-5")).to_value(),
                 &["tools", "input"],
             ),
         ),
         (
             "openai-chat",
             body_to_string(
-                &chat_completions_request(&prompt, &options("gpt-4.1")),
+                &chat_completions_request(&prompt, &options("gpt-4.1")).to_value(),
                 &["tools", "messages"],
             ),
         ),
         (
             "vertex",
             body_to_string(
-                &vertex_request(&prompt, &options("gemini-2.5-pro")),
+                &vertex_request(&prompt, &options("gemini-2.5-pro")).to_value(),
                 &["tools", "contents"],
             ),
         ),
