@@ -319,12 +319,13 @@ fn request(
             d.message
         );
     }
-    let body = match provider {
-        ProviderArg::Anthropic => p::anthropic_request(&prompt, &request_options),
-        ProviderArg::Openai => p::openai_responses_request(&prompt, &request_options),
-        ProviderArg::OpenaiChat => p::chat_completions_request(&prompt, &request_options),
-        ProviderArg::Vertex => p::vertex_request(&prompt, &request_options),
+    let kind = match provider {
+        ProviderArg::Anthropic => p::ProviderKind::Anthropic,
+        ProviderArg::Openai => p::ProviderKind::OpenAiResponses,
+        ProviderArg::OpenaiChat => p::ProviderKind::OpenAiChat,
+        ProviderArg::Vertex => p::ProviderKind::Vertex,
     };
+    let body = kind.request(&prompt, &request_options);
     writeln!(out, "{body}")?;
     Ok(u8::from(prompt.has_errors()))
 }

@@ -18,8 +18,11 @@ use futures_util::future::Either;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::body::RequestBody;
 use crate::error::{ProviderError, error_from_body};
 use crate::event::{StreamDecoder, StreamEvent};
+use crate::prompt::Prompt;
+use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
 use crate::{AnthropicDecoder, ChatCompletionsDecoder, OpenAiResponsesDecoder, VertexDecoder};
 
@@ -67,6 +70,28 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// The request body of `prompt` in this provider's format ([`anthropic_request`](crate::anthropic_request),
+    /// [`openai_responses_request`](crate::openai_responses_request),
+    /// [`chat_completions_request`](crate::chat_completions_request) or
+    /// [`vertex_request`](crate::vertex_request)).
+    ///
+    /// ```
+    /// use flemma_providers::{ProviderKind, RequestOptions, build_prompt};
+    ///
+    /// let doc = flemma_ast::parse("@You:\nHi!\n");
+    /// let prompt = build_prompt(&doc);
+    /// let body = ProviderKind::OpenAiChat.request(&prompt, &RequestOptions::new("gpt-4.1"));
+    /// assert_eq!(body.to_value()["messages"][0]["content"], "Hi!");
+    /// ```
+    pub fn request<'a>(self, prompt: &'a Prompt<'_>, options: &RequestOptions) -> RequestBody<'a> {
+        match self {
+            Self::Anthropic => crate::anthropic_request(prompt, options),
+            Self::OpenAiResponses => crate::openai_responses_request(prompt, options),
+            Self::OpenAiChat => crate::chat_completions_request(prompt, options),
+            Self::Vertex => crate::vertex_request(prompt, options),
+        }
+    }
+
     /// A fresh stream decoder for this provider.
     pub fn decoder(self) -> Box<dyn StreamDecoder> {
         match self {
@@ -359,6 +384,8 @@ impl HttpTransport {
     ) -> Result<ResponseStream, TransportError> {
         let url = endpoint.url();
         let headers = endpoint.headers()?;
+        // Shared bytes: a retry re-sends the body without copying it.
+        let body = bytes::Bytes::from(body);
         let mut attempts = 0;
         loop {
             attempts += 1;
