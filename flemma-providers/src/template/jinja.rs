@@ -9,6 +9,9 @@ use minijinja::{Environment, Error, ErrorKind};
 
 use super::{OwnedReference, Scope, TemplateEngine, TemplateError, TemplatePiece};
 
+/// The instructions a template may run (minijinja fuel).
+const FUEL: u64 = 10_000_000;
+
 /// Renders templates as Jinja (minijinja), the default engine.
 ///
 /// `{{ expr }}` is a Jinja expression and `{% … %}` a Jinja statement (`{% if x %}` …
@@ -16,7 +19,8 @@ use super::{OwnedReference, Scope, TemplateEngine, TemplateError, TemplatePiece}
 /// `__dirname` (unset for an unsaved conversation) and
 /// `include(path)` / `include(path, binary=true, mime="image/png")` (a map as the second
 /// argument works too, as in `include(path, {"binary": true})`). Undefined names render as
-/// nothing; calling one is an error.
+/// nothing; calling one is an error. A template runs on a budget of ten million
+/// instructions, so a runaway loop is an error rather than a hang.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -58,6 +62,8 @@ impl TemplateEngine for MiniJinjaEngine {
         let raised: Arc<Mutex<Option<TemplateError>>> = Arc::default();
         let mut env = Environment::new();
         env.set_recursion_limit(64);
+        // A transcript is input: a runaway loop stops instead of hanging the prompt build.
+        env.set_fuel(Some(FUEL));
         {
             let (scope, raised) = (scope.clone(), Arc::clone(&raised));
             env.add_function(

@@ -39,6 +39,9 @@ use fileref::Chunk;
 /// How deep `include()` may nest.
 const MAX_INCLUDE_DEPTH: usize = 32;
 
+/// The largest file `include()` or an `@./file` reference reads (providers take far less).
+pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
 /// Opens the marker of a file part in rendered text.
 const MARKER_OPEN: &str = "\u{E000}flemma-file:";
 /// Closes the marker of a file part.
@@ -175,6 +178,14 @@ pub enum TemplateError {
     Cycle {
         /// The include chain, ending with the file included again.
         chain: Vec<PathBuf>,
+    },
+    /// A file is larger than [`MAX_FILE_BYTES`].
+    #[error("'{}' is {size} bytes, more than the {MAX_FILE_BYTES} bytes a file may have", path.display())]
+    TooLarge {
+        /// The resolved path.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
     },
     /// Includes nest deeper than 32 files.
     #[error("includes nest deeper than {MAX_INCLUDE_DEPTH} files at '{}'", path.display())]
@@ -320,10 +331,7 @@ impl Scope {
     }
 
     fn include_text(&self, resolved: &Path) -> Result<String, TemplateError> {
-        let bytes = std::fs::read(resolved).map_err(|source| TemplateError::Read {
-            path: resolved.to_owned(),
-            source,
-        })?;
+        let bytes = read_file(resolved)?;
         let text = String::from_utf8(bytes).map_err(|_| TemplateError::NotText {
             path: resolved.to_owned(),
         })?;
@@ -347,11 +355,7 @@ impl Scope {
     ///
     /// [`TemplateError::Read`] when the file cannot be read.
     pub fn include_file(&self, path: &str, mime: Option<&str>) -> Result<String, TemplateError> {
-        let resolved = self.resolve(path);
-        let bytes = std::fs::read(&resolved).map_err(|source| TemplateError::Read {
-            path: resolved.clone(),
-            source,
-        })?;
+        let bytes = read_file(&self.resolve(path))?;
         let part = FilePart::from_bytes(path, &bytes, mime);
         let mut state = self.state();
         state.files.push(part);
@@ -448,6 +452,35 @@ impl Scope {
         };
         Ok((parts, warnings))
     }
+}
+
+/// Reads a file of at most [`MAX_FILE_BYTES`].
+fn read_file(path: &Path) -> Result<Vec<u8>, TemplateError> {
+    use std::io::Read as _;
+    let read_error = |source| TemplateError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let size = file.metadata().map_err(read_error)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(TemplateError::TooLarge {
+            path: path.to_owned(),
+            size,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // A file that grows while it is read is cut at the limit, plus one byte to notice it.
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(TemplateError::TooLarge {
+            path: path.to_owned(),
+            size: bytes.len() as u64,
+        });
+    }
+    Ok(bytes)
 }
 
 /// The pieces of `segments`: trim dashes applied to the neighbouring text, file references

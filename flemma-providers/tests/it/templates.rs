@@ -226,6 +226,36 @@ fn a_missing_file_stays_text_with_a_warning() {
 }
 
 #[test]
+fn runaway_templates_and_huge_files_are_refused() {
+    let dir = TempDir::new("limits");
+    let prompt = build(
+        &dir,
+        "@You:\n{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}\n",
+        PromptBuilder::new(),
+    );
+    assert!(prompt.has_errors(), "{:?}", prompt.diagnostics);
+    assert!(
+        prompt.diagnostics[0].message.contains("fuel"),
+        "{}",
+        prompt.diagnostics[0].message
+    );
+
+    // A sparse file over the limit is not read.
+    let huge = dir.join("huge.png");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(flemma_providers::MAX_FILE_BYTES + 1)
+        .unwrap();
+    let prompt = build(&dir, "@You:\nLook: @./huge.png\n", PromptBuilder::new());
+    assert_eq!(user_parts(&prompt), [text("Look: @./huge.png")]);
+    assert!(
+        prompt.diagnostics[0].message.contains("more than the 33554432 bytes"),
+        "{}",
+        prompt.diagnostics[0].message
+    );
+}
+
+#[test]
 fn binary_include_and_references_inside_control_flow() {
     let dir = TempDir::new("binary-include");
     dir.write("a.png", PNG);
