@@ -533,6 +533,8 @@ fn request_warns_about_unresolved_tool_uses() {
     assert!(text(&out.stdout).contains("No result provided"));
 }
 
+/// The transcript's templates are Lua, the CLI's default engine with the `lua` feature.
+#[cfg(feature = "lua")]
 #[test]
 fn request_renders_templates_and_attaches_referenced_files() {
     let chat = scratch(
