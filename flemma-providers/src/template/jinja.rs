@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind};
 
-use super::{OwnedReference, Scope, TemplateEngine, TemplateError, TemplatePiece};
+use super::{Program, Scope, Syntax, TemplateEngine, TemplateError, TemplatePiece};
 
 /// The instructions a template may run (minijinja fuel).
 const FUEL: u64 = 10_000_000;
@@ -46,16 +46,8 @@ impl MiniJinjaEngine {
 
 impl TemplateEngine for MiniJinjaEngine {
     fn render(&self, pieces: &[TemplatePiece<'_>], scope: &Scope) -> Result<String, TemplateError> {
-        let first_line = pieces
-            .iter()
-            .find_map(|piece| match piece {
-                TemplatePiece::Expression { line, .. } | TemplatePiece::Code { line, .. } => {
-                    Some(*line)
-                }
-                _ => None,
-            })
-            .unwrap_or(1);
-        let (source, texts, references) = generate(pieces, first_line);
+        let program = Program::generate::<Jinja>(pieces, "");
+        let references = program.references.clone();
 
         // An error raised by `include()` is kept here whole, so that it reaches the caller as
         // the TemplateError it is rather than as a minijinja message.
@@ -113,10 +105,10 @@ impl TemplateEngine for MiniJinjaEngine {
             "__dirname".into(),
             Value::from(scope.dirname().to_string_lossy().into_owned()),
         );
-        context.insert("__flemma_text".into(), Value::from(texts));
+        context.insert("__flemma_text".into(), Value::from(program.texts.clone()));
 
         let rendered = env
-            .template_from_str(&source)
+            .template_from_str(&program.source)
             .and_then(|template| template.render(Value::from(context)));
         match rendered {
             Ok(text) => Ok(text),
@@ -124,7 +116,7 @@ impl TemplateEngine for MiniJinjaEngine {
                 let line = err
                     .line()
                     .and_then(|l| u32::try_from(l).ok())
-                    .map(|l| first_line + l.saturating_sub(1));
+                    .map(|l| program.transcript_line(l));
                 let message = match err.detail() {
                     Some(detail) => format!("{}: {detail}", err.kind()),
                     None => err.kind().to_string(),
@@ -155,48 +147,31 @@ fn take(slot: &Mutex<Option<TemplateError>>) -> Option<TemplateError> {
         .take()
 }
 
-/// The Jinja source of `pieces`, whose first line is `first_line` of the transcript, with
-/// the texts and file references it looks up by index. Texts go through a variable so that
-/// nothing in them is read as Jinja; empty comments keep each tag on its transcript line, so
-/// the engine's line numbers map back.
-fn generate(
-    pieces: &[TemplatePiece<'_>],
-    first_line: u32,
-) -> (String, Vec<String>, Vec<OwnedReference>) {
-    let mut source = String::new();
-    let mut texts = Vec::new();
-    let mut references = Vec::new();
-    let mut line = first_line;
-    for piece in pieces {
-        match piece {
-            TemplatePiece::Text(text) => {
-                let _ = write!(source, "{{{{ __flemma_text[{}] }}}}", texts.len());
-                texts.push((*text).to_owned());
-            }
-            TemplatePiece::File(reference) => {
-                let _ = write!(source, "{{{{ __flemma_file({}) }}}}", references.len());
-                references.push(OwnedReference::new(reference));
-            }
-            TemplatePiece::Expression { code, line: at }
-            | TemplatePiece::Code { code, line: at } => {
-                if *at > line {
-                    source.push_str("{#");
-                    source.extend(std::iter::repeat_n('\n', (*at - line) as usize));
-                    source.push_str("#}");
-                    line = *at;
-                }
-                let (open, close) = match piece {
-                    TemplatePiece::Expression { .. } => ("{{", "}}"),
-                    _ => ("{%", "%}"),
-                };
-                source.push_str(open);
-                source.push_str(code);
-                source.push_str(close);
-                line += code.bytes().filter(|&b| b == b'\n').count() as u32;
-            }
-        }
+/// Jinja: texts through `__flemma_text`, padding in comments.
+struct Jinja;
+
+impl Syntax for Jinja {
+    fn text(out: &mut String, index: usize) {
+        let _ = write!(out, "{{{{ __flemma_text[{index}] }}}}");
     }
-    (source, texts, references)
+
+    fn file(out: &mut String, index: usize) {
+        let _ = write!(out, "{{{{ __flemma_file({index}) }}}}");
+    }
+
+    fn pad(out: &mut String, lines: usize) {
+        out.push_str("{#");
+        out.extend(std::iter::repeat_n('\n', lines));
+        out.push_str("#}");
+    }
+
+    fn expression(out: &mut String, code: &str) {
+        let _ = write!(out, "{{{{{code}}}}}");
+    }
+
+    fn code(out: &mut String, code: &str) {
+        let _ = write!(out, "{{%{code}%}}");
+    }
 }
 
 /// A JSON value as a template value.

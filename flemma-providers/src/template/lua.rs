@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
 
-use super::{OwnedReference, Scope, TemplateEngine, TemplateError, TemplatePiece};
+use super::{Program, Scope, Syntax, TemplateEngine, TemplateError, TemplatePiece};
 
 /// The memory a template may use.
 const MEMORY_LIMIT: usize = 64 * 1024 * 1024;
@@ -46,21 +46,16 @@ impl LuaEngine {
 
 impl TemplateEngine for LuaEngine {
     fn render(&self, pieces: &[TemplatePiece<'_>], scope: &Scope) -> Result<String, TemplateError> {
-        let first_line = pieces
-            .iter()
-            .find_map(|piece| match piece {
-                TemplatePiece::Expression { line, .. } | TemplatePiece::Code { line, .. } => {
-                    Some(*line)
-                }
-                _ => None,
-            })
-            .unwrap_or(1);
+        let mut program = Program::generate::<LuaSyntax>(pieces, PRELUDE);
+        program.source.push_str("return table.concat(__flemma_out)");
         let raised: Rc<RefCell<Option<TemplateError>>> = Rc::default();
         let run = || -> mlua::Result<String> {
             let lua = sandbox()?;
-            let (chunk, texts, references) = generate(pieces, first_line);
             let globals = lua.globals();
-            globals.set("__flemma_text", lua.create_sequence_from(texts)?)?;
+            globals.set(
+                "__flemma_text",
+                lua.create_sequence_from(program.texts.iter().map(String::as_str))?,
+            )?;
             for (name, value) in scope.variables() {
                 globals.set(name.as_str(), to_lua(&lua, value, 0)?)?;
             }
@@ -94,7 +89,7 @@ impl TemplateEngine for LuaEngine {
                 globals.set("include", include)?;
             }
             {
-                let scope = scope.clone();
+                let (scope, references) = (scope.clone(), program.references.clone());
                 let file = lua.create_function(move |_, index: usize| {
                     Ok(references
                         .get(index)
@@ -102,7 +97,9 @@ impl TemplateEngine for LuaEngine {
                 })?;
                 globals.set("__flemma_file", file)?;
             }
-            lua.load(chunk).set_name("=template").eval::<String>()
+            lua.load(program.source.as_str())
+                .set_name("=template")
+                .eval::<String>()
         };
         run().map_err(|err| {
             raised.borrow_mut().take().unwrap_or_else(|| {
@@ -110,7 +107,7 @@ impl TemplateEngine for LuaEngine {
                 let message = message.lines().next().unwrap_or_default().to_owned();
                 // mlua's errors are not `Send`; the message carries what they say.
                 TemplateError::Render {
-                    line: error_line(&message).map(|l| first_line + l.saturating_sub(1)),
+                    line: error_line(&message).map(|l| program.transcript_line(l)),
                     message,
                     source: None,
                 }
@@ -119,53 +116,35 @@ impl TemplateEngine for LuaEngine {
     }
 }
 
-/// The Lua chunk of `pieces`, whose first line is `first_line` of the transcript, with the
-/// texts and references it looks up by index (1-based texts, 0-based references). Blank
-/// lines keep each piece of code on its transcript line, so Lua's line numbers map back.
-fn generate(
-    pieces: &[TemplatePiece<'_>],
-    first_line: u32,
-) -> (String, Vec<String>, Vec<OwnedReference>) {
-    let mut chunk = String::from(
-        "local __flemma_out, __flemma_n = {}, 0; \
-         local function __flemma_emit(v) if v ~= nil then __flemma_n = __flemma_n + 1; \
-         __flemma_out[__flemma_n] = tostring(v) end end; ",
-    );
-    let mut texts = Vec::new();
-    let mut references = Vec::new();
-    let mut line = first_line;
-    for piece in pieces {
-        match piece {
-            TemplatePiece::Text(text) => {
-                texts.push((*text).to_owned());
-                let _ = write!(chunk, "__flemma_emit(__flemma_text[{}]); ", texts.len());
-            }
-            TemplatePiece::File(reference) => {
-                let _ = write!(
-                    chunk,
-                    "__flemma_emit(__flemma_file({})); ",
-                    references.len()
-                );
-                references.push(OwnedReference::new(reference));
-            }
-            TemplatePiece::Expression { code, line: at }
-            | TemplatePiece::Code { code, line: at } => {
-                if *at > line {
-                    chunk.extend(std::iter::repeat_n('\n', (*at - line) as usize));
-                    line = *at;
-                }
-                if matches!(piece, TemplatePiece::Expression { .. }) {
-                    let _ = write!(chunk, "__flemma_emit(({code})); ");
-                } else {
-                    chunk.push_str(code);
-                    chunk.push_str("; ");
-                }
-                line += code.bytes().filter(|&b| b == b'\n').count() as u32;
-            }
-        }
+/// Lua: statements appending to a local buffer; padding is blank lines.
+struct LuaSyntax;
+
+/// Declares the buffer and `__flemma_emit` (which skips `nil`), on the first line.
+const PRELUDE: &str = "local __flemma_out, __flemma_n = {}, 0; \
+     local function __flemma_emit(v) if v ~= nil then __flemma_n = __flemma_n + 1; \
+     __flemma_out[__flemma_n] = tostring(v) end end; ";
+
+impl Syntax for LuaSyntax {
+    fn text(out: &mut String, index: usize) {
+        let _ = write!(out, "__flemma_emit(__flemma_text[{}]); ", index + 1);
     }
-    chunk.push_str("return table.concat(__flemma_out)");
-    (chunk, texts, references)
+
+    fn file(out: &mut String, index: usize) {
+        let _ = write!(out, "__flemma_emit(__flemma_file({index})); ");
+    }
+
+    fn pad(out: &mut String, lines: usize) {
+        out.extend(std::iter::repeat_n('\n', lines));
+    }
+
+    fn expression(out: &mut String, code: &str) {
+        let _ = write!(out, "__flemma_emit(({code})); ");
+    }
+
+    fn code(out: &mut String, code: &str) {
+        out.push_str(code);
+        out.push_str("; ");
+    }
 }
 
 /// The chunk line in a Lua error message (`template:3: …`).

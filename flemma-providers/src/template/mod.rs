@@ -116,6 +116,84 @@ pub enum TemplatePiece<'a> {
     File(FileReference<'a>),
 }
 
+/// How an engine writes each kind of piece into its program (see [`Program::generate`]).
+pub(crate) trait Syntax {
+    /// Text number `index` (0-based) of the program's texts.
+    fn text(out: &mut String, index: usize);
+    /// File reference number `index` (0-based).
+    fn file(out: &mut String, index: usize);
+    /// `lines` line breaks that emit nothing.
+    fn pad(out: &mut String, lines: usize);
+    /// An expression whose value is emitted.
+    fn expression(out: &mut String, code: &str);
+    /// A statement.
+    fn code(out: &mut String, code: &str);
+}
+
+/// An engine's program for some pieces: the source, whose first line is `first_line` of the
+/// transcript (padding keeps every piece of code on its own line, so the engine's line
+/// numbers map back), with the texts and file references it looks up by index. Texts are
+/// looked up rather than written into the source, so nothing in them is read as code.
+pub(crate) struct Program {
+    pub(crate) source: String,
+    pub(crate) texts: Vec<String>,
+    pub(crate) references: Vec<OwnedReference>,
+    pub(crate) first_line: u32,
+}
+
+impl Program {
+    pub(crate) fn generate<S: Syntax>(pieces: &[TemplatePiece<'_>], prelude: &str) -> Self {
+        let first_line = pieces
+            .iter()
+            .find_map(|piece| match piece {
+                TemplatePiece::Expression { line, .. } | TemplatePiece::Code { line, .. } => {
+                    Some(*line)
+                }
+                _ => None,
+            })
+            .unwrap_or(1);
+        let mut program = Program {
+            source: prelude.to_owned(),
+            texts: Vec::new(),
+            references: Vec::new(),
+            first_line,
+        };
+        let out = &mut program.source;
+        let mut line = first_line;
+        for piece in pieces {
+            match piece {
+                TemplatePiece::Text(text) => {
+                    S::text(out, program.texts.len());
+                    program.texts.push((*text).to_owned());
+                }
+                TemplatePiece::File(reference) => {
+                    S::file(out, program.references.len());
+                    program.references.push(OwnedReference::new(reference));
+                }
+                TemplatePiece::Expression { code, line: at }
+                | TemplatePiece::Code { code, line: at } => {
+                    if *at > line {
+                        S::pad(out, (*at - line) as usize);
+                        line = *at;
+                    }
+                    if matches!(piece, TemplatePiece::Expression { .. }) {
+                        S::expression(out, code);
+                    } else {
+                        S::code(out, code);
+                    }
+                    line += memchr::memchr_iter(b'\n', code.as_bytes()).count() as u32;
+                }
+            }
+        }
+        program
+    }
+
+    /// A line of the program as a line of the transcript.
+    pub(crate) fn transcript_line(&self, line: u32) -> u32 {
+        self.first_line + line.saturating_sub(1)
+    }
+}
+
 /// A file reference the engines keep past the pieces' lifetime (their functions are
 /// `'static`).
 #[derive(Debug, Clone)]

@@ -249,7 +249,9 @@ fn runaway_templates_and_huge_files_are_refused() {
     let prompt = build(&dir, "@You:\nLook: @./huge.png\n", PromptBuilder::new());
     assert_eq!(user_parts(&prompt), [text("Look: @./huge.png")]);
     assert!(
-        prompt.diagnostics[0].message.contains("more than the 33554432 bytes"),
+        prompt.diagnostics[0]
+            .message
+            .contains("more than the 33554432 bytes"),
         "{}",
         prompt.diagnostics[0].message
     );
