@@ -76,8 +76,9 @@ pub use template::{
     TemplatePiece, detect_mime,
 };
 pub use transport::{
-    ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TransportConfig,
-    TransportError, stream_events, stream_events_with, with_cancel,
+    ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TokenError,
+    TokenFuture, TokenSource, TransportConfig, TransportError, stream_events, stream_events_with,
+    with_cancel,
 };
 pub use vertex::VertexDecoder;
 pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};

@@ -11,6 +11,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
@@ -103,6 +104,63 @@ impl ProviderKind {
     }
 }
 
+/// The future a [`TokenSource`] returns.
+pub type TokenFuture<'a> = Pin<Box<dyn Future<Output = Result<ApiKey, TokenError>> + Send + 'a>>;
+
+/// Why a [`TokenSource`] could not give a token; the host's own error is kept as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("could not get an access token: {message}")]
+pub struct TokenError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl TokenError {
+    /// An error saying `message`, caused by `source` when there is one.
+    pub fn new(
+        message: impl Into<String>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source,
+        }
+    }
+}
+
+/// Supplies the access token of each request, for credentials that expire (a Vertex access
+/// token lasts an hour). The transport asks before every request with `refresh = false`, and
+/// once more with `refresh = true` when the provider answered 401, then retries.
+///
+/// ```
+/// use flemma_providers::{ApiKey, Endpoint, TokenFuture, TokenSource};
+///
+/// /// A token from `gcloud auth print-access-token`, cached by the host.
+/// #[derive(Debug)]
+/// struct Gcloud;
+///
+/// impl TokenSource for Gcloud {
+///     fn token(&self, _refresh: bool) -> TokenFuture<'_> {
+///         Box::pin(async { Ok(ApiKey::new("ya29.token")) })
+///     }
+/// }
+///
+/// let endpoint = Endpoint::vertex_with(std::sync::Arc::new(Gcloud), "my-project", "us-central1", "gemini-2.5-pro");
+/// assert!(endpoint.url().starts_with("https://us-central1-aiplatform.googleapis.com/"));
+/// ```
+pub trait TokenSource: fmt::Debug + Send + Sync {
+    /// The current token; a fresh one when `refresh` is set (the last one was refused).
+    fn token(&self, refresh: bool) -> TokenFuture<'_>;
+}
+
+/// How an endpoint authenticates.
+#[derive(Debug, Clone)]
+enum Credentials {
+    Key(ApiKey),
+    Source(Arc<dyn TokenSource>),
+}
+
 /// Where a request goes and how it authenticates. The base URL can be overridden (proxies,
 /// tests) with [`Endpoint::with_base_url`].
 #[derive(Debug, Clone)]
@@ -110,7 +168,7 @@ pub struct Endpoint {
     kind: ProviderKind,
     base_url: String,
     path: String,
-    key: ApiKey,
+    credentials: Credentials,
 }
 
 impl Endpoint {
@@ -120,7 +178,7 @@ impl Endpoint {
             kind: ProviderKind::Anthropic,
             base_url: "https://api.anthropic.com".to_owned(),
             path: "/v1/messages".to_owned(),
-            key,
+            credentials: Credentials::Key(key),
         }
     }
 
@@ -130,7 +188,7 @@ impl Endpoint {
             kind: ProviderKind::OpenAiResponses,
             base_url: "https://api.openai.com".to_owned(),
             path: "/v1/responses".to_owned(),
-            key,
+            credentials: Credentials::Key(key),
         }
     }
 
@@ -140,21 +198,49 @@ impl Endpoint {
             kind: ProviderKind::OpenAiChat,
             base_url: "https://api.openai.com".to_owned(),
             path: "/v1/chat/completions".to_owned(),
-            key,
+            credentials: Credentials::Key(key),
         }
     }
 
     /// Vertex AI streaming (`streamGenerateContent?alt=sse`) for `model`, with a bearer access
-    /// token.
+    /// token taken as it is (it expires; see [`Endpoint::vertex_with`]).
     pub fn vertex(token: ApiKey, project: &str, location: &str, model: &str) -> Self {
+        Self::vertex_endpoint(Credentials::Key(token), project, location, model)
+    }
+
+    /// Vertex AI streaming for `model`, with access tokens from `tokens`, refreshed when the
+    /// provider refuses one.
+    pub fn vertex_with(
+        tokens: Arc<dyn TokenSource>,
+        project: &str,
+        location: &str,
+        model: &str,
+    ) -> Self {
+        Self::vertex_endpoint(Credentials::Source(tokens), project, location, model)
+    }
+
+    fn vertex_endpoint(
+        credentials: Credentials,
+        project: &str,
+        location: &str,
+        model: &str,
+    ) -> Self {
         Self {
             kind: ProviderKind::Vertex,
             base_url: format!("https://{location}-aiplatform.googleapis.com"),
             path: format!(
                 "/v1beta1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent?alt=sse"
             ),
-            key: token,
+            credentials,
         }
+    }
+
+    /// The same endpoint authenticating with tokens from `tokens` (any provider: a proxy that
+    /// issues short-lived keys, for example).
+    #[must_use]
+    pub fn with_token_source(mut self, tokens: Arc<dyn TokenSource>) -> Self {
+        self.credentials = Credentials::Source(tokens);
+        self
     }
 
     /// The endpoint for `kind` with its key from the environment: `ANTHROPIC_API_KEY`,
@@ -218,7 +304,21 @@ impl Endpoint {
         format!("{}{}", self.base_url.trim_end_matches('/'), self.path)
     }
 
-    fn headers(&self) -> Result<HeaderMap, TransportError> {
+    /// Whether a 401 is worth one retry with a refreshed token.
+    fn refreshes(&self) -> bool {
+        matches!(self.credentials, Credentials::Source(_))
+    }
+
+    async fn key(&self, refresh: bool) -> Result<ApiKey, TransportError> {
+        match &self.credentials {
+            Credentials::Key(key) => Ok(key.clone()),
+            Credentials::Source(source) => {
+                source.token(refresh).await.map_err(TransportError::Token)
+            }
+        }
+    }
+
+    fn headers(&self, key: &ApiKey) -> Result<HeaderMap, TransportError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             reqwest::header::CONTENT_TYPE,
@@ -236,12 +336,12 @@ impl Endpoint {
                 );
                 (
                     HeaderName::from_static("x-api-key"),
-                    self.key.expose().to_owned(),
+                    key.expose().to_owned(),
                 )
             }
             ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat | ProviderKind::Vertex => (
                 reqwest::header::AUTHORIZATION,
-                format!("Bearer {}", self.key.expose()),
+                format!("Bearer {}", key.expose()),
             ),
         };
         let mut value = HeaderValue::from_str(&value).map_err(|_| TransportError::InvalidKey)?;
@@ -343,6 +443,9 @@ pub enum TransportError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The endpoint's [`TokenSource`] failed.
+    #[error(transparent)]
+    Token(TokenError),
 }
 
 /// A streaming HTTP client with timeouts and retries.
@@ -383,7 +486,8 @@ impl HttpTransport {
         body: String,
     ) -> Result<ResponseStream, TransportError> {
         let url = endpoint.url();
-        let headers = endpoint.headers()?;
+        let mut headers = endpoint.headers(&endpoint.key(false).await?)?;
+        let mut refreshed = false;
         // Shared bytes: a retry re-sends the body without copying it.
         let body = bytes::Bytes::from(body);
         let mut attempts = 0;
@@ -405,6 +509,13 @@ impl HttpTransport {
                 }
                 Ok(response) => {
                     let status = response.status().as_u16();
+                    if status == 401 && !refreshed && endpoint.refreshes() {
+                        // The token expired: one retry with a fresh one.
+                        refreshed = true;
+                        drop(response);
+                        headers = endpoint.headers(&endpoint.key(true).await?)?;
+                        continue;
+                    }
                     if retry_left && (status == 429 || status >= 500) {
                         let delay =
                             retry_after(&response).unwrap_or_else(|| self.backoff(attempts));

@@ -463,3 +463,104 @@ async fn a_silent_server_times_out_and_is_retried() {
     }
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
 }
+
+/// Hands out `token-1`, `token-2`, … and counts refreshes.
+#[derive(Debug, Default)]
+struct Tokens {
+    issued: std::sync::atomic::AtomicU32,
+    refreshes: std::sync::atomic::AtomicU32,
+}
+
+impl flemma_providers::TokenSource for Tokens {
+    fn token(&self, refresh: bool) -> flemma_providers::TokenFuture<'_> {
+        use std::sync::atomic::Ordering;
+        if refresh {
+            self.refreshes.fetch_add(1, Ordering::SeqCst);
+            self.issued.fetch_add(1, Ordering::SeqCst);
+        }
+        let n = self.issued.load(Ordering::SeqCst) + 1;
+        Box::pin(async move { Ok(ApiKey::new(format!("token-{n}"))) })
+    }
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refreshed_once() {
+    use std::sync::atomic::Ordering;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("authorization", "Bearer token-2"))
+        .respond_with(sse(peer("vertex_final_response_streaming.txt")))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(header("authorization", "Bearer token-1"))
+        .respond_with(ResponseTemplate::new(401).set_body_string("token expired"))
+        .mount(&server)
+        .await;
+    let tokens = std::sync::Arc::new(Tokens::default());
+    let endpoint =
+        Endpoint::vertex_with(tokens.clone(), "proj", "loc", "gemini").with_base_url(server.uri());
+    let events = stream_events(
+        &transport(0, Duration::from_millis(1)),
+        &endpoint,
+        "{}".into(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        events.iter().any(|e| matches!(e, StreamEvent::Text { .. })),
+        "{events:?}"
+    );
+    assert_eq!(tokens.refreshes.load(Ordering::SeqCst), 1);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+
+    // A token refused twice is an error: one refresh, no loop.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string("no"))
+        .mount(&server)
+        .await;
+    let tokens = std::sync::Arc::new(Tokens::default());
+    let endpoint =
+        Endpoint::vertex_with(tokens.clone(), "proj", "loc", "gemini").with_base_url(server.uri());
+    let err = stream_events(&fast(), &endpoint, "{}".into())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, TransportError::Provider { attempts: 2, .. }),
+        "{err:?}"
+    );
+    assert_eq!(tokens.refreshes.load(Ordering::SeqCst), 1);
+}
+
+/// A token source that fails.
+#[derive(Debug)]
+struct Broken;
+
+impl flemma_providers::TokenSource for Broken {
+    fn token(&self, _refresh: bool) -> flemma_providers::TokenFuture<'_> {
+        Box::pin(async {
+            Err(flemma_providers::TokenError::new(
+                "metadata server unreachable",
+                Some(Box::new(std::io::Error::other("connection refused"))),
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_failing_token_source_is_reported_without_a_request() {
+    let server = MockServer::start().await;
+    let endpoint = Endpoint::anthropic(ApiKey::new("unused"))
+        .with_token_source(std::sync::Arc::new(Broken))
+        .with_base_url(server.uri());
+    let err = stream_events(&fast(), &endpoint, "{}".into())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "could not get an access token: metadata server unreachable"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+    assert_eq!(server.received_requests().await.unwrap().len(), 0);
+}
