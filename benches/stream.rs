@@ -11,7 +11,8 @@
 //!   into `target/`; skipped when absent) and writing it as JSON text, against
 //!   `stream/serialize_body_10mb`, `serde_json` serializing the resulting body (as a
 //!   `serde_json::Value`). `stream/build_request_10mb` is the building alone (prompt and
-//!   adapter, the body ready to write).
+//!   adapter, the body ready to write), and `stream/serialize_request_body_10mb` serde_json
+//!   serializing the body as built (a `RequestBody` borrowing from the transcript).
 #![allow(
     clippy::expect_used,
     missing_docs,
@@ -86,7 +87,9 @@ fn benches(c: &mut Criterion) {
         use flemma::providers::{RequestOptions, anthropic_request, build_prompt};
         let doc = flemma::ast::parse(&text);
         let options = RequestOptions::new("claude-sonnet-4-5");
-        let body = anthropic_request(&build_prompt(&doc), &options).to_value();
+        let prompt = build_prompt(&doc);
+        let request_body = anthropic_request(&prompt, &options);
+        let body = request_body.to_value();
         group.throughput(Throughput::Bytes(text.len() as u64));
         group.bench_function("request_10mb", |b| {
             b.iter(|| anthropic_request(&build_prompt(black_box(&doc)), &options).to_json());
@@ -100,6 +103,9 @@ fn benches(c: &mut Criterion) {
         });
         group.bench_function("serialize_body_10mb", |b| {
             b.iter(|| serde_json::to_string(black_box(&body)));
+        });
+        group.bench_function("serialize_request_body_10mb", |b| {
+            b.iter(|| serde_json::to_string(black_box(&request_body)));
         });
     }
     group.finish();
