@@ -622,7 +622,7 @@ fn user_parts<'d>(
     builder: &Builder<'_>,
     diagnostics: &mut Vec<PromptDiagnostic>,
 ) -> Vec<Part<'d>> {
-    let mut parts = Vec::new();
+    let mut parts = Vec::with_capacity(message.segments.len());
     let segments = &message.segments;
     let mut i = 0;
     while i < segments.len() {
@@ -717,7 +717,7 @@ fn job_result_part(
 
 fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
     let has_tool_use = message.tool_uses().next().is_some();
-    let mut parts = Vec::new();
+    let mut parts = Vec::with_capacity(message.segments.len());
     let mut text = TextRun::default();
     for segment in &message.segments {
         match segment {
