@@ -13,6 +13,8 @@
 //!   `serde_json::Value`). `stream/build_request_10mb` is the building alone (prompt and
 //!   adapter, the body ready to write), and `stream/serialize_request_body_10mb` serde_json
 //!   serializing the body as built (a `RequestBody` borrowing from the transcript).
+//!   `stream/build_request_10mb_plain` builds from the same transcript with its templates and
+//!   `@./` references turned into plain text.
 #![allow(
     clippy::expect_used,
     missing_docs,
@@ -97,6 +99,21 @@ fn benches(c: &mut Criterion) {
         group.bench_function("build_request_10mb", |b| {
             b.iter(|| {
                 let prompt = build_prompt(black_box(&doc));
+                let body = anthropic_request(&prompt, &options);
+                black_box(&body);
+            });
+        });
+        // The same transcript with its templates and file references made plain text: what
+        // the prompt costs without rendering and file-system lookups.
+        let plain = flemma::ast::parse(
+            &text
+                .replace("{{", "{ {")
+                .replace("{%", "{ %")
+                .replace("@./", "./"),
+        );
+        group.bench_function("build_request_10mb_plain", |b| {
+            b.iter(|| {
+                let prompt = build_prompt(black_box(&plain));
                 let body = anthropic_request(&prompt, &options);
                 black_box(&body);
             });
