@@ -11,7 +11,7 @@
 //!   into `target/`; skipped when absent) and writing it as JSON text, against
 //!   `stream/serialize_body_10mb`, `serde_json` serializing the resulting body (as a
 //!   `serde_json::Value`). `stream/build_request_10mb` is the building alone (prompt and
-//!   adapter, the body ready to write), and `stream/serialize_request_body_10mb` serde_json
+//!   adapter, the body ready to write), and `stream/serialize_request_body_10mb` `serde_json`
 //!   serializing the body as built (a `RequestBody` borrowing from the transcript).
 //!   `stream/build_request_10mb_plain` builds from the same transcript with its templates and
 //!   `@./` references turned into plain text.
