@@ -519,12 +519,17 @@ impl Scope {
         {
             return Ok((vec![Part::text(text.value.as_str())], Vec::new()));
         }
+        let first_file = self.state().files.len();
         let rendered = self.render_text(&pieces(segments, references));
         let mut state = self.state();
         let warnings = std::mem::take(&mut state.warnings);
+        // The files of this render only: a marker that names an earlier one is text that
+        // happens to look like a marker.
+        let files = state.files.split_off(first_file);
+        drop(state);
         let rendered = rendered?;
         let parts = if rendered.contains(MARKER_OPEN) {
-            split_markers(&rendered, &state.files)
+            split_markers(&rendered, first_file, &files)
         } else {
             vec![Part::text(rendered)]
         };
@@ -605,8 +610,9 @@ pub(crate) fn pieces(segments: &[Segment], references: bool) -> Vec<TemplatePiec
     out
 }
 
-/// Rendered text cut at the file markers into text and file parts.
-fn split_markers(rendered: &str, files: &[FilePart]) -> Vec<Part<'static>> {
+/// Rendered text cut at the markers of `files` (numbered from `first`) into text and file
+/// parts; other markers stay text.
+fn split_markers(rendered: &str, first: usize, files: &[FilePart]) -> Vec<Part<'static>> {
     let mut parts = Vec::new();
     let mut rest = rendered;
     let mut text = String::new();
@@ -614,7 +620,7 @@ fn split_markers(rendered: &str, files: &[FilePart]) -> Vec<Part<'static>> {
         let after = &rest[open + MARKER_OPEN.len()..];
         let file = after.find(MARKER_CLOSE).and_then(|close| {
             let index: usize = after[..close].parse().ok()?;
-            Some((files.get(index)?, close))
+            Some((files.get(index.checked_sub(first)?)?, close))
         });
         if let Some((file, close)) = file {
             text.push_str(&rest[..open]);
@@ -674,10 +680,16 @@ mod tests {
             mime_type: "application/zip".into(),
             filename: "./a.zip".into(),
         }];
-        let text = format!("a {MARKER_OPEN}0{MARKER_CLOSE} b {MARKER_OPEN}7{MARKER_CLOSE}");
-        let parts = split_markers(&text, &files);
+        let text = format!(
+            "{MARKER_OPEN}2{MARKER_CLOSE}a {MARKER_OPEN}3{MARKER_CLOSE} b {MARKER_OPEN}7{MARKER_CLOSE}"
+        );
+        // Numbered from 3: marker 2 is another render's, marker 7 no file's.
+        let parts = split_markers(&text, 3, &files);
         assert_eq!(parts.len(), 3);
-        assert_eq!(parts[0], Part::text("a "));
+        assert_eq!(
+            parts[0],
+            Part::text(format!("{MARKER_OPEN}2{MARKER_CLOSE}a "))
+        );
         assert_eq!(parts[1], Part::File(files[0].clone()));
         assert_eq!(
             parts[2],

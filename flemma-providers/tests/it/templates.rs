@@ -279,6 +279,20 @@ fn binary_include_and_references_inside_control_flow() {
 }
 
 #[test]
+fn text_that_looks_like_a_file_marker_stays_text() {
+    let dir = TempDir::new("markers");
+    dir.write("a.png", PNG);
+    let lookalike = "\u{E000}flemma-file:0\u{E001}";
+    let prompt = build(
+        &dir,
+        &format!("@You:\n@./a.png\n\n@Assistant:\nOk.\n\n@You:\n{{{{ 1 }}}} {lookalike}\n"),
+        PromptBuilder::new(),
+    );
+    assert!(matches!(prompt.messages[0].parts[..], [Part::File(_)]));
+    assert_eq!(prompt.messages[2].parts, [text(&format!("1 {lookalike}"))]);
+}
+
+#[test]
 fn system_prompts_are_rendered_and_name_binary_files() {
     let dir = TempDir::new("system");
     dir.write("rules.md", "Be brief.");
