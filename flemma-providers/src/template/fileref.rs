@@ -205,4 +205,26 @@ mod tests {
             .collect();
         assert_eq!(joined, text);
     }
+
+    proptest::proptest! {
+        /// Text and references always cover the input exactly, text chunks are never empty,
+        /// and `has_reference` agrees with `split`.
+        #[test]
+        fn chunks_cover_any_text(text in "[a-z@./~;=%!,\\- \n\u{e9}]{0,60}") {
+            let chunks = split(&text);
+            let joined: String = chunks
+                .iter()
+                .map(|c| match c {
+                    Chunk::Text(t) => *t,
+                    Chunk::Ref(r) => r.written,
+                })
+                .collect();
+            proptest::prop_assert_eq!(&joined, &text);
+            proptest::prop_assert!(chunks.iter().all(|c| !matches!(c, Chunk::Text(""))));
+            proptest::prop_assert_eq!(
+                has_reference(&text),
+                chunks.iter().any(|c| matches!(c, Chunk::Ref(_)))
+            );
+        }
+    }
 }
