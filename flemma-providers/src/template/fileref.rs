@@ -11,6 +11,8 @@ pub struct FileReference<'a> {
     pub mime: Option<&'a str>,
     /// The reference as written, without trailing punctuation (`@./a.png;type=image/png`).
     pub written: &'a str,
+    /// The transcript line the reference is on.
+    pub line: u32,
 }
 
 /// A run of text or a reference.
@@ -25,18 +27,22 @@ pub(crate) fn has_reference(text: &str) -> bool {
     memchr::memchr_iter(b'@', text.as_bytes()).any(|at| reference_at(text, at).is_some())
 }
 
-/// Splits `text` into text and file references, in order. Adjacent text is not merged, and
-/// text chunks are never empty.
-pub(crate) fn split(text: &str) -> Vec<Chunk<'_>> {
+/// Splits `text`, whose first line is `first_line`, into text and file references, in
+/// order. Adjacent text is not merged, and text chunks are never empty.
+pub(crate) fn split(text: &str, first_line: u32) -> Vec<Chunk<'_>> {
     let mut chunks = Vec::new();
     let mut text_start = 0;
     let mut search = 0;
+    let (mut line, mut counted) = (first_line, 0);
     while let Some(found) = memchr::memchr(b'@', &text.as_bytes()[search..]) {
         let at = search + found;
         search = at + 1;
-        let Some((reference, end)) = reference_at(text, at) else {
+        let Some((mut reference, end)) = reference_at(text, at) else {
             continue;
         };
+        line += memchr::memchr_iter(b'\n', &text.as_bytes()[counted..at]).count() as u32;
+        counted = at;
+        reference.line = line;
         if at > text_start {
             chunks.push(Chunk::Text(&text[text_start..at]));
         }
@@ -97,6 +103,7 @@ fn reference_at(text: &str, at: usize) -> Option<(FileReference<'_>, usize)> {
         path: url_decode(path),
         mime,
         written: &text[at..at + 1 + kept],
+        line: 0,
     };
     Some((reference, at + 1 + kept))
 }
@@ -132,7 +139,7 @@ mod tests {
     use super::*;
 
     fn refs(text: &str) -> Vec<(String, Option<&str>, &str)> {
-        split(text)
+        split(text, 1)
             .into_iter()
             .filter_map(|c| match c {
                 Chunk::Ref(r) => Some((r.path.into_owned(), r.mime, r.written)),
@@ -164,9 +171,21 @@ mod tests {
                 "@./img/x;type=image/png"
             )]
         );
-        let chunks = split("Read @./a.txt!");
+        let chunks = split("Read @./a.txt!", 1);
         assert_eq!(chunks.last(), Some(&Chunk::Text("!")));
         assert_eq!(chunks.first(), Some(&Chunk::Text("Read ")));
+    }
+
+    #[test]
+    fn references_know_their_line() {
+        let lines: Vec<u32> = split("@./a\nx\n\ny @./b @./c\n@./d", 7)
+            .into_iter()
+            .filter_map(|c| match c {
+                Chunk::Ref(r) => Some(r.line),
+                Chunk::Text(_) => None,
+            })
+            .collect();
+        assert_eq!(lines, [7, 10, 10, 11]);
     }
 
     #[test]
@@ -188,15 +207,15 @@ mod tests {
             "@",
         ] {
             assert_eq!(refs(text), vec![], "{text}");
-            assert_eq!(split(text), vec![Chunk::Text(text)], "{text}");
+            assert_eq!(split(text, 1), vec![Chunk::Text(text)], "{text}");
         }
-        assert_eq!(split(""), vec![]);
+        assert_eq!(split("", 1), vec![]);
     }
 
     #[test]
     fn chunks_cover_the_text() {
         let text = "a @./x.rs b\n@~/y.\n@./z;type=text/plain";
-        let joined: String = split(text)
+        let joined: String = split(text, 1)
             .iter()
             .map(|c| match c {
                 Chunk::Text(t) => *t,
@@ -211,7 +230,7 @@ mod tests {
         /// and `has_reference` agrees with `split`.
         #[test]
         fn chunks_cover_any_text(text in "[a-z@./~;=%!,\\- \n\u{e9}]{0,60}") {
-            let chunks = split(&text);
+            let chunks = split(&text, 1);
             let joined: String = chunks
                 .iter()
                 .map(|c| match c {

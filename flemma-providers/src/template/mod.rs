@@ -201,6 +201,7 @@ pub(crate) struct OwnedReference {
     path: String,
     mime: Option<String>,
     written: String,
+    line: u32,
 }
 
 impl OwnedReference {
@@ -209,6 +210,7 @@ impl OwnedReference {
             path: reference.path.to_string(),
             mime: reference.mime.map(str::to_owned),
             written: reference.written.to_owned(),
+            line: reference.line,
         }
     }
 
@@ -217,6 +219,7 @@ impl OwnedReference {
             path: self.path.as_str().into(),
             mime: self.mime.as_deref(),
             written: &self.written,
+            line: self.line,
         }
     }
 }
@@ -314,8 +317,8 @@ struct State {
     files: Vec<FilePart>,
     /// The files being included, outermost first.
     stack: Vec<PathBuf>,
-    /// References that could not be attached, with why.
-    warnings: Vec<String>,
+    /// References that could not be attached: their line and why.
+    warnings: Vec<(u32, String)>,
 }
 
 impl fmt::Debug for Scope {
@@ -449,9 +452,9 @@ impl Scope {
         match self.include_file(&reference.path, reference.mime) {
             Ok(marker) => marker,
             Err(err) => {
-                self.state().warnings.push(format!(
-                    "File reference {} not attached: {err}",
-                    reference.written
+                self.state().warnings.push((
+                    reference.line,
+                    format!("File reference {} not attached: {err}", reference.written),
                 ));
                 reference.written.to_owned()
             }
@@ -507,13 +510,14 @@ impl Scope {
     }
 
     /// Renders `segments` into text and file parts. `references`: whether `@./file`
-    /// references in text are attached. Returns the warnings about references not attached.
+    /// references in text are attached. Returns the warnings about references not attached,
+    /// with their lines.
     /// A lone text without references is borrowed, not rendered.
     pub(crate) fn render_parts<'s>(
         &self,
         segments: &'s [Segment],
         references: bool,
-    ) -> Result<(Vec<Part<'s>>, Vec<String>), TemplateError> {
+    ) -> Result<(Vec<Part<'s>>, Vec<(u32, String)>), TemplateError> {
         if let [Segment::Text(text)] = segments
             && (!references || !fileref::has_reference(&text.value))
         {
@@ -588,7 +592,14 @@ pub(crate) fn pieces(segments: &[Segment], references: bool) -> Vec<TemplatePiec
                     continue;
                 }
                 if references {
-                    out.extend(fileref::split(value).into_iter().map(|chunk| match chunk {
+                    // The line of the first byte kept, after trimming.
+                    let start = text.span.map_or(1, |s| s.start_line);
+                    let skipped = value.as_ptr() as usize - text.value.as_ptr() as usize;
+                    let first_line = start
+                        + memchr::memchr_iter(b'\n', &text.value.as_bytes()[..skipped]).count()
+                            as u32;
+                    let chunks = fileref::split(value, first_line);
+                    out.extend(chunks.into_iter().map(|chunk| match chunk {
                         Chunk::Text(text) => TemplatePiece::Text(text),
                         Chunk::Ref(reference) => TemplatePiece::File(reference),
                     }));

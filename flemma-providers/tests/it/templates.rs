@@ -223,6 +223,15 @@ fn a_missing_file_stays_text_with_a_warning() {
         diagnostic.message
     );
     assert!(!prompt.has_errors());
+
+    // Each warning points at its reference's line, templates or not.
+    let prompt = build(
+        &dir,
+        "@You:\n{{ 1 }}\n\n  @./a.png and\n\n{{- 2 -}}\n\n@./b.png\n",
+        PromptBuilder::new(),
+    );
+    let lines: Vec<u32> = prompt.diagnostics.iter().map(|d| d.line).collect();
+    assert_eq!(lines, [4, 8], "{:?}", prompt.diagnostics);
 }
 
 #[test]
