@@ -528,16 +528,12 @@ fn render_run<'d>(
     let line = first_line(segments, fallback_line);
     match builder.scope.render_parts(segments, true) {
         Ok((parts, warnings)) => {
-            diagnostics.extend(
-                warnings
-                    .into_iter()
-                    .map(|(line, message)| PromptDiagnostic {
-                        kind: PromptDiagnosticKind::File,
-                        severity: Severity::Warning,
-                        line,
-                        message,
-                    }),
-            );
+            diagnostics.extend(warnings.into_iter().map(|warning| PromptDiagnostic {
+                kind: PromptDiagnosticKind::File,
+                severity: Severity::Warning,
+                line: warning.line,
+                message: warning.message,
+            }));
             parts
         }
         Err(err) => {

@@ -311,14 +311,20 @@ struct Shared {
     state: Mutex<State>,
 }
 
+/// A reference that could not be attached: its line and why.
+pub(crate) struct Warning {
+    pub(crate) line: u32,
+    pub(crate) message: String,
+}
+
 #[derive(Default)]
 struct State {
     /// The file parts handed out as markers.
     files: Vec<FilePart>,
     /// The files being included, outermost first.
     stack: Vec<PathBuf>,
-    /// References that could not be attached: their line and why.
-    warnings: Vec<(u32, String)>,
+    /// References that could not be attached.
+    warnings: Vec<Warning>,
 }
 
 impl fmt::Debug for Scope {
@@ -452,10 +458,10 @@ impl Scope {
         match self.include_file(&reference.path, reference.mime) {
             Ok(marker) => marker,
             Err(err) => {
-                self.state().warnings.push((
-                    reference.line,
-                    format!("File reference {} not attached: {err}", reference.written),
-                ));
+                self.state().warnings.push(Warning {
+                    line: reference.line,
+                    message: format!("File reference {} not attached: {err}", reference.written),
+                });
                 reference.written.to_owned()
             }
         }
@@ -517,7 +523,7 @@ impl Scope {
         &self,
         segments: &'s [Segment],
         references: bool,
-    ) -> Result<(Vec<Part<'s>>, Vec<(u32, String)>), TemplateError> {
+    ) -> Result<(Vec<Part<'s>>, Vec<Warning>), TemplateError> {
         if let [Segment::Text(text)] = segments
             && (!references || !fileref::has_reference(&text.value))
         {
