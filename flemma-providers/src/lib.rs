@@ -72,8 +72,8 @@ pub use sse::{SseDecoder, SseEvent};
 #[cfg(feature = "lua")]
 pub use template::LuaEngine;
 pub use template::{
-    FilePart, FileReference, MAX_FILE_BYTES, MiniJinjaEngine, Scope, TemplateEngine, TemplateError,
-    TemplatePiece, detect_mime,
+    FileAccess, FilePart, FileReference, MAX_FILE_BYTES, MiniJinjaEngine, Scope, TemplateEngine,
+    TemplateError, TemplatePiece, detect_mime,
 };
 pub use transport::{
     ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TokenError,

@@ -22,7 +22,7 @@ use flemma_ast::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::template::{FilePart, MiniJinjaEngine, Scope, TemplateEngine};
+use crate::template::{FileAccess, FilePart, MiniJinjaEngine, Scope, TemplateEngine};
 
 /// The content of a synthetic result sent for a tool call that has no final result.
 pub const NO_RESULT_PROVIDED: &str = "No result provided";
@@ -267,6 +267,7 @@ pub struct PromptBuilder {
     chat_path: Option<PathBuf>,
     variables: Map<String, Value>,
     template_tools: HashSet<String>,
+    files: FileAccess,
 }
 
 impl Default for PromptBuilder {
@@ -285,6 +286,7 @@ impl PromptBuilder {
             chat_path: None,
             variables: Map::new(),
             template_tools: HashSet::from(["read".to_owned()]),
+            files: FileAccess::Any,
         }
     }
 
@@ -322,12 +324,29 @@ impl PromptBuilder {
         self
     }
 
+    /// Which files `include()` and `@./file` references may read ([`FileAccess::Any`] by
+    /// default, as the reference implementation does).
+    ///
+    /// ```
+    /// use flemma_providers::{FileAccess, PromptBuilder};
+    ///
+    /// let doc = flemma_ast::parse("@You:\nMy key: @~/.ssh/id_ed25519\n");
+    /// let prompt = PromptBuilder::new().file_access(FileAccess::None).build(&doc);
+    /// assert!(prompt.diagnostics[0].message.contains("not allowed"));
+    /// ```
+    #[must_use]
+    pub fn file_access(mut self, files: FileAccess) -> Self {
+        self.files = files;
+        self
+    }
+
     /// Builds the prompt of `doc` (see [`build_prompt`]).
     pub fn build<'d>(&self, doc: &'d Document) -> Prompt<'d> {
-        let scope = Scope::new(
+        let scope = Scope::with_file_access(
             Arc::clone(&self.engine),
             self.chat_path.as_deref(),
             self.variables.clone(),
+            self.files.clone(),
         );
         build(
             doc,

@@ -260,6 +260,12 @@ pub enum TemplateError {
         /// The include chain, ending with the file included again.
         chain: Vec<PathBuf>,
     },
+    /// The builder's [`FileAccess`] does not allow reading the file.
+    #[error("reading '{}' is not allowed here", path.display())]
+    Denied {
+        /// The resolved path.
+        path: PathBuf,
+    },
     /// A file is larger than [`MAX_FILE_BYTES`].
     #[error("'{}' is {size} bytes, more than the {MAX_FILE_BYTES} bytes a file may have", path.display())]
     TooLarge {
@@ -308,7 +314,50 @@ pub struct Scope {
 struct Shared {
     engine: Arc<dyn TemplateEngine>,
     variables: Map<String, Value>,
+    files: FileAccess,
     state: Mutex<State>,
+}
+
+/// Which files `include()` and `@./file` references may read.
+///
+/// A transcript decides what it references, so a host that builds prompts from transcripts it
+/// did not write (a shared workspace, a web upload) should not let `@~/.ssh/id_ed25519` reach a
+/// provider: [`FileAccess::Within`] keeps reads under a directory, [`FileAccess::None`] refuses
+/// them all. A refused reference stays text, with a warning.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum FileAccess {
+    /// Any file the process can read (the reference implementation's behaviour).
+    #[default]
+    Any,
+    /// Files under this directory only (symbolic links are followed before checking).
+    Within(PathBuf),
+    /// No file.
+    None,
+}
+
+impl FileAccess {
+    /// Whether `path` may be read.
+    fn check(&self, path: &Path) -> Result<(), TemplateError> {
+        let denied = || TemplateError::Denied {
+            path: path.to_owned(),
+        };
+        match self {
+            FileAccess::Any => Ok(()),
+            FileAccess::None => Err(denied()),
+            FileAccess::Within(root) => {
+                let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+                match std::fs::canonicalize(path) {
+                    Ok(real) if real.starts_with(&root) => Ok(()),
+                    // A missing file under the root is reported as missing, not as denied.
+                    Err(source) if normalize(path).starts_with(&root) => Err(TemplateError::Read {
+                        path: path.to_owned(),
+                        source,
+                    }),
+                    _ => Err(denied()),
+                }
+            }
+        }
+    }
 }
 
 /// A reference that could not be attached: its line and why.
@@ -340,11 +389,22 @@ impl fmt::Debug for Scope {
 
 impl Scope {
     /// A scope for the conversation at `chat_path` (`None` for an unsaved one: `__filename`
-    /// is then unset and relative paths resolve against the working directory).
+    /// is then unset and relative paths resolve against the working directory), reading any
+    /// file (see [`Scope::with_file_access`]).
     pub fn new(
         engine: Arc<dyn TemplateEngine>,
         chat_path: Option<&Path>,
         variables: Map<String, Value>,
+    ) -> Self {
+        Self::with_file_access(engine, chat_path, variables, FileAccess::Any)
+    }
+
+    /// [`Scope::new`] reading only the files `files` allows.
+    pub fn with_file_access(
+        engine: Arc<dyn TemplateEngine>,
+        chat_path: Option<&Path>,
+        variables: Map<String, Value>,
+        files: FileAccess,
     ) -> Self {
         let filename = chat_path.map(|p| Arc::from(normalize(&expand_home(p))));
         let dirname = filename
@@ -356,6 +416,7 @@ impl Scope {
             shared: Arc::new(Shared {
                 engine,
                 variables,
+                files,
                 state: Mutex::new(State::default()),
             }),
             filename,
@@ -418,6 +479,7 @@ impl Scope {
     }
 
     fn include_text(&self, resolved: &Path) -> Result<String, TemplateError> {
+        self.shared.files.check(resolved)?;
         let bytes = read_file(resolved)?;
         let text = String::from_utf8(bytes).map_err(|_| TemplateError::NotText {
             path: resolved.to_owned(),
@@ -442,7 +504,9 @@ impl Scope {
     ///
     /// [`TemplateError::Read`] when the file cannot be read.
     pub fn include_file(&self, path: &str, mime: Option<&str>) -> Result<String, TemplateError> {
-        let bytes = read_file(&self.resolve(path))?;
+        let resolved = self.resolve(path);
+        self.shared.files.check(&resolved)?;
+        let bytes = read_file(&resolved)?;
         let part = FilePart::from_bytes(path, &bytes, mime);
         let mut state = self.state();
         state.files.push(part);

@@ -288,6 +288,65 @@ fn binary_include_and_references_inside_control_flow() {
 }
 
 #[test]
+fn file_access_keeps_reads_inside_a_directory() {
+    let dir = TempDir::new("access");
+    dir.write("outside.txt", "secret");
+    dir.write("work/inside.txt", "fine");
+    let work = dir.join("work");
+    std::os::unix::fs::symlink(dir.join("outside.txt"), work.join("link.txt")).unwrap();
+    let chat = "@You:\n@./inside.txt @../outside.txt @./link.txt @./missing.txt\n\n@Assistant:\nOk.\n\n@You:\n{{ include('../outside.txt') }}\n";
+    let path = dir.write("work/talk.chat", chat);
+    let doc = flemma_ast::parse(chat);
+    let prompt = PromptBuilder::new()
+        .chat_path(&path)
+        .file_access(flemma_providers::FileAccess::Within(work.clone()))
+        .build(&doc);
+    let parts = &prompt.messages[0].parts;
+    assert!(
+        matches!(&parts[0], Part::File(FilePart::TextFile { text, .. }) if text == "fine"),
+        "{parts:?}"
+    );
+    let messages: Vec<&str> = prompt
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    assert!(
+        messages[0].contains("@../outside.txt not attached: reading"),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[0].ends_with("is not allowed here"),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[1].contains("@./link.txt not attached: reading"),
+        "{}",
+        messages[1]
+    );
+    assert!(
+        messages[2].contains("@./missing.txt not attached: cannot read"),
+        "{}",
+        messages[2]
+    );
+    assert!(
+        messages[3].contains("is not allowed here"),
+        "{}",
+        messages[3]
+    );
+    assert!(prompt.has_errors());
+    // Nothing of the outside file reached the prompt.
+    assert!(!format!("{:?}", prompt.messages).contains("secret"));
+
+    // The default reads anything the process can.
+    let prompt = PromptBuilder::new().chat_path(&path).build(&doc);
+    assert!(format!("{:?}", prompt.messages).contains("secret"));
+}
+
+#[test]
 fn text_that_looks_like_a_file_marker_stays_text() {
     let dir = TempDir::new("markers");
     dir.write("a.png", PNG);
