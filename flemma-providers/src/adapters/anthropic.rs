@@ -75,10 +75,8 @@ pub fn anthropic_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -
 
 /// The tool declarations, the last one carrying the cache marker.
 fn tools(options: &RequestOptions) -> Vec<Json<'static>> {
-    let mut tools: Vec<Value> = options
-        .tools
-        .iter()
-        .filter_map(|spec| spec.to_provider(Dialect::Anthropic).ok())
+    let mut tools: Vec<Value> = super::declarations(options, Dialect::Anthropic)
+        .into_iter()
         .map(|mut tool| {
             // Spec 13.2: stream tool input as it is generated.
             if let Value::Object(map) = &mut tool {

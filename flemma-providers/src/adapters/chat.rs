@@ -52,10 +52,8 @@ pub fn chat_completions_request<'a>(
     if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
     }
-    let tools: Vec<Json<'a>> = options
-        .tools
-        .iter()
-        .filter_map(|spec| spec.to_provider(Dialect::OpenAiChat).ok())
+    let tools: Vec<Json<'a>> = super::declarations(options, Dialect::OpenAiChat)
+        .into_iter()
         .map(Json::from)
         .collect();
     if !tools.is_empty() {

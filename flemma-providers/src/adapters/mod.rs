@@ -11,9 +11,23 @@ pub use chat::chat_completions_request;
 pub use openai::openai_responses_request;
 pub use vertex::vertex_request;
 
+use flemma_schema::Dialect;
+use serde_json::Value;
+
 use crate::prompt::{Part, PromptMessage, PromptRole};
+use crate::request::RequestOptions;
 use crate::template::FilePart;
 use crate::wire::encode_tool_name;
+
+/// The offered tools declared in `dialect`, in the options' order. A tool whose declaration
+/// cannot be built (an unresolvable `$ref`) is left out.
+fn declarations(options: &RequestOptions, dialect: Dialect) -> Vec<Value> {
+    options
+        .tools
+        .iter()
+        .filter_map(|spec| spec.to_provider(dialect).ok())
+        .collect()
+}
 
 /// The prefix of the synthetic tool-call ids the Vertex decoder makes.
 const SYNTHETIC_ID_PREFIX: &str = "urn:flemma:tool:";

@@ -64,10 +64,8 @@ pub fn openai_responses_request<'a>(
     } else if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
     }
-    let tools: Vec<Json<'a>> = options
-        .tools
-        .iter()
-        .filter_map(|spec| spec.to_provider(Dialect::OpenAiResponses).ok())
+    let tools: Vec<Json<'a>> = super::declarations(options, Dialect::OpenAiResponses)
+        .into_iter()
         .map(Json::from)
         .collect();
     if !tools.is_empty() {

@@ -64,10 +64,8 @@ pub fn vertex_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -> R
     if config != obj! {} {
         body.insert("generationConfig", config);
     }
-    let declarations: Vec<Json<'a>> = options
-        .tools
-        .iter()
-        .filter_map(|spec| spec.to_provider(Dialect::Gemini).ok())
+    let declarations: Vec<Json<'a>> = super::declarations(options, Dialect::Gemini)
+        .into_iter()
         .map(Json::from)
         .collect();
     if !declarations.is_empty() {
