@@ -243,7 +243,7 @@ impl StreamDecoder for ChatCompletionsDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{calls, collect, read_peer as read};
+    use crate::test_support::{calls, collect, deltas, read_peer as read};
 
     fn decode_all(body: &str) -> Vec<StreamEvent> {
         crate::test_support::decode_all(&mut ChatCompletionsDecoder::new(), body)
@@ -344,17 +344,7 @@ mod tests {
             id: "search:0".into(),
             name: "search".into()
         }));
-        let deltas: String = events
-            .iter()
-            .filter_map(|e| {
-                if let StreamEvent::ToolCallDelta { delta, .. } = e {
-                    Some(delta.as_str())
-                } else {
-                    None
-                }
-            })
-            .collect();
-        assert_eq!(deltas, r#"{"query": "current weather in Tokyo"}"#);
+        assert_eq!(deltas(&events), r#"{"query": "current weather in Tokyo"}"#);
         assert_eq!(dones(&events), [&StopReason::ToolUse]);
         assert!(events.contains(&StreamEvent::Usage {
             input_tokens: Some(86),

@@ -236,7 +236,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{calls, decode_all, read_peer};
+    use crate::test_support::{calls, decode_all, deltas, read_peer};
 
     fn run(name: &str) -> Vec<StreamEvent> {
         decode_all(&mut OpenAiResponsesDecoder::new(), &read_peer(name))
@@ -282,17 +282,7 @@ mod tests {
             id: "call_KXAyUFOnxWTpzW3JS6qKZ7mI".into(),
             name: "calculator".into()
         }));
-        let deltas: String = events
-            .iter()
-            .filter_map(|e| {
-                if let StreamEvent::ToolCallDelta { delta, .. } = e {
-                    Some(delta.as_str())
-                } else {
-                    None
-                }
-            })
-            .collect();
-        assert_eq!(deltas, r#"{"expression":"15 * 7"}"#);
+        assert_eq!(deltas(&events), r#"{"expression":"15 * 7"}"#);
         assert!(events.contains(&StreamEvent::Usage {
             input_tokens: Some(119),
             output_tokens: Some(9)

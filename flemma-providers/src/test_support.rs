@@ -48,3 +48,14 @@ pub(crate) fn calls(events: &[StreamEvent]) -> Vec<(&str, &str, &str)> {
         })
         .collect()
 }
+
+/// Every tool-call argument delta, joined.
+pub(crate) fn deltas(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
