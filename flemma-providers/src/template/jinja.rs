@@ -46,8 +46,9 @@ impl MiniJinjaEngine {
 
 impl TemplateEngine for MiniJinjaEngine {
     fn render(&self, pieces: &[TemplatePiece<'_>], scope: &Scope) -> Result<String, TemplateError> {
-        let program = Program::generate::<Jinja>(pieces, "");
-        let references = program.references.clone();
+        let mut program = Program::generate::<Jinja>(pieces, "");
+        let references = std::mem::take(&mut program.references);
+        let texts = std::mem::take(&mut program.texts);
 
         // An error raised by `include()` is kept here whole, so that it reaches the caller as
         // the TemplateError it is rather than as a minijinja message.
@@ -105,7 +106,7 @@ impl TemplateEngine for MiniJinjaEngine {
             "__dirname".into(),
             Value::from(scope.dirname().to_string_lossy().into_owned()),
         );
-        context.insert("__flemma_text".into(), Value::from(program.texts.clone()));
+        context.insert("__flemma_text".into(), Value::from(texts));
 
         let rendered = env
             .template_from_str(&program.source)

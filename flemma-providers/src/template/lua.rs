@@ -48,6 +48,7 @@ impl TemplateEngine for LuaEngine {
     fn render(&self, pieces: &[TemplatePiece<'_>], scope: &Scope) -> Result<String, TemplateError> {
         let mut program = Program::generate::<LuaSyntax>(pieces, PRELUDE);
         program.source.push_str("return table.concat(__flemma_out)");
+        let references = std::mem::take(&mut program.references);
         let raised: Rc<RefCell<Option<TemplateError>>> = Rc::default();
         let run = || -> mlua::Result<String> {
             let lua = sandbox()?;
@@ -89,7 +90,7 @@ impl TemplateEngine for LuaEngine {
                 globals.set("include", include)?;
             }
             {
-                let (scope, references) = (scope.clone(), program.references.clone());
+                let scope = scope.clone();
                 let file = lua.create_function(move |_, index: usize| {
                     Ok(references
                         .get(index)

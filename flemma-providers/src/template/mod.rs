@@ -344,12 +344,12 @@ impl FileAccess {
         match self {
             FileAccess::Any => Ok(()),
             FileAccess::None => Err(denied()),
+            // The root was made canonical when the scope was built.
             FileAccess::Within(root) => {
-                let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
                 match std::fs::canonicalize(path) {
-                    Ok(real) if real.starts_with(&root) => Ok(()),
+                    Ok(real) if real.starts_with(root) => Ok(()),
                     // A missing file under the root is reported as missing, not as denied.
-                    Err(source) if normalize(path).starts_with(&root) => Err(TemplateError::Read {
+                    Err(source) if normalize(path).starts_with(root) => Err(TemplateError::Read {
                         path: path.to_owned(),
                         source,
                     }),
@@ -406,6 +406,13 @@ impl Scope {
         variables: Map<String, Value>,
         files: FileAccess,
     ) -> Self {
+        // Resolved once here rather than for every file read.
+        let files = match files {
+            FileAccess::Within(root) => {
+                FileAccess::Within(std::fs::canonicalize(&root).unwrap_or(root))
+            }
+            other => other,
+        };
         let filename = chat_path.map(|p| Arc::from(normalize(&expand_home(p))));
         let dirname = filename
             .as_deref()
