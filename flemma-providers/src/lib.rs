@@ -48,6 +48,7 @@ mod sse;
 mod template;
 #[cfg(test)]
 mod test_support;
+mod text;
 mod transport;
 mod vertex;
 mod wire;

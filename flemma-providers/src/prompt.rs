@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::template::{FileAccess, FilePart, MiniJinjaEngine, Scope, TemplateEngine};
+use crate::text::Joined;
 
 /// The content of a synthetic result sent for a tool call that has no final result.
 pub const NO_RESULT_PROVIDED: &str = "No result provided";
@@ -567,30 +568,6 @@ fn render_run<'d>(
     }
 }
 
-/// Consecutive text, borrowed while it is one piece.
-#[derive(Default)]
-struct TextRun<'d> {
-    text: Option<Cow<'d, str>>,
-}
-
-impl<'d> TextRun<'d> {
-    fn push(&mut self, piece: Cow<'d, str>) {
-        match &mut self.text {
-            None => self.text = Some(piece),
-            Some(text) => text.to_mut().push_str(&piece),
-        }
-    }
-
-    /// Pushes the text as a part unless it is whitespace-only, and starts over.
-    fn flush(&mut self, parts: &mut Vec<Part<'d>>) {
-        if let Some(text) = self.text.take()
-            && !text.trim().is_empty()
-        {
-            parts.push(Part::Text { text });
-        }
-    }
-}
-
 /// Pushes the non-blank text parts and the file parts of `rendered`.
 fn push_rendered<'d>(parts: &mut Vec<Part<'d>>, rendered: Vec<Part<'d>>) {
     parts.extend(rendered.into_iter().filter(|part| match part {
@@ -607,11 +584,11 @@ fn system_text<'d>(
     diagnostics: &mut Vec<PromptDiagnostic>,
 ) -> Cow<'d, str> {
     let line = message.span.start_line;
-    let mut text = TextRun::default();
+    let mut text = Joined::default();
     for part in render_run(&message.segments, line, builder, diagnostics) {
         match part {
             Part::Text { text: t } => text.push(t),
-            Part::File(FilePart::TextFile { text: t, .. }) => text.push(Cow::Owned(t)),
+            Part::File(FilePart::TextFile { text: t, .. }) => text.push(t),
             Part::File(file) => {
                 diagnostics.push(PromptDiagnostic {
                     kind: PromptDiagnosticKind::File,
@@ -623,16 +600,12 @@ fn system_text<'d>(
                         file.mime_type()
                     ),
                 });
-                text.push(Cow::Owned(file.as_text_fallback()));
+                text.push(file.as_text_fallback());
             }
             _ => {}
         }
     }
-    match text.text {
-        None => Cow::Borrowed(""),
-        Some(Cow::Borrowed(t)) => Cow::Borrowed(t.trim()),
-        Some(Cow::Owned(t)) => Cow::Owned(t.trim().to_owned()),
-    }
+    text.take_trimmed().unwrap_or_default()
 }
 
 fn user_parts<'d>(
@@ -737,20 +710,20 @@ fn job_result_part(
 fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
     let has_tool_use = message.tool_uses().next().is_some();
     let mut parts = Vec::with_capacity(message.segments.len());
-    let mut text = TextRun::default();
+    let mut text = Joined::default();
     for segment in &message.segments {
         match segment {
             Segment::Text(t) => {
-                text.push(Cow::Borrowed(&t.value));
+                text.push(t.value.as_str());
                 continue;
             }
             Segment::Expression(_) | Segment::Code(_) => {
                 let mut written = String::new();
                 push_inline(&mut written, segment);
-                text.push(Cow::Owned(written));
+                text.push(written);
                 continue;
             }
-            _ => text.flush(&mut parts),
+            _ => parts.extend(text.take_unless_blank().map(Part::text)),
         }
         match segment {
             Segment::Thinking(thinking) => {
@@ -782,7 +755,7 @@ fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
             _ => {}
         }
     }
-    text.flush(&mut parts);
+    parts.extend(text.take_unless_blank().map(Part::text));
     parts
 }
 

@@ -8,6 +8,7 @@ use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::RequestOptions;
 use crate::template::FilePart;
+use crate::text::Joined;
 use crate::wire::encode_tool_name;
 
 /// Builds the streaming Chat Completions body of a prompt (spec §13.4).
@@ -79,7 +80,7 @@ pub fn chat_completions_request<'a>(
 /// only: files in a result are named `[binary file: <name> (<mime>)]`. A user message with
 /// files sends its content as parts (`text`, `image_url`, `file`).
 fn push_user<'a>(messages: &mut Vec<Json<'a>>, parts: &[&'a Part<'_>]) {
-    let mut text = super::Joined::default();
+    let mut text = Joined::default();
     let mut content = Vec::new();
     for part in parts {
         match part {
@@ -99,7 +100,7 @@ fn push_user<'a>(messages: &mut Vec<Json<'a>>, parts: &[&'a Part<'_>]) {
                     "content": result_content(text, *is_error),
                 });
             }
-            Part::Text { text: t } => text.push(t),
+            Part::Text { text: t } => text.push(t.as_ref()),
             Part::File(FilePart::TextFile { text: t, .. }) => text.push(t),
             Part::File(file) => {
                 if let Some(t) = text.take_trimmed() {
@@ -149,12 +150,12 @@ fn result_content(content: Cow<'_, str>, is_error: bool) -> Json<'_> {
 }
 
 fn assistant_message<'a>(parts: &[&'a Part<'_>]) -> Json<'a> {
-    let mut text = super::Joined::default();
+    let mut text = Joined::default();
     let mut reasoning: Vec<&str> = Vec::new();
     let mut tool_calls = Vec::new();
     for part in parts {
         match part {
-            Part::Text { text: t } => text.push(t),
+            Part::Text { text: t } => text.push(t.as_ref()),
             Part::Thinking {
                 content, redacted, ..
             } => {

@@ -63,34 +63,6 @@ fn text_with_file_names<'p>(parts: &'p [Part<'_>]) -> std::borrow::Cow<'p, str> 
     std::borrow::Cow::Owned(out)
 }
 
-/// Text pieces joined; borrowed when there is at most one.
-#[derive(Default)]
-struct Joined<'a> {
-    text: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl<'a> Joined<'a> {
-    fn push(&mut self, piece: &'a str) {
-        match &mut self.text {
-            None => self.text = Some(std::borrow::Cow::Borrowed(piece)),
-            Some(text) => text.to_mut().push_str(piece),
-        }
-    }
-
-    /// The text, trimmed; `None` when blank. Empties the run.
-    fn take_trimmed(&mut self) -> Option<std::borrow::Cow<'a, str>> {
-        match self.text.take()? {
-            std::borrow::Cow::Borrowed(t) => {
-                Some(std::borrow::Cow::Borrowed(t.trim())).filter(|t| !t.is_empty())
-            }
-            std::borrow::Cow::Owned(t) => {
-                let trimmed = t.trim();
-                (!trimmed.is_empty()).then(|| std::borrow::Cow::Owned(trimmed.to_owned()))
-            }
-        }
-    }
-}
-
 /// The `[binary file: <name>]` text Anthropic and OpenAI are sent for an unsupported file.
 fn unsupported_text(file: &FilePart) -> String {
     format!("[binary file: {}]", file.filename())

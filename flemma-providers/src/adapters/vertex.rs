@@ -9,6 +9,7 @@ use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptRole};
 use crate::request::{ForeignThinking, RequestOptions};
 use crate::template::FilePart;
+use crate::text::Joined;
 use crate::wire::encode_tool_name;
 
 /// Builds the Vertex / Gemini `generateContent` body of a prompt (spec §13.5).
@@ -108,15 +109,15 @@ fn user_parts<'a>(parts: &[&'a Part<'_>]) -> Vec<Json<'a>> {
             } => {
                 let name = super::result_name(name.as_deref(), tool_use_id)
                     .unwrap_or(Cow::Borrowed("unknown"));
-                let mut text = super::Joined::default();
+                let mut text = Joined::default();
                 for part in parts {
                     match part {
-                        Part::Text { text: t } => text.push(t),
+                        Part::Text { text: t } => text.push(t.as_ref()),
                         Part::File(FilePart::TextFile { text: t, .. }) => text.push(t),
                         _ => {}
                     }
                 }
-                let text = text.text.unwrap_or_default();
+                let text = text.take();
                 let response = if !*is_error {
                     obj! {"output": text}
                 } else if text == NO_RESULT_PROVIDED {
@@ -162,13 +163,13 @@ fn inline_data(file: &FilePart) -> Option<Json<'_>> {
 /// on the first call, else on the text part. Foreign thinking (another provider's, or
 /// unsigned) leads the text part as `<thinking>` text.
 fn model_parts<'a>(parts: &[&'a Part<'_>], foreign_mode: ForeignThinking) -> Vec<Json<'a>> {
-    let mut text = super::Joined::default();
+    let mut text = Joined::default();
     let mut signature = None;
     let mut foreign = Vec::new();
     let mut calls = Vec::new();
     for part in parts {
         match part {
-            Part::Text { text: t } => text.push(t),
+            Part::Text { text: t } => text.push(t.as_ref()),
             Part::Thinking {
                 signature: Some(s), ..
             } if s.provider == "vertex" => {
