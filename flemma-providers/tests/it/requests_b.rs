@@ -1,8 +1,8 @@
 //! Chat Completions and Vertex request bodies built from peer transcripts (spec §13.4, §13.5).
 
 use flemma_providers::{
-    ForeignThinking, RequestOptions, Thinking, anthropic_request, body_to_string, build_prompt,
-    chat_completions_request, openai_responses_request, vertex_request,
+    ForeignThinking, ProviderKind, RequestOptions, Thinking, anthropic_request, body_to_string,
+    build_prompt, chat_completions_request, openai_responses_request, vertex_request,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -18,32 +18,35 @@ fn vertex(name: &str) -> Value {
 }
 
 #[test]
-fn chat_snapshots() {
-    for name in [
-        "conversation_with_tools",
-        "conversation_parallel_incomplete",
-        "conversation_tool_error",
-    ] {
-        let body = chat(&format!("{name}.chat"));
-        insta::assert_snapshot!(
-            format!("chat__{name}"),
-            body_to_string(&body, &["tools", "messages"])
-        );
-    }
-}
-
-#[test]
-fn vertex_snapshots() {
-    for name in [
-        "conversation_with_tools_vertex",
-        "conversation_with_thought_signature_vertex",
-        "conversation_tool_error_vertex",
-    ] {
-        let body = vertex(&format!("{name}.chat"));
-        insta::assert_snapshot!(
-            format!("vertex__{name}"),
-            body_to_string(&body, &["tools", "contents"])
-        );
+fn chat_and_vertex_snapshots() {
+    let cases = [
+        (
+            ProviderKind::OpenAiChat,
+            "kimi-k2.5",
+            "chat",
+            [
+                "conversation_with_tools",
+                "conversation_parallel_incomplete",
+                "conversation_tool_error",
+            ],
+        ),
+        (
+            ProviderKind::Vertex,
+            "gemini-2.5-pro",
+            "vertex",
+            [
+                "conversation_with_tools_vertex",
+                "conversation_with_thought_signature_vertex",
+                "conversation_tool_error_vertex",
+            ],
+        ),
+    ];
+    for (kind, model, label, names) in cases {
+        for name in names {
+            let prompt = prompt(&format!("{name}.chat"));
+            let body = kind.request(&prompt, &options(model)).to_json();
+            insta::assert_snapshot!(format!("{label}__{name}"), body);
+        }
     }
 }
 
