@@ -14,7 +14,7 @@
 use std::hint::black_box;
 
 use criterion::Criterion;
-use flemma::approval::{ApprovalContext, Chain, ToolCall};
+use flemma::approval::{ApprovalContext, Chain, ToolCall, ToolName, ToolUseId};
 use flemma::config::{Config, Layer};
 use serde_json::json;
 
@@ -36,7 +36,7 @@ fn benches(c: &mut Criterion) {
         .expect("rules");
     let options = config.options().expect("options");
     assert_eq!(options.tools.auto_approve.len(), 50);
-    let tools = |name: &str| name == "bash";
+    let tools = |name: &ToolName| *name == "bash";
     let ctx = ApprovalContext {
         config: &config,
         options: &options,
@@ -45,6 +45,7 @@ fn benches(c: &mut Criterion) {
     };
     let chain = Chain::with_builtins();
     let input = json!({"command": "cargo test", "label": "tests"});
+    let id = ToolUseId::new("toolu_01").expect("id");
 
     let mut group = c.benchmark_group("approval");
     for (bench, tool) in [
@@ -52,10 +53,11 @@ fn benches(c: &mut Criterion) {
         ("glob_rule", "mcp.fs.read"),
         ("no_rule", "bash"),
     ] {
+        let tool = ToolName::new(tool).expect("name");
         let call = ToolCall {
-            name: tool,
+            name: &tool,
             input: &input,
-            id: Some("toolu_01"),
+            id: Some(&id),
         };
         chain.decide(&call, &ctx);
         group.bench_function(bench, |b| {

@@ -17,7 +17,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use criterion::Criterion;
-use flemma::store::{NoBackup, Source, Store, write_atomic};
+use flemma::store::{NoBackup, Store, ToolName, ToolUseId, write_atomic};
 
 fn plain(path: &PathBuf, tmp: &PathBuf, content: &[u8], sync: bool) {
     let mut file = std::fs::File::create(tmp).expect("create");
@@ -58,14 +58,12 @@ fn benches(c: &mut Criterion) {
         .store;
     let store =
         Store::new(&options, Some("/home/ada/notes/example.chat".as_ref()), "1").expect("store");
+    let id = ToolUseId::new("toolu_01ABC").expect("id");
+    let name = ToolName::new("bash").expect("name");
     group.bench_function("render_path", |b| {
         b.iter(|| {
             store
-                .path_for(
-                    Source::Tool,
-                    black_box(Some("bash")),
-                    black_box("toolu_01ABC"),
-                )
+                .path_for(black_box(&id), black_box(Some(&name)))
                 .expect("path")
         });
     });

@@ -11,6 +11,7 @@
 pub use flemma_approval as approval;
 pub use flemma_ast as ast;
 pub use flemma_config as config;
+pub use flemma_ids as ids;
 pub use flemma_providers as providers;
 pub use flemma_schema as schema;
 pub use flemma_store as store;

@@ -125,7 +125,7 @@ impl Resolver for ConfigResolver {
             }
         }
         let compiled = self.compiled(ctx.config);
-        match compiled.matching(call.name) {
+        match compiled.matching(call.name.as_str()) {
             Some(entry) => {
                 Verdict::approve().because(format!("matched auto_approve entry {entry:?}"))
             }
@@ -159,7 +159,7 @@ impl Resolver for SandboxResolver {
             Layer::Frontmatter,
             OpKind::Remove,
             "tools.auto_approve",
-            Some(call.name),
+            Some(call.name.as_str()),
         ) {
             return pass("the frontmatter removes the tool from tools.auto_approve");
         }

@@ -80,22 +80,22 @@ impl fmt::Debug for Registration {
 /// Resolvers in priority order (descending, ties by name ascending).
 ///
 /// ```
-/// use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall};
+/// use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall, ToolName};
 /// use flemma_config::{Config, Layer};
 ///
 /// let mut config = Config::new();
 /// config.append(Layer::Setup, "tools.auto_approve", "bash")?;
 /// let options = config.options()?;
-/// let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &str| false, sandbox: &false };
+/// let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &ToolName| false, sandbox: &false };
 /// let chain = Chain::with_builtins();
 ///
 /// let input = serde_json::json!({"command": "ls"});
-/// let call = ToolCall { name: "bash", input: &input, id: None };
+/// let call = ToolCall { name: &ToolName::new("bash")?, input: &input, id: None };
 /// assert_eq!(chain.decide(&call, &ctx), Decision::Approve);
 /// let explained = chain.explain(&call, &ctx);
 /// assert_eq!(explained.resolver.as_deref(), Some("urn:flemma:approval:config"));
 ///
-/// let other = ToolCall { name: "deploy", input: &input, id: None };
+/// let other = ToolCall { name: &ToolName::new("deploy")?, input: &input, id: None };
 /// assert_eq!(chain.decide(&other, &ctx), Decision::RequireApproval);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

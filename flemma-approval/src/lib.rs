@@ -12,12 +12,12 @@
 //! `flemma approval explain` prints.
 //!
 //! ```
-//! use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall, Verdict, resolver_fn};
+//! use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall, ToolName, Verdict, resolver_fn};
 //! use flemma_config::Config;
 //!
 //! let config = Config::new();
 //! let options = config.options()?;
-//! let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &str| false, sandbox: &false };
+//! let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &ToolName| false, sandbox: &false };
 //!
 //! let mut chain = Chain::with_builtins();
 //! chain.register("my_app.no_deploys", 200, resolver_fn(|call, _| {
@@ -25,9 +25,9 @@
 //! }))?;
 //!
 //! let input = serde_json::json!({});
-//! let deploy = ToolCall { name: "deploy", input: &input, id: None };
+//! let deploy = ToolCall { name: &ToolName::new("deploy")?, input: &input, id: None };
 //! assert_eq!(chain.decide(&deploy, &ctx), Decision::Deny { reason: Some("not from a chat".into()) });
-//! let read = ToolCall { name: "read", input: &input, id: None };
+//! let read = ToolCall { name: &ToolName::new("read")?, input: &input, id: None };
 //! assert_eq!(chain.decide(&read, &ctx), Decision::Approve, "read is in $standard");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -43,6 +43,7 @@ pub use chain::{
     ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
 };
 pub use error::ApprovalError;
+pub use flemma_ids::{ToolName, ToolUseId};
 pub use resolver::{
     ApprovalContext, Decision, FnResolver, Resolver, SandboxStatus, ToolCall, ToolTraits, Verdict,
     resolver_fn,

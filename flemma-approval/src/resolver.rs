@@ -3,6 +3,7 @@
 use std::fmt;
 
 use flemma_config::{Config, Options};
+use flemma_ids::{ToolName, ToolUseId};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -91,17 +92,17 @@ impl Verdict {
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCall<'a> {
     /// The tool name (`bash`, `flemma.jobs.status`).
-    pub name: &'a str,
+    pub name: &'a ToolName,
     /// The call's input.
     pub input: &'a Value,
     /// The call id, when there is one.
-    pub id: Option<&'a str>,
+    pub id: Option<&'a ToolUseId>,
 }
 
 /// What the tools crate tells the chain about a tool.
 pub trait ToolTraits {
     /// Whether the tool declares the `auto_approves_if_sandboxed` capability.
-    fn auto_approves_if_sandboxed(&self, tool: &str) -> bool;
+    fn auto_approves_if_sandboxed(&self, tool: &ToolName) -> bool;
 }
 
 /// Whether a sandbox backend can run commands right now (`validate_backend` succeeds).
@@ -110,8 +111,8 @@ pub trait SandboxStatus {
     fn backend_available(&self) -> bool;
 }
 
-impl<F: Fn(&str) -> bool> ToolTraits for F {
-    fn auto_approves_if_sandboxed(&self, tool: &str) -> bool {
+impl<F: Fn(&ToolName) -> bool> ToolTraits for F {
+    fn auto_approves_if_sandboxed(&self, tool: &ToolName) -> bool {
         self(tool)
     }
 }

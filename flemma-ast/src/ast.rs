@@ -4,8 +4,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use crate::ids::{JobId, ToolName, ToolUseId};
 use crate::modeline::Modeline;
+use flemma_ids::{JobId, ToolName, ToolUseId};
 
 /// A parsed transcript.
 ///

@@ -48,25 +48,3 @@ pub enum AstError {
         id: String,
     },
 }
-
-/// An identifier that cannot be written into a transcript.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidId {
-    /// The value is empty.
-    #[error("a {what} cannot be empty")]
-    Empty {
-        /// Which kind of identifier.
-        what: &'static str,
-    },
-    /// The value holds a character the header syntax cannot carry.
-    #[error("a {what} cannot contain {ch:?} (in {value:?})")]
-    ForbiddenChar {
-        /// Which kind of identifier.
-        what: &'static str,
-        /// The rejected value.
-        value: String,
-        /// The offending character.
-        ch: char,
-    },
-}

@@ -32,7 +32,6 @@
 mod ast;
 mod error;
 pub mod grammar;
-mod ids;
 mod incremental;
 mod line;
 mod messages;
@@ -49,8 +48,8 @@ pub use ast::{
     JsonObject, LineSpan, Malformed, Message, Role, Segment, Severity, Signature, Template, Text,
     TextSpan, Thinking, ToolResult, ToolStatus, ToolUse,
 };
-pub use error::{AstError, InvalidId};
-pub use ids::{JobId, ToolName, ToolUseId};
+pub use error::AstError;
+pub use flemma_ids::{InvalidId, JobId, ToolName, ToolUseId};
 pub use incremental::{IncrementalParser, Reparse};
 pub use messages::ABORTED_BY_USER;
 pub use parser::{parse, parse_bytes};

@@ -2,6 +2,9 @@
 
 /// `**Tool Use:**` whose fence content cannot be decoded; the detail follows.
 pub(crate) const TOOL_USE_PARSE_PREFIX: &str = "Failed to parse tool input: ";
+/// A tool-use header whose name breaks the tool-name rule (not in the spec, whose grammar takes
+/// any name: see the README's parser decisions).
+pub(crate) const TOOL_USE_HEADER_PREFIX: &str = "Invalid tool use header: ";
 /// Detail when the fence language has no decoder; the language follows.
 pub(crate) const NO_PARSER_PREFIX: &str = "No parser registered for language: ";
 /// Detail when the input decodes to something other than an object; the JSON type follows.

@@ -8,12 +8,12 @@ use crate::ast::{
     ToolResult, ToolStatus, ToolUse,
 };
 use crate::error::AstError;
-use crate::ids::{JobId, ToolName, ToolUseId};
 use crate::line::{self, FenceOpen, ResultHeader, ResultKind, ThinkingTag};
 use crate::messages as msg;
 use crate::modeline::{self, Key, Modeline, Value};
 use crate::source::{Source, trim_cr};
 use crate::template::parse_segments;
+use flemma_ids::{JobId, ToolName, ToolUseId};
 
 /// Parses a transcript.
 ///
@@ -532,20 +532,24 @@ fn tool_use(
             body.end
         }
         BlockRead::Block(block) => {
-            match check_input(block.layout.language.as_deref(), &block.content) {
-                Ok(()) => segments.push(Segment::ToolUse(Box::new(ToolUse::from_checked(
-                    ToolUseId::from_grammar(id),
-                    ToolName::from_grammar(name),
+            let checked = ToolName::read(name)
+                .and_then(|name| Ok((ToolUseId::from_header(id)?, name)))
+                .map_err(|err| format!("{}{err}", msg::TOOL_USE_HEADER_PREFIX))
+                .and_then(|ids| {
+                    check_input(block.layout.language.as_deref(), &block.content)
+                        .map(|()| ids)
+                        .map_err(|detail| format!("{}{detail}", msg::TOOL_USE_PARSE_PREFIX))
+                });
+            match checked {
+                Ok((id, name)) => segments.push(Segment::ToolUse(Box::new(ToolUse::from_checked(
+                    id,
+                    name,
                     block.content,
                     block.layout,
                     body.src.span(header, block.close),
                 )))),
-                Err(detail) => {
-                    diagnostics.push(warning(
-                        kind,
-                        format!("{}{detail}", msg::TOOL_USE_PARSE_PREFIX),
-                        body.src.number(header),
-                    ));
+                Err(message) => {
+                    diagnostics.push(warning(kind, message, body.src.number(header)));
                     segments.push(body.malformed(header, block.close));
                 }
             }
@@ -689,7 +693,9 @@ fn tool_result(
                 ));
             }
             segments.push(Segment::ToolResult(Box::new(ToolResult {
-                tool_use_id: ToolUseId::from_grammar(header.id),
+                // The header grammar only yields non-empty single-line ids.
+                tool_use_id: ToolUseId::from_header(header.id)
+                    .unwrap_or_else(|_| ToolUseId::sanitized(header.id)),
                 status,
                 meta,
                 content: block.content,
@@ -709,7 +715,7 @@ fn job_result(
 ) -> usize {
     let (status, meta) = status_and_meta(header.modeline);
     let status = (status == Some(ToolStatus::Error)).then_some(JobStatus::Error);
-    let job_id = JobId::from_grammar(header.id);
+    let job_id = JobId::from_header(header.id).unwrap_or_else(|_| JobId::sanitized(header.id));
     let (content, layout, end, next) = match body.read_block(header_line) {
         BlockRead::Block(block) => (
             block.content,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::ast::{Document, JobResult, Message, Segment, ToolResult, ToolUse};
-use crate::ids::ToolName;
+use flemma_ids::ToolName;
 
 /// A node found in a document, with the message that holds it.
 #[derive(Debug, Clone, Copy)]

@@ -23,10 +23,10 @@
 
 use crate::ast::{Document, Message, Role, Segment, ToolStatus};
 use crate::error::AstError;
-use crate::ids::{JobId, ToolName, ToolUseId};
 use crate::messages as msg;
 use crate::query::{build_tool_sibling_table, find_job_result};
 use crate::source::Source;
+use flemma_ids::{JobId, ToolName, ToolUseId};
 
 /// Replaces lines `start..end` (1-based, `end` exclusive) with `lines`.
 ///

@@ -384,13 +384,22 @@ fn store_path(
     let store_options = config.options().map_err(|e| failed(e.into()))?.tools.store;
     let store = flemma::store::Store::new(&store_options, Some(&chat), "1")
         .map_err(|e| failed(e.into()))?;
-    let source = match source {
-        SourceArg::Tool => flemma::store::Source::Tool,
-        SourceArg::Job => flemma::store::Source::Job,
+    let usage = |e: flemma::ast::InvalidId| Failure {
+        code: 2,
+        error: e.into(),
     };
-    let path = store
-        .path_for(source, Some(tool), id)
-        .map_err(|e| failed(e.into()))?;
+    let tool = flemma::ast::ToolName::read(tool).map_err(usage)?;
+    let path = match source {
+        SourceArg::Tool => {
+            let id = flemma::ast::ToolUseId::new(id).map_err(usage)?;
+            store.path_for(&id, Some(&tool))
+        }
+        SourceArg::Job => {
+            let id = flemma::ast::JobId::new(id).map_err(usage)?;
+            store.path_for(&id, Some(&tool))
+        }
+    }
+    .map_err(|e| failed(e.into()))?;
     if json {
         render::json(out, &serde_json::json!({ "path": path }))?;
     } else {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolCall};
+use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolCall, ToolName};
 use flemma::ast::Document;
 use flemma::config::{Config, FrontmatterError, Layer};
 
@@ -55,8 +55,8 @@ pub(crate) fn apply_frontmatter(
 }
 
 /// The built-in tools that declare `auto_approves_if_sandboxed`.
-fn auto_approves_if_sandboxed(tool: &str) -> bool {
-    tool == "bash"
+fn auto_approves_if_sandboxed(tool: &ToolName) -> bool {
+    *tool == "bash"
 }
 
 /// Whether bubblewrap can run here: Linux, and the configured binary is executable.
@@ -103,8 +103,9 @@ pub(crate) fn explain(
         tools: &auto_approves_if_sandboxed,
         sandbox: &probe,
     };
+    let tool = ToolName::read(tool)?;
     let call = ToolCall {
-        name: tool,
+        name: &tool,
         input,
         id: None,
     };

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use flemma_ids::ToolName;
 use serde_json::{Map, Value};
 
 use crate::error::{ConfigError, FinalizeIssue};
@@ -73,16 +74,16 @@ pub enum PolicyDecision {
 pub struct AutoApprovePolicy(Arc<PolicyFn>);
 
 /// The closure behind an [`AutoApprovePolicy`].
-type PolicyFn = dyn Fn(&str, &Value) -> PolicyDecision + Send + Sync;
+type PolicyFn = dyn Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync;
 
 impl AutoApprovePolicy {
     /// Wraps a closure.
-    pub fn new(f: impl Fn(&str, &Value) -> PolicyDecision + Send + Sync + 'static) -> Self {
+    pub fn new(f: impl Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
 
     /// Asks the closure.
-    pub fn decide(&self, tool: &str, input: &Value) -> PolicyDecision {
+    pub fn decide(&self, tool: &ToolName, input: &Value) -> PolicyDecision {
         (self.0)(tool, input)
     }
 }
@@ -362,7 +363,7 @@ impl Config {
     }
 
     /// Replays a list option, expanding globs in `tools` against the registered tool names.
-    pub fn list_with_tools(&self, path: &str, registered: &[String]) -> ResolvedList {
+    pub fn list_with_tools(&self, path: &str, registered: &[ToolName]) -> ResolvedList {
         let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
         let mut items: Vec<String> = Vec::new();
         let mut contributors: Vec<Layer> = Vec::new();
@@ -373,8 +374,8 @@ impl Config {
                     if expand_globs && v.contains('*') {
                         let mut matched: Vec<String> = registered
                             .iter()
-                            .filter(|n| glob_match(v, n))
-                            .cloned()
+                            .filter(|n| glob_match(v, n.as_str()))
+                            .map(|n| n.as_str().to_owned())
                             .collect();
                         matched.sort();
                         if !matched.is_empty() {
@@ -504,7 +505,7 @@ impl Config {
     /// # Errors
     ///
     /// [`ConfigError::Type`] when the layers combine into a value the option cannot take.
-    pub fn options_with_tools(&self, registered: &[String]) -> Result<Options, ConfigError> {
+    pub fn options_with_tools(&self, registered: &[ToolName]) -> Result<Options, ConfigError> {
         let mut tree = Map::new();
         for def in OPTIONS {
             let value = if def.kind == OptionKind::List {
@@ -543,7 +544,7 @@ impl Config {
     /// Checks `tools` and the `$preset` references against the registered tools and presets,
     /// once every tool source has loaded (spec §5.4), and the tools the presets name (§5.6,
     /// [`Presets::finalize`]).
-    pub fn finalize(&self, registered: &[String]) -> Vec<FinalizeIssue> {
+    pub fn finalize(&self, registered: &[ToolName]) -> Vec<FinalizeIssue> {
         let mut issues = Vec::new();
         for item in self.list_with_tools("tools", registered).items {
             if is_preset_ref(&item) {
@@ -551,9 +552,9 @@ impl Config {
             }
             if item.contains('*') {
                 issues.push(FinalizeIssue::GlobMatchedNothing { pattern: item });
-            } else if !registered.contains(&item) {
+            } else if !registered.iter().any(|r| *r == *item) {
                 let suggestion =
-                    did_you_mean(&item, registered.iter().map(String::as_str)).map(str::to_owned);
+                    did_you_mean(&item, registered.iter().map(ToolName::as_str)).map(str::to_owned);
                 issues.push(FinalizeIssue::UnknownTool {
                     name: item,
                     suggestion,
@@ -682,7 +683,7 @@ impl ConfigBuilder {
     /// Sets the closure policy for `tools.auto_approve`.
     pub fn auto_approve_policy(
         mut self,
-        f: impl Fn(&str, &Value) -> PolicyDecision + Send + Sync + 'static,
+        f: impl Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync + 'static,
     ) -> Self {
         self.policy = Some(AutoApprovePolicy::new(f));
         self

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use flemma_ids::ToolName;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ConfigError, FinalizeIssue};
@@ -108,7 +109,7 @@ impl Presets {
     /// not registered (spec §5.6): operators `+ ^ !` are stripped, `$references` and globs are
     /// skipped. Built-in presets left as shipped are not checked: they name the built-in tools,
     /// which an application may choose not to register.
-    pub fn finalize(&self, registered: &[String]) -> Vec<FinalizeIssue> {
+    pub fn finalize(&self, registered: &[ToolName]) -> Vec<FinalizeIssue> {
         let builtins = Presets::default();
         let mut issues = Vec::new();
         for (name, preset) in &self.presets {
@@ -127,7 +128,7 @@ impl Presets {
                     };
                     if is_preset_ref(tool)
                         || tool.contains('*')
-                        || registered.iter().any(|r| r == tool)
+                        || registered.iter().any(|r| *r == *tool)
                     {
                         continue;
                     }

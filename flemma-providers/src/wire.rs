@@ -2,27 +2,7 @@
 
 use std::borrow::Cow;
 
-/// A tool name as providers accept it: each `.` (and the older `:`) becomes `__`.
-///
-/// ```
-/// assert_eq!(flemma_providers::encode_tool_name("flemma.jobs.status"), "flemma__jobs__status");
-/// ```
-pub fn encode_tool_name(name: &str) -> Cow<'_, str> {
-    if name.contains(['.', ':']) {
-        Cow::Owned(name.replace(['.', ':'], "__"))
-    } else {
-        Cow::Borrowed(name)
-    }
-}
-
-/// A wire name back to the tool name: each `__` becomes `.`.
-///
-/// ```
-/// assert_eq!(flemma_providers::decode_tool_name("slack__channels_list"), "slack.channels_list");
-/// ```
-pub fn decode_tool_name(wire: &str) -> String {
-    wire.replace("__", ".")
-}
+pub use flemma_ids::{decode_tool_name, encode_tool_name};
 
 /// A tool-call id as Anthropic and OpenAI Responses accept it: every character outside
 /// `[A-Za-z0-9_-]` becomes `_`, the result is cut to 64 characters, then trailing `_` are

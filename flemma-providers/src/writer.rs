@@ -128,7 +128,7 @@ impl ResponseWriter {
 
 /// `flemma__jobs__status` → `flemma.jobs.status`.
 fn decode_name(wire: &str) -> ToolName {
-    ToolName::sanitized(&wire.replace("__", "."))
+    ToolName::sanitized(wire)
 }
 
 /// Ids keep their characters except the few a `**Tool Use:**` header cannot carry.

@@ -38,9 +38,11 @@ impl Builtin {
     ///
     /// # Errors
     ///
-    /// Never for the shipped schemas; the signature follows [`ToolSpec::builder`].
+    /// Never for the shipped schemas; the signature follows [`ToolSpecBuilder::build`].
+    ///
+    /// [`ToolSpecBuilder::build`]: crate::ToolSpecBuilder::build
     pub fn spec(&self, strict: bool) -> Result<ToolSpec, SchemaError> {
-        ToolSpec::builder(self.name, self.description)
+        ToolSpec::builder(flemma_ids::ToolName::new(self.name)?, self.description)
             .input(self.input.clone())
             .strict(strict)
             .harness(self.harness())

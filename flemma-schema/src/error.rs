@@ -150,14 +150,9 @@ pub enum SchemaError {
         /// The default, as JSON.
         default: String,
     },
-    /// A tool name that cannot be sent to a provider.
-    #[error("invalid tool name {name:?}: {reason}")]
-    InvalidToolName {
-        /// The rejected name.
-        name: String,
-        /// Why.
-        reason: &'static str,
-    },
+    /// A tool name that breaks the tool-name rule.
+    #[error("invalid tool name")]
+    InvalidToolName(#[from] flemma_ids::InvalidId),
     /// schemars could not describe a type as a JSON object schema.
     #[error("the input type's schema is not an object schema: {reason}")]
     NotAnObject {

@@ -13,9 +13,9 @@
 //!
 //! ```
 //! use flemma_schema::dsl::{number, object, string};
-//! use flemma_schema::{HarnessParameters, ToolSpec, Validator};
+//! use flemma_schema::{HarnessParameters, ToolName, ToolSpec, Validator};
 //!
-//! let spec = ToolSpec::builder("bash", "Run a command.")
+//! let spec = ToolSpec::builder(ToolName::new("bash")?, "Run a command.")
 //!     .input(object([
 //!         ("command", string().describe("The bash command to execute")),
 //!         ("timeout", number().nullable().describe("Timeout in seconds (default: 30)")),
@@ -34,7 +34,7 @@
 //!                                   "flemma.background": null, "flemma.save_to": null}))
 //!     .unwrap_err();
 //! assert_eq!(err.to_string(), "input.timeout: expected number or null, got string \"30\"");
-//! # Ok::<(), flemma_schema::SchemaError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod builtin;
@@ -53,6 +53,7 @@ mod validate;
 pub use dsl::Schema;
 pub use emit::Mode;
 pub use error::{JsonPath, SchemaError};
+pub use flemma_ids::ToolName;
 pub use harness::{
     BACKGROUND, Directives, HarnessParameters, SAVE_TO, inject_harness_parameters,
     strip_harness_parameters,

@@ -1,5 +1,6 @@
 //! [`ToolSpec`]: the provider-neutral description of a tool, and its shape per provider.
 
+use flemma_ids::ToolName;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -60,7 +61,7 @@ impl From<StrictSchema> for InputSchema {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
     /// The tool name (`bash`, `flemma.jobs.status`).
-    pub name: String,
+    pub name: ToolName,
     /// The description, output-schema suffix included.
     pub description: String,
     /// The JSON Schema of the input, keys sorted.
@@ -73,7 +74,7 @@ pub struct ToolSpec {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct ToolSpecBuilder {
-    name: String,
+    name: ToolName,
     description: String,
     input: InputSchema,
     strict: bool,
@@ -89,18 +90,19 @@ impl ToolSpec {
     /// use flemma_schema::dsl::{object, string};
     /// use flemma_schema::{HarnessParameters, ToolSpec};
     ///
-    /// let spec = ToolSpec::builder("flemma.jobs.status", "Check the status of a background job.")
+    /// let name = flemma_ids::ToolName::new("flemma.jobs.status")?;
+    /// let spec = ToolSpec::builder(name, "Check the status of a background job.")
     ///     .input(object([("job_id", string().describe("The job ID."))]))
     ///     .strict(true)
     ///     .harness(HarnessParameters::none())
     ///     .build()?;
     /// assert_eq!(spec.wire_name(), "flemma__jobs__status");
     /// assert_eq!(spec.input_schema["required"], serde_json::json!(["job_id"]));
-    /// # Ok::<(), flemma_schema::SchemaError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn builder(name: impl Into<String>, description: impl Into<String>) -> ToolSpecBuilder {
+    pub fn builder(name: ToolName, description: impl Into<String>) -> ToolSpecBuilder {
         ToolSpecBuilder {
-            name: name.into(),
+            name,
             description: description.into(),
             input: InputSchema::Dsl(crate::dsl::object::<String>([])),
             strict: false,
@@ -110,8 +112,8 @@ impl ToolSpec {
     }
 
     /// The name as providers accept it: each `.` becomes `__` (spec §4.4).
-    pub fn wire_name(&self) -> String {
-        self.name.replace('.', "__")
+    pub fn wire_name(&self) -> std::borrow::Cow<'_, str> {
+        self.name.to_wire()
     }
 
     /// The tool declaration in a provider's request format, keys sorted.
@@ -186,14 +188,12 @@ impl ToolSpecBuilder {
         self
     }
 
-    /// Validates the name, emits the input schema and injects the harness parameters.
+    /// Emits the input schema and injects the harness parameters.
     ///
     /// # Errors
     ///
-    /// [`SchemaError::InvalidToolName`] for a name providers cannot carry, and the DSL's
-    /// errors (an optional field in a strict tool's schema, …).
+    /// The DSL's errors (an optional field in a strict tool's schema, …).
     pub fn build(self) -> Result<ToolSpec, SchemaError> {
-        validate_name(&self.name)?;
         let mut input_schema = match self.input {
             InputSchema::Dsl(schema) => schema.to_json_schema(if self.strict {
                 Mode::Strict
@@ -223,28 +223,4 @@ impl ToolSpecBuilder {
             strict: self.strict,
         })
     }
-}
-
-/// Tool names: `[A-Za-z0-9_-]` segments joined by `.`, without `__` (ARCHITECTURE.md).
-fn validate_name(name: &str) -> Result<(), SchemaError> {
-    let reason = if name.is_empty() {
-        Some("empty")
-    } else if name.contains("__") {
-        Some("contains `__`, which does not survive the wire encoding")
-    } else if name.split('.').any(str::is_empty) {
-        Some("empty segment between dots")
-    } else if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-    {
-        Some("only ASCII letters, digits, `_`, `-` and `.` are allowed")
-    } else {
-        None
-    };
-    reason.map_or(Ok(()), |reason| {
-        Err(SchemaError::InvalidToolName {
-            name: name.to_owned(),
-            reason,
-        })
-    })
 }

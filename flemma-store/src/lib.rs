@@ -9,14 +9,15 @@
 //! backups no run is ever lost, whatever the number of concurrent writers.
 //!
 //! ```
-//! use flemma_store::{SaveOutcome, Source, Store};
+//! use flemma_store::{SaveOutcome, Store, ToolName, ToolUseId};
 //!
 //! let dir = std::env::temp_dir().join(format!("flemma-store-lib-{}", std::process::id()));
 //! let chat = dir.join("notes.chat");
 //! let options = flemma_config::Config::new().options()?.tools.store;
 //! let store = Store::new(&options, Some(&chat), "1")?;
 //!
-//! let path = store.write_result(Source::Tool, Some("bash"), "toolu_01", "full output")?;
+//! let (id, name) = (ToolUseId::new("toolu_01")?, ToolName::new("bash")?);
+//! let path = store.write_result(&id, Some(&name), "full output")?;
 //! assert_eq!(path, dir.join(".flemma/notes.chat/tool_bash_toolu_01.txt"));
 //!
 //! match store.save_to("out/report.txt", "line 1\nline 2", None) {
@@ -34,9 +35,10 @@ mod store;
 mod write;
 
 pub use error::StoreError;
+pub use flemma_ids::{JobId, ToolName, ToolUseId};
 pub use path::{
-    CHAT_PRESET, PathFormat, PathInputs, STATE_PRESET, Source, collapse_namespaces, dedupe_name,
-    escape_id, expand_inline, flatten, wire_name,
+    CHAT_PRESET, PathFormat, PathInputs, ResultId, STATE_PRESET, Source, collapse_namespaces,
+    dedupe_name, escape_id, expand_inline, flatten,
 };
 pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};

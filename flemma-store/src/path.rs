@@ -7,6 +7,8 @@ use std::sync::Arc;
 use minijinja::value::{Enumerator, Object, Value};
 use minijinja::{Environment, Error as TemplateError, ErrorKind, State, UndefinedBehavior};
 
+use flemma_ids::{JobId, ToolName, ToolUseId, encode_tool_name};
+
 use crate::error::StoreError;
 
 /// The default path format.
@@ -56,10 +58,44 @@ pub fn escape_id(id: &str) -> String {
     out
 }
 
-/// Wire-encodes a tool name: `.` and `:` become `__` (`flemma.jobs.status` →
-/// `flemma__jobs__status`).
-pub fn wire_name(name: &str) -> String {
-    name.replace(['.', ':'], "__")
+/// Whose result a store file holds: a tool call's (`source = tool`) or a background job's
+/// (`source = job`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultId<'a> {
+    /// A foreground result or a truncation overflow, by tool use id.
+    Tool(&'a ToolUseId),
+    /// A background job's delivery, by job id.
+    Job(&'a JobId),
+}
+
+impl ResultId<'_> {
+    /// `tool` or `job`.
+    pub fn source(self) -> Source {
+        match self {
+            ResultId::Tool(_) => Source::Tool,
+            ResultId::Job(_) => Source::Job,
+        }
+    }
+
+    /// The id as written in the transcript.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultId::Tool(id) => id.as_str(),
+            ResultId::Job(id) => id.as_str(),
+        }
+    }
+}
+
+impl<'a> From<&'a ToolUseId> for ResultId<'a> {
+    fn from(id: &'a ToolUseId) -> Self {
+        ResultId::Tool(id)
+    }
+}
+
+impl<'a> From<&'a JobId> for ResultId<'a> {
+    fn from(id: &'a JobId) -> Self {
+        ResultId::Job(id)
+    }
 }
 
 /// A parsed path format: a template (presets expanded), compiled once.
@@ -72,12 +108,10 @@ pub struct PathFormat {
 /// What a path is rendered from.
 #[derive(Debug, Clone, Copy)]
 pub struct PathInputs<'a> {
-    /// `tool` or `job`.
-    pub source: Source,
+    /// The tool use or job whose result it is (the source, and the id escaped when rendered).
+    pub id: ResultId<'a>,
     /// The tool name (wire-encoded when rendered); `None` when unknown.
-    pub name: Option<&'a str>,
-    /// The tool or job id (escaped when rendered).
-    pub id: &'a str,
+    pub name: Option<&'a ToolName>,
     /// The conversation file, when it has one.
     pub chat: Option<&'a Path>,
     /// The conversation id (`bufnr`).
@@ -144,8 +178,22 @@ impl PathFormat {
         inputs: &PathInputs<'_>,
         vars: &dyn Fn(&str) -> Option<String>,
     ) -> Result<PathBuf, StoreError> {
-        let name = inputs.name.map(wire_name).unwrap_or_default();
-        let (filename, dirname) = match inputs.chat {
+        let id = (inputs.id.source(), inputs.id.as_str());
+        let name = inputs.name.map(ToolName::as_str);
+        self.render_raw(id, name, inputs.chat, inputs.conversation, vars)
+    }
+
+    /// [`PathFormat::render`] from plain text, for the store directory (`id = _`).
+    pub(crate) fn render_raw(
+        &self,
+        (source, id): (Source, &str),
+        name: Option<&str>,
+        chat: Option<&Path>,
+        conversation: &str,
+        vars: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<PathBuf, StoreError> {
+        let name = name.map(encode_tool_name).unwrap_or_default();
+        let (filename, dirname) = match chat {
             Some(chat) => {
                 let chat = resolve_chat(chat, vars);
                 let dirname = dirname(&chat).to_string_lossy().into_owned();
@@ -154,12 +202,12 @@ impl PathFormat {
             None => (String::new(), String::new()),
         };
         let ctx = minijinja::context! {
-            source => inputs.source.as_str(),
-            name => name.clone(),
-            id => escape_id(inputs.id),
+            source => source.as_str(),
+            name => &*name,
+            id => escape_id(id),
             __filename => filename,
             __dirname => dirname,
-            bufnr => inputs.conversation,
+            bufnr => conversation,
             flemma => Value::from_object(Flemma),
         };
         let template = self
@@ -564,7 +612,6 @@ mod tests {
             "flemma__jobs__status--20"
         );
         assert_eq!(escape_id(".."), "--..");
-        assert_eq!(wire_name("flemma.jobs.status"), "flemma__jobs__status");
         assert_eq!(
             flatten("/home/user/notes/example.chat"),
             "home--user--notes--example.chat"

@@ -7,8 +7,11 @@ use std::sync::Arc;
 use flemma_config::{Backup, StoreOptions};
 
 use crate::error::StoreError;
+use flemma_ids::ToolName;
+
 use crate::path::{
-    PathFormat, PathInputs, Source, dirname, expand_inline, expand_tilde, normalize, resolve_chat,
+    PathFormat, PathInputs, ResultId, Source, dirname, expand_inline, expand_tilde, normalize,
+    resolve_chat,
 };
 use crate::preview::{format_size, head_preview};
 use crate::write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
@@ -65,13 +68,13 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// The tool result store of one conversation.
 ///
 /// ```
-/// use flemma_store::{Source, Store};
+/// use flemma_store::{Store, ToolName, ToolUseId};
 ///
 /// let options = flemma_config::Config::new().options()?.tools.store;
 /// let env = std::sync::Arc::new(|name: &str| (name == "HOME").then(|| "/home/ada".to_owned()));
 /// let store = Store::new(&options, Some("~/notes/example.chat".as_ref()), "1")?.with_env(env);
 /// assert_eq!(
-///     store.path_for(Source::Tool, Some("bash"), "toolu_01")?,
+///     store.path_for(&ToolUseId::new("toolu_01")?, Some(&ToolName::new("bash")?))?,
 ///     std::path::Path::new("/home/ada/notes/.flemma/example.chat/tool_bash_toolu_01.txt")
 /// );
 /// assert_eq!(store.directory()?, std::path::Path::new("/home/ada/notes/.flemma/example.chat"));
@@ -169,11 +172,10 @@ impl Store {
         self
     }
 
-    fn inputs<'a>(&'a self, source: Source, name: Option<&'a str>, id: &'a str) -> PathInputs<'a> {
+    fn inputs<'a>(&'a self, id: ResultId<'a>, name: Option<&'a ToolName>) -> PathInputs<'a> {
         PathInputs {
-            source,
-            name,
             id,
+            name,
             chat: self.chat.as_deref(),
             conversation: &self.conversation,
         }
@@ -184,13 +186,12 @@ impl Store {
     /// # Errors
     ///
     /// [`StoreError::InvalidFormat`] when the template fails.
-    pub fn path_for(
+    pub fn path_for<'a>(
         &self,
-        source: Source,
-        name: Option<&str>,
-        id: &str,
+        id: impl Into<ResultId<'a>>,
+        name: Option<&ToolName>,
     ) -> Result<PathBuf, StoreError> {
-        let inputs = self.inputs(source, name, id);
+        let inputs = self.inputs(id.into(), name);
         self.format.render(&inputs, &|var| self.lookup(var, None))
     }
 
@@ -211,7 +212,13 @@ impl Store {
     ///
     /// [`StoreError::InvalidFormat`].
     pub fn directory(&self) -> Result<PathBuf, StoreError> {
-        let path = self.path_for(Source::Tool, None, "_")?;
+        let path = self.format.render_raw(
+            (Source::Tool, "_"),
+            None,
+            self.chat.as_deref(),
+            &self.conversation,
+            &|var| self.lookup(var, None),
+        )?;
         Ok(path.parent().map(Path::to_owned).unwrap_or_default())
     }
 
@@ -235,14 +242,13 @@ impl Store {
     /// # Errors
     ///
     /// As [`write_atomic`], and path errors.
-    pub fn write_result(
+    pub fn write_result<'a>(
         &self,
-        source: Source,
-        name: Option<&str>,
-        id: &str,
+        id: impl Into<ResultId<'a>>,
+        name: Option<&ToolName>,
         content: &str,
     ) -> Result<PathBuf, StoreError> {
-        let path = self.path_for(source, name, id)?;
+        let path = self.path_for(id, name)?;
         write_atomic(&path, content.as_bytes(), &*self.backup)
     }
 
@@ -252,12 +258,11 @@ impl Store {
     /// # Errors
     ///
     /// As [`Store::write_result`]; callers log it and inject the result anyway.
-    pub fn materialize(
+    pub fn materialize<'a>(
         &self,
         enabled: bool,
-        source: Source,
-        name: Option<&str>,
-        id: &str,
+        id: impl Into<ResultId<'a>>,
+        name: Option<&ToolName>,
         result: Result<&str, (&str, &str)>,
     ) -> Result<Option<PathBuf>, StoreError> {
         if !enabled {
@@ -268,7 +273,7 @@ impl Store {
             Err((error, "")) => error.to_owned(),
             Err((error, partial)) => format!("{error}\n\nPartial output:\n{partial}"),
         };
-        self.write_result(source, name, id, &content).map(Some)
+        self.write_result(id, name, &content).map(Some)
     }
 
     /// Where a `flemma.save_to` value points: variables expanded (the store directory as

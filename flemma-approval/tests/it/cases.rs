@@ -1,7 +1,9 @@
 //! The approval table: presets, globs, frontmatter intent, each sandbox condition, the
 //! catch-all, closure policies, panicking resolvers and priority ties.
 
-use flemma_approval::{ApprovalContext, Chain, ToolCall, Verdict, resolver_fn};
+use flemma_approval::{
+    ApprovalContext, Chain, ToolCall, ToolName, ToolUseId, Verdict, resolver_fn,
+};
 use flemma_config::{AutoApprovePolicy, Config, Layer, PolicyDecision};
 use serde_json::{Value, json};
 
@@ -429,12 +431,18 @@ fn run(case: &Case) -> (String, String) {
         Extra::RemoveWriteInFrontmatter => config
             .remove(Layer::Frontmatter, "tools.auto_approve", "write")
             .unwrap(),
-        Extra::Policy(f) => config.set_auto_approve_policy(Some(AutoApprovePolicy::new(f))),
+        Extra::Policy(f) => config.set_auto_approve_policy(Some(AutoApprovePolicy::new(
+            move |name: &ToolName, input: &Value| f(name.as_str(), input),
+        ))),
         Extra::PanickingPolicy => config
             .set_auto_approve_policy(Some(AutoApprovePolicy::new(|_, _| panic!("policy bug")))),
         Extra::Resolver(name, priority, f) => {
             chain
-                .register(name, priority, resolver_fn(move |call, _| f(call.name)))
+                .register(
+                    name,
+                    priority,
+                    resolver_fn(move |call, _| f(call.name.as_str())),
+                )
                 .unwrap();
         }
         Extra::PanickingResolver(priority) => {
@@ -449,7 +457,7 @@ fn run(case: &Case) -> (String, String) {
     }
     let options = config.options().unwrap();
     let safe = case.sandbox_safe;
-    let tools = move |_: &str| safe;
+    let tools = move |_: &ToolName| safe;
     let ctx = ApprovalContext {
         config: &config,
         options: &options,
@@ -457,10 +465,12 @@ fn run(case: &Case) -> (String, String) {
         sandbox: &case.backend,
     };
     let input = json!({"command": "rm -rf build", "path": "a.rs"});
+    let name = ToolName::new(case.tool).unwrap();
+    let id = ToolUseId::new("toolu_01").unwrap();
     let call = ToolCall {
-        name: case.tool,
+        name: &name,
         input: &input,
-        id: Some("toolu_01"),
+        id: Some(&id),
     };
     let explained = chain.explain(&call, &ctx);
     assert_eq!(
@@ -503,7 +513,7 @@ fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
     let ctx = ApprovalContext {
         config: &config,
         options: &options,
-        tools: &|_: &str| false,
+        tools: &|_: &ToolName| false,
         sandbox: &false,
     };
     let mut chain = Chain::with_builtins();
@@ -513,7 +523,7 @@ fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
     let input = json!({});
     let explained = chain.explain(
         &ToolCall {
-            name: "read",
+            name: &ToolName::new("read").unwrap(),
             input: &input,
             id: None,
         },

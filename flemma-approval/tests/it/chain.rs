@@ -1,6 +1,8 @@
 //! Registration, ordering and the explain contract.
 
-use flemma_approval::{ApprovalContext, ApprovalError, Chain, ToolCall, Verdict, resolver_fn};
+use flemma_approval::{
+    ApprovalContext, ApprovalError, Chain, ToolCall, ToolName, Verdict, resolver_fn,
+};
 use flemma_config::Config;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -73,13 +75,13 @@ fn nothing_deciding_means_require_approval_from_the_default() {
     let ctx = ApprovalContext {
         config: &config,
         options: &options,
-        tools: &|_: &str| true,
+        tools: &|_: &ToolName| true,
         sandbox: &false,
     };
     let input = json!({});
     let explained = Chain::with_builtins().explain(
         &ToolCall {
-            name: "bash",
+            name: &ToolName::new("bash").unwrap(),
             input: &input,
             id: None,
         },
@@ -101,7 +103,7 @@ fn nothing_deciding_means_require_approval_from_the_default() {
         Chain::new()
             .explain(
                 &ToolCall {
-                    name: "bash",
+                    name: &ToolName::new("bash").unwrap(),
                     input: &input,
                     id: None
                 },
@@ -119,7 +121,7 @@ fn deny_reasons_reach_the_json() {
     let ctx = ApprovalContext {
         config: &config,
         options: &options,
-        tools: &|_: &str| false,
+        tools: &|_: &ToolName| false,
         sandbox: &false,
     };
     let mut chain = Chain::new();
@@ -133,7 +135,7 @@ fn deny_reasons_reach_the_json() {
     let input = json!({});
     let json = serde_json::to_value(chain.explain(
         &ToolCall {
-            name: "x",
+            name: &ToolName::new("x").unwrap(),
             input: &input,
             id: None,
         },

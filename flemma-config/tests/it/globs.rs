@@ -5,10 +5,10 @@ use flemma_config::{Config, FinalizeIssue, Layer, glob_match};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::strings;
+use crate::{names, strings};
 
-fn registry() -> Vec<String> {
-    strings(&[
+fn registry() -> Vec<flemma_ids::ToolName> {
+    names(&[
         "read",
         "bash",
         "flemma.jobs.status",

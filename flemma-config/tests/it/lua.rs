@@ -7,7 +7,7 @@ use flemma_config::{Config, FrontmatterError, Layer, OpKind};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::strings;
+use crate::{names, strings};
 
 const FIRST_LINE: u32 = 2;
 
@@ -170,7 +170,7 @@ fn the_peer_fixture_frontmatter() {
     for name in ["bash", "read", "write", "edit", "grep", "find", "ls"] {
         config.append(Layer::Defaults, "tools", name).unwrap();
     }
-    let registered = strings(&[
+    let registered = names(&[
         "bash",
         "read",
         "write",

@@ -25,6 +25,14 @@ pub(crate) fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// Registered tool names.
+pub(crate) fn names(items: &[&str]) -> Vec<flemma_ids::ToolName> {
+    items
+        .iter()
+        .map(|s| flemma_ids::ToolName::new(*s).unwrap())
+        .collect()
+}
+
 /// A config whose `$standard` is the spec §5.3 example preset: `{read, write, edit}` for both
 /// `tools` and `tools.auto_approve`.
 pub(crate) fn config_with_small_standard() -> Config {

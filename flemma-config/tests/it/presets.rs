@@ -4,7 +4,7 @@ use flemma_config::{Config, ConfigError, FinalizeIssue, Layer, Preset, Presets};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::strings;
+use crate::{names, strings};
 
 fn preset_issues(issues: &[FinalizeIssue]) -> Vec<String> {
     issues
@@ -118,7 +118,7 @@ fn a_preset_lacking_the_field_contributes_nothing() {
     let list = config.list("tools");
     assert_eq!(list.items, strings(&["bash"]));
     assert_eq!(list.source, "S");
-    assert!(config.finalize(&strings(&["bash"])).is_empty());
+    assert!(config.finalize(&names(&["bash"])).is_empty());
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn unknown_presets_stay_verbatim_and_finalize_suggests() {
         .unwrap();
     assert_eq!(config.list("tools").items, strings(&["$zzzzzzzzz"]));
 
-    let issues = config.finalize(&strings(&["bash"]));
+    let issues = config.finalize(&names(&["bash"]));
     assert!(issues.contains(&FinalizeIssue::UnknownPreset {
         path: "tools.auto_approve".into(),
         name: "$standrd".into(),
@@ -174,7 +174,7 @@ fn unknown_presets_stay_verbatim_and_finalize_suggests() {
         .unwrap();
     assert_eq!(config.list("tools").items, strings(&["bash"]));
     assert_eq!(
-        preset_issues(&config.finalize(&strings(&["bash"]))),
+        preset_issues(&config.finalize(&names(&["bash"]))),
         ["Unknown preset '$standrd' in tools.auto_approve -- did you mean '$standard'?"]
     );
 }
@@ -256,7 +256,7 @@ fn finalize_warns_about_unknown_tools_named_by_presets() {
             },
         )
         .unwrap();
-    let registered = strings(&["bash", "read", "write", "edit", "find", "grep", "ls"]);
+    let registered = names(&["bash", "read", "write", "edit", "find", "grep", "ls"]);
     let issues: Vec<String> = config
         .finalize(&registered)
         .iter()

@@ -46,14 +46,17 @@ pub(crate) fn prompt(name: &str) -> flemma_providers::Prompt<'static> {
 
 /// A strict `calculator` tool, as the peer transcripts use.
 pub(crate) fn calculator() -> flemma_schema::ToolSpec {
-    flemma_schema::ToolSpec::builder("calculator", "Evaluate an arithmetic expression.")
-        .input(flemma_schema::dsl::object([(
-            "expression",
-            flemma_schema::dsl::string().describe("The expression"),
-        )]))
-        .strict(true)
-        .build()
-        .unwrap()
+    flemma_schema::ToolSpec::builder(
+        flemma_schema::ToolName::new("calculator").unwrap(),
+        "Evaluate an arithmetic expression.",
+    )
+    .input(flemma_schema::dsl::object([(
+        "expression",
+        flemma_schema::dsl::string().describe("The expression"),
+    )]))
+    .strict(true)
+    .build()
+    .unwrap()
 }
 
 /// Options for `model` offering the calculator, thinking off.

@@ -147,13 +147,16 @@ fn foreign_thinking_is_text() {
 fn anthropic_cache_control_on_last_tool_only() {
     let mut opts = options("claude-sonnet-4-5");
     opts.tools.push(
-        flemma_schema::ToolSpec::builder("bash", "Run a command.")
-            .input(flemma_schema::dsl::object([(
-                "command",
-                flemma_schema::dsl::string(),
-            )]))
-            .build()
-            .unwrap(),
+        flemma_schema::ToolSpec::builder(
+            flemma_schema::ToolName::new("bash").unwrap(),
+            "Run a command.",
+        )
+        .input(flemma_schema::dsl::object([(
+            "command",
+            flemma_schema::dsl::string(),
+        )]))
+        .build()
+        .unwrap(),
     );
     let p = prompt("conversation_with_tools.chat");
     let body = anthropic_request(&p, &opts).to_value();

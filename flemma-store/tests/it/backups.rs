@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use flemma_config::Backup;
-use flemma_store::{BackupStrategy, NoBackup, Source, Store, VersionBackup, write_atomic};
+use flemma_store::{BackupStrategy, NoBackup, Store, VersionBackup, write_atomic};
 use pretty_assertions::assert_eq;
 
-use crate::{TempDir, entries, has_ext, options, read};
+use crate::{TempDir, entries, has_ext, options, read, tid, tn};
 
 #[test]
 fn version_names() {
@@ -120,7 +120,7 @@ fn store_backup_option() {
         let store = Store::new(&options, Some(&chat), "1").unwrap();
         for content in ["1", "2"] {
             store
-                .write_result(Source::Tool, Some("bash"), "id", content)
+                .write_result(&tid("id"), Some(&tn("bash")), content)
                 .unwrap();
         }
     };
@@ -190,12 +190,8 @@ fn failing_backup_aborts_the_write() {
     let store = Store::new(&options(), Some(&chat), "1")
         .unwrap()
         .with_backup(Arc::new(Failing));
-    let stored = store
-        .write_result(Source::Tool, None, "i", "first")
-        .unwrap();
-    let err = store
-        .write_result(Source::Tool, None, "i", "second")
-        .unwrap_err();
+    let stored = store.write_result(&tid("i"), None, "first").unwrap();
+    let err = store.write_result(&tid("i"), None, "second").unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("Backup failed for '{}': disk full", stored.display())
@@ -215,12 +211,10 @@ fn custom_backup_runs_only_on_existing_files_before_the_write() {
     )
     .unwrap()
     .with_backup(recording.clone());
-    store.write_result(Source::Tool, None, "i", "one").unwrap();
+    store.write_result(&tid("i"), None, "one").unwrap();
     assert!(recording.0.lock().unwrap().is_empty());
-    store.write_result(Source::Tool, None, "i", "two").unwrap();
-    store
-        .write_result(Source::Tool, None, "i", "three")
-        .unwrap();
+    store.write_result(&tid("i"), None, "two").unwrap();
+    store.write_result(&tid("i"), None, "three").unwrap();
     assert_eq!(
         *recording.0.lock().unwrap(),
         [

@@ -98,3 +98,18 @@ pub(crate) fn entries(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// A tool use id (tests only pass valid ones).
+pub(crate) fn tid(id: &str) -> flemma_store::ToolUseId {
+    flemma_store::ToolUseId::new(id).unwrap()
+}
+
+/// A job id.
+pub(crate) fn jid(id: &str) -> flemma_store::JobId {
+    flemma_store::JobId::new(id).unwrap()
+}
+
+/// A tool name; the legacy `:` form is read as a transcript would.
+pub(crate) fn tn(name: &str) -> flemma_store::ToolName {
+    flemma_store::ToolName::read(name).unwrap()
+}

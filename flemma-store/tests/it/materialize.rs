@@ -1,9 +1,9 @@
 //! Spec §11.5: materialisation of finished results.
 
-use flemma_store::{Source, Store};
+use flemma_store::Store;
 use pretty_assertions::assert_eq;
 
-use crate::{TempDir, options, read};
+use crate::{TempDir, jid, options, read, tid, tn};
 
 fn chat_store(tmp: &TempDir) -> Store {
     Store::new(&options(), Some(&tmp.join("example.chat")), "1").unwrap()
@@ -17,7 +17,7 @@ fn disabled_writes_nothing() {
     let store = chat_store(&tmp);
     assert_eq!(
         store
-            .materialize(false, Source::Tool, Some("bash"), "toolu_01", Ok("out"))
+            .materialize(false, &tid("toolu_01"), Some(&tn("bash")), Ok("out"))
             .unwrap(),
         None
     );
@@ -25,9 +25,8 @@ fn disabled_writes_nothing() {
         store
             .materialize(
                 false,
-                Source::Job,
-                Some("bash"),
-                "j",
+                &jid("j"),
+                Some(&tn("bash")),
                 Err(("boom", "partial"))
             )
             .unwrap(),
@@ -43,26 +42,14 @@ fn enabled_writes_outputs_and_errors() {
     let dir = tmp.join(".flemma/example.chat");
 
     let path = store
-        .materialize(
-            true,
-            Source::Tool,
-            Some("bash"),
-            "toolu_01",
-            Ok("the output"),
-        )
+        .materialize(true, &tid("toolu_01"), Some(&tn("bash")), Ok("the output"))
         .unwrap()
         .unwrap();
     assert_eq!(path, dir.join("tool_bash_toolu_01.txt"));
     assert_eq!(read(&path), "the output");
 
     let path = store
-        .materialize(
-            true,
-            Source::Job,
-            Some("bash"),
-            "bash:8",
-            Err(("exit 1", "")),
-        )
+        .materialize(true, &jid("bash:8"), Some(&tn("bash")), Err(("exit 1", "")))
         .unwrap()
         .unwrap();
     assert_eq!(path, dir.join("job_bash--8.txt"));
@@ -71,9 +58,8 @@ fn enabled_writes_outputs_and_errors() {
     let path = store
         .materialize(
             true,
-            Source::Tool,
-            Some("flemma.jobs.status"),
-            "s1",
+            &tid("s1"),
+            Some(&tn("flemma.jobs.status")),
             Err(("Command failed", "line 1\nline 2")),
         )
         .unwrap()
@@ -95,7 +81,7 @@ fn config_errors_are_returned_not_raised() {
     )
     .unwrap();
     let err = store
-        .materialize(true, Source::Tool, None, "i", Ok("out"))
+        .materialize(true, &tid("i"), None, Ok("out"))
         .unwrap_err();
     assert!(
         err.to_string()
@@ -105,7 +91,7 @@ fn config_errors_are_returned_not_raised() {
     // Disabled: the broken format is never even rendered.
     assert_eq!(
         store
-            .materialize(false, Source::Tool, None, "i", Ok("out"))
+            .materialize(false, &tid("i"), None, Ok("out"))
             .unwrap(),
         None
     );

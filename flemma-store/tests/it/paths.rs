@@ -3,12 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use flemma_store::{
-    Source, Store, collapse_namespaces, dedupe_name, escape_id, expand_inline, flatten, wire_name,
-};
+use flemma_store::{Store, collapse_namespaces, dedupe_name, escape_id, expand_inline, flatten};
 use pretty_assertions::assert_eq;
 
-use crate::{TempDir, env, options, options_with_format, store};
+use crate::{TempDir, env, jid, options, options_with_format, store, tid, tn};
 
 fn p(s: &str) -> PathBuf {
     PathBuf::from(s)
@@ -22,20 +20,16 @@ fn chat_preset_example() {
         &[("HOME", "/home/ada")],
     );
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
         p("/home/ada/notes/.flemma/example.chat/tool_bash_toolu_01.txt")
     );
     assert_eq!(
-        store
-            .path_for(Source::Job, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&jid("toolu_01"), Some(&tn("bash"))).unwrap(),
         p("/home/ada/notes/.flemma/example.chat/job_bash_toolu_01.txt")
     );
     // Unknown name: empty.
     assert_eq!(
-        store.path_for(Source::Tool, None, "toolu_01").unwrap(),
+        store.path_for(&tid("toolu_01"), None).unwrap(),
         p("/home/ada/notes/.flemma/example.chat/tool__toolu_01.txt")
     );
 }
@@ -48,9 +42,7 @@ fn chat_preset_with_an_absolute_chat_path() {
         &[],
     );
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
         p("/home/user/notes/.flemma/example.chat/tool_bash_toolu_01.txt")
     );
 }
@@ -60,9 +52,7 @@ fn chat_preset_with_a_bare_file_name_stays_relative() {
     // `example.chat` has no directory: `__dirname` is `.`, not the filesystem root.
     let store = store(&options(), Some(Path::new("example.chat")), &[]);
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
         p(".flemma/example.chat/tool_bash_toolu_01.txt")
     );
 }
@@ -75,9 +65,7 @@ fn state_preset_with_xdg_state_home() {
         &[("XDG_STATE_HOME", "/xdg/state"), ("HOME", "/home/user")],
     );
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
         p("/xdg/state/flemma/store/home--user--notes--example.chat/tool_bash_toolu_01.txt")
     );
 }
@@ -97,9 +85,7 @@ fn state_preset_without_xdg_state_home_falls_back_to_home() {
             pairs,
         );
         assert_eq!(
-            store
-                .path_for(Source::Tool, Some("bash"), "toolu_01")
-                .unwrap(),
+            store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
             expected
         );
     }
@@ -114,9 +100,7 @@ fn state_preset_flattens_the_expanded_chat_path() {
         &[("HOME", "/home/user")],
     );
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
         p("/home/user/.flemma/store/home--user--notes--example.chat/tool_bash_toolu_01.txt")
     );
 }
@@ -133,7 +117,7 @@ fn flatten_example() {
         &[],
     );
     assert_eq!(
-        store.path_for(Source::Tool, None, "x").unwrap(),
+        store.path_for(&tid("x"), None).unwrap(),
         p("/s/home--user--notes--example.chat")
     );
 }
@@ -148,7 +132,7 @@ fn path_helpers_in_templates() {
         &[],
     );
     assert_eq!(
-        store.path_for(Source::Tool, None, "x").unwrap(),
+        store.path_for(&tid("x"), None).unwrap(),
         p("/s/example.chat/home/user/notes/a/c")
     );
 }
@@ -158,9 +142,7 @@ fn unnamed_default_format() {
     let pid = std::process::id();
     let store = store(&options(), None, &[]);
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&tid("toolu_01"), Some(&tn("bash"))).unwrap(),
         PathBuf::from(format!(
             "/tmp/flemma/unnamed/{pid}/1/tool_bash_toolu_01.txt"
         ))
@@ -169,9 +151,7 @@ fn unnamed_default_format() {
         .unwrap()
         .with_env(env(&[("TMPDIR", "/var/scratch/")]));
     assert_eq!(
-        store
-            .path_for(Source::Job, Some("bash"), "toolu_01")
-            .unwrap(),
+        store.path_for(&jid("toolu_01"), Some(&tn("bash"))).unwrap(),
         PathBuf::from(format!(
             "/var/scratch/flemma/unnamed/{pid}/42/job_bash_toolu_01.txt"
         ))
@@ -215,7 +195,7 @@ fn unknown_preset() {
         Some(Path::new("/n/x.chat")),
         &[("ROOT", "/r")],
     );
-    assert_eq!(store.path_for(Source::Tool, None, "i").unwrap(), p("/r/i"));
+    assert_eq!(store.path_for(&tid("i"), None).unwrap(), p("/r/i"));
 }
 
 #[test]
@@ -240,10 +220,7 @@ fn template_errors() {
         Some(Path::new("/n/x.chat")),
         &[],
     );
-    let err = store
-        .path_for(Source::Tool, None, "i")
-        .unwrap_err()
-        .to_string();
+    let err = store.path_for(&tid("i"), None).unwrap_err().to_string();
     assert!(
         err.starts_with("Invalid store path format '/s/{{ nope }}/{{ id }}': "),
         "{err}"
@@ -273,7 +250,7 @@ fn id_escaping_examples() {
     );
     for (id, escaped) in cases {
         assert_eq!(
-            store.path_for(Source::Tool, None, id).unwrap(),
+            store.path_for(&tid(id), None).unwrap(),
             Path::new("/s").join(escaped),
             "{id}"
         );
@@ -282,8 +259,14 @@ fn id_escaping_examples() {
 
 #[test]
 fn name_is_wire_encoded() {
-    assert_eq!(wire_name("flemma.jobs.status"), "flemma__jobs__status");
-    assert_eq!(wire_name("mcp:server.tool"), "mcp__server__tool");
+    assert_eq!(
+        flemma_ids::encode_tool_name("flemma.jobs.status"),
+        "flemma__jobs__status"
+    );
+    assert_eq!(
+        flemma_ids::encode_tool_name("mcp:server.tool"),
+        "mcp__server__tool"
+    );
     let store = store(
         &options_with_format("/s/{{ name }}/{{ id }}"),
         Some(Path::new("/n/x.chat")),
@@ -291,12 +274,12 @@ fn name_is_wire_encoded() {
     );
     assert_eq!(
         store
-            .path_for(Source::Tool, Some("flemma.jobs.status"), "i")
+            .path_for(&tid("i"), Some(&tn("flemma.jobs.status")))
             .unwrap(),
         p("/s/flemma__jobs__status/i")
     );
     assert_eq!(
-        store.path_for(Source::Tool, Some("a:b"), "i").unwrap(),
+        store.path_for(&tid("i"), Some(&tn("a:b"))).unwrap(),
         p("/s/a__b/i")
     );
 }
@@ -316,10 +299,7 @@ fn namespace_collapse_examples() {
         Some(Path::new("/n/x.chat")),
         &[("BASE", "/x/.flemma/flemma")],
     );
-    assert_eq!(
-        store.path_for(Source::Tool, None, "i").unwrap(),
-        p("/x/.flemma/i")
-    );
+    assert_eq!(store.path_for(&tid("i"), None).unwrap(), p("/x/.flemma/i"));
     // The default unnamed format under a TMPDIR ending in `flemma`.
     let store = crate::store(&options(), None, &[("TMPDIR", "/opt/flemma")]);
     assert_eq!(
@@ -335,7 +315,7 @@ fn name_deduplication_example() {
         Some(Path::new("/n/x.chat")),
         &[],
     );
-    let path = |name: &str, id: &str| store.path_for(Source::Tool, Some(name), id).unwrap();
+    let path = |name: &str, id: &str| store.path_for(&tid(id), Some(&tn(name))).unwrap();
     assert_eq!(path("bash", "bash:8"), p("/s/tool_bash--8.txt"));
     assert_eq!(
         path("flemma.jobs.status", "flemma__jobs__status:20"),
@@ -346,15 +326,13 @@ fn name_deduplication_example() {
     assert_eq!(path("bash", "xbash"), p("/s/tool_bash_xbash.txt"));
     // Without a name there is nothing to de-duplicate.
     assert_eq!(
-        store.path_for(Source::Tool, None, "bash:8").unwrap(),
+        store.path_for(&tid("bash:8"), None).unwrap(),
         p("/s/tool__bash--8.txt")
     );
     // The same through the default preset.
     let store = crate::store(&options(), Some(Path::new("/n/x.chat")), &[]);
     assert_eq!(
-        store
-            .path_for(Source::Tool, Some("bash"), "bash:8")
-            .unwrap(),
+        store.path_for(&tid("bash:8"), Some(&tn("bash"))).unwrap(),
         p("/n/.flemma/x.chat/tool_bash--8.txt")
     );
     assert_eq!(
@@ -391,10 +369,7 @@ fn inline_expansion_iterates_eight_passes() {
         Some(Path::new("/n/x.chat")),
         &refs,
     );
-    assert_eq!(
-        store.path_for(Source::Tool, None, "i").unwrap(),
-        p("/s/end/i")
-    );
+    assert_eq!(store.path_for(&tid("i"), None).unwrap(), p("/s/end/i"));
 }
 
 #[test]
@@ -416,7 +391,7 @@ fn inline_expansion_forms() {
         &[("DATA", "~/data"), ("HOME", "/home/u")],
     );
     assert_eq!(
-        store.path_for(Source::Tool, None, "i").unwrap(),
+        store.path_for(&tid("i"), None).unwrap(),
         p("/home/u/data/i")
     );
 }
@@ -444,7 +419,7 @@ fn store_directory() {
     // Idempotent.
     assert_eq!(store.ensure_directory().unwrap(), dir);
     let written = store
-        .write_result(Source::Tool, Some("bash"), "toolu_01", "out")
+        .write_result(&tid("toolu_01"), Some(&tn("bash")), "out")
         .unwrap();
     assert_eq!(written.parent().unwrap(), dir);
 }

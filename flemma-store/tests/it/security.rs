@@ -3,9 +3,11 @@
 
 use std::path::{Component, Path};
 
-use flemma_store::{Source, Store, escape_id};
+use flemma_store::{Store, escape_id};
 
-use crate::{TempDir, options, options_with_format};
+use flemma_store::ToolUseId;
+
+use crate::{TempDir, options, options_with_format, tn};
 
 const HOSTILE_IDS: &[&str] = &[
     "../../etc/passwd",
@@ -23,6 +25,21 @@ const HOSTILE_IDS: &[&str] = &[
     "a\0b",
     "\n..",
 ];
+
+/// The hostile ids a tool use id can hold at all: the widest constructor (an id as a
+/// transcript header holds it) is used, and ids it refuses (a line break) never reach a store.
+fn hostile_tool_use_ids() -> Vec<ToolUseId> {
+    let ids: Vec<ToolUseId> = HOSTILE_IDS
+        .iter()
+        .filter_map(|id| ToolUseId::from_header(id).ok())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        HOSTILE_IDS.len() - 1,
+        "only \"\\n..\" is refused"
+    );
+    ids
+}
 
 fn assert_inside(path: &Path, dir: &Path, id: &str) {
     assert!(
@@ -59,13 +76,11 @@ fn hostile_ids_stay_in_the_default_store_directory() {
     let chat = tmp.join("notes/example.chat");
     let store = Store::new(&options(), Some(&chat), "1").unwrap();
     let dir = store.directory().unwrap();
-    for id in HOSTILE_IDS {
-        let path = store.path_for(Source::Tool, Some("bash"), id).unwrap();
-        assert_inside(&path, &dir, id);
+    for id in &hostile_tool_use_ids() {
+        let path = store.path_for(id, Some(&tn("bash"))).unwrap();
+        assert_inside(&path, &dir, id.as_str());
         assert_eq!(path.parent().unwrap(), dir, "{id:?}");
-        let written = store
-            .write_result(Source::Tool, Some("bash"), id, "x")
-            .unwrap();
+        let written = store.write_result(id, Some(&tn("bash")), "x").unwrap();
         assert_eq!(written, path);
         assert!(written.is_file());
     }
@@ -88,10 +103,10 @@ fn hostile_ids_stay_inside_when_the_id_is_a_whole_segment() {
             "1",
         )
         .unwrap();
-        for id in HOSTILE_IDS {
-            let path = store.path_for(Source::Tool, None, id).unwrap();
-            assert_inside(&path, &root, id);
-            store.write_result(Source::Tool, None, id, "x").unwrap();
+        for id in &hostile_tool_use_ids() {
+            let path = store.path_for(id, None).unwrap();
+            assert_inside(&path, &root, id.as_str());
+            store.write_result(id, None, "x").unwrap();
         }
     }
     assert_eq!(crate::entries(tmp.path()), ["store0", "store1", "store2"]);
