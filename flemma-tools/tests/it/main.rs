@@ -1,0 +1,4 @@
+//! Integration tests of flemma-tools.
+
+mod preview;
+mod truncate;
