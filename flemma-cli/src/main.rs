@@ -1,7 +1,8 @@
 //! The `flemma` command: the reference application of the SDK and its black-box test surface.
 //!
 //! Exit codes: 0 success, 1 the file has problems (`check`, `fmt --check`) or the command
-//! failed, 2 usage or I/O error. Errors go to stderr as one line naming the file.
+//! failed, 2 usage or I/O error. Errors go to stderr as one line naming the file, each cause
+//! once; a closed standard output ends the command quietly with 0.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
