@@ -3,11 +3,18 @@
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
-/// Why a transcript could not be read or written.
+/// Why a transcript could not be read or written. The message names the file; the I/O error
+/// is the source, printed after it.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum InputError {
-    #[error("{name}: {source}")]
-    Io {
+    #[error("cannot read {name}")]
+    Read {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {name}")]
+    Write {
         name: String,
         #[source]
         source: std::io::Error,
@@ -27,22 +34,23 @@ pub(crate) struct Input {
 
 impl Input {
     /// Reads `file`; `-` reads standard input.
-    pub(crate) fn read(file: &str) -> Result<Self, InputError> {
-        let (name, path, bytes) = if file == "-" {
+    pub(crate) fn read(file: &Path) -> Result<Self, InputError> {
+        let (name, path, bytes) = if file.as_os_str() == "-" {
             let mut bytes = Vec::new();
             std::io::stdin()
                 .read_to_end(&mut bytes)
-                .map_err(|source| InputError::Io {
+                .map_err(|source| InputError::Read {
                     name: "<stdin>".into(),
                     source,
                 })?;
             ("<stdin>".to_owned(), None, bytes)
         } else {
-            let bytes = std::fs::read(file).map_err(|source| InputError::Io {
-                name: file.to_owned(),
+            let name = file.display().to_string();
+            let bytes = std::fs::read(file).map_err(|source| InputError::Read {
+                name: name.clone(),
                 source,
             })?;
-            (file.to_owned(), Some(PathBuf::from(file)), bytes)
+            (name, Some(file.to_owned()), bytes)
         };
         let text = String::from_utf8(bytes).map_err(|err| InputError::Utf8 {
             name: name.clone(),
@@ -78,7 +86,7 @@ impl Input {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let io = |source| InputError::Io {
+        let io = |source| InputError::Write {
             name: self.name.clone(),
             source,
         };

@@ -1,9 +1,11 @@
 //! The `flemma` command: the reference application of the SDK and its black-box test surface.
 //!
 //! Exit codes: 0 success, 1 the file has problems (`check`, `fmt --check`) or the command
-//! failed, 2 usage or I/O error. Errors go to stderr as one line naming the file.
+//! failed, 2 usage or I/O error. Errors go to stderr as one line naming the file, each cause
+//! once; a closed standard output ends the command quietly with 0.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -22,7 +24,7 @@ struct Cli {
     command: Command,
     /// Options file for the SETUP layer (default: ./flemma.toml when present).
     #[arg(long, global = true, value_name = "PATH")]
-    config: Option<String>,
+    config: Option<PathBuf>,
     /// Set an option in the RUNTIME layer (`tools.max_concurrent=4`); repeatable. The value
     /// is read as JSON when it parses (`true`, `4`, `["bash"]`), else as text.
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
@@ -34,7 +36,7 @@ enum Command {
     /// Print the parsed transcript (`-` reads standard input).
     Parse {
         /// The `.chat` file.
-        file: String,
+        file: PathBuf,
         /// Print the AST as JSON.
         #[arg(long)]
         json: bool,
@@ -42,7 +44,7 @@ enum Command {
     /// Report diagnostics; exit 1 when there are any.
     Check {
         /// The `.chat` file.
-        file: String,
+        file: PathBuf,
         /// Print the diagnostics as JSON.
         #[arg(long)]
         json: bool,
@@ -50,7 +52,7 @@ enum Command {
     /// Rewrite the file in canonical form (`-` prints the result to standard output).
     Fmt {
         /// The `.chat` file.
-        file: String,
+        file: PathBuf,
         /// Change nothing; exit 1 when the file is not in canonical form.
         #[arg(long)]
         check: bool,
@@ -66,7 +68,7 @@ enum Command {
     /// Print the exact request body a provider would receive for FILE (no network).
     Request {
         /// The `.chat` file.
-        file: String,
+        file: PathBuf,
         /// The provider.
         #[arg(long, value_enum)]
         provider: ProviderArg,
@@ -90,7 +92,7 @@ enum StoreCommand {
     /// Print where the store keeps a result of FILE's conversation (FILE need not exist).
     Path {
         /// The `.chat` file.
-        file: String,
+        file: PathBuf,
         /// The tool name.
         #[arg(long)]
         tool: String,
@@ -133,7 +135,7 @@ enum ApprovalCommand {
     /// Decide a call of TOOL in FILE's conversation and show every resolver consulted.
     Explain {
         /// The `.chat` file (its frontmatter is the FRONTMATTER layer).
-        file: String,
+        file: PathBuf,
         /// The tool name.
         #[arg(long)]
         tool: String,
@@ -146,33 +148,49 @@ enum ApprovalCommand {
     },
 }
 
-/// A failure with the exit code it maps to.
+/// A failure with the exit code it maps to and the error to print, if any.
 #[derive(Debug)]
 struct Failure {
     code: u8,
-    error: anyhow::Error,
+    error: Option<anyhow::Error>,
 }
 
-/// A command that ran but failed (exit 1).
-fn failed(error: anyhow::Error) -> Failure {
-    Failure { code: 1, error }
-}
-
-impl From<input::InputError> for Failure {
-    fn from(error: input::InputError) -> Self {
+impl Failure {
+    /// A usage or I/O error (exit 2).
+    fn usage(error: anyhow::Error) -> Self {
         Self {
             code: 2,
-            error: error.into(),
+            error: Some(error),
         }
     }
 }
 
+/// A command that ran but failed (exit 1).
+fn failed(error: anyhow::Error) -> Failure {
+    Failure {
+        code: 1,
+        error: Some(error),
+    }
+}
+
+impl From<input::InputError> for Failure {
+    fn from(error: input::InputError) -> Self {
+        Self::usage(error.into())
+    }
+}
+
+/// A failed write to standard output (the commands' `?` on their writes). A closed pipe
+/// (`flemma parse big.chat | head -1`) is how the reader says it has read enough: the command
+/// ends quietly with success.
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
-        Self {
-            code: 2,
-            error: error.into(),
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            return Self {
+                code: 0,
+                error: None,
+            };
         }
+        Self::usage(anyhow::Error::new(error).context("cannot write to standard output"))
     }
 }
 
@@ -191,7 +209,10 @@ fn main() -> ExitCode {
     match run(cli.command, &settings) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            let _ = writeln!(std::io::stderr(), "flemma: {:#}", failure.error);
+            if let Some(error) = failure.error {
+                // The alternate form prints the error and its causes, joined by `: `.
+                let _ = writeln!(std::io::stderr(), "flemma: {error:#}");
+            }
             ExitCode::from(failure.code)
         }
     }
@@ -246,7 +267,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
 /// even when a template fails, and the exit code is then 1.
 fn request(
     out: &mut impl Write,
-    file: &str,
+    file: &Path,
     provider: ProviderArg,
     model: Option<String>,
     templates: Option<TemplatesArg>,
@@ -259,7 +280,7 @@ fn request(
     let doc = flemma::ast::parse(&input.text);
     let mut config = settings.load()?;
     let variables = options::apply_frontmatter(&mut config, &doc)
-        .map_err(|e| failed(anyhow::anyhow!("{}:{}: {}", input.name, e.line, e.message)))?;
+        .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
     let opts = config.options().map_err(|e| failed(e.into()))?;
     let default_model = match provider {
         ProviderArg::Anthropic => "claude-sonnet-4-5",
@@ -353,41 +374,36 @@ fn template_engine(
         #[cfg(feature = "lua")]
         TemplatesArg::Lua => Ok(std::sync::Arc::new(flemma::providers::LuaEngine::new())),
         #[cfg(not(feature = "lua"))]
-        TemplatesArg::Lua => Err(Failure {
-            code: 2,
-            error: anyhow::anyhow!("--templates lua needs flemma built with the `lua` feature"),
-        }),
+        TemplatesArg::Lua => Err(Failure::usage(anyhow::anyhow!(
+            "--templates lua needs flemma built with the `lua` feature"
+        ))),
     }
 }
 
 /// `flemma store path`.
 fn store_path(
     out: &mut impl Write,
-    file: &str,
+    file: &Path,
     tool: &str,
     id: &str,
     source: SourceArg,
     json: bool,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
-    let chat = std::path::absolute(file).map_err(|e| Failure {
-        code: 2,
-        error: anyhow::anyhow!("{file}: {e}"),
+    let chat = std::path::absolute(file).map_err(|e| {
+        Failure::usage(anyhow::Error::new(e).context(format!("cannot resolve {}", file.display())))
     })?;
     let mut config = settings.load()?;
     // The conversation's own frontmatter may override `tools.store`.
     if chat.is_file() {
         let input = Input::read(file)?;
         options::apply_frontmatter(&mut config, &flemma::ast::parse(&input.text))
-            .map_err(|e| failed(anyhow::anyhow!("{file}:{}: {}", e.line, e.message)))?;
+            .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
     }
     let store_options = config.options().map_err(|e| failed(e.into()))?.tools.store;
     let store = flemma::store::Store::new(&store_options, Some(&chat), "1")
         .map_err(|e| failed(e.into()))?;
-    let usage = |e: flemma::ast::InvalidId| Failure {
-        code: 2,
-        error: e.into(),
-    };
+    let usage = |e: flemma::ast::InvalidId| Failure::usage(e.into());
     let tool = flemma::ast::ToolName::read(tool).map_err(usage)?;
     let path = match source {
         SourceArg::Tool => {
@@ -411,7 +427,7 @@ fn store_path(
 /// `flemma check`: parser diagnostics and frontmatter errors; exit 1 when there are any.
 fn check(
     out: &mut impl Write,
-    file: &str,
+    file: &Path,
     json: bool,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
@@ -425,7 +441,7 @@ fn check(
         if let (Some(err), Some(list)) = (&frontmatter, diagnostics.as_array_mut()) {
             list.insert(
                 0,
-                serde_json::json!({"kind": "frontmatter", "severity": "error", "message": err.message, "line": err.line}),
+                serde_json::json!({"kind": "frontmatter", "severity": "error", "message": options::describe(err), "line": err.line}),
             );
         }
         render::json(
@@ -437,7 +453,9 @@ fn check(
             writeln!(
                 out,
                 "{}:{}: error: frontmatter: {}",
-                input.name, err.line, err.message
+                input.name,
+                err.line,
+                options::describe(err)
             )?;
         }
         for d in &doc.diagnostics {
@@ -460,21 +478,19 @@ fn check(
 /// `flemma approval explain`.
 fn explain(
     out: &mut impl Write,
-    file: &str,
+    file: &Path,
     tool: &str,
     input: &str,
     json: bool,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
     let text = Input::read(file)?;
-    let call_input: serde_json::Value = serde_json::from_str(input).map_err(|e| Failure {
-        code: 2,
-        error: anyhow::anyhow!("--input is not JSON: {e}"),
-    })?;
+    let call_input: serde_json::Value = serde_json::from_str(input)
+        .map_err(|e| Failure::usage(anyhow::Error::new(e).context("--input is not JSON")))?;
     let doc = flemma::ast::parse(&text.text);
     let mut config = settings.load()?;
     options::apply_frontmatter(&mut config, &doc)
-        .map_err(|e| failed(anyhow::anyhow!("{}:{}: {}", text.name, e.line, e.message)))?;
+        .map_err(|e| options::frontmatter_failure(&text.name, &e))?;
     let explanation = options::explain(&config, tool, &call_input).map_err(failed)?;
     if json {
         render::json(out, &explanation)?;
@@ -485,7 +501,7 @@ fn explain(
 }
 
 /// `flemma fmt`.
-fn fmt(out: &mut impl Write, file: &str, check: bool, json: bool) -> Result<u8, Failure> {
+fn fmt(out: &mut impl Write, file: &Path, check: bool, json: bool) -> Result<u8, Failure> {
     let input = Input::read(file)?;
     let formatted = input.with_line_ending(&flemma::ast::print(&flemma::ast::parse(&input.text)));
     let changed = formatted != input.text;

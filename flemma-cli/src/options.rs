@@ -7,36 +7,37 @@ use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolC
 use flemma::ast::Document;
 use flemma::config::{Config, FrontmatterError, Layer};
 
-use crate::Failure;
+use crate::{Failure, failed};
 
 /// The global `--config` and `--set` arguments.
 #[derive(Debug)]
 pub(crate) struct Settings {
-    pub(crate) config: Option<String>,
+    pub(crate) config: Option<PathBuf>,
     pub(crate) sets: Vec<String>,
 }
 
 impl Settings {
     /// Defaults, then the options file (given, or `./flemma.toml` when present), then `--set`.
     pub(crate) fn load(&self) -> Result<Config, Failure> {
-        let usage = |error: anyhow::Error| Failure { code: 2, error };
         let mut config = Config::new();
         let file = match &self.config {
-            Some(path) => Some(PathBuf::from(path)),
+            Some(path) => Some(path.clone()),
             None => Some(PathBuf::from("flemma.toml")).filter(|p| p.is_file()),
         };
         if let Some(file) = file {
-            config.load_toml_file(&file).map_err(|e| usage(e.into()))?;
+            config
+                .load_toml_file(&file)
+                .map_err(|e| Failure::usage(e.into()))?;
         }
         for set in &self.sets {
-            let (key, value) = set
-                .split_once('=')
-                .ok_or_else(|| usage(anyhow::anyhow!("--set {set:?}: expected KEY=VALUE")))?;
+            let (key, value) = set.split_once('=').ok_or_else(|| {
+                Failure::usage(anyhow::anyhow!("--set {set:?}: expected KEY=VALUE"))
+            })?;
             let value = serde_json::from_str(value)
                 .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
-            config
-                .set(Layer::Runtime, key, value)
-                .map_err(|e| usage(anyhow::anyhow!("--set {set:?}: {e}")))?;
+            config.set(Layer::Runtime, key, value).map_err(|e| {
+                Failure::usage(anyhow::Error::new(e).context(format!("--set {set:?}")))
+            })?;
         }
         Ok(config)
     }
@@ -52,6 +53,28 @@ pub(crate) fn apply_frontmatter(
         Some(fm) => config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1),
         None => Ok(serde_json::Map::new()),
     }
+}
+
+/// A frontmatter error's message followed by its causes, joined by `: ` as the CLI prints
+/// errors.
+pub(crate) fn describe(error: &FrontmatterError) -> String {
+    let mut text = error.message.clone();
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
+/// A frontmatter error as a failed command: `FILE:LINE: message: cause`.
+pub(crate) fn frontmatter_failure(name: &str, error: &FrontmatterError) -> Failure {
+    failed(anyhow::anyhow!(
+        "{name}:{}: {}",
+        error.line,
+        describe(error)
+    ))
 }
 
 /// The built-in tools that declare `auto_approves_if_sandboxed`.
@@ -70,12 +93,21 @@ impl SandboxStatus for BwrapProbe {
     }
 }
 
-fn find_executable(name: &str) -> Option<PathBuf> {
-    let is_executable = |p: &Path| {
+/// Whether `path` is a file this user may execute (on Unix, an execute bit is set).
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
         use std::os::unix::fs::PermissionsExt as _;
-        p.metadata()
+        path.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+fn find_executable(name: &str) -> Option<PathBuf> {
     if name.contains('/') {
         let path = PathBuf::from(name);
         return is_executable(&path).then_some(path);

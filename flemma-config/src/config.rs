@@ -495,7 +495,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Type`] when the layers combine into a value the option cannot take.
+    /// [`ConfigError::Decode`] when the layers combine into a value the option cannot take.
     pub fn options(&self) -> Result<Options, ConfigError> {
         self.options_with_tools(&[])
     }
@@ -504,7 +504,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Type`] when the layers combine into a value the option cannot take.
+    /// [`ConfigError::Decode`] when the layers combine into a value the option cannot take.
     pub fn options_with_tools(&self, registered: &[ToolName]) -> Result<Options, ConfigError> {
         let mut tree = Map::new();
         for def in OPTIONS {
@@ -532,10 +532,9 @@ impl Config {
         }
         let tools = self.list_with_tools("tools", registered);
         let mut options: Options =
-            serde_json::from_value(Value::Object(tree)).map_err(|e| ConfigError::Type {
-                path: "options".to_owned(),
-                expected: "values of the documented types",
-                found: e.to_string(),
+            serde_json::from_value(Value::Object(tree)).map_err(|source| ConfigError::Decode {
+                what: "options".to_owned(),
+                source,
             })?;
         options.tools.list_is_explicit = tools.is_explicit();
         Ok(options)

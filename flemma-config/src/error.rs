@@ -1,6 +1,7 @@
 //! The crate's error type.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What can go wrong when options are set, loaded or finalized.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +49,18 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+    /// Values that do not decode into their typed form: the combined options, a preset's
+    /// definition.
+    #[error("invalid {what}")]
+    Decode {
+        /// What was decoded (`options`, `preset "$ci"`).
+        what: String,
+        /// The decoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A configuration file that cannot be read.
-    #[error("{}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -57,23 +68,17 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    /// A configuration file that is not valid TOML.
-    #[error("{}:{line}:{column}: {message}", path.display())]
+    /// A configuration file that is not valid TOML; the source says what is wrong.
+    #[error("{}:{}:{}", path.display(), source.line(), source.column())]
     Toml {
         /// The file.
         path: PathBuf,
-        /// 1-based line of the problem.
-        line: usize,
-        /// 1-based column of the problem.
-        column: usize,
-        /// The parser's message.
-        message: String,
-        /// The parser's error.
+        /// Where and what the parser found.
         #[source]
-        source: Box<toml::de::Error>,
+        source: TomlError,
     },
-    /// An option set in a file, with where it was set.
-    #[error("{}: {source}", path.display())]
+    /// An option set in a file, with where it was set; the source is the problem.
+    #[error("{}", path.display())]
     InFile {
         /// The file.
         path: PathBuf,
@@ -83,15 +88,105 @@ pub enum ConfigError {
     },
 }
 
-/// A problem found in a conversation's frontmatter, with its line in the transcript.
+/// A TOML syntax error: its position and the parser's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {message}")]
+#[error("{}", inner.message())]
+pub struct TomlError {
+    line: usize,
+    column: usize,
+    inner: Box<toml::de::Error>,
+}
+
+impl TomlError {
+    /// The parser's error at 1-based `line` and `column`.
+    pub(crate) fn new(line: usize, column: usize, inner: toml::de::Error) -> Self {
+        Self {
+            line,
+            column,
+            inner: Box::new(inner),
+        }
+    }
+
+    /// 1-based line of the problem.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// 1-based column of the problem, in characters.
+    pub fn column(&self) -> usize {
+        self.column
+    }
+
+    /// The parser's message, without the position.
+    pub fn message(&self) -> &str {
+        self.inner.message()
+    }
+}
+
+/// A problem found in a conversation's frontmatter, with its line in the transcript.
+///
+/// `message` says what went wrong; the cause, when there is one (the JSON parser's error, the
+/// option error of a write), is the [`source`](std::error::Error::source), not repeated in the
+/// message.
+#[derive(Debug, Clone)]
 pub struct FrontmatterError {
     /// 1-based line in the transcript.
     pub line: u32,
-    /// What went wrong.
+    /// What went wrong, without the cause.
     pub message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl std::fmt::Display for FrontmatterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for FrontmatterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The cause itself, not the `Arc` holding it, so that it can be downcast.
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl FrontmatterError {
+    /// An error at `line` saying `message`, without a cause.
+    pub fn new(line: u32, message: impl Into<String>) -> Self {
+        Self {
+            line,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error at `line` saying `message`, caused by `source`.
+    pub fn with_source(
+        line: u32,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            line,
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+/// Errors are equal when their lines, messages and the texts of their causes are.
+impl PartialEq for FrontmatterError {
+    fn eq(&self, other: &Self) -> bool {
+        self.line == other.line
+            && self.message == other.message
+            && self.source.as_ref().map(ToString::to_string)
+                == other.source.as_ref().map(ToString::to_string)
+    }
+}
+
+impl Eq for FrontmatterError {}
 
 /// A warning or error found when the options are finalized against the registered tools.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,7 +35,7 @@ mod sources;
 mod suggest;
 
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
-pub use error::{ConfigError, FinalizeIssue, FrontmatterError};
+pub use error::{ConfigError, FinalizeIssue, FrontmatterError, TomlError};
 pub use glob::glob_match;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{

@@ -291,10 +291,9 @@ pub(crate) fn apply(
     let variables = run().map_err(|e| {
         let message = e.to_string();
         let line = error_line(&message).map_or(first_line, at);
-        FrontmatterError {
-            line,
-            message: message.lines().next().unwrap_or_default().to_owned(),
-        }
+        // Lua's error is the script's own message, not a cause of it: its first line is kept
+        // as the message (a traceback follows); the line is read from it.
+        FrontmatterError::new(line, message.lines().next().unwrap_or_default())
     })?;
     let writes = std::mem::take(&mut *log.borrow_mut());
     for (write, line) in writes {
@@ -304,9 +303,8 @@ pub(crate) fn apply(
             Write::Prepend(path, item) => config.prepend(Layer::Frontmatter, &path, &item),
             Write::Remove(path, item) => config.remove(Layer::Frontmatter, &path, &item),
         };
-        result.map_err(|e| FrontmatterError {
-            line: at(line),
-            message: e.to_string(),
+        result.map_err(|e| {
+            FrontmatterError::with_source(at(line), crate::sources::INVALID_OPTION, e)
         })?;
     }
     Ok(variables)

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::config::{Config, Layer};
-use crate::error::{ConfigError, FrontmatterError};
+use crate::error::{ConfigError, FrontmatterError, TomlError};
 use crate::presets::Preset;
 
 impl Config {
@@ -60,10 +60,7 @@ impl Config {
                 .map_or((1, 1), |span| line_column(text, span.start));
             ConfigError::Toml {
                 path: origin.to_owned(),
-                line,
-                column,
-                message: err.message().to_owned(),
-                source: Box::new(err),
+                source: TomlError::new(line, column, err),
             }
         })?;
         let in_file = |source: ConfigError| ConfigError::InFile {
@@ -71,10 +68,9 @@ impl Config {
             source: Box::new(source),
         };
         let json = serde_json::to_value(&table).map_err(|e| {
-            in_file(ConfigError::Type {
-                path: "(file)".to_owned(),
-                expected: "TOML values JSON can hold",
-                found: e.to_string(),
+            in_file(ConfigError::Decode {
+                what: "TOML values".to_owned(),
+                source: e,
             })
         })?;
         let Value::Object(map) = json else {
@@ -103,9 +99,9 @@ impl Config {
         };
         for (name, value) in presets {
             let preset: Preset =
-                serde_json::from_value(value.clone()).map_err(|e| ConfigError::InvalidPreset {
-                    name: name.clone(),
-                    reason: e.to_string(),
+                serde_json::from_value(value.clone()).map_err(|source| ConfigError::Decode {
+                    what: format!("preset {name:?}"),
+                    source,
                 })?;
             self.presets_mut().insert(name.clone(), preset)?;
         }
@@ -150,14 +146,14 @@ impl Config {
             #[cfg(feature = "lua")]
             "lua" => crate::lua::apply(self, code, first_line),
             #[cfg(not(feature = "lua"))]
-            "lua" => Err(FrontmatterError {
-                line: first_line,
-                message: "Lua frontmatter needs flemma built with the `lua` feature".to_owned(),
-            }),
-            other => Err(FrontmatterError {
-                line: first_line.saturating_sub(1),
-                message: format!("unsupported frontmatter language `{other}` (json and lua are)"),
-            }),
+            "lua" => Err(FrontmatterError::new(
+                first_line,
+                "Lua frontmatter needs flemma built with the `lua` feature",
+            )),
+            other => Err(FrontmatterError::new(
+                first_line.saturating_sub(1),
+                format!("unsupported frontmatter language `{other}` (json and lua are)"),
+            )),
         };
         if result.is_err() {
             self.clear_layer(Layer::Frontmatter);
@@ -170,15 +166,18 @@ impl Config {
         code: &str,
         first_line: u32,
     ) -> Result<Map<String, Value>, FrontmatterError> {
-        let value: Value = serde_json::from_str(code).map_err(|e| FrontmatterError {
-            line: first_line + e.line().saturating_sub(1) as u32,
-            message: format!("invalid JSON frontmatter: {e}"),
+        let value: Value = serde_json::from_str(code).map_err(|e| {
+            FrontmatterError::with_source(
+                first_line + e.line().saturating_sub(1) as u32,
+                "invalid JSON frontmatter",
+                e,
+            )
         })?;
         let Value::Object(mut variables) = value else {
-            return Err(FrontmatterError {
-                line: first_line,
-                message: "JSON frontmatter must be an object".to_owned(),
-            });
+            return Err(FrontmatterError::new(
+                first_line,
+                "JSON frontmatter must be an object",
+            ));
         };
         if let Some(options) = variables.shift_remove("flemma") {
             let line = code
@@ -186,23 +185,25 @@ impl Config {
                 .position(|l| l.contains("\"flemma\""))
                 .map_or(first_line, |i| first_line + i as u32);
             let Value::Object(options) = options else {
-                return Err(FrontmatterError {
+                return Err(FrontmatterError::new(
                     line,
-                    message: "the \"flemma\" key must hold an object of options".to_owned(),
-                });
+                    "the \"flemma\" key must hold an object of options",
+                ));
             };
             for (key, value) in options {
-                self.set(Layer::Frontmatter, &key, value)
-                    .map_err(|e| FrontmatterError {
-                        line: key_line(code, &e, line - first_line)
-                            .map_or(line, |i| first_line + i),
-                        message: e.to_string(),
-                    })?;
+                self.set(Layer::Frontmatter, &key, value).map_err(|e| {
+                    let line =
+                        key_line(code, &e, line - first_line).map_or(line, |i| first_line + i);
+                    FrontmatterError::with_source(line, INVALID_OPTION, e)
+                })?;
             }
         }
         Ok(variables)
     }
 }
+
+/// The message of a frontmatter error whose source is the [`ConfigError`] of a write.
+pub(crate) const INVALID_OPTION: &str = "invalid option";
 
 /// The 0-based code line of the key an option error is about: the first line, from the
 /// `"flemma"` key's line `from` on, that holds the option's last path segment as a JSON key

@@ -561,7 +561,10 @@ fn render_run<'d>(
                 kind: PromptDiagnosticKind::Template,
                 severity: Severity::Error,
                 line: err.line().unwrap_or(line),
-                message: format!("Template error (the text is sent as written): {err}"),
+                message: format!(
+                    "Template error (the text is sent as written): {}",
+                    crate::error::chain(&err)
+                ),
             });
             vec![Part::text(inline_text(segments))]
         }

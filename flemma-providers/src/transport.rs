@@ -429,7 +429,7 @@ pub enum TransportError {
         source: HttpError,
     },
     /// The provider answered with an error status, after retries.
-    #[error("{source} (after {attempts} attempt(s))")]
+    #[error("the provider answered with an error after {attempts} attempt(s)")]
     Provider {
         /// Attempts made.
         attempts: u32,
@@ -641,7 +641,7 @@ pub async fn stream_events_with(
             }
             Err(e) => {
                 on_event(StreamEvent::Error {
-                    message: error_chain(&e),
+                    message: crate::error::chain(&e),
                 });
                 break;
             }
@@ -668,17 +668,6 @@ pub async fn with_cancel<T>(
         Either::Left((result, _)) => result,
         Either::Right(((), _)) => Err(TransportError::Cancelled),
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

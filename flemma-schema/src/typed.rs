@@ -51,9 +51,10 @@ pub fn strict_schema_for<T: JsonSchema>(dialect: Dialect) -> Result<StrictSchema
     compile_strict(schema.as_value(), dialect)
 }
 
-/// Why a tool's input could not be decoded into its type.
+/// Why a tool's input could not be decoded into its type; the deserializer's error is the
+/// [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot decode the tool input: {source}")]
+#[error("cannot decode the tool input")]
 pub struct DecodeError {
     #[source]
     source: serde_json::Error,

@@ -1,4 +1,6 @@
-//! The crate's error type. Messages follow spec §11.
+//! The crate's error type. Messages follow spec §11: a message the spec writes as
+//! `<message>: <err>` is the error's `Display` followed by its [`source`](std::error::Error::source),
+//! which is not repeated in the `Display`.
 
 use std::path::PathBuf;
 
@@ -39,7 +41,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The backup failed; the write was aborted and the old file is intact.
-    #[error("Backup failed for '{}': {source}", path.display())]
+    #[error("Backup failed for '{}'", path.display())]
     Backup {
         /// The file being replaced.
         path: PathBuf,
@@ -57,7 +59,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// Writing, syncing or renaming failed; the previous file is intact.
-    #[error("Failed to write '{}': {source}", path.display())]
+    #[error("Failed to write '{}'", path.display())]
     Write {
         /// The destination.
         path: PathBuf,

@@ -1,11 +1,11 @@
 //! JSON frontmatter (and the language dispatch): options under `"flemma"`, template variables,
 //! the FRONTMATTER layer re-evaluated whole, errors pointing into the transcript.
 
-use flemma_config::{Config, FrontmatterError, Layer, OpKind};
+use flemma_config::{Config, ConfigError, Layer, OpKind};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::strings;
+use crate::{chain, strings};
 
 /// A frontmatter as it sits in a transcript: the fence on line 1, code from line 2.
 const FIRST_LINE: u32 = 2;
@@ -118,7 +118,7 @@ fn an_error_leaves_the_frontmatter_layer_empty() {
             2,
         )
         .unwrap_err();
-    assert!(err.message.contains("tools.max_concurrent"), "{err}");
+    assert!(chain(&err).contains("tools.max_concurrent"), "{err}");
     let options = config.options().unwrap();
     assert_eq!(options.tools.max_concurrent, 2);
     assert_eq!(options.tools.default_timeout, 30);
@@ -141,8 +141,15 @@ fn invalid_json_reports_the_transcript_line() {
         .apply_frontmatter("json", code, FIRST_LINE)
         .unwrap_err();
     assert_eq!(err.line, 4, "{err}");
-    assert!(err.message.starts_with("invalid JSON frontmatter"), "{err}");
-    assert!(err.to_string().starts_with("line 4: "), "{err}");
+    // The parser's error is the cause, typed, and printed once after the message.
+    let cause = std::error::Error::source(&err)
+        .and_then(|e| e.downcast_ref::<serde_json::Error>())
+        .unwrap();
+    assert_eq!(err.to_string(), "line 4: invalid JSON frontmatter");
+    assert_eq!(
+        chain(&err),
+        format!("line 4: invalid JSON frontmatter: {cause}")
+    );
 }
 
 #[test]
@@ -160,19 +167,27 @@ fn option_errors_report_the_line_of_the_offending_key() {
     let err = config
         .apply_frontmatter("json", code, FIRST_LINE)
         .unwrap_err();
+    // The message is the context; the option error, typed, is the cause.
     assert_eq!(
-        err,
-        FrontmatterError {
-            line: 7,
-            message: "unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
-                .to_owned(),
-        }
+        (err.line, chain(&err)),
+        (
+            7,
+            "line 7: invalid option: unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
+                .to_owned()
+        )
+    );
+    assert!(
+        matches!(
+            std::error::Error::source(&err).and_then(|e| e.downcast_ref::<ConfigError>()),
+            Some(ConfigError::UnknownOption { path, .. }) if path == "tools.max_concurent"
+        ),
+        "{err:?}"
     );
 
     let code = "{\n  \"flemma\": {\n    \"tools\": {\n      \"auto_approve\": [\"^$standard\"]\n    }\n  }\n}";
     let err = config.apply_frontmatter("json", code, 10).unwrap_err();
     assert_eq!(err.line, 13, "{err}");
-    assert!(err.message.contains("\"^$standard\""), "{err}");
+    assert!(chain(&err).contains("\"^$standard\""), "{err}");
 }
 
 #[test]
@@ -187,7 +202,7 @@ fn the_shape_of_the_frontmatter_is_checked() {
         .apply_frontmatter("json", "{\n  \"flemma\": [\"bash\"]\n}", FIRST_LINE)
         .unwrap_err();
     assert_eq!(err.line, 3);
-    assert!(err.message.contains("\"flemma\""), "{err}");
+    assert!(chain(&err).contains("\"flemma\""), "{err}");
 }
 
 #[test]
@@ -197,7 +212,7 @@ fn unsupported_languages_point_at_the_fence() {
         .apply_frontmatter("yaml", "tools: [bash]", FIRST_LINE)
         .unwrap_err();
     assert_eq!(err.line, 1);
-    assert!(err.message.contains("yaml"), "{err}");
+    assert!(chain(&err).contains("yaml"), "{err}");
 }
 
 #[cfg(not(feature = "lua"))]
@@ -211,6 +226,6 @@ fn lua_needs_the_feature() {
         .apply_frontmatter("lua", "flemma.opt.tools.max_concurrent = 4", FIRST_LINE)
         .unwrap_err();
     assert_eq!(err.line, FIRST_LINE);
-    assert!(err.message.contains("`lua` feature"), "{err}");
+    assert!(chain(&err).contains("`lua` feature"), "{err}");
     assert_eq!(config.options().unwrap().thinking, None);
 }

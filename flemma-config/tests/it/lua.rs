@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use flemma_config::{Config, FrontmatterError, Layer, OpKind};
+use flemma_config::{Config, ConfigError, FrontmatterError, Layer, OpKind};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::{names, strings};
+use crate::{chain, names, strings};
 
 const FIRST_LINE: u32 = 2;
 
@@ -240,7 +240,7 @@ fn an_infinite_loop_stops_with_an_error() {
         )
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert!(err.message.contains("too long"), "{err}");
+    assert!(chain(&err).contains("too long"), "{err}");
     assert_eq!(err.line, 3, "{err}");
     assert_eq!(config.options().unwrap().tools.max_concurrent, 2);
 }
@@ -249,7 +249,12 @@ fn an_infinite_loop_stops_with_an_error() {
 fn runaway_memory_stops_with_an_error() {
     let err =
         apply("local t = {}\nfor i = 1, 1e9 do t[i] = string.rep(\"x\", 1024) end").unwrap_err();
-    assert!(!err.message.is_empty());
+    // The 16 MiB limit stops the script (an unbounded one would take 1 TB); a memory error
+    // carries no line, so the error points at the frontmatter's first line.
+    assert_eq!(
+        (err.line, err.message.as_str()),
+        (FIRST_LINE, "memory error: not enough memory")
+    );
 }
 
 #[test]
@@ -263,7 +268,7 @@ fn a_runtime_error_reports_the_transcript_line() {
         )
         .unwrap_err();
     assert_eq!(err.line, 12, "{err}");
-    assert!(err.message.contains("boom"), "{err}");
+    assert!(chain(&err).contains("boom"), "{err}");
     // Nothing of the frontmatter was applied.
     assert_eq!(config.options().unwrap().tools.max_concurrent, 2);
 
@@ -284,37 +289,45 @@ fn an_unknown_option_reports_the_line_of_the_statement() {
             FIRST_LINE,
         )
         .unwrap_err();
+    // The message is the context; the option error, typed, is the cause.
     assert_eq!(
-        err,
-        FrontmatterError {
-            line: 5,
-            message: "unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
-                .to_owned(),
-        }
+        (err.line, chain(&err)),
+        (
+            5,
+            "line 5: invalid option: unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
+                .to_owned()
+        )
+    );
+    assert!(
+        matches!(
+            std::error::Error::source(&err).and_then(|e| e.downcast_ref::<ConfigError>()),
+            Some(ConfigError::UnknownOption { path, .. }) if path == "tools.max_concurent"
+        ),
+        "{err:?}"
     );
     assert_eq!(config.options().unwrap().tools.max_concurrent, 2);
 
     let err = apply("flemma.opt.tools.auto_approve:append(\"bash\")\nflemma.opt.tools.auto_aprove:append(\"x\")")
         .unwrap_err();
     assert_eq!(err.line, 3, "{err}");
-    assert!(err.message.contains("tools.auto_aprove"), "{err}");
+    assert!(chain(&err).contains("tools.auto_aprove"), "{err}");
 
     let err =
         apply("flemma.opt.tools.max_concurrent = 4\nflemma.opt.tools.max_concurrent:append(\"x\")")
             .unwrap_err();
     assert_eq!(err.line, 3, "{err}");
-    assert!(err.message.contains("is not a list"), "{err}");
+    assert!(chain(&err).contains("is not a list"), "{err}");
 
     let err = apply("\nflemma.opt.tools.max_concurrent = \"four\"").unwrap_err();
     assert_eq!(err.line, 3, "{err}");
     assert!(
-        err.message.contains("expects a non-negative integer"),
+        chain(&err).contains("expects a non-negative integer"),
         "{err}"
     );
 
     let err = apply("flemma.opt.tools = {\"read\", \"!+bash\"}").unwrap_err();
     assert_eq!(err.line, FIRST_LINE, "{err}");
-    assert!(err.message.contains("\"!+bash\""), "{err}");
+    assert!(chain(&err).contains("\"!+bash\""), "{err}");
 }
 
 #[test]
@@ -322,13 +335,12 @@ fn a_bad_method_argument_reports_the_cause_and_line() {
     let err = apply("\nflemma.opt.tools:append(42)").unwrap_err();
     assert_eq!(err.line, 3, "{err}");
     assert!(
-        err.message
-            .contains("list operations take a string or a list of strings"),
+        chain(&err).contains("list operations take a string or a list of strings"),
         "{err}"
     );
     let err = apply("flemma.opt.thinking = function() end").unwrap_err();
     assert_eq!(err.line, FIRST_LINE, "{err}");
-    assert!(err.message.contains("not a function"), "{err}");
+    assert!(chain(&err).contains("not a function"), "{err}");
 }
 
 #[test]
@@ -375,8 +387,7 @@ fn integral_floats_are_integers() {
     assert_eq!(options.temperature, Some(1.0));
     let err = apply("flemma.opt.tools.max_concurrent = 2.5").unwrap_err();
     assert!(
-        err.message
-            .contains("expects a non-negative integer, got 2.5"),
+        chain(&err).contains("expects a non-negative integer, got 2.5"),
         "{err}"
     );
 }

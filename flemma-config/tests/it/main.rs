@@ -20,6 +20,18 @@ mod toml;
 
 use flemma_config::{Config, Preset};
 
+/// An error and its causes, joined by `: ` (as the `flemma` command prints them).
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
 /// Owned strings from string literals.
 pub(crate) fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()

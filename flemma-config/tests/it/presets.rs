@@ -4,7 +4,7 @@ use flemma_config::{Config, ConfigError, FinalizeIssue, Layer, Preset, Presets};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::{names, strings};
+use crate::{chain, names, strings};
 
 fn preset_issues(issues: &[FinalizeIssue]) -> Vec<String> {
     issues
@@ -295,12 +295,28 @@ fn presets_load_from_flemma_toml() {
             "flemma.toml".as_ref(),
         )
         .unwrap_err();
-    assert!(err.to_string().contains("$Bad"), "{err}");
+    assert_eq!(
+        chain(&err),
+        "flemma.toml: invalid preset \"$Bad\": a preset name is `$` followed by a lowercase letter"
+    );
     let err = Config::new()
         .load_toml_str(
             "[presets.\"$ci\"]\nauto_aprove = [\"bash\"]\n",
             "flemma.toml".as_ref(),
         )
         .unwrap_err();
-    assert!(err.to_string().contains("auto_aprove"), "{err}");
+    // The serde error is kept, typed, as the cause of the preset's error.
+    let ConfigError::InFile { source, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(source.as_ref(), ConfigError::Decode { what, .. } if what == "preset \"$ci\""),
+        "{err:?}"
+    );
+    assert!(
+        chain(&err).starts_with(
+            "flemma.toml: invalid preset \"$ci\": unknown field `auto_aprove`, expected one of "
+        ),
+        "{err}"
+    );
 }

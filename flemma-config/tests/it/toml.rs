@@ -7,7 +7,7 @@ use flemma_config::{Backup, Config, ConfigError, Layer};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::strings;
+use crate::{chain, strings};
 
 const FLEMMA_TOML: &str = r#"# flemma.toml of a Rust project
 provider = "anthropic"
@@ -127,9 +127,14 @@ fn load_toml_file_reads_the_file() {
         matches!(&err, ConfigError::Io { path, .. } if *path == missing),
         "{err:?}"
     );
-    assert!(
-        err.to_string().starts_with(&missing.display().to_string()),
-        "{err}"
+    // The path once, then the I/O error once.
+    assert_eq!(
+        chain(&err),
+        format!(
+            "cannot read {}: {}",
+            missing.display(),
+            std::fs::read(&missing).unwrap_err()
+        )
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -137,18 +142,17 @@ fn load_toml_file_reads_the_file() {
 #[test]
 fn a_syntax_error_reports_file_line_and_column() {
     let err = load("[tools]\nmax_concurrent = 4\nauto_approve = = [\"bash\"]\n").unwrap_err();
-    let ConfigError::Toml {
-        path, line, column, ..
-    } = &err
-    else {
+    let ConfigError::Toml { path, source } = &err else {
         panic!("expected a TOML error, got {err:?}");
     };
     assert_eq!(path, Path::new("/home/ada/project/flemma.toml"));
-    assert_eq!((*line, *column), (3, 16));
-    assert!(
-        err.to_string()
-            .starts_with("/home/ada/project/flemma.toml:3:16: "),
-        "{err}"
+    assert_eq!((source.line(), source.column()), (3, 16));
+    // The position is the context; the parser's message, once, is the cause.
+    assert_eq!(err.to_string(), "/home/ada/project/flemma.toml:3:16");
+    assert!(!source.message().is_empty() && !source.message().contains('\n'));
+    assert_eq!(
+        chain(&err),
+        format!("/home/ada/project/flemma.toml:3:16: {}", source.message())
     );
 }
 
@@ -156,17 +160,17 @@ fn a_syntax_error_reports_file_line_and_column() {
 fn syntax_error_columns_count_characters() {
     // The error is at `x`, after a string of multi-byte characters.
     let err = load("model = \"ééé\" x\n").unwrap_err();
-    let ConfigError::Toml { line, column, .. } = &err else {
+    let ConfigError::Toml { source, .. } = &err else {
         panic!("expected a TOML error, got {err:?}");
     };
-    assert_eq!((*line, *column), (1, 15), "{err}");
+    assert_eq!((source.line(), source.column()), (1, 15), "{err}");
 }
 
 #[test]
 fn an_unknown_key_suggests_the_closest_option() {
     let err = load("[tools]\nmax_concurent = 4\n").unwrap_err();
     assert_eq!(
-        err.to_string(),
+        chain(&err),
         "/home/ada/project/flemma.toml: unknown option `tools.max_concurent` -- did you mean `tools.max_concurrent`?"
     );
     let ConfigError::InFile { source, .. } = &err else {
@@ -179,7 +183,7 @@ fn an_unknown_key_suggests_the_closest_option() {
     ));
     let err = load("[sandbox.policy]\nnetwrk = false\n").unwrap_err();
     assert_eq!(
-        err.to_string(),
+        chain(&err),
         "/home/ada/project/flemma.toml: unknown option `sandbox.policy.netwrk` -- did you mean `sandbox.policy.network`?"
     );
 }
@@ -188,19 +192,17 @@ fn an_unknown_key_suggests_the_closest_option() {
 fn a_wrong_type_names_option_and_value() {
     let err = load("[tools]\nmax_concurrent = \"four\"\n").unwrap_err();
     assert_eq!(
-        err.to_string(),
+        chain(&err),
         "/home/ada/project/flemma.toml: option `tools.max_concurrent` expects a non-negative integer, got \"four\""
     );
     let err = load("[tools.bash]\nenv = { DEPTH = 3 }\n").unwrap_err();
     assert!(
-        err.to_string()
-            .contains("option `tools.bash.env` expects a table of strings"),
+        chain(&err).contains("option `tools.bash.env` expects a table of strings"),
         "{err}"
     );
     let err = load("[tools]\nauto_approve = [\"read\", 3]\n").unwrap_err();
     assert!(
-        err.to_string()
-            .contains("option `tools.auto_approve` expects a list of strings"),
+        chain(&err).contains("option `tools.auto_approve` expects a list of strings"),
         "{err}"
     );
 }
@@ -209,7 +211,7 @@ fn a_wrong_type_names_option_and_value() {
 fn an_invalid_list_item_is_named() {
     let err = load("[tools]\nauto_approve = [\"read\", \"!+bash\"]\n").unwrap_err();
     assert!(
-        err.to_string().starts_with(
+        chain(&err).starts_with(
             "/home/ada/project/flemma.toml: invalid list item \"!+bash\" for `tools.auto_approve`"
         ),
         "{err}"
@@ -229,8 +231,7 @@ fn a_failed_load_leaves_the_config_unchanged() {
         )
         .unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("b.toml: unknown option `tools.bogus`"),
+        chain(&err).starts_with("b.toml: unknown option `tools.bogus`"),
         "{err}"
     );
     let options = config.options().unwrap();
@@ -283,5 +284,5 @@ fn empty_tables_are_accepted() {
     }
     // An empty table under an unknown name is still unknown.
     let err = load("[sandbx]\n").unwrap_err();
-    assert!(err.to_string().contains("unknown option `sandbx`"), "{err}");
+    assert!(chain(&err).contains("unknown option `sandbx`"), "{err}");
 }

@@ -122,10 +122,13 @@ impl TemplateEngine for MiniJinjaEngine {
                     Some(detail) => format!("{}: {detail}", err.kind()),
                     None => err.kind().to_string(),
                 };
+                // The message is minijinja's error, less its name for the generated
+                // template; as the source too it would be printed twice. The errors of our
+                // own functions are kept typed (`raised`).
                 TemplateError::Render {
                     line,
                     message,
-                    source: Some(Box::new(err)),
+                    source: None,
                 }
             })),
         }

@@ -240,7 +240,7 @@ pub enum TemplateError {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A file could not be read.
-    #[error("cannot read '{}': {source}", path.display())]
+    #[error("cannot read '{}'", path.display())]
     Read {
         /// The resolved path.
         path: PathBuf,
@@ -531,7 +531,11 @@ impl Scope {
             Err(err) => {
                 self.state().warnings.push(Warning {
                     line: reference.line,
-                    message: format!("File reference {} not attached: {err}", reference.written),
+                    message: format!(
+                        "File reference {} not attached: {}",
+                        reference.written,
+                        crate::error::chain(&err)
+                    ),
                 });
                 reference.written.to_owned()
             }

@@ -17,6 +17,18 @@ const KEY: &str = "sk-test-SECRET-0123456789";
 const VERTEX_PATH: &str =
     "/v1beta1/projects/proj/locations/loc/publishers/google/models/gemini:streamGenerateContent";
 
+/// An error and its causes, joined by `: `.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
 fn transport(max_retries: u32, base_backoff: Duration) -> HttpTransport {
     HttpTransport::new(TransportConfig {
         connect_timeout: Duration::from_secs(2),
@@ -222,9 +234,10 @@ async fn server_errors_are_retried_until_exhausted() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(
-        err.to_string().contains("HTTP 500: Overloaded right now"),
-        "{err}"
+    // The status and message once, as the cause.
+    assert_eq!(
+        chain(&err),
+        "the provider answered with an error after 3 attempt(s): HTTP 500: Overloaded right now"
     );
 }
 
@@ -244,9 +257,11 @@ async fn a_401_is_not_retried_and_reads_the_body() {
         .await
         .unwrap_err();
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
-    let text = err.to_string();
+    let text = chain(&err);
     assert!(
-        text.starts_with("HTTP 401: You didn't provide an API key."),
+        text.starts_with(
+            "the provider answered with an error after 1 attempt(s): HTTP 401: You didn't provide an API key."
+        ),
         "{text}"
     );
     assert!(

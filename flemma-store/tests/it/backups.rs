@@ -178,9 +178,14 @@ fn failing_backup_aborts_the_write() {
     let path = tmp.join("out.txt");
     write_atomic(&path, b"old", &NoBackup).unwrap();
     let err = write_atomic(&path, b"new", &Failing).unwrap_err();
+    // Spec §11's `Backup failed for '<path>': <err>` is the error followed by its source.
     assert_eq!(
         err.to_string(),
-        format!("Backup failed for '{}': disk full", path.display())
+        format!("Backup failed for '{}'", path.display())
+    );
+    assert_eq!(
+        std::error::Error::source(&err).map(ToString::to_string),
+        Some("disk full".to_owned())
     );
     assert_eq!(read(&path), "old");
     assert!(!entries(tmp.path()).iter().any(|n| has_ext(n, "tmp")));
@@ -193,7 +198,7 @@ fn failing_backup_aborts_the_write() {
     let stored = store.write_result(&tid("i"), None, "first").unwrap();
     let err = store.write_result(&tid("i"), None, "second").unwrap_err();
     assert_eq!(
-        err.to_string(),
+        format!("{err}: {}", std::error::Error::source(&err).unwrap()),
         format!("Backup failed for '{}': disk full", stored.display())
     );
     assert_eq!(read(&stored), "first");

@@ -1,67 +1,78 @@
 //! Spec §11.4: failed writes name the path and leave the old file intact.
 
+use std::error::Error as _;
 use std::fs;
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::PathBuf;
+use std::io::ErrorKind;
 
 use flemma_store::{NoBackup, StoreError, VersionBackup, write_atomic};
 use pretty_assertions::assert_eq;
 
 use crate::{TempDir, entries, read};
 
-/// Restores a directory's mode on drop, so that a failing test still cleans up.
-struct ModeGuard(PathBuf);
-
-impl Drop for ModeGuard {
-    fn drop(&mut self) {
-        let _ = fs::set_permissions(&self.0, fs::Permissions::from_mode(0o755));
-    }
+/// A file name of `len` bytes ending in `.txt`. File names are limited to 255 bytes, for root
+/// too: a failure made this way happens as any user (permission bits stop no one as root, as
+/// in CI containers).
+fn name_of_len(len: usize) -> String {
+    format!("{}.txt", "x".repeat(len - 4))
 }
 
+/// The old file is there, and its lock file (`.NAME.lock`, 255 bytes) can be made, but not the
+/// temporary file (`.NAME.PID.N.tmp`, more than 255 bytes): the write fails, naming the path,
+/// and the old file is intact.
 #[test]
-#[allow(clippy::print_stderr, reason = "explains a skipped assertion")]
-fn read_only_directory() {
-    let tmp = TempDir::new("read_only");
-    let dir = tmp.join("ro");
-    let path = dir.join("out.txt");
-    write_atomic(&path, b"old", &VersionBackup).unwrap();
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o555)).unwrap();
-    let _guard = ModeGuard(dir.clone());
+fn the_temporary_file_cannot_be_created() {
+    let tmp = TempDir::new("no_temp");
+    let name = name_of_len(249);
+    let path = tmp.join(&name);
+    fs::write(&path, "old").unwrap();
+    let lock = format!(".{name}.lock");
+    assert_eq!(lock.len(), 255);
 
-    let probe = dir.join("probe");
-    if fs::write(&probe, "").is_ok() {
-        // Root (as in CI containers) ignores permission bits: there is nothing to observe.
-        let _ = fs::remove_file(&probe);
-        eprintln!("read_only_directory: skipped, permission bits do not stop this user (root?)");
-        return;
-    }
-
-    // Without a backup, the temporary file cannot be created.
     let err = write_atomic(&path, b"new", &NoBackup).unwrap_err();
-    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Open { path: p, source } if *p == path && source.kind() == ErrorKind::InvalidFilename),
+        "{err:?}"
+    );
+    // The message names the path; the cause is the source, not repeated.
     assert_eq!(
         err.to_string(),
         format!("Failed to open '{}' for writing", path.display())
     );
+    assert!(err.source().is_some());
     assert_eq!(read(&path), "old");
+    assert_eq!(entries(tmp.path()), [lock.clone(), name.clone()]);
 
-    // With `version`, the backup fails first and aborts the write.
+    // With `version`, the backup is made, then the write fails the same way.
     let err = write_atomic(&path, b"new", &VersionBackup).unwrap_err();
-    let message = err.to_string();
-    assert!(
-        message.starts_with(&format!("Backup failed for '{}': ", path.display())),
-        "{message}"
-    );
+    assert!(matches!(&err, StoreError::Open { .. }), "{err:?}");
     assert_eq!(read(&path), "old");
+    let version = format!("{}.1.txt", &name[..name.len() - 4]);
+    assert_eq!(read(&tmp.join(&version)), "old");
+    let mut expected = vec![lock, name, version];
+    expected.sort();
+    assert_eq!(entries(tmp.path()), expected);
+}
 
-    // A new file in the directory.
-    let fresh = dir.join("fresh.txt");
-    let err = write_atomic(&fresh, b"new", &VersionBackup).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("Failed to open '{}' for writing", fresh.display())
-    );
-    assert_eq!(entries(&dir), [".out.txt.lock", "out.txt"]);
+/// A new file whose lock file's name is too long: nothing is created.
+#[test]
+fn the_lock_file_cannot_be_created() {
+    let tmp = TempDir::new("no_lock");
+    let path = tmp.join(name_of_len(250));
+    for backup in [
+        &NoBackup as &dyn flemma_store::BackupStrategy,
+        &VersionBackup,
+    ] {
+        let err = write_atomic(&path, b"new", backup).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Open { source, .. } if source.kind() == ErrorKind::InvalidFilename),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("Failed to open '{}' for writing", path.display())
+        );
+    }
+    assert!(entries(tmp.path()).is_empty());
 }
 
 #[test]
@@ -97,17 +108,28 @@ fn destination_is_a_directory() {
     let tmp = TempDir::new("dest_dir");
     let dest = tmp.join("d");
     fs::create_dir_all(dest.join("inner")).unwrap();
-    for backup in [
-        &NoBackup as &dyn flemma_store::BackupStrategy,
-        &VersionBackup,
-    ] {
-        let err = write_atomic(&dest, b"new", backup).unwrap_err();
-        assert!(
-            err.to_string().contains(&format!("'{}'", dest.display())),
-            "{err}"
-        );
-        assert!(dest.join("inner").is_dir());
-    }
+    // Without a backup, the rename over the directory fails.
+    let err = write_atomic(&dest, b"new", &NoBackup).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Write { source, .. } if source.kind() == ErrorKind::IsADirectory),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("Failed to write '{}'", dest.display())
+    );
+    assert!(dest.join("inner").is_dir());
+    // With `version`, the backup fails first (a directory is not copied) and aborts the write.
+    let err = write_atomic(&dest, b"new", &VersionBackup).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Backup { source, .. } if source.kind() == ErrorKind::IsADirectory),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("Backup failed for '{}'", dest.display())
+    );
+    assert!(dest.join("inner").is_dir());
     // Nothing but the lock beside it: no temporary file, no half-made version.
     assert_eq!(
         entries(tmp.path())
