@@ -1,15 +1,45 @@
 //! The tool system of flemma: what runs when a model asks for a tool.
 //!
-//! This crate is being built (issue #11 of the project): so far it holds output truncation
-//! ([`truncate`], spec §10) and call previews ([`preview`], spec §12.10). The registry, the
-//! execution context and the three-phase executor follow.
+//! A [`Tool`] is a [`ToolDefinition`] (name, description, input schema, capabilities) and an
+//! async `execute` that turns a call's input into a [`ToolOutput`]. Simple tools are one
+//! expression with [`tool_fn`], [`async_tool_fn`] or, with the input decoded into a Rust type,
+//! [`typed_tool_fn`]. Every call gets an [`ExecutionContext`]: its working directory, timeout,
+//! the conversation, the [`sandbox`], a cancellation token and [`truncate`]-with-overflow bound
+//! to the result store.
+//!
+//! This crate is being built (issue #11 of the project): the registry and the three-phase
+//! executor come next.
 //!
 //! ```
-//! use flemma_tools::truncate::{Limits, truncate_tail};
+//! use flemma_tools::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};
+//! use flemma_schema::dsl::{object, string};
 //!
-//! let out = truncate_tail("line 1\nline 2\nline 3", Limits { max_lines: 2, max_bytes: 1024 });
-//! assert_eq!(out.content, "line 2\nline 3");
+//! let echo = tool_fn(
+//!     ToolDefinition::builder("echo", "Repeat the text.")?
+//!         .input(object([("text", string())]))
+//!         .build()?,
+//!     |input, _ctx| ToolOutput::text(input["text"].as_str().unwrap_or_default()),
+//! );
+//!
+//! let ctx = ExecutionContext::builder("toolu_01".parse()?, "echo".parse()?).build()?;
+//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! let out = runtime.block_on(echo.execute(serde_json::json!({"text": "hi"}), &ctx));
+//! assert_eq!(out, ToolOutput::text("hi"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod context;
+mod definition;
+mod messages;
+mod output;
 pub mod preview;
+pub mod sandbox;
+mod tool;
 pub mod truncate;
+
+pub use context::{ExecutionContext, ExecutionContextBuilder};
+pub use definition::{Capability, Enabled, ToolDefinition, ToolDefinitionBuilder};
+pub use output::{Output, ToolOutput};
+#[cfg(feature = "typed")]
+pub use tool::typed_tool_fn;
+pub use tool::{FnTool, Tool, async_tool_fn, tool_fn};

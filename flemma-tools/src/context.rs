@@ -1,0 +1,290 @@
+//! [`ExecutionContext`]: what a tool call knows about where it runs (spec §4.7, §7.9).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use flemma_ast::Document;
+use flemma_config::Options;
+use flemma_ids::{ToolName, ToolUseId};
+use flemma_store::{ResultId, Store};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::{Sandbox, expand_tilde, normalize};
+use crate::truncate::{Direction, Limits, Overflow, truncate_with_overflow};
+
+/// The context of one tool call: its id, working directory, timeout, the conversation it
+/// belongs to, the sandbox, a cancellation token and truncation bound to the result store.
+///
+/// A cheap handle (clones share one state), so async tools can move it into their futures.
+#[derive(Debug, Clone)]
+pub struct ExecutionContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    tool_id: ToolUseId,
+    tool_name: ToolName,
+    cwd: PathBuf,
+    timeout: Duration,
+    filename: Option<PathBuf>,
+    options: Arc<Options>,
+    document: Arc<Document>,
+    sandbox: Sandbox,
+    store: Option<Arc<Store>>,
+    cancel: CancellationToken,
+    /// Where a bound truncation wrote the full output, so completion does not store it twice.
+    overflow: Mutex<Option<PathBuf>>,
+}
+
+/// Builds an [`ExecutionContext`]; the executor does this for every call, tests and hosts
+/// that run a tool directly use it too.
+#[derive(Debug)]
+#[must_use]
+pub struct ExecutionContextBuilder {
+    tool_id: ToolUseId,
+    tool_name: ToolName,
+    cwd: Option<PathBuf>,
+    timeout: Option<Duration>,
+    filename: Option<PathBuf>,
+    options: Option<Arc<Options>>,
+    document: Option<Arc<Document>>,
+    sandbox: Sandbox,
+    store: Option<Arc<Store>>,
+    cancel: Option<CancellationToken>,
+}
+
+impl ExecutionContext {
+    /// Starts a context for the call `tool_id` of `tool_name`.
+    pub fn builder(tool_id: ToolUseId, tool_name: ToolName) -> ExecutionContextBuilder {
+        ExecutionContextBuilder {
+            tool_id,
+            tool_name,
+            cwd: None,
+            timeout: None,
+            filename: None,
+            options: None,
+            document: None,
+            sandbox: Sandbox::disabled(),
+            store: None,
+            cancel: None,
+        }
+    }
+
+    /// The call's id.
+    pub fn tool_id(&self) -> &ToolUseId {
+        &self.inner.tool_id
+    }
+
+    /// The tool's name.
+    pub fn tool_name(&self) -> &ToolName {
+        &self.inner.tool_name
+    }
+
+    /// The absolute working directory (spec §7.9).
+    pub fn cwd(&self) -> &Path {
+        &self.inner.cwd
+    }
+
+    /// The call's time budget (`tools.default_timeout`, 30 s by default); tools that take a
+    /// `timeout` input use it instead.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// The conversation file (`__filename`), `None` for a conversation without one.
+    pub fn filename(&self) -> Option<&Path> {
+        self.inner.filename.as_deref()
+    }
+
+    /// The conversation file's directory (`__dirname`).
+    pub fn dirname(&self) -> Option<&Path> {
+        self.inner.filename.as_deref().and_then(Path::parent)
+    }
+
+    /// The conversation's resolved options.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// The tool's own option table (`tools.<name>`), when the conversation has one.
+    pub fn tool_options(&self) -> Option<&Value> {
+        self.inner
+            .options
+            .tools
+            .other
+            .get(self.inner.tool_name.as_str())
+    }
+
+    /// The parsed conversation as it was when the call started.
+    pub fn document(&self) -> &Document {
+        &self.inner.document
+    }
+
+    /// The sandbox (`is_path_writable`, `wrap_command`).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.inner.sandbox
+    }
+
+    /// Whether the sandbox lets this call write `path` (relative to [`cwd`](Self::cwd)).
+    pub fn is_path_writable(&self, path: &Path) -> bool {
+        self.inner.sandbox.is_path_writable(path, &self.inner.cwd)
+    }
+
+    /// Cancelled when the call is cancelled or times out; long-running tools stop on it.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// A path as the tool should use it (spec §4.7 `path.resolve`): `~` expanded, absolute
+    /// paths normalised, relative ones joined to the conversation's directory (the process
+    /// working directory for a conversation without a file) and normalised.
+    pub fn resolve_path(&self, path: &str) -> PathBuf {
+        let env = |name: &str| std::env::var(name).ok();
+        let expanded = expand_tilde(path, &env);
+        if expanded.is_absolute() {
+            return normalize(&expanded);
+        }
+        let base = match self.dirname() {
+            Some(dir) => dir.to_owned(),
+            None => std::env::current_dir().unwrap_or_default(),
+        };
+        normalize(&base.join(expanded))
+    }
+
+    /// Truncates an output, writing the full text to the result store under this call's id
+    /// when something was cut (spec §10.5), and remembers where, so the completion does not
+    /// store the result a second time.
+    pub fn truncate_with_overflow(
+        &self,
+        text: &str,
+        direction: Direction,
+        limits: Limits,
+    ) -> Overflow {
+        let sink = |full: &str| {
+            let store = self.inner.store.as_deref()?;
+            let id = ResultId::Tool(&self.inner.tool_id);
+            match store.write_result(id, Some(&self.inner.tool_name), full) {
+                Ok(path) => Some(path),
+                Err(error) => {
+                    tracing::warn!(tool_id = %self.inner.tool_id, %error, "overflow not written");
+                    None
+                }
+            }
+        };
+        let overflow = truncate_with_overflow(text, direction, limits, &sink);
+        if let Some(path) = &overflow.path {
+            *self
+                .inner
+                .overflow
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(path.clone());
+        }
+        overflow
+    }
+
+    /// Where a bound truncation wrote this call's full output, if it did.
+    pub fn overflow_path(&self) -> Option<PathBuf> {
+        self.inner
+            .overflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl ExecutionContextBuilder {
+    /// The working directory (default: the conversation's directory, else the process's).
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The time budget (default: `tools.default_timeout` of the options).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The conversation file.
+    pub fn filename(mut self, filename: impl Into<PathBuf>) -> Self {
+        self.filename = Some(filename.into());
+        self
+    }
+
+    /// The conversation's options (default: the built-in defaults).
+    pub fn options(mut self, options: Arc<Options>) -> Self {
+        self.options = Some(options);
+        self
+    }
+
+    /// The parsed conversation (default: an empty document).
+    pub fn document(mut self, document: Arc<Document>) -> Self {
+        self.document = Some(document);
+        self
+    }
+
+    /// The sandbox (default: disabled).
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The result store truncation writes overflow to (default: none, so overflow notices
+    /// name no file).
+    pub fn store(mut self, store: Arc<Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The cancellation token (default: a new one).
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Builds the context.
+    ///
+    /// # Errors
+    ///
+    /// [`flemma_config::ConfigError`] when no options were given and the defaults do not
+    /// resolve (they always do for the built-in schema).
+    pub fn build(self) -> Result<ExecutionContext, flemma_config::ConfigError> {
+        let options = match self.options {
+            Some(options) => options,
+            None => Arc::new(flemma_config::Config::new().options()?),
+        };
+        let timeout = self
+            .timeout
+            .unwrap_or_else(|| Duration::from_secs(options.tools.default_timeout));
+        let cwd = self.cwd.unwrap_or_else(|| {
+            self.filename
+                .as_deref()
+                .and_then(Path::parent)
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map_or_else(
+                    || std::env::current_dir().unwrap_or_default(),
+                    Path::to_owned,
+                )
+        });
+        Ok(ExecutionContext {
+            inner: Arc::new(Inner {
+                tool_id: self.tool_id,
+                tool_name: self.tool_name,
+                cwd,
+                timeout,
+                filename: self.filename,
+                options,
+                document: self
+                    .document
+                    .unwrap_or_else(|| Arc::new(flemma_ast::parse(""))),
+                sandbox: self.sandbox,
+                store: self.store,
+                cancel: self.cancel.unwrap_or_default(),
+                overflow: Mutex::new(None),
+            }),
+        })
+    }
+}

@@ -1,0 +1,329 @@
+//! The sandbox seen by tools (spec §14): a backend that wraps command lines, and the resolved
+//! policy that says which paths a sandboxed call may write.
+//!
+//! This module holds the [`SandboxBackend`] trait, the [`PassThrough`] backend (commands run
+//! as given) and the policy resolution of spec §14.2; the bubblewrap backend and backend
+//! selection come with the built-in tools.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use flemma_config::SandboxOptions;
+
+/// Why a command could not be wrapped; tools report it as `Sandbox error: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SandboxError {
+    message: String,
+}
+
+impl SandboxError {
+    /// An error with the text tools show after `Sandbox error: `.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// A way to run commands confined to a [`SandboxPolicy`].
+pub trait SandboxBackend: Send + Sync + fmt::Debug {
+    /// The backend's name (`bwrap`).
+    fn name(&self) -> &str;
+
+    /// Whether the backend can run commands here.
+    ///
+    /// # Errors
+    ///
+    /// Why not (`bubblewrap (bwrap) not found at …`).
+    fn available(&self, options: &SandboxOptions) -> Result<(), SandboxError>;
+
+    /// The command line that runs `argv` inside the sandbox.
+    ///
+    /// # Errors
+    ///
+    /// When the backend cannot build one.
+    fn wrap(
+        &self,
+        policy: &SandboxPolicy,
+        options: &SandboxOptions,
+        argv: Vec<String>,
+    ) -> Result<Vec<String>, SandboxError>;
+}
+
+/// Runs commands as given: the backend of a conversation without a sandbox.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PassThrough;
+
+impl SandboxBackend for PassThrough {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn available(&self, _options: &SandboxOptions) -> Result<(), SandboxError> {
+        Ok(())
+    }
+
+    fn wrap(
+        &self,
+        _policy: &SandboxPolicy,
+        _options: &SandboxOptions,
+        argv: Vec<String>,
+    ) -> Result<Vec<String>, SandboxError> {
+        Ok(argv)
+    }
+}
+
+/// A resolved policy: absolute, symlink-free writable paths, none under another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// The writable paths, sorted, deduplicated under their parents.
+    pub rw_paths: Vec<PathBuf>,
+    /// Whether network access is allowed.
+    pub network: bool,
+    /// Whether the user namespace is kept.
+    pub allow_privileged: bool,
+}
+
+/// What `urn:flemma:…` entries and `$VAR`s resolve to (spec §14.2).
+#[derive(Clone)]
+pub struct PolicyInputs<'a> {
+    /// The process working directory (`urn:flemma:cwd`).
+    pub cwd: &'a Path,
+    /// The conversation file (`urn:flemma:buffer:path` is its directory), if it has one.
+    pub chat: Option<&'a Path>,
+    /// The store directory (`urn:flemma:store`), if known.
+    pub store: Option<&'a Path>,
+    /// Environment lookups.
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl fmt::Debug for PolicyInputs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyInputs")
+            .field("cwd", &self.cwd)
+            .field("chat", &self.chat)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxPolicy {
+    /// Resolves `sandbox.policy` (spec §14.2): each `rw_paths` entry expanded (URNs, `$VAR`,
+    /// `${VAR:-default}`, `~`; unset variables and unknown URNs dropped), made absolute,
+    /// symlinks resolved (also for paths that do not exist yet), sorted, and paths under a
+    /// kept one dropped.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use flemma_tools::sandbox::{PolicyInputs, SandboxPolicy};
+    ///
+    /// let mut options = flemma_config::Config::new().options()?.sandbox;
+    /// options.policy.rw_paths = vec!["urn:flemma:cwd".into(), "urn:flemma:cwd/sub".into(), "$UNSET".into()];
+    /// let env = |_: &str| None;
+    /// let inputs = PolicyInputs { cwd: Path::new("/nonexistent/work"), chat: None, store: None, env: &env };
+    /// let policy = SandboxPolicy::resolve(&options, &inputs);
+    /// assert_eq!(policy.rw_paths, [Path::new("/nonexistent/work")]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolve(options: &SandboxOptions, inputs: &PolicyInputs<'_>) -> Self {
+        let mut paths: Vec<PathBuf> = options
+            .policy
+            .rw_paths
+            .iter()
+            .filter_map(|entry| expand_entry(entry, inputs))
+            .map(|path| {
+                let absolute = if path.is_absolute() {
+                    path
+                } else {
+                    inputs.cwd.join(path)
+                };
+                real_path(&normalize(&absolute))
+            })
+            .collect();
+        paths.sort();
+        let mut kept: Vec<PathBuf> = Vec::with_capacity(paths.len());
+        for path in paths {
+            if !kept.iter().any(|k| path.starts_with(k)) {
+                kept.push(path);
+            }
+        }
+        Self {
+            rw_paths: kept,
+            network: options.policy.network,
+            allow_privileged: options.policy.allow_privileged,
+        }
+    }
+
+    /// Whether `path` (made absolute against `cwd`, symlinks resolved) is one of the writable
+    /// paths or under one.
+    pub fn allows_write(&self, path: &Path, cwd: &Path) -> bool {
+        let absolute = if path.is_absolute() {
+            path.to_owned()
+        } else {
+            cwd.join(path)
+        };
+        let real = real_path(&normalize(&absolute));
+        self.rw_paths.iter().any(|p| real.starts_with(p))
+    }
+}
+
+/// One `rw_paths` entry expanded; `None` drops it.
+fn expand_entry(entry: &str, inputs: &PolicyInputs<'_>) -> Option<PathBuf> {
+    if let Some(rest) = entry.strip_prefix("urn:") {
+        // A URN, optionally followed by a sub-path: `urn:flemma:cwd/sub`.
+        let (urn, sub) = rest.split_once('/').map_or((rest, ""), |(u, s)| (u, s));
+        let base: PathBuf = match urn {
+            "flemma:cwd" => inputs.cwd.to_owned(),
+            "flemma:buffer:path" => real_path(inputs.chat?).parent()?.to_owned(),
+            "flemma:store" => inputs.store?.to_owned(),
+            _ => return None,
+        };
+        return Some(if sub.is_empty() { base } else { base.join(sub) });
+    }
+    let expanded = expand_vars(entry, inputs.env)?;
+    Some(expand_tilde(&expanded, inputs.env))
+}
+
+/// `$VAR` and `${VAR}` (`None` when unset) and `${VAR:-default}` (the default `~`-expanded).
+fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(braced) = after.strip_prefix('{') {
+            let close = braced.find('}')?;
+            let inner = &braced[..close];
+            let value = match inner.split_once(":-") {
+                Some((name, default)) => env(name)
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| expand_tilde(default, env).to_string_lossy().into_owned()),
+                None => env(inner)?,
+            };
+            out.push_str(&value);
+            rest = &braced[close + 1..];
+        } else {
+            let len = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            if len == 0 {
+                out.push('$');
+                rest = after;
+                continue;
+            }
+            out.push_str(&env(&after[..len])?);
+            rest = &after[len..];
+        }
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// A leading `~` or `~/` as the home directory.
+pub(crate) fn expand_tilde(path: &str, env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    match (path.strip_prefix('~'), env("HOME")) {
+        (Some(""), Some(home)) => PathBuf::from(home),
+        (Some(rest), Some(home)) if rest.starts_with('/') => PathBuf::from(format!("{home}{rest}")),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Removes `.` and resolves `..` lexically.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` with its deepest existing ancestor's symlinks resolved and the rest appended.
+pub(crate) fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}
+
+/// The sandbox of one conversation: its backend, options and resolved policy, or none.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    inner: Option<Arc<Enabled>>,
+}
+
+#[derive(Debug)]
+struct Enabled {
+    backend: Arc<dyn SandboxBackend>,
+    options: SandboxOptions,
+    policy: SandboxPolicy,
+}
+
+impl Sandbox {
+    /// No sandbox: every path is writable and commands run as given.
+    pub fn disabled() -> Self {
+        Self { inner: None }
+    }
+
+    /// A sandbox with this backend and resolved policy.
+    pub fn new(
+        backend: Arc<dyn SandboxBackend>,
+        options: SandboxOptions,
+        policy: SandboxPolicy,
+    ) -> Self {
+        Self {
+            inner: Some(Arc::new(Enabled {
+                backend,
+                options,
+                policy,
+            })),
+        }
+    }
+
+    /// Whether commands are confined.
+    pub fn is_enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// The resolved policy, when sandboxed.
+    pub fn policy(&self) -> Option<&SandboxPolicy> {
+        self.inner.as_deref().map(|e| &e.policy)
+    }
+
+    /// Whether a tool may write `path` (relative paths against `cwd`): always when the
+    /// sandbox is disabled (spec §14.2).
+    pub fn is_path_writable(&self, path: &Path, cwd: &Path) -> bool {
+        self.inner
+            .as_deref()
+            .is_none_or(|e| e.policy.allows_write(path, cwd))
+    }
+
+    /// The command line to spawn for `argv`: unchanged without a sandbox.
+    ///
+    /// # Errors
+    ///
+    /// The backend's [`SandboxError`] (tools report `Sandbox error: <err>`).
+    pub fn wrap_command(&self, argv: Vec<String>) -> Result<Vec<String>, SandboxError> {
+        match self.inner.as_deref() {
+            None => Ok(argv),
+            Some(e) => e.backend.wrap(&e.policy, &e.options, argv),
+        }
+    }
+}
