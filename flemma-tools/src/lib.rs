@@ -33,6 +33,7 @@ mod definition;
 mod messages;
 mod output;
 pub mod preview;
+mod registry;
 pub mod sandbox;
 mod tool;
 pub mod truncate;
@@ -40,6 +41,7 @@ pub mod truncate;
 pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use definition::{Capability, Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use output::{Output, ToolOutput};
+pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 #[cfg(feature = "typed")]
 pub use tool::typed_tool_fn;
 pub use tool::{FnTool, Tool, async_tool_fn, tool_fn};

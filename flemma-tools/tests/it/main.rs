@@ -1,4 +1,5 @@
 //! Integration tests of flemma-tools.
 
 mod preview;
+mod registry;
 mod truncate;

@@ -1,0 +1,444 @@
+//! [`ToolRegistry`]: the tools a host offers, registered directly or by asynchronous
+//! [`ToolSource`]s, and the tool set of one conversation (spec §4, §5.1).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use flemma_config::Options;
+use flemma_ids::ToolName;
+use flemma_schema::ToolSpec;
+use tokio::sync::watch;
+
+use crate::definition::Capability;
+use crate::tool::Tool;
+
+/// Something the registry noticed that a host may want to show (the library prints nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistryWarning {
+    /// A tool was registered under a name already in use: `tool '<name>' redefined
+    /// (previously registered, now overwritten)`.
+    Redefined(ToolName),
+    /// An asynchronous source failed (or timed out): `Async tool source failed: <err>`.
+    SourceFailed {
+        /// The source's name.
+        source: String,
+        /// Its error (`Timed out after <n>s` for a timeout).
+        error: String,
+    },
+}
+
+impl fmt::Display for RegistryWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegistryWarning::Redefined(name) => write!(
+                f,
+                "tool '{name}' redefined (previously registered, now overwritten)"
+            ),
+            RegistryWarning::SourceFailed { error, .. } => {
+                write!(f, "Async tool source failed: {error}")
+            }
+        }
+    }
+}
+
+/// Errors of the registry itself.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// [`ToolRegistry::add_source`] needs a tokio runtime to run the source on.
+    #[error("tool source '{source_name}' needs a tokio runtime")]
+    NoRuntime {
+        /// The source's name.
+        source_name: String,
+    },
+}
+
+/// The tools a host offers. Cheap to clone: clones share one registry, so a source started on
+/// one handle registers into all.
+///
+/// ```
+/// use flemma_tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+///
+/// let registry = ToolRegistry::new();
+/// registry.register(tool_fn(ToolDefinition::builder("now", "The time.")?.build()?, |_, _| ToolOutput::text("noon")));
+/// assert!(registry.is_executable("now"));
+/// assert_eq!(registry.names(), ["now"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: RwLock<State>,
+    warnings: Mutex<Vec<RegistryWarning>>,
+}
+
+struct State {
+    tools: BTreeMap<ToolName, Arc<dyn Tool>>,
+    /// Bumped by [`ToolRegistry::clear`]: sources of an older generation can no longer
+    /// register or complete.
+    generation: u64,
+    /// Sources started and not yet done; readiness is `pending == 0`.
+    pending: usize,
+    ready: watch::Sender<bool>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            generation: 0,
+            pending: 0,
+            ready: watch::Sender::new(true),
+        }
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.names())
+            .field("ready", &self.is_ready())
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.shared
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.shared
+            .state
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn warn(&self, warning: RegistryWarning) {
+        tracing::warn!(%warning, "tool registry");
+        self.shared
+            .warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(warning);
+    }
+
+    /// Registers a tool under its definition's name; a tool already registered under that
+    /// name is replaced, with a [`RegistryWarning::Redefined`] (also returned).
+    pub fn register(&self, tool: impl Tool) -> Option<RegistryWarning> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// [`register`](Self::register) for a shared tool.
+    pub fn register_arc(&self, tool: Arc<dyn Tool>) -> Option<RegistryWarning> {
+        let name = tool.definition().name().clone();
+        let replaced = self.write().tools.insert(name.clone(), tool).is_some();
+        replaced.then(|| {
+            let warning = RegistryWarning::Redefined(name);
+            self.warn(warning.clone());
+            warning
+        })
+    }
+
+    /// Removes a tool; returns it when it was registered.
+    pub fn unregister(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.write().tools.remove(name)
+    }
+
+    /// The tool registered under `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.read().tools.get(name).cloned()
+    }
+
+    /// Whether a tool is registered under `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.read().tools.contains_key(name)
+    }
+
+    /// The registered tools, sorted by name.
+    pub fn list(&self) -> Vec<Arc<dyn Tool>> {
+        self.read().tools.values().cloned().collect()
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> Vec<ToolName> {
+        self.read().tools.keys().cloned().collect()
+    }
+
+    /// Whether `name` is registered and executable (spec §4.2 `is_executable`).
+    pub fn is_executable(&self, name: &str) -> bool {
+        self.read()
+            .tools
+            .get(name)
+            .is_some_and(|t| t.definition().is_executable())
+    }
+
+    /// Whether the tool `name` declares `capability` (false for unknown tools).
+    pub fn has_capability(&self, name: &str, capability: Capability) -> bool {
+        self.read()
+            .tools
+            .get(name)
+            .is_some_and(|t| t.definition().has_capability(capability))
+    }
+
+    /// Removes every tool and forgets running sources: their later registrations and
+    /// completions are ignored (spec §4.3 generations).
+    pub fn clear(&self) {
+        let mut state = self.write();
+        state.tools.clear();
+        state.generation += 1;
+        state.pending = 0;
+        state.ready.send_replace(true);
+    }
+
+    /// The warnings noticed since the last call.
+    pub fn take_warnings(&self) -> Vec<RegistryWarning> {
+        std::mem::take(
+            &mut *self
+                .shared
+                .warnings
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// The tools one conversation offers (spec §5.1): those its `tools` list names when a
+    /// layer above the defaults shaped it (disabled ones included), else every enabled tool.
+    /// Sorted by name.
+    pub fn tool_set(&self, options: &Options) -> Vec<Arc<dyn Tool>> {
+        let state = self.read();
+        if options.tools.list_is_explicit {
+            let mut named: Vec<Arc<dyn Tool>> = options
+                .tools
+                .list
+                .iter()
+                .filter_map(|name| state.tools.get(name.as_str()).cloned())
+                .collect();
+            named.sort_by(|a, b| a.definition().name().cmp(b.definition().name()));
+            named.dedup_by(|a, b| a.definition().name() == b.definition().name());
+            named
+        } else {
+            state
+                .tools
+                .values()
+                .filter(|t| t.definition().is_enabled(options))
+                .cloned()
+                .collect()
+        }
+    }
+
+    /// The specs of [`tool_set`](Self::tool_set), sorted by name, harness parameters
+    /// included: what a request offers the model.
+    pub fn specs_for_prompt(&self, options: &Options) -> Vec<ToolSpec> {
+        self.tool_set(options)
+            .iter()
+            .map(|t| t.definition().spec().clone())
+            .collect()
+    }
+
+    /// Whether no source is still loading.
+    pub fn is_ready(&self) -> bool {
+        self.read().pending == 0
+    }
+
+    /// Resolves when every source started so far is done (spec §4.3); building a prompt
+    /// waits on it, because the tool list is part of the prompt-cache prefix.
+    pub async fn ready(&self) {
+        let mut receiver = self.read().ready.subscribe();
+        // The sender lives in the registry, which `self` keeps alive.
+        let _ = receiver.wait_for(|ready| *ready).await;
+    }
+
+    /// Starts an asynchronous source on the current tokio runtime (spec §4.3). Its
+    /// registrations land as they come; it counts as done when `resolve` returns (an error
+    /// or a panic becomes a [`RegistryWarning::SourceFailed`]), when it calls
+    /// [`Registrar::done`], or after its timeout (`default_timeout` when it names none),
+    /// whichever is first.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::NoRuntime`] outside a tokio runtime.
+    pub fn add_source(
+        &self,
+        source: impl ToolSource,
+        default_timeout: Duration,
+    ) -> Result<(), RegistryError> {
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| RegistryError::NoRuntime {
+                source_name: source.name().to_owned(),
+            })?;
+        let generation = {
+            let mut state = self.write();
+            state.pending += 1;
+            state.ready.send_replace(false);
+            state.generation
+        };
+        let registrar = Registrar {
+            registry: self.clone(),
+            generation,
+            source: source.name().to_owned(),
+            done: Arc::new(AtomicBool::new(false)),
+        };
+        let timeout = source.timeout().unwrap_or(default_timeout);
+        let source = Arc::new(source);
+        runtime.spawn(async move {
+            let mut task = {
+                let registrar = registrar.clone();
+                let source = Arc::clone(&source);
+                tokio::spawn(async move { source.resolve(registrar).await })
+            };
+            let result = tokio::time::timeout(timeout, &mut task).await;
+            let error = match result {
+                Ok(Ok(Ok(()))) => None,
+                Ok(Ok(Err(error))) => Some(error.to_string()),
+                Ok(Err(join_error)) => Some(panic_text(join_error)),
+                Err(_) => {
+                    task.abort();
+                    Some(format!("Timed out after {}s", timeout.as_secs()))
+                }
+            };
+            registrar.done(error);
+        });
+        Ok(())
+    }
+
+    fn source_done(&self, generation: u64, source: &str, error: Option<String>) {
+        {
+            let mut state = self.write();
+            if state.generation != generation {
+                return;
+            }
+            state.pending = state.pending.saturating_sub(1);
+            if state.pending == 0 {
+                state.ready.send_replace(true);
+            }
+        }
+        if let Some(error) = error {
+            self.warn(RegistryWarning::SourceFailed {
+                source: source.to_owned(),
+                error,
+            });
+        }
+    }
+}
+
+fn panic_text(error: tokio::task::JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the source panicked".to_owned()),
+        Err(error) => error.to_string(),
+    }
+}
+
+impl flemma_approval::ToolTraits for ToolRegistry {
+    fn auto_approves_if_sandboxed(&self, tool: &ToolName) -> bool {
+        self.has_capability(tool.as_str(), Capability::AutoApprovesIfSandboxed)
+    }
+}
+
+/// What a [`ToolSource`] registers through.
+#[derive(Clone)]
+pub struct Registrar {
+    registry: ToolRegistry,
+    generation: u64,
+    source: String,
+    done: Arc<AtomicBool>,
+}
+
+impl fmt::Debug for Registrar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registrar")
+            .field("source", &self.source)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registrar {
+    /// Registers a tool, unless the registry was [cleared](ToolRegistry::clear) since the
+    /// source started (then it is dropped and `false` returned).
+    pub fn register(&self, tool: impl Tool) -> bool {
+        if self.registry.read().generation != self.generation {
+            return false;
+        }
+        self.registry.register(tool);
+        true
+    }
+
+    /// Marks the source done now, with an error to report or none. Only the first call
+    /// counts; so does returning from [`ToolSource::resolve`].
+    pub fn done(&self, error: Option<String>) {
+        if !self.done.swap(true, Ordering::AcqRel) {
+            self.registry
+                .source_done(self.generation, &self.source, error);
+        }
+    }
+}
+
+/// Tools that arrive later: an MCP server's list, a plugin directory being scanned.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use flemma_tools::{Registrar, ToolDefinition, ToolOutput, ToolSource, tool_fn};
+///
+/// struct Remote;
+///
+/// #[async_trait]
+/// impl ToolSource for Remote {
+///     fn name(&self) -> &str { "remote" }
+///
+///     async fn resolve(&self, registrar: Registrar) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+///         let def = ToolDefinition::builder("remote.ping", "Ping the server.")?.build()?;
+///         registrar.register(tool_fn(def, |_, _| ToolOutput::text("pong")));
+///         Ok(())
+///     }
+/// }
+///
+/// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// # runtime.block_on(async {
+/// let registry = flemma_tools::ToolRegistry::new();
+/// registry.add_source(Remote, std::time::Duration::from_secs(30))?;
+/// registry.ready().await;
+/// assert!(registry.contains("remote.ping"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[async_trait::async_trait]
+pub trait ToolSource: Send + Sync + 'static {
+    /// The source's name, for warnings.
+    fn name(&self) -> &str;
+
+    /// How long the source may take; `None` uses the registry's default
+    /// (`tools.default_timeout`).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Registers the source's tools. Returning ends the source (an error is reported as
+    /// `Async tool source failed: <err>`); a source may also end earlier through
+    /// [`Registrar::done`] and keep registering afterwards.
+    async fn resolve(
+        &self,
+        registrar: Registrar,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}

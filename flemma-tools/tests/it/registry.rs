@@ -1,0 +1,270 @@
+//! Spec §4.2-4.3 and §5.1: registration, asynchronous sources, the conversation's tool set.
+
+use std::time::Duration;
+
+use flemma_config::{Config, Layer};
+use flemma_tools::{
+    Capability, FnTool, Registrar, RegistryWarning, ToolDefinition, ToolOutput, ToolRegistry,
+    ToolSource, tool_fn,
+};
+use serde_json::json;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn tool(name: &str) -> FnTool {
+    named(ToolDefinition::builder(name, "A test tool.").unwrap())
+}
+
+fn named(builder: flemma_tools::ToolDefinitionBuilder) -> FnTool {
+    tool_fn(builder.build().unwrap(), |_, ctx| {
+        ToolOutput::text(ctx.tool_name().to_string())
+    })
+}
+
+fn names(registry: &ToolRegistry, options: &flemma_config::Options) -> Vec<String> {
+    registry
+        .tool_set(options)
+        .iter()
+        .map(|t| t.definition().name().to_string())
+        .collect()
+}
+
+#[test]
+fn registering_again_replaces_with_a_warning() {
+    let registry = ToolRegistry::new();
+    assert_eq!(registry.register(tool("calc")), None);
+    let warning = registry.register(tool("calc")).unwrap();
+    assert_eq!(
+        warning.to_string(),
+        "tool 'calc' redefined (previously registered, now overwritten)"
+    );
+    assert_eq!(registry.take_warnings(), [warning]);
+    assert!(registry.take_warnings().is_empty());
+    assert_eq!(registry.names(), ["calc"]);
+}
+
+#[test]
+fn unregister_get_and_executable() {
+    let registry = ToolRegistry::new();
+    registry.register(tool("b"));
+    registry.register(named(
+        ToolDefinition::builder("a.x", "offered only")
+            .unwrap()
+            .executable(false),
+    ));
+    assert_eq!(registry.names(), ["a.x", "b"]);
+    assert!(registry.is_executable("b"));
+    assert!(!registry.is_executable("a.x"));
+    assert!(!registry.is_executable("missing"));
+    assert!(registry.unregister("b").is_some());
+    assert!(registry.unregister("b").is_none());
+    assert!(registry.get("b").is_none());
+}
+
+#[test]
+fn capabilities_feed_the_approval_traits() {
+    use flemma_approval::ToolTraits as _;
+    let registry = ToolRegistry::new();
+    registry.register(named(
+        ToolDefinition::builder("sh", "shell")
+            .unwrap()
+            .capability(Capability::AutoApprovesIfSandboxed),
+    ));
+    registry.register(tool("calc"));
+    assert!(registry.auto_approves_if_sandboxed(&"sh".parse().unwrap()));
+    assert!(!registry.auto_approves_if_sandboxed(&"calc".parse().unwrap()));
+    assert!(!registry.auto_approves_if_sandboxed(&"nope".parse().unwrap()));
+}
+
+#[test]
+fn the_tool_set_is_every_enabled_tool_unless_the_conversation_names_its_own() {
+    let registry = ToolRegistry::new();
+    for name in ["read", "bash", "write"] {
+        registry.register(tool(name));
+    }
+    registry.register(named(
+        ToolDefinition::builder("secret", "off by default")
+            .unwrap()
+            .enabled(false),
+    ));
+    registry.register(named(
+        ToolDefinition::builder("gated", "on when max_concurrent is 1")
+            .unwrap()
+            .enabled_when(|options| options.tools.max_concurrent == 1),
+    ));
+    let config = Config::new();
+    let options = config.options_with_tools(&registry.names()).unwrap();
+    assert_eq!(names(&registry, &options), ["bash", "read", "write"]);
+
+    let mut config = Config::new();
+    config
+        .set(Layer::Runtime, "tools.max_concurrent", json!(1))
+        .unwrap();
+    let options = config.options_with_tools(&registry.names()).unwrap();
+    assert_eq!(
+        names(&registry, &options),
+        ["bash", "gated", "read", "write"]
+    );
+
+    // A frontmatter list offers exactly what it names, disabled tools included; unknown
+    // names are not offered.
+    let mut config = Config::new();
+    config
+        .set(
+            Layer::Frontmatter,
+            "tools",
+            json!(["write", "secret", "nope"]),
+        )
+        .unwrap();
+    let options = config.options_with_tools(&registry.names()).unwrap();
+    assert_eq!(names(&registry, &options), ["secret", "write"]);
+    let specs = registry.specs_for_prompt(&options);
+    assert_eq!(specs.len(), 2);
+    assert_eq!(specs[0].name, "secret");
+}
+
+struct Source {
+    name: &'static str,
+    delay: Duration,
+    outcome: Outcome,
+    timeout: Option<Duration>,
+}
+
+#[derive(Clone, Copy)]
+enum Outcome {
+    Ok,
+    Fail,
+    Panic,
+    DoneEarly,
+}
+
+#[async_trait::async_trait]
+impl ToolSource for Source {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    async fn resolve(&self, registrar: Registrar) -> Result<(), BoxError> {
+        if let Outcome::DoneEarly = self.outcome {
+            registrar.done(None);
+            registrar.done(Some("ignored: done is idempotent".into()));
+        }
+        tokio::time::sleep(self.delay).await;
+        registrar.register(tool(&format!("{}.tool", self.name)));
+        match self.outcome {
+            Outcome::Ok | Outcome::DoneEarly => Ok(()),
+            Outcome::Fail => Err("server refused".into()),
+            Outcome::Panic => panic!("source bug"),
+        }
+    }
+}
+
+fn source(name: &'static str, delay_ms: u64, outcome: Outcome) -> Source {
+    Source {
+        name,
+        delay: Duration::from_millis(delay_ms),
+        outcome,
+        timeout: None,
+    }
+}
+
+#[tokio::test]
+async fn sources_gate_readiness_and_report_failures() {
+    let registry = ToolRegistry::new();
+    assert!(registry.is_ready());
+    registry
+        .add_source(source("ok", 20, Outcome::Ok), Duration::from_secs(5))
+        .unwrap();
+    registry
+        .add_source(source("bad", 10, Outcome::Fail), Duration::from_secs(5))
+        .unwrap();
+    registry
+        .add_source(source("boom", 10, Outcome::Panic), Duration::from_secs(5))
+        .unwrap();
+    assert!(!registry.is_ready());
+    registry.ready().await;
+    assert!(registry.is_ready());
+    assert_eq!(registry.names(), ["bad.tool", "boom.tool", "ok.tool"]);
+    let mut warnings: Vec<String> = registry
+        .take_warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        [
+            "Async tool source failed: server refused",
+            "Async tool source failed: source bug"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_slow_source_times_out_and_an_early_done_counts_once() {
+    let registry = ToolRegistry::new();
+    let mut slow = source("slow", 5_000, Outcome::Ok);
+    slow.timeout = Some(Duration::from_secs(1));
+    registry.add_source(slow, Duration::from_secs(30)).unwrap();
+    registry
+        .add_source(
+            source("early", 3_000, Outcome::DoneEarly),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    let started = std::time::Instant::now();
+    registry.ready().await;
+    // The early source is done at once, the slow one after its own 1 s timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        registry.take_warnings(),
+        [RegistryWarning::SourceFailed {
+            source: "slow".into(),
+            error: "Timed out after 1s".into()
+        }]
+    );
+    // The timed-out source was stopped: it never registers.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!registry.contains("slow.tool"));
+}
+
+#[tokio::test]
+async fn clear_forgets_running_sources() {
+    let registry = ToolRegistry::new();
+    registry
+        .add_source(source("late", 100, Outcome::Ok), Duration::from_secs(5))
+        .unwrap();
+    registry.register(tool("kept_until_clear"));
+    registry.clear();
+    assert!(registry.is_ready());
+    assert!(registry.names().is_empty());
+    // A new source after the clear counts; the old one's completion does not.
+    registry
+        .add_source(source("fresh", 300, Outcome::Ok), Duration::from_secs(5))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!registry.is_ready(), "the old source's done must not count");
+    assert!(
+        !registry.contains("late.tool"),
+        "old generation registrations are dropped"
+    );
+    registry.ready().await;
+    assert_eq!(registry.names(), ["fresh.tool"]);
+}
+
+#[test]
+fn a_source_needs_a_runtime() {
+    let registry = ToolRegistry::new();
+    let err = registry
+        .add_source(source("x", 0, Outcome::Ok), Duration::from_secs(1))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "tool source 'x' needs a tokio runtime");
+}
