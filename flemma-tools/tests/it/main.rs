@@ -1,4 +1,10 @@
-//! Integration tests of flemma-tools.
+//! Integration tests of flemma-tools: truncation, previews, the registry and its sources.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
 
 mod preview;
 mod registry;
