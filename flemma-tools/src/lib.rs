@@ -29,6 +29,7 @@
 //! ```
 
 mod context;
+mod conversation;
 mod definition;
 mod messages;
 mod output;
@@ -39,6 +40,9 @@ mod tool;
 pub mod truncate;
 
 pub use context::{ExecutionContext, ExecutionContextBuilder};
+pub use conversation::{
+    Conversation, ConversationError, FileConversation, MemoryConversation, Revision, Snapshot,
+};
 pub use definition::{Capability, Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use output::{Output, ToolOutput};
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};

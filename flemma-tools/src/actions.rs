@@ -1,0 +1,107 @@
+//! What a user does to a pending call (spec §7.1): approve it, reject it, approve them all.
+//! Each is a set of [`TextEdit`]s computed from the document, so a host with its own buffer can
+//! apply them as one undo step.
+
+use flemma_ast::writer::{self, WriterOptions};
+use flemma_ast::{Document, TextEdit, ToolStatus};
+
+use crate::messages as msg;
+
+/// Why a user action cannot apply (spec §7.1; these are the spec's texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ActionError {
+    /// No tool use has this id: `Tool not found: <id>`.
+    #[error("Tool not found: {0}")]
+    ToolNotFound(String),
+    /// The tool use has no result block: `No tool result placeholder for <id>`.
+    #[error("No tool result placeholder for {0}")]
+    NoPlaceholder(String),
+    /// The result is final: `Tool <id> has already completed`.
+    #[error("Tool {0} has already completed")]
+    AlreadyCompleted(String),
+    /// `approve_all_pending` found nothing: `No pending tools to approve`.
+    #[error("No pending tools to approve")]
+    NothingPending,
+}
+
+/// The result block of `id`, checked to still carry a lifecycle status.
+fn placeholder<'d>(doc: &'d Document, id: &str) -> Result<&'d flemma_ast::ToolResult, ActionError> {
+    let table = flemma_ast::build_tool_sibling_table(doc);
+    let pair = table.get(id).filter(|p| p.tool_use.is_some());
+    let pair = pair.ok_or_else(|| ActionError::ToolNotFound(id.to_owned()))?;
+    let result = pair
+        .tool_result
+        .ok_or_else(|| ActionError::NoPlaceholder(id.to_owned()))?;
+    match result.status {
+        Some(status) if status.is_lifecycle() => Ok(result),
+        _ => Err(ActionError::AlreadyCompleted(id.to_owned())),
+    }
+}
+
+fn edit_error(id: &str) -> impl Fn(flemma_ast::AstError) -> ActionError + '_ {
+    move |_| ActionError::NoPlaceholder(id.to_owned())
+}
+
+/// Marks the call `id` approved (its header suffix becomes `(approved)`).
+///
+/// # Errors
+///
+/// [`ActionError`] when there is no such call, no placeholder, or it already completed.
+pub fn approve(doc: &Document, id: &str) -> Result<Vec<TextEdit>, ActionError> {
+    placeholder(doc, id)?;
+    let edit = writer::set_status(doc, id, Some(ToolStatus::Approved)).map_err(edit_error(id))?;
+    Ok(vec![edit])
+}
+
+/// Marks the call `id` rejected; `message` (the user's reason) goes into the block, and
+/// becomes the error the model sees.
+///
+/// # Errors
+///
+/// As [`approve`].
+pub fn reject(
+    doc: &Document,
+    id: &str,
+    message: Option<&str>,
+    opts: WriterOptions,
+) -> Result<Vec<TextEdit>, ActionError> {
+    placeholder(doc, id)?;
+    let status = writer::set_status(doc, id, Some(ToolStatus::Rejected)).map_err(edit_error(id))?;
+    let mut edits = vec![status];
+    if let Some(message) = message.filter(|m| !m.trim().is_empty()) {
+        let body = writer::rewrite_fence_body(doc, id, message, opts).map_err(edit_error(id))?;
+        // The status rewrite covers the header line, the body rewrite what follows it.
+        edits.push(body);
+    }
+    Ok(edits)
+}
+
+/// Approves every `pending` call.
+///
+/// # Errors
+///
+/// [`ActionError::NothingPending`] when no call is pending.
+pub fn approve_all_pending(doc: &Document) -> Result<Vec<TextEdit>, ActionError> {
+    let mut edits = Vec::new();
+    for message in &doc.messages {
+        for result in message.tool_results() {
+            if result.status == Some(ToolStatus::Pending) {
+                let id = result.tool_use_id.as_str();
+                edits.push(
+                    writer::set_status(doc, id, Some(ToolStatus::Approved))
+                        .map_err(edit_error(id))?,
+                );
+            }
+        }
+    }
+    if edits.is_empty() {
+        return Err(ActionError::NothingPending);
+    }
+    Ok(edits)
+}
+
+/// The prefill of a rejection reason (`tool.rejected.feedback`).
+pub fn rejection_feedback(reason: &str) -> String {
+    format!("{}{reason}", msg::REJECTED_FEEDBACK_PREFIX)
+}

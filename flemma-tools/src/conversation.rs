@@ -1,0 +1,308 @@
+//! [`Conversation`]: the transcript the executor reads and edits, wherever it lives.
+//!
+//! The executor never holds the text between steps: it takes a [`Snapshot`], computes
+//! [`TextEdit`]s against it, and applies them with the snapshot's [`Revision`]. When the text
+//! changed in between (a user typing, another process writing the file), `apply` refuses with
+//! [`ConversationError::Stale`] and the executor recomputes its edits on the new text, so an
+//! edit made by someone else is never overwritten.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use flemma_ast::TextEdit;
+
+/// A counter that changes whenever the text does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Revision(pub u64);
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
+
+/// The text of a conversation at one revision.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The text.
+    pub text: Arc<String>,
+    /// Its revision.
+    pub revision: Revision,
+}
+
+/// Why a conversation could not be read or edited.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConversationError {
+    /// The text changed since the revision the edits were computed against.
+    #[error("the conversation changed (expected {expected}, now {actual})")]
+    Stale {
+        /// The revision the edits were computed against.
+        expected: Revision,
+        /// The current revision.
+        actual: Revision,
+    },
+    /// The edits do not fit the text.
+    #[error("the edits do not apply")]
+    Edit(#[source] flemma_ast::AstError),
+    /// The conversation file could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The conversation file is not UTF-8.
+    #[error("{} is not UTF-8", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+    /// The conversation file could not be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: flemma_store::StoreError,
+    },
+    /// Blocking file work could not run.
+    #[error("a file task failed")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+/// A transcript the executor reads and edits: a file, an editor buffer, a row in a database.
+///
+/// Implementations make `apply` atomic with respect to their own writers: it applies every
+/// edit of the batch or none, and only when the text is still at `revision`.
+#[async_trait::async_trait]
+pub trait Conversation: Send + Sync {
+    /// The current text.
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError>;
+
+    /// Applies `edits` (computed against `revision`) as one change.
+    ///
+    /// # Errors
+    ///
+    /// [`ConversationError::Stale`] when the text is no longer at `revision`; the others
+    /// when the edits do not fit or the text cannot be stored.
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+    ) -> Result<Snapshot, ConversationError>;
+
+    /// The conversation's file (`__filename`, the store's location), if it has one.
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Called before tools start running on the conversation and after the last one ends, so
+    /// an editor can keep the user from typing into blocks being rewritten. No-op by default.
+    async fn set_locked(&self, locked: bool) {
+        let _ = locked;
+    }
+}
+
+/// A conversation held in memory.
+///
+/// ```
+/// use flemma_tools::{Conversation, MemoryConversation};
+/// use flemma_ast::TextEdit;
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let chat = MemoryConversation::new("@You:\nhello\n");
+/// let snap = chat.snapshot().await?;
+/// chat.apply(snap.revision, &[TextEdit::insert(3, vec!["world".into()])]).await?;
+/// assert_eq!(chat.text(), "@You:\nhello\nworld\n");
+/// // Edits against an old revision are refused.
+/// assert!(chat.apply(snap.revision, &[]).await.is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct MemoryConversation {
+    state: Mutex<Snapshot>,
+    path: Option<PathBuf>,
+}
+
+impl MemoryConversation {
+    /// A conversation holding `text` at revision 0.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            state: Mutex::new(Snapshot {
+                text: Arc::new(text.into()),
+                revision: Revision(0),
+            }),
+            path: None,
+        }
+    }
+
+    /// Gives the conversation a file name (for `__filename` and the store) without reading
+    /// or writing it.
+    #[must_use]
+    pub fn with_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// The current text.
+    pub fn text(&self) -> String {
+        self.lock().text.as_str().to_owned()
+    }
+
+    /// Replaces the text (a user's edit); the revision moves on.
+    pub fn set_text(&self, text: impl Into<String>) {
+        let mut state = self.lock();
+        state.text = Arc::new(text.into());
+        state.revision = Revision(state.revision.0 + 1);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Snapshot> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl Conversation for MemoryConversation {
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
+        Ok(self.lock().clone())
+    }
+
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+    ) -> Result<Snapshot, ConversationError> {
+        let mut state = self.lock();
+        if state.revision != revision {
+            return Err(ConversationError::Stale {
+                expected: revision,
+                actual: state.revision,
+            });
+        }
+        if !edits.is_empty() {
+            let text =
+                flemma_ast::apply_edits(&state.text, edits).map_err(ConversationError::Edit)?;
+            state.text = Arc::new(text);
+            state.revision = Revision(state.revision.0 + 1);
+        }
+        Ok(state.clone())
+    }
+
+    fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
+
+/// A conversation in a `.chat` file, written back atomically (temporary file, fsync, rename).
+///
+/// The file is read again before every change: when it no longer holds the text the edits
+/// were computed against (someone else wrote it), the change is refused as
+/// [`ConversationError::Stale`] and the executor recomputes it on the new text. The window
+/// between that read and the rename is not locked against other writers (editors do not
+/// honour advisory locks); it is the length of one local write.
+#[derive(Debug)]
+pub struct FileConversation {
+    path: PathBuf,
+    state: tokio::sync::Mutex<Option<Snapshot>>,
+}
+
+impl FileConversation {
+    /// A conversation in `path` (read on first use).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            state: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    async fn read(&self) -> Result<String, ConversationError> {
+        let path = self.path.clone();
+        let bytes = tokio::task::spawn_blocking(move || std::fs::read(&path))
+            .await
+            .map_err(ConversationError::Task)?
+            .map_err(|source| ConversationError::Read {
+                path: self.path.clone(),
+                source,
+            })?;
+        String::from_utf8(bytes).map_err(|source| ConversationError::NotUtf8 {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// The cached snapshot, moved to a new revision when the file changed.
+    async fn current(&self, cached: &mut Option<Snapshot>) -> Result<Snapshot, ConversationError> {
+        let text = self.read().await?;
+        let snapshot = match cached.take() {
+            Some(old) if old.text.as_str() == text => old,
+            Some(old) => Snapshot {
+                text: Arc::new(text),
+                revision: Revision(old.revision.0 + 1),
+            },
+            None => Snapshot {
+                text: Arc::new(text),
+                revision: Revision(0),
+            },
+        };
+        *cached = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+}
+
+#[async_trait::async_trait]
+impl Conversation for FileConversation {
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
+        let mut cached = self.state.lock().await;
+        self.current(&mut cached).await
+    }
+
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+    ) -> Result<Snapshot, ConversationError> {
+        let mut cached = self.state.lock().await;
+        let current = self.current(&mut cached).await?;
+        if current.revision != revision {
+            return Err(ConversationError::Stale {
+                expected: revision,
+                actual: current.revision,
+            });
+        }
+        if edits.is_empty() {
+            return Ok(current);
+        }
+        let text = flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
+        let path = self.path.clone();
+        let bytes = text.clone().into_bytes();
+        tokio::task::spawn_blocking(move || {
+            flemma_store::write_atomic(&path, &bytes, &flemma_store::NoBackup)
+        })
+        .await
+        .map_err(ConversationError::Task)?
+        .map_err(|source| ConversationError::Write {
+            path: self.path.clone(),
+            source,
+        })?;
+        let snapshot = Snapshot {
+            text: Arc::new(text),
+            revision: Revision(revision.0 + 1),
+        };
+        *cached = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}

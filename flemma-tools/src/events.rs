@@ -1,0 +1,58 @@
+//! The typed events a UI follows (spec §7.11): the library prints nothing, a host subscribes
+//! with [`Executor::subscribe`](crate::Executor::subscribe).
+
+use flemma_ast::ToolStatus;
+use flemma_ids::{ToolName, ToolUseId};
+
+/// Something the executor did or noticed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// Phase 1 wrote placeholders (one batch, one undo step).
+    PlaceholdersPlaced(Vec<Placed>),
+    /// Tool names with the legacy `:` separator were rewritten to `.` (one batch).
+    NamesMigrated(Vec<(ToolName, ToolName)>),
+    /// A pending call was put to the host's [`Approver`](crate::Approver).
+    ApprovalAsked {
+        /// The call.
+        id: ToolUseId,
+        /// The tool.
+        tool: ToolName,
+        /// The rendered preview (`bash: $ make — building`).
+        preview: String,
+    },
+    /// A call started (`tool:executing`).
+    ToolExecuting {
+        /// The call.
+        id: ToolUseId,
+        /// The tool.
+        tool: ToolName,
+        /// The rendered preview.
+        preview: String,
+    },
+    /// A call's result was written (`tool:completed`).
+    ToolCompleted {
+        /// The call.
+        id: ToolUseId,
+        /// The tool.
+        tool: ToolName,
+        /// Whether it succeeded.
+        success: bool,
+    },
+    /// Something the user should know: the content-overwrite protection (spec §7.3), a
+    /// result that could not be stored, a registry warning.
+    Warning(String),
+    /// Nothing left to run or send until the user acts (`conversation:idle`).
+    ConversationIdle,
+}
+
+/// One placeholder of Phase 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// The call.
+    pub id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// `approved`, `pending`, `denied` or `aborted`.
+    pub status: ToolStatus,
+}
