@@ -675,19 +675,9 @@ fn tool_result(
             body.end
         }
         BlockRead::Block(block) => {
+            // The fence language (`json`, `yaml`, ...) is not interpreted (spec §1.7): the
+            // content is kept verbatim and never decoded, so it cannot be malformed.
             let (status, meta) = status_and_meta(header.modeline);
-            let is_final = status.is_none_or(|s| !s.is_lifecycle());
-            if is_final
-                && block.layout.language.as_deref() == Some("json")
-                && !block.content.trim().is_empty()
-                && let Err(err) = serde_json::from_str::<serde::de::IgnoredAny>(&block.content)
-            {
-                diagnostics.push(warning(
-                    kind,
-                    format!("{}{err}", msg::TOOL_RESULT_JSON_PREFIX),
-                    body.src.number(header_line),
-                ));
-            }
             segments.push(Segment::ToolResult(Box::new(ToolResult {
                 tool_use_id: ToolUseId::from_grammar(header.id),
                 status,
