@@ -22,102 +22,11 @@
 //! ```
 
 use crate::ast::{Document, Message, Role, Segment, ToolStatus};
+pub use crate::edit::{TextEdit, apply_edits};
 use crate::error::AstError;
 use crate::ids::{JobId, ToolName, ToolUseId};
 use crate::messages as msg;
 use crate::query::{build_tool_sibling_table, find_job_result};
-use crate::source::Source;
-
-/// Replaces lines `start..end` (1-based, `end` exclusive) with `lines`.
-///
-/// `start == end` inserts before line `start`; `start == line_count + 1` appends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextEdit {
-    /// First line replaced (1-based).
-    pub start: u32,
-    /// Line after the last one replaced (1-based, exclusive).
-    pub end: u32,
-    /// The new lines, without terminators.
-    pub lines: Vec<String>,
-}
-
-impl TextEdit {
-    /// Inserts `lines` before line `at`.
-    pub fn insert(at: u32, lines: Vec<String>) -> Self {
-        Self {
-            start: at,
-            end: at,
-            lines,
-        }
-    }
-
-    /// Replaces lines `start..=end_inclusive`.
-    pub fn replace(start: u32, end_inclusive: u32, lines: Vec<String>) -> Self {
-        Self {
-            start,
-            end: end_inclusive + 1,
-            lines,
-        }
-    }
-}
-
-/// Applies non-overlapping edits, all expressed against the original text.
-///
-/// The text's own line ending (CRLF when its first line ends in CRLF) is used for every line,
-/// and a final newline is kept when the text had one (or was empty).
-///
-/// # Errors
-///
-/// [`AstError::EditOutOfRange`] when an edit names lines the text does not have, and
-/// [`AstError::OverlappingEdits`] when two edits replace the same line.
-///
-/// ```
-/// use flemma_ast::{TextEdit, apply_edits};
-/// let text = apply_edits("a\nb\n", &[TextEdit::insert(2, vec!["x".into()])])?;
-/// assert_eq!(text, "a\nx\nb\n");
-/// # Ok::<(), flemma_ast::AstError>(())
-/// ```
-pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, AstError> {
-    let src = Source::new(text);
-    let line_count = src.len() as u32;
-    let mut sorted: Vec<&TextEdit> = edits.iter().collect();
-    sorted.sort_by_key(|e| (e.start, e.end));
-    let mut previous_end = 1;
-    for edit in &sorted {
-        if edit.start < 1 || edit.end < edit.start || edit.end > line_count + 1 {
-            return Err(AstError::EditOutOfRange {
-                start: edit.start,
-                end: edit.end,
-                line_count,
-            });
-        }
-        if edit.start < previous_end {
-            return Err(AstError::OverlappingEdits { line: edit.start });
-        }
-        previous_end = edit.end.max(previous_end);
-    }
-    let eol = if text
-        .find('\n')
-        .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r')
-    {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let mut lines: Vec<&str> = Vec::with_capacity(src.len() + 8);
-    let mut next = 1u32;
-    for edit in sorted {
-        lines.extend((next..edit.start).map(|i| src.line(i as usize - 1)));
-        lines.extend(edit.lines.iter().map(String::as_str));
-        next = edit.end;
-    }
-    lines.extend((next..=line_count).map(|i| src.line(i as usize - 1)));
-    let mut out = lines.join(eol);
-    if (text.is_empty() || text.ends_with('\n')) && !lines.is_empty() {
-        out.push_str(eol);
-    }
-    Ok(out)
-}
 
 /// Options that change what the writer produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
