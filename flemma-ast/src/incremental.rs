@@ -33,8 +33,8 @@ use crate::parser::{LineIter, Output, parse_body_until, parse_frontmatter};
 ///
 /// parser.append("**Tool Use:** `bash` (`t1`)\n```json\n{}\n```\n");
 /// let opts = writer::WriterOptions::default();
-/// let placed = writer::insert_placeholder(parser.document(), "t1", ToolStatus::Approved, opts)?;
-/// parser.apply_edits(placed.edit.as_slice())?;
+/// let placed = writer::insert_placeholders(parser.document(), &[("t1", ToolStatus::Approved)], opts)?;
+/// parser.apply_edits(&placed)?;
 /// let status = writer::set_status(parser.document(), "t1", Some(ToolStatus::Rejected))?;
 /// parser.apply_edits(&[status])?;
 /// assert_eq!(parser.document(), &parse(parser.text()));
