@@ -5,7 +5,12 @@
 //!
 //! - `parse/full`: a full parse (dropping the document is not timed).
 //! - `parse/full_and_drop`: a full parse and dropping the document.
-//! - `parse/append_2kb`: `IncrementalParser::update` after one 2 KB message was appended.
+//! - `parse/append_2kb`: `IncrementalParser::append` of one 2 KB message.
+//! - `parse/status_edit_middle`: `IncrementalParser::apply_edits` of one status edit (the
+//!   `writer::set_status` edit of the tool result nearest the middle line, alternating
+//!   `pending` and `approved`: one byte longer or shorter, same line count).
+//! - `parse/status_edit_middle_update`: the same change given to `IncrementalParser::update`
+//!   as a whole text, which compares it with the previous text to find the change.
 //! - Before the timings, the peak resident memory added by one parse is measured from
 //!   `/proc/self/status` (Linux) and printed.
 #![allow(
@@ -22,7 +27,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use flemma::ast::{IncrementalParser, Reparse, parse};
+use flemma::ast::{IncrementalParser, Message, Reparse, TextEdit, ToolStatus, parse, writer};
 
 fn transcript() -> String {
     if let Ok(path) = std::env::var("FLEMMA_BENCH_CHAT") {
@@ -105,16 +110,71 @@ fn benches(c: &mut Criterion, text: &str) {
             }
             let mut parser = base.clone();
             let mut total = Duration::ZERO;
+            let mut previous = text.len();
             for end in ends {
                 let start = Instant::now();
-                let how = parser.update(black_box(&grown[..end]));
+                let how = parser.append(black_box(&grown[previous..end]));
                 total += start.elapsed();
+                previous = end;
                 assert_eq!(how, Reparse::Incremental);
             }
             total
         });
     });
+
+    let [pending, approved] = status_edits(&base);
+    let mut edited = base.clone();
+    edited
+        .apply_edits(std::slice::from_ref(&pending))
+        .expect("the edit fits");
+    let pending_text = edited.text().to_owned();
+    let mut check = edited.clone();
+    let how = check.apply_edits(std::slice::from_ref(&approved));
+    assert_eq!(how.expect("the edit fits"), Reparse::Incremental);
+    assert_eq!(
+        check.document(),
+        &parse(check.text()),
+        "incremental == full"
+    );
+    let approved_text = check.text().to_owned();
+    drop(check);
+    group.throughput(Throughput::Elements(1));
+    group.sample_size(100);
+    group.bench_function("status_edit_middle", |b| {
+        let mut parser = edited.clone();
+        let mut flip = false;
+        b.iter(|| {
+            flip = !flip;
+            let edit = if flip { &approved } else { &pending };
+            parser.apply_edits(std::slice::from_ref(black_box(edit)))
+        });
+    });
+    group.sample_size(20);
+    group.bench_function("status_edit_middle_update", |b| {
+        let mut parser = edited.clone();
+        let mut flip = false;
+        b.iter(|| {
+            flip = !flip;
+            let next = if flip { &approved_text } else { &pending_text };
+            parser.update(black_box(next))
+        });
+    });
     group.finish();
+}
+
+/// `set_status` edits to `pending` and to `approved` of the tool result nearest the middle.
+fn status_edits(parser: &IncrementalParser) -> [TextEdit; 2] {
+    let doc = parser.document();
+    let middle = doc.line_count / 2;
+    let id = doc
+        .messages
+        .iter()
+        .flat_map(Message::tool_results)
+        .min_by_key(|r| r.span.start_line.abs_diff(middle))
+        .map(|r| r.tool_use_id.to_string())
+        .expect("the transcript has tool results");
+    [ToolStatus::Pending, ToolStatus::Approved]
+        .map(|s| writer::set_status(doc, &id, Some(s)).expect("the result exists"))
 }
 
 fn main() {

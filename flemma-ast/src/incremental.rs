@@ -1,78 +1,84 @@
-//! Incremental parsing while a response streams in (spec §1.15).
+//! Incremental parsing: a document kept equal to a full parse of a changing text (spec §1.15).
 
-use crate::ast::Document;
-use crate::parser::{LineIter, Output, parse_body, parse_frontmatter};
+use crate::ast::{Document, Message, Segment};
+use crate::edit::{self, TextEdit};
+use crate::error::AstError;
+use crate::parser::{LineIter, Output, parse_body_until, parse_frontmatter};
 
-/// How many bytes before the resume point are compared to detect a changed prefix.
-const FINGERPRINT_LEN: usize = 256;
-
-/// Keeps a parsed document current while text is appended to it.
+/// Keeps a text and its parsed document current while the text changes.
 ///
-/// Every message but the last is frozen; on [`update`](Self::update) only the last message and
-/// what was appended after it are parsed again, so a streamed turn costs the size of the
-/// response, not of the transcript. The result is always equal to [`parse`](crate::parse) of
-/// the same text as long as the text only grew at its end since the previous call. When the
-/// text shrank, or the bytes just before the last message changed, a full parse runs instead;
-/// changes deep inside the frozen part are not detected, so after an arbitrary edit call
-/// [`reset`](Self::reset).
+/// The parser owns a copy of the text. A change re-parses from the last message that starts
+/// before the first changed line, and stops at the first message after the change that starts
+/// where a message of the previous parse started (same bytes from there to the end): those
+/// messages are reused with their lines shifted. So the cost of a change is the size of the
+/// messages it touches, not of the transcript, and the document always equals
+/// [`parse`](crate::parse) of [`text`](Self::text): nothing is assumed unchanged that is not
+/// byte for byte the same.
+///
+/// - [`apply_edits`](Self::apply_edits) takes the [`TextEdit`]s the [`writer`](crate::writer)
+///   produces (or any others), applies them to the text as [`apply_edits`](crate::apply_edits)
+///   does and re-parses what they touch.
+/// - [`append`](Self::append) adds text at the end (a streamed response).
+/// - [`update`](Self::update) takes the whole new text when the change is not known: it compares
+///   it with the previous text to find the changed bytes (a memory-speed scan of both texts,
+///   about a millisecond per 10 MB), then re-parses as above.
 ///
 /// ```
-/// use flemma_ast::{IncrementalParser, Reparse, parse};
+/// use flemma_ast::{IncrementalParser, Reparse, ToolStatus, parse, writer};
 ///
-/// let mut text = String::from("@You:\nList the files.\n");
-/// let mut parser = IncrementalParser::new(&text);
-/// text.push_str("\n@Assistant:\nHere they are");
-/// assert_eq!(parser.update(&text), Reparse::Incremental);
-/// text.push_str(": a.rs, b.rs.\n");
-/// parser.update(&text);
-/// assert_eq!(parser.document(), &parse(&text));
+/// let mut parser = IncrementalParser::new("@You:\nList the files.\n");
+/// assert_eq!(parser.append("\n@Assistant:\nHere they are"), Reparse::Incremental);
+/// parser.append(": a.rs, b.rs.\n");
+/// assert_eq!(parser.document(), &parse(parser.text()));
+///
+/// parser.append("**Tool Use:** `bash` (`t1`)\n```json\n{}\n```\n");
+/// let opts = writer::WriterOptions::default();
+/// let placed = writer::insert_placeholders(parser.document(), &[("t1", ToolStatus::Approved)], opts)?;
+/// parser.apply_edits(&placed)?;
+/// let status = writer::set_status(parser.document(), "t1", Some(ToolStatus::Rejected))?;
+/// parser.apply_edits(&[status])?;
+/// assert_eq!(parser.document(), &parse(parser.text()));
+/// assert!(parser.text().contains("`t1` (rejected)"));
+/// # Ok::<(), flemma_ast::AstError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct IncrementalParser {
+    text: String,
     doc: Document,
-    /// Length of the text last parsed.
-    len: usize,
-    /// Where the last message starts, when a resume is possible.
-    resume: Option<Resume>,
+    /// Byte offset of each message's marker line, one per message of `doc`.
+    markers: Vec<usize>,
 }
 
-#[derive(Debug, Clone)]
-struct Resume {
-    /// Byte offset of the last message's marker line.
-    offset: usize,
-    /// Lines before that marker.
-    line: usize,
-    /// Messages and diagnostics before the last message.
-    messages: usize,
-    diagnostics: usize,
-    /// The bytes just before `offset`, and the marker line with its terminator.
-    fingerprint: Vec<u8>,
-}
-
-/// What [`IncrementalParser::update`] did.
+/// How much of the text a change made the [`IncrementalParser`] parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reparse {
-    /// Only the last message and the appended text were parsed.
+    /// Only the messages around the change were parsed (none when nothing changed).
     Incremental,
-    /// The whole text was parsed.
+    /// The whole text was parsed: the change reached the frontmatter or the lines before the
+    /// first message, or every message after it changed.
     Full,
 }
 
 impl IncrementalParser {
     /// Parses `text` in full.
-    pub fn new(text: &str) -> Self {
+    pub fn new(text: impl Into<String>) -> Self {
         let mut parser = Self {
+            text: String::new(),
             doc: crate::parse(""),
-            len: 0,
-            resume: None,
+            markers: Vec::new(),
         };
         parser.reset(text);
         parser
     }
 
-    /// The current document.
+    /// The current document: always equal to [`parse`](crate::parse) of [`text`](Self::text).
     pub fn document(&self) -> &Document {
         &self.doc
+    }
+
+    /// The current text.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Takes the document out.
@@ -80,82 +86,242 @@ impl IncrementalParser {
         self.doc
     }
 
-    /// Parses `text` in full, forgetting the previous text.
-    pub fn reset(&mut self, text: &str) {
-        let mut lines = LineIter::new(text, 0, 0);
-        let frontmatter = parse_frontmatter(text, &mut lines);
-        // Without a frontmatter, an opener on line 1 could still be closed by appended text.
-        let open_frontmatter = frontmatter.is_none() && text.starts_with("```");
-        let mut out = Output::default();
-        let preamble = parse_body(text, lines, &mut out);
-        let marker = out.last_marker_offset;
+    /// Replaces the text and parses it in full.
+    pub fn reset(&mut self, text: impl Into<String>) {
+        self.text = text.into();
         self.doc = Document {
-            frontmatter,
-            preamble,
-            messages: out.messages,
-            diagnostics: out.diagnostics,
-            line_count: out.line_count,
+            frontmatter: None,
+            preamble: None,
+            messages: Vec::new(),
+            diagnostics: Vec::new(),
+            line_count: 0,
         };
-        self.len = text.len();
-        self.resume = if open_frontmatter {
-            None
+        self.markers.clear();
+        self.reparse(0, 0, self.text.len());
+    }
+
+    /// Appends `more` to the text and re-parses from the last message.
+    pub fn append(&mut self, more: &str) -> Reparse {
+        if more.is_empty() {
+            return Reparse::Incremental;
+        }
+        let end = self.text.len();
+        self.text.push_str(more);
+        self.reparse(end, end, self.text.len())
+    }
+
+    /// Applies `edits` (all expressed against the current text, as for
+    /// [`apply_edits`](crate::apply_edits)) and re-parses the messages they touch.
+    ///
+    /// # Errors
+    ///
+    /// [`AstError::EditOutOfRange`] and [`AstError::OverlappingEdits`], as
+    /// [`apply_edits`](crate::apply_edits) reports them; the text and document are then left
+    /// unchanged.
+    pub fn apply_edits(&mut self, edits: &[TextEdit]) -> Result<Reparse, AstError> {
+        let anchor = |line: u32| {
+            let i = self
+                .doc
+                .messages
+                .partition_point(|m| m.span.start_line <= line);
+            match i.checked_sub(1) {
+                Some(i) => (self.markers[i], self.doc.messages[i].span.start_line),
+                None => (0, 1),
+            }
+        };
+        let plan = edit::plan(&self.text, edits, anchor)?;
+        let (Some(first), Some(last)) = (plan.splices.first(), plan.splices.last()) else {
+            return Ok(Reparse::Incremental);
+        };
+        let (first, last_end) = (first.start, last.end);
+        let old_len = self.text.len();
+        let (added, removed) = plan
+            .splices
+            .iter()
+            .fold((0, 0), |(a, r), s| (a + s.text.len(), r + s.end - s.start));
+        plan.apply_in_place(&mut self.text);
+        let new_len = self.text.len();
+        Ok(if plan.virtual_eol.is_some() && last_end > old_len {
+            // The last line (and maybe the terminator before it) changed.
+            self.reparse(first.min(old_len).min(new_len), old_len, new_len)
         } else {
-            marker.and_then(|offset| resume_point(&self.doc, text, offset))
-        };
+            self.reparse(first, last_end, last_end + added - removed)
+        })
     }
 
-    /// Brings the document up to date with `text`, which should be the previous text with more
-    /// appended.
+    /// Brings the document up to date with `text`, whatever changed.
+    ///
+    /// The texts are compared to find the changed bytes; then only the messages around them are
+    /// parsed again. When the change is known, [`append`](Self::append) and
+    /// [`apply_edits`](Self::apply_edits) skip the comparison.
     pub fn update(&mut self, text: &str) -> Reparse {
-        let Some(resume) = self.resume.take().filter(|r| r.still_valid(text, self.len)) else {
-            self.reset(text);
-            return Reparse::Full;
+        let old = self.text.as_bytes();
+        let new = text.as_bytes();
+        let mut prefix = common_prefix(old, new);
+        if prefix == old.len() && prefix == new.len() {
+            return Reparse::Incremental;
+        }
+        let mut suffix = common_suffix(old, new, old.len().min(new.len()) - prefix);
+        // The same bytes lie before `prefix` (and after the suffix) in both texts, so a char
+        // boundary in one is a char boundary in the other.
+        while !self.text.is_char_boundary(prefix) {
+            prefix -= 1;
+        }
+        while !self.text.is_char_boundary(old.len() - suffix) {
+            suffix -= 1;
+        }
+        let old_end = old.len() - suffix;
+        let new_end = new.len() - suffix;
+        self.text
+            .replace_range(prefix..old_end, &text[prefix..new_end]);
+        self.reparse(prefix, old_end, new_end)
+    }
+
+    /// Re-parses after a change: the text before byte `first` is as before, and the text from
+    /// `new_end` on is the previous text from `old_end` on. `self.doc` and `self.markers` still
+    /// describe the previous text.
+    fn reparse(&mut self, first: usize, old_end: usize, new_end: usize) -> Reparse {
+        let text = self.text.as_str();
+        // Lines before the changed one are intact; the message holding the line just before
+        // it may grow or shrink, so parsing resumes at that message.
+        let line_start = memchr::memrchr(b'\n', &text.as_bytes()[..first]).map_or(0, |i| i + 1);
+        let before = self.markers.partition_point(|&m| m < line_start);
+        // Without a frontmatter, an opener on line 1 could be closed by any changed line.
+        let open_frontmatter = self.doc.frontmatter.is_none() && text.starts_with("```");
+        let resume = before.checked_sub(1).filter(|_| !open_frontmatter);
+        let mut lines = match resume {
+            Some(i) => LineIter::new(
+                text,
+                self.markers[i],
+                self.doc.messages[i].span.start_line as usize - 1,
+            ),
+            None => LineIter::new(text, 0, 0),
         };
-        self.doc.messages.truncate(resume.messages);
-        self.doc.diagnostics.truncate(resume.diagnostics);
+        let frontmatter = match resume {
+            Some(_) => None,
+            None => Some(parse_frontmatter(text, &mut lines)),
+        };
+        let old_markers = &self.markers;
         let mut out = Output::default();
-        parse_body(
-            text,
-            LineIter::new(text, resume.offset, resume.line),
-            &mut out,
-        );
-        self.doc.messages.append(&mut out.messages);
-        self.doc.diagnostics.append(&mut out.diagnostics);
-        self.doc.line_count = out.line_count;
-        self.len = text.len();
-        self.resume = out
-            .last_marker_offset
-            .and_then(|offset| resume_point(&self.doc, text, offset));
-        Reparse::Incremental
+        let preamble = parse_body_until(text, lines, &mut out, |offset| {
+            offset >= new_end
+                && old_markers
+                    .binary_search(&(offset - new_end + old_end))
+                    .is_ok()
+        });
+
+        let keep = resume.unwrap_or(0);
+        let kept_diagnostics = match resume {
+            Some(i) => {
+                let start = self.doc.messages[i].span.start_line;
+                self.doc.diagnostics.partition_point(|d| d.line < start)
+            }
+            None => 0,
+        };
+        let (reused, reused_diagnostics, line_shift) = match out.stopped {
+            Some((offset, line)) => {
+                let old = offset - new_end + old_end;
+                let j = self.markers.partition_point(|&m| m < old);
+                let old_line = self.doc.messages[j].span.start_line;
+                let shift = (i64::from(line as u32 + 1) - i64::from(old_line)) as i32;
+                let d = self.doc.diagnostics.partition_point(|d| d.line < old_line);
+                (j, d, shift)
+            }
+            None => (self.markers.len(), self.doc.diagnostics.len(), 0),
+        };
+        let parsed = out.messages.len();
+        self.doc.messages.splice(keep..reused, out.messages);
+        self.markers.splice(keep..reused, out.markers);
+        let parsed_diagnostics = out.diagnostics.len();
+        self.doc
+            .diagnostics
+            .splice(kept_diagnostics..reused_diagnostics, out.diagnostics);
+        if line_shift != 0 {
+            for message in &mut self.doc.messages[keep + parsed..] {
+                shift_message(message, line_shift);
+            }
+            for d in &mut self.doc.diagnostics[kept_diagnostics + parsed_diagnostics..] {
+                d.line = d.line.wrapping_add_signed(line_shift);
+            }
+        }
+        for marker in &mut self.markers[keep + parsed..] {
+            *marker = *marker + new_end - old_end;
+        }
+        if let Some(frontmatter) = frontmatter {
+            self.doc.frontmatter = frontmatter;
+            self.doc.preamble = preamble;
+        }
+        self.doc.line_count = match out.stopped {
+            Some(_) => self.doc.line_count.wrapping_add_signed(line_shift),
+            None => out.line_count,
+        };
+        if resume.is_none() && out.stopped.is_none() {
+            Reparse::Full
+        } else {
+            Reparse::Incremental
+        }
     }
 }
 
-/// The resume point at the last message of `doc`, whose marker line starts at byte `offset`.
-fn resume_point(doc: &Document, text: &str, offset: usize) -> Option<Resume> {
-    let last = doc.messages.last()?;
-    // The marker line must be complete: its terminator is part of the fingerprint.
-    let newline = offset + memchr::memchr(b'\n', &text.as_bytes()[offset..])?;
-    let start = offset.saturating_sub(FINGERPRINT_LEN);
-    let diagnostics = doc
-        .diagnostics
+/// Moves every position in `message` by `by` lines.
+fn shift_message(message: &mut Message, by: i32) {
+    let line = |l: &mut u32| *l = l.wrapping_add_signed(by);
+    line(&mut message.span.start_line);
+    line(&mut message.span.end_line);
+    for segment in &mut message.segments {
+        let span = match segment {
+            Segment::Text(t) => match &mut t.span {
+                Some(s) => {
+                    line(&mut s.start_line);
+                    line(&mut s.end_line);
+                    continue;
+                }
+                None => continue,
+            },
+            Segment::Expression(t) | Segment::Code(t) => {
+                line(&mut t.span.start_line);
+                line(&mut t.span.end_line);
+                continue;
+            }
+            Segment::Thinking(t) => &mut t.span,
+            Segment::ToolUse(t) => &mut t.span,
+            Segment::ToolResult(t) => &mut t.span,
+            Segment::JobResult(t) => &mut t.span,
+            Segment::Aborted(t) => &mut t.span,
+            Segment::Malformed(t) => &mut t.span,
+        };
+        line(&mut span.start_line);
+        line(&mut span.end_line);
+    }
+}
+
+/// Length of the common prefix, compared a block at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let len = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= len && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..len]
         .iter()
-        .take_while(|d| d.line < last.span.start_line)
-        .count();
-    Some(Resume {
-        offset,
-        line: last.span.start_line as usize - 1,
-        messages: doc.messages.len() - 1,
-        diagnostics,
-        fingerprint: text.as_bytes()[start..=newline].to_vec(),
-    })
+        .zip(&b[i..len])
+        .position(|(x, y)| x != y)
+        .unwrap_or(len - i)
 }
 
-impl Resume {
-    fn still_valid(&self, text: &str, previous_len: usize) -> bool {
-        let start = self.offset.saturating_sub(FINGERPRINT_LEN);
-        text.len() >= previous_len
-            && text.as_bytes().get(start..start + self.fingerprint.len())
-                == Some(&self.fingerprint[..])
-            && text.is_char_boundary(self.offset)
+/// Length of the common suffix, at most `max`.
+fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+    const BLOCK: usize = 4096;
+    let (a, b) = (&a[a.len() - max..], &b[b.len() - max..]);
+    let mut n = 0;
+    while n + BLOCK <= max && a[max - n - BLOCK..max - n] == b[max - n - BLOCK..max - n] {
+        n += BLOCK;
     }
+    n + a[..max - n]
+        .iter()
+        .rev()
+        .zip(b[..max - n].iter().rev())
+        .position(|(x, y)| x != y)
+        .unwrap_or(max - n)
 }

@@ -30,6 +30,7 @@
 //! ```
 
 mod ast;
+mod edit;
 mod error;
 pub mod grammar;
 mod incremental;

@@ -19,9 +19,6 @@ pub(crate) const TOOL_RESULT_UNCLOSED: &str =
     "Unclosed fenced code block in tool result (missing closing fence)";
 /// `**Tool Result:**` without a fence.
 pub(crate) const TOOL_RESULT_NO_FENCE: &str = "Tool result requires a fenced code block";
-/// A final result fenced as `json` whose content is not JSON; the decoder's detail follows.
-pub(crate) const TOOL_RESULT_JSON_PREFIX: &str =
-    "Tool result is fenced as json but is not valid JSON (content kept verbatim): ";
 /// `<thinking>` without `</thinking>`.
 pub(crate) const UNCLOSED_THINKING: &str =
     "Unclosed <thinking> block (missing </thinking>); its lines are kept as text";

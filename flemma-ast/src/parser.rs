@@ -59,10 +59,12 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Document, AstError> {
 pub(crate) struct Output {
     pub(crate) messages: Vec<Message>,
     pub(crate) diagnostics: Vec<Diagnostic>,
-    /// Lines in the whole text.
+    /// Lines in the whole text (up to the stop, when parsing stopped).
     pub(crate) line_count: u32,
-    /// Byte offset of the last message's marker line.
-    pub(crate) last_marker_offset: Option<usize>,
+    /// Byte offset of each parsed message's marker line.
+    pub(crate) markers: Vec<usize>,
+    /// Where parsing stopped before a message: its marker's byte offset and 0-based line.
+    pub(crate) stopped: Option<(usize, usize)>,
 }
 
 /// One line: content byte range (terminator excluded) and where the next line starts.
@@ -143,7 +145,18 @@ pub(crate) fn parse_frontmatter(text: &str, lines: &mut LineIter<'_>) -> Option<
 
 /// Parses the lines from `lines` on as messages into `out`; returns the preamble before the
 /// first marker.
-pub(crate) fn parse_body(text: &str, mut lines: LineIter<'_>, out: &mut Output) -> Option<String> {
+pub(crate) fn parse_body(text: &str, lines: LineIter<'_>, out: &mut Output) -> Option<String> {
+    parse_body_until(text, lines, out, |_| false)
+}
+
+/// [`parse_body`], stopping before the first message whose marker's byte offset satisfies
+/// `stop` (recorded in [`Output::stopped`]).
+pub(crate) fn parse_body_until(
+    text: &str,
+    mut lines: LineIter<'_>,
+    out: &mut Output,
+    mut stop: impl FnMut(usize) -> bool,
+) -> Option<String> {
     let mut buf: Vec<(usize, usize)> = Vec::new();
     let preamble_base = lines.number;
     // Lines before the first marker.
@@ -159,7 +172,11 @@ pub(crate) fn parse_body(text: &str, mut lines: LineIter<'_>, out: &mut Output) 
     let preamble = preamble(text, preamble_base, &mut buf);
     while let Some((role, at)) = marker {
         let base = lines.number;
-        out.last_marker_offset = Some(at.start);
+        if stop(at.start) {
+            out.stopped = Some((at.start, base));
+            break;
+        }
+        out.markers.push(at.start);
         buf.clear();
         buf.push((at.start, at.end));
         lines.advance(at);
@@ -679,19 +696,9 @@ fn tool_result(
             body.end
         }
         BlockRead::Block(block) => {
+            // The fence language (`json`, `yaml`, ...) is not interpreted (spec §1.7): the
+            // content is kept verbatim and never decoded, so it cannot be malformed.
             let (status, meta) = status_and_meta(header.modeline);
-            let is_final = status.is_none_or(|s| !s.is_lifecycle());
-            if is_final
-                && block.layout.language.as_deref() == Some("json")
-                && !block.content.trim().is_empty()
-                && let Err(err) = serde_json::from_str::<serde::de::IgnoredAny>(&block.content)
-            {
-                diagnostics.push(warning(
-                    kind,
-                    format!("{}{err}", msg::TOOL_RESULT_JSON_PREFIX),
-                    body.src.number(header_line),
-                ));
-            }
             segments.push(Segment::ToolResult(Box::new(ToolResult {
                 // The header grammar only yields non-empty single-line ids.
                 tool_use_id: ToolUseId::from_header(header.id)

@@ -14,6 +14,8 @@ pub(crate) struct Source<'a> {
 }
 
 impl<'a> Source<'a> {
+    /// The whole text (the parser builds sources per message with [`Source::from_parts`]).
+    #[cfg(test)]
     pub(crate) fn new(text: &'a str) -> Self {
         let base = 0;
         let bytes = text.as_bytes();

@@ -115,22 +115,39 @@ fn check_contract(doc: &serde_json::Value) {
     }
 }
 
+/// Spec §1.7: a result's fence language is not interpreted, so a `json` fence around text that
+/// is not JSON is no problem (the reference's own test expects no diagnostics).
 #[test]
-fn check_reports_the_malformed_result_with_its_line_and_exits_1() {
+fn check_accepts_a_json_fenced_result_that_is_not_json() {
     let path = peer_dir().join("conversation_malformed_tool_result.chat");
     let out = flemma(&["check", path.to_str().unwrap()], None);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout), text(&out.stderr)),
+        (Some(0), String::new(), String::new())
+    );
+}
+
+/// The coverage the malformed-result fixture used to give: a parser diagnostic, with its line,
+/// as text and as JSON, and exit 1.
+#[test]
+fn check_reports_a_parser_diagnostic_with_its_line_and_exits_1() {
+    let path = scratch(
+        "no_fence.chat",
+        b"@You:\n**Tool Result:** `t1`\nno fence here\n",
+    );
+    let out = flemma(&["check", path.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
-    assert!(
-        stdout.starts_with(&format!(
-            "{}:19: warning: tool_result: Tool result is fenced as json but is not valid JSON",
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "{}:2: warning: tool_result: Tool result requires a fenced code block\n",
             path.display()
-        )),
-        "{stdout}"
+        )
     );
     let out = flemma(&["check", path.to_str().unwrap(), "--json"], None);
+    assert_eq!(out.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["diagnostics"][0]["line"], 19);
+    assert_eq!(json["diagnostics"][0]["line"], 2);
     assert_eq!(json["diagnostics"][0]["kind"], "tool_result");
 }
 
