@@ -31,7 +31,9 @@ struct Inner {
     timeout: Duration,
     filename: Option<PathBuf>,
     options: Arc<Options>,
-    document: Arc<Document>,
+    /// The conversation's text when the call started, parsed on first use.
+    text: Arc<String>,
+    document: std::sync::OnceLock<Arc<Document>>,
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: CancellationToken,
@@ -50,6 +52,7 @@ pub struct ExecutionContextBuilder {
     timeout: Option<Duration>,
     filename: Option<PathBuf>,
     options: Option<Arc<Options>>,
+    text: Option<Arc<String>>,
     document: Option<Arc<Document>>,
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
@@ -66,6 +69,7 @@ impl ExecutionContext {
             timeout: None,
             filename: None,
             options: None,
+            text: None,
             document: None,
             sandbox: Sandbox::disabled(),
             store: None,
@@ -118,9 +122,11 @@ impl ExecutionContext {
             .get(self.inner.tool_name.as_str())
     }
 
-    /// The parsed conversation as it was when the call started.
+    /// The parsed conversation as it was when the call started (parsed on first use).
     pub fn document(&self) -> &Document {
-        &self.inner.document
+        self.inner
+            .document
+            .get_or_init(|| Arc::new(flemma_ast::parse(&self.inner.text)))
     }
 
     /// The sandbox (`is_path_writable`, `wrap_command`).
@@ -220,9 +226,15 @@ impl ExecutionContextBuilder {
         self
     }
 
-    /// The parsed conversation (default: an empty document).
+    /// The parsed conversation (default: the parse of [`text`](Self::text)).
     pub fn document(mut self, document: Arc<Document>) -> Self {
         self.document = Some(document);
+        self
+    }
+
+    /// The conversation's text, parsed only if the tool asks for the document.
+    pub fn text(mut self, text: Arc<String>) -> Self {
+        self.text = Some(text);
         self
     }
 
@@ -277,9 +289,10 @@ impl ExecutionContextBuilder {
                 timeout,
                 filename: self.filename,
                 options,
+                text: self.text.unwrap_or_default(),
                 document: self
                     .document
-                    .unwrap_or_else(|| Arc::new(flemma_ast::parse(""))),
+                    .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
                 sandbox: self.sandbox,
                 store: self.store,
                 cancel: self.cancel.unwrap_or_default(),

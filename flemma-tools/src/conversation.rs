@@ -282,7 +282,8 @@ impl Conversation for FileConversation {
         if edits.is_empty() {
             return Ok(current);
         }
-        let text = flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
+        let text =
+            flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
         let path = self.path.clone();
         let bytes = text.clone().into_bytes();
         tokio::task::spawn_blocking(move || {

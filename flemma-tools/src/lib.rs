@@ -28,9 +28,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod actions;
 mod context;
 mod conversation;
 mod definition;
+mod events;
+mod executor;
 mod messages;
 mod output;
 pub mod preview;
@@ -39,11 +42,17 @@ pub mod sandbox;
 mod tool;
 pub mod truncate;
 
+pub use actions::{ActionError, approve, approve_all_pending, reject, rejection_feedback};
 pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use conversation::{
     Conversation, ConversationError, FileConversation, MemoryConversation, Revision, Snapshot,
 };
 pub use definition::{Capability, Enabled, ToolDefinition, ToolDefinitionBuilder};
+pub use events::{Event, Placed};
+pub use executor::{
+    Answer, Approver, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError, Next,
+    PendingCall,
+};
 pub use output::{Output, ToolOutput};
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 #[cfg(feature = "typed")]

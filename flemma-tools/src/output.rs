@@ -106,6 +106,22 @@ impl ToolOutput {
         }
     }
 
+    /// The result block this output is written as.
+    pub fn into_result_body(self) -> flemma_ast::writer::ResultBody {
+        use flemma_ast::writer::ResultBody;
+        match self {
+            ToolOutput::Success(Output::Text(text)) => ResultBody::Success(text),
+            ToolOutput::Success(Output::Json(value)) => ResultBody::Json(value),
+            ToolOutput::Failure {
+                error,
+                partial_output,
+            } => ResultBody::Error {
+                message: (!error.is_empty()).then_some(error),
+                partial_output,
+            },
+        }
+    }
+
     /// Whether the result block is fenced as `json` (a JSON success).
     pub fn is_json(&self) -> bool {
         matches!(self, ToolOutput::Success(Output::Json(_)))

@@ -340,13 +340,18 @@ impl ToolRegistry {
 
 fn panic_text(error: tokio::task::JoinError) -> String {
     match error.try_into_panic() {
-        Ok(payload) => payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "the source panicked".to_owned()),
+        Ok(payload) => panic_payload_text(payload.as_ref()),
         Err(error) => error.to_string(),
     }
+}
+
+/// The message of a panic.
+pub(crate) fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the tool panicked".to_owned())
 }
 
 impl flemma_approval::ToolTraits for ToolRegistry {

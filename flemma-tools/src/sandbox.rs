@@ -221,6 +221,12 @@ fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<Strin
     Some(out)
 }
 
+/// A path option expanded (`$VAR`, `${VAR:-default}`, `~`); `None` when a variable is unset.
+pub(crate) fn expand_path(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let expanded = expand_vars(text, env)?;
+    Some(expand_tilde(&expanded, env))
+}
+
 /// A leading `~` or `~/` as the home directory.
 pub(crate) fn expand_tilde(path: &str, env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     match (path.strip_prefix('~'), env("HOME")) {

@@ -1,0 +1,1161 @@
+//! The executor: the three-phase cycle of spec §7.1 over one [`Conversation`].
+//!
+//! Phase 1 gives every tool use without a result a placeholder (`approved`, `pending`,
+//! `denied`, or `aborted` in an interrupted response), all in one batch of edits. Phase 2
+//! settles each lifecycle status: pasted results become final, denied, rejected and aborted
+//! calls get their error texts, pending calls go to the host's [`Approver`] when it has one,
+//! and approved calls run through the registry, at most `tools.max_concurrent` at a time,
+//! each result written as soon as it is ready. Phase 3 (sending) is the caller's:
+//! [`CycleReport::next`] says whether the conversation is ready to send.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use flemma_approval::{ApprovalContext, Chain, Decision, SandboxStatus, ToolCall};
+use flemma_ast::writer::{self, ResultBody, WriterOptions};
+use flemma_ast::{Document, IncrementalParser, Role, Segment, TextEdit, ToolStatus};
+use flemma_config::{Config, Options};
+use flemma_ids::{ToolName, ToolUseId};
+use flemma_store::{SaveOutcome, Store};
+use futures_util::FutureExt as _;
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::actions::{self, ActionError};
+use crate::context::ExecutionContext;
+use crate::conversation::{Conversation, ConversationError, Revision};
+use crate::events::{Event, Placed};
+use crate::messages as msg;
+use crate::output::ToolOutput;
+use crate::preview::{generic_preview, render_preview};
+use crate::registry::ToolRegistry;
+use crate::sandbox::{PolicyInputs, Sandbox, SandboxBackend, SandboxPolicy};
+use crate::tool::Tool;
+
+/// How many times an edit is recomputed when the conversation keeps changing under it.
+const EDIT_ATTEMPTS: usize = 8;
+/// The width previews are rendered to in events.
+const PREVIEW_WIDTH: usize = 120;
+
+/// Errors of the harness itself (a tool's failure is a result, not one of these).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecutorError {
+    /// The conversation could not be read or written.
+    #[error("the conversation could not be read or written")]
+    Conversation(#[from] ConversationError),
+    /// The conversation's frontmatter does not evaluate.
+    #[error("the frontmatter does not evaluate")]
+    Frontmatter(#[from] flemma_config::FrontmatterError),
+    /// The options do not resolve.
+    #[error("the options do not resolve")]
+    Config(#[from] flemma_config::ConfigError),
+    /// The store options are unusable.
+    #[error("the result store is misconfigured")]
+    Store(#[from] flemma_store::StoreError),
+    /// The conversation kept changing while an edit was computed.
+    #[error("the conversation kept changing; gave up after {EDIT_ATTEMPTS} attempts")]
+    Busy,
+    /// An edit the executor computed does not apply (a bug; please report it).
+    #[error("an edit did not apply")]
+    Edit(#[source] flemma_ast::AstError),
+    /// A user action does not apply (`Tool not found: <id>`, …).
+    #[error(transparent)]
+    Action(#[from] ActionError),
+}
+
+/// What the host's [`Approver`] answers for a pending call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it.
+    Approve,
+    /// Do not run it; the reason (if any) is what the model is told.
+    Reject(Option<String>),
+}
+
+/// A call waiting for a human decision, as shown to an [`Approver`].
+#[derive(Debug, Clone)]
+pub struct PendingCall {
+    /// The call id.
+    pub id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// The input, as the model wrote it.
+    pub input: Value,
+    /// The rendered preview (`bash: $ rm -rf build — cleaning`).
+    pub preview: String,
+}
+
+/// Decides pending calls for the host: a dialog, a chat message to a reviewer, a policy
+/// service. Without one, pending calls wait in the transcript until a user approves them.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use flemma_tools::{Answer, Approver, PendingCall};
+///
+/// struct NoDeletes;
+///
+/// #[async_trait]
+/// impl Approver for NoDeletes {
+///     async fn ask(&self, call: &PendingCall) -> Answer {
+///         if call.input["command"].as_str().is_some_and(|c| c.contains("rm ")) {
+///             Answer::Reject(Some("No deletions from this chat.".into()))
+///         } else {
+///             Answer::Approve
+///         }
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// Decides one pending call.
+    async fn ask(&self, call: &PendingCall) -> Answer;
+}
+
+/// What to do after a cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Next {
+    /// Every call has its result: send the conversation (Phase 3).
+    Send,
+    /// A call waits for a human decision (or an approved block holds edited content).
+    AwaitApproval,
+    /// Calls are still running.
+    Running,
+    /// Nothing to run or send: the conversation waits for the user.
+    Idle,
+}
+
+/// A completed call in a [`CycleReport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// The call.
+    pub id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// Whether it succeeded.
+    pub success: bool,
+}
+
+/// What one cycle did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycleReport {
+    /// Placeholders written by Phase 1.
+    pub placed: Vec<Placed>,
+    /// Results written by Phase 2 (executed calls, and denied, rejected, aborted ones).
+    pub completed: Vec<Completed>,
+    /// What the host should do next.
+    pub next: Next,
+}
+
+/// Builds an [`Executor`]; see [`Executor::builder`].
+#[must_use]
+pub struct ExecutorBuilder {
+    conversation: Arc<dyn Conversation>,
+    registry: ToolRegistry,
+    config: Config,
+    chain: Arc<Chain>,
+    approver: Option<Arc<dyn Approver>>,
+    sandbox: Option<Arc<dyn SandboxBackend>>,
+    conversation_id: String,
+}
+
+impl std::fmt::Debug for ExecutorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutorBuilder").finish_non_exhaustive()
+    }
+}
+
+impl ExecutorBuilder {
+    /// The options below the conversation's frontmatter (defaults, `flemma.toml`, runtime
+    /// overrides); default: the built-in defaults.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The approval chain (default: the built-in resolvers).
+    pub fn chain(mut self, chain: Arc<Chain>) -> Self {
+        self.chain = chain;
+        self
+    }
+
+    /// Asks `approver` about pending calls instead of waiting for the transcript.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The sandbox backend used when `sandbox.enabled` is on and it is available (default:
+    /// none, so commands run unsandboxed, as spec §14.3 `auto` does without a backend).
+    pub fn sandbox_backend(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
+        self.sandbox = Some(backend);
+        self
+    }
+
+    /// The conversation's id for store paths (`bufnr`; default `1`).
+    pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
+        self.conversation_id = id.into();
+        self
+    }
+
+    /// The executor.
+    pub fn build(self) -> Executor {
+        let (events, _) = broadcast::channel(256);
+        Executor {
+            conversation: self.conversation,
+            registry: self.registry,
+            config: self.config,
+            chain: self.chain,
+            approver: self.approver,
+            sandbox: self.sandbox,
+            conversation_id: self.conversation_id,
+            events,
+            cache: tokio::sync::Mutex::new(None),
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Runs the tool cycle on one conversation. Share it behind an `Arc` to cancel calls from
+/// another task while a cycle runs.
+pub struct Executor {
+    conversation: Arc<dyn Conversation>,
+    registry: ToolRegistry,
+    config: Config,
+    chain: Arc<Chain>,
+    approver: Option<Arc<dyn Approver>>,
+    sandbox: Option<Arc<dyn SandboxBackend>>,
+    conversation_id: String,
+    events: broadcast::Sender<Event>,
+    /// The parsed text at a revision.
+    cache: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
+    /// Calls running now, by id.
+    running: Mutex<HashMap<ToolUseId, CancellationToken>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("registry", &self.registry)
+            .field("conversation_id", &self.conversation_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything a cycle needs from the options of the moment.
+struct Settings {
+    /// The host's layers with the frontmatter (the approval chain reads its op logs).
+    config: Config,
+    options: Arc<Options>,
+    writer: WriterOptions,
+    store: Option<Arc<Store>>,
+    sandbox: Sandbox,
+    sandbox_available: bool,
+}
+
+/// A call ready to run.
+struct Call {
+    id: ToolUseId,
+    tool: ToolName,
+    input: Value,
+}
+
+/// A finished call on its way into the transcript.
+struct Finished {
+    id: ToolUseId,
+    tool: ToolName,
+    output: ToolOutput,
+    save_to: Option<String>,
+    overflow: Option<PathBuf>,
+}
+
+impl Executor {
+    /// Starts an executor for `conversation` with the tools of `registry`.
+    pub fn builder(conversation: Arc<dyn Conversation>, registry: ToolRegistry) -> ExecutorBuilder {
+        ExecutorBuilder {
+            conversation,
+            registry,
+            config: Config::new(),
+            chain: Arc::new(Chain::with_builtins()),
+            approver: None,
+            sandbox: None,
+            conversation_id: "1".to_owned(),
+        }
+    }
+
+    /// Follows what the executor does.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    fn emit(&self, event: Event) {
+        // Nobody listening is fine.
+        let _ = self.events.send(event);
+    }
+
+    /// The conversation.
+    pub fn conversation(&self) -> &Arc<dyn Conversation> {
+        &self.conversation
+    }
+
+    /// Whether the call `id` is running.
+    pub fn is_running(&self, id: &str) -> bool {
+        self.running_calls().contains_key(id)
+    }
+
+    fn running_calls(&self) -> std::sync::MutexGuard<'_, HashMap<ToolUseId, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Cancels a running call: it ends with `User aborted tool execution.` (spec §7.7).
+    /// Returns whether it was running.
+    pub fn cancel(&self, id: &str) -> bool {
+        self.running_calls()
+            .get(id)
+            .map(CancellationToken::cancel)
+            .is_some()
+    }
+
+    /// Cancels every running call.
+    pub fn cancel_all(&self) {
+        for token in self.running_calls().values() {
+            token.cancel();
+        }
+    }
+
+    /// Phase 1 then Phase 2 (spec §7.1): places placeholders, settles every lifecycle
+    /// status and runs the approved calls, returning when their results are written.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError`] for faults of the harness: the conversation cannot be read or
+    /// written, the frontmatter or options do not evaluate.
+    pub async fn cycle(&self) -> Result<CycleReport, ExecutorError> {
+        let settings = self.settings().await?;
+        self.migrate_names().await?;
+        let placed = self.phase_one(&settings).await?;
+        let completed = self.phase_two(&settings).await?;
+        let next = self.next_step().await?;
+        if next == Next::Idle {
+            self.emit(Event::ConversationIdle);
+        }
+        Ok(CycleReport {
+            placed,
+            completed,
+            next,
+        })
+    }
+
+    /// Approves the pending call `id` (spec §7.1 `approve`).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError::Action`] with the spec's texts (`Tool not found: <id>`, …).
+    pub async fn approve(&self, id: &str) -> Result<(), ExecutorError> {
+        self.edit(|doc| actions::approve(doc, id).map_err(ExecutorError::from))
+            .await
+    }
+
+    /// Rejects the pending call `id`, with the reason the model will be told.
+    ///
+    /// # Errors
+    ///
+    /// As [`Executor::approve`].
+    pub async fn reject(&self, id: &str, message: Option<&str>) -> Result<(), ExecutorError> {
+        let writer = self.settings().await?.writer;
+        self.edit(|doc| actions::reject(doc, id, message, writer).map_err(ExecutorError::from))
+            .await
+    }
+
+    /// Approves every pending call.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError::Action`] with `No pending tools to approve` when none is pending.
+    pub async fn approve_all_pending(&self) -> Result<(), ExecutorError> {
+        self.edit(|doc| actions::approve_all_pending(doc).map_err(ExecutorError::from))
+            .await
+    }
+
+    /// Reads the conversation, parses it (incrementally when possible) and hands the
+    /// document to `f`.
+    async fn with_document<T>(
+        &self,
+        f: impl FnOnce(&Document, Revision) -> T,
+    ) -> Result<T, ExecutorError> {
+        let snapshot = self.conversation.snapshot().await?;
+        let mut cache = self.cache.lock().await;
+        let parser = refresh(&mut cache, &snapshot);
+        Ok(f(parser.document(), snapshot.revision))
+    }
+
+    /// Computes edits from the current document and applies them as one change, computing
+    /// them again when the conversation changed in between.
+    async fn edit(
+        &self,
+        mut f: impl FnMut(&Document) -> Result<Vec<TextEdit>, ExecutorError>,
+    ) -> Result<(), ExecutorError> {
+        self.edit_text(|doc, _| f(doc)).await
+    }
+
+    /// [`edit`](Self::edit) for edits that need the text as well.
+    async fn edit_text(
+        &self,
+        mut f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, ExecutorError>,
+    ) -> Result<(), ExecutorError> {
+        for _ in 0..EDIT_ATTEMPTS {
+            let snapshot = self.conversation.snapshot().await?;
+            let mut cache = self.cache.lock().await;
+            let parser = refresh(&mut cache, &snapshot);
+            let edits = f(parser.document(), parser.text())?;
+            if edits.is_empty() {
+                return Ok(());
+            }
+            match self.conversation.apply(snapshot.revision, &edits).await {
+                Ok(applied) => {
+                    let parser = refresh(&mut cache, &snapshot);
+                    if parser.apply_edits(&edits).is_err() || parser.text() != applied.text.as_str()
+                    {
+                        // The conversation applied them its own way: take its text.
+                        parser.update(&applied.text);
+                    }
+                    if let Some((revision, _)) = cache.as_mut() {
+                        *revision = applied.revision;
+                    }
+                    return Ok(());
+                }
+                Err(ConversationError::Stale { .. }) => {}
+                Err(ConversationError::Edit(error)) => return Err(ExecutorError::Edit(error)),
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Err(ExecutorError::Busy)
+    }
+
+    /// The options of the moment: the host's layers plus the conversation's frontmatter.
+    async fn settings(&self) -> Result<Settings, ExecutorError> {
+        let frontmatter = self
+            .with_document(|doc, _| {
+                doc.frontmatter
+                    .as_ref()
+                    .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1))
+            })
+            .await?;
+        let mut config = self.config.clone();
+        if let Some((language, code, line)) = frontmatter {
+            config.apply_frontmatter(&language, &code, line)?;
+        }
+        let options = Arc::new(config.options_with_tools(&self.registry.names())?);
+        let chat = self.conversation.path();
+        let store = Store::new(&options.tools.store, chat, &self.conversation_id)?;
+        let sandbox_available = self
+            .sandbox
+            .as_ref()
+            .is_some_and(|backend| backend.available(&options.sandbox).is_ok());
+        let sandbox = match &self.sandbox {
+            Some(backend) if options.sandbox.enabled && sandbox_available => {
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let store_dir = store.directory().ok();
+                let env = |name: &str| std::env::var(name).ok();
+                let inputs = PolicyInputs {
+                    cwd: &cwd,
+                    chat,
+                    store: store_dir.as_deref(),
+                    env: &env,
+                };
+                let policy = SandboxPolicy::resolve(&options.sandbox, &inputs);
+                Sandbox::new(Arc::clone(backend), options.sandbox.clone(), policy)
+            }
+            _ => Sandbox::disabled(),
+        };
+        Ok(Settings {
+            config,
+            writer: WriterOptions {
+                compact_headers: options.editing.compact_headers,
+            },
+            options,
+            store: Some(Arc::new(store)),
+            sandbox,
+            sandbox_available,
+        })
+    }
+
+    /// Rewrites tool names written with the legacy `:` separator to `.` (one batch).
+    async fn migrate_names(&self) -> Result<(), ExecutorError> {
+        let mut migrated = Vec::new();
+        self.edit_text(|doc, text| {
+            migrated.clear();
+            let mut edits = Vec::new();
+            for message in &doc.messages {
+                for tool_use in message.tool_uses().filter(|u| u.name.is_legacy()) {
+                    let new = tool_use.name.migrated();
+                    if let Some(edit) = rename_in_header(text, tool_use, &new) {
+                        edits.push(edit);
+                        migrated.push((tool_use.name.clone(), new));
+                    }
+                }
+            }
+            Ok(edits)
+        })
+        .await?;
+        if !migrated.is_empty() {
+            self.emit(Event::NamesMigrated(migrated));
+        }
+        Ok(())
+    }
+
+    /// Phase 1: a placeholder for every tool use without a result, in one batch.
+    async fn phase_one(&self, settings: &Settings) -> Result<Vec<Placed>, ExecutorError> {
+        let unanswered: Vec<(ToolUseId, ToolName, Value, bool)> = self
+            .with_document(|doc, _| {
+                let table = flemma_ast::build_tool_sibling_table(doc);
+                let mut calls: Vec<(ToolUseId, ToolName, Value, bool)> = Vec::new();
+                for message in doc.messages.iter().filter(|m| m.role == Role::Assistant) {
+                    let aborted = message
+                        .segments
+                        .iter()
+                        .any(|s| matches!(s, Segment::Aborted(_)));
+                    for tool_use in message.tool_uses() {
+                        let answered = table
+                            .get(tool_use.id.as_str())
+                            .is_some_and(|pair| pair.tool_result.is_some());
+                        if !answered && !calls.iter().any(|(id, ..)| id == &tool_use.id) {
+                            calls.push((
+                                tool_use.id.clone(),
+                                tool_use.name.clone(),
+                                Value::Object(tool_use.input().clone()),
+                                aborted,
+                            ));
+                        }
+                    }
+                }
+                calls
+            })
+            .await?;
+        if unanswered.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut placed = Vec::with_capacity(unanswered.len());
+        for (id, tool, input, aborted) in unanswered {
+            let status = if aborted {
+                ToolStatus::Aborted
+            } else {
+                let call = ToolCall {
+                    name: &tool,
+                    input: &input,
+                    id: Some(&id),
+                };
+                let ctx = ApprovalContext {
+                    config: &settings.config,
+                    options: &settings.options,
+                    tools: &self.registry,
+                    sandbox: &Available(settings.sandbox_available),
+                };
+                match self.chain.decide(&call, &ctx) {
+                    Decision::Approve => ToolStatus::Approved,
+                    Decision::RequireApproval => ToolStatus::Pending,
+                    Decision::Deny { .. } => ToolStatus::Denied,
+                }
+            };
+            placed.push(Placed { id, tool, status });
+        }
+        let writer = settings.writer;
+        self.edit(|doc| {
+            let table = flemma_ast::build_tool_sibling_table(doc);
+            // Only uses that still exist and still have no result (the text may have changed).
+            let batch: Vec<(&str, ToolStatus)> = placed
+                .iter()
+                .filter(|p| {
+                    table
+                        .get(p.id.as_str())
+                        .is_some_and(|pair| pair.tool_use.is_some() && pair.tool_result.is_none())
+                })
+                .map(|p| (p.id.as_str(), p.status))
+                .collect();
+            writer::insert_placeholders(doc, &batch, writer).map_err(ExecutorError::Edit)
+        })
+        .await?;
+        self.emit(Event::PlaceholdersPlaced(placed.clone()));
+        Ok(placed)
+    }
+
+    /// Phase 2: settles every lifecycle status and runs the approved calls.
+    async fn phase_two(&self, settings: &Settings) -> Result<Vec<Completed>, ExecutorError> {
+        let plan = self
+            .with_document(|doc, _| plan(doc, &self.running_calls()))
+            .await?;
+        let mut completed = Vec::new();
+        if plan.protected > 0 {
+            self.emit(Event::Warning(msg::edited_approved(plan.protected)));
+        }
+        // Pasted results, denied, rejected and aborted calls: one batch.
+        let writer = settings.writer;
+        if !plan.settle.is_empty() {
+            self.edit(|doc| {
+                let mut edits = Vec::new();
+                for (id, _, body) in &plan.settle {
+                    let edit = match body {
+                        None => writer::set_status(doc, id.as_str(), None),
+                        Some(body) => writer::write_result(doc, id.as_str(), body, writer),
+                    };
+                    match edit {
+                        Ok(edit) => edits.push(edit),
+                        // The block went away meanwhile: nothing to settle.
+                        Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
+                        Err(error) => return Err(ExecutorError::Edit(error)),
+                    }
+                }
+                Ok(edits)
+            })
+            .await?;
+            for (id, tool, body) in &plan.settle {
+                let success = !matches!(body, Some(ResultBody::Error { .. }));
+                self.emit(Event::ToolCompleted {
+                    id: id.clone(),
+                    tool: tool.clone(),
+                    success,
+                });
+                completed.push(Completed {
+                    id: id.clone(),
+                    tool: tool.clone(),
+                    success,
+                });
+            }
+        }
+        // Pending calls go to the approver, when there is one.
+        let mut run: VecDeque<Call> = plan.approved.into();
+        if let Some(approver) = &self.approver {
+            for call in plan.pending {
+                let preview = self.preview(&call.tool, &call.input);
+                self.emit(Event::ApprovalAsked {
+                    id: call.id.clone(),
+                    tool: call.tool.clone(),
+                    preview: preview.clone(),
+                });
+                let question = PendingCall {
+                    id: call.id.clone(),
+                    tool: call.tool.clone(),
+                    input: call.input.clone(),
+                    preview,
+                };
+                match approver.ask(&question).await {
+                    Answer::Approve => run.push_back(call),
+                    Answer::Reject(reason) => {
+                        let message = reason
+                            .filter(|r| !r.trim().is_empty())
+                            .unwrap_or_else(|| msg::REJECTED.to_owned());
+                        let body = ResultBody::Error {
+                            message: Some(message),
+                            partial_output: None,
+                        };
+                        self.write_final(&call.id, &body, writer).await?;
+                        self.emit(Event::ToolCompleted {
+                            id: call.id.clone(),
+                            tool: call.tool.clone(),
+                            success: false,
+                        });
+                        completed.push(Completed {
+                            id: call.id,
+                            tool: call.tool,
+                            success: false,
+                        });
+                    }
+                }
+            }
+        }
+        completed.extend(self.run_calls(run, settings).await?);
+        Ok(completed)
+    }
+
+    /// Runs approved calls in document order, never more than `tools.max_concurrent` at a
+    /// time (0 = no limit), writing each result as soon as it is ready.
+    async fn run_calls(
+        &self,
+        mut queue: VecDeque<Call>,
+        settings: &Settings,
+    ) -> Result<Vec<Completed>, ExecutorError> {
+        let limit = match usize::try_from(settings.options.tools.max_concurrent) {
+            Ok(0) | Err(_) => usize::MAX,
+            Ok(limit) => limit,
+        };
+        let mut completed = Vec::new();
+        let mut tasks: JoinSet<Finished> = JoinSet::new();
+        if !queue.is_empty() {
+            self.conversation.set_locked(true).await;
+        }
+        let result = async {
+            loop {
+                while tasks.len() < limit {
+                    let Some(call) = queue.pop_front() else { break };
+                    if let Some(task) = self.start(call, settings).await? {
+                        tasks.spawn(task);
+                    }
+                }
+                let Some(joined) = tasks.join_next().await else {
+                    break;
+                };
+                // Tasks catch their tools' panics, so a join error means the runtime is
+                // shutting down; nothing to write then.
+                let Ok(finished) = joined else { continue };
+                self.running_calls().remove(&finished.id);
+                completed.push(self.finish(finished, settings).await?);
+            }
+            Ok::<(), ExecutorError>(())
+        }
+        .await;
+        if result.is_err() {
+            tasks.abort_all();
+            self.running_calls().clear();
+        }
+        if !completed.is_empty() || result.is_err() {
+            self.conversation.set_locked(false).await;
+        }
+        result.map(|()| completed)
+    }
+
+    /// Prepares one call (spec §7.5): a result for unknown, unexecutable or duplicate calls,
+    /// else the future that runs it.
+    async fn start(
+        &self,
+        call: Call,
+        settings: &Settings,
+    ) -> Result<Option<impl Future<Output = Finished> + Send + 'static>, ExecutorError> {
+        let Call {
+            id,
+            tool,
+            mut input,
+        } = call;
+        let directives = input
+            .as_object_mut()
+            .map(flemma_schema::strip_harness_parameters)
+            .unwrap_or_default();
+        let refuse = |error: String| Finished {
+            id: id.clone(),
+            tool: tool.clone(),
+            output: ToolOutput::error(error),
+            save_to: None,
+            overflow: None,
+        };
+        let found = self.registry.get(tool.as_str());
+        let early = match &found {
+            _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),
+            None => Some(refuse(msg::unknown_tool(tool.as_str()))),
+            Some(t) if !t.definition().is_executable() => {
+                Some(refuse(msg::not_executable(tool.as_str())))
+            }
+            Some(_) => None,
+        };
+        // The (approved) suffix goes when the call starts (spec §7.5 step 7).
+        self.edit(|doc| match writer::set_status(doc, id.as_str(), None) {
+            Ok(edit) => Ok(vec![edit]),
+            Err(flemma_ast::AstError::UnknownToolResult { .. }) => Ok(Vec::new()),
+            Err(error) => Err(ExecutorError::Edit(error)),
+        })
+        .await?;
+        if let Some(finished) = early {
+            return Ok(Some(futures_util::future::Either::Left(
+                std::future::ready(finished),
+            )));
+        }
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        let token = CancellationToken::new();
+        self.running_calls().insert(id.clone(), token.clone());
+        let preview = self.preview(&tool, &input);
+        self.emit(Event::ToolExecuting {
+            id: id.clone(),
+            tool: tool.clone(),
+            preview,
+        });
+        let ctx = self.context(&id, &tool, settings, token.clone()).await?;
+        let save_to = directives.save_to;
+        Ok(Some(futures_util::future::Either::Right(run_one(
+            found, id, tool, input, ctx, token, save_to,
+        ))))
+    }
+
+    async fn context(
+        &self,
+        id: &ToolUseId,
+        tool: &ToolName,
+        settings: &Settings,
+        token: CancellationToken,
+    ) -> Result<ExecutionContext, ExecutorError> {
+        let chat = self.conversation.path();
+        let mut builder = ExecutionContext::builder(id.clone(), tool.clone())
+            .options(Arc::clone(&settings.options))
+            .sandbox(settings.sandbox.clone())
+            .cancellation(token);
+        if let Some(cwd) = tool_cwd(&settings.options, tool, chat) {
+            builder = builder.cwd(cwd);
+        }
+        if let Some(chat) = chat {
+            builder = builder.filename(chat);
+        }
+        if let Some(store) = &settings.store {
+            builder = builder.store(Arc::clone(store));
+        }
+        let snapshot = self.conversation.snapshot().await?;
+        builder = builder.text(snapshot.text);
+        Ok(builder.build()?)
+    }
+
+    /// Completion (spec §7.6): store materialisation or `flemma.save_to`, then the result.
+    async fn finish(
+        &self,
+        done: Finished,
+        settings: &Settings,
+    ) -> Result<Completed, ExecutorError> {
+        let Finished {
+            id,
+            tool,
+            output,
+            save_to,
+            overflow,
+        } = done;
+        let success = output.is_success();
+        let mut body = output.into_result_body();
+        if let Some(store) = &settings.store {
+            match (&save_to, success) {
+                (Some(dest), true) => {
+                    let text = body_text(&body);
+                    let writable =
+                        |path: &Path| settings.sandbox.is_path_writable(path, Path::new("/"));
+                    let sandbox: Option<&dyn flemma_store::WritablePaths> =
+                        settings.sandbox.is_enabled().then_some(&writable);
+                    match store.save_to(dest, &text, sandbox) {
+                        SaveOutcome::Saved { stub, .. } => body = ResultBody::Success(stub),
+                        SaveOutcome::NotSaved { content, error } => {
+                            self.emit(Event::Warning(format!("flemma.save_to: {error}")));
+                            body = ResultBody::Success(content);
+                        }
+                    }
+                }
+                _ if overflow.is_none() && settings.options.tools.store.materialize => {
+                    let result = match &body {
+                        ResultBody::Error {
+                            message,
+                            partial_output,
+                        } => Err((
+                            message.as_deref().unwrap_or(msg::UNKNOWN_ERROR),
+                            partial_output.as_deref().unwrap_or(""),
+                        )),
+                        other => Ok(body_text(other)),
+                    };
+                    let stored = match &result {
+                        Ok(text) => store.materialize(true, &id, Some(&tool), Ok(text.as_str())),
+                        Err((error, partial)) => {
+                            store.materialize(true, &id, Some(&tool), Err((error, partial)))
+                        }
+                    };
+                    if let Err(error) = stored {
+                        self.emit(Event::Warning(format!("result not stored: {error}")));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.write_final(&id, &body, settings.writer).await?;
+        self.emit(Event::ToolCompleted {
+            id: id.clone(),
+            tool: tool.clone(),
+            success,
+        });
+        Ok(Completed { id, tool, success })
+    }
+
+    /// Writes a final result, placing a placeholder first when the block went away.
+    async fn write_final(
+        &self,
+        id: &ToolUseId,
+        body: &ResultBody,
+        writer: WriterOptions,
+    ) -> Result<(), ExecutorError> {
+        let mut placed_again = false;
+        loop {
+            let mut missing = false;
+            self.edit(
+                |doc| match writer::write_result(doc, id.as_str(), body, writer) {
+                    Ok(edit) => Ok(vec![edit]),
+                    Err(flemma_ast::AstError::UnknownToolResult { .. }) if !placed_again => {
+                        missing = true;
+                        writer::insert_placeholders(
+                            doc,
+                            &[(id.as_str(), ToolStatus::Approved)],
+                            writer,
+                        )
+                        .or_else(|e| match e {
+                            // The tool use itself is gone: nowhere to write.
+                            flemma_ast::AstError::UnknownToolUse { .. } => Ok(Vec::new()),
+                            other => Err(other),
+                        })
+                        .map_err(ExecutorError::Edit)
+                    }
+                    Err(flemma_ast::AstError::UnknownToolResult { .. }) => Ok(Vec::new()),
+                    Err(error) => Err(ExecutorError::Edit(error)),
+                },
+            )
+            .await?;
+            if missing && !placed_again {
+                placed_again = true;
+                continue;
+            }
+            return Ok(());
+        }
+    }
+
+    fn preview(&self, tool: &ToolName, input: &Value) -> String {
+        let width = PREVIEW_WIDTH.saturating_sub(tool.as_str().len() + 2);
+        let preview = self
+            .registry
+            .get(tool.as_str())
+            .and_then(|t| t.preview(input, width))
+            .unwrap_or_else(|| generic_preview(input, width));
+        render_preview(tool.as_str(), &preview, PREVIEW_WIDTH)
+    }
+
+    /// What the host should do now.
+    async fn next_step(&self) -> Result<Next, ExecutorError> {
+        self.with_document(|doc, _| {
+            let mut waiting = false;
+            for message in &doc.messages {
+                for result in message.tool_results() {
+                    if result.status.is_some_and(ToolStatus::is_lifecycle) {
+                        waiting = true;
+                    }
+                }
+            }
+            if !self.running_calls().is_empty() {
+                return Next::Running;
+            }
+            if waiting {
+                return Next::AwaitApproval;
+            }
+            match doc.messages.last() {
+                Some(last) if last.role == Role::You && has_content(last) => Next::Send,
+                _ => Next::Idle,
+            }
+        })
+        .await
+    }
+}
+
+/// The parser for `snapshot`, brought up to date.
+fn refresh<'c>(
+    cache: &'c mut Option<(Revision, IncrementalParser)>,
+    snapshot: &crate::conversation::Snapshot,
+) -> &'c mut IncrementalParser {
+    let (revision, parser) = cache.get_or_insert_with(|| {
+        (
+            snapshot.revision,
+            IncrementalParser::new(snapshot.text.as_str().to_owned()),
+        )
+    });
+    if *revision != snapshot.revision {
+        if parser.text() != snapshot.text.as_str() {
+            parser.update(&snapshot.text);
+        }
+        *revision = snapshot.revision;
+    }
+    parser
+}
+
+/// The edit that renames a tool use in its header line, keeping everything else on the line.
+fn rename_in_header(
+    text: &str,
+    tool_use: &flemma_ast::ToolUse,
+    new: &ToolName,
+) -> Option<TextEdit> {
+    let line_no = tool_use.span.start_line;
+    let line = text
+        .split('\n')
+        .nth(usize::try_from(line_no).ok()?.checked_sub(1)?)?;
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let old = format!("`{}`", tool_use.name);
+    let at = line.find(&old)?;
+    let renamed = format!("{}`{new}`{}", &line[..at], &line[at + old.len()..]);
+    Some(TextEdit::replace(line_no, line_no, vec![renamed]))
+}
+
+/// The sandbox backend's availability, for the approval chain.
+struct Available(bool);
+
+impl SandboxStatus for Available {
+    fn backend_available(&self) -> bool {
+        self.0
+    }
+}
+
+/// Phase 2's work, read from one document.
+struct Plan {
+    /// Results to write now: `None` clears a pending suffix (a pasted result).
+    settle: Vec<(ToolUseId, ToolName, Option<ResultBody>)>,
+    /// Empty pending blocks.
+    pending: Vec<Call>,
+    /// Approved, empty, not running.
+    approved: Vec<Call>,
+    /// Approved blocks with edited content (spec §7.3).
+    protected: usize,
+}
+
+fn plan(doc: &Document, running: &HashMap<ToolUseId, CancellationToken>) -> Plan {
+    let table = flemma_ast::build_tool_sibling_table(doc);
+    let mut groups: Vec<(u32, &flemma_ast::ToolResult, &flemma_ast::ToolUse, usize)> = Vec::new();
+    for message in &doc.messages {
+        for result in message.tool_results() {
+            let Some(status) = result.status.filter(|s| s.is_lifecycle()) else {
+                continue;
+            };
+            let _ = status;
+            let Some(pair) = table.get(result.tool_use_id.as_str()) else {
+                continue;
+            };
+            // Only the last result of a tool use counts (the table keeps it).
+            if !pair.tool_result.is_some_and(|r| std::ptr::eq(r, result)) {
+                continue;
+            }
+            if let (Some(tool_use), Some(message)) = (pair.tool_use, pair.use_message) {
+                groups.push((tool_use.span.start_line, result, tool_use, message));
+            }
+        }
+    }
+    groups.sort_by_key(|(line, ..)| *line);
+    let mut plan = Plan {
+        settle: Vec::new(),
+        pending: Vec::new(),
+        approved: Vec::new(),
+        protected: 0,
+    };
+    for (_, result, tool_use, message) in groups {
+        let id = tool_use.id.clone();
+        let tool = tool_use.name.clone();
+        let has_content = !result.content.trim().is_empty();
+        let error = |message: String| {
+            Some(ResultBody::Error {
+                message: Some(message),
+                partial_output: None,
+            })
+        };
+        let call = || Call {
+            id: id.clone(),
+            tool: tool.clone(),
+            input: Value::Object(tool_use.input().clone()),
+        };
+        match result.status {
+            Some(ToolStatus::Pending) if has_content => plan.settle.push((id, tool, None)),
+            Some(ToolStatus::Pending) => plan.pending.push(call()),
+            Some(ToolStatus::Denied) => {
+                plan.settle.push((id, tool, error(msg::DENIED.to_owned())));
+            }
+            Some(ToolStatus::Rejected) => {
+                let text = if has_content {
+                    result.content.clone()
+                } else {
+                    msg::REJECTED.to_owned()
+                };
+                plan.settle.push((id, tool, error(text)));
+            }
+            Some(ToolStatus::Aborted) => {
+                let text = abort_message(&doc.messages[message]);
+                plan.settle.push((id, tool, error(text)));
+            }
+            Some(ToolStatus::Approved) if has_content => plan.protected += 1,
+            Some(ToolStatus::Approved) if running.contains_key(id.as_str()) => {}
+            Some(ToolStatus::Approved) => plan.approved.push(call()),
+            _ => {}
+        }
+    }
+    plan
+}
+
+/// The abort marker's message of an assistant message (`Response interrupted by the user.`
+/// when it has none).
+fn abort_message(message: &flemma_ast::Message) -> String {
+    message
+        .segments
+        .iter()
+        .find_map(|s| match s {
+            Segment::Aborted(a) if !a.message.trim().is_empty() => Some(a.message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| msg::REQUEST_ABORTED.to_owned())
+}
+
+/// Whether a message holds anything but whitespace.
+fn has_content(message: &flemma_ast::Message) -> bool {
+    message.segments.iter().any(|s| match s {
+        Segment::Text(t) => !t.value.trim().is_empty(),
+        _ => true,
+    })
+}
+
+/// The working directory of a tool's calls (spec §7.9): `tools.<name>.cwd` expanded, else
+/// the conversation's directory; `None` leaves the context's default (the process's).
+fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
+    let configured = match tool.as_str() {
+        "bash" => Some(options.tools.bash.cwd.clone()),
+        "grep" => Some(options.tools.grep.cwd.clone()),
+        "find" => Some(options.tools.find.cwd.clone()),
+        "ls" => Some(options.tools.ls.cwd.clone()),
+        other => options
+            .tools
+            .other
+            .get(other)
+            .and_then(|table| table.get("cwd"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    let chat_dir = chat.and_then(|c| crate::sandbox::real_path(c).parent().map(Path::to_owned));
+    match configured.as_deref() {
+        None | Some("" | "urn:flemma:buffer:path") => chat_dir,
+        Some("urn:flemma:cwd") => std::env::current_dir().ok(),
+        Some(text) => {
+            let env = |name: &str| std::env::var(name).ok();
+            crate::sandbox::expand_path(text, &env)
+        }
+    }
+}
+
+/// Runs one call, ending with `User aborted tool execution.` when cancelled and with the
+/// panic's text when the tool panics.
+async fn run_one(
+    tool: Arc<dyn Tool>,
+    id: ToolUseId,
+    name: ToolName,
+    input: Value,
+    ctx: ExecutionContext,
+    token: CancellationToken,
+    save_to: Option<String>,
+) -> Finished {
+    let output = {
+        let execute = AssertUnwindSafe(tool.execute(input, &ctx)).catch_unwind();
+        tokio::select! {
+            biased;
+            () = token.cancelled() => ToolOutput::error(msg::ABORTED),
+            result = execute => result.unwrap_or_else(|panic| {
+                ToolOutput::error(crate::registry::panic_payload_text(panic.as_ref()))
+            }),
+        }
+    };
+    Finished {
+        id,
+        tool: name,
+        output,
+        save_to,
+        overflow: ctx.overflow_path(),
+    }
+}
+
+fn body_text(body: &ResultBody) -> String {
+    match body {
+        ResultBody::Success(text) => text.clone(),
+        ResultBody::Json(value) => value.to_string(),
+        ResultBody::Error { message, .. } => message.clone().unwrap_or_default(),
+    }
+}
