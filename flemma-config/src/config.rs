@@ -54,6 +54,29 @@ impl Layer {
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The layers in the order a scalar at `path` is looked up, highest precedence first.
+    ///
+    /// The frontmatter is the highest layer, except for `sandbox.enabled`, where a runtime
+    /// override (`:Flemma sandbox:enable|disable`, `--set`) beats the frontmatter, which beats
+    /// the setup (spec §14.1).
+    fn lookup_order(path: &str) -> [Layer; 4] {
+        if path == "sandbox.enabled" {
+            [
+                Layer::Runtime,
+                Layer::Frontmatter,
+                Layer::Setup,
+                Layer::Defaults,
+            ]
+        } else {
+            [
+                Layer::Frontmatter,
+                Layer::Runtime,
+                Layer::Setup,
+                Layer::Defaults,
+            ]
+        }
+    }
 }
 
 /// What a closure policy for `tools.auto_approve` decides about one call.
@@ -429,9 +452,12 @@ impl Config {
     }
 
     /// The value of a scalar option: the highest layer's last set, else the default.
+    ///
+    /// The frontmatter is the highest layer, except for `sandbox.enabled`: a RUNTIME setting
+    /// beats the frontmatter there (spec §14.1).
     pub fn scalar(&self, path: &str) -> Value {
         let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
-        for layer in Layer::ALL.iter().rev() {
+        for layer in Layer::lookup_order(&path) {
             let last = self.layers[layer.index()]
                 .iter()
                 .rev()

@@ -177,6 +177,35 @@ fn scalars_take_the_highest_layer_and_the_last_write_in_it() {
 }
 
 #[test]
+fn a_runtime_sandbox_setting_beats_the_frontmatter() {
+    // Spec §14.1: runtime override beats frontmatter beats global config, for
+    // `sandbox.enabled` only.
+    for (runtime, frontmatter) in [(false, true), (true, false)] {
+        let mut config = Config::new();
+        config.set(Layer::Setup, "sandbox", !runtime).unwrap();
+        config
+            .set(Layer::Runtime, "sandbox.enabled", runtime)
+            .unwrap();
+        config
+            .set(Layer::Frontmatter, "sandbox", json!({ "enabled": frontmatter }))
+            .unwrap();
+        assert_eq!(config.scalar("sandbox.enabled"), json!(runtime));
+        assert_eq!(config.options().unwrap().sandbox.enabled, runtime);
+        config.clear_layer(Layer::Runtime);
+        assert_eq!(config.options().unwrap().sandbox.enabled, frontmatter);
+        config.clear_layer(Layer::Frontmatter);
+        assert_eq!(config.options().unwrap().sandbox.enabled, !runtime);
+    }
+    // Other options keep the frontmatter on top.
+    let mut config = Config::new();
+    config.set(Layer::Runtime, "sandbox.backend", "bwrap").unwrap();
+    config
+        .set(Layer::Frontmatter, "sandbox.backend", "required")
+        .unwrap();
+    assert_eq!(config.options().unwrap().sandbox.backend, "required");
+}
+
+#[test]
 fn tables_set_each_key() {
     let mut config = Config::new();
     config
