@@ -39,9 +39,9 @@ pub use error::{ConfigError, FinalizeIssue, FrontmatterError};
 pub use glob::glob_match;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{
-    AutopilotOptions, Backup, BashOptions, BwrapOptions, EditingOptions, LsOptions, Options,
-    PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions,
-    ToolsOptions,
+    AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
+    LsOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy,
+    SearchOptions, StoreOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use schema::OptionKind;

@@ -65,6 +65,12 @@ pub struct ToolsOptions {
     pub max_concurrent: u64,
     /// Seconds before a tool times out.
     pub default_timeout: u64,
+    /// Show a spinner in pending placeholders while a tool runs (spec §7.10).
+    pub show_spinner: bool,
+    /// Where the cursor goes after a result is injected (spec §7.8).
+    pub cursor_after_result: CursorAfterResult,
+    /// Tool modules to register (module paths; spec §4.2 `register_module`).
+    pub modules: Vec<String>,
     /// `tools.autopilot.*`
     pub autopilot: AutopilotOptions,
     /// `tools.store.*`
@@ -82,7 +88,21 @@ pub struct ToolsOptions {
     pub other: BTreeMap<String, Value>,
 }
 
-/// `tools.autopilot.*`
+/// `tools.cursor_after_result`: where the cursor goes after a tool result is injected
+/// (spec §7.8; skipped while autopilot is armed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CursorAfterResult {
+    /// To the result's header line (the default).
+    #[default]
+    Result,
+    /// Nowhere: the cursor stays.
+    Stay,
+    /// To the line after the `@You:` message that holds the result.
+    Next,
+}
+
+/// `tools.autopilot.*` (`tools.autopilot = false` is shorthand for `{enabled = false}`)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AutopilotOptions {

@@ -22,6 +22,9 @@ pub enum OptionKind {
     StringMap,
     /// Anything (provider-specific parameters, thinking levels).
     Any,
+    /// One of a few strings (`tools.cursor_after_result`), with how the choice reads in an
+    /// error.
+    Choice(&'static [&'static str], &'static str),
 }
 
 impl OptionKind {
@@ -39,6 +42,7 @@ impl OptionKind {
                 .as_object()
                 .is_some_and(|m| m.values().all(Value::is_string)),
             OptionKind::Any => true,
+            OptionKind::Choice(values, _) => value.as_str().is_some_and(|v| values.contains(&v)),
         }
     }
 
@@ -52,6 +56,7 @@ impl OptionKind {
             OptionKind::List => "a list of strings",
             OptionKind::StringMap => "a table of strings",
             OptionKind::Any => "a value",
+            OptionKind::Choice(_, describe) => describe,
         }
     }
 }
@@ -65,8 +70,12 @@ pub(crate) struct OptionDef {
 }
 
 macro_rules! options {
-    ($($path:literal : $kind:ident = $default:expr),* $(,)?) => {
-        &[$(OptionDef { path: $path, kind: OptionKind::$kind, default: || json!($default) }),*]
+    ($($path:literal : $kind:ident $(($($arg:expr),*))? = $default:expr),* $(,)?) => {
+        &[$(OptionDef {
+            path: $path,
+            kind: OptionKind::$kind $(($($arg),*))?,
+            default: || json!($default),
+        }),*]
     };
 }
 
@@ -82,7 +91,7 @@ const EXCLUDES: [&str; 8] = [
     "vendor",
 ];
 
-/// Every option with its default (spec §5-§7, §11.1, §14.1).
+/// Every option with its default (spec §5-§7, §7.8, §7.10, §11.1, §14.1).
 pub(crate) const OPTIONS: &[OptionDef] = options![
     "tools": List = Vec::<String>::new(),
     "tools.auto_approve": List = ["$standard"],
@@ -90,6 +99,12 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     "tools.auto_approve_sandboxed": Bool = true,
     "tools.max_concurrent": Integer = 2,
     "tools.default_timeout": Integer = 30,
+    "tools.show_spinner": Bool = true,
+    "tools.cursor_after_result": Choice(
+        &["result", "stay", "next"],
+        "one of \"result\", \"stay\", \"next\""
+    ) = "result",
+    "tools.modules": List = Vec::<String>::new(),
     "tools.autopilot.enabled": Bool = true,
     "tools.autopilot.max_turns": Integer = 100,
     "tools.autopilot.resume_delay": Integer = 2000,

@@ -187,7 +187,11 @@ fn a_runtime_sandbox_setting_beats_the_frontmatter() {
             .set(Layer::Runtime, "sandbox.enabled", runtime)
             .unwrap();
         config
-            .set(Layer::Frontmatter, "sandbox", json!({ "enabled": frontmatter }))
+            .set(
+                Layer::Frontmatter,
+                "sandbox",
+                json!({ "enabled": frontmatter }),
+            )
             .unwrap();
         assert_eq!(config.scalar("sandbox.enabled"), json!(runtime));
         assert_eq!(config.options().unwrap().sandbox.enabled, runtime);
@@ -198,7 +202,9 @@ fn a_runtime_sandbox_setting_beats_the_frontmatter() {
     }
     // Other options keep the frontmatter on top.
     let mut config = Config::new();
-    config.set(Layer::Runtime, "sandbox.backend", "bwrap").unwrap();
+    config
+        .set(Layer::Runtime, "sandbox.backend", "bwrap")
+        .unwrap();
     config
         .set(Layer::Frontmatter, "sandbox.backend", "required")
         .unwrap();
