@@ -29,6 +29,7 @@ mod listops;
 #[cfg(feature = "lua")]
 mod lua;
 mod options;
+mod path;
 mod presets;
 mod schema;
 mod sources;
@@ -36,6 +37,7 @@ mod suggest;
 
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError};
+pub use flemma_ids::ToolName;
 pub use glob::glob_match;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{

@@ -1,5 +1,6 @@
 //! The option paths flemma knows, their kinds and defaults.
 
+use flemma_ids::ToolName;
 use serde_json::{Value, json};
 
 use crate::error::ConfigError;
@@ -153,28 +154,31 @@ pub(crate) const OPEN_PREFIXES: &[&str] = &[
 ];
 
 /// The built-in tools whose tables are typed; other `tools.<name>.<key>` tables are free-form.
-const TYPED_TOOL_TABLES: &[&str] = &["bash", "grep", "find", "ls", "autopilot", "store"];
+const TYPED_TOOL_TABLES: &[&str] = &["bash", "grep", "find", "ls"];
 
 /// What a path refers to once aliases and shorthands are applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Resolved {
+    /// The canonical spelling (see [`crate::path`]).
     pub(crate) path: String,
     pub(crate) kind: OptionKind,
 }
 
 /// Maps a written path to a known option: aliases (`tools.approve`), shorthands (`sandbox`,
-/// `tools.autopilot` → `.enabled`), open tables.
+/// `tools.autopilot` → `.enabled`), open tables and per-tool tables (`tools."mcp.fs".cwd`).
 ///
 /// # Errors
 ///
 /// [`ConfigError::UnknownOption`] with the closest known path.
 pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, ConfigError> {
-    let path = match path {
+    let segments = crate::path::split(path)?;
+    let canonical = crate::path::canonical(&segments);
+    let path = match canonical.as_str() {
         "tools.approve" => "tools.auto_approve",
         "tools.list" => "tools",
         "sandbox" | "tools.autopilot" if value_is_bool => {
             return Ok(Resolved {
-                path: format!("{path}.enabled"),
+                path: format!("{canonical}.enabled"),
                 kind: OptionKind::Bool,
             });
         }
@@ -186,17 +190,7 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
             kind: def.kind,
         });
     }
-    if OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) {
-        return Ok(Resolved {
-            path: path.to_owned(),
-            kind: OptionKind::Any,
-        });
-    }
-    // `tools.<user tool>.<key>`: per-tool tables of tools this crate does not know.
-    let mut parts = path.split('.');
-    if let (Some("tools"), Some(tool), Some(_)) = (parts.next(), parts.next(), parts.next())
-        && !TYPED_TOOL_TABLES.contains(&tool)
-    {
+    if OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) || tool_table(&segments).is_some() {
         return Ok(Resolved {
             path: path.to_owned(),
             kind: OptionKind::Any,
@@ -206,6 +200,25 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
         path: path.to_owned(),
         suggestion: did_you_mean(path, OPTIONS.iter().map(|d| d.path)).map(str::to_owned),
     })
+}
+
+/// The tool whose free-form table a path points into: `tools.<name>.<key>…` where `<name>` is a
+/// valid tool name that is neither a built-in tool with a typed table nor a `tools.*` option
+/// (`autopilot`, `store`, `max_concurrent`, `list`, …).
+pub(crate) fn tool_table<'p>(segments: &[&'p str]) -> Option<&'p str> {
+    let [first, tool, _, ..] = segments else {
+        return None;
+    };
+    let reserved = |name: &str| {
+        TYPED_TOOL_TABLES.contains(&name)
+            || matches!(name, "list" | "approve")
+            || OPTIONS.iter().any(|d| {
+                d.path
+                    .strip_prefix("tools.")
+                    .is_some_and(|rest| rest.split('.').next() == Some(name))
+            })
+    };
+    (*first == "tools" && !reserved(tool) && ToolName::new(*tool).is_ok()).then_some(*tool)
 }
 
 /// The default of a known path.

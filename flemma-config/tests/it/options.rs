@@ -78,7 +78,7 @@ fn defaults_are_the_spec_defaults() {
         options.tools.store.backup,
         Backup::Strategy("version".into())
     );
-    assert!(options.tools.other.is_empty());
+    assert!(options.tools.tables.is_empty());
 }
 
 #[test]
@@ -166,12 +166,15 @@ fn the_view_follows_every_layer() {
     assert_eq!(options.tools.store.backup, Backup::Enabled(false));
     assert_eq!(options.tools.grep.exclude, EXCLUDES[..7]);
     assert_eq!(options.tools.find.exclude, EXCLUDES);
-    assert_eq!(options.tools.other["calculator"], json!({"precision": 3}));
+    assert_eq!(
+        json!(options.tool_options(&calculator())),
+        json!({"precision": 3})
+    );
 
     config.clear_layer(Layer::Runtime);
     let options = config.options().unwrap();
     assert_eq!(options.model.as_deref(), Some("claude-sonnet-4-5"));
-    assert!(options.tools.other.is_empty());
+    assert!(options.tools.tables.is_empty());
 }
 
 #[test]
@@ -182,4 +185,8 @@ fn a_null_write_falls_back_to_the_layer_below() {
         .set(Layer::Frontmatter, "model", serde_json::Value::Null)
         .unwrap();
     assert_eq!(config.options().unwrap().model.as_deref(), Some("m1"));
+}
+
+fn calculator() -> flemma_config::ToolName {
+    flemma_config::ToolName::new("calculator").unwrap()
 }
