@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolCall, ToolName};
 use flemma::ast::Document;
 use flemma::config::{Config, FrontmatterError, Layer};
+use flemma::schema::{Capability, builtin};
 
 use crate::Failure;
 
@@ -54,9 +55,9 @@ pub(crate) fn apply_frontmatter(
     }
 }
 
-/// The built-in tools that declare `auto_approves_if_sandboxed`.
+/// Whether the built-in tool declares `auto_approves_if_sandboxed` (`bash`).
 fn auto_approves_if_sandboxed(tool: &ToolName) -> bool {
-    *tool == "bash"
+    builtin::has_capability(tool.as_str(), Capability::AutoApprovesIfSandboxed)
 }
 
 /// Whether bubblewrap can run here: Linux, and the configured binary is executable.

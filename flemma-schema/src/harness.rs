@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::capability::{Capabilities, Capability};
 use crate::messages as msg;
 
 /// The property name of the background directive.
@@ -20,11 +21,13 @@ pub struct HarnessParameters {
 }
 
 impl HarnessParameters {
-    /// The parameters a tool gets from its traits (spec §9).
-    pub fn for_tool(is_async: bool, disables_background: bool, disables_save_to: bool) -> Self {
+    /// The parameters a tool gets from its traits (spec §9): `flemma.background` for async
+    /// tools without [`Capability::DisablesBackground`], `flemma.save_to` for tools without
+    /// [`Capability::DisablesSaveTo`].
+    pub fn for_tool(is_async: bool, capabilities: Capabilities) -> Self {
         Self {
-            background: is_async && !disables_background,
-            save_to: !disables_save_to,
+            background: is_async && !capabilities.contains(Capability::DisablesBackground),
+            save_to: !capabilities.contains(Capability::DisablesSaveTo),
         }
     }
 
@@ -41,12 +44,12 @@ impl HarnessParameters {
 /// (as this crate emits them); the parameters are inserted at their sorted places.
 ///
 /// ```
-/// use flemma_schema::{HarnessParameters, inject_harness_parameters};
+/// use flemma_schema::{Capabilities, HarnessParameters, inject_harness_parameters};
 /// use serde_json::json;
 ///
 /// let mut schema = json!({"type": "object", "properties": {"command": {"type": "string"}},
 ///                         "required": ["command"], "additionalProperties": false});
-/// inject_harness_parameters(&mut schema, HarnessParameters::for_tool(true, false, false), true);
+/// inject_harness_parameters(&mut schema, HarnessParameters::for_tool(true, Capabilities::NONE), true);
 /// assert_eq!(schema["required"], json!(["command", "flemma.background", "flemma.save_to"]));
 /// assert_eq!(schema["properties"]["flemma.save_to"]["type"], json!(["string", "null"]));
 /// ```

@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use flemma_schema::dsl::{number, object, string};
-//! use flemma_schema::{HarnessParameters, ToolName, ToolSpec, Validator};
+//! use flemma_schema::{Capabilities, HarnessParameters, ToolName, ToolSpec, Validator};
 //!
 //! let spec = ToolSpec::builder(ToolName::new("bash")?, "Run a command.")
 //!     .input(object([
@@ -21,7 +21,7 @@
 //!         ("timeout", number().nullable().describe("Timeout in seconds (default: 30)")),
 //!     ]))
 //!     .strict(true)
-//!     .harness(HarnessParameters::for_tool(true, false, false))
+//!     .harness(HarnessParameters::for_tool(true, Capabilities::NONE))
 //!     .build()?;
 //! assert_eq!(
 //!     spec.input_schema["required"],
@@ -38,6 +38,7 @@
 //! ```
 
 pub mod builtin;
+mod capability;
 pub mod dsl;
 mod emit;
 mod error;
@@ -50,6 +51,7 @@ mod strict;
 mod typed;
 mod validate;
 
+pub use capability::{Capabilities, Capability};
 pub use dsl::Schema;
 pub use emit::Mode;
 pub use error::{JsonPath, SchemaError};
