@@ -96,14 +96,7 @@ pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, AstError> {
         }
         previous_end = edit.end.max(previous_end);
     }
-    let eol = if text
-        .find('\n')
-        .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r')
-    {
-        "\r\n"
-    } else {
-        "\n"
-    };
+    let eol = crate::source::line_ending(text);
     let mut lines: Vec<&str> = Vec::with_capacity(src.len() + 8);
     let mut next = 1u32;
     for edit in sorted {

@@ -506,7 +506,10 @@ fn fmt(out: &mut impl Write, file: &str, check: bool, json: bool) -> Result<u8, 
             out.write_all(formatted.as_bytes())?;
         }
     } else if changed {
-        input.write_back(&formatted)?;
+        input.write_back(&formatted).map_err(|e| Failure {
+            code: 2,
+            error: e.into(),
+        })?;
     }
     Ok(0)
 }
