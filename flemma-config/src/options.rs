@@ -72,6 +72,10 @@ impl Options {
 /// `tools.*`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one documented `tools.*` option, not a state machine"
+)]
 pub struct ToolsOptions {
     /// The conversation's tool list (`tools` itself; `tools.list` in files).
     pub list: Vec<String>,

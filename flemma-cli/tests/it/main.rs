@@ -193,7 +193,7 @@ fn fmt_writes_through_the_store_writer_keeping_the_mode_and_no_backup() {
     let left: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("mode") && n != "mode.chat" && !n.ends_with(".lock"))
+        .filter(|n| n.contains("mode") && n != "mode.chat" && n != ".mode.chat.lock")
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
