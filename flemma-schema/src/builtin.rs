@@ -29,7 +29,7 @@ pub struct Builtin {
 impl Builtin {
     /// The harness parameters the tool is offered.
     pub fn harness(&self) -> HarnessParameters {
-        HarnessParameters::for_tool(self.is_async, self.capabilities)
+        HarnessParameters::from_capabilities(self.is_async, self.capabilities)
     }
 
     /// The spec the model sees; built-in tools are strict (spec §12).

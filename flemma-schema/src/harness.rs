@@ -22,13 +22,23 @@ pub struct HarnessParameters {
 
 impl HarnessParameters {
     /// The parameters a tool gets from its traits (spec §9): `flemma.background` for async
-    /// tools without [`Capability::DisablesBackground`], `flemma.save_to` for tools without
-    /// [`Capability::DisablesSaveTo`].
-    pub fn for_tool(is_async: bool, capabilities: Capabilities) -> Self {
+    /// tools that do not disable it, `flemma.save_to` for tools that do not disable it.
+    /// [`HarnessParameters::from_capabilities`] reads the two flags from a capability set.
+    pub fn for_tool(is_async: bool, disables_background: bool, disables_save_to: bool) -> Self {
         Self {
-            background: is_async && !capabilities.contains(Capability::DisablesBackground),
-            save_to: !capabilities.contains(Capability::DisablesSaveTo),
+            background: is_async && !disables_background,
+            save_to: !disables_save_to,
         }
+    }
+
+    /// The parameters of a tool with these capabilities: [`HarnessParameters::for_tool`] with
+    /// [`Capability::DisablesBackground`] and [`Capability::DisablesSaveTo`].
+    pub fn from_capabilities(is_async: bool, capabilities: Capabilities) -> Self {
+        Self::for_tool(
+            is_async,
+            capabilities.contains(Capability::DisablesBackground),
+            capabilities.contains(Capability::DisablesSaveTo),
+        )
     }
 
     /// No harness parameters.
@@ -44,12 +54,12 @@ impl HarnessParameters {
 /// (as this crate emits them); the parameters are inserted at their sorted places.
 ///
 /// ```
-/// use flemma_schema::{Capabilities, HarnessParameters, inject_harness_parameters};
+/// use flemma_schema::{HarnessParameters, inject_harness_parameters};
 /// use serde_json::json;
 ///
 /// let mut schema = json!({"type": "object", "properties": {"command": {"type": "string"}},
 ///                         "required": ["command"], "additionalProperties": false});
-/// inject_harness_parameters(&mut schema, HarnessParameters::for_tool(true, Capabilities::NONE), true);
+/// inject_harness_parameters(&mut schema, HarnessParameters::for_tool(true, false, false), true);
 /// assert_eq!(schema["required"], json!(["command", "flemma.background", "flemma.save_to"]));
 /// assert_eq!(schema["properties"]["flemma.save_to"]["type"], json!(["string", "null"]));
 /// ```

@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use flemma_schema::dsl::{number, object, string};
-//! use flemma_schema::{Capabilities, HarnessParameters, ToolName, ToolSpec, Validator};
+//! use flemma_schema::{HarnessParameters, ToolName, ToolSpec, Validator};
 //!
 //! let spec = ToolSpec::builder(ToolName::new("bash")?, "Run a command.")
 //!     .input(object([
@@ -21,7 +21,7 @@
 //!         ("timeout", number().nullable().describe("Timeout in seconds (default: 30)")),
 //!     ]))
 //!     .strict(true)
-//!     .harness(HarnessParameters::for_tool(true, Capabilities::NONE))
+//!     .harness(HarnessParameters::for_tool(true, false, false))
 //!     .build()?;
 //! assert_eq!(
 //!     spec.input_schema["required"],

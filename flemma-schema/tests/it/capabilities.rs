@@ -56,7 +56,7 @@ fn harness_parameters_follow_the_capabilities() {
     ];
     for (is_async, capabilities, (background, save_to)) in cases {
         assert_eq!(
-            HarnessParameters::for_tool(is_async, capabilities),
+            HarnessParameters::from_capabilities(is_async, capabilities),
             HarnessParameters {
                 background,
                 save_to
