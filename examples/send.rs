@@ -45,14 +45,16 @@ async fn send() -> Result<(), Box<dyn std::error::Error>> {
     let path = args
         .next()
         .ok_or("usage: send FILE [anthropic|openai|openai-chat|vertex] [MODEL] [--dry-run]")?;
-    let (kind, default_model) = match args.next().as_deref().unwrap_or("anthropic") {
-        "anthropic" => (ProviderKind::Anthropic, "claude-sonnet-4-5"),
-        "openai" => (ProviderKind::OpenAiResponses, "gpt-5"),
-        "openai-chat" => (ProviderKind::OpenAiChat, "gpt-4.1"),
-        "vertex" => (ProviderKind::Vertex, "gemini-2.5-pro"),
+    let kind = match args.next().as_deref().unwrap_or("anthropic") {
+        "anthropic" => ProviderKind::Anthropic,
+        "openai" => ProviderKind::OpenAiResponses,
+        "openai-chat" => ProviderKind::OpenAiChat,
+        "vertex" => ProviderKind::Vertex,
         other => return Err(format!("unknown provider {other}").into()),
     };
-    let model = args.next().unwrap_or_else(|| default_model.to_owned());
+    let model = args
+        .next()
+        .unwrap_or_else(|| kind.default_model().to_owned());
 
     let text = std::fs::read_to_string(&path)?;
     let doc = flemma::ast::parse(&text);

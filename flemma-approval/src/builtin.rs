@@ -149,7 +149,8 @@ impl Resolver for SandboxResolver {
         if !ctx.tools.auto_approves_if_sandboxed(call.name) {
             return pass("the tool does not declare auto_approves_if_sandboxed");
         }
-        if !sandbox_enabled(ctx) {
+        // The resolved option already lets a runtime override beat the frontmatter (§14.1).
+        if !ctx.options.sandbox.enabled {
             return pass("the sandbox is disabled");
         }
         if !ctx.sandbox.backend_available() {
@@ -171,15 +172,6 @@ impl Resolver for SandboxResolver {
         }
         Verdict::approve().because("sandboxed")
     }
-}
-
-/// `sandbox.enabled` for the conversation: a runtime override beats the frontmatter, which
-/// beats the setup (spec §14.1).
-fn sandbox_enabled(ctx: &ApprovalContext<'_>) -> bool {
-    ctx.config
-        .layer_scalar(Layer::Runtime, "sandbox.enabled")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(ctx.options.sandbox.enabled)
 }
 
 /// `urn:flemma:approval:catch-all`: approves everything when `tools.require_approval` is

@@ -150,14 +150,7 @@ pub(crate) fn plan(
         }
         previous_end = edit.end.max(previous_end);
     }
-    let eol = if text
-        .find('\n')
-        .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r')
-    {
-        "\r\n"
-    } else {
-        "\n"
-    };
+    let eol = crate::source::line_ending(text);
     let virtual_eol = (!text.is_empty() && !text.ends_with('\n')).then_some(eol);
     let mut lines = Lines {
         bytes: text.as_bytes(),

@@ -55,6 +55,7 @@ pub use incremental::{IncrementalParser, Reparse};
 pub use messages::ABORTED_BY_USER;
 pub use parser::{parse, parse_bytes};
 pub use print::print;
+pub use source::line_ending;
 
 /// Splits a text into [`Text`], [`Segment::Expression`] and [`Segment::Code`] segments, with
 /// positions counted from `base_line` (the line of the text's first byte, in column 1), as the

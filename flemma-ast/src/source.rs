@@ -2,6 +2,28 @@
 
 use std::borrow::Cow;
 
+/// The line ending a text uses: `"\r\n"` when its first line ends in CRLF, else `"\n"`.
+///
+/// The writer ([`apply_edits`](crate::apply_edits)) and `flemma fmt` write every line with it,
+/// so a CRLF file stays CRLF.
+///
+/// ```
+/// assert_eq!(flemma_ast::line_ending("@You:\r\nhi\r\n"), "\r\n");
+/// assert_eq!(flemma_ast::line_ending("@You:\nhi\r\n"), "\n");
+/// assert_eq!(flemma_ast::line_ending("\r\n"), "\r\n");
+/// assert_eq!(flemma_ast::line_ending("no newline"), "\n");
+/// ```
+pub fn line_ending(text: &str) -> &'static str {
+    if text
+        .find('\n')
+        .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r')
+    {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
 /// A text split into lines on `\n`; a `\r` before a `\n` belongs to the terminator, so CRLF text
 /// reads like LF text.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! Reading a transcript from a file or standard input, and writing it back.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// Why a transcript could not be read or written. The message names the file; the I/O error
@@ -9,12 +9,6 @@ use std::path::{Path, PathBuf};
 pub(crate) enum InputError {
     #[error("cannot read {name}")]
     Read {
-        name: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write {name}")]
-    Write {
         name: String,
         #[source]
         source: std::io::Error,
@@ -68,49 +62,24 @@ impl Input {
         self.path.is_none()
     }
 
-    /// Converts LF text to the input's own line ending (CRLF when its first line ends in CRLF).
+    /// Converts LF text to the input's own line ending ([`flemma::ast::line_ending`]).
     pub(crate) fn with_line_ending(&self, lf_text: &str) -> String {
-        let crlf = self
-            .text
-            .find('\n')
-            .is_some_and(|i| i > 0 && self.text.as_bytes()[i - 1] == b'\r');
-        if crlf {
-            lf_text.replace('\n', "\r\n")
-        } else {
-            lf_text.to_owned()
+        match flemma::ast::line_ending(&self.text) {
+            "\n" => lf_text.to_owned(),
+            eol => lf_text.replace('\n', eol),
         }
     }
 
-    /// Replaces the file atomically: a temporary file in the same directory, then a rename.
-    pub(crate) fn write_back(&self, text: &str) -> Result<(), InputError> {
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        let io = |source| InputError::Write {
-            name: self.name.clone(),
-            source,
-        };
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{file_name}.flemma-fmt.{}", std::process::id()));
-        let result = (|| {
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            if let Ok(meta) = std::fs::metadata(path) {
-                std::fs::set_permissions(&tmp, meta.permissions())?;
+    /// Replaces the file atomically with the store's writer ([`flemma::store::write_atomic`]:
+    /// a temporary file in the same directory, fsync, rename; the file's permissions are kept;
+    /// no backup).
+    pub(crate) fn write_back(&self, text: &str) -> Result<(), flemma::store::StoreError> {
+        match &self.path {
+            Some(path) => {
+                flemma::store::write_atomic(path, text.as_bytes(), &flemma::store::NoBackup)
+                    .map(drop)
             }
-            std::fs::rename(&tmp, path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+            None => Ok(()),
         }
-        result.map_err(io)
     }
 }

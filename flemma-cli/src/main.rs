@@ -273,56 +273,30 @@ fn request(
     templates: Option<TemplatesArg>,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
-    use flemma::providers::{
-        self as p, CacheRetention, ForeignThinking, PromptBuilder, RequestOptions, Thinking,
-    };
+    use flemma::providers::{PromptBuilder, ProviderKind, RequestOptions};
     let input = Input::read(file)?;
     let doc = flemma::ast::parse(&input.text);
     let mut config = settings.load()?;
     let variables = options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
     let opts = config.options().map_err(|e| failed(e.into()))?;
-    let default_model = match provider {
-        ProviderArg::Anthropic => "claude-sonnet-4-5",
-        ProviderArg::Openai => "gpt-5",
-        ProviderArg::OpenaiChat => "gpt-4.1",
-        ProviderArg::Vertex => "gemini-2.5-pro",
+    let kind = match provider {
+        ProviderArg::Anthropic => ProviderKind::Anthropic,
+        ProviderArg::Openai => ProviderKind::OpenAiResponses,
+        ProviderArg::OpenaiChat => ProviderKind::OpenAiChat,
+        ProviderArg::Vertex => ProviderKind::Vertex,
     };
-    let mut tools = Vec::new();
-    for builtin in flemma::schema::builtin::builtins() {
+    let mut request_options = RequestOptions::from_options(&opts, kind);
+    if let Some(model) = model {
+        request_options.model = model;
+    }
+    for builtin in flemma::schema::builtin::all() {
         if opts.tools.list_is_explicit && !opts.tools.list.iter().any(|t| t == builtin.name) {
             continue;
         }
-        tools.push(builtin.spec(true).map_err(|e| failed(e.into()))?);
+        let spec = builtin.spec(true).map_err(|e| failed(e.into()))?;
+        request_options.tools.push(spec);
     }
-    let provider_budget = |table: &serde_json::Map<String, serde_json::Value>| {
-        table
-            .get("thinking_budget")
-            .and_then(serde_json::Value::as_u64)
-            .map(Thinking::Budget)
-    };
-    let general = Thinking::from_option(opts.thinking.as_ref());
-    let thinking = match provider {
-        ProviderArg::Anthropic => provider_budget(&opts.anthropic).unwrap_or(general),
-        ProviderArg::Vertex => provider_budget(&opts.vertex).unwrap_or(general),
-        ProviderArg::Openai => opts
-            .openai
-            .get("reasoning")
-            .map_or(general, |v| Thinking::from_option(Some(v))),
-        ProviderArg::OpenaiChat => general,
-    };
-    let model = model
-        .or_else(|| opts.model.clone())
-        .unwrap_or_else(|| default_model.to_owned());
-    let request_options = RequestOptions {
-        max_tokens: opts.max_tokens,
-        temperature: opts.temperature,
-        thinking,
-        cache_retention: CacheRetention::from_option(opts.cache_retention.as_deref()),
-        tools,
-        foreign_thinking: ForeignThinking::from_option(opts.thinking.as_ref()),
-        ..RequestOptions::new(model)
-    };
     let mut builder = PromptBuilder::new()
         .engine(template_engine(templates)?)
         .variables(variables);
@@ -340,12 +314,6 @@ fn request(
             d.message
         );
     }
-    let kind = match provider {
-        ProviderArg::Anthropic => p::ProviderKind::Anthropic,
-        ProviderArg::Openai => p::ProviderKind::OpenAiResponses,
-        ProviderArg::OpenaiChat => p::ProviderKind::OpenAiChat,
-        ProviderArg::Vertex => p::ProviderKind::Vertex,
-    };
     let body = kind.request(&prompt, &request_options);
     writeln!(out, "{body}")?;
     Ok(u8::from(prompt.has_errors()))
@@ -522,7 +490,9 @@ fn fmt(out: &mut impl Write, file: &Path, check: bool, json: bool) -> Result<u8,
             out.write_all(formatted.as_bytes())?;
         }
     } else if changed {
-        input.write_back(&formatted)?;
+        input
+            .write_back(&formatted)
+            .map_err(|e| Failure::usage(e.into()))?;
     }
     Ok(0)
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolCall, ToolName};
 use flemma::ast::Document;
 use flemma::config::{Config, FrontmatterError, Layer};
+use flemma::schema::{Capability, builtin};
 
 use crate::{Failure, failed};
 
@@ -77,9 +78,9 @@ pub(crate) fn frontmatter_failure(name: &str, error: &FrontmatterError) -> Failu
     ))
 }
 
-/// The built-in tools that declare `auto_approves_if_sandboxed`.
+/// Whether the built-in tool declares `auto_approves_if_sandboxed` (`bash`).
 fn auto_approves_if_sandboxed(tool: &ToolName) -> bool {
-    *tool == "bash"
+    builtin::has_capability(tool.as_str(), Capability::AutoApprovesIfSandboxed)
 }
 
 /// Whether bubblewrap can run here: Linux, and the configured binary is executable.

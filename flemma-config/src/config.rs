@@ -11,7 +11,7 @@ use crate::glob::glob_match;
 use crate::listops::{ListOp, OpKind, expand_op, is_preset_ref, parse_list, strings};
 use crate::options::Options;
 use crate::presets::Presets;
-use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path};
+use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path, tool_table};
 use crate::suggest::did_you_mean;
 
 /// The next state stamp (see [`Config::generation`]).
@@ -53,6 +53,29 @@ impl Layer {
 
     fn index(self) -> usize {
         self as usize
+    }
+
+    /// The layers in the order a scalar at `path` is looked up, highest precedence first.
+    ///
+    /// The frontmatter is the highest layer, except for `sandbox.enabled`, where a runtime
+    /// override (`:Flemma sandbox:enable|disable`, `--set`) beats the frontmatter, which beats
+    /// the setup (spec §14.1).
+    fn lookup_order(path: &str) -> [Layer; 4] {
+        if path == "sandbox.enabled" {
+            [
+                Layer::Runtime,
+                Layer::Frontmatter,
+                Layer::Setup,
+                Layer::Defaults,
+            ]
+        } else {
+            [
+                Layer::Frontmatter,
+                Layer::Runtime,
+                Layer::Setup,
+                Layer::Defaults,
+            ]
+        }
     }
 }
 
@@ -235,7 +258,7 @@ impl Config {
             // A table of options: `tools = { max_concurrent = 4, list = ["bash"] }`.
             Value::Object(map) if !map.is_empty() && !takes_tables => {
                 for (key, v) in map {
-                    self.set(layer, &format!("{path}.{key}"), v)?;
+                    self.set(layer, &crate::path::join(path, &key), v)?;
                 }
                 Ok(())
             }
@@ -428,28 +451,56 @@ impl Config {
         ResolvedList { items, source }
     }
 
-    /// The value of a scalar option: the highest layer's last set, else the default.
-    pub fn scalar(&self, path: &str) -> Value {
-        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
-        for layer in Layer::ALL.iter().rev() {
+    /// The value of a scalar option: the highest layer's last set, else the default; `null`
+    /// for a key of a tool's table that no layer sets.
+    ///
+    /// The frontmatter is the highest layer, except for `sandbox.enabled`: a RUNTIME setting
+    /// beats the frontmatter there (spec §14.1).
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer};
+    ///
+    /// let mut config = Config::new();
+    /// config.set(Layer::Setup, "tools.\"mcp.fs.read\".cwd", "/srv")?;
+    /// assert_eq!(config.scalar("tools.\"mcp.fs.read\".cwd")?, "/srv");
+    /// assert_eq!(config.scalar("tools.max_concurrent")?, 2);
+    /// let typo = config.scalar("tools.max_concurent").unwrap_err();
+    /// assert!(typo.to_string().contains("did you mean `tools.max_concurrent`"));
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] (with a did-you-mean) for a path that names no option.
+    pub fn scalar(&self, path: &str) -> Result<Value, ConfigError> {
+        Ok(self.value_at(&resolve_path(path, false)?.path))
+    }
+
+    /// [`Config::scalar`] of a resolved path.
+    fn value_at(&self, path: &str) -> Value {
+        for layer in Layer::lookup_order(path) {
             let last = self.layers[layer.index()]
                 .iter()
                 .rev()
                 .find_map(|e| match e {
-                    Entry::Scalar { path: p, value } if *p == path => Some(value),
+                    Entry::Scalar { path: p, value } if p == path => Some(value),
                     _ => None,
                 });
             if let Some(value) = last.filter(|v| !v.is_null()) {
                 return value.clone();
             }
         }
-        default_of(&path)
+        default_of(path)
     }
 
     /// The last value a layer sets for a scalar path, if it sets one.
-    pub fn layer_scalar(&self, layer: Layer, path: &str) -> Option<Value> {
-        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
-        self.layers[layer.index()]
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] (with a did-you-mean) for a path that names no option.
+    pub fn layer_scalar(&self, layer: Layer, path: &str) -> Result<Option<Value>, ConfigError> {
+        let path = resolve_path(path, false)?.path;
+        Ok(self.layers[layer.index()]
             .iter()
             .rev()
             .find_map(|e| match e {
@@ -457,7 +508,7 @@ impl Config {
                     Some(value.clone())
                 }
                 _ => None,
-            })
+            }))
     }
 
     /// Whether a layer sets a path (for lists: a write that replaces the list).
@@ -511,7 +562,7 @@ impl Config {
             let value = if def.kind == OptionKind::List {
                 Value::from(self.list_with_tools(def.path, registered).items)
             } else {
-                self.scalar(def.path)
+                self.value_at(def.path)
             };
             let path = if def.path == "tools" {
                 "tools.list"
@@ -520,13 +571,13 @@ impl Config {
             };
             insert_path(&mut tree, path, value);
         }
-        // Free-form paths (provider parameters, tables of other tools).
+        // Free-form paths (provider parameters, tables of other tools, keyed by full name).
         for layer in Layer::ALL {
             for entry in &self.layers[layer.index()] {
                 if let Entry::Scalar { path, .. } = entry
                     && !OPTIONS.iter().any(|d| d.path == path)
                 {
-                    insert_path(&mut tree, path, self.scalar(path));
+                    insert_path(&mut tree, path, self.value_at(path));
                 }
             }
         }
@@ -541,8 +592,10 @@ impl Config {
     }
 
     /// Checks `tools` and the `$preset` references against the registered tools and presets,
-    /// once every tool source has loaded (spec §5.4), and the tools the presets name (§5.6,
-    /// [`Presets::finalize`]).
+    /// once every tool source has loaded (spec §5.4), the tools the presets name (§5.6,
+    /// [`Presets::finalize`]) and the tools whose tables are set (`tools.<name>.<key>` is
+    /// accepted for any tool name while tools load; a table of a tool that is not registered
+    /// is reported with the closest registered name).
     pub fn finalize(&self, registered: &[ToolName]) -> Vec<FinalizeIssue> {
         let mut issues = Vec::new();
         for item in self.list_with_tools("tools", registered).items {
@@ -571,12 +624,34 @@ impl Config {
             }
         }
         issues.extend(self.presets.finalize(registered));
+        let mut tables: Vec<&str> = Vec::new();
+        for entry in self.layers.iter().flatten() {
+            if let Entry::Scalar { path, .. } = entry
+                && let Ok(segments) = crate::path::split(path)
+                && let Some(tool) = tool_table(&segments)
+                && !registered.iter().any(|r| *r == *tool)
+                && !tables.contains(&tool)
+            {
+                tables.push(tool);
+            }
+        }
+        for tool in tables {
+            let suggestion =
+                did_you_mean(tool, registered.iter().map(ToolName::as_str)).map(str::to_owned);
+            issues.push(FinalizeIssue::UnknownToolOptions {
+                tool: tool.to_owned(),
+                suggestion,
+            });
+        }
         issues
     }
 }
 
+/// Inserts `value` at a resolved path, one tree level per segment (`tools."mcp.fs".cwd` is
+/// `tools` → `mcp.fs` → `cwd`).
 fn insert_path(tree: &mut Map<String, Value>, path: &str, value: Value) {
-    let mut parts = path.split('.').peekable();
+    let segments = crate::path::split(path).unwrap_or_default();
+    let mut parts = segments.into_iter().peekable();
     let mut node = tree;
     while let Some(part) = parts.next() {
         if parts.peek().is_none() {

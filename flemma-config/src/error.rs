@@ -222,6 +222,13 @@ pub enum FinalizeIssue {
         /// The preset field (`auto_approve` or `tools`).
         field: &'static str,
     },
+    /// Options set for a tool that is not registered (`tools.<name>.<key>`).
+    UnknownToolOptions {
+        /// The tool name of the table.
+        tool: String,
+        /// The closest registered name.
+        suggestion: Option<String>,
+    },
 }
 
 impl std::fmt::Display for FinalizeIssue {
@@ -253,6 +260,13 @@ impl std::fmt::Display for FinalizeIssue {
                 write!(
                     f,
                     "Preset '{preset}' references unknown tool '{tool}' in {field}"
+                )
+            }
+            FinalizeIssue::UnknownToolOptions { tool, suggestion } => {
+                write!(
+                    f,
+                    "Options for unknown tool '{tool}' in tools.{tool}{}",
+                    hint(suggestion)
                 )
             }
         }

@@ -29,6 +29,7 @@ mod listops;
 #[cfg(feature = "lua")]
 mod lua;
 mod options;
+mod path;
 mod presets;
 mod schema;
 mod sources;
@@ -36,12 +37,13 @@ mod suggest;
 
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError, TomlError};
+pub use flemma_ids::ToolName;
 pub use glob::glob_match;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{
-    AutopilotOptions, Backup, BashOptions, BwrapOptions, EditingOptions, LsOptions, Options,
-    PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions,
-    ToolsOptions,
+    AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
+    LsOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy,
+    SearchOptions, StoreOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use schema::OptionKind;

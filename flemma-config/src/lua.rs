@@ -43,14 +43,10 @@ struct OptProxy {
 }
 
 impl OptProxy {
+    /// `flemma.opt.tools["mcp.fs"]`: one key, dots and all (see [`crate::path`]).
     fn child(&self, key: &str) -> Self {
-        let path = if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
-        };
         Self {
-            path,
+            path: crate::path::join(&self.path, key),
             log: Rc::clone(&self.log),
         }
     }

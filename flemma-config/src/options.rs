@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use flemma_ids::ToolName;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -45,9 +46,36 @@ pub struct Options {
     pub moonshot: Map<String, Value>,
 }
 
+impl Options {
+    /// The options table of one tool (`tools.<name>.*`, spec §4.7 `ctx:get_config()`), when a
+    /// layer sets one. The built-in tools with typed tables (`bash`, `grep`, `find`, `ls`) are
+    /// read from their fields ([`ToolsOptions::bash`], …) instead.
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer, ToolName};
+    ///
+    /// let mut config = Config::new();
+    /// config.load_toml_str("[tools.\"mcp.fs.read\"]\ncwd = \"/srv\"\n", "flemma.toml".as_ref())?;
+    /// config.set(Layer::Runtime, "tools.mcp.depth", 2)?;
+    /// let options = config.options()?;
+    /// let read = options.tool_options(&ToolName::new("mcp.fs.read")?);
+    /// assert_eq!(read.map(|t| &t["cwd"]), Some(&"/srv".into()));
+    /// let mcp = options.tool_options(&ToolName::new("mcp")?);
+    /// assert_eq!(mcp.map(|t| t.len()), Some(1), "no `fs` key: the dotted name is one tool");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tool_options(&self, name: &ToolName) -> Option<&Map<String, Value>> {
+        self.tools.tables.get(name)
+    }
+}
+
 /// `tools.*`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one documented `tools.*` option, not a state machine"
+)]
 pub struct ToolsOptions {
     /// The conversation's tool list (`tools` itself; `tools.list` in files).
     pub list: Vec<String>,
@@ -65,6 +93,12 @@ pub struct ToolsOptions {
     pub max_concurrent: u64,
     /// Seconds before a tool times out.
     pub default_timeout: u64,
+    /// Show a spinner in pending placeholders while a tool runs (spec §7.10).
+    pub show_spinner: bool,
+    /// Where the cursor goes after a result is injected (spec §7.8).
+    pub cursor_after_result: CursorAfterResult,
+    /// Tool modules to register (module paths; spec §4.2 `register_module`).
+    pub modules: Vec<String>,
     /// `tools.autopilot.*`
     pub autopilot: AutopilotOptions,
     /// `tools.store.*`
@@ -77,12 +111,28 @@ pub struct ToolsOptions {
     pub find: SearchOptions,
     /// `tools.ls.*`
     pub ls: LsOptions,
-    /// Tables of other tools (`tools.<name>.*`).
+    /// The tables of tools without typed fields (`tools.<name>.*`), keyed by the full tool
+    /// name: `tools."mcp.fs.read".cwd` is the key `cwd` of `mcp.fs.read`. Read one with
+    /// [`Options::tool_options`].
     #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
+    pub tables: BTreeMap<ToolName, Map<String, Value>>,
 }
 
-/// `tools.autopilot.*`
+/// `tools.cursor_after_result`: where the cursor goes after a tool result is injected
+/// (spec §7.8; skipped while autopilot is armed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CursorAfterResult {
+    /// To the result's header line (the default).
+    #[default]
+    Result,
+    /// Nowhere: the cursor stays.
+    Stay,
+    /// To the line after the `@You:` message that holds the result.
+    Next,
+}
+
+/// `tools.autopilot.*` (`tools.autopilot = false` is shorthand for `{enabled = false}`)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AutopilotOptions {

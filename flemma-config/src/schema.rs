@@ -1,5 +1,6 @@
 //! The option paths flemma knows, their kinds and defaults.
 
+use flemma_ids::ToolName;
 use serde_json::{Value, json};
 
 use crate::error::ConfigError;
@@ -22,6 +23,9 @@ pub enum OptionKind {
     StringMap,
     /// Anything (provider-specific parameters, thinking levels).
     Any,
+    /// One of a few strings (`tools.cursor_after_result`), with how the choice reads in an
+    /// error.
+    Choice(&'static [&'static str], &'static str),
 }
 
 impl OptionKind {
@@ -39,6 +43,7 @@ impl OptionKind {
                 .as_object()
                 .is_some_and(|m| m.values().all(Value::is_string)),
             OptionKind::Any => true,
+            OptionKind::Choice(values, _) => value.as_str().is_some_and(|v| values.contains(&v)),
         }
     }
 
@@ -52,6 +57,7 @@ impl OptionKind {
             OptionKind::List => "a list of strings",
             OptionKind::StringMap => "a table of strings",
             OptionKind::Any => "a value",
+            OptionKind::Choice(_, describe) => describe,
         }
     }
 }
@@ -65,8 +71,12 @@ pub(crate) struct OptionDef {
 }
 
 macro_rules! options {
-    ($($path:literal : $kind:ident = $default:expr),* $(,)?) => {
-        &[$(OptionDef { path: $path, kind: OptionKind::$kind, default: || json!($default) }),*]
+    ($($path:literal : $kind:ident $(($($arg:expr),*))? = $default:expr),* $(,)?) => {
+        &[$(OptionDef {
+            path: $path,
+            kind: OptionKind::$kind $(($($arg),*))?,
+            default: || json!($default),
+        }),*]
     };
 }
 
@@ -82,7 +92,7 @@ const EXCLUDES: [&str; 8] = [
     "vendor",
 ];
 
-/// Every option with its default (spec §5-§7, §11.1, §14.1).
+/// Every option with its default (spec §5-§7, §7.8, §7.10, §11.1, §14.1).
 pub(crate) const OPTIONS: &[OptionDef] = options![
     "tools": List = Vec::<String>::new(),
     "tools.auto_approve": List = ["$standard"],
@@ -90,6 +100,12 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     "tools.auto_approve_sandboxed": Bool = true,
     "tools.max_concurrent": Integer = 2,
     "tools.default_timeout": Integer = 30,
+    "tools.show_spinner": Bool = true,
+    "tools.cursor_after_result": Choice(
+        &["result", "stay", "next"],
+        "one of \"result\", \"stay\", \"next\""
+    ) = "result",
+    "tools.modules": List = Vec::<String>::new(),
     "tools.autopilot.enabled": Bool = true,
     "tools.autopilot.max_turns": Integer = 100,
     "tools.autopilot.resume_delay": Integer = 2000,
@@ -138,28 +154,31 @@ pub(crate) const OPEN_PREFIXES: &[&str] = &[
 ];
 
 /// The built-in tools whose tables are typed; other `tools.<name>.<key>` tables are free-form.
-const TYPED_TOOL_TABLES: &[&str] = &["bash", "grep", "find", "ls", "autopilot", "store"];
+const TYPED_TOOL_TABLES: &[&str] = &["bash", "grep", "find", "ls"];
 
 /// What a path refers to once aliases and shorthands are applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Resolved {
+    /// The canonical spelling (see [`crate::path`]).
     pub(crate) path: String,
     pub(crate) kind: OptionKind,
 }
 
 /// Maps a written path to a known option: aliases (`tools.approve`), shorthands (`sandbox`,
-/// `tools.autopilot` → `.enabled`), open tables.
+/// `tools.autopilot` → `.enabled`), open tables and per-tool tables (`tools."mcp.fs".cwd`).
 ///
 /// # Errors
 ///
 /// [`ConfigError::UnknownOption`] with the closest known path.
 pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, ConfigError> {
-    let path = match path {
+    let segments = crate::path::split(path)?;
+    let canonical = crate::path::canonical(&segments);
+    let path = match canonical.as_str() {
         "tools.approve" => "tools.auto_approve",
         "tools.list" => "tools",
         "sandbox" | "tools.autopilot" if value_is_bool => {
             return Ok(Resolved {
-                path: format!("{path}.enabled"),
+                path: format!("{canonical}.enabled"),
                 kind: OptionKind::Bool,
             });
         }
@@ -171,17 +190,7 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
             kind: def.kind,
         });
     }
-    if OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) {
-        return Ok(Resolved {
-            path: path.to_owned(),
-            kind: OptionKind::Any,
-        });
-    }
-    // `tools.<user tool>.<key>`: per-tool tables of tools this crate does not know.
-    let mut parts = path.split('.');
-    if let (Some("tools"), Some(tool), Some(_)) = (parts.next(), parts.next(), parts.next())
-        && !TYPED_TOOL_TABLES.contains(&tool)
-    {
+    if OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) || tool_table(&segments).is_some() {
         return Ok(Resolved {
             path: path.to_owned(),
             kind: OptionKind::Any,
@@ -191,6 +200,25 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
         path: path.to_owned(),
         suggestion: did_you_mean(path, OPTIONS.iter().map(|d| d.path)).map(str::to_owned),
     })
+}
+
+/// The tool whose free-form table a path points into: `tools.<name>.<key>…` where `<name>` is a
+/// valid tool name that is neither a built-in tool with a typed table nor a `tools.*` option
+/// (`autopilot`, `store`, `max_concurrent`, `list`, …).
+pub(crate) fn tool_table<'p>(segments: &[&'p str]) -> Option<&'p str> {
+    let [first, tool, _, ..] = segments else {
+        return None;
+    };
+    let reserved = |name: &str| {
+        TYPED_TOOL_TABLES.contains(&name)
+            || matches!(name, "list" | "approve")
+            || OPTIONS.iter().any(|d| {
+                d.path
+                    .strip_prefix("tools.")
+                    .is_some_and(|rest| rest.split('.').next() == Some(name))
+            })
+    };
+    (*first == "tools" && !reserved(tool) && ToolName::new(*tool).is_ok()).then_some(*tool)
 }
 
 /// The default of a known path.

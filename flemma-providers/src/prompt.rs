@@ -279,14 +279,19 @@ impl Default for PromptBuilder {
 
 impl PromptBuilder {
     /// A builder with the minijinja engine, no chat path (relative references resolve against
-    /// the working directory), no variables, and `read` as the only tool whose results are
-    /// templates.
+    /// the working directory), no variables, and the built-in tools that declare
+    /// [`Capability::EmitsTemplate`](flemma_schema::Capability::EmitsTemplate) (`read`) as the
+    /// tools whose results are templates.
     pub fn new() -> Self {
         Self {
             engine: Arc::new(MiniJinjaEngine::new()),
             chat_path: None,
             variables: Map::new(),
-            template_tools: HashSet::from(["read".to_owned()]),
+            template_tools: flemma_schema::builtin::with_capability(
+                flemma_schema::Capability::EmitsTemplate,
+            )
+            .map(|b| b.name.to_owned())
+            .collect(),
             files: FileAccess::Any,
         }
     }
@@ -313,8 +318,8 @@ impl PromptBuilder {
         self
     }
 
-    /// The tools whose results are templates (those that declare `emits_template`); `read`
-    /// by default.
+    /// The tools whose results are templates (those that declare `emits_template`); the
+    /// built-in ones that declare it (`read`) by default.
     #[must_use]
     pub fn template_tools<I, S>(mut self, names: I) -> Self
     where

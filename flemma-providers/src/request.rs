@@ -1,8 +1,11 @@
 //! What every request needs besides the prompt, and the key order of request bodies.
 
+use flemma_config::Options;
 use flemma_schema::ToolSpec;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use crate::ProviderKind;
 
 /// The unified thinking level (`minimal | low | medium | high | max`) or an explicit budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,6 +194,77 @@ impl RequestOptions {
             cache_retention: CacheRetention::Short,
             tools: Vec::new(),
             foreign_thinking: ForeignThinking::Text,
+        }
+    }
+}
+
+impl RequestOptions {
+    /// The request options the resolved `options` give for a provider, as `flemma request`
+    /// computes them: the `model` option or the provider's [default
+    /// model](ProviderKind::default_model); `max_tokens`, `temperature`, `cache_retention`;
+    /// thinking from the unified `thinking` option unless the provider's own table says
+    /// otherwise (`anthropic.thinking_budget`, `vertex.thinking_budget`, `openai.reasoning`;
+    /// Chat Completions reads only `thinking`); `foreign` from a `thinking` table. No tools:
+    /// the caller offers the conversation's tool set.
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer};
+    /// use flemma_providers::{ProviderKind, RequestOptions, Thinking, ThinkingLevel};
+    ///
+    /// let mut config = Config::new();
+    /// config.set(Layer::Setup, "thinking", "high")?;
+    /// config.set(Layer::Setup, "anthropic.thinking_budget", 4096)?;
+    /// let options = config.options()?;
+    ///
+    /// let anthropic = RequestOptions::from_options(&options, ProviderKind::Anthropic);
+    /// assert_eq!(anthropic.model, "claude-sonnet-4-5");
+    /// assert_eq!(anthropic.thinking, Thinking::Budget(4096));
+    /// let vertex = RequestOptions::from_options(&options, ProviderKind::Vertex);
+    /// assert_eq!(vertex.thinking, Thinking::Level(ThinkingLevel::High));
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    pub fn from_options(options: &Options, kind: ProviderKind) -> Self {
+        let budget = |table: &Map<String, Value>| {
+            table
+                .get("thinking_budget")
+                .and_then(Value::as_u64)
+                .map(Thinking::Budget)
+        };
+        let general = Thinking::from_option(options.thinking.as_ref());
+        let thinking = match kind {
+            ProviderKind::Anthropic => budget(&options.anthropic).unwrap_or(general),
+            ProviderKind::Vertex => budget(&options.vertex).unwrap_or(general),
+            ProviderKind::OpenAiResponses => options
+                .openai
+                .get("reasoning")
+                .map_or(general, |v| Thinking::from_option(Some(v))),
+            ProviderKind::OpenAiChat => general,
+        };
+        Self {
+            max_tokens: options.max_tokens,
+            temperature: options.temperature,
+            thinking,
+            cache_retention: CacheRetention::from_option(options.cache_retention.as_deref()),
+            foreign_thinking: ForeignThinking::from_option(options.thinking.as_ref()),
+            ..Self::new(
+                options
+                    .model
+                    .as_deref()
+                    .unwrap_or_else(|| kind.default_model()),
+            )
+        }
+    }
+}
+
+impl ProviderKind {
+    /// The model a request uses when none is chosen: `claude-sonnet-4-5`, `gpt-5`, `gpt-4.1`
+    /// (Chat Completions), `gemini-2.5-pro`.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "claude-sonnet-4-5",
+            ProviderKind::OpenAiResponses => "gpt-5",
+            ProviderKind::OpenAiChat => "gpt-4.1",
+            ProviderKind::Vertex => "gemini-2.5-pro",
         }
     }
 }

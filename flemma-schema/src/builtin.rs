@@ -1,13 +1,16 @@
 //! The input schemas of the built-in tools (spec §12, §8.7), as DSL and as Rust types.
 
+use std::sync::LazyLock;
+
+use crate::capability::{Capabilities, Capability};
 use crate::dsl::{Schema, number, object, string};
 use crate::error::SchemaError;
 use crate::harness::HarnessParameters;
 use crate::messages as msg;
 use crate::spec::ToolSpec;
 
-/// A built-in tool's name, description, input schema and the traits that decide its harness
-/// parameters.
+/// A built-in tool's name, description, input schema, and the traits that decide its harness
+/// parameters and how the SDK treats it (its capabilities, spec §4.6).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Builtin {
     /// The tool name.
@@ -18,20 +21,15 @@ pub struct Builtin {
     pub input: Schema,
     /// Whether the tool runs asynchronously (and so may run in the background).
     pub is_async: bool,
-    /// The `disables_background` capability.
-    pub disables_background: bool,
-    /// The `disables_save_to` capability.
-    pub disables_save_to: bool,
+    /// The capability tags the tool declares (`bash`: `auto_approves_if_sandboxed`; `read`:
+    /// `emits_template`; `flemma.jobs.status`: `disables_background`, `disables_save_to`).
+    pub capabilities: Capabilities,
 }
 
 impl Builtin {
     /// The harness parameters the tool is offered.
     pub fn harness(&self) -> HarnessParameters {
-        HarnessParameters::for_tool(
-            self.is_async,
-            self.disables_background,
-            self.disables_save_to,
-        )
+        HarnessParameters::from_capabilities(self.is_async, self.capabilities)
     }
 
     /// The spec the model sees; built-in tools are strict (spec §12).
@@ -62,9 +60,43 @@ fn tool(name: &'static str, description: &'static str, is_async: bool, input: Sc
         description,
         input,
         is_async,
-        disables_background: false,
-        disables_save_to: false,
+        capabilities: Capabilities::NONE,
     }
+}
+
+/// Every built-in tool, sorted by name, built once.
+static ALL: LazyLock<Vec<Builtin>> = LazyLock::new(builtins);
+
+/// Every built-in tool, sorted by name, built once per process (see [`builtins`] for owned
+/// copies).
+pub fn all() -> &'static [Builtin] {
+    &ALL
+}
+
+/// The built-in tool of that name.
+pub fn get(name: &str) -> Option<&'static Builtin> {
+    ALL.iter().find(|b| b.name == name)
+}
+
+/// Whether the built-in tool `name` declares `capability`; `false` for every other name
+/// (spec §4.6 `has_capability`).
+///
+/// ```
+/// use flemma_schema::{Capability, builtin};
+///
+/// assert!(builtin::has_capability("bash", Capability::AutoApprovesIfSandboxed));
+/// assert!(builtin::has_capability("read", Capability::EmitsTemplate));
+/// assert!(!builtin::has_capability("write", Capability::EmitsTemplate));
+/// assert!(!builtin::has_capability("mcp.fs.read", Capability::EmitsTemplate));
+/// ```
+pub fn has_capability(name: &str, capability: Capability) -> bool {
+    get(name).is_some_and(|b| b.capabilities.contains(capability))
+}
+
+/// The built-in tools that declare `capability`, sorted by name.
+pub fn with_capability(capability: Capability) -> impl Iterator<Item = &'static Builtin> {
+    ALL.iter()
+        .filter(move |b| b.capabilities.contains(capability))
 }
 
 /// Every built-in tool, sorted by name.
@@ -81,8 +113,15 @@ pub fn builtins() -> Vec<Builtin> {
     ]
 }
 
-/// `bash` (async).
+/// `bash` (async; safe to approve while sandboxed).
 pub fn bash() -> Builtin {
+    Builtin {
+        capabilities: Capabilities::of(&[Capability::AutoApprovesIfSandboxed]),
+        ..bash_tool()
+    }
+}
+
+fn bash_tool() -> Builtin {
     tool(
         "bash",
         msg::BASH,
@@ -100,8 +139,15 @@ pub fn bash() -> Builtin {
     )
 }
 
-/// `read` (sync).
+/// `read` (sync; its results are templates).
 pub fn read() -> Builtin {
+    Builtin {
+        capabilities: Capabilities::of(&[Capability::EmitsTemplate]),
+        ..read_tool()
+    }
+}
+
+fn read_tool() -> Builtin {
     tool(
         "read",
         msg::READ,
@@ -262,8 +308,10 @@ pub fn ls() -> Builtin {
 /// `flemma.jobs.status` (sync; never backgrounded or redirected).
 pub fn jobs_status() -> Builtin {
     Builtin {
-        disables_background: true,
-        disables_save_to: true,
+        capabilities: Capabilities::of(&[
+            Capability::DisablesBackground,
+            Capability::DisablesSaveTo,
+        ]),
         ..tool(
             "flemma.jobs.status",
             msg::JOBS_STATUS,

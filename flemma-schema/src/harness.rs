@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::capability::{Capabilities, Capability};
 use crate::messages as msg;
 
 /// The property name of the background directive.
@@ -20,12 +21,24 @@ pub struct HarnessParameters {
 }
 
 impl HarnessParameters {
-    /// The parameters a tool gets from its traits (spec §9).
+    /// The parameters a tool gets from its traits (spec §9): `flemma.background` for async
+    /// tools that do not disable it, `flemma.save_to` for tools that do not disable it.
+    /// [`HarnessParameters::from_capabilities`] reads the two flags from a capability set.
     pub fn for_tool(is_async: bool, disables_background: bool, disables_save_to: bool) -> Self {
         Self {
             background: is_async && !disables_background,
             save_to: !disables_save_to,
         }
+    }
+
+    /// The parameters of a tool with these capabilities: [`HarnessParameters::for_tool`] with
+    /// [`Capability::DisablesBackground`] and [`Capability::DisablesSaveTo`].
+    pub fn from_capabilities(is_async: bool, capabilities: Capabilities) -> Self {
+        Self::for_tool(
+            is_async,
+            capabilities.contains(Capability::DisablesBackground),
+            capabilities.contains(Capability::DisablesSaveTo),
+        )
     }
 
     /// No harness parameters.

@@ -38,6 +38,7 @@
 //! ```
 
 pub mod builtin;
+mod capability;
 pub mod dsl;
 mod emit;
 mod error;
@@ -50,6 +51,7 @@ mod strict;
 mod typed;
 mod validate;
 
+pub use capability::{Capabilities, Capability};
 pub use dsl::Schema;
 pub use emit::Mode;
 pub use error::{JsonPath, SchemaError};

@@ -113,13 +113,10 @@ impl ExecutionContext {
         &self.inner.options
     }
 
-    /// The tool's own option table (`tools.<name>`), when the conversation has one.
-    pub fn tool_options(&self) -> Option<&Value> {
-        self.inner
-            .options
-            .tools
-            .other
-            .get(self.inner.tool_name.as_str())
+    /// The tool's own option table (`tools.<name>`, keyed by the full name), when the
+    /// conversation has one.
+    pub fn tool_options(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.inner.options.tool_options(&self.inner.tool_name)
     }
 
     /// The parsed conversation as it was when the call started (parsed on first use).

@@ -5,25 +5,10 @@ use std::sync::Arc;
 
 use flemma_config::Options;
 use flemma_ids::ToolName;
-use flemma_schema::{HarnessParameters, InputSchema, SchemaError, ToolSpec};
+use flemma_schema::{
+    Capabilities, Capability, HarnessParameters, InputSchema, SchemaError, ToolSpec,
+};
 use serde_json::{Map, Value};
-
-/// What a tool declares about itself (spec §4.6); a closed vocabulary.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Capability {
-    /// The sandbox resolver may approve calls when sandboxing is on (`bash`).
-    AutoApprovesIfSandboxed,
-    /// File references in the result become file parts (`read`).
-    EmitsTemplate,
-    /// Never offered `flemma.background`.
-    DisablesBackground,
-    /// Never offered `flemma.save_to`.
-    DisablesSaveTo,
-}
 
 /// Whether a tool is in a conversation's default tool set (spec §4.1 `enabled`).
 #[derive(Clone)]
@@ -78,7 +63,7 @@ pub struct ToolDefinition {
     is_async: bool,
     enabled: Enabled,
     executable: bool,
-    capabilities: Vec<Capability>,
+    capabilities: Capabilities,
     config_defaults: Option<Map<String, Value>>,
 }
 
@@ -107,7 +92,7 @@ impl ToolDefinition {
             is_async: false,
             enabled: Enabled::Always(true),
             executable: true,
-            capabilities: Vec::new(),
+            capabilities: Capabilities::NONE,
             config_defaults: None,
         }
     }
@@ -140,13 +125,13 @@ impl ToolDefinition {
     }
 
     /// The declared capabilities.
-    pub fn capabilities(&self) -> &[Capability] {
-        &self.capabilities
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
     }
 
     /// Whether the tool declares `capability`.
     pub fn has_capability(&self, capability: Capability) -> bool {
-        self.capabilities.contains(&capability)
+        self.capabilities.contains(capability)
     }
 
     /// The defaults of the tool's own options (`tools.<name>.*`), if it has any.
@@ -168,7 +153,7 @@ pub struct ToolDefinitionBuilder {
     is_async: bool,
     enabled: Enabled,
     executable: bool,
-    capabilities: Vec<Capability>,
+    capabilities: Capabilities,
     config_defaults: Option<Map<String, Value>>,
 }
 
@@ -233,9 +218,7 @@ impl ToolDefinitionBuilder {
 
     /// Declares a capability (spec §4.6).
     pub fn capability(mut self, capability: Capability) -> Self {
-        if !self.capabilities.contains(&capability) {
-            self.capabilities.push(capability);
-        }
+        self.capabilities = self.capabilities.with(capability);
         self
     }
 
@@ -252,11 +235,7 @@ impl ToolDefinitionBuilder {
     ///
     /// The schema's errors ([`SchemaError`]: an optional field in a strict schema, …).
     pub fn build(self) -> Result<ToolDefinition, SchemaError> {
-        let harness = HarnessParameters::for_tool(
-            self.is_async,
-            self.capabilities.contains(&Capability::DisablesBackground),
-            self.capabilities.contains(&Capability::DisablesSaveTo),
-        );
+        let harness = HarnessParameters::from_capabilities(self.is_async, self.capabilities);
         let mut spec = ToolSpec::builder(self.name, self.description)
             .input(self.input?)
             .strict(self.strict)

@@ -1103,10 +1103,8 @@ fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<P
         "grep" => Some(options.tools.grep.cwd.clone()),
         "find" => Some(options.tools.find.cwd.clone()),
         "ls" => Some(options.tools.ls.cwd.clone()),
-        other => options
-            .tools
-            .other
-            .get(other)
+        _ => options
+            .tool_options(tool)
             .and_then(|table| table.get("cwd"))
             .and_then(Value::as_str)
             .map(str::to_owned),

@@ -47,12 +47,13 @@ pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use conversation::{
     Conversation, ConversationError, FileConversation, MemoryConversation, Revision, Snapshot,
 };
-pub use definition::{Capability, Enabled, ToolDefinition, ToolDefinitionBuilder};
+pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use events::{Event, Placed};
 pub use executor::{
     Answer, Approver, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError, Next,
     PendingCall,
 };
+pub use flemma_schema::{Capabilities, Capability};
 pub use output::{Output, ToolOutput};
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 #[cfg(feature = "typed")]

@@ -12,8 +12,8 @@ use flemma_ids::ToolName;
 use flemma_schema::ToolSpec;
 use tokio::sync::watch;
 
-use crate::definition::Capability;
 use crate::tool::Tool;
+use flemma_schema::Capability;
 
 /// Something the registry noticed that a host may want to show (the library prints nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]

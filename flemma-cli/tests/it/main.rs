@@ -197,6 +197,26 @@ fn fmt_rewrites_in_place_keeps_crlf_and_checks() {
 }
 
 #[test]
+fn fmt_writes_through_the_store_writer_keeping_the_mode_and_no_backup() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = scratch("mode.chat", b"@You:\nhi\n\n\n");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = flemma(&["fmt", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "@You:\nhi\n");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+    // No `version` backup and no temporary file is left beside it.
+    let dir = path.parent().unwrap();
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("mode") && n != "mode.chat" && n != ".mode.chat.lock")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
 fn canonical_peer_transcripts_pass_fmt_check() {
     let path = peer_dir().join("conversation_parallel_tools.chat");
     assert_eq!(

@@ -153,27 +153,62 @@ fn is_explicit_for_the_tool_list() {
 #[test]
 fn scalars_take_the_highest_layer_and_the_last_write_in_it() {
     let mut config = Config::new();
-    assert_eq!(config.scalar("tools.max_concurrent"), json!(2));
+    assert_eq!(config.scalar("tools.max_concurrent").unwrap(), json!(2));
     config.set(Layer::Setup, "tools.max_concurrent", 3).unwrap();
     config
         .set(Layer::Runtime, "tools.max_concurrent", 5)
         .unwrap();
     // A later write to a lower layer does not beat a higher one.
     config.set(Layer::Setup, "tools.max_concurrent", 7).unwrap();
-    assert_eq!(config.scalar("tools.max_concurrent"), json!(5));
+    assert_eq!(config.scalar("tools.max_concurrent").unwrap(), json!(5));
     config
         .set(Layer::Frontmatter, "tools.max_concurrent", 8)
         .unwrap();
     config
         .set(Layer::Frontmatter, "tools.max_concurrent", 9)
         .unwrap();
-    assert_eq!(config.scalar("tools.max_concurrent"), json!(9));
+    assert_eq!(config.scalar("tools.max_concurrent").unwrap(), json!(9));
     assert_eq!(config.options().unwrap().tools.max_concurrent, 9);
 
     config.clear_layer(Layer::Frontmatter);
-    assert_eq!(config.scalar("tools.max_concurrent"), json!(5));
+    assert_eq!(config.scalar("tools.max_concurrent").unwrap(), json!(5));
     config.clear_layer(Layer::Runtime);
-    assert_eq!(config.scalar("tools.max_concurrent"), json!(7));
+    assert_eq!(config.scalar("tools.max_concurrent").unwrap(), json!(7));
+}
+
+#[test]
+fn a_runtime_sandbox_setting_beats_the_frontmatter() {
+    // Spec §14.1: runtime override beats frontmatter beats global config, for
+    // `sandbox.enabled` only.
+    for (runtime, frontmatter) in [(false, true), (true, false)] {
+        let mut config = Config::new();
+        config.set(Layer::Setup, "sandbox", !runtime).unwrap();
+        config
+            .set(Layer::Runtime, "sandbox.enabled", runtime)
+            .unwrap();
+        config
+            .set(
+                Layer::Frontmatter,
+                "sandbox",
+                json!({ "enabled": frontmatter }),
+            )
+            .unwrap();
+        assert_eq!(config.scalar("sandbox.enabled").unwrap(), json!(runtime));
+        assert_eq!(config.options().unwrap().sandbox.enabled, runtime);
+        config.clear_layer(Layer::Runtime);
+        assert_eq!(config.options().unwrap().sandbox.enabled, frontmatter);
+        config.clear_layer(Layer::Frontmatter);
+        assert_eq!(config.options().unwrap().sandbox.enabled, !runtime);
+    }
+    // Other options keep the frontmatter on top.
+    let mut config = Config::new();
+    config
+        .set(Layer::Runtime, "sandbox.backend", "bwrap")
+        .unwrap();
+    config
+        .set(Layer::Frontmatter, "sandbox.backend", "required")
+        .unwrap();
+    assert_eq!(config.options().unwrap().sandbox.backend, "required");
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod lua;
 mod options;
 mod presets;
 mod toml;
+mod tool_tables;
 
 use flemma_config::{Config, Preset};
 

@@ -1,7 +1,7 @@
 //! The typed `Options` view: the spec defaults (§5.6, §7.10, §11.1, §12, §14.1) and that the
 //! view follows the layers.
 
-use flemma_config::{Backup, Config, Layer};
+use flemma_config::{Backup, Config, CursorAfterResult, Layer};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -29,6 +29,9 @@ fn defaults_are_the_spec_defaults() {
                 "auto_approve_sandboxed": true,
                 "max_concurrent": 2,
                 "default_timeout": 30,
+                "show_spinner": true,
+                "cursor_after_result": "result",
+                "modules": [],
                 "autopilot": {"enabled": true, "max_turns": 100, "resume_delay": 2000},
                 "store": {
                     "path_format": "$chat",
@@ -75,7 +78,55 @@ fn defaults_are_the_spec_defaults() {
         options.tools.store.backup,
         Backup::Strategy("version".into())
     );
-    assert!(options.tools.other.is_empty());
+    assert!(options.tools.tables.is_empty());
+}
+
+#[test]
+fn executor_keys_take_their_values_and_shorthands() {
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            "[tools]\nautopilot = false\nshow_spinner = false\ncursor_after_result = \"next\"\nmodules = [\"my.tools\"]\n",
+            "flemma.toml".as_ref(),
+        )
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(
+        options.tools.autopilot,
+        serde_json::from_value(json!({"enabled": false, "max_turns": 100, "resume_delay": 2000}))
+            .unwrap()
+    );
+    assert!(!options.tools.show_spinner);
+    assert_eq!(options.tools.cursor_after_result, CursorAfterResult::Next);
+    assert_eq!(options.tools.modules, ["my.tools"]);
+
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"tools": {"autopilot": {"max_turns": 5, "resume_delay": 0}, "cursor_after_result": "stay"}}}"#,
+            2,
+        )
+        .unwrap();
+    let options = config.options().unwrap();
+    assert!(
+        !options.tools.autopilot.enabled,
+        "the setup's shorthand still holds"
+    );
+    assert_eq!(options.tools.autopilot.max_turns, 5);
+    assert_eq!(options.tools.autopilot.resume_delay, 0);
+    assert_eq!(options.tools.cursor_after_result, CursorAfterResult::Stay);
+    config
+        .set(Layer::Frontmatter, "tools.autopilot", true)
+        .unwrap();
+    assert!(config.options().unwrap().tools.autopilot.enabled);
+
+    let err = config
+        .set(Layer::Runtime, "tools.cursor_after_result", "end")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"option `tools.cursor_after_result` expects one of "result", "stay", "next", got "end""#
+    );
 }
 
 #[test]
@@ -115,12 +166,15 @@ fn the_view_follows_every_layer() {
     assert_eq!(options.tools.store.backup, Backup::Enabled(false));
     assert_eq!(options.tools.grep.exclude, EXCLUDES[..7]);
     assert_eq!(options.tools.find.exclude, EXCLUDES);
-    assert_eq!(options.tools.other["calculator"], json!({"precision": 3}));
+    assert_eq!(
+        json!(options.tool_options(&calculator())),
+        json!({"precision": 3})
+    );
 
     config.clear_layer(Layer::Runtime);
     let options = config.options().unwrap();
     assert_eq!(options.model.as_deref(), Some("claude-sonnet-4-5"));
-    assert!(options.tools.other.is_empty());
+    assert!(options.tools.tables.is_empty());
 }
 
 #[test]
@@ -131,4 +185,8 @@ fn a_null_write_falls_back_to_the_layer_below() {
         .set(Layer::Frontmatter, "model", serde_json::Value::Null)
         .unwrap();
     assert_eq!(config.options().unwrap().model.as_deref(), Some("m1"));
+}
+
+fn calculator() -> flemma_config::ToolName {
+    flemma_config::ToolName::new("calculator").unwrap()
 }

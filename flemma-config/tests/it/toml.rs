@@ -92,7 +92,10 @@ fn a_realistic_file() {
     assert_eq!(options.tools.store.backup, Backup::Enabled(false));
     assert_eq!(options.tools.store.preview.lines, 0);
     assert_eq!(options.tools.store.preview.bytes, 2048);
-    assert_eq!(options.tools.other["calculator"], json!({"precision": 12}));
+    assert_eq!(
+        json!(options.tool_options(&"calculator".parse().unwrap())),
+        json!({"precision": 12})
+    );
 
     assert!(options.sandbox.enabled);
     assert_eq!(options.sandbox.backend, "required");

@@ -7,6 +7,7 @@
 )]
 
 mod errors;
+mod from_options;
 mod http;
 mod prompt;
 mod recordings;

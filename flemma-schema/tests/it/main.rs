@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod capabilities;
 mod dsl;
 mod errors;
 mod golden;
