@@ -6,7 +6,8 @@
 //! Paths come from a template (`$chat` by default: `<chat dir>/.flemma/<chat name>/
 //! <source>_<tool>_<id>.txt`) with ids escaped so that none can leave the directory. Writes are
 //! atomic and locked: the old content or the new one, never a torn file, and with `version`
-//! backups no run is ever lost, whatever the number of concurrent writers.
+//! backups no run is ever lost, whatever the number of concurrent writers. The lock is the
+//! target's directory itself, so no lock file is left in the store or in a user's project.
 //!
 //! ```
 //! use flemma_store::{SaveOutcome, Store, ToolName, ToolUseId};
