@@ -29,12 +29,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod body;
 mod error;
 mod path;
 mod preview;
 mod store;
 mod write;
 
+pub use body::ResultBody;
 pub use error::StoreError;
 pub use flemma_ids::{JobId, ToolName, ToolUseId};
 pub use path::{

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use flemma_config::{Backup, StoreOptions};
 
+use crate::body::ResultBody;
 use crate::error::StoreError;
 use flemma_ids::ToolName;
 
@@ -88,6 +89,7 @@ pub struct Store {
     backup: Arc<dyn BackupStrategy>,
     preview_lines: usize,
     preview_bytes: usize,
+    materialize: bool,
     env: EnvLookup,
 }
 
@@ -98,6 +100,7 @@ impl fmt::Debug for Store {
             .field("chat", &self.chat)
             .field("conversation", &self.conversation)
             .field("backup", &self.backup)
+            .field("materialize", &self.materialize)
             .finish_non_exhaustive()
     }
 }
@@ -154,6 +157,7 @@ impl Store {
             backup,
             preview_lines: usize::try_from(options.preview.lines).unwrap_or(usize::MAX),
             preview_bytes: usize::try_from(options.preview.bytes).unwrap_or(usize::MAX),
+            materialize: options.materialize,
             env: Arc::new(|name| std::env::var(name).ok()),
         })
     }
@@ -252,28 +256,51 @@ impl Store {
         write_atomic(&path, content.as_bytes(), &*self.backup)
     }
 
-    /// Materialises a finished result when `tools.store.materialize` is on (spec §11.5):
-    /// errors as their text, with `Partial output:` when there was output.
+    /// Whether [`Store::materialize`] writes: `tools.store.materialize` from the options given
+    /// to [`Store::new`].
+    pub fn materializes(&self) -> bool {
+        self.materialize
+    }
+
+    /// Materialises a finished result (spec §11.5) when `tools.store.materialize` was on in
+    /// the options given to [`Store::new`]: writes [`ResultBody::render`] to the result's
+    /// store path and returns it; `Ok(None)` when materialisation is off (nothing is rendered
+    /// or written then). Blocks as [`write_atomic`] does.
+    ///
+    /// The executor skips it when truncation already wrote the overflow file or when
+    /// `flemma.save_to` is set.
     ///
     /// # Errors
     ///
     /// As [`Store::write_result`]; callers log it and inject the result anyway.
+    ///
+    /// ```
+    /// use flemma_store::{ResultBody, Store, ToolName, ToolUseId};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("flemma-store-mat-{}", std::process::id()));
+    /// let mut options = flemma_config::Config::new().options()?.tools.store;
+    /// options.materialize = true;
+    /// let store = Store::new(&options, Some(&dir.join("notes.chat")), "1")?;
+    ///
+    /// let (id, name) = (ToolUseId::new("toolu_01")?, ToolName::new("bash")?);
+    /// let failed = ResultBody::Error { error: "exit 1", partial_output: Some("half") };
+    /// let path = store.materialize(&id, Some(&name), &failed)?;
+    /// assert_eq!(path, Some(dir.join(".flemma/notes.chat/tool_bash_toolu_01.txt")));
+    /// assert_eq!(std::fs::read_to_string(dir.join(".flemma/notes.chat/tool_bash_toolu_01.txt"))?,
+    ///     "exit 1\n\nPartial output:\nhalf");
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn materialize<'a>(
         &self,
-        enabled: bool,
         id: impl Into<ResultId<'a>>,
         name: Option<&ToolName>,
-        result: Result<&str, (&str, &str)>,
+        result: &ResultBody<'_>,
     ) -> Result<Option<PathBuf>, StoreError> {
-        if !enabled {
+        if !self.materialize {
             return Ok(None);
         }
-        let content = match result {
-            Ok(output) => output.to_owned(),
-            Err((error, "")) => error.to_owned(),
-            Err((error, partial)) => format!("{error}\n\nPartial output:\n{partial}"),
-        };
-        self.write_result(id, name, &content).map(Some)
+        self.write_result(id, name, &result.render()).map(Some)
     }
 
     /// Where a `flemma.save_to` value points: variables expanded (the store directory as
