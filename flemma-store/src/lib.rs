@@ -8,6 +8,8 @@
 //! atomic and locked: the old content or the new one, never a torn file, and with `version`
 //! backups no run is ever lost, whatever the number of concurrent writers. The lock is the
 //! target's directory itself, so no lock file is left in the store or in a user's project.
+//! Writes block for two fsyncs; with the `tokio` feature, `Store::write_result_async`,
+//! `materialize_async` and `save_to_async` run them on Tokio's blocking pool.
 //!
 //! ```
 //! use flemma_store::{SaveOutcome, Store, ToolName, ToolUseId};

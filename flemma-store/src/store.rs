@@ -17,6 +17,9 @@ use crate::path::{
 use crate::preview::{format_size, head_preview};
 use crate::write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
 
+#[cfg(feature = "tokio")]
+mod nonblocking;
+
 /// `path` with its deepest existing ancestor canonicalized (symlinks resolved), the rest
 /// appended: where a write to `path` would really land.
 fn real_path(path: &Path) -> PathBuf {
@@ -243,6 +246,9 @@ impl Store {
     /// Writes a result to its store path with the configured backup strategy (truncation
     /// overflow, materialisation).
     ///
+    /// This blocks the calling thread for two fsyncs (see [`write_atomic`]); async callers use
+    /// `Store::write_result_async` (feature `tokio`) or their own blocking pool.
+    ///
     /// # Errors
     ///
     /// As [`write_atomic`], and path errors.
@@ -265,7 +271,8 @@ impl Store {
     /// Materialises a finished result (spec §11.5) when `tools.store.materialize` was on in
     /// the options given to [`Store::new`]: writes [`ResultBody::render`] to the result's
     /// store path and returns it; `Ok(None)` when materialisation is off (nothing is rendered
-    /// or written then). Blocks as [`write_atomic`] does.
+    /// or written then). Blocks as [`write_atomic`] does; `Store::materialize_async` (feature
+    /// `tokio`) does not.
     ///
     /// The executor skips it when truncation already wrote the overflow file or when
     /// `flemma.save_to` is set.
@@ -333,30 +340,31 @@ impl Store {
     }
 
     /// Redirects a successful result to `save_to` (spec §11.6). Never loses the content: on
-    /// any failure the full content comes back with a notice.
+    /// any failure the full content comes back with a notice. Blocks as [`write_atomic`]
+    /// does; `Store::save_to_async` (feature `tokio`) does not.
     pub fn save_to(
         &self,
         save_to: &str,
         content: &str,
         sandbox: Option<&dyn WritablePaths>,
     ) -> SaveOutcome {
-        match self.try_save_to(save_to, content, sandbox) {
+        let saved = self.save_to_target(save_to, sandbox).and_then(|dest| {
+            let path = write_atomic(&dest, content.as_bytes(), &*self.backup)?;
+            let stub = self.saved_stub(&path, content);
+            Ok((path, stub))
+        });
+        match saved {
             Ok((path, stub)) => SaveOutcome::Saved { path, stub },
-            Err(error) => SaveOutcome::NotSaved {
-                content: format!(
-                    "{content}\n\n[Output not saved: {error}. Showing the full output instead.]"
-                ),
-                error,
-            },
+            Err(error) => not_saved(content, error),
         }
     }
 
-    fn try_save_to(
+    /// Where `save_to` writes, once checked: not a directory, writable under the sandbox.
+    fn save_to_target(
         &self,
         save_to: &str,
-        content: &str,
         sandbox: Option<&dyn WritablePaths>,
-    ) -> Result<(PathBuf, String), StoreError> {
+    ) -> Result<PathBuf, StoreError> {
         let dest = self.save_to_destination(save_to)?;
         let store_dir = self.directory()?;
         // The store directory is compared both as written and as resolved (symlinks
@@ -376,21 +384,34 @@ impl Store {
                 return Err(StoreError::NotWritable { dest });
             }
         }
-        let path = write_atomic(&dest, content.as_bytes(), &*self.backup)?;
+        Ok(dest)
+    }
+
+    /// What the model sees of `content` once saved to `path`.
+    fn saved_stub(&self, path: &Path, content: &str) -> String {
         let lines = content.matches('\n').count() + 1;
         let notice = format!(
             "[Output saved: {} — {}, {lines} lines]",
             path.display(),
             format_size(content.len())
         );
-        let stub = if self.preview_lines == 0 {
+        if self.preview_lines == 0 {
             notice
         } else {
             format!(
                 "{}\n\n{notice}",
                 head_preview(content, self.preview_lines, self.preview_bytes)
             )
-        };
-        Ok((path, stub))
+        }
+    }
+}
+
+/// The full content with the failure notice.
+fn not_saved(content: &str, error: StoreError) -> SaveOutcome {
+    SaveOutcome::NotSaved {
+        content: format!(
+            "{content}\n\n[Output not saved: {error}. Showing the full output instead.]"
+        ),
+        error,
     }
 }
