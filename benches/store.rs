@@ -1,7 +1,7 @@
 //! Store benchmarks.
 //!
-//! - `store/write_1mb`: `write_atomic` of a 1 MB result (lock, temporary file, fsync, rename,
-//!   directory fsync), without backups.
+//! - `store/write_1mb`: `write_atomic` of a 1 MB result (temporary file, fsync, directory lock,
+//!   rename, directory fsync), without backups.
 //! - `store/plain_write_rename_1mb`: the baseline, a plain atomic write of the same bytes:
 //!   temporary file, fsync, rename.
 //! - `store/plain_write_rename_nosync_1mb`: the same without fsync, for reference.

@@ -40,6 +40,16 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The lock serialising the writers of a directory could not be taken; the write was
+    /// aborted and the old file is intact.
+    #[error("Failed to lock directory '{}' for writing", dir.display())]
+    Lock {
+        /// The directory (its fallback lock file when it cannot be locked itself).
+        dir: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The backup failed; the write was aborted and the old file is intact.
     #[error("Backup failed for '{}'", path.display())]
     Backup {

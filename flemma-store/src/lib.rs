@@ -6,7 +6,10 @@
 //! Paths come from a template (`$chat` by default: `<chat dir>/.flemma/<chat name>/
 //! <source>_<tool>_<id>.txt`) with ids escaped so that none can leave the directory. Writes are
 //! atomic and locked: the old content or the new one, never a torn file, and with `version`
-//! backups no run is ever lost, whatever the number of concurrent writers.
+//! backups no run is ever lost, whatever the number of concurrent writers. The lock is the
+//! target's directory itself, so no lock file is left in the store or in a user's project.
+//! Writes block for two fsyncs; with the `tokio` feature, `Store::write_result_async`,
+//! `materialize_async` and `save_to_async` run them on Tokio's blocking pool.
 //!
 //! ```
 //! use flemma_store::{SaveOutcome, Store, ToolName, ToolUseId};
@@ -28,12 +31,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod body;
 mod error;
 mod path;
 mod preview;
 mod store;
 mod write;
 
+pub use body::ResultBody;
 pub use error::StoreError;
 pub use flemma_ids::{JobId, ToolName, ToolUseId};
 pub use path::{

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use flemma_config::{Backup, StoreOptions};
 
+use crate::body::ResultBody;
 use crate::error::StoreError;
 use flemma_ids::ToolName;
 
@@ -15,6 +16,9 @@ use crate::path::{
 };
 use crate::preview::{format_size, head_preview};
 use crate::write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
+
+#[cfg(feature = "tokio")]
+mod nonblocking;
 
 /// `path` with its deepest existing ancestor canonicalized (symlinks resolved), the rest
 /// appended: where a write to `path` would really land.
@@ -88,6 +92,7 @@ pub struct Store {
     backup: Arc<dyn BackupStrategy>,
     preview_lines: usize,
     preview_bytes: usize,
+    materialize: bool,
     env: EnvLookup,
 }
 
@@ -98,6 +103,7 @@ impl fmt::Debug for Store {
             .field("chat", &self.chat)
             .field("conversation", &self.conversation)
             .field("backup", &self.backup)
+            .field("materialize", &self.materialize)
             .finish_non_exhaustive()
     }
 }
@@ -154,6 +160,7 @@ impl Store {
             backup,
             preview_lines: usize::try_from(options.preview.lines).unwrap_or(usize::MAX),
             preview_bytes: usize::try_from(options.preview.bytes).unwrap_or(usize::MAX),
+            materialize: options.materialize,
             env: Arc::new(|name| std::env::var(name).ok()),
         })
     }
@@ -239,6 +246,9 @@ impl Store {
     /// Writes a result to its store path with the configured backup strategy (truncation
     /// overflow, materialisation).
     ///
+    /// This blocks the calling thread for two fsyncs (see [`write_atomic`]); async callers use
+    /// `Store::write_result_async` (feature `tokio`) or their own blocking pool.
+    ///
     /// # Errors
     ///
     /// As [`write_atomic`], and path errors.
@@ -252,28 +262,52 @@ impl Store {
         write_atomic(&path, content.as_bytes(), &*self.backup)
     }
 
-    /// Materialises a finished result when `tools.store.materialize` is on (spec §11.5):
-    /// errors as their text, with `Partial output:` when there was output.
+    /// Whether [`Store::materialize`] writes: `tools.store.materialize` from the options given
+    /// to [`Store::new`].
+    pub fn materializes(&self) -> bool {
+        self.materialize
+    }
+
+    /// Materialises a finished result (spec §11.5) when `tools.store.materialize` was on in
+    /// the options given to [`Store::new`]: writes [`ResultBody::render`] to the result's
+    /// store path and returns it; `Ok(None)` when materialisation is off (nothing is rendered
+    /// or written then). Blocks as [`write_atomic`] does; `Store::materialize_async` (feature
+    /// `tokio`) does not.
+    ///
+    /// The executor skips it when truncation already wrote the overflow file or when
+    /// `flemma.save_to` is set.
     ///
     /// # Errors
     ///
     /// As [`Store::write_result`]; callers log it and inject the result anyway.
+    ///
+    /// ```
+    /// use flemma_store::{ResultBody, Store, ToolName, ToolUseId};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("flemma-store-mat-{}", std::process::id()));
+    /// let mut options = flemma_config::Config::new().options()?.tools.store;
+    /// options.materialize = true;
+    /// let store = Store::new(&options, Some(&dir.join("notes.chat")), "1")?;
+    ///
+    /// let (id, name) = (ToolUseId::new("toolu_01")?, ToolName::new("bash")?);
+    /// let failed = ResultBody::Error { error: "exit 1", partial_output: Some("half") };
+    /// let path = store.materialize(&id, Some(&name), &failed)?;
+    /// assert_eq!(path, Some(dir.join(".flemma/notes.chat/tool_bash_toolu_01.txt")));
+    /// assert_eq!(std::fs::read_to_string(dir.join(".flemma/notes.chat/tool_bash_toolu_01.txt"))?,
+    ///     "exit 1\n\nPartial output:\nhalf");
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn materialize<'a>(
         &self,
-        enabled: bool,
         id: impl Into<ResultId<'a>>,
         name: Option<&ToolName>,
-        result: Result<&str, (&str, &str)>,
+        result: &ResultBody<'_>,
     ) -> Result<Option<PathBuf>, StoreError> {
-        if !enabled {
+        if !self.materialize {
             return Ok(None);
         }
-        let content = match result {
-            Ok(output) => output.to_owned(),
-            Err((error, "")) => error.to_owned(),
-            Err((error, partial)) => format!("{error}\n\nPartial output:\n{partial}"),
-        };
-        self.write_result(id, name, &content).map(Some)
+        self.write_result(id, name, &result.render()).map(Some)
     }
 
     /// Where a `flemma.save_to` value points: variables expanded (the store directory as
@@ -306,30 +340,31 @@ impl Store {
     }
 
     /// Redirects a successful result to `save_to` (spec §11.6). Never loses the content: on
-    /// any failure the full content comes back with a notice.
+    /// any failure the full content comes back with a notice. Blocks as [`write_atomic`]
+    /// does; `Store::save_to_async` (feature `tokio`) does not.
     pub fn save_to(
         &self,
         save_to: &str,
         content: &str,
         sandbox: Option<&dyn WritablePaths>,
     ) -> SaveOutcome {
-        match self.try_save_to(save_to, content, sandbox) {
+        let saved = self.save_to_target(save_to, sandbox).and_then(|dest| {
+            let path = write_atomic(&dest, content.as_bytes(), &*self.backup)?;
+            let stub = self.saved_stub(&path, content);
+            Ok((path, stub))
+        });
+        match saved {
             Ok((path, stub)) => SaveOutcome::Saved { path, stub },
-            Err(error) => SaveOutcome::NotSaved {
-                content: format!(
-                    "{content}\n\n[Output not saved: {error}. Showing the full output instead.]"
-                ),
-                error,
-            },
+            Err(error) => not_saved(content, error),
         }
     }
 
-    fn try_save_to(
+    /// Where `save_to` writes, once checked: not a directory, writable under the sandbox.
+    fn save_to_target(
         &self,
         save_to: &str,
-        content: &str,
         sandbox: Option<&dyn WritablePaths>,
-    ) -> Result<(PathBuf, String), StoreError> {
+    ) -> Result<PathBuf, StoreError> {
         let dest = self.save_to_destination(save_to)?;
         let store_dir = self.directory()?;
         // The store directory is compared both as written and as resolved (symlinks
@@ -349,21 +384,34 @@ impl Store {
                 return Err(StoreError::NotWritable { dest });
             }
         }
-        let path = write_atomic(&dest, content.as_bytes(), &*self.backup)?;
+        Ok(dest)
+    }
+
+    /// What the model sees of `content` once saved to `path`.
+    fn saved_stub(&self, path: &Path, content: &str) -> String {
         let lines = content.matches('\n').count() + 1;
         let notice = format!(
             "[Output saved: {} — {}, {lines} lines]",
             path.display(),
             format_size(content.len())
         );
-        let stub = if self.preview_lines == 0 {
+        if self.preview_lines == 0 {
             notice
         } else {
             format!(
                 "{}\n\n{notice}",
                 head_preview(content, self.preview_lines, self.preview_bytes)
             )
-        };
-        Ok((path, stub))
+        }
+    }
+}
+
+/// The full content with the failure notice.
+fn not_saved(content: &str, error: StoreError) -> SaveOutcome {
+    SaveOutcome::NotSaved {
+        content: format!(
+            "{content}\n\n[Output not saved: {error}. Showing the full output instead.]"
+        ),
+        error,
     }
 }

@@ -1,10 +1,18 @@
 //! Atomic writes with backups (spec §11.4).
 //!
-//! A write creates the parent directories, takes an exclusive lock on a sidecar lock file, runs
-//! the backup strategy, writes the content to a temporary file in the same directory, syncs
-//! it, renames it over the destination and syncs the directory. Readers see the old or the new
-//! file, never a mix; a crash leaves at most a stray temporary file; two writers of one path
-//! (threads or processes) take turns, so a `version` backup never loses a run.
+//! A write creates the parent directories, writes the content to a temporary file in the same
+//! directory and syncs it; then, holding an exclusive lock on the directory, runs the backup
+//! strategy and renames the temporary file over the destination; then syncs the directory.
+//! Readers see the old or the new file, never a mix; a crash leaves at most a stray temporary
+//! file; two writers of one path (threads or processes) take turns for the backup and the
+//! rename, so a `version` backup never loses a run.
+//!
+//! The lock is the directory itself (`flock` on a descriptor of it), so no lock file is left
+//! beside the target, in the store or in a user's project; every writer of a path agrees on
+//! it, whichever store, conversation or process it comes from. Where a directory cannot be
+//! opened or locked (Windows, some network file systems, a directory without read permission)
+//! the lock is a file in the system temporary directory instead: `flemma-locks/<hash of the
+//! directory>.lock`, one per directory, left in place.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
@@ -95,15 +103,6 @@ fn copy_new(from: &Path, to: &Path) -> io::Result<()> {
     copied
 }
 
-/// The lock file guarding writes to `path`: `.<name>.lock` beside it.
-fn lock_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.lock"))
-}
-
 fn temp_path(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
@@ -114,12 +113,89 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
 }
 
+/// An exclusive lock serialising the writers of one directory, released on drop.
+#[derive(Debug)]
+struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Locks `dir` itself, or the fallback lock file where the directory cannot be locked.
+    fn acquire(dir: &Path) -> io::Result<Self> {
+        if let Ok(file) = File::open(dir)
+            && lock(&file).is_ok()
+        {
+            return Ok(Self { _file: file });
+        }
+        // Directories cannot be opened or locked here: the fallback.
+        Self::fallback(dir)
+    }
+
+    /// Locks `dir`'s fallback lock file, [`fallback_lock_path`].
+    fn fallback(dir: &Path) -> io::Result<Self> {
+        let path = fallback_lock_path(dir);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        lock(&file)?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// `file.lock()`, retried when a signal interrupts the wait.
+fn lock(file: &File) -> io::Result<()> {
+    loop {
+        match file.lock() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// The lock file standing in for `dir` where the directory itself cannot be locked:
+/// `<temp dir>/flemma-locks/<FNV-1a of the canonical directory>.lock`, so that every writer of
+/// the directory on this machine picks the same one.
+fn fallback_lock_path(dir: &Path) -> PathBuf {
+    let dir = fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_owned());
+    // FNV-1a, 64 bits: stable across processes and Rust versions, unlike `DefaultHasher`.
+    let hash = dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    std::env::temp_dir()
+        .join("flemma-locks")
+        .join(format!("{hash:016x}.lock"))
+}
+
 /// Writes `content` to `path` atomically, after running `backup` on the old file.
+///
+/// This blocks: it syncs the new file and then its directory (two `fsync`s, milliseconds on
+/// most disks, more on a busy one), and may wait for another writer of the same directory.
+/// Async code runs it on a blocking thread (`Store::write_result_async` and the other `_async`
+/// methods of [`Store`](crate::Store), with the `tokio` feature).
+///
+/// The content goes to a temporary file beside `path` (`.<name>.<pid>.<n>.tmp`), removed on
+/// failure and left behind only by a crash. The backup and the rename happen under an
+/// exclusive lock on `path`'s directory, so concurrent writers of one directory wait for each
+/// other only for those two steps. No lock file is created beside `path`: the directory itself
+/// is locked (`flock`), or, where directories cannot be opened or locked (Windows, some network
+/// file systems, a directory without read permission), the file
+/// `<temp dir>/flemma-locks/<hash of the directory>.lock`, which is left in place.
 ///
 /// # Errors
 ///
-/// [`StoreError::CreateDir`], [`StoreError::Backup`] (the old file is intact),
-/// [`StoreError::Open`] and [`StoreError::Write`] (the old file is intact).
+/// [`StoreError::CreateDir`], [`StoreError::Open`], [`StoreError::Write`],
+/// [`StoreError::Lock`] and [`StoreError::Backup`]; in every case the old file is intact.
 ///
 /// ```
 /// use flemma_store::{VersionBackup, write_atomic};
@@ -129,6 +205,8 @@ fn temp_path(path: &Path) -> PathBuf {
 /// write_atomic(&path, b"second", &VersionBackup)?;
 /// assert_eq!(std::fs::read_to_string(&path)?, "second");
 /// assert_eq!(std::fs::read_to_string(dir.join("out.1.txt"))?, "first");
+/// // The target and its version: no lock file.
+/// assert_eq!(std::fs::read_dir(&dir)?.count(), 2);
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -145,54 +223,127 @@ pub fn write_atomic(
         dir: dir.clone(),
         source,
     })?;
+    let temp = temp_path(path);
+    let result = replace(path, &dir, &temp, content, backup);
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result?;
+    // Make the rename durable.
+    if let Ok(dir) = File::open(&dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(path.to_owned())
+}
+
+/// Writes and syncs `temp`, then, under the directory lock, backs `path` up and renames
+/// `temp` over it. The caller removes `temp` on failure.
+fn replace(
+    path: &Path,
+    dir: &Path,
+    temp: &Path,
+    content: &[u8],
+    backup: &dyn BackupStrategy,
+) -> Result<(), StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
     };
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
+    let mut file = OpenOptions::new()
         .write(true)
-        .open(lock_path(path))
+        .create_new(true)
+        .open(temp)
         .map_err(|source| StoreError::Open {
             path: path.to_owned(),
             source,
         })?;
-    lock.lock().map_err(write_error)?;
+    file.write_all(content).map_err(write_error)?;
+    // The replacement keeps the permissions of the file it replaces.
+    if let Ok(meta) = fs::metadata(path) {
+        file.set_permissions(meta.permissions())
+            .map_err(write_error)?;
+    }
+    file.sync_all().map_err(write_error)?;
+    drop(file);
+
+    let lock = DirLock::acquire(dir).map_err(|source| StoreError::Lock {
+        dir: dir.to_owned(),
+        source,
+    })?;
     if path.exists() {
         backup.backup(path).map_err(|source| StoreError::Backup {
             path: path.to_owned(),
             source,
         })?;
     }
-    let temp = temp_path(path);
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|source| StoreError::Open {
-                path: path.to_owned(),
-                source,
-            })?;
-        file.write_all(content).map_err(write_error)?;
-        // The replacement keeps the permissions of the file it replaces.
-        if let Ok(meta) = fs::metadata(path) {
-            file.set_permissions(meta.permissions())
-                .map_err(write_error)?;
-        }
-        file.sync_all().map_err(write_error)?;
-        drop(file);
-        fs::rename(&temp, path).map_err(write_error)?;
-        // Make the rename durable.
-        if let Ok(dir) = File::open(&dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(path.to_owned())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
+    fs::rename(temp, path).map_err(write_error)?;
     drop(lock);
-    result
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Barrier};
+
+    use super::*;
+
+    #[test]
+    fn fallback_lock_path_is_stable_and_outside_the_directory() {
+        let dir = std::env::temp_dir().join("flemma-store-unit-fallback-path");
+        let path = fallback_lock_path(&dir);
+        assert_eq!(path, fallback_lock_path(&dir));
+        assert_ne!(path, fallback_lock_path(&dir.join("other")));
+        assert!(path.starts_with(std::env::temp_dir().join("flemma-locks")));
+        assert!(!path.starts_with(&dir));
+    }
+
+    /// Four threads take `lock` of one fresh directory 50 times each; none ever overlaps
+    /// another. Returns the directory (still there).
+    fn assert_excludes(name: &str, lock: fn(&Path) -> io::Result<DirLock>) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("flemma-store-unit-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(Barrier::new(4));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (dir, inside, barrier) =
+                    (dir.clone(), Arc::clone(&inside), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for _ in 0..50 {
+                        let held = lock(&dir).unwrap_or_else(|e| panic!("{e}"));
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(held);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            assert!(thread.join().is_ok());
+        }
+        dir
+    }
+
+    #[test]
+    fn fallback_lock_excludes() {
+        let dir = assert_excludes("fallback", DirLock::fallback);
+        assert!(fallback_lock_path(&dir).is_file());
+        let _ = fs::remove_file(fallback_lock_path(&dir));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// On Unix the directory itself is the lock: no file anywhere, the directory stays empty.
+    #[cfg(unix)]
+    #[test]
+    fn directory_lock_excludes_and_creates_no_file() {
+        let dir = assert_excludes("dir", DirLock::acquire);
+        assert!(!fallback_lock_path(&dir).exists());
+        assert_eq!(fs::read_dir(&dir).map(Iterator::count).ok(), Some(0));
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

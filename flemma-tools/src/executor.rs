@@ -820,47 +820,44 @@ impl Executor {
             overflow,
         } = done;
         let success = output.is_success();
-        let mut body = output.into_result_body();
+        let mut body = None;
         if let Some(store) = &settings.store {
-            match (&save_to, success) {
-                (Some(dest), true) => {
-                    let text = body_text(&body);
+            match (&save_to, &output) {
+                (Some(dest), ToolOutput::Success(result)) => {
+                    let text = result.to_text();
                     let writable =
                         |path: &Path| settings.sandbox.is_path_writable(path, Path::new("/"));
                     let sandbox: Option<&dyn flemma_store::WritablePaths> =
                         settings.sandbox.is_enabled().then_some(&writable);
-                    match store.save_to(dest, &text, sandbox) {
-                        SaveOutcome::Saved { stub, .. } => body = ResultBody::Success(stub),
-                        SaveOutcome::NotSaved { content, error } => {
-                            self.emit(Event::Warning(format!("flemma.save_to: {error}")));
-                            body = ResultBody::Success(content);
-                        }
-                    }
+                    body = Some(ResultBody::Success(
+                        match store.save_to(dest, &text, sandbox) {
+                            SaveOutcome::Saved { stub, .. } => stub,
+                            SaveOutcome::NotSaved { content, error } => {
+                                self.emit(Event::Warning(format!("flemma.save_to: {error}")));
+                                content
+                            }
+                        },
+                    ));
                 }
-                _ if overflow.is_none() && settings.options.tools.store.materialize => {
-                    let result = match &body {
-                        ResultBody::Error {
-                            message,
-                            partial_output,
-                        } => Err((
-                            message.as_deref().unwrap_or(msg::UNKNOWN_ERROR),
-                            partial_output.as_deref().unwrap_or(""),
-                        )),
-                        other => Ok(body_text(other)),
-                    };
-                    let stored = match &result {
-                        Ok(text) => store.materialize(true, &id, Some(&tool), Ok(text.as_str())),
-                        Err((error, partial)) => {
-                            store.materialize(true, &id, Some(&tool), Err((error, partial)))
+                _ if overflow.is_none() && store.materializes() => {
+                    let text = output.result_text();
+                    let stored = if success {
+                        flemma_store::ResultBody::Success { output: &text }
+                    } else {
+                        // The error and its partial output, already joined canonically.
+                        flemma_store::ResultBody::Error {
+                            error: &text,
+                            partial_output: None,
                         }
                     };
-                    if let Err(error) = stored {
+                    if let Err(error) = store.materialize(&id, Some(&tool), &stored) {
                         self.emit(Event::Warning(format!("result not stored: {error}")));
                     }
                 }
                 _ => {}
             }
         }
+        let body = body.unwrap_or_else(|| output.into_result_body());
         self.write_final(&id, &body, settings.writer).await?;
         self.emit(Event::ToolCompleted {
             id: id.clone(),
@@ -1147,13 +1144,5 @@ async fn run_one(
         output,
         save_to,
         overflow: ctx.overflow_path(),
-    }
-}
-
-fn body_text(body: &ResultBody) -> String {
-    match body {
-        ResultBody::Success(text) => text.clone(),
-        ResultBody::Json(value) => value.to_string(),
-        ResultBody::Error { message, .. } => message.clone().unwrap_or_default(),
     }
 }

@@ -90,19 +90,16 @@ impl ToolOutput {
             ToolOutput::Failure {
                 error,
                 partial_output,
-            } => {
-                let error = if error.is_empty() {
+            } => flemma_store::ResultBody::Error {
+                error: if error.is_empty() {
                     crate::messages::UNKNOWN_ERROR
                 } else {
                     error
-                };
-                match partial_output.as_deref() {
-                    Some(partial) if !partial.is_empty() => {
-                        format!("{error}\n\nPartial output:\n{partial}")
-                    }
-                    _ => error.to_owned(),
-                }
+                },
+                partial_output: partial_output.as_deref(),
             }
+            .render()
+            .into_owned(),
         }
     }
 

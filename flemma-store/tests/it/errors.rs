@@ -16,17 +16,15 @@ fn name_of_len(len: usize) -> String {
     format!("{}.txt", "x".repeat(len - 4))
 }
 
-/// The old file is there, and its lock file (`.NAME.lock`, 255 bytes) can be made, but not the
-/// temporary file (`.NAME.PID.N.tmp`, more than 255 bytes): the write fails, naming the path,
-/// and the old file is intact.
+/// The old file is there, but the temporary file (`.NAME.PID.N.tmp`, more than 255 bytes)
+/// cannot be made: the write fails, naming the path, and the old file is intact. No lock or
+/// other file is left beside it.
 #[test]
 fn the_temporary_file_cannot_be_created() {
     let tmp = TempDir::new("no_temp");
     let name = name_of_len(249);
     let path = tmp.join(&name);
     fs::write(&path, "old").unwrap();
-    let lock = format!(".{name}.lock");
-    assert_eq!(lock.len(), 255);
 
     let err = write_atomic(&path, b"new", &NoBackup).unwrap_err();
     assert!(
@@ -40,23 +38,20 @@ fn the_temporary_file_cannot_be_created() {
     );
     assert!(err.source().is_some());
     assert_eq!(read(&path), "old");
-    assert_eq!(entries(tmp.path()), [lock.clone(), name.clone()]);
+    assert_eq!(entries(tmp.path()), [name.clone()]);
 
-    // With `version`, the backup is made, then the write fails the same way.
+    // With `version` too: the temporary file is written before the backup runs, so no
+    // version is made either.
     let err = write_atomic(&path, b"new", &VersionBackup).unwrap_err();
-    assert!(matches!(&err, StoreError::Open { .. }), "{err:?}");
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
     assert_eq!(read(&path), "old");
-    let version = format!("{}.1.txt", &name[..name.len() - 4]);
-    assert_eq!(read(&tmp.join(&version)), "old");
-    let mut expected = vec![lock, name, version];
-    expected.sort();
-    assert_eq!(entries(tmp.path()), expected);
+    assert_eq!(entries(tmp.path()), [name]);
 }
 
-/// A new file whose lock file's name is too long: nothing is created.
+/// A new file whose temporary file's name is too long: nothing is created.
 #[test]
-fn the_lock_file_cannot_be_created() {
-    let tmp = TempDir::new("no_lock");
+fn a_new_file_whose_temporary_name_is_too_long() {
+    let tmp = TempDir::new("no_temp_new");
     let path = tmp.join(name_of_len(250));
     for backup in [
         &NoBackup as &dyn flemma_store::BackupStrategy,
@@ -130,12 +125,6 @@ fn destination_is_a_directory() {
         format!("Backup failed for '{}'", dest.display())
     );
     assert!(dest.join("inner").is_dir());
-    // Nothing but the lock beside it: no temporary file, no half-made version.
-    assert_eq!(
-        entries(tmp.path())
-            .into_iter()
-            .filter(|n| !crate::has_ext(n, "lock"))
-            .collect::<Vec<_>>(),
-        ["d"]
-    );
+    // Nothing beside it: no lock, no temporary file, no half-made version.
+    assert_eq!(entries(tmp.path()), ["d"]);
 }

@@ -1,5 +1,6 @@
 //! Integration tests of flemma-store: store paths, escaping, atomic writes and backups, crash
-//! safety, concurrent writers, `flemma.save_to` redirects, error messages and materialisation.
+//! safety, concurrent writers, `flemma.save_to` redirects, error messages, materialisation and
+//! (feature `tokio`) the async writes.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -12,6 +13,8 @@ mod concurrency;
 mod crash;
 mod errors;
 mod materialize;
+#[cfg(feature = "tokio")]
+mod nonblocking;
 mod paths;
 mod save_to;
 mod security;

@@ -62,6 +62,27 @@ fn relative_destination_is_under_the_chat_directory() {
     );
 }
 
+/// Writes into a user's project leave the target and its versions there, nothing else (no lock
+/// file, no temporary file); the store directory is not even created.
+#[test]
+fn a_user_directory_gets_only_the_target_and_its_versions() {
+    let tmp = TempDir::new("save_user_dir");
+    let store = chat_store(&tmp);
+    fs::create_dir_all(tmp.join("notes/src")).unwrap();
+    fs::write(tmp.join("notes/src/main.rs"), "fn main() {}").unwrap();
+    for run in ["one", "two", "three"] {
+        saved(store.save_to("src/report.txt", run, None));
+    }
+    assert_eq!(
+        crate::entries(&tmp.join("notes/src")),
+        ["main.rs", "report.1.txt", "report.2.txt", "report.txt"]
+    );
+    assert_eq!(read(&tmp.join("notes/src/report.1.txt")), "one");
+    assert_eq!(read(&tmp.join("notes/src/report.txt")), "three");
+    // The chat's directory holds what it held: the new `src` and nothing of the store.
+    assert_eq!(crate::entries(&tmp.join("notes")), ["src"]);
+}
+
 #[test]
 fn home_and_absolute_destinations() {
     let tmp = TempDir::new("save_home_abs");
