@@ -38,7 +38,7 @@ fn the_temporary_file_cannot_be_created() {
     );
     assert!(err.source().is_some());
     assert_eq!(read(&path), "old");
-    assert_eq!(entries(tmp.path()), [name.clone()]);
+    assert_eq!(entries(tmp.path()), std::slice::from_ref(&name));
 
     // With `version` too: the temporary file is written before the backup runs, so no
     // version is made either.
