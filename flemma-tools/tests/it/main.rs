@@ -6,6 +6,8 @@
     reason = "test helpers fail loudly"
 )]
 
+mod cycle;
+mod executor;
 mod preview;
 mod registry;
 mod truncate;

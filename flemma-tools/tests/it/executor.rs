@@ -1,0 +1,384 @@
+//! The executor beyond single fixtures: concurrency, cancellation, the approver, user actions,
+//! a file edited while a tool runs, line endings, and a property test over user text.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use flemma_tools::{
+    ActionError, Answer, Approver, Event, Executor, ExecutorError, FileConversation,
+    MemoryConversation, Next, PendingCall, ToolDefinition, ToolOutput, ToolRegistry, async_tool_fn,
+};
+use proptest::prelude::*;
+
+use crate::cycle::{run_cycle, test_registry};
+
+const APPROVE_ALL: &str =
+    "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"*\"], \"max_concurrent\": 2}}}\n```\n";
+
+fn uses(tool: &str, inputs: &[&str]) -> String {
+    let mut text = String::from("@Assistant:\n");
+    for (i, input) in inputs.iter().enumerate() {
+        let _ = write!(
+            text,
+            "**Tool Use:** `{tool}` (`toolu_{i:02}`)\n```json\n{input}\n```\n"
+        );
+    }
+    text
+}
+
+/// A tool that records how many of its calls run at once.
+fn gauge_registry(running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry.register(async_tool_fn(
+        ToolDefinition::builder("gauge", "Counts concurrent calls.")
+            .unwrap()
+            .asynchronous(true)
+            .build()
+            .unwrap(),
+        move |input, _| {
+            let running = Arc::clone(&running);
+            let peak = Arc::clone(&peak);
+            async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                let ms = input["ms"].as_u64().unwrap_or(50);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                ToolOutput::text(format!("done {ms}"))
+            }
+        },
+    ));
+    registry
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_slow_tools_never_run_more_than_two_at_once_and_land_in_document_order() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    // Later calls finish first: results still stand in the order of their tool uses.
+    let inputs = [
+        r#"{"ms":120}"#,
+        r#"{"ms":100}"#,
+        r#"{"ms":80}"#,
+        r#"{"ms":60}"#,
+        r#"{"ms":40}"#,
+        r#"{"ms":20}"#,
+    ];
+    let text = format!("{APPROVE_ALL}{}", uses("gauge", &inputs));
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(
+        conversation.clone(),
+        gauge_registry(Arc::clone(&running), Arc::clone(&peak)),
+    )
+    .build();
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 2);
+    assert_eq!(report.completed.len(), 6);
+    assert_eq!(report.next, Next::Send);
+    let after = conversation.text();
+    let positions: Vec<usize> = (0..6)
+        .map(|i| {
+            after
+                .find(&format!("**Tool Result:** `toolu_{i:02}`"))
+                .unwrap()
+        })
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{after}");
+    // Each result holds its own output.
+    for (i, input) in inputs.iter().enumerate() {
+        let ms: serde_json::Value = serde_json::from_str(input).unwrap();
+        let block = &after[positions[i]..];
+        assert!(block.contains(&format!("done {}", ms["ms"])), "{after}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_concurrent_zero_is_unlimited() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let header = APPROVE_ALL.replace("\"max_concurrent\": 2", "\"max_concurrent\": 0");
+    let text = format!("{header}{}", uses("gauge", &[r#"{"ms":100}"#; 5]));
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor =
+        Executor::builder(conversation, gauge_registry(running, Arc::clone(&peak))).build();
+    executor.cycle().await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_ends_a_running_call_with_the_spec_text() {
+    let registry = test_registry();
+    let text = format!(
+        "{APPROVE_ALL}{}",
+        uses("sleep", &[r#"{"ms":60000}"#, r#"{"ms":10}"#])
+    );
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Arc::new(Executor::builder(conversation.clone(), registry).build());
+    let mut events = executor.subscribe();
+    let cycle = tokio::spawn({
+        let executor = Arc::clone(&executor);
+        async move { executor.cycle().await }
+    });
+    // Wait until the long call runs, then cancel it.
+    loop {
+        if let Ok(Event::ToolExecuting { id, .. }) = events.recv().await
+            && id == "toolu_00"
+        {
+            break;
+        }
+    }
+    assert!(executor.is_running("toolu_00"));
+    assert!(executor.cancel("toolu_00"));
+    let report = tokio::time::timeout(Duration::from_secs(5), cycle)
+        .await
+        .expect("the cycle ends once the call is cancelled")
+        .unwrap()
+        .unwrap();
+    assert!(!executor.cancel("toolu_00"), "no longer running");
+    let after = conversation.text();
+    assert!(
+        after.contains(
+            "**Tool Result:** `toolu_00` (error)\n```\nUser aborted tool execution.\n```"
+        ),
+        "{after}"
+    );
+    assert!(after.contains("slept 10"), "{after}");
+    assert_eq!(report.completed.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_all_ends_every_call() {
+    let text = format!("{APPROVE_ALL}{}", uses("sleep", &[r#"{"ms":60000}"#; 2]));
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Arc::new(Executor::builder(conversation.clone(), test_registry()).build());
+    let mut events = executor.subscribe();
+    let cycle = tokio::spawn({
+        let executor = Arc::clone(&executor);
+        async move { executor.cycle().await }
+    });
+    let mut started = 0;
+    while started < 2 {
+        if let Ok(Event::ToolExecuting { .. }) = events.recv().await {
+            started += 1;
+        }
+    }
+    executor.cancel_all();
+    tokio::time::timeout(Duration::from_secs(5), cycle)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        conversation
+            .text()
+            .matches("User aborted tool execution.")
+            .count(),
+        2
+    );
+}
+
+struct Decide;
+
+#[async_trait::async_trait]
+impl Approver for Decide {
+    async fn ask(&self, call: &PendingCall) -> Answer {
+        match call.input["text"].as_str() {
+            Some("yes") => Answer::Approve,
+            Some("quiet") => Answer::Reject(None),
+            _ => Answer::Reject(Some(format!("No: {}", call.preview))),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_approver_decides_pending_calls() {
+    let text = uses(
+        "echo",
+        &[
+            r#"{"text":"yes"}"#,
+            r#"{"text":"no"}"#,
+            r#"{"text":"quiet"}"#,
+        ],
+    );
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), test_registry())
+        .approver(Arc::new(Decide))
+        .build();
+    let mut events = executor.subscribe();
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(report.next, Next::Send);
+    let after = conversation.text();
+    assert!(
+        after.contains("**Tool Result:** `toolu_00`\n```\nyes\n```"),
+        "{after}"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_01` (error)\n```\nNo: echo: {text: \"no\"}\n```"),
+        "{after}"
+    );
+    assert!(
+        after.contains(
+            "**Tool Result:** `toolu_02` (error)\n```\nThis tool has been rejected by the user.\n```"
+        ),
+        "{after}"
+    );
+    let mut asked = 0;
+    while let Ok(event) = events.try_recv() {
+        if matches!(event, Event::ApprovalAsked { .. }) {
+            asked += 1;
+        }
+    }
+    assert_eq!(asked, 3);
+}
+
+#[tokio::test]
+async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
+    let text = uses(
+        "echo",
+        &[r#"{"text":"a"}"#, r#"{"text":"b"}"#, r#"{"text":"c"}"#],
+    );
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), test_registry()).build();
+    // Before any placeholder exists.
+    let err = executor.approve("toolu_00").await.unwrap_err();
+    assert_eq!(err.to_string(), "No tool result placeholder for toolu_00");
+    let err = executor.approve("toolu_99").await.unwrap_err();
+    assert_eq!(err.to_string(), "Tool not found: toolu_99");
+
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(report.next, Next::AwaitApproval);
+    executor.approve("toolu_00").await.unwrap();
+    executor
+        .reject("toolu_01", Some("Use the other tool."))
+        .await
+        .unwrap();
+    let after = conversation.text();
+    assert!(
+        after.contains("**Tool Result:** `toolu_00` (approved)\n```\n```"),
+        "{after}"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_01` (rejected)\n```\nUse the other tool.\n```"),
+        "{after}"
+    );
+    executor.approve_all_pending().await.unwrap();
+    let err = executor.approve_all_pending().await.unwrap_err();
+    assert!(matches!(
+        err,
+        ExecutorError::Action(ActionError::NothingPending)
+    ));
+    assert_eq!(err.to_string(), "No pending tools to approve");
+
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(report.next, Next::Send);
+    let after = conversation.text();
+    assert!(
+        after.contains("**Tool Result:** `toolu_00`\n```\na\n```"),
+        "{after}"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_01` (error)\n```\nUse the other tool.\n```"),
+        "{after}"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_02`\n```\nc\n```"),
+        "{after}"
+    );
+    let err = executor.approve("toolu_00").await.unwrap_err();
+    assert_eq!(err.to_string(), "Tool toolu_00 has already completed");
+}
+
+#[tokio::test]
+async fn crlf_transcripts_stay_crlf() {
+    let text = format!("{APPROVE_ALL}{}", uses("echo", &[r#"{"text":"x"}"#])).replace('\n', "\r\n");
+    let (after, report, _) = run_cycle(&text).await;
+    assert_eq!(report.next, Next::Send);
+    assert!(
+        after.contains("**Tool Result:** `toolu_00`\r\n```\r\nx\r\n```\r\n"),
+        "{after:?}"
+    );
+    assert!(!after.replace("\r\n", "").contains('\n'), "{after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_edited_while_a_tool_runs_keeps_both_edits() {
+    let dir = std::env::temp_dir().join(format!("flemma-tools-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edited.chat");
+    let text = format!(
+        "{APPROVE_ALL}@You:\nRun it.\n\n{}",
+        uses("sleep", &[r#"{"ms":400}"#])
+    );
+    std::fs::write(&path, &text).unwrap();
+    let conversation = Arc::new(FileConversation::new(&path));
+    let executor = Arc::new(Executor::builder(conversation, test_registry()).build());
+    let mut events = executor.subscribe();
+    let cycle = tokio::spawn({
+        let executor = Arc::clone(&executor);
+        async move { executor.cycle().await }
+    });
+    loop {
+        if let Ok(Event::ToolExecuting { .. }) = events.recv().await {
+            break;
+        }
+    }
+    // The user edits the file (above the blocks) while the tool runs.
+    let current = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, current.replace("Run it.", "Run it, please.")).unwrap();
+    cycle.await.unwrap().unwrap();
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.contains("Run it, please."), "{after}");
+    assert!(
+        after.contains("**Tool Result:** `toolu_00`\n```\nslept 400\n```"),
+        "{after}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A cycle never deletes or alters text outside the blocks it owns: every line of the
+    /// input outside tool-result blocks is still there, in order.
+    #[test]
+    fn a_cycle_keeps_user_text(
+        user in proptest::collection::vec("[a-zA-Z ,.!?]{0,30}", 1..4),
+        statuses in proptest::collection::vec(0usize..5, 1..4),
+        trailing in "[a-z ]{0,20}",
+    ) {
+        let mut text = format!("{APPROVE_ALL}@You:\n{}\n\n@Assistant:\n", user.join("\n"));
+        for i in 0..statuses.len() {
+            let _ = write!(text, "Step {i}.\n**Tool Use:** `echo` (`t{i}`)\n```json\n{{\"text\":\"r{i}\"}}\n```\n");
+        }
+        text.push_str("\n@You:\n");
+        for (i, status) in statuses.iter().enumerate() {
+            let suffix = ["", " (pending)", " (approved)", " (denied)", " (rejected)"][*status];
+            if *status == 0 {
+                continue; // no result yet
+            }
+            let _ = write!(text, "**Tool Result:** `t{i}`{suffix}\n```\n```\n\n");
+        }
+        text.push_str(&trailing);
+        text.push('\n');
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let (after, _, _) = runtime.block_on(run_cycle(&text));
+        let doc = flemma_ast::parse(&text);
+        let mut owned = std::collections::HashSet::new();
+        for message in &doc.messages {
+            for result in message.tool_results() {
+                owned.extend(result.span.start_line..=result.span.end_line);
+            }
+        }
+        let mut rest = after.lines();
+        for (i, line) in text.lines().enumerate() {
+            if owned.contains(&u32::try_from(i + 1).unwrap()) {
+                continue;
+            }
+            prop_assert!(rest.any(|l| l == line), "line {} {:?} lost in\n{}", i + 1, line, after);
+        }
+        // And the result is a transcript that parses without new problems.
+        prop_assert!(flemma_ast::parse(&after).diagnostics.is_empty());
+    }
+}
