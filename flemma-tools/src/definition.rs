@@ -97,6 +97,23 @@ impl ToolDefinition {
         }
     }
 
+    /// The definition of a built-in tool (spec §12): its name, description, strict input
+    /// schema and capabilities from flemma-schema's table.
+    ///
+    /// # Errors
+    ///
+    /// Never for the shipped tables; [`SchemaError`] otherwise.
+    pub fn from_builtin(builtin: &flemma_schema::builtin::Builtin) -> Result<Self, SchemaError> {
+        let mut builder = Self::builder_for(ToolName::new(builtin.name)?, builtin.description)
+            .input(builtin.input.clone())
+            .strict(true)
+            .asynchronous(builtin.is_async);
+        for capability in builtin.capabilities.iter() {
+            builder = builder.capability(capability);
+        }
+        builder.build()
+    }
+
     /// The tool name.
     pub fn name(&self) -> &ToolName {
         &self.spec.name

@@ -29,6 +29,7 @@
 //! ```
 
 mod actions;
+pub mod builtin;
 mod context;
 mod conversation;
 mod definition;
@@ -43,6 +44,7 @@ mod tool;
 pub mod truncate;
 
 pub use actions::{ActionError, approve, approve_all_pending, reject, rejection_feedback};
+pub use builtin::register_builtins;
 pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use conversation::{
     Conversation, ConversationError, FileConversation, MemoryConversation, Revision, Snapshot,
