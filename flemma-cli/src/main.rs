@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod input;
 mod options;
 mod render;
+mod tools;
 
 use input::Input;
 
@@ -84,6 +85,47 @@ enum Command {
     Store {
         #[command(subcommand)]
         command: StoreCommand,
+    },
+    /// The tools a conversation offers, as the model sees them (sorted by name, harness
+    /// parameters included); without FILE, the defaults.
+    Tools {
+        /// The `.chat` file whose frontmatter shapes the tool set.
+        file: Option<PathBuf>,
+        /// Print `[{"name", "description", "input_schema", "strict"}]`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool cycle on FILE: placeholders for new tool calls (approval chain), then
+    /// settle statuses and run the approved calls; no provider call. FILE is rewritten
+    /// atomically.
+    Cycle {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// Print `{"placed", "completed", "next"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve the pending call ID.
+    Approve {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// The tool call id.
+        id: String,
+    },
+    /// Reject the pending call ID; the message is what the model is told.
+    Reject {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// The tool call id.
+        id: String,
+        /// Why (default: `This tool has been rejected by the user.`).
+        #[arg(long)]
+        message: Option<String>,
+    },
+    /// Approve every pending call.
+    ApproveAll {
+        /// The `.chat` file.
+        file: PathBuf,
     },
 }
 
@@ -258,6 +300,15 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                     json,
                 },
         } => store_path(&mut out, &file, &tool, &id, source, json, settings),
+        Command::Tools { file, json } => tools::tools(&mut out, file.as_deref(), json, settings),
+        Command::Cycle { file, json } => tools::cycle(&mut out, &file, json, settings),
+        Command::Approve { file, id } => tools::act(&file, &tools::Action::Approve(&id), settings),
+        Command::Reject { file, id, message } => tools::act(
+            &file,
+            &tools::Action::Reject(&id, message.as_deref()),
+            settings,
+        ),
+        Command::ApproveAll { file } => tools::act(&file, &tools::Action::ApproveAll, settings),
     }
 }
 

@@ -6,6 +6,8 @@
     reason = "test helpers fail loudly"
 )]
 
+mod tools;
+
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;

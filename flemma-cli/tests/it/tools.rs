@@ -1,0 +1,161 @@
+//! `flemma tools`, `cycle`, `approve`, `reject`, `approve-all` on fixture transcripts.
+
+use std::path::PathBuf;
+
+use pretty_assertions::assert_eq;
+
+use crate::{flemma, scratch, text};
+
+/// A private copy of a fixture (each test its own, as tests run in parallel).
+fn fixture(name: &str, test: &str) -> PathBuf {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tools")
+        .join(name);
+    scratch(&format!("{test}-{name}"), &std::fs::read(source).unwrap())
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = flemma(args, None);
+    (
+        out.status.code().unwrap(),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn cycle_places_pending_placeholders_in_one_message_and_says_what_is_next() {
+    let file = fixture("pending_and_statuses.chat", "pending");
+    let path = file.to_str().unwrap();
+    let (code, stdout, stderr) = run(&["cycle", path, "--json"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({
+            "placed": [
+                {"id": "toolu_01", "tool": "bash", "status": "pending"},
+                {"id": "toolu_02", "tool": "bash", "status": "pending"},
+                {"id": "toolu_03", "tool": "bash", "status": "pending"},
+            ],
+            "completed": [],
+            "next": "await_approval",
+        })
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.ends_with(
+            "```\n\n@You:\n\n**Tool Result:** `toolu_01` (pending)\n```\n```\n\n\
+         **Tool Result:** `toolu_02` (pending)\n```\n```\n\n\
+         **Tool Result:** `toolu_03` (pending)\n```\n```\n"
+        ),
+        "{after}"
+    );
+    // A second cycle changes nothing.
+    let (code, stdout, _) = run(&["cycle", path]);
+    assert_eq!((code, stdout.as_str()), (0, "next: await_approval\n"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), after);
+
+    // Reject one with a reason, approve one, then the rest with approve-all.
+    assert_eq!(
+        run(&[
+            "reject",
+            path,
+            "toolu_02",
+            "--message",
+            "Not the build dir."
+        ])
+        .0,
+        0
+    );
+    assert_eq!(run(&["approve", path, "toolu_01"]).0, 0);
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.contains("**Tool Result:** `toolu_01` (approved)\n```\n```"),
+        "{after}"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_02` (rejected)\n```\nNot the build dir.\n```"),
+        "{after}"
+    );
+    assert_eq!(run(&["approve-all", path]).0, 0);
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("**Tool Result:** `toolu_03` (approved)")
+    );
+}
+
+#[test]
+fn user_action_errors_are_the_spec_texts_on_stderr_with_exit_1() {
+    let file = fixture("settled_statuses.chat", "errors");
+    let path = file.to_str().unwrap();
+    let (code, stdout, stderr) = run(&["approve", path, "toolu_99"]);
+    assert_eq!(
+        (code, stdout.as_str(), stderr),
+        (1, "", format!("flemma: {path}: Tool not found: toolu_99\n"))
+    );
+    // After a cycle the results are final.
+    assert_eq!(run(&["cycle", path]).0, 0);
+    let (code, _, stderr) = run(&["approve-all", path]);
+    assert_eq!(
+        (code, stderr),
+        (1, format!("flemma: {path}: No pending tools to approve\n"))
+    );
+    let (code, _, stderr) = run(&["reject", path, "toolu_01"]);
+    assert_eq!(
+        (code, stderr),
+        (
+            1,
+            format!("flemma: {path}: Tool toolu_01 has already completed\n")
+        )
+    );
+}
+
+#[test]
+fn cycle_settles_pasted_and_denied_results() {
+    let file = fixture("settled_statuses.chat", "settle");
+    let path = file.to_str().unwrap();
+    let (code, stdout, _) = run(&["cycle", path]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (
+            0,
+            "completed toolu_01 bash (ok)\ncompleted toolu_02 bash (error)\nnext: send\n"
+        )
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.ends_with(
+            "**Tool Result:** `toolu_01`\n```\na.txt b.txt (I ran it myself)\n```\n\n\
+             **Tool Result:** `toolu_02` (error)\n```\nThe tool was denied by a policy.\n```\n"
+        ),
+        "{after}"
+    );
+}
+
+#[test]
+fn a_missing_file_is_an_io_error() {
+    let (code, _, stderr) = run(&["cycle", "/nonexistent/x.chat"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "flemma: cannot read /nonexistent/x.chat: No such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
+fn tools_lists_the_tool_set_as_json_sorted_by_name() {
+    let (code, stdout, _) = run(&["tools", "--json"]);
+    assert_eq!(code, 0);
+    let list: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    for tool in &list {
+        for key in ["name", "description", "input_schema", "strict"] {
+            assert!(tool.get(key).is_some(), "{key} missing in {tool}");
+        }
+    }
+}
