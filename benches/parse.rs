@@ -21,34 +21,15 @@
     reason = "a benchmark binary reports on stderr and may abort on setup errors"
 )]
 
+#[path = "common/transcript.rs"]
+mod transcript;
+
 use std::hint::black_box;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
+use transcript::transcript;
 use flemma::ast::{IncrementalParser, Message, Reparse, TextEdit, ToolStatus, parse, writer};
-
-fn transcript() -> String {
-    if let Ok(path) = std::env::var("FLEMMA_BENCH_CHAT") {
-        return std::fs::read_to_string(path).expect("FLEMMA_BENCH_CHAT is readable");
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let cached = root.join("target/bench-10000000-7.chat");
-    if let Ok(text) = std::fs::read_to_string(&cached) {
-        return text;
-    }
-    let output = Command::new("python3")
-        .arg(root.join("../shared/tools/gen_chat.py"))
-        .args(["10000000", "7"])
-        .output()
-        .expect("python3 runs gen_chat.py");
-    assert!(output.status.success(), "gen_chat.py failed");
-    let text = String::from_utf8(output.stdout).expect("gen_chat.py writes UTF-8");
-    let _ = std::fs::create_dir_all(root.join("target"));
-    let _ = std::fs::write(&cached, &text);
-    text
-}
 
 /// A 2 KB assistant message, as a streamed response appends it.
 fn message(n: usize) -> String {

@@ -382,6 +382,23 @@ impl Executor {
             .await
     }
 
+    /// Appends whole lines at the end of the conversation (a message, a streamed response's
+    /// completed lines), re-parsing only what they add.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError::Conversation`] when the conversation cannot be read or written.
+    pub async fn append_lines(&self, text: &str) -> Result<(), ExecutorError> {
+        let lines: Vec<String> = text
+            .strip_suffix('\n')
+            .unwrap_or(text)
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+            .collect();
+        self.edit(|doc| Ok(vec![TextEdit::insert(doc.line_count + 1, lines.clone())]))
+            .await
+    }
+
     /// Reads the conversation, parses it (incrementally when possible) and hands the
     /// document to `f`.
     async fn with_document<T>(
