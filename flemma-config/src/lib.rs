@@ -36,7 +36,7 @@ mod suggest;
 
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError};
-pub use glob::glob_match;
+pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, EditingOptions, LsOptions, Options,
