@@ -9,6 +9,12 @@ use crate::cache::ListCache;
 use crate::error::{ResolverError, panic_message};
 use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
 
+/// A built-in resolver: synchronous, so the chain calls it without boxing a future.
+pub(crate) trait Builtin: Send + Sync {
+    /// The verdict on one call.
+    fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict;
+}
+
 /// `urn:flemma:approval:config`: the closure policy, then the `tools.auto_approve` list (exact
 /// names and `*` globs).
 ///
@@ -28,9 +34,11 @@ impl ConfigResolver {
     pub fn compiled_lists(&self) -> u64 {
         self.cache.compiled()
     }
+}
 
+impl Builtin for ConfigResolver {
     /// The policy, then the list.
-    fn decide(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
+    fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
         if let Some(policy) = ctx.config.auto_approve_policy() {
             match catch_unwind(AssertUnwindSafe(|| policy.decide(call.name, call.input))) {
                 Ok(PolicyDecision::Approve) => {
@@ -73,7 +81,7 @@ impl Resolver for ConfigResolver {
         call: &ToolCall<'_>,
         ctx: &ApprovalContext<'_>,
     ) -> Result<Verdict, ResolverError> {
-        Ok(self.decide(call, ctx))
+        Ok(self.verdict(call, ctx))
     }
 }
 
@@ -90,40 +98,41 @@ impl Resolver for SandboxResolver {
         call: &ToolCall<'_>,
         ctx: &ApprovalContext<'_>,
     ) -> Result<Verdict, ResolverError> {
-        Ok(sandbox_verdict(call, ctx))
+        Ok(self.verdict(call, ctx))
     }
 }
 
-/// The sandbox resolver's verdict.
-fn sandbox_verdict(call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
-    let pass = |why: &str| Verdict::pass().because(why.to_owned());
-    if !ctx.options.tools.auto_approve_sandboxed {
-        return pass("tools.auto_approve_sandboxed is false");
+impl Builtin for SandboxResolver {
+    fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
+        let pass = |why: &str| Verdict::pass().because(why.to_owned());
+        if !ctx.options.tools.auto_approve_sandboxed {
+            return pass("tools.auto_approve_sandboxed is false");
+        }
+        if !ctx.tools.auto_approves_if_sandboxed(call.name) {
+            return pass("the tool does not declare auto_approves_if_sandboxed");
+        }
+        if !sandbox_enabled(ctx) {
+            return pass("the sandbox is disabled");
+        }
+        if !ctx.sandbox.backend_available() {
+            return pass("no sandbox backend is available");
+        }
+        if ctx.config.layer_has_op(
+            Layer::Frontmatter,
+            OpKind::Remove,
+            "tools.auto_approve",
+            Some(call.name.as_str()),
+        ) {
+            return pass("the frontmatter removes the tool from tools.auto_approve");
+        }
+        if ctx
+            .config
+            .layer_has_set(Layer::Frontmatter, "tools.auto_approve")
+        {
+            return pass("the frontmatter sets tools.auto_approve");
+        }
+        Verdict::approve().because("sandboxed")
     }
-    if !ctx.tools.auto_approves_if_sandboxed(call.name) {
-        return pass("the tool does not declare auto_approves_if_sandboxed");
-    }
-    if !sandbox_enabled(ctx) {
-        return pass("the sandbox is disabled");
-    }
-    if !ctx.sandbox.backend_available() {
-        return pass("no sandbox backend is available");
-    }
-    if ctx.config.layer_has_op(
-        Layer::Frontmatter,
-        OpKind::Remove,
-        "tools.auto_approve",
-        Some(call.name.as_str()),
-    ) {
-        return pass("the frontmatter removes the tool from tools.auto_approve");
-    }
-    if ctx
-        .config
-        .layer_has_set(Layer::Frontmatter, "tools.auto_approve")
-    {
-        return pass("the frontmatter sets tools.auto_approve");
-    }
-    Verdict::approve().because("sandboxed")
 }
 
 /// `sandbox.enabled` for the conversation: a runtime override beats the frontmatter, which
@@ -144,13 +153,19 @@ pub struct CatchAllResolver;
 impl Resolver for CatchAllResolver {
     async fn resolve(
         &self,
-        _call: &ToolCall<'_>,
+        call: &ToolCall<'_>,
         ctx: &ApprovalContext<'_>,
     ) -> Result<Verdict, ResolverError> {
-        Ok(if ctx.options.tools.require_approval {
+        Ok(self.verdict(call, ctx))
+    }
+}
+
+impl Builtin for CatchAllResolver {
+    fn verdict(&self, _call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
+        if ctx.options.tools.require_approval {
             Verdict::pass()
         } else {
             Verdict::decide(Decision::Approve).because("tools.require_approval is false")
-        })
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures_util::FutureExt as _;
 use serde::{Serialize, Serializer};
 
-use crate::builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
+use crate::builtin::{Builtin, CatchAllResolver, ConfigResolver, SandboxResolver};
 use crate::error::{ApprovalError, ResolverError};
 use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
 
@@ -65,7 +65,17 @@ pub struct Registration {
     pub priority: i32,
     /// What it does, for listings.
     pub description: Option<String>,
-    resolver: Arc<dyn Resolver>,
+    resolver: Slot,
+}
+
+/// How the chain calls a resolver.
+#[derive(Clone)]
+enum Slot {
+    /// A built-in of [`Chain::with_builtins`], called directly: the default chain decides
+    /// without boxing a future per resolver.
+    Builtin(Arc<dyn Builtin>),
+    /// Any resolver, awaited.
+    Resolver(Arc<dyn Resolver>),
 }
 
 impl fmt::Debug for Registration {
@@ -205,7 +215,7 @@ impl Chain {
     /// `tools.require_approval` is off).
     pub fn with_builtins() -> Self {
         let mut chain = Self::new();
-        let builtins: [(&str, i32, &str, Arc<dyn Resolver>); 3] = [
+        let builtins: [(&str, i32, &str, Arc<dyn Builtin>); 3] = [
             (
                 CONFIG_RESOLVER,
                 100,
@@ -230,7 +240,7 @@ impl Chain {
                 name: ResolverName(name.to_owned()),
                 priority,
                 description: Some(description.to_owned()),
-                resolver,
+                resolver: Slot::Builtin(resolver),
             });
         }
         chain
@@ -265,7 +275,7 @@ impl Chain {
             name: ResolverName::new(name)?,
             priority,
             description: None,
-            resolver: Arc::new(resolver),
+            resolver: Slot::Resolver(Arc::new(resolver)),
         }))
     }
 
@@ -285,7 +295,7 @@ impl Chain {
             name: ResolverName::new(module)?,
             priority: priority.unwrap_or(DEFAULT_PRIORITY),
             description: Some(format!("Module approval resolver from {module}")),
-            resolver: Arc::new(resolver),
+            resolver: Slot::Resolver(Arc::new(resolver)),
         }))
     }
 
@@ -396,7 +406,14 @@ async fn consult(
     call: &ToolCall<'_>,
     ctx: &ApprovalContext<'_>,
 ) -> Result<Verdict, ResolverError> {
-    let future = catch_unwind(AssertUnwindSafe(|| entry.resolver.resolve(call, ctx)))
+    let resolver = match &entry.resolver {
+        Slot::Builtin(builtin) => {
+            return catch_unwind(AssertUnwindSafe(|| builtin.verdict(call, ctx)))
+                .map_err(|panic| ResolverError::panicked(&*panic));
+        }
+        Slot::Resolver(resolver) => resolver,
+    };
+    let future = catch_unwind(AssertUnwindSafe(|| resolver.resolve(call, ctx)))
         .map_err(|panic| ResolverError::panicked(&*panic))?;
     AssertUnwindSafe(future)
         .catch_unwind()
