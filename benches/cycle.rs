@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion};
 use flemma::config::{Config, Layer};
-use flemma::tools::{Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::tools::{
+    Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
+};
 use serde_json::json;
 
 fn registry() -> ToolRegistry {
@@ -42,7 +44,11 @@ fn config(max_concurrent: u64) -> Config {
         .set(Layer::Runtime, "tools.auto_approve", json!(["noop"]))
         .expect("auto_approve");
     config
-        .set(Layer::Runtime, "tools.max_concurrent", json!(max_concurrent))
+        .set(
+            Layer::Runtime,
+            "tools.max_concurrent",
+            json!(max_concurrent),
+        )
         .expect("max_concurrent");
     config
 }
@@ -50,7 +56,10 @@ fn config(max_concurrent: u64) -> Config {
 fn calls(from: usize, count: usize) -> String {
     let mut text = String::from("\n@Assistant:\n");
     for i in from..from + count {
-        let _ = write!(text, "**Tool Use:** `noop` (`toolu_bench_{i}`)\n```json\n{{}}\n```\n");
+        let _ = write!(
+            text,
+            "**Tool Use:** `noop` (`toolu_bench_{i}`)\n```json\n{{}}\n```\n"
+        );
     }
     text
 }

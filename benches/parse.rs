@@ -28,8 +28,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use transcript::transcript;
 use flemma::ast::{IncrementalParser, Message, Reparse, TextEdit, ToolStatus, parse, writer};
+use transcript::transcript;
 
 /// A 2 KB assistant message, as a streamed response appends it.
 fn message(n: usize) -> String {

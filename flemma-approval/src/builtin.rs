@@ -1,107 +1,44 @@
 //! The built-in resolvers: config (100), sandbox (25), catch-all (0).
 
-use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, PoisonError};
 
-use flemma_config::{Layer, OpKind, PolicyDecision, is_preset_ref};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use async_trait::async_trait;
+use flemma_config::{Layer, OpKind, PolicyDecision};
 
-use crate::chain::panic_message;
+use crate::cache::ListCache;
+use crate::error::{ResolverError, panic_message};
 use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
+
+/// A built-in resolver: synchronous, so the chain calls it without boxing a future.
+pub(crate) trait Builtin: Send + Sync {
+    /// The verdict on one call.
+    fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict;
+}
 
 /// `urn:flemma:approval:config`: the closure policy, then the `tools.auto_approve` list (exact
 /// names and `*` globs).
 ///
 /// The list is read from `ctx.config` and compiled once per options state
-/// ([`Config::generation`](flemma_config::Config::generation)).
+/// ([`Config::generation`](flemma_config::Config::generation)) into a
+/// [`GlobList`](flemma_config::GlobList), the matcher `flemma-config` uses for its own globs.
+/// Compiled lists are kept per generation, so conversations sharing one resolver neither
+/// recompile each other's lists nor wait on one lock.
 #[derive(Debug, Default)]
 pub struct ConfigResolver {
-    cache: Mutex<Option<(u64, Arc<CompiledList>)>>,
-}
-
-/// An `auto_approve` list compiled for matching.
-#[derive(Debug)]
-struct CompiledList {
-    source: Vec<String>,
-    /// Exact name → index in `source`.
-    exact: HashMap<String, usize>,
-    globs: GlobSet,
-    /// Glob index → index in `source`.
-    glob_entries: Vec<usize>,
-}
-
-impl CompiledList {
-    fn compile(list: &[String]) -> Self {
-        let mut exact = HashMap::new();
-        let mut builder = GlobSetBuilder::new();
-        let mut glob_entries = Vec::new();
-        for (i, entry) in list.iter().enumerate() {
-            if is_preset_ref(entry) {
-                continue;
-            }
-            if entry.contains('*') {
-                // Only `*` is special (spec §5.4): escape everything else.
-                let pattern = entry
-                    .split('*')
-                    .map(globset::escape)
-                    .collect::<Vec<_>>()
-                    .join("*");
-                if let Ok(glob) = GlobBuilder::new(&pattern).literal_separator(false).build() {
-                    builder.add(glob);
-                    glob_entries.push(i);
-                }
-            } else {
-                exact.entry(entry.clone()).or_insert(i);
-            }
-        }
-        let globs = builder.build().unwrap_or_else(|_| GlobSet::empty());
-        Self {
-            source: list.to_vec(),
-            exact,
-            globs,
-            glob_entries,
-        }
-    }
-
-    /// An entry matching `name`: the exact name when listed, else the first matching glob.
-    fn matching(&self, name: &str) -> Option<&str> {
-        if let Some(&index) = self.exact.get(name) {
-            return Some(&self.source[index]);
-        }
-        if !self.globs.is_match(name) {
-            return None;
-        }
-        let index = self
-            .globs
-            .matches(name)
-            .into_iter()
-            .map(|g| self.glob_entries[g])
-            .min()?;
-        Some(&self.source[index])
-    }
+    cache: ListCache,
 }
 
 impl ConfigResolver {
-    fn compiled(&self, config: &flemma_config::Config) -> Arc<CompiledList> {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        match cache.as_ref() {
-            Some((generation, compiled)) if *generation == config.generation() => {
-                Arc::clone(compiled)
-            }
-            _ => {
-                let compiled = Arc::new(CompiledList::compile(
-                    &config.list("tools.auto_approve").items,
-                ));
-                *cache = Some((config.generation(), Arc::clone(&compiled)));
-                compiled
-            }
-        }
+    /// How many `auto_approve` lists this resolver has compiled: one per options state it was
+    /// asked about, plus one for each state that fell out of its bounded cache. A diagnostic.
+    pub fn compiled_lists(&self) -> u64 {
+        self.cache.compiled()
     }
 }
 
-impl Resolver for ConfigResolver {
-    fn resolve(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
+impl Builtin for ConfigResolver {
+    /// The policy, then the list.
+    fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
         if let Some(policy) = ctx.config.auto_approve_policy() {
             match catch_unwind(AssertUnwindSafe(|| policy.decide(call.name, call.input))) {
                 Ok(PolicyDecision::Approve) => {
@@ -124,13 +61,27 @@ impl Resolver for ConfigResolver {
                 }
             }
         }
-        let compiled = self.compiled(ctx.config);
-        match compiled.matching(call.name.as_str()) {
-            Some(entry) => {
-                Verdict::approve().because(format!("matched auto_approve entry {entry:?}"))
+        // `$preset` references left in the list are unknown presets (known ones are expanded
+        // on read): they hold no `*` and no tool is called `$…`, so they match nothing.
+        self.cache.with(ctx.config, |list| {
+            match list.first_match(call.name.as_str()) {
+                Some(entry) => {
+                    Verdict::approve().because(format!("matched auto_approve entry {entry:?}"))
+                }
+                None => Verdict::pass(),
             }
-            None => Verdict::pass(),
-        }
+        })
+    }
+}
+
+#[async_trait]
+impl Resolver for ConfigResolver {
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        Ok(self.verdict(call, ctx))
     }
 }
 
@@ -140,8 +91,19 @@ impl Resolver for ConfigResolver {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SandboxResolver;
 
+#[async_trait]
 impl Resolver for SandboxResolver {
-    fn resolve(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        Ok(self.verdict(call, ctx))
+    }
+}
+
+impl Builtin for SandboxResolver {
+    fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
         let pass = |why: &str| Verdict::pass().because(why.to_owned());
         if !ctx.options.tools.auto_approve_sandboxed {
             return pass("tools.auto_approve_sandboxed is false");
@@ -179,8 +141,19 @@ impl Resolver for SandboxResolver {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CatchAllResolver;
 
+#[async_trait]
 impl Resolver for CatchAllResolver {
-    fn resolve(&self, _call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        Ok(self.verdict(call, ctx))
+    }
+}
+
+impl Builtin for CatchAllResolver {
+    fn verdict(&self, _call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
         if ctx.options.tools.require_approval {
             Verdict::pass()
         } else {

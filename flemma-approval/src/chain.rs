@@ -4,11 +4,12 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use futures_util::FutureExt as _;
 use serde::{Serialize, Serializer};
 
-use crate::builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
-use crate::error::ApprovalError;
-use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall};
+use crate::builtin::{Builtin, CatchAllResolver, ConfigResolver, SandboxResolver};
+use crate::error::{ApprovalError, ResolverError};
+use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
 
 /// The name of a registered resolver (`urn:flemma:approval:config`, `my_plugin.policy`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,7 +65,17 @@ pub struct Registration {
     pub priority: i32,
     /// What it does, for listings.
     pub description: Option<String>,
-    resolver: Arc<dyn Resolver>,
+    resolver: Slot,
+}
+
+/// How the chain calls a resolver.
+#[derive(Clone)]
+enum Slot {
+    /// A built-in of [`Chain::with_builtins`], called directly: the default chain decides
+    /// without boxing a future per resolver.
+    Builtin(Arc<dyn Builtin>),
+    /// Any resolver, awaited.
+    Resolver(Arc<dyn Resolver>),
 }
 
 impl fmt::Debug for Registration {
@@ -79,10 +90,16 @@ impl fmt::Debug for Registration {
 
 /// Resolvers in priority order (descending, ties by name ascending).
 ///
+/// Deciding is asynchronous because resolvers may be; with only synchronous resolvers (the
+/// built-ins, [`resolver_fn`](crate::resolver_fn)) the future is ready at once, so any
+/// executor, or `now_or_never`, runs it.
+///
 /// ```
 /// use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall, ToolName};
 /// use flemma_config::{Config, Layer};
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut config = Config::new();
 /// config.append(Layer::Setup, "tools.auto_approve", "bash")?;
 /// let options = config.options()?;
@@ -91,13 +108,16 @@ impl fmt::Debug for Registration {
 ///
 /// let input = serde_json::json!({"command": "ls"});
 /// let call = ToolCall { name: &ToolName::new("bash")?, input: &input, id: None };
-/// assert_eq!(chain.decide(&call, &ctx), Decision::Approve);
-/// let explained = chain.explain(&call, &ctx);
+/// let outcome = chain.decide(&call, &ctx).await;
+/// assert_eq!(outcome.decision, Decision::Approve);
+/// assert_eq!(outcome.resolver.map(|r| r.as_str()), Some("urn:flemma:approval:config"));
+/// let explained = chain.explain(&call, &ctx).await;
 /// assert_eq!(explained.resolver.as_deref(), Some("urn:flemma:approval:config"));
 ///
 /// let other = ToolCall { name: &ToolName::new("deploy")?, input: &input, id: None };
-/// assert_eq!(chain.decide(&other, &ctx), Decision::RequireApproval);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// assert_eq!(chain.decide(&other, &ctx).await.decision, Decision::RequireApproval);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Chain {
@@ -130,8 +150,31 @@ pub enum TraceResult {
     Deny,
     /// No opinion.
     Pass,
-    /// Panicked; skipped.
+    /// Failed (returned an error or panicked); skipped. The entry's `detail` holds the
+    /// message.
     Error,
+}
+
+/// What [`Chain::decide`] found: the decision, who made it, and the resolvers that failed on
+/// the way.
+#[derive(Debug)]
+pub struct Outcome<'c> {
+    /// The decision.
+    pub decision: Decision,
+    /// The deciding resolver; `None` when none decided (the default: require approval).
+    pub resolver: Option<&'c ResolverName>,
+    /// The resolvers that failed before one decided, in order (empty almost always; nothing
+    /// is allocated then).
+    pub failures: Vec<Failure<'c>>,
+}
+
+/// A resolver that failed while the chain decided; the chain asked the next one.
+#[derive(Debug)]
+pub struct Failure<'c> {
+    /// The resolver.
+    pub resolver: &'c ResolverName,
+    /// Why it could not decide (a panic shows as `panicked: …`).
+    pub error: ResolverError,
 }
 
 /// A decision with the resolvers consulted to reach it.
@@ -172,7 +215,7 @@ impl Chain {
     /// `tools.require_approval` is off).
     pub fn with_builtins() -> Self {
         let mut chain = Self::new();
-        let builtins: [(&str, i32, &str, Arc<dyn Resolver>); 3] = [
+        let builtins: [(&str, i32, &str, Arc<dyn Builtin>); 3] = [
             (
                 CONFIG_RESOLVER,
                 100,
@@ -197,7 +240,7 @@ impl Chain {
                 name: ResolverName(name.to_owned()),
                 priority,
                 description: Some(description.to_owned()),
-                resolver,
+                resolver: Slot::Builtin(resolver),
             });
         }
         chain
@@ -232,7 +275,7 @@ impl Chain {
             name: ResolverName::new(name)?,
             priority,
             description: None,
-            resolver: Arc::new(resolver),
+            resolver: Slot::Resolver(Arc::new(resolver)),
         }))
     }
 
@@ -252,7 +295,7 @@ impl Chain {
             name: ResolverName::new(module)?,
             priority: priority.unwrap_or(DEFAULT_PRIORITY),
             description: Some(format!("Module approval resolver from {module}")),
-            resolver: Arc::new(resolver),
+            resolver: Slot::Resolver(Arc::new(resolver)),
         }))
     }
 
@@ -284,36 +327,57 @@ impl Chain {
     }
 
     /// Decides a call: the first resolver with a decision wins; `RequireApproval` when none
-    /// decides.
-    pub fn decide(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Decision {
+    /// decides. A resolver that fails (or panics) is skipped and reported in
+    /// [`Outcome::failures`].
+    pub async fn decide<'c>(
+        &'c self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Outcome<'c> {
+        let mut failures = Vec::new();
         for entry in &self.entries {
-            if let Ok(verdict) =
-                catch_unwind(AssertUnwindSafe(|| entry.resolver.resolve(call, ctx)))
-                && let Some(decision) = verdict.decision
-            {
-                return decision;
+            match consult(entry, call, ctx).await {
+                Ok(Verdict {
+                    decision: Some(decision),
+                    ..
+                }) => {
+                    return Outcome {
+                        decision,
+                        resolver: Some(&entry.name),
+                        failures,
+                    };
+                }
+                Ok(_) => {}
+                Err(error) => failures.push(Failure {
+                    resolver: &entry.name,
+                    error,
+                }),
             }
         }
-        Decision::RequireApproval
+        Outcome {
+            decision: Decision::RequireApproval,
+            resolver: None,
+            failures,
+        }
     }
 
-    /// Decides a call and records every resolver consulted.
-    pub fn explain(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Explanation {
+    /// Decides a call and records every resolver consulted; a failing one shows as `error`
+    /// with its message (and causes) as the entry's `detail`.
+    pub async fn explain(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Explanation {
         let mut trace = Vec::new();
         for entry in &self.entries {
-            let (result, detail, decision) =
-                match catch_unwind(AssertUnwindSafe(|| entry.resolver.resolve(call, ctx))) {
-                    Ok(verdict) => {
-                        let result = match &verdict.decision {
-                            None => TraceResult::Pass,
-                            Some(Decision::Approve) => TraceResult::Approve,
-                            Some(Decision::RequireApproval) => TraceResult::RequireApproval,
-                            Some(Decision::Deny { .. }) => TraceResult::Deny,
-                        };
-                        (result, verdict.because, verdict.decision)
-                    }
-                    Err(panic) => (TraceResult::Error, Some(panic_message(&*panic)), None),
-                };
+            let (result, detail, decision) = match consult(entry, call, ctx).await {
+                Ok(verdict) => {
+                    let result = match &verdict.decision {
+                        None => TraceResult::Pass,
+                        Some(Decision::Approve) => TraceResult::Approve,
+                        Some(Decision::RequireApproval) => TraceResult::RequireApproval,
+                        Some(Decision::Deny { .. }) => TraceResult::Deny,
+                    };
+                    (result, verdict.because, verdict.decision)
+                }
+                Err(error) => (TraceResult::Error, Some(error.report()), None),
+            };
             trace.push(TraceEntry {
                 resolver: entry.name.clone(),
                 priority: entry.priority,
@@ -336,12 +400,23 @@ impl Chain {
     }
 }
 
-/// The text of a panic payload.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned());
-    format!("panicked: {text}")
+/// Asks one resolver; a panic, while making its future or while polling it, is its error.
+async fn consult(
+    entry: &Registration,
+    call: &ToolCall<'_>,
+    ctx: &ApprovalContext<'_>,
+) -> Result<Verdict, ResolverError> {
+    let resolver = match &entry.resolver {
+        Slot::Builtin(builtin) => {
+            return catch_unwind(AssertUnwindSafe(|| builtin.verdict(call, ctx)))
+                .map_err(|panic| ResolverError::panicked(&*panic));
+        }
+        Slot::Resolver(resolver) => resolver,
+    };
+    let future = catch_unwind(AssertUnwindSafe(|| resolver.resolve(call, ctx)))
+        .map_err(|panic| ResolverError::panicked(&*panic))?;
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(ResolverError::panicked(&*panic)))
 }

@@ -5,16 +5,22 @@
 //! decision wins; nothing deciding means "ask". The built-ins read the layered options of
 //! `flemma-config`: `tools.auto_approve` (names, `*` globs, `$presets`, or a closure policy),
 //! the sandbox rule (spec §6.4) and the catch-all for `tools.require_approval = false`.
-//! Applications add their own resolvers with [`Chain::register`] or [`resolver_fn`].
+//! Applications add their own resolvers with [`Chain::register`]: a type implementing the
+//! asynchronous [`Resolver`] trait (a host asking a remote policy service or a person), or a
+//! closure through [`resolver_fn`] (synchronous) or [`async_resolver_fn`]. A resolver answers a
+//! [`Verdict`] or a [`ResolverError`]; a failing or panicking resolver is skipped, and
+//! recorded (spec §6.1). [`ApprovalContext`] is `Send + Sync`, so deciding can run in any task.
 //!
 //! [`Chain::explain`] returns the decision with every resolver consulted and why (the
-//! `auto_approve` entry that matched, the sandbox condition that failed), which is what
-//! `flemma approval explain` prints.
+//! `auto_approve` entry that matched, the sandbox condition that failed, the error of a
+//! resolver that failed), which is what `flemma approval explain` prints.
 //!
 //! ```
-//! use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall, ToolName, Verdict, resolver_fn};
+//! use flemma_approval::{ApprovalContext, Chain, Decision, ResolverError, ToolCall, ToolName, Verdict, resolver_fn};
 //! use flemma_config::Config;
 //!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::new();
 //! let options = config.options()?;
 //! let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &ToolName| false, sandbox: &false };
@@ -23,28 +29,39 @@
 //! chain.register("my_app.no_deploys", 200, resolver_fn(|call, _| {
 //!     if call.name == "deploy" { Verdict::deny(Some("not from a chat".into())) } else { Verdict::pass() }
 //! }))?;
+//! chain.register("my_app.offline", 150, resolver_fn(|_, _| -> Result<Verdict, ResolverError> {
+//!     Err(ResolverError::new("the policy service is offline"))
+//! }))?;
 //!
 //! let input = serde_json::json!({});
 //! let deploy = ToolCall { name: &ToolName::new("deploy")?, input: &input, id: None };
-//! assert_eq!(chain.decide(&deploy, &ctx), Decision::Deny { reason: Some("not from a chat".into()) });
+//! let outcome = chain.decide(&deploy, &ctx).await;
+//! assert_eq!(outcome.decision, Decision::Deny { reason: Some("not from a chat".into()) });
+//!
 //! let read = ToolCall { name: &ToolName::new("read")?, input: &input, id: None };
-//! assert_eq!(chain.decide(&read, &ctx), Decision::Approve, "read is in $standard");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! let outcome = chain.decide(&read, &ctx).await;
+//! assert_eq!(outcome.decision, Decision::Approve, "read is in $standard");
+//! assert_eq!(outcome.failures[0].error.message(), "the policy service is offline");
+//! # Ok(())
+//! # }
 //! ```
 
 mod builtin;
+mod cache;
 mod chain;
 mod error;
 mod resolver;
 
+/// The attribute for implementing [`Resolver`] with an `async fn` (from `async-trait`).
+pub use async_trait::async_trait;
 pub use builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
 pub use chain::{
-    CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Registration,
-    ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
+    CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Failure, Outcome,
+    Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
 };
-pub use error::ApprovalError;
+pub use error::{ApprovalError, ResolverError};
 pub use flemma_ids::{ToolName, ToolUseId};
 pub use resolver::{
-    ApprovalContext, Decision, FnResolver, Resolver, SandboxStatus, ToolCall, ToolTraits, Verdict,
-    resolver_fn,
+    ApprovalContext, AsyncFnResolver, Decision, FnResolver, IntoVerdict, ResolveFuture, Resolver,
+    SandboxStatus, ToolCall, ToolTraits, Verdict, async_resolver_fn, resolver_fn,
 };

@@ -1,11 +1,16 @@
 //! The `Resolver` trait, decisions and what a resolver is given.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 
+use async_trait::async_trait;
 use flemma_config::{Config, Options};
 use flemma_ids::{ToolName, ToolUseId};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::error::ResolverError;
 
 /// What the chain decides about a tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -100,18 +105,21 @@ pub struct ToolCall<'a> {
 }
 
 /// What the tools crate tells the chain about a tool.
-pub trait ToolTraits {
+///
+/// `Send + Sync`, like everything an [`ApprovalContext`] holds, so a context can live across
+/// an `.await` in a task on any thread.
+pub trait ToolTraits: Send + Sync {
     /// Whether the tool declares the `auto_approves_if_sandboxed` capability.
     fn auto_approves_if_sandboxed(&self, tool: &ToolName) -> bool;
 }
 
 /// Whether a sandbox backend can run commands right now (`validate_backend` succeeds).
-pub trait SandboxStatus {
+pub trait SandboxStatus: Send + Sync {
     /// The backend is available.
     fn backend_available(&self) -> bool;
 }
 
-impl<F: Fn(&ToolName) -> bool> ToolTraits for F {
+impl<F: Fn(&ToolName) -> bool + Send + Sync> ToolTraits for F {
     fn auto_approves_if_sandboxed(&self, tool: &ToolName) -> bool {
         self(tool)
     }
@@ -124,6 +132,8 @@ impl SandboxStatus for bool {
 }
 
 /// Everything a resolver may consult about the conversation.
+///
+/// `Send + Sync` (checked at compile time), so a resolver may hold it across an `.await`.
 #[derive(Clone, Copy)]
 pub struct ApprovalContext<'a> {
     /// The conversation's layered options (for intent queries on the op logs).
@@ -135,6 +145,12 @@ pub struct ApprovalContext<'a> {
     /// Sandbox backend availability.
     pub sandbox: &'a dyn SandboxStatus,
 }
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<ApprovalContext<'static>>();
+    send_sync::<ToolCall<'static>>();
+};
 
 impl fmt::Debug for ApprovalContext<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -148,26 +164,84 @@ impl fmt::Debug for ApprovalContext<'_> {
 /// Decides (or passes on) whether a tool call runs.
 ///
 /// Resolvers are registered in a [`Chain`](crate::Chain) with a name and a priority; the first
-/// decision in priority order wins. A resolver that panics is skipped (and shows as `error`
-/// in an explanation).
+/// decision in priority order wins. Resolving is asynchronous, so a resolver can ask a remote
+/// policy service or a person; the chain awaits each in turn. A resolver that returns an
+/// error or panics is skipped: the chain records it (`error` in an explanation, with the
+/// message) and asks the next one (spec §6.1).
+///
+/// Implement it with `#[async_trait]` (re-exported as [`async_trait`](crate::async_trait)), or
+/// wrap a closure: [`resolver_fn`] for a synchronous one, [`async_resolver_fn`] for one that
+/// awaits.
+///
+/// ```
+/// use flemma_approval::{ApprovalContext, Resolver, ResolverError, ToolCall, Verdict, async_trait};
+///
+/// /// Asks a (here, imaginary) policy service.
+/// struct Remote;
+///
+/// #[async_trait]
+/// impl Resolver for Remote {
+///     async fn resolve(&self, call: &ToolCall<'_>, _ctx: &ApprovalContext<'_>) -> Result<Verdict, ResolverError> {
+///         let allowed = async { call.name != "deploy" }.await;
+///         Ok(if allowed { Verdict::pass() } else { Verdict::deny(Some("not here".into())) })
+///     }
+/// }
+/// ```
+#[async_trait]
 pub trait Resolver: Send + Sync {
-    /// Looks at one call.
-    fn resolve(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict;
+    /// Looks at one call: a [`Verdict`] (which may pass), or why it could not decide.
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError>;
 }
 
+#[async_trait]
 impl<R: Resolver + ?Sized> Resolver for std::sync::Arc<R> {
-    fn resolve(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
-        (**self).resolve(call, ctx)
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        (**self).resolve(call, ctx).await
     }
 }
 
+#[async_trait]
 impl<R: Resolver + ?Sized> Resolver for Box<R> {
-    fn resolve(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
-        (**self).resolve(call, ctx)
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        (**self).resolve(call, ctx).await
     }
 }
 
-/// A resolver made of a closure; see [`resolver_fn`].
+/// What a synchronous resolver closure returns: a [`Verdict`], or a `Result` when it can fail.
+pub trait IntoVerdict {
+    /// The verdict, or why there is none.
+    ///
+    /// # Errors
+    ///
+    /// The resolver's own [`ResolverError`].
+    fn into_verdict(self) -> Result<Verdict, ResolverError>;
+}
+
+impl IntoVerdict for Verdict {
+    fn into_verdict(self) -> Result<Verdict, ResolverError> {
+        Ok(self)
+    }
+}
+
+impl IntoVerdict for Result<Verdict, ResolverError> {
+    fn into_verdict(self) -> Result<Verdict, ResolverError> {
+        self
+    }
+}
+
+/// A resolver made of a synchronous closure; see [`resolver_fn`].
 pub struct FnResolver<F>(F);
 
 impl<F> fmt::Debug for FnResolver<F> {
@@ -176,19 +250,26 @@ impl<F> fmt::Debug for FnResolver<F> {
     }
 }
 
-impl<F> Resolver for FnResolver<F>
+#[async_trait]
+impl<F, V> Resolver for FnResolver<F>
 where
-    F: Fn(&ToolCall<'_>, &ApprovalContext<'_>) -> Verdict + Send + Sync,
+    F: Fn(&ToolCall<'_>, &ApprovalContext<'_>) -> V + Send + Sync,
+    V: IntoVerdict,
 {
-    fn resolve(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
-        (self.0)(call, ctx)
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        (self.0)(call, ctx).into_verdict()
     }
 }
 
-/// A resolver from a closure.
+/// A resolver from a synchronous closure returning a [`Verdict`] (or a
+/// `Result<Verdict, ResolverError>` when it can fail).
 ///
 /// ```
-/// use flemma_approval::{Verdict, resolver_fn};
+/// use flemma_approval::{ResolverError, Verdict, resolver_fn};
 /// let deny_rm = resolver_fn(|call, _ctx| {
 ///     let command = call.input.get("command").and_then(|c| c.as_str()).unwrap_or("");
 ///     if call.name == "bash" && command.contains("rm -rf") {
@@ -197,11 +278,71 @@ where
 ///         Verdict::pass()
 ///     }
 /// });
-/// # let _ = deny_rm;
+/// let strict = resolver_fn(|call, _ctx| -> Result<Verdict, ResolverError> {
+///     let path = call.input.get("path").and_then(|p| p.as_str());
+///     let path = path.ok_or_else(|| ResolverError::new("the call has no path"))?;
+///     Ok(if path.starts_with("/etc") { Verdict::deny(None) } else { Verdict::pass() })
+/// });
+/// # let _ = (deny_rm, strict);
 /// ```
-pub fn resolver_fn<F>(f: F) -> FnResolver<F>
+pub fn resolver_fn<F, V>(f: F) -> FnResolver<F>
 where
-    F: Fn(&ToolCall<'_>, &ApprovalContext<'_>) -> Verdict + Send + Sync,
+    F: Fn(&ToolCall<'_>, &ApprovalContext<'_>) -> V + Send + Sync,
+    V: IntoVerdict,
 {
     FnResolver(f)
+}
+
+/// The future an [`async_resolver_fn`] closure returns: boxed, `Send`, borrowing the call
+/// and the context.
+pub type ResolveFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Verdict, ResolverError>> + Send + 'a>>;
+
+/// A resolver made of a closure returning a future; see [`async_resolver_fn`].
+pub struct AsyncFnResolver<F>(F);
+
+impl<F> fmt::Debug for AsyncFnResolver<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AsyncFnResolver(..)")
+    }
+}
+
+#[async_trait]
+impl<F> Resolver for AsyncFnResolver<F>
+where
+    F: for<'a> Fn(&'a ToolCall<'a>, &'a ApprovalContext<'a>) -> ResolveFuture<'a> + Send + Sync,
+{
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        (self.0)(call, ctx).await
+    }
+}
+
+/// A resolver from a closure that awaits: it returns its work as `Box::pin(async move { … })`,
+/// which may borrow the call and the context.
+///
+/// ```
+/// use flemma_approval::{ResolverError, Verdict, async_resolver_fn};
+///
+/// let (ask, mut person) = tokio::sync::mpsc::channel::<(String, tokio::sync::oneshot::Sender<bool>)>(1);
+/// let ask_a_person = async_resolver_fn(move |call, _ctx| {
+///     let ask = ask.clone();
+///     Box::pin(async move {
+///         let (answer, answered) = tokio::sync::oneshot::channel();
+///         ask.send((call.name.to_string(), answer)).await
+///             .map_err(|e| ResolverError::with_source("nobody to ask", e))?;
+///         let yes = answered.await.map_err(|e| ResolverError::with_source("no answer", e))?;
+///         Ok(if yes { Verdict::approve() } else { Verdict::pass() })
+///     })
+/// });
+/// # let _ = (ask_a_person, person.try_recv());
+/// ```
+pub fn async_resolver_fn<F>(f: F) -> AsyncFnResolver<F>
+where
+    F: for<'a> Fn(&'a ToolCall<'a>, &'a ApprovalContext<'a>) -> ResolveFuture<'a> + Send + Sync,
+{
+    AsyncFnResolver(f)
 }

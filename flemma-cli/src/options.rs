@@ -120,7 +120,8 @@ fn find_executable(name: &str) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
-/// Runs the built-in chain on one call.
+/// Runs the built-in chain on one call, on a current-thread runtime (the built-in resolvers
+/// never wait, but the chain is asynchronous).
 pub(crate) fn explain(
     config: &Config,
     tool: &str,
@@ -142,5 +143,6 @@ pub(crate) fn explain(
         input,
         id: None,
     };
-    Ok(Chain::with_builtins().explain(&call, &ctx))
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    Ok(runtime.block_on(Chain::with_builtins().explain(&call, &ctx)))
 }

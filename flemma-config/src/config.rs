@@ -7,7 +7,7 @@ use flemma_ids::ToolName;
 use serde_json::{Map, Value};
 
 use crate::error::{ConfigError, FinalizeIssue};
-use crate::glob::glob_match;
+use crate::glob::GlobList;
 use crate::listops::{ListOp, OpKind, expand_op, is_preset_ref, parse_list, strings};
 use crate::options::Options;
 use crate::presets::Presets;
@@ -395,9 +395,11 @@ impl Config {
             for op in self.layer_ops(layer, &path) {
                 let values = |v: &str| -> Vec<String> {
                     if expand_globs && v.contains('*') {
+                        // Compiled once per pattern, not once per registered name.
+                        let glob = GlobList::new([v]);
                         let mut matched: Vec<String> = registered
                             .iter()
-                            .filter(|n| glob_match(v, n.as_str()))
+                            .filter(|n| glob.is_match(n.as_str()))
                             .map(|n| n.as_str().to_owned())
                             .collect();
                         matched.sort();

@@ -38,7 +38,7 @@ mod suggest;
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError, TomlError};
 pub use flemma_ids::ToolName;
-pub use glob::glob_match;
+pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,

@@ -573,7 +573,15 @@ impl Executor {
                     tools: &self.registry,
                     sandbox: &Available(settings.sandbox_available),
                 };
-                match self.chain.decide(&call, &ctx) {
+                let outcome = self.chain.decide(&call, &ctx).await;
+                for failure in &outcome.failures {
+                    self.emit(Event::Warning(format!(
+                        "approval: resolver '{}' error: {}",
+                        failure.resolver,
+                        failure.error.report()
+                    )));
+                }
+                match outcome.decision {
                     Decision::Approve => ToolStatus::Approved,
                     Decision::RequireApproval => ToolStatus::Pending,
                     Decision::Deny { .. } => ToolStatus::Denied,

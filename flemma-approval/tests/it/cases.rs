@@ -1,8 +1,8 @@
 //! The approval table: presets, globs, frontmatter intent, each sandbox condition, the
-//! catch-all, closure policies, panicking resolvers and priority ties.
+//! catch-all, closure policies, failing and panicking resolvers and priority ties.
 
 use flemma_approval::{
-    ApprovalContext, Chain, ToolCall, ToolName, ToolUseId, Verdict, resolver_fn,
+    ApprovalContext, Chain, ResolverError, ToolCall, ToolName, ToolUseId, Verdict, resolver_fn,
 };
 use flemma_config::{AutoApprovePolicy, Config, Layer, PolicyDecision};
 use serde_json::{Value, json};
@@ -35,6 +35,7 @@ enum Extra {
     PanickingPolicy,
     Resolver(&'static str, i32, fn(&str) -> Verdict),
     PanickingResolver(i32),
+    FailingResolver(i32),
 }
 
 const BASE: Case = Case {
@@ -399,6 +400,17 @@ fn cases() -> Vec<Case> {
             tool: "read",
             ..BASE
         },
+        Case {
+            name: "a failing resolver is skipped",
+            extra: Extra::FailingResolver(150),
+            tool: "read",
+            ..BASE
+        },
+        Case {
+            name: "a failing resolver is skipped down to the default",
+            extra: Extra::FailingResolver(150),
+            ..ask("", "deploy")
+        },
     ]
 }
 
@@ -410,7 +422,7 @@ impl Case {
     }
 }
 
-fn run(case: &Case) -> (String, String) {
+async fn run(case: &Case) -> (String, String) {
     let mut config = Config::new();
     if !case.toml.is_empty() {
         config
@@ -450,7 +462,18 @@ fn run(case: &Case) -> (String, String) {
                 .register(
                     "app.buggy",
                     priority,
-                    resolver_fn(|_, _| panic!("resolver bug")),
+                    resolver_fn(|_, _| -> Verdict { panic!("resolver bug") }),
+                )
+                .unwrap();
+        }
+        Extra::FailingResolver(priority) => {
+            chain
+                .register(
+                    "app.offline",
+                    priority,
+                    resolver_fn(|_, _| -> Result<Verdict, ResolverError> {
+                        Err(ResolverError::new("the policy service is offline"))
+                    }),
                 )
                 .unwrap();
         }
@@ -472,10 +495,11 @@ fn run(case: &Case) -> (String, String) {
         input: &input,
         id: Some(&id),
     };
-    let explained = chain.explain(&call, &ctx);
+    let explained = chain.explain(&call, &ctx).await;
+    let outcome = chain.decide(&call, &ctx).await;
     assert_eq!(
-        chain.decide(&call, &ctx),
-        explained.decision,
+        (&outcome.decision, outcome.resolver.map(ToString::to_string)),
+        (&explained.decision, explained.resolver.clone()),
         "{}: decide and explain agree",
         case.name
     );
@@ -485,13 +509,13 @@ fn run(case: &Case) -> (String, String) {
     )
 }
 
-#[test]
-fn approval_table() {
+#[tokio::test]
+async fn approval_table() {
     let cases = cases();
     assert!(cases.len() >= 40, "{} cases", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
-        let got = run(case);
+        let got = run(case).await;
         let expected = (case.expect.to_owned(), case.by.to_owned());
         if got != expected {
             failures.push(format!("{}: expected {expected:?}, got {got:?}", case.name));
@@ -506,8 +530,8 @@ fn approval_table() {
     );
 }
 
-#[test]
-fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
+#[tokio::test]
+async fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
     let config = Config::new();
     let options = config.options().unwrap();
     let ctx = ApprovalContext {
@@ -518,17 +542,23 @@ fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
     };
     let mut chain = Chain::with_builtins();
     chain
-        .register("app.buggy", 150, resolver_fn(|_, _| panic!("resolver bug")))
+        .register(
+            "app.buggy",
+            150,
+            resolver_fn(|_, _| -> Verdict { panic!("resolver bug") }),
+        )
         .unwrap();
     let input = json!({});
-    let explained = chain.explain(
-        &ToolCall {
-            name: &ToolName::new("read").unwrap(),
-            input: &input,
-            id: None,
-        },
-        &ctx,
-    );
+    let explained = chain
+        .explain(
+            &ToolCall {
+                name: &ToolName::new("read").unwrap(),
+                input: &input,
+                id: None,
+            },
+            &ctx,
+        )
+        .await;
     let json = serde_json::to_value(&explained).unwrap();
     assert_eq!(
         json,

@@ -68,8 +68,8 @@ fn registration_orders_by_priority_then_name_and_replaces_by_name() {
     assert_eq!(chain.count(), 0);
 }
 
-#[test]
-fn nothing_deciding_means_require_approval_from_the_default() {
+#[tokio::test]
+async fn nothing_deciding_means_require_approval_from_the_default() {
     let config = Config::new();
     let options = config.options().unwrap();
     let ctx = ApprovalContext {
@@ -79,14 +79,16 @@ fn nothing_deciding_means_require_approval_from_the_default() {
         sandbox: &false,
     };
     let input = json!({});
-    let explained = Chain::with_builtins().explain(
-        &ToolCall {
-            name: &ToolName::new("bash").unwrap(),
-            input: &input,
-            id: None,
-        },
-        &ctx,
-    );
+    let explained = Chain::with_builtins()
+        .explain(
+            &ToolCall {
+                name: &ToolName::new("bash").unwrap(),
+                input: &input,
+                id: None,
+            },
+            &ctx,
+        )
+        .await;
     assert_eq!(
         serde_json::to_value(&explained).unwrap(),
         json!({
@@ -109,13 +111,14 @@ fn nothing_deciding_means_require_approval_from_the_default() {
                 },
                 &ctx
             )
+            .await
             .trace
             .is_empty()
     );
 }
 
-#[test]
-fn deny_reasons_reach_the_json() {
+#[tokio::test]
+async fn deny_reasons_reach_the_json() {
     let config = Config::new();
     let options = config.options().unwrap();
     let ctx = ApprovalContext {
@@ -133,14 +136,18 @@ fn deny_reasons_reach_the_json() {
         )
         .unwrap();
     let input = json!({});
-    let json = serde_json::to_value(chain.explain(
-        &ToolCall {
-            name: &ToolName::new("x").unwrap(),
-            input: &input,
-            id: None,
-        },
-        &ctx,
-    ))
+    let json = serde_json::to_value(
+        chain
+            .explain(
+                &ToolCall {
+                    name: &ToolName::new("x").unwrap(),
+                    input: &input,
+                    id: None,
+                },
+                &ctx,
+            )
+            .await,
+    )
     .unwrap();
     assert_eq!(json["decision"], "deny");
     assert_eq!(json["reason"], "frozen");

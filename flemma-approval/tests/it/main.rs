@@ -8,3 +8,4 @@
 
 mod cases;
 mod chain;
+mod resolvers;
