@@ -77,6 +77,27 @@ pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, AstError> {
     Ok(out)
 }
 
+/// [`apply_edits`] on a text the caller owns: the bytes after the last edit are moved, not
+/// copied into a new text, so an edit near the end of a large transcript costs little more
+/// than finding its line.
+///
+/// # Errors
+///
+/// As [`apply_edits`]; the text is unchanged then.
+///
+/// ```
+/// use flemma_ast::{TextEdit, apply_edits_in_place};
+/// let mut text = String::from("a\nb\n");
+/// apply_edits_in_place(&mut text, &[TextEdit::insert(3, vec!["c".into()])])?;
+/// assert_eq!(text, "a\nb\nc\n");
+/// # Ok::<(), flemma_ast::AstError>(())
+/// ```
+pub fn apply_edits_in_place(text: &mut String, edits: &[TextEdit]) -> Result<(), AstError> {
+    let plan = plan(text, edits, |_| (0, 1))?;
+    plan.apply_in_place(text);
+    Ok(())
+}
+
 /// Replace bytes `start..end` of the text with `text`.
 #[derive(Debug)]
 pub(crate) struct Splice {

@@ -96,9 +96,10 @@ pub struct ToolPair<'d> {
     pub result_message: Option<usize>,
 }
 
-/// Maps every tool use id to its use and result.
-pub fn build_tool_sibling_table(doc: &Document) -> HashMap<&str, ToolPair<'_>> {
-    let mut table: HashMap<&str, ToolPair<'_>> = HashMap::new();
+/// Maps every tool use id to its use and result (a map with a fast, non-cryptographic hasher:
+/// ids come from the transcript, and the table lives for one query).
+pub fn build_tool_sibling_table(doc: &Document) -> foldhash::HashMap<&str, ToolPair<'_>> {
+    let mut table: foldhash::HashMap<&str, ToolPair<'_>> = foldhash::HashMap::default();
     for s in segments(doc) {
         match s.node {
             Segment::ToolUse(u) => {

@@ -21,10 +21,10 @@
 //! # Ok::<(), flemma_ast::AstError>(())
 //! ```
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use crate::ast::{Document, Message, Role, Segment, ToolStatus};
-pub use crate::edit::{TextEdit, apply_edits};
+pub use crate::edit::{TextEdit, apply_edits, apply_edits_in_place};
 use crate::error::AstError;
 use crate::messages as msg;
 use crate::query::{ToolPair, build_tool_sibling_table, find_job_result};
@@ -321,7 +321,7 @@ type Group = Vec<(usize, usize, Vec<String>)>;
 
 fn place_all(
     doc: &Document,
-    table: &HashMap<&str, ToolPair<'_>>,
+    table: &foldhash::HashMap<&str, ToolPair<'_>>,
     placeholders: &[(&str, ToolStatus)],
     opts: WriterOptions,
 ) -> Result<Vec<TextEdit>, AstError> {
@@ -441,11 +441,17 @@ pub fn write_result(
     ))
 }
 
+/// The span of the last result block answering `tool_use_id`. Searched from the end: the
+/// blocks a harness rewrites are usually the newest, so this touches only the last messages.
 fn result_span(doc: &Document, tool_use_id: &str) -> Result<crate::LineSpan, AstError> {
-    build_tool_sibling_table(doc)
-        .get(tool_use_id)
-        .and_then(|pair| pair.tool_result)
-        .map(|r| r.span)
+    doc.messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.segments.iter().rev())
+        .find_map(|s| match s {
+            Segment::ToolResult(r) if r.tool_use_id == tool_use_id => Some(r.span),
+            _ => None,
+        })
         .ok_or_else(|| AstError::UnknownToolResult {
             id: tool_use_id.to_owned(),
         })

@@ -190,9 +190,16 @@ impl Conversation for MemoryConversation {
             });
         }
         if !edits.is_empty() {
-            let text =
-                flemma_ast::apply_edits(&state.text, edits).map_err(ConversationError::Edit)?;
-            state.text = Arc::new(text);
+            match Arc::get_mut(&mut state.text) {
+                // Nobody else holds this text: edit it where it is.
+                Some(text) => flemma_ast::apply_edits_in_place(text, edits)
+                    .map_err(ConversationError::Edit)?,
+                None => {
+                    let text = flemma_ast::apply_edits(&state.text, edits)
+                        .map_err(ConversationError::Edit)?;
+                    state.text = Arc::new(text);
+                }
+            }
             state.revision = Revision(state.revision.0 + 1);
         }
         Ok(state.clone())

@@ -433,16 +433,21 @@ impl Executor {
             if edits.is_empty() {
                 return Ok(());
             }
-            match self.conversation.apply(snapshot.revision, &edits).await {
+            let revision = snapshot.revision;
+            // Let go of the text, so a conversation holding the only other reference can edit
+            // it in place.
+            drop(snapshot);
+            match self.conversation.apply(revision, &edits).await {
                 Ok(applied) => {
-                    let parser = refresh(&mut cache, &snapshot);
-                    if parser.apply_edits(&edits).is_err() || parser.text() != applied.text.as_str()
-                    {
-                        // The conversation applied them its own way: take its text.
-                        parser.update(&applied.text);
-                    }
-                    if let Some((revision, _)) = cache.as_mut() {
-                        *revision = applied.revision;
+                    if let Some((cached, parser)) = cache.as_mut() {
+                        // Both apply the same edits as the same splices, so the texts agree;
+                        // the length check catches a conversation that applied them otherwise.
+                        if parser.apply_edits(&edits).is_err()
+                            || parser.text().len() != applied.text.len()
+                        {
+                            parser.update(&applied.text);
+                        }
+                        *cached = applied.revision;
                     }
                     return Ok(());
                 }
