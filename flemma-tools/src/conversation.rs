@@ -190,15 +190,13 @@ impl Conversation for MemoryConversation {
             });
         }
         if !edits.is_empty() {
-            match Arc::get_mut(&mut state.text) {
+            if let Some(text) = Arc::get_mut(&mut state.text) {
                 // Nobody else holds this text: edit it where it is.
-                Some(text) => flemma_ast::apply_edits_in_place(text, edits)
-                    .map_err(ConversationError::Edit)?,
-                None => {
-                    let text = flemma_ast::apply_edits(&state.text, edits)
-                        .map_err(ConversationError::Edit)?;
-                    state.text = Arc::new(text);
-                }
+                flemma_ast::apply_edits_in_place(text, edits).map_err(ConversationError::Edit)?;
+            } else {
+                let text =
+                    flemma_ast::apply_edits(&state.text, edits).map_err(ConversationError::Edit)?;
+                state.text = Arc::new(text);
             }
             state.revision = Revision(state.revision.0 + 1);
         }
