@@ -4,6 +4,11 @@
 //! ([`ToolDefinition::from_builtin`]), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
+mod files;
+mod read;
+
+pub use read::ReadTool;
+
 use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
 
@@ -21,5 +26,6 @@ pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
 /// Never for the shipped definitions; [`flemma_schema::SchemaError`] otherwise.
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
     let _ = registry;
+    registry.register(ReadTool::new()?);
     Ok(())
 }
