@@ -1,6 +1,9 @@
 //! What the file tools (`read`, `write`, `edit`, `ls`) share: reading their inputs, running
 //! blocking file I/O off the async runtime, and writing files.
 
+use std::error::Error;
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::messages::UNKNOWN_ERROR;
@@ -56,4 +59,26 @@ where
             ToolOutput::error(UNKNOWN_ERROR)
         }
     }
+}
+
+/// Writes `content` to `path` atomically (a temporary file renamed over it), creating the
+/// parent directories. A symbolic link is written through: its target gets the content and
+/// the link stays. The error is the whole cause chain as one line.
+pub(super) fn write_file(path: &Path, content: &[u8]) -> Result<(), String> {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    flemma_store::write_atomic(&target, content, &flemma_store::NoBackup)
+        .map(drop)
+        .map_err(|error| chain(&error))
+}
+
+/// An error and its sources, joined by `: `.
+pub(super) fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -4,10 +4,14 @@
 //! ([`ToolDefinition::from_builtin`]), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
+mod edit;
 mod files;
 mod read;
+mod write;
 
+pub use edit::EditTool;
 pub use read::ReadTool;
+pub use write::WriteTool;
 
 use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
@@ -27,5 +31,7 @@ pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
     let _ = registry;
     registry.register(ReadTool::new()?);
+    registry.register(WriteTool::new()?);
+    registry.register(EditTool::new()?);
     Ok(())
 }

@@ -1,13 +1,17 @@
 //! Spec §12.2-12.4, §12.7, §15: the file tools `read`, `write`, `edit` and `ls`, on real files
 //! in a temporary directory, every model-facing string pinned.
 
+mod edit;
 mod read;
+mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use flemma_tools::builtin::ReadTool;
+use flemma_tools::builtin::{EditTool, ReadTool, WriteTool};
 use flemma_tools::preview::render_preview;
+use flemma_tools::sandbox::{PassThrough, Sandbox, SandboxPolicy};
 use flemma_tools::{ExecutionContext, Tool, ToolOutput};
 use serde_json::{Value, json};
 
@@ -35,6 +39,10 @@ impl TempDir {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, content).unwrap();
         path
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.0.join(name)).unwrap()
     }
 }
 
@@ -70,6 +78,25 @@ fn ok(text: impl Into<String>) -> ToolOutput {
 
 fn err(text: impl Into<String>) -> ToolOutput {
     ToolOutput::error(text)
+}
+
+/// A sandbox whose only writable directory is `<dir>/allowed`.
+fn sandboxed(dir: &Path, tool: &str) -> ExecutionContext {
+    let allowed = dir.join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    let options = flemma_config::Config::new().options().unwrap();
+    let policy = SandboxPolicy {
+        rw_paths: vec![allowed],
+        network: false,
+        allow_privileged: false,
+    };
+    let sandbox = Sandbox::new(Arc::new(PassThrough), options.sandbox.clone(), policy);
+    ExecutionContext::builder("toolu_01".parse().unwrap(), tool.parse().unwrap())
+        .cwd(dir)
+        .filename(dir.join("x.chat"))
+        .sandbox(sandbox)
+        .build()
+        .unwrap()
 }
 
 /// The numbers `from..=to`, one per line, each line ended.
