@@ -142,3 +142,18 @@ pub(crate) fn no_changes(path: &str) -> String {
 pub(crate) fn edit_success(path: &str) -> String {
     format!("Successfully replaced text in {path}.")
 }
+
+/// `tool.ls.error.not_found`
+pub(crate) fn directory_not_found(path: &str) -> String {
+    format!("Directory not found: {path}")
+}
+
+/// `tool.ls.footer` and `tool.ls.footer_with_depth` (the depth shown when over 1).
+pub(crate) fn ls_footer(count: usize, depth: usize) -> String {
+    let entries = if count == 1 { "entry" } else { "entries" };
+    if depth > 1 {
+        format!("[{count} {entries}, depth={depth}]")
+    } else {
+        format!("[{count} {entries}]")
+    }
+}

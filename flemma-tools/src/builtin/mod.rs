@@ -6,10 +6,12 @@
 
 mod edit;
 mod files;
+mod ls;
 mod read;
 mod write;
 
 pub use edit::EditTool;
+pub use ls::LsTool;
 pub use read::ReadTool;
 pub use write::WriteTool;
 
@@ -33,5 +35,6 @@ pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::S
     registry.register(ReadTool::new()?);
     registry.register(WriteTool::new()?);
     registry.register(EditTool::new()?);
+    registry.register(LsTool::new()?);
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! in a temporary directory, every model-facing string pinned.
 
 mod edit;
+mod ls;
 mod read;
 mod write;
 
@@ -9,10 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use flemma_tools::builtin::{EditTool, ReadTool, WriteTool};
+use flemma_tools::builtin::{EditTool, LsTool, ReadTool, WriteTool};
 use flemma_tools::preview::render_preview;
 use flemma_tools::sandbox::{PassThrough, Sandbox, SandboxPolicy};
-use flemma_tools::{ExecutionContext, Tool, ToolOutput};
+use flemma_tools::{
+    Capability, ExecutionContext, Tool, ToolOutput, ToolRegistry, register_builtins,
+};
+use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// A fresh directory under the system's temporary directory, removed on drop.
@@ -107,4 +111,34 @@ fn numbered_from(from: usize, to: usize) -> String {
 
 fn numbered(n: usize) -> String {
     numbered_from(1, n)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration
+
+#[test]
+fn register_builtins_registers_the_file_tools_with_the_schema_crates_specs() {
+    let registry = ToolRegistry::new();
+    register_builtins(&registry).unwrap();
+    for name in ["read", "write", "edit", "ls"] {
+        let tool = registry
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} registered"));
+        let expected = flemma_schema::builtin::get(name)
+            .unwrap()
+            .spec(true)
+            .unwrap();
+        assert_eq!(tool.definition().spec(), &expected, "{name}");
+        assert!(tool.definition().spec().strict, "{name}");
+        assert!(!tool.definition().is_async(), "{name}");
+        assert!(registry.is_executable(name), "{name}");
+    }
+    assert!(registry.has_capability("read", Capability::EmitsTemplate));
+    for name in ["write", "edit", "ls"] {
+        assert!(
+            !registry.has_capability(name, Capability::EmitsTemplate),
+            "{name}"
+        );
+    }
+    assert!(registry.take_warnings().is_empty());
 }
