@@ -4,6 +4,17 @@
 //! ([`ToolDefinition::from_builtin`]), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
+mod edit;
+mod files;
+mod ls;
+mod read;
+mod write;
+
+pub use edit::EditTool;
+pub use ls::LsTool;
+pub use read::ReadTool;
+pub use write::WriteTool;
+
 use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
 
@@ -21,5 +32,9 @@ pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
 /// Never for the shipped definitions; [`flemma_schema::SchemaError`] otherwise.
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
     let _ = registry;
+    registry.register(ReadTool::new()?);
+    registry.register(WriteTool::new()?);
+    registry.register(EditTool::new()?);
+    registry.register(LsTool::new()?);
     Ok(())
 }

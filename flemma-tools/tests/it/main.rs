@@ -8,6 +8,7 @@
 
 mod cycle;
 mod executor;
+mod files;
 mod preview;
 mod registry;
 mod truncate;
