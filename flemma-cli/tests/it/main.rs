@@ -378,6 +378,9 @@ fn approval_explain_reads_lua_frontmatter() {
             "--json",
             "--set",
             "tools.require_approval=false",
+            // No sandbox backend, whether or not this machine has bubblewrap.
+            "--set",
+            "sandbox.backends.bwrap.path=/nonexistent/bwrap",
         ],
         None,
     );
