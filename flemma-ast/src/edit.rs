@@ -98,6 +98,101 @@ pub fn apply_edits_in_place(text: &mut String, edits: &[TextEdit]) -> Result<(),
     Ok(())
 }
 
+/// Where every 1024th line of a text starts, so that line edits near the end of a large text
+/// (a new result in a 10 MB transcript) find their line without scanning from the beginning.
+///
+/// Kept beside the text it indexes; [`LineIndex::apply_edits`] edits both.
+///
+/// ```
+/// use flemma_ast::{LineIndex, TextEdit};
+///
+/// let mut text: String = (1..=5000).map(|i| format!("line {i}\n")).collect();
+/// let mut index = LineIndex::new(&text);
+/// index.apply_edits(&mut text, &[TextEdit::replace(4999, 4999, vec!["changed".into()])])?;
+/// assert!(text.ends_with("line 4998\nchanged\nline 5000\n"));
+/// assert_eq!(index, LineIndex::new(&text));
+/// # Ok::<(), flemma_ast::AstError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LineIndex {
+    /// `starts[k]` is the byte offset of line `k * stride + 1`.
+    starts: Vec<usize>,
+    stride: u32,
+}
+
+impl LineIndex {
+    /// Indexes `text` (one scan).
+    pub fn new(text: &str) -> Self {
+        Self::with_stride(text, 1024)
+    }
+
+    /// An index of every `stride`-th line (tests use small strides).
+    pub(crate) fn with_stride(text: &str, stride: u32) -> Self {
+        let mut index = Self {
+            starts: vec![0],
+            stride: stride.max(1),
+        };
+        index.extend(text);
+        index
+    }
+
+    /// Adds the line starts after the last one known.
+    fn extend(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let mut at = self.starts.last().copied().unwrap_or(0);
+        loop {
+            if at >= bytes.len() {
+                return;
+            }
+            let mut found = 0;
+            let mut next = at;
+            for newline in memchr::memchr_iter(b'\n', &bytes[at..]) {
+                found += 1;
+                if found == self.stride {
+                    next = at + newline + 1;
+                    break;
+                }
+            }
+            if found < self.stride || next >= bytes.len() {
+                return;
+            }
+            self.starts.push(next);
+            at = next;
+        }
+    }
+
+    /// A known line start at or before `line`: `(byte offset, line)`.
+    fn anchor(&self, line: u32) -> (usize, u32) {
+        let k = ((line.max(1) - 1) / self.stride) as usize;
+        let k = k.min(self.starts.len().saturating_sub(1));
+        match self.starts.get(k) {
+            Some(&offset) => (offset, k as u32 * self.stride + 1),
+            None => (0, 1),
+        }
+    }
+
+    /// [`apply_edits_in_place`], finding lines through the index, which it then updates.
+    ///
+    /// # Errors
+    ///
+    /// As [`apply_edits`]; text and index are unchanged then.
+    pub fn apply_edits(&mut self, text: &mut String, edits: &[TextEdit]) -> Result<(), AstError> {
+        let plan = plan(text, edits, |line| self.anchor(line))?;
+        let Some(first) = plan.splices.first().map(|s| s.start) else {
+            return Ok(());
+        };
+        plan.apply_in_place(text);
+        // Starts at or before the first changed byte are still right; the rest are found again.
+        let keep = self
+            .starts
+            .partition_point(|&start| start <= first && start < text.len())
+            .max(1);
+        self.starts.truncate(keep);
+        self.extend(text);
+        Ok(())
+    }
+}
+
 /// Replace bytes `start..end` of the text with `text`.
 #[derive(Debug)]
 pub(crate) struct Splice {
@@ -378,6 +473,28 @@ mod tests {
             prop_assert_eq!(spliced.as_ref().ok(), spliced_in_place.as_ref().ok());
             if let Ok(spliced) = spliced {
                 prop_assert_eq!(spliced, rejoined(&text, &edits));
+            }
+        }
+
+        /// Edits through a line index (every second line indexed) give the bytes
+        /// `apply_edits` gives, and leave the index equal to a fresh one, edit after edit.
+        #[test]
+        fn a_line_index_finds_the_same_lines(
+            (text, first) in text_and_edits(),
+            more in prop::collection::vec(edits_for(4), 0..3),
+        ) {
+            let mut indexed = text.clone();
+            let mut index = LineIndex::with_stride(&indexed, 2);
+            let mut expected = text;
+            for edits in std::iter::once(first).chain(more) {
+                let plain = apply_edits(&expected, &edits);
+                let through_index = index.apply_edits(&mut indexed, &edits);
+                prop_assert_eq!(plain.is_ok(), through_index.is_ok());
+                if let Ok(plain) = plain {
+                    expected = plain;
+                }
+                prop_assert_eq!(&indexed, &expected);
+                prop_assert_eq!(&index, &LineIndex::with_stride(&indexed, 2));
             }
         }
     }

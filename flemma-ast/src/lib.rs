@@ -76,4 +76,4 @@ pub use query::{
     find_job_result, find_message_at_line, find_segment_at_position, find_tool_result_by_id,
     find_tool_sibling, find_tool_use_by_id,
 };
-pub use writer::{TextEdit, apply_edits, apply_edits_in_place};
+pub use writer::{LineIndex, TextEdit, apply_edits, apply_edits_in_place};

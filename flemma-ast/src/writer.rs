@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::ast::{Document, Message, Role, Segment, ToolStatus};
-pub use crate::edit::{TextEdit, apply_edits, apply_edits_in_place};
+pub use crate::edit::{LineIndex, TextEdit, apply_edits, apply_edits_in_place};
 use crate::error::AstError;
 use crate::messages as msg;
 use crate::query::{ToolPair, build_tool_sibling_table, find_job_result};

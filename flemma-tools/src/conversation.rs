@@ -130,17 +130,29 @@ pub trait Conversation: Send + Sync {
 /// ```
 #[derive(Debug)]
 pub struct MemoryConversation {
-    state: Mutex<Snapshot>,
+    state: Mutex<Memory>,
     path: Option<PathBuf>,
+}
+
+/// The text, its revision, and where its lines start (so edits near the end of a large
+/// transcript do not scan it from the beginning).
+#[derive(Debug)]
+struct Memory {
+    snapshot: Snapshot,
+    lines: flemma_ast::LineIndex,
 }
 
 impl MemoryConversation {
     /// A conversation holding `text` at revision 0.
     pub fn new(text: impl Into<String>) -> Self {
+        let text = text.into();
         Self {
-            state: Mutex::new(Snapshot {
-                text: Arc::new(text.into()),
-                revision: Revision(0),
+            state: Mutex::new(Memory {
+                lines: flemma_ast::LineIndex::new(&text),
+                snapshot: Snapshot {
+                    text: Arc::new(text),
+                    revision: Revision(0),
+                },
             }),
             path: None,
         }
@@ -156,17 +168,19 @@ impl MemoryConversation {
 
     /// The current text.
     pub fn text(&self) -> String {
-        self.lock().text.as_str().to_owned()
+        self.lock().snapshot.text.as_str().to_owned()
     }
 
     /// Replaces the text (a user's edit); the revision moves on.
     pub fn set_text(&self, text: impl Into<String>) {
+        let text = text.into();
         let mut state = self.lock();
-        state.text = Arc::new(text.into());
-        state.revision = Revision(state.revision.0 + 1);
+        state.lines = flemma_ast::LineIndex::new(&text);
+        state.snapshot.text = Arc::new(text);
+        state.snapshot.revision = Revision(state.snapshot.revision.0 + 1);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Snapshot> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -174,7 +188,7 @@ impl MemoryConversation {
 #[async_trait::async_trait]
 impl Conversation for MemoryConversation {
     async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
-        Ok(self.lock().clone())
+        Ok(self.lock().snapshot.clone())
     }
 
     async fn apply(
@@ -182,25 +196,30 @@ impl Conversation for MemoryConversation {
         revision: Revision,
         edits: &[TextEdit],
     ) -> Result<Snapshot, ConversationError> {
-        let mut state = self.lock();
-        if state.revision != revision {
+        let mut guard = self.lock();
+        let Memory { snapshot, lines } = &mut *guard;
+        if snapshot.revision != revision {
             return Err(ConversationError::Stale {
                 expected: revision,
-                actual: state.revision,
+                actual: snapshot.revision,
             });
         }
         if !edits.is_empty() {
-            if let Some(text) = Arc::get_mut(&mut state.text) {
+            if let Some(text) = Arc::get_mut(&mut snapshot.text) {
                 // Nobody else holds this text: edit it where it is.
-                flemma_ast::apply_edits_in_place(text, edits).map_err(ConversationError::Edit)?;
+                lines
+                    .apply_edits(text, edits)
+                    .map_err(ConversationError::Edit)?;
             } else {
-                let text =
-                    flemma_ast::apply_edits(&state.text, edits).map_err(ConversationError::Edit)?;
-                state.text = Arc::new(text);
+                let mut text = snapshot.text.as_str().to_owned();
+                lines
+                    .apply_edits(&mut text, edits)
+                    .map_err(ConversationError::Edit)?;
+                snapshot.text = Arc::new(text);
             }
-            state.revision = Revision(state.revision.0 + 1);
+            snapshot.revision = Revision(snapshot.revision.0 + 1);
         }
-        Ok(state.clone())
+        Ok(snapshot.clone())
     }
 
     fn path(&self) -> Option<&Path> {

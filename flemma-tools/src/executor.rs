@@ -535,7 +535,12 @@ impl Executor {
     async fn phase_one(&self, settings: &Settings) -> Result<Vec<Placed>, ExecutorError> {
         let unanswered: Vec<(ToolUseId, ToolName, Value, bool)> = self
             .with_document(|doc, _| {
-                let table = flemma_ast::build_tool_sibling_table(doc);
+                let answered: foldhash::HashSet<&str> = doc
+                    .messages
+                    .iter()
+                    .flat_map(flemma_ast::Message::tool_results)
+                    .map(|r| r.tool_use_id.as_str())
+                    .collect();
                 let mut calls: Vec<(ToolUseId, ToolName, Value, bool)> = Vec::new();
                 for message in doc.messages.iter().filter(|m| m.role == Role::Assistant) {
                     let aborted = message
@@ -543,10 +548,9 @@ impl Executor {
                         .iter()
                         .any(|s| matches!(s, Segment::Aborted(_)));
                     for tool_use in message.tool_uses() {
-                        let answered = table
-                            .get(tool_use.id.as_str())
-                            .is_some_and(|pair| pair.tool_result.is_some());
-                        if !answered && !calls.iter().any(|(id, ..)| id == &tool_use.id) {
+                        if !answered.contains(tool_use.id.as_str())
+                            && !calls.iter().any(|(id, ..)| id == &tool_use.id)
+                        {
                             calls.push((
                                 tool_use.id.clone(),
                                 tool_use.name.clone(),
@@ -596,18 +600,20 @@ impl Executor {
         }
         let writer = settings.writer;
         self.edit(|doc| {
-            let table = flemma_ast::build_tool_sibling_table(doc);
-            // Only uses that still exist and still have no result (the text may have changed).
-            let batch: Vec<(&str, ToolStatus)> = placed
-                .iter()
-                .filter(|p| {
-                    table
-                        .get(p.id.as_str())
-                        .is_some_and(|pair| pair.tool_use.is_some() && pair.tool_result.is_none())
-                })
-                .map(|p| (p.id.as_str(), p.status))
-                .collect();
-            writer::insert_placeholders(doc, &batch, writer).map_err(ExecutorError::Edit)
+            // The placeholder batch skips uses that got a result meanwhile; a use that went
+            // away (the text changed) is left out and the batch computed again.
+            let batch: Vec<(&str, ToolStatus)> =
+                placed.iter().map(|p| (p.id.as_str(), p.status)).collect();
+            match writer::insert_placeholders(doc, &batch, writer) {
+                Err(flemma_ast::AstError::UnknownToolUse { .. }) => {
+                    let present: Vec<(&str, ToolStatus)> = batch
+                        .into_iter()
+                        .filter(|(id, _)| flemma_ast::find_tool_use_by_id(doc, id).is_some())
+                        .collect();
+                    writer::insert_placeholders(doc, &present, writer).map_err(ExecutorError::Edit)
+                }
+                other => other.map_err(ExecutorError::Edit),
+            }
         })
         .await?;
         self.emit(Event::PlaceholdersPlaced(placed.clone()));
@@ -720,8 +726,14 @@ impl Executor {
         }
         let result = async {
             loop {
-                while tasks.len() < limit {
-                    let Some(call) = queue.pop_front() else { break };
+                // The calls that start now lose their `(approved)` suffix in one edit
+                // (spec §7.5 step 7), then run.
+                let free = limit.saturating_sub(tasks.len()).min(queue.len());
+                let starting: Vec<Call> = queue.drain(..free).collect();
+                if !starting.is_empty() {
+                    self.clear_suffixes(&starting).await?;
+                }
+                for call in starting {
                     if let Some(task) = self.start(call, settings).await? {
                         tasks.spawn(task);
                     }
@@ -746,6 +758,23 @@ impl Executor {
             self.conversation.set_locked(false).await;
         }
         result.map(|()| completed)
+    }
+
+    /// Removes the `(approved)` suffix of calls about to start, in one edit.
+    async fn clear_suffixes(&self, calls: &[Call]) -> Result<(), ExecutorError> {
+        self.edit(|doc| {
+            let mut edits = Vec::with_capacity(calls.len());
+            for call in calls {
+                match writer::set_status(doc, call.id.as_str(), None) {
+                    Ok(edit) => edits.push(edit),
+                    // The block went away: the result puts it back.
+                    Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
+                    Err(error) => return Err(ExecutorError::Edit(error)),
+                }
+            }
+            Ok(edits)
+        })
+        .await
     }
 
     /// Prepares one call (spec §7.5): a result for unknown, unexecutable or duplicate calls,
@@ -780,13 +809,6 @@ impl Executor {
             }
             Some(_) => None,
         };
-        // The (approved) suffix goes when the call starts (spec §7.5 step 7).
-        self.edit(|doc| match writer::set_status(doc, id.as_str(), None) {
-            Ok(edit) => Ok(vec![edit]),
-            Err(flemma_ast::AstError::UnknownToolResult { .. }) => Ok(Vec::new()),
-            Err(error) => Err(ExecutorError::Edit(error)),
-        })
-        .await?;
         if let Some(finished) = early {
             return Ok(Some(futures_util::future::Either::Left(
                 std::future::ready(finished),
@@ -1032,23 +1054,32 @@ struct Plan {
 }
 
 fn plan(doc: &Document, running: &HashMap<ToolUseId, CancellationToken>) -> Plan {
-    let table = flemma_ast::build_tool_sibling_table(doc);
+    // Lifecycle results are few and recent: each looks for its tool use backwards from its own
+    // message, instead of indexing the whole transcript.
     let mut groups: Vec<(u32, &flemma_ast::ToolResult, &flemma_ast::ToolUse, usize)> = Vec::new();
-    for message in &doc.messages {
+    for (index, message) in doc.messages.iter().enumerate() {
         for result in message.tool_results() {
-            let Some(status) = result.status.filter(|s| s.is_lifecycle()) else {
-                continue;
-            };
-            let _ = status;
-            let Some(pair) = table.get(result.tool_use_id.as_str()) else {
-                continue;
-            };
-            // Only the last result of a tool use counts (the table keeps it).
-            if !pair.tool_result.is_some_and(|r| std::ptr::eq(r, result)) {
+            if !result.status.is_some_and(ToolStatus::is_lifecycle) {
                 continue;
             }
-            if let (Some(tool_use), Some(message)) = (pair.tool_use, pair.use_message) {
-                groups.push((tool_use.span.start_line, result, tool_use, message));
+            let id = result.tool_use_id.as_str();
+            // Only the last result of a tool use counts.
+            let later = doc.messages[index..]
+                .iter()
+                .flat_map(flemma_ast::Message::tool_results)
+                .skip_while(|r| !std::ptr::eq(*r, result))
+                .skip(1)
+                .any(|r| r.tool_use_id == id);
+            if later {
+                continue;
+            }
+            let found = doc.messages[..=index]
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, m)| m.tool_uses().find(|u| u.id == id).map(|u| (u, i)));
+            if let Some((tool_use, use_message)) = found {
+                groups.push((tool_use.span.start_line, result, tool_use, use_message));
             }
         }
     }
