@@ -158,7 +158,7 @@ pub struct ExecutorBuilder {
     conversation: Arc<dyn Conversation>,
     registry: ToolRegistry,
     config: Config,
-    chain: Arc<Chain>,
+    chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
     sandbox: Option<Arc<dyn SandboxBackend>>,
     conversation_id: String,
@@ -178,9 +178,10 @@ impl ExecutorBuilder {
         self
     }
 
-    /// The approval chain (default: the built-in resolvers).
+    /// A fixed approval chain (default: the registry's, read at every decision, so resolvers
+    /// registered later take part).
     pub fn chain(mut self, chain: Arc<Chain>) -> Self {
-        self.chain = chain;
+        self.chain = Some(chain);
         self
     }
 
@@ -227,7 +228,7 @@ pub struct Executor {
     conversation: Arc<dyn Conversation>,
     registry: ToolRegistry,
     config: Config,
-    chain: Arc<Chain>,
+    chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
     sandbox: Option<Arc<dyn SandboxBackend>>,
     conversation_id: String,
@@ -281,7 +282,7 @@ impl Executor {
             conversation,
             registry,
             config: Config::new(),
-            chain: Arc::new(Chain::with_builtins()),
+            chain: None,
             approver: None,
             sandbox: None,
             conversation_id: "1".to_owned(),
@@ -336,19 +337,37 @@ impl Executor {
     /// [`ExecutorError`] for faults of the harness: the conversation cannot be read or
     /// written, the frontmatter or options do not evaluate.
     pub async fn cycle(&self) -> Result<CycleReport, ExecutorError> {
-        let settings = self.settings().await?;
-        self.migrate_names().await?;
-        let placed = self.phase_one(&settings).await?;
-        let completed = self.phase_two(&settings).await?;
-        let next = self.next_step().await?;
-        if next == Next::Idle {
-            self.emit(Event::ConversationIdle);
+        use tracing::Instrument as _;
+        let span = tracing::debug_span!("flemma.cycle", conversation = %self.conversation_id);
+        async {
+            let settings = self.settings().await?;
+            self.migrate_names().await?;
+            let placed = self
+                .phase_one(&settings)
+                .instrument(tracing::debug_span!("flemma.phase_one"))
+                .await?;
+            let completed = self
+                .phase_two(&settings)
+                .instrument(tracing::debug_span!("flemma.phase_two"))
+                .await?;
+            let next = self.next_step().await?;
+            tracing::debug!(
+                placed = placed.len(),
+                completed = completed.len(),
+                ?next,
+                "cycle done"
+            );
+            if next == Next::Idle {
+                self.emit(Event::ConversationIdle);
+            }
+            Ok(CycleReport {
+                placed,
+                completed,
+                next,
+            })
         }
-        Ok(CycleReport {
-            placed,
-            completed,
-            next,
-        })
+        .instrument(span)
+        .await
     }
 
     /// Approves the pending call `id` (spec §7.1 `approve`).
@@ -566,6 +585,10 @@ impl Executor {
         if unanswered.is_empty() {
             return Ok(Vec::new());
         }
+        let chain = self
+            .chain
+            .clone()
+            .unwrap_or_else(|| self.registry.approval_chain());
         let mut placed = Vec::with_capacity(unanswered.len());
         for (id, tool, input, aborted) in unanswered {
             let status = if aborted {
@@ -582,7 +605,7 @@ impl Executor {
                     tools: &self.registry,
                     sandbox: &Available(settings.sandbox_available),
                 };
-                let outcome = self.chain.decide(&call, &ctx).await;
+                let outcome = chain.decide(&call, &ctx).await;
                 for failure in &outcome.failures {
                     self.emit(Event::Warning(format!(
                         "approval: resolver '{}' error: {}",
@@ -827,9 +850,13 @@ impl Executor {
         });
         let ctx = self.context(&id, &tool, settings, token.clone()).await?;
         let save_to = directives.save_to;
-        Ok(Some(futures_util::future::Either::Right(run_one(
-            found, id, tool, input, ctx, token, save_to,
-        ))))
+        let span = tracing::debug_span!("flemma.tool", id = %id, tool = %tool);
+        Ok(Some(futures_util::future::Either::Right(
+            tracing::Instrument::instrument(
+                run_one(found, id, tool, input, ctx, token, save_to),
+                span,
+            ),
+        )))
     }
 
     async fn context(

@@ -36,6 +36,7 @@ mod definition;
 mod events;
 mod executor;
 mod messages;
+mod module;
 mod output;
 pub mod preview;
 mod registry;
@@ -56,6 +57,7 @@ pub use executor::{
     PendingCall,
 };
 pub use flemma_schema::{Capabilities, Capability};
+pub use module::ToolModule;
 pub use output::{Output, ToolOutput};
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 #[cfg(feature = "typed")]

@@ -49,6 +49,9 @@ impl fmt::Display for RegistryWarning {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
+    /// A resolver name the approval chain refuses.
+    #[error("cannot register the approval resolver")]
+    Approval(#[from] flemma_approval::ApprovalError),
     /// [`ToolRegistry::add_source`] needs a tokio runtime to run the source on.
     #[error("tool source '{source_name}' needs a tokio runtime")]
     NoRuntime {
@@ -74,10 +77,25 @@ pub struct ToolRegistry {
     shared: Arc<Shared>,
 }
 
-#[derive(Default)]
 struct Shared {
     state: RwLock<State>,
     warnings: Mutex<Vec<RegistryWarning>>,
+    /// The approval chain: the built-in resolvers, the hosts' and the modules'. Replaced
+    /// whole on change, so a decision in flight keeps the chain it started with.
+    approval: RwLock<Arc<flemma_approval::Chain>>,
+    /// Which tools each module registered.
+    modules: Mutex<BTreeMap<String, Vec<ToolName>>>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self {
+            state: RwLock::default(),
+            warnings: Mutex::default(),
+            approval: RwLock::new(Arc::new(flemma_approval::Chain::with_builtins())),
+            modules: Mutex::default(),
+        }
+    }
 }
 
 struct State {
@@ -195,6 +213,102 @@ impl ToolRegistry {
             .tools
             .get(name)
             .is_some_and(|t| t.definition().has_capability(capability))
+    }
+
+    /// The approval chain calls of these tools go through: the built-in resolvers plus those
+    /// registered here and by modules. A snapshot: later registrations make a new chain.
+    pub fn approval_chain(&self) -> Arc<flemma_approval::Chain> {
+        Arc::clone(
+            &self
+                .shared
+                .approval
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Changes the approval chain (register or remove resolvers).
+    ///
+    /// # Errors
+    ///
+    /// Whatever `change` returns; the chain is unchanged then.
+    pub fn update_approval_chain<E>(
+        &self,
+        change: impl FnOnce(&mut flemma_approval::Chain) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut slot = self
+            .shared
+            .approval
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut chain = (**slot).clone();
+        change(&mut chain)?;
+        *slot = Arc::new(chain);
+        Ok(())
+    }
+
+    /// Registers a module's tools and its approval resolver, under the module's name
+    /// (spec §4.2); a module registered again replaces the previous one.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::Approval`] when the module's name is not a valid resolver name.
+    pub fn register_module(&self, module: crate::ToolModule) -> Result<(), RegistryError> {
+        let crate::ToolModule {
+            name,
+            tools,
+            resolver,
+        } = module;
+        self.update_approval_chain(|chain| {
+            chain.unregister(&name);
+            match resolver {
+                Some((priority, resolver)) => {
+                    chain.register_module(&name, priority, resolver).map(drop)
+                }
+                None => Ok(()),
+            }
+        })?;
+        self.unregister_module_tools(&name);
+        let names = tools
+            .iter()
+            .map(|t| t.definition().name().clone())
+            .collect();
+        for tool in tools {
+            self.register_arc(tool);
+        }
+        self.shared
+            .modules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name, names);
+        Ok(())
+    }
+
+    /// Removes a module: its tools and its resolver. Returns whether it was registered.
+    pub fn unregister_module(&self, name: &str) -> bool {
+        let mut removed = false;
+        let _ = self.update_approval_chain(|chain| {
+            removed |= chain.unregister(name);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        removed | self.unregister_module_tools(name)
+    }
+
+    fn unregister_module_tools(&self, name: &str) -> bool {
+        let tools = self
+            .shared
+            .modules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        let Some(tools) = tools else {
+            return false;
+        };
+        let mut state = self.write();
+        for tool in tools {
+            state.tools.remove(&tool);
+        }
+        true
     }
 
     /// Removes every tool and forgets running sources: their later registrations and

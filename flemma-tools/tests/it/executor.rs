@@ -382,3 +382,70 @@ proptest! {
         prop_assert!(flemma_ast::parse(&after).diagnostics.is_empty());
     }
 }
+
+#[tokio::test]
+async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
+    use flemma_approval::{ResolverError, Verdict, resolver_fn};
+    let registry = test_registry();
+    let module = flemma_tools::ToolModule::new("guard")
+        .tool(flemma_tools::tool_fn(
+            ToolDefinition::builder("guard.ping", "Ping.")
+                .unwrap()
+                .build()
+                .unwrap(),
+            |_, _| ToolOutput::text("pong"),
+        ))
+        .resolver(
+            Some(150),
+            resolver_fn(|call, _| match call.input["text"].as_str() {
+                Some("deny") => Ok(Verdict::deny(Some("no".into()))),
+                Some("broken") => Err(ResolverError::new("policy service down")),
+                _ => Ok(Verdict::approve()),
+            }),
+        );
+    registry.register_module(module).unwrap();
+    let text = uses(
+        "echo",
+        &[
+            r#"{"text":"deny"}"#,
+            r#"{"text":"fine"}"#,
+            r#"{"text":"broken"}"#,
+        ],
+    ) + "**Tool Use:** `guard.ping` (`toolu_ping`)\n```json\n{}\n```\n";
+    let conversation = Arc::new(MemoryConversation::new(text.clone()));
+    let executor = Executor::builder(conversation.clone(), registry.clone()).build();
+    let mut events = executor.subscribe();
+    let report = executor.cycle().await.unwrap();
+    let statuses: Vec<&str> = report.placed.iter().map(|p| p.status.as_str()).collect();
+    // The failing resolver is skipped: the built-in chain then asks (pending).
+    assert_eq!(statuses, ["denied", "approved", "pending", "approved"]);
+    let after = conversation.text();
+    assert!(
+        after.contains(
+            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy.\n```"
+        ),
+        "{after}"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_ping`\n```\npong\n```"),
+        "{after}"
+    );
+    let mut warnings = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let Event::Warning(w) = event {
+            warnings.push(w);
+        }
+    }
+    assert_eq!(
+        warnings,
+        ["approval: resolver 'guard' error: policy service down"]
+    );
+
+    // Without the module, its tool is gone and its resolver no longer decides.
+    assert!(registry.unregister_module("guard"));
+    assert!(!registry.contains("guard.ping"));
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation, registry).build();
+    let report = executor.cycle().await.unwrap();
+    assert!(report.placed.iter().all(|p| p.status.as_str() == "pending"));
+}
