@@ -999,14 +999,17 @@ impl Executor {
     /// What the host should do now.
     async fn next_step(&self) -> Result<Next, ExecutorError> {
         self.with_document(|doc, _| {
-            let mut waiting = false;
-            for message in &doc.messages {
-                for result in message.tool_results() {
-                    if result.status.is_some_and(ToolStatus::is_lifecycle) {
-                        waiting = true;
-                    }
-                }
-            }
+            // A lifecycle status blocks sending when its tool use exists; a result block no
+            // tool use answers to is left alone.
+            let waiting = doc.messages.iter().enumerate().any(|(index, message)| {
+                message.tool_results().any(|result| {
+                    result.status.is_some_and(ToolStatus::is_lifecycle)
+                        && doc.messages[..=index]
+                            .iter()
+                            .rev()
+                            .any(|m| m.tool_uses().any(|u| u.id == result.tool_use_id))
+                })
+            });
             if !self.running_calls().is_empty() {
                 return Next::Running;
             }
