@@ -31,6 +31,8 @@ struct Inner {
     timeout: Duration,
     filename: Option<PathBuf>,
     options: Arc<Options>,
+    /// The tool's own options: its definition's defaults under the conversation's table.
+    tool_options: Option<serde_json::Map<String, Value>>,
     /// The conversation's text when the call started, parsed on first use.
     text: Arc<String>,
     document: std::sync::OnceLock<Arc<Document>>,
@@ -52,6 +54,7 @@ pub struct ExecutionContextBuilder {
     timeout: Option<Duration>,
     filename: Option<PathBuf>,
     options: Option<Arc<Options>>,
+    tool_defaults: Option<serde_json::Map<String, Value>>,
     text: Option<Arc<String>>,
     document: Option<Arc<Document>>,
     sandbox: Sandbox,
@@ -69,6 +72,7 @@ impl ExecutionContext {
             timeout: None,
             filename: None,
             options: None,
+            tool_defaults: None,
             text: None,
             document: None,
             sandbox: Sandbox::disabled(),
@@ -113,10 +117,10 @@ impl ExecutionContext {
         &self.inner.options
     }
 
-    /// The tool's own option table (`tools.<name>`, keyed by the full name), when the
-    /// conversation has one.
+    /// The tool's own options (`tools.<name>`, keyed by the full name): the definition's
+    /// defaults with the conversation's table over them; `None` when there are neither.
     pub fn tool_options(&self) -> Option<&serde_json::Map<String, Value>> {
-        self.inner.options.tool_options(&self.inner.tool_name)
+        self.inner.tool_options.as_ref()
     }
 
     /// The parsed conversation as it was when the call started (parsed on first use).
@@ -223,6 +227,12 @@ impl ExecutionContextBuilder {
         self
     }
 
+    /// The defaults of the tool's own options (its definition's `config_defaults`).
+    pub fn tool_defaults(mut self, defaults: serde_json::Map<String, Value>) -> Self {
+        self.tool_defaults = Some(defaults);
+        self
+    }
+
     /// The parsed conversation (default: the parse of [`text`](Self::text)).
     pub fn document(mut self, document: Arc<Document>) -> Self {
         self.document = Some(document);
@@ -278,8 +288,19 @@ impl ExecutionContextBuilder {
                     Path::to_owned,
                 )
         });
+        let configured = options.tool_options(&self.tool_name);
+        let tool_options = match (self.tool_defaults, configured) {
+            (None, None) => None,
+            (Some(defaults), None) => Some(defaults),
+            (None, Some(table)) => Some(table.clone()),
+            (Some(mut defaults), Some(table)) => {
+                defaults.extend(table.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Some(defaults)
+            }
+        };
         Ok(ExecutionContext {
             inner: Arc::new(Inner {
+                tool_options,
                 tool_id: self.tool_id,
                 tool_name: self.tool_name,
                 cwd,

@@ -848,7 +848,9 @@ impl Executor {
             tool: tool.clone(),
             preview,
         });
-        let ctx = self.context(&id, &tool, settings, token.clone()).await?;
+        let ctx = self
+            .context(&id, &tool, found.definition(), settings, token.clone())
+            .await?;
         let save_to = directives.save_to;
         let span = tracing::debug_span!("flemma.tool", id = %id, tool = %tool);
         Ok(Some(futures_util::future::Either::Right(
@@ -863,6 +865,7 @@ impl Executor {
         &self,
         id: &ToolUseId,
         tool: &ToolName,
+        definition: &crate::ToolDefinition,
         settings: &Settings,
         token: CancellationToken,
     ) -> Result<ExecutionContext, ExecutorError> {
@@ -871,6 +874,9 @@ impl Executor {
             .options(Arc::clone(&settings.options))
             .sandbox(settings.sandbox.clone())
             .cancellation(token);
+        if let Some(defaults) = definition.config_defaults() {
+            builder = builder.tool_defaults(defaults.clone());
+        }
         if let Some(cwd) = tool_cwd(&settings.options, tool, chat) {
             builder = builder.cwd(cwd);
         }

@@ -198,17 +198,23 @@ where
 {
     let schema = flemma_schema::strict_schema_for::<T>(flemma_schema::Dialect::OpenAiResponses)?;
     let definition = builder.input(schema.clone()).strict(true).build()?;
+    // Inputs are checked against the tool's own schema first, so the model reads which field
+    // is wrong (`input.a: expected number, got string "2"`), not a deserializer's message.
+    let validator = flemma_schema::Validator::new(schema.schema())?;
     let f = Arc::new(f);
     Ok(FnTool {
         definition,
-        run: Arc::new(
-            move |input, ctx| match flemma_schema::decode_input::<T>(&schema, input) {
+        run: Arc::new(move |input, ctx| {
+            if let Err(error) = validator.validate(&input) {
+                return Box::pin(std::future::ready(ToolOutput::error(error.to_string())));
+            }
+            match flemma_schema::decode_input::<T>(&schema, input) {
                 Ok(value) => {
                     let future = f(value, ctx);
                     Box::pin(async move { future.await.into() })
                 }
                 Err(error) => Box::pin(std::future::ready(ToolOutput::error(error.to_string()))),
-            },
-        ),
+            }
+        }),
     })
 }

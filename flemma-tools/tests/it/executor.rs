@@ -449,3 +449,73 @@ async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
     let report = executor.cycle().await.unwrap();
     assert!(report.placed.iter().all(|p| p.status.as_str() == "pending"));
 }
+
+#[tokio::test]
+async fn a_tool_reads_its_defaults_under_the_conversations_table() {
+    let registry = ToolRegistry::new();
+    let mut defaults = serde_json::Map::new();
+    defaults.insert("greeting".into(), "hello".into());
+    defaults.insert("times".into(), 1.into());
+    registry.register(flemma_tools::tool_fn(
+        ToolDefinition::builder("greeter", "Greets.")
+            .unwrap()
+            .config_defaults(defaults)
+            .build()
+            .unwrap(),
+        |_, ctx| {
+            let options = ctx.tool_options().cloned().unwrap_or_default();
+            ToolOutput::json(serde_json::Value::Object(options))
+        },
+    ));
+    let text = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"greeter\"], \"greeter\": {\"times\": 3}}}}\n```\n"
+        .to_owned()
+        + &uses("greeter", &["{}"]);
+    let conversation = Arc::new(MemoryConversation::new(text));
+    Executor::builder(conversation.clone(), registry)
+        .build()
+        .cycle()
+        .await
+        .unwrap();
+    assert!(
+        conversation
+            .text()
+            .contains("```json\n{\"greeting\":\"hello\",\"times\":3}\n```"),
+        "{}",
+        conversation.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn save_to_redirects_a_result_into_a_file_and_leaves_a_stub() {
+    let dir = std::env::temp_dir().join(format!("flemma-tools-saveto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("chat.chat");
+    let text = format!(
+        "{APPROVE_ALL}{}",
+        uses(
+            "echo",
+            &[r#"{"text":"line one\nline two","flemma.save_to":"out/saved.txt"}"#]
+        )
+    );
+    std::fs::write(&path, text).unwrap();
+    let conversation = Arc::new(FileConversation::new(&path));
+    Executor::builder(conversation, test_registry())
+        .build()
+        .cycle()
+        .await
+        .unwrap();
+    let saved = dir.join("out/saved.txt");
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        "line one\nline two"
+    );
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        after.contains(&format!(
+            "**Tool Result:** `toolu_00`\n```\nline one\nline two\n\n[Output saved: {} — 17B, 2 lines]\n```",
+            saved.display()
+        )),
+        "{after}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -12,3 +12,5 @@ mod files;
 mod preview;
 mod registry;
 mod truncate;
+#[cfg(feature = "typed")]
+mod typed;
