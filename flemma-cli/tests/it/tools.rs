@@ -159,3 +159,51 @@ fn tools_lists_the_tool_set_as_json_sorted_by_name() {
         }
     }
 }
+
+/// The file tools run through `flemma cycle` when the options approve them, one at a time in
+/// document order (`max_concurrent = 1`), each result in the spec's format.
+#[test]
+fn cycle_runs_the_file_tools_in_document_order() {
+    let file = fixture("file_tools.chat", "files");
+    let path = file.to_str().unwrap();
+    let (code, stdout, stderr) = run(&[
+        "cycle",
+        path,
+        "--set",
+        r#"tools.auto_approve=["write","edit","read","ls"]"#,
+        "--set",
+        "tools.max_concurrent=1",
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    let expected = "\
+**Tool Result:** `toolu_w`
+```
+Successfully wrote 18 bytes to notes/todo.txt
+```
+
+**Tool Result:** `toolu_e`
+```
+Successfully replaced text in notes/todo.txt.
+```
+
+**Tool Result:** `toolu_r`
+```
+buy milk
+call Ada and Bob
+```
+
+**Tool Result:** `toolu_l`
+```
+todo.txt
+
+[1 entry]
+```
+";
+    assert!(after.ends_with(expected), "{after}");
+    let dir = file.parent().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes/todo.txt")).unwrap(),
+        "buy milk\ncall Ada and Bob\n"
+    );
+}
