@@ -4,8 +4,15 @@
 //! ([`ToolDefinition::from_builtin`]), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
+mod find;
+mod grep;
+mod search;
+
 use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
+
+pub use find::Find;
+pub use grep::Grep;
 
 /// The definition of the built-in `name` (a name from flemma-schema's table); `None` for any
 /// other name. The shipped definitions always build (the tests build each one).
@@ -21,5 +28,7 @@ pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
 /// Never for the shipped definitions; [`flemma_schema::SchemaError`] otherwise.
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
     let _ = registry;
+    registry.register(Grep::new()?);
+    registry.register(Find::new()?);
     Ok(())
 }
