@@ -10,4 +10,5 @@ mod cycle;
 mod executor;
 mod preview;
 mod registry;
+mod search;
 mod truncate;
