@@ -132,9 +132,13 @@ impl Tool for Find {
         };
         let mut root = Root::new(input.get("path").and_then(Value::as_str), ctx.cwd());
         if !prefix.as_os_str().is_empty() {
+            let display = match root.display.as_str() {
+                "/" => format!("/{}", prefix.display()),
+                base => format!("{base}/{}", prefix.display()),
+            };
             root = Root {
                 path: root.path.join(&prefix),
-                display: format!("{}/{}", root.display, prefix.display()),
+                display,
             };
         }
         // `fd` exits with 1 when its search path is not a directory: no results.
