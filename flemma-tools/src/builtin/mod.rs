@@ -6,11 +6,16 @@
 
 mod edit;
 mod files;
+mod find;
+mod grep;
 mod ls;
 mod read;
+mod search;
 mod write;
 
 pub use edit::EditTool;
+pub use find::Find;
+pub use grep::Grep;
 pub use ls::LsTool;
 pub use read::ReadTool;
 pub use write::WriteTool;
@@ -31,10 +36,11 @@ pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
 ///
 /// Never for the shipped definitions; [`flemma_schema::SchemaError`] otherwise.
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
-    let _ = registry;
     registry.register(ReadTool::new()?);
     registry.register(WriteTool::new()?);
     registry.register(EditTool::new()?);
     registry.register(LsTool::new()?);
+    registry.register(Grep::new()?);
+    registry.register(Find::new()?);
     Ok(())
 }

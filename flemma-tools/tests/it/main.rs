@@ -11,6 +11,7 @@ mod executor;
 mod files;
 mod preview;
 mod registry;
+mod search;
 mod truncate;
 #[cfg(feature = "typed")]
 mod typed;
