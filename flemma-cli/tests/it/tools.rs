@@ -207,3 +207,43 @@ todo.txt
         "buy milk\ncall Ada and Bob\n"
     );
 }
+
+/// grep and find run in process through `flemma cycle`, in the spec's output formats.
+#[test]
+fn cycle_runs_grep_and_find() {
+    let file = fixture("search_tools.chat", "search");
+    let dir = file.parent().unwrap();
+    std::fs::create_dir_all(dir.join("src/nested")).unwrap();
+    std::fs::write(
+        dir.join("src/main.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/nested/lib.rs"), "// helllo there\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "hello, but not a source\n").unwrap();
+    let path = file.to_str().unwrap();
+    let (code, stdout, stderr) = run(&[
+        "cycle",
+        path,
+        "--set",
+        r#"tools.auto_approve=["grep","find"]"#,
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    let expected = "\
+**Tool Result:** `toolu_g`
+```
+src/main.rs:2:    println!(\"hello\");
+src/nested/lib.rs:1:// helllo there
+
+[2 matches]
+```
+
+**Tool Result:** `toolu_f`
+```
+src/main.rs
+src/nested/lib.rs
+```
+";
+    assert!(after.ends_with(expected), "{after}");
+}
