@@ -1,7 +1,7 @@
 //! The built-in tools (spec §12): `bash`, `read`, `write`, `edit`, `ls`, `grep`, `find`.
 //!
 //! Each tool takes its definition from flemma-schema's table of built-ins
-//! ([`ToolDefinition::from_builtin`]), so names, descriptions, schemas and capabilities have
+//! ([`ToolDefinition::from_builtin`](crate::ToolDefinition::from_builtin)), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
 mod edit;
@@ -20,15 +20,7 @@ pub use ls::LsTool;
 pub use read::ReadTool;
 pub use write::WriteTool;
 
-use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
-
-/// The definition of the built-in `name` (a name from flemma-schema's table); `None` for any
-/// other name. The shipped definitions always build (the tests build each one).
-#[allow(dead_code, reason = "used by the built-in tools as they land")]
-pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
-    flemma_schema::builtin::get(name).and_then(|b| ToolDefinition::from_builtin(b).ok())
-}
 
 /// Registers every built-in tool implemented so far.
 ///

@@ -1,0 +1,161 @@
+//! Reading Phase 2's work from a document, and the small rules the executor applies.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use flemma_approval::SandboxStatus;
+use flemma_ast::writer::ResultBody;
+use flemma_ast::{Document, Segment, ToolStatus};
+use flemma_config::Options;
+use flemma_ids::{ToolName, ToolUseId};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Call;
+use crate::messages as msg;
+
+/// The sandbox backend's availability, for the approval chain.
+pub(super) struct Available(pub(super) bool);
+
+impl SandboxStatus for Available {
+    fn backend_available(&self) -> bool {
+        self.0
+    }
+}
+
+/// Phase 2's work, read from one document.
+pub(super) struct Plan {
+    /// Results to write now: `None` clears a pending suffix (a pasted result).
+    pub(super) settle: Vec<(ToolUseId, ToolName, Option<ResultBody>)>,
+    /// Empty pending blocks.
+    pub(super) pending: Vec<Call>,
+    /// Approved, empty, not running.
+    pub(super) approved: Vec<Call>,
+    /// Approved blocks with edited content (spec §7.3).
+    pub(super) protected: usize,
+}
+
+pub(super) fn plan(doc: &Document, running: &HashMap<ToolUseId, CancellationToken>) -> Plan {
+    // Lifecycle results are few and recent: each looks for its tool use backwards from its own
+    // message, instead of indexing the whole transcript.
+    let mut groups: Vec<(u32, &flemma_ast::ToolResult, &flemma_ast::ToolUse, usize)> = Vec::new();
+    for (index, message) in doc.messages.iter().enumerate() {
+        for result in message.tool_results() {
+            if !result.status.is_some_and(ToolStatus::is_lifecycle) {
+                continue;
+            }
+            let id = result.tool_use_id.as_str();
+            // Only the last result of a tool use counts.
+            let later = doc.messages[index..]
+                .iter()
+                .flat_map(flemma_ast::Message::tool_results)
+                .skip_while(|r| !std::ptr::eq(*r, result))
+                .skip(1)
+                .any(|r| r.tool_use_id == id);
+            if later {
+                continue;
+            }
+            let found = doc.messages[..=index]
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, m)| m.tool_uses().find(|u| u.id == id).map(|u| (u, i)));
+            if let Some((tool_use, use_message)) = found {
+                groups.push((tool_use.span.start_line, result, tool_use, use_message));
+            }
+        }
+    }
+    groups.sort_by_key(|(line, ..)| *line);
+    let mut plan = Plan {
+        settle: Vec::new(),
+        pending: Vec::new(),
+        approved: Vec::new(),
+        protected: 0,
+    };
+    for (_, result, tool_use, message) in groups {
+        let id = tool_use.id.clone();
+        let tool = tool_use.name.clone();
+        let has_content = !result.content.trim().is_empty();
+        let error = |message: String| {
+            Some(ResultBody::Error {
+                message: Some(message),
+                partial_output: None,
+            })
+        };
+        let call = || Call {
+            id: id.clone(),
+            tool: tool.clone(),
+            input: Value::Object(tool_use.input().clone()),
+        };
+        match result.status {
+            Some(ToolStatus::Pending) if has_content => plan.settle.push((id, tool, None)),
+            Some(ToolStatus::Pending) => plan.pending.push(call()),
+            Some(ToolStatus::Denied) => {
+                plan.settle.push((id, tool, error(msg::DENIED.to_owned())));
+            }
+            Some(ToolStatus::Rejected) => {
+                let text = if has_content {
+                    result.content.clone()
+                } else {
+                    msg::REJECTED.to_owned()
+                };
+                plan.settle.push((id, tool, error(text)));
+            }
+            Some(ToolStatus::Aborted) => {
+                let text = abort_message(&doc.messages[message]);
+                plan.settle.push((id, tool, error(text)));
+            }
+            Some(ToolStatus::Approved) if has_content => plan.protected += 1,
+            Some(ToolStatus::Approved) if running.contains_key(id.as_str()) => {}
+            Some(ToolStatus::Approved) => plan.approved.push(call()),
+            _ => {}
+        }
+    }
+    plan
+}
+
+/// The abort marker's message of an assistant message (`Response interrupted by the user.`
+/// when it has none).
+fn abort_message(message: &flemma_ast::Message) -> String {
+    message
+        .segments
+        .iter()
+        .find_map(|s| match s {
+            Segment::Aborted(a) if !a.message.trim().is_empty() => Some(a.message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| msg::REQUEST_ABORTED.to_owned())
+}
+
+/// Whether a message holds anything but whitespace.
+pub(super) fn has_content(message: &flemma_ast::Message) -> bool {
+    message.segments.iter().any(|s| match s {
+        Segment::Text(t) => !t.value.trim().is_empty(),
+        _ => true,
+    })
+}
+
+/// The working directory of a tool's calls (spec §7.9): `tools.<name>.cwd` expanded, else
+/// the conversation's directory; `None` leaves the context's default (the process's).
+pub(super) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
+    let configured = match tool.as_str() {
+        "bash" => Some(options.tools.bash.cwd.clone()),
+        "grep" => Some(options.tools.grep.cwd.clone()),
+        "find" => Some(options.tools.find.cwd.clone()),
+        "ls" => Some(options.tools.ls.cwd.clone()),
+        _ => options
+            .tool_options(tool)
+            .and_then(|table| table.get("cwd"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    let chat_dir = chat.and_then(|c| crate::sandbox::real_path(c).parent().map(Path::to_owned));
+    match configured.as_deref() {
+        None | Some("" | "urn:flemma:buffer:path") => chat_dir,
+        Some("urn:flemma:cwd") => std::env::current_dir().ok(),
+        Some(text) => {
+            let env = |name: &str| std::env::var(name).ok();
+            crate::sandbox::expand_path(text, &env)
+        }
+    }
+}
