@@ -1,0 +1,121 @@
+//! The executor's public data: its error, the host's approver, and what a cycle reports.
+
+use flemma_ids::{ToolName, ToolUseId};
+use serde_json::Value;
+
+use crate::actions::ActionError;
+use crate::conversation::ConversationError;
+use crate::events::Placed;
+
+use super::EDIT_ATTEMPTS;
+
+/// Errors of the harness itself (a tool's failure is a result, not one of these).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecutorError {
+    /// The conversation could not be read or written.
+    #[error("the conversation could not be read or written")]
+    Conversation(#[from] ConversationError),
+    /// The conversation's frontmatter does not evaluate.
+    #[error("the frontmatter does not evaluate")]
+    Frontmatter(#[from] flemma_config::FrontmatterError),
+    /// The options do not resolve.
+    #[error("the options do not resolve")]
+    Config(#[from] flemma_config::ConfigError),
+    /// The store options are unusable.
+    #[error("the result store is misconfigured")]
+    Store(#[from] flemma_store::StoreError),
+    /// The conversation kept changing while an edit was computed.
+    #[error("the conversation kept changing; gave up after {EDIT_ATTEMPTS} attempts")]
+    Busy,
+    /// An edit the executor computed does not apply (a bug; please report it).
+    #[error("an edit did not apply")]
+    Edit(#[source] flemma_ast::AstError),
+    /// A user action does not apply (`Tool not found: <id>`, …).
+    #[error(transparent)]
+    Action(#[from] ActionError),
+}
+
+/// What the host's [`Approver`] answers for a pending call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it.
+    Approve,
+    /// Do not run it; the reason (if any) is what the model is told.
+    Reject(Option<String>),
+}
+
+/// A call waiting for a human decision, as shown to an [`Approver`].
+#[derive(Debug, Clone)]
+pub struct PendingCall {
+    /// The call id.
+    pub id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// The input, as the model wrote it.
+    pub input: Value,
+    /// The rendered preview (`bash: $ rm -rf build — cleaning`).
+    pub preview: String,
+}
+
+/// Decides pending calls for the host: a dialog, a chat message to a reviewer, a policy
+/// service. Without one, pending calls wait in the transcript until a user approves them.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use flemma_tools::{Answer, Approver, PendingCall};
+///
+/// struct NoDeletes;
+///
+/// #[async_trait]
+/// impl Approver for NoDeletes {
+///     async fn ask(&self, call: &PendingCall) -> Answer {
+///         if call.input["command"].as_str().is_some_and(|c| c.contains("rm ")) {
+///             Answer::Reject(Some("No deletions from this chat.".into()))
+///         } else {
+///             Answer::Approve
+///         }
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// Decides one pending call.
+    async fn ask(&self, call: &PendingCall) -> Answer;
+}
+
+/// What to do after a cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Next {
+    /// Every call has its result: send the conversation (Phase 3).
+    Send,
+    /// A call waits for a human decision (or an approved block holds edited content).
+    AwaitApproval,
+    /// Calls are still running.
+    Running,
+    /// Nothing to run or send: the conversation waits for the user.
+    Idle,
+}
+
+/// A completed call in a [`CycleReport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// The call.
+    pub id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// Whether it succeeded.
+    pub success: bool,
+}
+
+/// What one cycle did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycleReport {
+    /// Placeholders written by Phase 1.
+    pub placed: Vec<Placed>,
+    /// Results written by Phase 2 (executed calls, and denied, rejected, aborted ones).
+    pub completed: Vec<Completed>,
+    /// What the host should do next.
+    pub next: Next,
+}
