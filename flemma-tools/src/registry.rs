@@ -366,6 +366,13 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// [`specs_for_prompt`](Self::specs_for_prompt) once every source is done (spec §4.3:
+    /// the tool list is part of the prompt-cache prefix, so a request waits for it).
+    pub async fn specs_when_ready(&self, options: &Options) -> Vec<ToolSpec> {
+        self.ready().await;
+        self.specs_for_prompt(options)
+    }
+
     /// Whether no source is still loading.
     pub fn is_ready(&self) -> bool {
         self.read().pending == 0

@@ -235,6 +235,8 @@ impl Executor {
         use tracing::Instrument as _;
         let span = tracing::debug_span!("flemma.cycle", conversation = %self.conversation_id);
         async {
+            // Tools still loading (an MCP server's list) must not be answered `Unknown tool`.
+            self.registry.ready().await;
             let settings = self.settings().await?;
             self.migrate_names().await?;
             let placed = self

@@ -519,3 +519,54 @@ async fn save_to_redirects_a_result_into_a_file_and_leaves_a_stub() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+struct SlowSource;
+
+#[async_trait::async_trait]
+impl flemma_tools::ToolSource for SlowSource {
+    fn name(&self) -> &str {
+        "slow"
+    }
+
+    async fn resolve(
+        &self,
+        registrar: flemma_tools::Registrar,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        registrar.register(flemma_tools::tool_fn(
+            ToolDefinition::builder("late.tool", "Arrives late.")?.build()?,
+            |_, _| ToolOutput::text("here now"),
+        ));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_cycle_waits_for_tool_sources_before_answering_calls() {
+    let registry = test_registry();
+    registry
+        .add_source(SlowSource, Duration::from_secs(5))
+        .unwrap();
+    let text = format!("{APPROVE_ALL}{}", uses("late.tool", &["{}"]));
+    let conversation = Arc::new(MemoryConversation::new(text));
+    Executor::builder(conversation.clone(), registry.clone())
+        .build()
+        .cycle()
+        .await
+        .unwrap();
+    assert!(
+        conversation
+            .text()
+            .contains("**Tool Result:** `toolu_00`\n```\nhere now\n```"),
+        "{}",
+        conversation.text()
+    );
+    let specs = registry
+        .specs_when_ready(
+            &flemma_config::Config::new()
+                .options_with_tools(&registry.names())
+                .unwrap(),
+        )
+        .await;
+    assert!(specs.iter().any(|s| s.name == "late.tool"));
+}
