@@ -524,7 +524,7 @@ struct SlowSource;
 
 #[async_trait::async_trait]
 impl flemma_tools::ToolSource for SlowSource {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "slow"
     }
 
