@@ -15,6 +15,7 @@ pub use flemma_ids as ids;
 pub use flemma_providers as providers;
 pub use flemma_schema as schema;
 pub use flemma_store as store;
+pub use flemma_tools as tools;
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
