@@ -4,6 +4,9 @@
 //! ([`ToolDefinition::from_builtin`]), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
+#[cfg(unix)]
+mod bash;
+
 use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
 
@@ -21,5 +24,9 @@ pub(crate) fn definition(name: &str) -> Option<ToolDefinition> {
 /// Never for the shipped definitions; [`flemma_schema::SchemaError`] otherwise.
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
     let _ = registry;
+    #[cfg(unix)]
+    if let Some(definition) = definition("bash") {
+        let _ = registry.register(bash::Bash::new(definition));
+    }
     Ok(())
 }

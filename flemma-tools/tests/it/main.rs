@@ -6,8 +6,10 @@
     reason = "test helpers fail loudly"
 )]
 
+mod bash;
 mod cycle;
 mod executor;
 mod preview;
 mod registry;
+mod sandbox;
 mod truncate;
