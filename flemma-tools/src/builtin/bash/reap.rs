@@ -20,11 +20,30 @@ pub(crate) const MARKER_VAR: &str = "FLEMMA_TOOL_CALL";
 /// A call's processes: its session (the command's pid) and its marker.
 #[derive(Debug, Clone)]
 pub(crate) struct Members {
-    pub(crate) session: i32,
-    pub(crate) marker: String,
+    session: i32,
+    marker: String,
+    /// The command's start time (clock ticks after boot): processes started earlier are not
+    /// descendants, so their environment is not read.
+    since: u64,
 }
 
 impl Members {
+    /// The members of the call whose command is `pid`, marked with `marker`.
+    pub(crate) fn new(session: i32, marker: String) -> Self {
+        #[cfg(target_os = "linux")]
+        let since = std::fs::read(format!("/proc/{session}/stat"))
+            .ok()
+            .and_then(|stat| Stat::parse(&stat))
+            .map_or(0, |stat| stat.start_time);
+        #[cfg(not(target_os = "linux"))]
+        let since = 0;
+        Self {
+            session,
+            marker,
+            since,
+        }
+    }
+
     /// Sends `signal` to the process group and to every other member; returns how many
     /// members there were besides the group leader's group (0 when none is left).
     pub(crate) fn signal(&self, signal: Signal) -> usize {
@@ -99,6 +118,9 @@ impl Members {
         if stat.session == self.session {
             return true;
         }
+        if stat.start_time < self.since {
+            return false;
+        }
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             return false;
         };
@@ -114,6 +136,7 @@ impl Members {
 struct Stat {
     state: u8,
     session: i32,
+    start_time: u64,
 }
 
 #[cfg(target_os = "linux")]
@@ -128,7 +151,13 @@ impl Stat {
         let _ppid = fields.next()?;
         let _pgrp = fields.next()?;
         let session = fields.next()?.parse().ok()?;
-        Some(Self { state, session })
+        // Fields 7 to 21, then 22: the start time.
+        let start_time = fields.nth(15)?.parse().ok()?;
+        Some(Self {
+            state,
+            session,
+            start_time,
+        })
     }
 }
 
@@ -138,17 +167,20 @@ mod tests {
 
     #[test]
     fn stat_parses_odd_names() {
-        let stat = Stat::parse(b"42 (a) b (c)) S 1 42 40 0 -1").unwrap_or_else(|| panic!());
-        assert_eq!((stat.state, stat.session), (b'S', 40));
+        let stat = Stat::parse(
+            b"42 (a) b (c)) S 1 42 40 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 769110 3457024",
+        )
+        .unwrap_or_else(|| panic!());
+        assert_eq!(
+            (stat.state, stat.session, stat.start_time),
+            (b'S', 40, 769_110)
+        );
     }
 
     #[test]
     fn this_process_is_never_a_member() {
         let session = rustix::process::getsid(None).map_or(0, |p| p.as_raw_nonzero().get());
-        let members = Members {
-            session,
-            marker: "x".into(),
-        };
+        let members = Members::new(session, "x".into());
         assert!(
             !members
                 .scan()

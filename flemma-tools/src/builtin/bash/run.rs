@@ -94,10 +94,7 @@ pub(crate) async fn run(
     let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(std::io::Error::other("the command has no process id"));
     };
-    let members = Members {
-        session: pid,
-        marker: command.marker,
-    };
+    let members = Members::new(pid, command.marker);
     let mut guard = Guard {
         members: Some(members.clone()),
     };
@@ -182,8 +179,11 @@ fn raw_output(pty: &pty_process::Pty) -> std::io::Result<()> {
 async fn stop_all(members: &Members) {
     members.signal(Signal::TERM);
     let deadline = tokio::time::Instant::now() + GRACE;
+    // Most processes go at once: look again soon, then less often.
+    let mut pause = Duration::from_millis(1);
     while members.any_alive() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(20));
     }
     if members.any_alive() {
         members.signal(Signal::KILL);
