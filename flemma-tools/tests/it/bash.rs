@@ -411,7 +411,7 @@ fn current_rss_kib() -> Option<u64> {
 }
 
 /// 200 MB of output (`FLEMMA_TEST_HUGE_OUTPUT=1000000000` for 1 GB, about five times as
-/// long: some 60 s in a debug build): memory stays flat, the overflow file gets all of it,
+/// long: some 75 s in a debug build): memory stays flat, the overflow file gets all of it,
 /// the model sees the tail.
 ///
 /// The measure is the peak resident memory of a process of its own (this test binary again,
