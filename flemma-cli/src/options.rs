@@ -1,12 +1,13 @@
 //! Options as the CLI reads them: `flemma.toml` (SETUP), `--set` (RUNTIME) and the file's
 //! frontmatter (FRONTMATTER), and the approval explanation built from them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use flemma::approval::{ApprovalContext, Chain, Explanation, SandboxStatus, ToolCall, ToolName};
+use flemma::approval::{ApprovalContext, Chain, Explanation, ToolCall, ToolName};
 use flemma::ast::Document;
 use flemma::config::{Config, FrontmatterError, Layer};
 use flemma::schema::{Capability, builtin};
+use flemma::tools::sandbox::SandboxBackends;
 
 use crate::{Failure, failed};
 
@@ -83,59 +84,21 @@ fn auto_approves_if_sandboxed(tool: &ToolName) -> bool {
     builtin::has_capability(tool.as_str(), Capability::AutoApprovesIfSandboxed)
 }
 
-/// Whether bubblewrap can run here: Linux, and the configured binary is executable.
-struct BwrapProbe {
-    path: String,
-}
-
-impl SandboxStatus for BwrapProbe {
-    fn backend_available(&self) -> bool {
-        cfg!(target_os = "linux") && find_executable(&self.path).is_some()
-    }
-}
-
-/// Whether `path` is a file this user may execute (on Unix, an execute bit is set).
-fn is_executable(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        path.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-    #[cfg(not(unix))]
-    {
-        path.is_file()
-    }
-}
-
-fn find_executable(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return is_executable(&path).then_some(path);
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
-}
-
-/// Runs the built-in chain on one call, on a current-thread runtime (the built-in resolvers
-/// never wait, but the chain is asynchronous).
+/// Runs the built-in chain on one call.
 pub(crate) fn explain(
     config: &Config,
     tool: &str,
     input: &serde_json::Value,
 ) -> anyhow::Result<Explanation> {
     let options = config.options()?;
-    let probe = BwrapProbe {
-        path: options.sandbox.backends.bwrap.path.clone(),
-    };
+    // The real backend check (spec §6.4 condition 6): the selection `sandbox.backend` asks
+    // for among the built-in backends, with their availability checks.
+    let available = SandboxBackends::with_builtins().is_available(&options.sandbox);
     let ctx = ApprovalContext {
         config,
         options: &options,
         tools: &auto_approves_if_sandboxed,
-        sandbox: &probe,
+        sandbox: &available,
     };
     let tool = ToolName::read(tool)?;
     let call = ToolCall {

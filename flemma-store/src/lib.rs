@@ -47,4 +47,4 @@ pub use path::{
 };
 pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};
-pub use write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
+pub use write::{AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic};

@@ -15,7 +15,7 @@ use crate::path::{
     resolve_chat,
 };
 use crate::preview::{format_size, head_preview};
-use crate::write::{BackupStrategy, NoBackup, VersionBackup, write_atomic};
+use crate::write::{AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic};
 
 #[cfg(feature = "tokio")]
 mod nonblocking;
@@ -260,6 +260,22 @@ impl Store {
     ) -> Result<PathBuf, StoreError> {
         let path = self.path_for(id, name)?;
         write_atomic(&path, content.as_bytes(), &*self.backup)
+    }
+
+    /// A streaming write of a result to its store path: the content is written in pieces
+    /// and installed by [`AtomicWriter::commit`] with the configured backup strategy, as
+    /// [`Store::write_result`] would (a command's output too large to hold in memory).
+    ///
+    /// # Errors
+    ///
+    /// As [`AtomicWriter::create`], and path errors.
+    pub fn result_writer<'a>(
+        &self,
+        id: impl Into<ResultId<'a>>,
+        name: Option<&ToolName>,
+    ) -> Result<AtomicWriter, StoreError> {
+        let path = self.path_for(id, name)?;
+        AtomicWriter::create(&path, Arc::clone(&self.backup))
     }
 
     /// Whether [`Store::materialize`] writes: `tools.store.materialize` from the options given

@@ -258,6 +258,22 @@ fn replace(
             source,
         })?;
     file.write_all(content).map_err(write_error)?;
+    install(path, dir, temp, file, backup)
+}
+
+/// Syncs `file` (the open `temp`), then, under the directory lock, backs `path` up and
+/// renames `temp` over it. The caller removes `temp` on failure.
+fn install(
+    path: &Path,
+    dir: &Path,
+    temp: &Path,
+    file: File,
+    backup: &dyn BackupStrategy,
+) -> Result<(), StoreError> {
+    let write_error = |source| StoreError::Write {
+        path: path.to_owned(),
+        source,
+    };
     // The replacement keeps the permissions of the file it replaces.
     if let Ok(meta) = fs::metadata(path) {
         file.set_permissions(meta.permissions())
@@ -281,12 +297,178 @@ fn replace(
     Ok(())
 }
 
+/// An atomic write whose content arrives in pieces: a command's output streamed to the store
+/// as it is produced, so that it never has to be held in memory.
+///
+/// The content goes to the same temporary file [`write_atomic`] uses; [`commit`](Self::commit)
+/// installs it exactly as [`write_atomic`] does (backup, rename under the directory lock, sync),
+/// and dropping the writer without committing removes the temporary file, leaving the old file
+/// (if any) untouched.
+///
+/// ```
+/// use flemma_store::{AtomicWriter, NoBackup};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-writer-{}", std::process::id()));
+/// let path = dir.join("out.txt");
+/// let mut writer = AtomicWriter::create(&path, std::sync::Arc::new(NoBackup))?;
+/// writer.write(b"hello ")?;
+/// writer.write(b"world   ")?;
+/// writer.truncate(11)?;
+/// assert_eq!(writer.commit()?, path);
+/// assert_eq!(std::fs::read_to_string(&path)?, "hello world");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct AtomicWriter {
+    path: PathBuf,
+    dir: PathBuf,
+    temp: PathBuf,
+    file: Option<File>,
+    backup: std::sync::Arc<dyn BackupStrategy>,
+}
+
+impl AtomicWriter {
+    /// Creates the parent directories and the temporary file beside `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::CreateDir`] and [`StoreError::Open`].
+    pub fn create(
+        path: &Path,
+        backup: std::sync::Arc<dyn BackupStrategy>,
+    ) -> Result<Self, StoreError> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        let temp = temp_path(path);
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|source| StoreError::Open {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            path: path.to_owned(),
+            dir,
+            temp,
+            file: Some(file),
+            backup,
+        })
+    }
+
+    /// The destination.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn file(&mut self) -> Result<&mut File, StoreError> {
+        let path = &self.path;
+        self.file.as_mut().ok_or_else(|| StoreError::Write {
+            path: path.clone(),
+            source: io::Error::other("writer already committed"),
+        })
+    }
+
+    /// Appends `bytes`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`].
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        self.file()?
+            .write_all(bytes)
+            .map_err(|source| StoreError::Write { path, source })
+    }
+
+    /// Cuts the content written so far to `len` bytes; later writes append at the end.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`].
+    pub fn truncate(&mut self, len: u64) -> Result<(), StoreError> {
+        use std::io::Seek as _;
+        let path = self.path.clone();
+        let file = self.file()?;
+        file.set_len(len)
+            .and_then(|()| file.seek(io::SeekFrom::End(0)).map(drop))
+            .map_err(|source| StoreError::Write { path, source })
+    }
+
+    /// Installs the content at the destination (backup, then rename) and returns it.
+    ///
+    /// # Errors
+    ///
+    /// As [`write_atomic`]; the temporary file is removed and the old file is intact.
+    pub fn commit(mut self) -> Result<PathBuf, StoreError> {
+        let Some(file) = self.file.take() else {
+            return Err(StoreError::Write {
+                path: self.path.clone(),
+                source: io::Error::other("writer already committed"),
+            });
+        };
+        let result = install(&self.path, &self.dir, &self.temp, file, &*self.backup);
+        if result.is_err() {
+            let _ = fs::remove_file(&self.temp);
+        }
+        result?;
+        if let Ok(dir) = File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        // Installed: nothing for `drop` to remove.
+        self.temp = PathBuf::new();
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for AtomicWriter {
+    fn drop(&mut self) {
+        if !self.temp.as_os_str().is_empty() {
+            self.file = None;
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::sync::{Arc, Barrier};
 
     use super::*;
+
+    #[test]
+    fn atomic_writer_dropped_leaves_the_old_file_and_no_temp() {
+        let dir =
+            std::env::temp_dir().join(format!("flemma-store-unit-writer-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let path = dir.join("out.txt");
+        write_atomic(&path, b"old", &NoBackup).unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = AtomicWriter::create(&path, std::sync::Arc::new(VersionBackup))
+            .unwrap_or_else(|e| panic!("{e}"));
+        writer.write(b"new").unwrap_or_else(|e| panic!("{e}"));
+        drop(writer);
+        assert_eq!(fs::read_to_string(&path).ok().as_deref(), Some("old"));
+        assert_eq!(fs::read_dir(&dir).map(Iterator::count).ok(), Some(1));
+
+        let mut writer = AtomicWriter::create(&path, std::sync::Arc::new(VersionBackup))
+            .unwrap_or_else(|e| panic!("{e}"));
+        writer.write(b"newer").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(writer.commit().ok(), Some(path.clone()));
+        assert_eq!(fs::read_to_string(&path).ok().as_deref(), Some("newer"));
+        assert_eq!(
+            fs::read_to_string(dir.join("out.1.txt")).ok().as_deref(),
+            Some("old")
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn fallback_lock_path_is_stable_and_outside_the_directory() {

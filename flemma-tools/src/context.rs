@@ -183,13 +183,38 @@ impl ExecutionContext {
         };
         let overflow = truncate_with_overflow(text, direction, limits, &sink);
         if let Some(path) = &overflow.path {
-            *self
-                .inner
-                .overflow
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(path.clone());
+            self.set_overflow_path(path.clone());
         }
         overflow
+    }
+
+    /// The result store of the conversation, when the call has one.
+    pub fn store(&self) -> Option<&Store> {
+        self.inner.store.as_deref()
+    }
+
+    /// A streaming write of this call's overflow file (the store path a truncation would
+    /// write); `None` without a store or when it cannot be created (logged).
+    pub(crate) fn overflow_writer(&self) -> Option<flemma_store::AtomicWriter> {
+        let store = self.inner.store.as_deref()?;
+        let id = ResultId::Tool(&self.inner.tool_id);
+        match store.result_writer(id, Some(&self.inner.tool_name)) {
+            Ok(writer) => Some(writer),
+            Err(error) => {
+                tracing::warn!(tool_id = %self.inner.tool_id, %error, "overflow not written");
+                None
+            }
+        }
+    }
+
+    /// Records where this call's full output was written, so the completion does not store
+    /// the result a second time.
+    pub(crate) fn set_overflow_path(&self, path: PathBuf) {
+        *self
+            .inner
+            .overflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(path);
     }
 
     /// Where a bound truncation wrote this call's full output, if it did.

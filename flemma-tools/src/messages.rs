@@ -157,3 +157,42 @@ pub(crate) fn ls_footer(count: usize, depth: usize) -> String {
         format!("[{count} {entries}]")
     }
 }
+
+/// `tool.bash.error.no_command`
+pub(crate) const NO_COMMAND: &str = "No command provided";
+/// `tool.bash.no_output`
+pub(crate) const NO_OUTPUT: &str = "(no output)";
+/// `tool.error.job_start`
+pub(crate) const JOB_START: &str = "Failed to start job";
+
+/// `tool.error.sandbox`: `Sandbox error: <detail>`.
+pub(crate) fn sandbox_error(detail: &str) -> String {
+    format!("Sandbox error: {detail}")
+}
+
+/// `tool.error.exit_code`: `Command exited with code <code>`.
+pub(crate) fn exit_code(code: i32) -> String {
+    format!("Command exited with code {code}")
+}
+
+/// `tool.bash.timeout`: `Command timed out after <n> second.` (`seconds.` unless n = 1).
+pub(crate) fn bash_timeout(seconds: f64) -> String {
+    let unit = if (seconds - 1.0).abs() < f64::EPSILON {
+        "second"
+    } else {
+        "seconds"
+    };
+    format!(
+        "Command timed out after {} {unit}.",
+        format_seconds(seconds)
+    )
+}
+
+/// Whole seconds without a fraction (`30`), others as written (`0.5`).
+fn format_seconds(seconds: f64) -> String {
+    if seconds.fract() == 0.0 && seconds.abs() < 1e15 {
+        format!("{seconds:.0}")
+    } else {
+        format!("{seconds}")
+    }
+}

@@ -2,8 +2,14 @@
 //! policy that says which paths a sandboxed call may write.
 //!
 //! This module holds the [`SandboxBackend`] trait, the [`PassThrough`] backend (commands run
-//! as given) and the policy resolution of spec §14.2; the bubblewrap backend and backend
-//! selection come with the built-in tools.
+//! as given), the bubblewrap backend [`Bwrap`], the registry that selects a backend
+//! ([`SandboxBackends`], spec §14.3) and the policy resolution of spec §14.2.
+
+mod backends;
+mod bwrap;
+
+pub use backends::{BWRAP_PRIORITY, DEFAULT_PRIORITY, SandboxBackends};
+pub use bwrap::Bwrap;
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -31,6 +37,15 @@ impl SandboxError {
 pub trait SandboxBackend: Send + Sync + fmt::Debug {
     /// The backend's name (`bwrap`).
     fn name(&self) -> &str;
+
+    /// One line about the backend, for listings.
+    #[expect(
+        clippy::unnecessary_literal_bound,
+        reason = "implementations may describe themselves with text they own"
+    )]
+    fn description(&self) -> &str {
+        ""
+    }
 
     /// Whether the backend can run commands here.
     ///

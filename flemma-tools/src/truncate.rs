@@ -317,6 +317,48 @@ pub fn truncate_with_overflow(
     }
 }
 
+/// [`truncate_with_overflow`] towards the tail for an output known only by its end: a command
+/// whose output was streamed to `path` (`None` when it could not be written) while only its
+/// last bytes were kept in memory.
+///
+/// `tail` is the end of the output: either all of it, or more than `limits.max_bytes` bytes
+/// of it (so the cut falls inside). `total_lines` and `total_bytes` count the whole output;
+/// the notice is the one [`truncate_with_overflow`] writes for the whole text.
+///
+/// ```
+/// use std::path::Path;
+/// use flemma_tools::truncate::{Limits, truncate_tail_of};
+///
+/// let limits = Limits { max_lines: 2, max_bytes: 4 };
+/// let out = truncate_tail_of("9\n10\n11", 11, 1_000, limits, Some(Path::new("/s/out.txt")));
+/// assert_eq!(out.content, "11\n\n[Showing lines 11-11 of 11 (50.0KB limit). Full output: /s/out.txt]");
+/// ```
+pub fn truncate_tail_of(
+    tail: &str,
+    total_lines: usize,
+    total_bytes: usize,
+    limits: Limits,
+    path: Option<&Path>,
+) -> Overflow {
+    let mut cut = truncate_tail(tail, limits);
+    if total_bytes <= tail.len() && cut.truncated_by.is_none() {
+        return Overflow {
+            content: tail.to_owned(),
+            path: None,
+            truncated: false,
+        };
+    }
+    let by = cut.truncated_by.unwrap_or(TruncatedBy::Bytes);
+    cut.total_lines = total_lines.max(cut.output_lines);
+    cut.total_bytes = total_bytes.max(cut.output_bytes);
+    let notice = overflow_notice(&cut, by, Direction::Tail, path);
+    Overflow {
+        content: format!("{}\n\n{notice}", cut.content),
+        path: path.map(Path::to_owned),
+        truncated: true,
+    }
+}
+
 /// The notice of spec §10.5 for a truncation.
 fn overflow_notice(
     cut: &Truncation<'_>,

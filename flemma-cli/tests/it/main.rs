@@ -367,7 +367,8 @@ fn approval_explain_reads_lua_frontmatter() {
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["resolver"], "urn:flemma:approval:sandbox");
-    // A runtime override of the policy.
+    // A runtime override of the policy (no sandbox backend, so that the catch-all is the
+    // one to approve even where bubblewrap is installed).
     let out = flemma(
         &[
             "approval",
@@ -378,7 +379,6 @@ fn approval_explain_reads_lua_frontmatter() {
             "--json",
             "--set",
             "tools.require_approval=false",
-            // No sandbox backend, whether or not this machine has bubblewrap.
             "--set",
             "sandbox.backends.bwrap.path=/nonexistent/bwrap",
         ],

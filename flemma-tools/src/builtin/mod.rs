@@ -4,6 +4,8 @@
 //! ([`ToolDefinition::from_builtin`](crate::ToolDefinition::from_builtin)), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
+#[cfg(unix)]
+mod bash;
 mod edit;
 mod files;
 mod find;
@@ -20,6 +22,7 @@ pub use ls::LsTool;
 pub use read::ReadTool;
 pub use write::WriteTool;
 
+use crate::definition::ToolDefinition;
 use crate::registry::ToolRegistry;
 
 /// Registers every built-in tool implemented so far.
@@ -28,6 +31,10 @@ use crate::registry::ToolRegistry;
 ///
 /// Never for the shipped definitions; [`flemma_schema::SchemaError`] otherwise.
 pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::SchemaError> {
+    #[cfg(unix)]
+    registry.register(bash::Bash::new(ToolDefinition::from_builtin(
+        &flemma_schema::builtin::bash(),
+    )?));
     registry.register(ReadTool::new()?);
     registry.register(WriteTool::new()?);
     registry.register(EditTool::new()?);

@@ -38,7 +38,7 @@ use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::{generic_preview, render_preview};
 use crate::registry::ToolRegistry;
-use crate::sandbox::{PolicyInputs, Sandbox, SandboxBackend, SandboxPolicy};
+use crate::sandbox::{PolicyInputs, Sandbox, SandboxBackend, SandboxBackends, SandboxPolicy};
 use crate::tool::Tool;
 use plan::{Available, has_content, plan, tool_cwd};
 
@@ -55,7 +55,7 @@ pub struct ExecutorBuilder {
     config: Config,
     chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
-    sandbox: Option<Arc<dyn SandboxBackend>>,
+    sandbox: SandboxBackends,
     conversation_id: String,
 }
 
@@ -86,10 +86,26 @@ impl ExecutorBuilder {
         self
     }
 
-    /// The sandbox backend used when `sandbox.enabled` is on and it is available (default:
-    /// none, so commands run unsandboxed, as spec §14.3 `auto` does without a backend).
+    /// The sandbox backends `sandbox.backend` selects from when `sandbox.enabled` is on
+    /// (default: none, so commands run unsandboxed, as spec §14.3 `auto` does without a
+    /// backend; [`SandboxBackends::with_builtins`] adds bubblewrap).
+    pub fn sandbox_backends(mut self, backends: SandboxBackends) -> Self {
+        self.sandbox = backends;
+        self
+    }
+
+    /// Adds one sandbox backend at [`DEFAULT_PRIORITY`](crate::sandbox::DEFAULT_PRIORITY),
+    /// replacing a backend of the same name.
     pub fn sandbox_backend(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
-        self.sandbox = Some(backend);
+        let mut backends = SandboxBackends::new();
+        for (name, priority) in self.sandbox.names() {
+            if let Some(kept) = self.sandbox.get(&name).filter(|_| name != backend.name()) {
+                // Names are unique in `self.sandbox`, so this cannot fail.
+                let _ = backends.register(Arc::clone(kept), priority);
+            }
+        }
+        let _ = backends.register(backend, crate::sandbox::DEFAULT_PRIORITY);
+        self.sandbox = backends;
         self
     }
 
@@ -125,7 +141,7 @@ pub struct Executor {
     config: Config,
     chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
-    sandbox: Option<Arc<dyn SandboxBackend>>,
+    sandbox: SandboxBackends,
     conversation_id: String,
     events: broadcast::Sender<Event>,
     /// The parsed text at a revision.
@@ -179,7 +195,7 @@ impl Executor {
             config: Config::new(),
             chain: None,
             approver: None,
-            sandbox: None,
+            sandbox: SandboxBackends::new(),
             conversation_id: "1".to_owned(),
         }
     }
@@ -391,25 +407,21 @@ impl Executor {
         let options = Arc::new(config.options_with_tools(&self.registry.names())?);
         let chat = self.conversation.path();
         let store = Store::new(&options.tools.store, chat, &self.conversation_id)?;
-        let sandbox_available = self
-            .sandbox
-            .as_ref()
-            .is_some_and(|backend| backend.available(&options.sandbox).is_ok());
-        let sandbox = match &self.sandbox {
-            Some(backend) if options.sandbox.enabled && sandbox_available => {
-                let cwd = std::env::current_dir().unwrap_or_default();
-                let store_dir = store.directory().ok();
-                let env = |name: &str| std::env::var(name).ok();
-                let inputs = PolicyInputs {
-                    cwd: &cwd,
-                    chat,
-                    store: store_dir.as_deref(),
-                    env: &env,
-                };
-                let policy = SandboxPolicy::resolve(&options.sandbox, &inputs);
-                Sandbox::new(Arc::clone(backend), options.sandbox.clone(), policy)
-            }
-            _ => Sandbox::disabled(),
+        let sandbox_available = self.sandbox.is_available(&options.sandbox);
+        let sandbox = if options.sandbox.enabled {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let store_dir = store.directory().ok();
+            let env = |name: &str| std::env::var(name).ok();
+            let inputs = PolicyInputs {
+                cwd: &cwd,
+                chat,
+                store: store_dir.as_deref(),
+                env: &env,
+            };
+            let policy = SandboxPolicy::resolve(&options.sandbox, &inputs);
+            self.sandbox.sandbox(&options.sandbox, policy)
+        } else {
+            Sandbox::disabled()
         };
         Ok(Settings {
             config,

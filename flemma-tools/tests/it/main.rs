@@ -6,11 +6,13 @@
     reason = "test helpers fail loudly"
 )]
 
+mod bash;
 mod cycle;
 mod executor;
 mod files;
 mod preview;
 mod registry;
+mod sandbox;
 mod search;
 mod truncate;
 #[cfg(feature = "typed")]

@@ -1,0 +1,208 @@
+//! `bash` (spec §12.1): runs a command in a pseudo-terminal and reports its terminal text.
+//!
+//! The command line is `[tools.bash.shell, "-c", command]`, wrapped by the sandbox, in the
+//! call's working directory, with standard input from `/dev/null`, in its own session and
+//! process group, and with the inherited environment plus `GIT_PAGER=cat`, `PAGER=cat`,
+//! `tools.bash.env`, `FLEMMA_TOOLS_STORE_PATH` and the call's marker (see [`reap`]).
+//!
+//! The output is the terminal text ([`terminal`]) with trailing whitespace trimmed,
+//! tail-truncated with overflow to the store; an output too large for memory streams to the
+//! overflow file as it comes ([`collect`]). When the command exits, times out or is
+//! cancelled, every process it started is stopped: `SIGTERM` to the group and to the marked
+//! escapees, a grace period, then `SIGKILL`.
+
+mod collect;
+mod reap;
+mod run;
+mod terminal;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::context::ExecutionContext;
+use crate::definition::ToolDefinition;
+use crate::messages as msg;
+use crate::output::ToolOutput;
+use crate::preview::Preview;
+use crate::tool::Tool;
+use crate::truncate::{Direction, Limits, truncate_tail_of, truncate_with_overflow};
+
+use collect::{Collected, Collector};
+use run::Ending;
+
+/// The built-in `bash` tool.
+pub(crate) struct Bash {
+    definition: ToolDefinition,
+}
+
+impl Bash {
+    pub(crate) fn new(definition: ToolDefinition) -> Self {
+        Self { definition }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for Bash {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
+        let command = input
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if command.trim().is_empty() {
+            return ToolOutput::error(msg::NO_COMMAND);
+        }
+        let (timeout, seconds) = match input.get("timeout").and_then(Value::as_f64) {
+            Some(s) if s > 0.0 => match Duration::try_from_secs_f64(s) {
+                Ok(d) => (d, s),
+                Err(_) => (ctx.timeout(), ctx.timeout().as_secs_f64()),
+            },
+            _ => (ctx.timeout(), ctx.timeout().as_secs_f64()),
+        };
+        let options = &ctx.options().tools.bash;
+        let store_dir = ctx.store().and_then(|s| s.directory().ok());
+        if command.contains(flemma_store::STORE_PATH_VAR)
+            && let Some(dir) = &store_dir
+            && let Err(error) = std::fs::create_dir_all(dir)
+        {
+            tracing::warn!(dir = %dir.display(), %error, "store directory not created");
+        }
+        let argv = vec![options.shell.clone(), "-c".to_owned(), command.to_owned()];
+        let argv = match ctx.sandbox().wrap_command(argv) {
+            Ok(argv) => argv,
+            Err(error) => return ToolOutput::error(msg::sandbox_error(&error.to_string())),
+        };
+        let mut env = vec![
+            ("GIT_PAGER".to_owned(), "cat".to_owned()),
+            ("PAGER".to_owned(), "cat".to_owned()),
+        ];
+        env.extend(options.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(dir) = store_dir {
+            env.push((
+                flemma_store::STORE_PATH_VAR.to_owned(),
+                dir.to_string_lossy().into_owned(),
+            ));
+        }
+        let command = run::Command {
+            argv,
+            cwd: ctx.cwd().to_owned(),
+            env,
+            marker: marker(ctx),
+        };
+
+        // The call runs in its own task, so that a dropped `execute` future (the executor
+        // stops awaiting a cancelled call) still stops the processes in order; dropping
+        // cancels the task's token.
+        let token = ctx.cancellation().child_token();
+        let _cancel_on_drop = token.clone().drop_guard();
+        let ctx = ctx.clone();
+        let task = tokio::spawn(async move {
+            let spill_ctx = ctx.clone();
+            let collector = Collector::new(Box::new(move || spill_ctx.overflow_writer()));
+            match run::run(command, timeout, token, collector).await {
+                Ok((ending, collector)) => finish(&ctx, ending, collector, seconds),
+                Err(error) => {
+                    tracing::warn!(tool_id = %ctx.tool_id(), %error, "bash: command not started");
+                    ToolOutput::error(msg::JOB_START)
+                }
+            }
+        });
+        task.await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "bash: task failed");
+            ToolOutput::error(msg::JOB_START)
+        })
+    }
+
+    fn preview(&self, input: &Value, _max_len: usize) -> Option<Preview> {
+        let command = input.get("command").and_then(Value::as_str)?;
+        Some(Preview::detail(format!("$ {command}")).with_label(Preview::label_of(input)))
+    }
+}
+
+/// A value unique to this call in this process (and very likely across processes).
+fn marker(ctx: &ExecutionContext) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}.{}.{n}.{nanos}", ctx.tool_id(), std::process::id())
+}
+
+/// The result the model sees.
+fn finish(
+    ctx: &ExecutionContext,
+    ending: Ending,
+    collector: Collector,
+    seconds: f64,
+) -> ToolOutput {
+    let text = report(ctx, collector.finish());
+    let body = if text.is_empty() {
+        msg::NO_OUTPUT
+    } else {
+        &text
+    };
+    match ending {
+        Ending::Exited(0) => ToolOutput::text(body),
+        Ending::Exited(code) => ToolOutput::error(format!("{body}\n\n{}", msg::exit_code(code))),
+        Ending::TimedOut if text.is_empty() => ToolOutput::error(msg::bash_timeout(seconds)),
+        Ending::TimedOut => ToolOutput::error(format!("{text}\n\n{}", msg::bash_timeout(seconds))),
+        Ending::Cancelled if text.is_empty() => ToolOutput::error(msg::ABORTED),
+        Ending::Cancelled => ToolOutput::error(msg::ABORTED).with_partial_output(text),
+    }
+}
+
+/// The output tail-truncated with overflow to the store (spec §10.5); empty for no output.
+fn report(ctx: &ExecutionContext, collected: Collected) -> String {
+    let limits = Limits::default();
+    match collected {
+        Collected::Whole(text, _) if text.is_empty() => String::new(),
+        Collected::Whole(text, None) => {
+            ctx.truncate_with_overflow(&text, Direction::Tail, limits)
+                .content
+        }
+        Collected::Whole(text, Some(writer)) => {
+            // The overflow file already holds this text: installing it is the sink's write.
+            let writer = Mutex::new(Some(writer));
+            let sink = |_: &str| {
+                let writer = writer.lock().ok()?.take()?;
+                commit(ctx, writer)
+            };
+            let overflow = truncate_with_overflow(&text, Direction::Tail, limits, &sink);
+            if let Some(path) = &overflow.path {
+                ctx.set_overflow_path(path.clone());
+            }
+            overflow.content
+        }
+        Collected::Tail {
+            tail,
+            total_lines,
+            total_bytes,
+            writer,
+        } => {
+            let path = writer.and_then(|w| commit(ctx, w));
+            if let Some(path) = &path {
+                ctx.set_overflow_path(path.clone());
+            }
+            truncate_tail_of(&tail, total_lines, total_bytes, limits, path.as_deref()).content
+        }
+    }
+}
+
+fn commit(
+    ctx: &ExecutionContext,
+    writer: flemma_store::AtomicWriter,
+) -> Option<std::path::PathBuf> {
+    writer
+        .commit()
+        .map_err(|error| {
+            tracing::warn!(tool_id = %ctx.tool_id(), %error, "overflow not written");
+        })
+        .ok()
+}

@@ -1,0 +1,190 @@
+//! Finding and stopping every process a call started (Linux: through `/proc`).
+//!
+//! A call's command runs in its own session (so its own process group), with a marker in its
+//! environment (`FLEMMA_TOOL_CALL=<unique value>`) that every descendant inherits. A process
+//! belongs to the call when it is alive and either still in the call's session or carries the
+//! marker: the second catches the escapees that left the session (`setsid`, `nohup … &` under
+//! job control, double forks). Only a process that leaves the session *and* clears its
+//! environment (`setsid env -i …`) is not found this way; under the sandbox the pid
+//! namespace catches it too, since bubblewrap's `--die-with-parent` takes the whole namespace
+//! down with the command.
+//!
+//! Each matching process is signalled through a pidfd opened before it is checked, so a pid
+//! reused between the check and the signal is never hit.
+
+use rustix::process::{Pid, Signal};
+
+/// The environment variable that marks a call's processes.
+pub(crate) const MARKER_VAR: &str = "FLEMMA_TOOL_CALL";
+
+/// A call's processes: its session (the command's pid) and its marker.
+#[derive(Debug, Clone)]
+pub(crate) struct Members {
+    session: i32,
+    marker: String,
+    /// The command's start time (clock ticks after boot): processes started earlier are not
+    /// descendants, so their environment is not read.
+    since: u64,
+}
+
+impl Members {
+    /// The members of the call whose command is `pid`, marked with `marker`.
+    pub(crate) fn new(session: i32, marker: String) -> Self {
+        #[cfg(target_os = "linux")]
+        let since = std::fs::read(format!("/proc/{session}/stat"))
+            .ok()
+            .and_then(|stat| Stat::parse(&stat))
+            .map_or(0, |stat| stat.start_time);
+        #[cfg(not(target_os = "linux"))]
+        let since = 0;
+        Self {
+            session,
+            marker,
+            since,
+        }
+    }
+
+    /// Sends `signal` to the process group and to every other member; returns how many
+    /// members there were besides the group leader's group (0 when none is left).
+    pub(crate) fn signal(&self, signal: Signal) -> usize {
+        if let Some(pid) = Pid::from_raw(self.session) {
+            let _ = rustix::process::kill_process_group(pid, signal);
+        }
+        self.signal_scanned(signal)
+    }
+
+    /// Whether a member is still alive.
+    pub(crate) fn any_alive(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.scan().next().is_some()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Pid::from_raw(self.session)
+                .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn signal_scanned(&self, signal: Signal) -> usize {
+        let mut count = 0;
+        for pid in self.scan() {
+            let Some(raw) = Pid::from_raw(pid) else {
+                continue;
+            };
+            // Open first, check again, then signal: the pidfd pins the process.
+            let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())
+            else {
+                continue;
+            };
+            if self.is_member(pid) {
+                let _ = rustix::process::pidfd_send_signal(&fd, signal);
+                count += 1;
+            }
+        }
+        count
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn signal_scanned(&self, _signal: Signal) -> usize {
+        0
+    }
+
+    /// The pids of the living members.
+    #[cfg(target_os = "linux")]
+    fn scan(&self) -> impl Iterator<Item = i32> + '_ {
+        let own = std::process::id();
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(move |&pid| u32::try_from(pid).ok() != Some(own))
+            .filter(|&pid| self.is_member(pid))
+    }
+
+    /// Alive (not a zombie) and in the session or marked.
+    #[cfg(target_os = "linux")]
+    fn is_member(&self, pid: i32) -> bool {
+        let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(stat) = Stat::parse(&stat) else {
+            return false;
+        };
+        if stat.state == b'Z' || stat.state == b'X' {
+            return false;
+        }
+        if stat.session == self.session {
+            return true;
+        }
+        if stat.start_time < self.since {
+            return false;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            return false;
+        };
+        let wanted = format!("{MARKER_VAR}={}", self.marker);
+        environ
+            .split(|&b| b == 0)
+            .any(|entry| entry == wanted.as_bytes())
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` used here.
+#[cfg(target_os = "linux")]
+struct Stat {
+    state: u8,
+    session: i32,
+    start_time: u64,
+}
+
+#[cfg(target_os = "linux")]
+impl Stat {
+    /// `pid (comm) state ppid pgrp session …`; `comm` may hold spaces and parentheses, so
+    /// the fields start after the last `)`.
+    fn parse(stat: &[u8]) -> Option<Self> {
+        let close = stat.iter().rposition(|&b| b == b')')?;
+        let rest = std::str::from_utf8(stat.get(close + 2..)?).ok()?;
+        let mut fields = rest.split(' ');
+        let state = *fields.next()?.as_bytes().first()?;
+        let _ppid = fields.next()?;
+        let _pgrp = fields.next()?;
+        let session = fields.next()?.parse().ok()?;
+        // Fields 7 to 21, then 22: the start time.
+        let start_time = fields.nth(15)?.parse().ok()?;
+        Some(Self {
+            state,
+            session,
+            start_time,
+        })
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parses_odd_names() {
+        let stat = Stat::parse(
+            b"42 (a) b (c)) S 1 42 40 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 769110 3457024",
+        )
+        .unwrap_or_else(|| panic!());
+        assert_eq!(
+            (stat.state, stat.session, stat.start_time),
+            (b'S', 40, 769_110)
+        );
+    }
+
+    #[test]
+    fn this_process_is_never_a_member() {
+        let session = rustix::process::getsid(None).map_or(0, |p| p.as_raw_nonzero().get());
+        let members = Members::new(session, "x".into());
+        assert!(
+            !members
+                .scan()
+                .any(|p| u32::try_from(p).ok() == Some(std::process::id()))
+        );
+    }
+}
