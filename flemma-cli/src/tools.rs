@@ -20,8 +20,9 @@ fn registry() -> Result<ToolRegistry, Failure> {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    // Time for timeouts, I/O for the pseudo-terminals of `bash`.
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot start the runtime")))
 }

@@ -7,8 +7,12 @@
 //! the conversation, the [`sandbox`], a cancellation token and [`truncate`]-with-overflow bound
 //! to the result store.
 //!
-//! This crate is being built (issue #11 of the project): the registry and the three-phase
-//! executor come next.
+//! An [`Executor`] runs the three-phase cycle of spec §7 on a [`Conversation`]: placeholders for
+//! new calls through the approval chain, then the lifecycle statuses settled and the approved
+//! calls run under `tools.max_concurrent`, each result written back as soon as it is ready.
+//! [`register_builtins`] adds `bash`, `read`, `write`, `edit`, `ls`, `grep` and `find`. Run it
+//! on a Tokio runtime with time and I/O enabled (`enable_all`): `bash` drives a
+//! pseudo-terminal. Background jobs and the autopilot loop come next.
 //!
 //! ```
 //! use flemma_tools::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};

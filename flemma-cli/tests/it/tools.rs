@@ -247,3 +247,42 @@ src/nested/lib.rs
 ";
     assert!(after.ends_with(expected), "{after}");
 }
+
+/// bash runs through `flemma cycle` (no sandbox backend asked for, so it runs as is): output,
+/// an exit code, and `(no output)`.
+#[test]
+fn cycle_runs_bash() {
+    let file = fixture("bash_tool.chat", "bash");
+    let path = file.to_str().unwrap();
+    let (code, stdout, stderr) = run(&[
+        "cycle",
+        path,
+        "--set",
+        r#"tools.auto_approve=["bash"]"#,
+        "--set",
+        "sandbox.enabled=false",
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    let expected = "\
+**Tool Result:** `toolu_b1`
+```
+a
+b
+done
+```
+
+**Tool Result:** `toolu_b2` (error)
+```
+oops
+
+Command exited with code 3
+```
+
+**Tool Result:** `toolu_b3`
+```
+(no output)
+```
+";
+    assert!(after.ends_with(expected), "{after}");
+}
