@@ -72,8 +72,11 @@ pub(crate) fn tools(
 fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
     let config = settings.load()?;
     let conversation = Arc::new(FileConversation::new(file));
+    // Commands run sandboxed when `sandbox.enabled` is on and a built-in backend
+    // (bubblewrap) can run here; the approval chain sees the same answer.
     Ok(Executor::builder(conversation, registry()?)
         .config(config)
+        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
         .build())
 }
 

@@ -248,8 +248,8 @@ src/nested/lib.rs
     assert!(after.ends_with(expected), "{after}");
 }
 
-/// bash runs through `flemma cycle` (no sandbox backend asked for, so it runs as is): output,
-/// an exit code, and `(no output)`.
+/// bash runs through `flemma cycle`: output, an exit code, and `(no output)`; unsandboxed
+/// here, and under bubblewrap in `cycle_runs_bash_in_the_sandbox`.
 #[test]
 fn cycle_runs_bash() {
     let file = fixture("bash_tool.chat", "bash");
@@ -285,4 +285,37 @@ Command exited with code 3
 ```
 ";
     assert!(after.ends_with(expected), "{after}");
+}
+
+/// With the sandbox on (the default) and bubblewrap installed (CI installs it), bash is
+/// approved by the sandbox resolver without any `auto_approve` rule, and a write outside the
+/// writable paths fails inside the sandbox.
+#[test]
+fn cycle_runs_bash_in_the_sandbox() {
+    let file = fixture("sandboxed_bash.chat", "sandboxed");
+    let dir = file.parent().unwrap().canonicalize().unwrap();
+    let path = file.to_str().unwrap();
+    let (code, stdout, stderr) = run(&["cycle", path, "--json"]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["placed"][0]["status"], "approved",
+        "bubblewrap must be installed and able to create namespaces: {report}"
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    // Inside the conversation's directory (`urn:flemma:buffer:path`) the write succeeds.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(
+        after.contains("**Tool Result:** `toolu_in`\n```\n(no output)\n```"),
+        "{after}"
+    );
+    // /usr is read-only in the sandbox.
+    assert!(
+        after.contains("**Tool Result:** `toolu_out` (error)"),
+        "{after}"
+    );
+    assert!(after.contains("Read-only file system"), "{after}");
 }
