@@ -653,7 +653,8 @@ impl Executor {
         };
         let mut completed = Vec::new();
         let mut tasks: JoinSet<Finished> = JoinSet::new();
-        if !queue.is_empty() {
+        let locked = !queue.is_empty();
+        if locked {
             self.conversation.set_locked(true).await;
         }
         let result = async {
@@ -686,7 +687,7 @@ impl Executor {
             tasks.abort_all();
             self.running_calls().clear();
         }
-        if !completed.is_empty() || result.is_err() {
+        if locked {
             self.conversation.set_locked(false).await;
         }
         result.map(|()| completed)

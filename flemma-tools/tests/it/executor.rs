@@ -570,3 +570,53 @@ async fn a_cycle_waits_for_tool_sources_before_answering_calls() {
         .await;
     assert!(specs.iter().any(|s| s.name == "late.tool"));
 }
+
+/// A conversation that records when the executor locks it.
+struct Recording {
+    inner: MemoryConversation,
+    locks: std::sync::Mutex<Vec<bool>>,
+}
+
+#[async_trait::async_trait]
+impl flemma_tools::Conversation for Recording {
+    async fn snapshot(&self) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
+        self.inner.snapshot().await
+    }
+
+    async fn apply(
+        &self,
+        revision: flemma_tools::Revision,
+        edits: &[flemma_ast::TextEdit],
+    ) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
+        self.inner.apply(revision, edits).await
+    }
+
+    async fn set_locked(&self, locked: bool) {
+        self.locks.lock().unwrap().push(locked);
+    }
+}
+
+#[tokio::test]
+async fn the_conversation_is_locked_while_calls_run_and_unlocked_after() {
+    use flemma_tools::Conversation as _;
+    let text = format!("{APPROVE_ALL}{}", uses("nope", &["{}"]));
+    let conversation = Arc::new(Recording {
+        inner: MemoryConversation::new(text),
+        locks: std::sync::Mutex::new(Vec::new()),
+    });
+    let executor = Executor::builder(conversation.clone(), test_registry()).build();
+    executor.cycle().await.unwrap();
+    // Even a call that ends at once (an unknown tool) locks and unlocks once.
+    assert_eq!(*conversation.locks.lock().unwrap(), [true, false]);
+    // A cycle with nothing to run does not lock.
+    executor.cycle().await.unwrap();
+    assert_eq!(conversation.locks.lock().unwrap().len(), 2);
+    assert!(
+        conversation
+            .snapshot()
+            .await
+            .unwrap()
+            .text
+            .contains("Unknown tool: nope")
+    );
+}
