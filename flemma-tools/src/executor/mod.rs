@@ -47,9 +47,8 @@ const EDIT_ATTEMPTS: usize = 8;
 /// The width previews are rendered to in events.
 const PREVIEW_WIDTH: usize = 120;
 
-/// Builds an [`Executor`]; see [`Executor::builder`].
-#[must_use]
-pub struct ExecutorBuilder {
+/// What an executor is made of: set by [`ExecutorBuilder`], kept by [`Executor`].
+struct Setup {
     conversation: Arc<dyn Conversation>,
     registry: ToolRegistry,
     config: Config,
@@ -57,6 +56,12 @@ pub struct ExecutorBuilder {
     approver: Option<Arc<dyn Approver>>,
     sandbox: SandboxBackends,
     conversation_id: String,
+}
+
+/// Builds an [`Executor`]; see [`Executor::builder`].
+#[must_use]
+pub struct ExecutorBuilder {
+    setup: Setup,
 }
 
 impl std::fmt::Debug for ExecutorBuilder {
@@ -69,20 +74,20 @@ impl ExecutorBuilder {
     /// The options below the conversation's frontmatter (defaults, `flemma.toml`, runtime
     /// overrides); default: the built-in defaults.
     pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
+        self.setup.config = config;
         self
     }
 
     /// A fixed approval chain (default: the registry's, read at every decision, so resolvers
     /// registered later take part).
     pub fn chain(mut self, chain: Arc<Chain>) -> Self {
-        self.chain = Some(chain);
+        self.setup.chain = Some(chain);
         self
     }
 
     /// Asks `approver` about pending calls instead of waiting for the transcript.
     pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
+        self.setup.approver = Some(approver);
         self
     }
 
@@ -90,7 +95,7 @@ impl ExecutorBuilder {
     /// (default: none, so commands run unsandboxed, as spec §14.3 `auto` does without a
     /// backend; [`SandboxBackends::with_builtins`] adds bubblewrap).
     pub fn sandbox_backends(mut self, backends: SandboxBackends) -> Self {
-        self.sandbox = backends;
+        self.setup.sandbox = backends;
         self
     }
 
@@ -98,20 +103,25 @@ impl ExecutorBuilder {
     /// replacing a backend of the same name.
     pub fn sandbox_backend(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
         let mut backends = SandboxBackends::new();
-        for (name, priority) in self.sandbox.names() {
-            if let Some(kept) = self.sandbox.get(&name).filter(|_| name != backend.name()) {
-                // Names are unique in `self.sandbox`, so this cannot fail.
+        for (name, priority) in self.setup.sandbox.names() {
+            if let Some(kept) = self
+                .setup
+                .sandbox
+                .get(&name)
+                .filter(|_| name != backend.name())
+            {
+                // Names are unique in `self.setup.sandbox`, so this cannot fail.
                 let _ = backends.register(Arc::clone(kept), priority);
             }
         }
         let _ = backends.register(backend, crate::sandbox::DEFAULT_PRIORITY);
-        self.sandbox = backends;
+        self.setup.sandbox = backends;
         self
     }
 
     /// The conversation's id for store paths (`bufnr`; default `1`).
     pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
-        self.conversation_id = id.into();
+        self.setup.conversation_id = id.into();
         self
     }
 
@@ -119,13 +129,7 @@ impl ExecutorBuilder {
     pub fn build(self) -> Executor {
         let (events, _) = broadcast::channel(256);
         Executor {
-            conversation: self.conversation,
-            registry: self.registry,
-            config: self.config,
-            chain: self.chain,
-            approver: self.approver,
-            sandbox: self.sandbox,
-            conversation_id: self.conversation_id,
+            setup: self.setup,
             events,
             cache: tokio::sync::Mutex::new(None),
             running: Mutex::new(HashMap::new()),
@@ -136,13 +140,7 @@ impl ExecutorBuilder {
 /// Runs the tool cycle on one conversation. Share it behind an `Arc` to cancel calls from
 /// another task while a cycle runs.
 pub struct Executor {
-    conversation: Arc<dyn Conversation>,
-    registry: ToolRegistry,
-    config: Config,
-    chain: Option<Arc<Chain>>,
-    approver: Option<Arc<dyn Approver>>,
-    sandbox: SandboxBackends,
-    conversation_id: String,
+    setup: Setup,
     events: broadcast::Sender<Event>,
     /// The parsed text at a revision.
     cache: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
@@ -153,8 +151,8 @@ pub struct Executor {
 impl std::fmt::Debug for Executor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Executor")
-            .field("registry", &self.registry)
-            .field("conversation_id", &self.conversation_id)
+            .field("registry", &self.setup.registry)
+            .field("conversation_id", &self.setup.conversation_id)
             .finish_non_exhaustive()
     }
 }
@@ -190,13 +188,15 @@ impl Executor {
     /// Starts an executor for `conversation` with the tools of `registry`.
     pub fn builder(conversation: Arc<dyn Conversation>, registry: ToolRegistry) -> ExecutorBuilder {
         ExecutorBuilder {
-            conversation,
-            registry,
-            config: Config::new(),
-            chain: None,
-            approver: None,
-            sandbox: SandboxBackends::new(),
-            conversation_id: "1".to_owned(),
+            setup: Setup {
+                conversation,
+                registry,
+                config: Config::new(),
+                chain: None,
+                approver: None,
+                sandbox: SandboxBackends::new(),
+                conversation_id: "1".to_owned(),
+            },
         }
     }
 
@@ -212,7 +212,7 @@ impl Executor {
 
     /// The conversation.
     pub fn conversation(&self) -> &Arc<dyn Conversation> {
-        &self.conversation
+        &self.setup.conversation
     }
 
     /// Whether the call `id` is running.
@@ -249,10 +249,10 @@ impl Executor {
     /// written, the frontmatter or options do not evaluate.
     pub async fn cycle(&self) -> Result<CycleReport, ExecutorError> {
         use tracing::Instrument as _;
-        let span = tracing::debug_span!("flemma.cycle", conversation = %self.conversation_id);
+        let span = tracing::debug_span!("flemma.cycle", conversation = %self.setup.conversation_id);
         async {
             // Tools still loading (an MCP server's list) must not be answered `Unknown tool`.
-            self.registry.ready().await;
+            self.setup.registry.ready().await;
             let settings = self.settings().await?;
             self.migrate_names().await?;
             let placed = self
@@ -337,7 +337,7 @@ impl Executor {
         &self,
         f: impl FnOnce(&Document, Revision) -> T,
     ) -> Result<T, ExecutorError> {
-        let snapshot = self.conversation.snapshot().await?;
+        let snapshot = self.setup.conversation.snapshot().await?;
         let mut cache = self.cache.lock().await;
         let parser = refresh(&mut cache, &snapshot);
         Ok(f(parser.document(), snapshot.revision))
@@ -358,7 +358,7 @@ impl Executor {
         mut f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, ExecutorError>,
     ) -> Result<(), ExecutorError> {
         for _ in 0..EDIT_ATTEMPTS {
-            let snapshot = self.conversation.snapshot().await?;
+            let snapshot = self.setup.conversation.snapshot().await?;
             let mut cache = self.cache.lock().await;
             let parser = refresh(&mut cache, &snapshot);
             let edits = f(parser.document(), parser.text())?;
@@ -369,7 +369,7 @@ impl Executor {
             // Let go of the text, so a conversation holding the only other reference can edit
             // it in place.
             drop(snapshot);
-            match self.conversation.apply(revision, &edits).await {
+            match self.setup.conversation.apply(revision, &edits).await {
                 Ok(applied) => {
                     if let Some((cached, parser)) = cache.as_mut() {
                         // Both apply the same edits as the same splices, so the texts agree;
@@ -400,14 +400,14 @@ impl Executor {
                     .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1))
             })
             .await?;
-        let mut config = self.config.clone();
+        let mut config = self.setup.config.clone();
         if let Some((language, code, line)) = frontmatter {
             config.apply_frontmatter(&language, &code, line)?;
         }
-        let options = Arc::new(config.options_with_tools(&self.registry.names())?);
-        let chat = self.conversation.path();
-        let store = Store::new(&options.tools.store, chat, &self.conversation_id)?;
-        let sandbox_available = self.sandbox.is_available(&options.sandbox);
+        let options = Arc::new(config.options_with_tools(&self.setup.registry.names())?);
+        let chat = self.setup.conversation.path();
+        let store = Store::new(&options.tools.store, chat, &self.setup.conversation_id)?;
+        let sandbox_available = self.setup.sandbox.is_available(&options.sandbox);
         let sandbox = if options.sandbox.enabled {
             let cwd = std::env::current_dir().unwrap_or_default();
             let store_dir = store.directory().ok();
@@ -419,7 +419,7 @@ impl Executor {
                 env: &env,
             };
             let policy = SandboxPolicy::resolve(&options.sandbox, &inputs);
-            self.sandbox.sandbox(&options.sandbox, policy)
+            self.setup.sandbox.sandbox(&options.sandbox, policy)
         } else {
             Sandbox::disabled()
         };
@@ -495,9 +495,10 @@ impl Executor {
             return Ok(Vec::new());
         }
         let chain = self
+            .setup
             .chain
             .clone()
-            .unwrap_or_else(|| self.registry.approval_chain());
+            .unwrap_or_else(|| self.setup.registry.approval_chain());
         let mut placed = Vec::with_capacity(unanswered.len());
         for (id, tool, input, aborted) in unanswered {
             let status = if aborted {
@@ -511,7 +512,7 @@ impl Executor {
                 let ctx = ApprovalContext {
                     config: &settings.config,
                     options: &settings.options,
-                    tools: &self.registry,
+                    tools: &self.setup.registry,
                     sandbox: &Available(settings.sandbox_available),
                 };
                 let outcome = chain.decide(&call, &ctx).await;
@@ -597,7 +598,7 @@ impl Executor {
         }
         // Pending calls go to the approver, when there is one.
         let mut run: VecDeque<Call> = plan.approved.into();
-        if let Some(approver) = &self.approver {
+        if let Some(approver) = &self.setup.approver {
             for call in plan.pending {
                 let preview = self.preview(&call.tool, &call.input);
                 self.emit(Event::ApprovalAsked {
@@ -655,7 +656,7 @@ impl Executor {
         let mut tasks: JoinSet<Finished> = JoinSet::new();
         let locked = !queue.is_empty();
         if locked {
-            self.conversation.set_locked(true).await;
+            self.setup.conversation.set_locked(true).await;
         }
         let result = async {
             loop {
@@ -688,7 +689,7 @@ impl Executor {
             self.running_calls().clear();
         }
         if locked {
-            self.conversation.set_locked(false).await;
+            self.setup.conversation.set_locked(false).await;
         }
         result.map(|()| completed)
     }
@@ -733,7 +734,7 @@ impl Executor {
             save_to: None,
             overflow: None,
         };
-        let found = self.registry.get(tool.as_str());
+        let found = self.setup.registry.get(tool.as_str());
         let early = match &found {
             _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),
             None => Some(refuse(msg::unknown_tool(tool.as_str()))),
@@ -779,7 +780,7 @@ impl Executor {
         settings: &Settings,
         token: CancellationToken,
     ) -> Result<ExecutionContext, ExecutorError> {
-        let chat = self.conversation.path();
+        let chat = self.setup.conversation.path();
         let mut builder = ExecutionContext::builder(id.clone(), tool.clone())
             .options(Arc::clone(&settings.options))
             .sandbox(settings.sandbox.clone())
@@ -796,7 +797,7 @@ impl Executor {
         if let Some(store) = &settings.store {
             builder = builder.store(Arc::clone(store));
         }
-        let snapshot = self.conversation.snapshot().await?;
+        let snapshot = self.setup.conversation.snapshot().await?;
         builder = builder.text(snapshot.text);
         Ok(builder.build()?)
     }
@@ -905,6 +906,7 @@ impl Executor {
     fn preview(&self, tool: &ToolName, input: &Value) -> String {
         let width = PREVIEW_WIDTH.saturating_sub(tool.as_str().len() + 2);
         let preview = self
+            .setup
             .registry
             .get(tool.as_str())
             .and_then(|t| t.preview(input, width))
