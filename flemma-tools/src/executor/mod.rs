@@ -652,6 +652,12 @@ impl Executor {
             Ok(0) | Err(_) => usize::MAX,
             Ok(limit) => limit,
         };
+        // Calls finish in any order; the report lists them in document order.
+        let order: HashMap<ToolUseId, usize> = queue
+            .iter()
+            .enumerate()
+            .map(|(i, call)| (call.id.clone(), i))
+            .collect();
         let mut completed = Vec::new();
         let mut tasks: JoinSet<Finished> = JoinSet::new();
         let locked = !queue.is_empty();
@@ -691,6 +697,7 @@ impl Executor {
         if locked {
             self.setup.conversation.set_locked(false).await;
         }
+        completed.sort_by_key(|c: &Completed| order.get(&c.id).copied());
         result.map(|()| completed)
     }
 
