@@ -40,16 +40,16 @@ use flemma::tools::{ExecutionContext, Tool, ToolOutput, ToolRegistry, register_b
 use serde_json::json;
 
 const TREE_BYTES: u64 = 200 * 1024 * 1024;
-const EXCLUDES: [&str; 8] = [
-    ".git",
-    "node_modules",
-    "__pycache__",
-    ".venv",
-    "target",
-    "dist",
-    "build",
-    "vendor",
-];
+/// The default `exclude` list of `grep` and `find` (from the options' defaults), which the
+/// peers get as their own flags.
+static EXCLUDES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    flemma::config::Config::new()
+        .options()
+        .expect("defaults")
+        .tools
+        .grep
+        .exclude
+});
 /// A regex with a few hundred matches in typical Rust sources.
 const PATTERN: &str = r"fn \w+_unchecked\(";
 const GLOB: &str = "*.rs";
@@ -64,7 +64,7 @@ fn registry_sources() -> PathBuf {
 
 fn skipped(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy();
-    name.starts_with('.') || EXCLUDES.contains(&name.as_ref())
+    name.starts_with('.') || EXCLUDES.iter().any(|x| *x == name)
 }
 
 /// Links (or copies) the files below `from` into `to`; returns the bytes added, stopping once
@@ -218,7 +218,7 @@ fn benches(c: &mut Criterion) {
         .chain(
             EXCLUDES
                 .iter()
-                .flat_map(|x| ["--exclude".to_owned(), (*x).to_owned()]),
+                .flat_map(|x| ["--exclude".to_owned(), x.clone()]),
         )
         .chain(["--glob", GLOB, "."].map(str::to_owned))
         .collect();
