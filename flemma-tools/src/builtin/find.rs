@@ -151,11 +151,7 @@ impl Tool for Find {
             Err(error) => return ToolOutput::error(error),
         };
         let limit = search::limit(&input, DEFAULT_LIMIT, f64::floor);
-        let shared = Arc::new(Shared::new(
-            limit,
-            ctx.cancellation().clone(),
-            ctx.timeout(),
-        ));
+        let shared = Shared::for_call(limit, ctx);
         let walk = {
             let shared = Arc::clone(&shared);
             let root = root.clone();
@@ -168,12 +164,8 @@ impl Tool for Find {
         match ended {
             Ended::Cancelled => ToolOutput::error(crate::messages::ABORTED),
             Ended::TimedOut => {
-                let message = search::timed_out("Find", ctx.timeout());
-                if files.is_empty() {
-                    ToolOutput::error(message)
-                } else {
-                    ToolOutput::error(format!("{}\n\n{message}", files.join("\n")))
-                }
+                let so_far = files.join("\n");
+                search::timed_out_output("Find", ctx.timeout(), &so_far)
             }
             Ended::Done if files.is_empty() => ToolOutput::text(NO_MATCHES),
             Ended::Done => {

@@ -106,11 +106,7 @@ impl Tool for Grep {
             Err(error) => return ToolOutput::error(error),
         };
         let limit = search::limit(&input, DEFAULT_LIMIT, f64::ceil);
-        let shared = Arc::new(Shared::new(
-            limit,
-            ctx.cancellation().clone(),
-            ctx.timeout(),
-        ));
+        let shared = Shared::for_call(limit, ctx);
         let walk = {
             let shared = Arc::clone(&shared);
             let root = root.clone();
@@ -122,12 +118,8 @@ impl Tool for Grep {
         match ended {
             Ended::Cancelled => ToolOutput::error(crate::messages::ABORTED),
             Ended::TimedOut => {
-                let message = search::timed_out("Search", ctx.timeout());
-                if found.is_empty() {
-                    ToolOutput::error(message)
-                } else {
-                    ToolOutput::error(format!("{}\n\n{message}", lines(&found)))
-                }
+                let so_far = lines(&found);
+                search::timed_out_output("Search", ctx.timeout(), &so_far)
             }
             Ended::Done if found.is_empty() => ToolOutput::text(NO_MATCHES),
             Ended::Done => {

@@ -29,6 +29,17 @@ pub(crate) fn timed_out(what: &str, timeout: Duration) -> String {
     format!("{what} timed out after {count} {unit}.")
 }
 
+/// The result of a search that ran out of time: what it found so far, a blank line, then the
+/// timeout message (the message alone when it found nothing).
+pub(crate) fn timed_out_output(what: &str, timeout: Duration, found: &str) -> crate::ToolOutput {
+    let message = timed_out(what, timeout);
+    if found.is_empty() {
+        crate::ToolOutput::error(message)
+    } else {
+        crate::ToolOutput::error(format!("{found}\n\n{message}"))
+    }
+}
+
 /// An invalid `glob`, find `pattern` or `exclude` entry (not a spec string: the spec's
 /// processes would exit with an error code).
 pub(crate) fn invalid_glob(glob: &str, error: &dyn std::fmt::Display) -> String {
@@ -151,6 +162,11 @@ pub(crate) struct Shared<T> {
 }
 
 impl<T> Shared<T> {
+    /// The shared state of one call's walk: its limit, cancellation token and timeout.
+    pub(crate) fn for_call(limit: usize, ctx: &crate::ExecutionContext) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self::new(limit, ctx.cancellation().clone(), ctx.timeout()))
+    }
+
     pub(crate) fn new(limit: usize, cancel: CancellationToken, timeout: Duration) -> Self {
         let now = Instant::now();
         Self {
