@@ -74,33 +74,11 @@ impl Builtin for ConfigResolver {
     }
 }
 
-#[async_trait]
-impl Resolver for ConfigResolver {
-    async fn resolve(
-        &self,
-        call: &ToolCall<'_>,
-        ctx: &ApprovalContext<'_>,
-    ) -> Result<Verdict, ResolverError> {
-        Ok(self.verdict(call, ctx))
-    }
-}
-
 /// `urn:flemma:approval:sandbox`: approves a tool that is safe when sandboxed, while a sandbox is
 /// active, unless the conversation's frontmatter took `auto_approve` into its own hands
 /// (spec §6.4).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SandboxResolver;
-
-#[async_trait]
-impl Resolver for SandboxResolver {
-    async fn resolve(
-        &self,
-        call: &ToolCall<'_>,
-        ctx: &ApprovalContext<'_>,
-    ) -> Result<Verdict, ResolverError> {
-        Ok(self.verdict(call, ctx))
-    }
-}
 
 impl Builtin for SandboxResolver {
     fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
@@ -141,17 +119,6 @@ impl Builtin for SandboxResolver {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CatchAllResolver;
 
-#[async_trait]
-impl Resolver for CatchAllResolver {
-    async fn resolve(
-        &self,
-        call: &ToolCall<'_>,
-        ctx: &ApprovalContext<'_>,
-    ) -> Result<Verdict, ResolverError> {
-        Ok(self.verdict(call, ctx))
-    }
-}
-
 impl Builtin for CatchAllResolver {
     fn verdict(&self, _call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
         if ctx.options.tools.require_approval {
@@ -161,3 +128,21 @@ impl Builtin for CatchAllResolver {
         }
     }
 }
+
+/// The built-in resolvers answer at once: as a [`Resolver`] they return their verdict.
+macro_rules! resolver_from_verdict {
+    ($($resolver:ty),*) => {$(
+        #[async_trait]
+        impl Resolver for $resolver {
+            async fn resolve(
+                &self,
+                call: &ToolCall<'_>,
+                ctx: &ApprovalContext<'_>,
+            ) -> Result<Verdict, ResolverError> {
+                Ok(self.verdict(call, ctx))
+            }
+        }
+    )*};
+}
+
+resolver_from_verdict!(ConfigResolver, SandboxResolver, CatchAllResolver);
