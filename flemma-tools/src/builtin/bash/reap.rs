@@ -179,7 +179,10 @@ mod tests {
 
     #[test]
     fn this_process_is_never_a_member() {
-        let session = rustix::process::getsid(None).map_or(0, |p| p.as_raw_nonzero().get());
+        // Read from /proc, not getsid(2): in a pid namespace whose session leader lives
+        // outside, the session is 0, which rustix's `Pid` cannot hold (it asserts).
+        let stat = std::fs::read("/proc/self/stat").unwrap_or_default();
+        let session = Stat::parse(&stat).map_or(0, |stat| stat.session);
         let members = Members::new(session, "x".into());
         assert!(
             !members
