@@ -721,6 +721,14 @@ impl Executor {
             if self.jobs.live_status(job_id.as_str()).is_some() {
                 continue;
             }
+            // A live host (this process included: another executor of it) delivers its own
+            // jobs; only a gone host's are taken over.
+            if matches!(record.state, JobState::Running | JobState::Completed)
+                && record.owner.is_some_and(|owner| owner.is_alive())
+            {
+                report.elsewhere.push(job_id);
+                continue;
+            }
             match record.state {
                 JobState::Delivered | JobState::Lost => {}
                 JobState::Completed => {
@@ -749,6 +757,7 @@ impl Executor {
                 lost.push((job_id, tool_id, tool));
             }
         }
+        self.place_missing_placeholders(&report, &settings).await?;
         for (job_id, tool_id, tool) in lost {
             self.jobs.queued(
                 job_id.clone(),
@@ -779,6 +788,35 @@ impl Executor {
         Ok(report)
     }
 
+    /// A host that died between journaling a job and writing its placeholder left the result
+    /// without `job=`: a re-adopted job gets its placeholder now (spec §7.5 step 3).
+    async fn place_missing_placeholders(
+        &self,
+        report: &Recovery,
+        settings: &Settings,
+    ) -> Result<(), ExecutorError> {
+        let placeholders: Vec<(ToolUseId, JobId)> = self
+            .with_document(|doc, _| {
+                report
+                    .adopted
+                    .iter()
+                    .chain(&report.finished)
+                    .filter_map(|job| {
+                        let live = self.jobs.live_status(job.as_str())?;
+                        let result = flemma_ast::find_tool_result_by_id(doc, live.tool_id.as_str());
+                        let named = result.is_some_and(|r| r.node.job_id() == Some(job.as_str()));
+                        (!named).then(|| (live.tool_id, job.clone()))
+                    })
+                    .collect()
+            })
+            .await?;
+        for (tool_id, job_id) in placeholders {
+            self.write_job_placeholder(&tool_id, &job_id, settings)
+                .await?;
+        }
+        Ok(())
+    }
+
     fn requeue_record(&self, record: &JobRecord, outcome: Outcome) {
         self.jobs.queued(
             record.job_id(),
@@ -805,12 +843,6 @@ impl Executor {
         let Some(journal) = settings.journal.clone() else {
             return Ok(Adoption::Lost);
         };
-        let owner_alive = record
-            .owner
-            .is_some_and(|owner| Some(owner) != me && owner.is_alive());
-        if owner_alive {
-            return Ok(Adoption::Elsewhere);
-        }
         #[cfg(unix)]
         if let Some(process) = record.process {
             let exited = journal.exit_status(&record.job_id).is_some();
@@ -821,9 +853,7 @@ impl Executor {
             // conversation.
             let claimed = journal
                 .update(&record.job_id, |current| {
-                    let taken = current
-                        .owner
-                        .is_some_and(|owner| Some(owner) != me && owner.is_alive());
+                    let taken = current.owner.is_some_and(|owner| owner.is_alive());
                     if taken || current.state != JobState::Running {
                         return (false, None);
                     }

@@ -727,6 +727,13 @@ impl Executor {
                         tasks.spawn(run_movable(id, task, moved));
                     }
                 }
+                if tasks.is_empty() {
+                    // Calls that went to the background take no slot: start the next ones.
+                    if queue.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
                 let Some(joined) = tasks.join_next().await else {
                     break;
                 };
