@@ -232,13 +232,13 @@ fn background_jobs_take_no_concurrency_slot() {
         "```json\n{{\"flemma\": {{\"tools\": {{\"require_approval\": false, \"max_concurrent\": 1}}}}}}\n```\n@You:\nGo.\n\n@Assistant:\n{}**Tool Use:** `echo` (`toolu_2`)\n```json\n{{\"text\": \"hi\"}}\n```\n",
         sleep_use("toolu_1", 60_000, true)
     );
-    let (_conversation, executor) = executor("slots", &text, test_registry());
+    let (conversation, executor) = executor("slots", &text, test_registry());
     runtime().block_on(async {
         let report = tokio::time::timeout(Duration::from_secs(20), executor.cycle())
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(report.completed.len(), 1, "{}", _conversation.text());
+        assert_eq!(report.completed.len(), 1, "{}", conversation.text());
         assert_eq!(report.completed[0].id, "toolu_2");
         executor.cancel_all();
         executor.wait_jobs().await.unwrap();
