@@ -93,6 +93,7 @@ fn job_id(file: &Path) -> String {
 }
 
 /// How many Job Result blocks name `job`.
+#[cfg(feature = "crash-points")]
 fn job_results(file: &Path, job: &str) -> usize {
     std::fs::read_to_string(file)
         .unwrap()

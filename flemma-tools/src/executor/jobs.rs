@@ -401,7 +401,7 @@ impl Executor {
     }
 
     /// Header `job=<id>` and the tracked or untracked placeholder text (spec §8.3), one edit.
-    async fn write_job_placeholder(
+    pub(super) async fn write_job_placeholder(
         &self,
         id: &ToolUseId,
         job_id: &JobId,

@@ -804,6 +804,13 @@ impl Executor {
             save_to: None,
             overflow: None,
         };
+        // A call that runs as a job already (its block was put back to `approved`, by an undo
+        // say) is re-adopted: it gets its placeholder again, and no second run (spec §7.5
+        // step 3).
+        if let Some(job_id) = self.jobs.job_of(id.as_str()) {
+            self.write_job_placeholder(&id, &job_id, settings).await?;
+            return Ok(None);
+        }
         let found = self.setup.registry.get(tool.as_str());
         let early = match &found {
             _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),

@@ -313,3 +313,30 @@ fn an_orphan_without_a_journal_entry_is_lost() {
         insta::assert_snapshot!(conversation.text());
     });
 }
+
+#[test]
+fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
+    let text = format!(
+        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
+        sleep_use("toolu_1", 300, true)
+    );
+    let (conversation, executor) = executor("readopt", &text, test_registry());
+    runtime().block_on(async {
+        executor.cycle().await.unwrap();
+        let placeholder = conversation.text();
+        // An undo puts the block back as it was before the job started.
+        let job = placeholder.split("(job=").nth(1).unwrap()[..12].to_owned();
+        let undone = placeholder.replace(&format!("(job={job})"), "(approved)");
+        let undone = undone.replace(
+            "Running as a background job. Do not retry or attempt to check progress — the result will be delivered to you automatically when the job completes.\n",
+            "",
+        );
+        conversation.set_text(undone);
+        let report = executor.cycle().await.unwrap();
+        assert!(report.completed.is_empty());
+        assert_eq!(conversation.text(), placeholder);
+        let delivered = executor.wait_jobs().await.unwrap();
+        assert_eq!(delivered.len(), 1);
+        assert_eq!(conversation.text().matches("**Job Result:**").count(), 1);
+    });
+}
