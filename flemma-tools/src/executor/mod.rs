@@ -769,7 +769,14 @@ impl Executor {
         self.edit(|doc| {
             let mut edits = Vec::with_capacity(calls.len());
             for call in calls {
-                match writer::set_status(doc, call.id.as_str(), None) {
+                // A re-run keeps its job id, so its Job Result is replaced in place (§7.5 5).
+                let job = flemma_ast::find_tool_result_by_id(doc, call.id.as_str())
+                    .and_then(|r| r.node.job_id().map(|j| format!("job={j}")));
+                let cleared = match &job {
+                    Some(modeline) => writer::set_modeline(doc, call.id.as_str(), modeline),
+                    None => writer::set_status(doc, call.id.as_str(), None),
+                };
+                match cleared {
                     Ok(edit) => edits.push(edit),
                     // The block went away: the result puts it back.
                     Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}

@@ -340,3 +340,48 @@ fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
         assert_eq!(conversation.text().matches("**Job Result:**").count(), 1);
     });
 }
+
+#[test]
+fn a_re_run_job_replaces_its_job_result_in_place() {
+    let text = format!(
+        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
+        sleep_use("toolu_1", 10, true)
+    );
+    let (conversation, executor) = executor("rerun", &text, test_registry());
+    runtime().block_on(async {
+        executor.cycle().await.unwrap();
+        executor.wait_jobs().await.unwrap();
+        executor
+            .append_lines("\n@Assistant:\nDone.\n\n@You:\nAgain, please.\n")
+            .await
+            .unwrap();
+        // The user runs the call again: the header keeps its job id.
+        let delivered = conversation.text();
+        let job = delivered.split("(job=").nth(1).unwrap()[..12].to_owned();
+        conversation.set_text(
+            delivered
+                .replace(&format!("(job={job})"), &format!("(approved job={job})"))
+                .replacen(
+                    "Running as a background job. Do not retry or attempt to check progress — the result will be delivered to you automatically when the job completes.\n",
+                    "",
+                    1,
+                ),
+        );
+        let mut events = executor.subscribe();
+        executor.cycle().await.unwrap();
+        executor.wait_jobs().await.unwrap();
+        // Delivered by the cycle or by the wait, whichever came after the job ended.
+        let again: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|e| match e {
+                Event::JobDelivered(d) => Some(d),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(again.len(), 1, "{}", conversation.text());
+        assert_eq!(again[0].job_id, job.as_str());
+        assert_eq!(again[0].placement, JobPlacement::Replaced);
+        let text = conversation.text();
+        assert_eq!(text.matches("**Job Result:**").count(), 1, "{text}");
+        assert!(text.ends_with("@You:\nAgain, please.\n"), "{text}");
+    });
+}
