@@ -106,6 +106,20 @@ impl JobShared {
         self.table().jobs.values().any(|j| j.outcome.is_none())
     }
 
+    /// How many jobs still run.
+    fn running(&self) -> usize {
+        self.table()
+            .jobs
+            .values()
+            .filter(|j| j.outcome.is_none())
+            .count()
+    }
+
+    /// Whether a finished job waits for delivery.
+    fn any_queued(&self) -> bool {
+        !self.table().queue.is_empty()
+    }
+
     /// The job running the call `tool_id`.
     pub(super) fn job_of(&self, tool_id: &str) -> Option<JobId> {
         self.table()
@@ -680,6 +694,23 @@ impl Executor {
             if !self.jobs.any_running() {
                 return Ok(delivered);
             }
+            changed.await;
+        }
+    }
+
+    /// How many background jobs this executor runs now.
+    pub fn running_jobs(&self) -> usize {
+        self.jobs.running()
+    }
+
+    /// Waits until one of this executor's background jobs finishes (at once when none runs),
+    /// without delivering it: a host that debounces deliveries (spec §7.10 `resume_delay`)
+    /// waits on this, then calls [`Executor::drain_jobs`].
+    pub async fn job_finished(&self) {
+        let changed = self.jobs.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if self.jobs.any_running() && !self.jobs.any_queued() {
             changed.await;
         }
     }

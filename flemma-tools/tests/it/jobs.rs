@@ -385,3 +385,23 @@ fn a_re_run_job_replaces_its_job_result_in_place() {
         assert!(text.ends_with("@You:\nAgain, please.\n"), "{text}");
     });
 }
+
+#[test]
+fn a_host_can_wait_for_the_next_finished_job_without_delivering_it() {
+    let text = format!(
+        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
+        sleep_use("toolu_1", 200, true)
+    );
+    let (conversation, executor) = executor("finished", &text, test_registry());
+    runtime().block_on(async {
+        executor.cycle().await.unwrap();
+        assert_eq!(executor.running_jobs(), 1);
+        executor.job_finished().await;
+        assert_eq!(executor.running_jobs(), 0);
+        assert!(!conversation.text().contains("**Job Result:**"));
+        // Finished and queued: no wait.
+        executor.job_finished().await;
+        assert_eq!(executor.drain_jobs().await.unwrap().len(), 1);
+        assert!(conversation.text().contains("**Job Result:**"));
+    });
+}
