@@ -120,6 +120,19 @@ fn a_job_started_by_one_process_is_delivered_by_the_next() {
         "{after}"
     );
     assert_eq!(jobs(&file)[0]["state"], "delivered");
+    // Its raw output and exit status are gone with the delivery; the entry stays.
+    let dir = file
+        .parent()
+        .unwrap()
+        .join(".flemma")
+        .join(file.file_name().unwrap())
+        .join("jobs");
+    let mut left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, [format!("{job}.json")]);
 }
 
 #[test]

@@ -630,8 +630,16 @@ impl Executor {
                 record.state = state;
                 (true, ())
             });
-            if let Err(error) = marked {
-                tracing::warn!(job = %item.job_id, %error, "job delivery not journaled");
+            match marked {
+                // The result is in the conversation (and its overflow, if any, in the store):
+                // a detached job's raw output and exit file have served their purpose.
+                Ok(_) => {
+                    let _ = std::fs::remove_file(journal.output_path(item.job_id.as_str()));
+                    let _ = std::fs::remove_file(journal.exit_path(item.job_id.as_str()));
+                }
+                Err(error) => {
+                    tracing::warn!(job = %item.job_id, %error, "job delivery not journaled");
+                }
             }
         }
         self.jobs.delivered(&item.job_id);
