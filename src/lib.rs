@@ -8,6 +8,13 @@
 //! assert_eq!(doc.messages[0].role, flemma::ast::Role::You);
 //! ```
 
+mod session;
+
+pub use session::{
+    AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
+    Stop,
+};
+
 pub use flemma_approval as approval;
 pub use flemma_ast as ast;
 pub use flemma_config as config;
