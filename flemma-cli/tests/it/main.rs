@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod run;
 mod tools;
 
 use std::fmt::Write as _;

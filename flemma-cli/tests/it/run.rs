@@ -1,0 +1,178 @@
+//! `flemma run`: the quickstart offline, approval stops, usage errors; plain output without a
+//! terminal.
+
+use std::path::PathBuf;
+
+use pretty_assertions::assert_eq;
+
+use crate::{flemma, scratch, text};
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+#[test]
+fn the_quickstart_runs_offline_into_the_output_file_and_leaves_the_example_unchanged() {
+    let chat = examples().join("quickstart.chat");
+    let script = examples().join("quickstart.script.json");
+    let before = std::fs::read_to_string(&chat).unwrap();
+    let output = scratch("quickstart.chat", b"").with_file_name("out/quickstart.chat");
+    let out = flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--output",
+            output.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        None,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&chat).unwrap(), before);
+    // No terminal: no escape codes, plain status lines.
+    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
+    insta::assert_snapshot!("quickstart_status", stderr);
+    assert!(
+        stdout.starts_with("Let me look at the directory first.\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("`cargo run --example NAME`.\n"),
+        "{stdout}"
+    );
+
+    let transcript = std::fs::read_to_string(&output).unwrap();
+    let doc = flemma::ast::parse(&transcript);
+    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    // The tools ran for real, in the example's directory.
+    assert!(
+        transcript.contains("quickstart.script.json\n"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("let session = Session::builder(chat.clone(), tools, model).build();"),
+        "{transcript}"
+    );
+    assert!(transcript.ends_with("`cargo run --example NAME`.\n\n@You:\n"));
+}
+
+#[test]
+fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
+    let script = scratch(
+        "approval.script.json",
+        br#"[{"tool_uses": [{"name": "bash", "input": {"command": "printf hi > note.txt"}}]}, {"text": "Written."}]"#,
+    );
+    let chat = scratch("approval.chat", b"@You:\nList.\n");
+    let run = |script: &PathBuf| {
+        flemma(
+            &[
+                "run",
+                chat.to_str().unwrap(),
+                "--provider",
+                "scripted",
+                "--script",
+                script.to_str().unwrap(),
+                "--approve",
+                "ask",
+                // Bubblewrap would let the sandbox resolver approve bash.
+                "--set",
+                "sandbox.enabled=false",
+            ],
+            None,
+        )
+    };
+    // Without a terminal `ask` behaves like `none`: the call waits in the file.
+    let out = run(&script);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("pending: bash toolu_scripted_1_1"),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("stopped: awaiting_approval\n"), "{stderr}");
+    let waiting = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        waiting.contains("`toolu_scripted_1_1` (pending)"),
+        "{waiting}"
+    );
+    // Approved in the transcript, the next run executes it and sends.
+    let approve = flemma(
+        &["approve", chat.to_str().unwrap(), "toolu_scripted_1_1"],
+        None,
+    );
+    assert_eq!(approve.status.code(), Some(0));
+    let rest = scratch("approval-rest.script.json", br#"[{"text": "Written."}]"#);
+    let out = run(&rest);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Written.\n");
+    assert_eq!(
+        std::fs::read_to_string(chat.with_file_name("note.txt")).unwrap(),
+        "hi"
+    );
+    let done = std::fs::read_to_string(&chat).unwrap();
+    assert!(done.contains("```\n(no output)\n```"), "{done}");
+    assert!(done.ends_with("@Assistant:\nWritten.\n\n@You:\n"), "{done}");
+}
+
+#[test]
+fn approve_all_runs_every_call() {
+    let script = scratch(
+        "all.script.json",
+        br#"[{"tool_uses": [{"name": "bash", "input": {"command": "printf hi > note.txt"}}]}, {"text": "Written."}]"#,
+    );
+    let chat = scratch("all.chat", b"@You:\nList.\n");
+    let out = flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "all",
+            "--max-turns",
+            "3",
+            "--set",
+            "sandbox.enabled=false",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Written.\n");
+    assert_eq!(
+        std::fs::read_to_string(chat.with_file_name("note.txt")).unwrap(),
+        "hi"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let chat = scratch("usage.chat", b"@You:\nHi.\n");
+    let out = flemma(
+        &["run", chat.to_str().unwrap(), "--provider", "scripted"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "flemma: --provider scripted needs --script PATH\n"
+    );
+    let out = flemma(
+        &[
+            "run",
+            "/nonexistent/x.chat",
+            "--provider",
+            "scripted",
+            "--script",
+            "x.json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("flemma: cannot read the script x.json"));
+}
