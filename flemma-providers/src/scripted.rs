@@ -1,26 +1,4 @@
-//! [`ScriptedProvider`]: a provider that replays scripted responses without network, for
-//! tests, examples and the offline quickstart.
-//!
-//! A script is JSON: a list of turns (or `{"turns": [...]}`), one per request, in order.
-//! A turn is either written out:
-//!
-//! ```json
-//! {"thinking": "optional", "text": "optional", "tool_uses": [{"name": "ls", "input": {"path": "."}, "id": "optional"}],
-//!  "usage": {"input_tokens": 10, "output_tokens": 5}, "delay_ms": 0}
-//! ```
-//!
-//! or a recorded SSE stream decoded by the matching decoder:
-//!
-//! ```json
-//! {"recording": "../fixtures/anthropic_tool_use_streaming.txt", "provider": "anthropic"}
-//! ```
-//!
-//! (`provider` is `anthropic`, `openai`, `openai-chat` or `vertex`; without it the file name's
-//! prefix decides: `anthropic_`, `openai_`, `chat_completions_`, `vertex_`). A turn may also
-//! be `{"error": "overloaded"}`: the stream reports that error. Relative recording paths
-//! resolve against the script's directory. Tool uses without an `id` get
-//! `toolu_scripted_<turn>_<n>` (1-based). `delay_ms` waits before each event (to watch a
-//! spinner, or to cancel mid-stream in a test).
+//! [`ScriptedProvider`]: scripted responses without network.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -98,7 +76,7 @@ pub struct ScriptedUsage {
     pub output_tokens: Option<u64>,
 }
 
-/// One scripted response (see the [module docs](self) for the JSON form).
+/// One scripted response (see [`ScriptedProvider`] for the JSON form).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
@@ -258,8 +236,30 @@ enum ScriptFile {
     Object { turns: Vec<Turn> },
 }
 
-/// Replays scripted responses, one turn per request, with no network. Requests are built as
-/// Anthropic bodies (model `scripted` unless the options name one) and kept for inspection.
+/// Replays scripted responses, one turn per request, with no network, for tests, examples and
+/// the offline quickstart. Requests are built as Anthropic bodies (model `scripted` unless the
+/// options name one) and kept for inspection ([`requests`](Self::requests)).
+///
+/// A script is JSON: a list of turns (or `{"turns": [...]}`), one per request, in order.
+/// A turn is either written out:
+///
+/// ```json
+/// {"thinking": "optional", "text": "optional", "tool_uses": [{"name": "ls", "input": {"path": "."}, "id": "optional"}],
+///  "usage": {"input_tokens": 10, "output_tokens": 5}, "delay_ms": 0}
+/// ```
+///
+/// or a recorded SSE stream decoded by the matching decoder:
+///
+/// ```json
+/// {"recording": "../fixtures/anthropic_tool_use_streaming.txt", "provider": "anthropic"}
+/// ```
+///
+/// (`provider` is `anthropic`, `openai`, `openai-chat` or `vertex`; without it the file name's
+/// prefix decides: `anthropic_`, `openai_`, `chat_completions_`, `vertex_`). A turn may also
+/// be `{"error": "overloaded"}`: the stream reports that error. Relative recording paths
+/// resolve against the script's directory. Tool uses without an `id` get
+/// `toolu_scripted_<turn>_<n>` (1-based). `delay_ms` waits before each event (to watch a
+/// spinner, or to cancel mid-stream in a test).
 ///
 /// ```
 /// use flemma_providers::{ScriptedProvider, Turn};
