@@ -236,6 +236,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
         line_open: false,
         file: written.display().to_string(),
         asks,
+        usage: None,
     };
     let result = crate::tools::runtime()?.block_on(drive(&session, &mut ui));
     ui.clear_waiting();
@@ -307,6 +308,8 @@ struct Ui {
     file: String,
     /// Whether pending calls are put to the user (else they wait in the file).
     asks: bool,
+    /// The last token counts of the response (providers report them more than once).
+    usage: Option<(Option<u64>, Option<u64>)>,
 }
 
 impl Ui {
@@ -374,18 +377,20 @@ impl Ui {
             SessionEvent::TurnFinished { .. } => {
                 self.clear_waiting();
                 self.end_text_line();
+                if let Some((input, output)) = self.usage.take() {
+                    let count =
+                        |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
+                    self.status(&format!(
+                        "tokens: {} in, {} out",
+                        count(input),
+                        count(output)
+                    ));
+                }
             }
             SessionEvent::Usage {
                 input_tokens,
                 output_tokens,
-            } if !self.tty => {
-                let count = |n: &Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
-                self.status(&format!(
-                    "tokens: {} in, {} out",
-                    count(input_tokens),
-                    count(output_tokens)
-                ));
-            }
+            } => self.usage = Some((*input_tokens, *output_tokens)),
             SessionEvent::RequestAborted => self.status("request cancelled"),
             SessionEvent::Warning(warning) => self.status(&format!("warning: {warning}")),
             SessionEvent::Tool(event) => self.tool(event),

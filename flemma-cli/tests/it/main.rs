@@ -16,7 +16,7 @@ use std::process::{Command, Output, Stdio};
 
 use pretty_assertions::assert_eq;
 
-fn peer_dir() -> PathBuf {
+pub(crate) fn peer_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/peer")
 }
 

@@ -176,3 +176,66 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).starts_with("flemma: cannot read the script x.json"));
 }
+
+/// A real provider through `FLEMMA_BASE_URL` and the key from the environment: a local
+/// server replays the recorded Anthropic streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_through_flemma_base_url_with_the_key_from_the_environment() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let peer = |name: &str| std::fs::read(crate::peer_dir().join(name)).unwrap();
+    let server = MockServer::start().await;
+    for (recording, has_result) in [
+        ("anthropic_tool_use_streaming.txt", false),
+        ("anthropic_final_response_streaming.txt", true),
+    ] {
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", "sk-from-env"))
+            .and(move |request: &Request| {
+                String::from_utf8_lossy(&request.body).contains("tool_result") == has_result
+            })
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_bytes(peer(recording)),
+            )
+            .mount(&server)
+            .await;
+    }
+    // The recordings call `calculator`, which the CLI does not offer: approved, the call gets
+    // `Unknown tool`, and that result is sent.
+    let chat = scratch("http.chat", b"@You:\nWhat is 15 multiplied by 7?\n");
+    let uri = server.uri();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+            .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
+            .args(["--approve", "all"])
+            .env("ANTHROPIC_API_KEY", "sk-from-env")
+            .env("FLEMMA_BASE_URL", uri)
+            .output()
+            .map(|out| (out, chat))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let (out, chat) = out;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "15 multiplied by 7 equals 105.\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let transcript = std::fs::read_to_string(chat).unwrap();
+    assert!(
+        transcript.contains("(error)\n```\nUnknown tool: calculator\n```"),
+        "{transcript}"
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(second["model"], "claude-sonnet-4-5");
+    assert_eq!(second["messages"][2]["content"][0]["is_error"], true);
+}
