@@ -7,6 +7,9 @@
 //!   overhead per turn, the tool and the provider excluded.
 //! - `session/20_turns_1mb_no_body`: the same with a provider whose `build_request` writes
 //!   no body, which leaves the provider's work (serializing the 1 MB Anthropic request) out.
+//! - `session/20_turns_1mb_plain_no_body`: that, on the transcript with its template
+//!   expressions and `@./file` references made plain text (the prompt renders 356 Lua
+//!   templates and looks up 356 files per request otherwise).
 #![allow(
     clippy::expect_used,
     missing_docs,
@@ -103,7 +106,15 @@ fn main() {
         .expect("auto_approve");
     let mut group = c.benchmark_group("session");
     group.throughput(Throughput::Elements(TURNS as u64));
-    for (name, body) in [("20_turns_1mb", true), ("20_turns_1mb_no_body", false)] {
+    let plain = base
+        .replace("{{", "{ {")
+        .replace("{%", "{ %")
+        .replace("@./", "at ./");
+    for (name, body, text) in [
+        ("20_turns_1mb", true, &base),
+        ("20_turns_1mb_no_body", false, &base),
+        ("20_turns_1mb_plain_no_body", false, &plain),
+    ] {
         group.bench_function(name, |b| {
             b.iter_batched(
                 || {
@@ -112,7 +123,7 @@ fn main() {
                     } else {
                         Arc::new(NoBody(script()))
                     };
-                    let chat = Arc::new(MemoryConversation::new(base.clone()));
+                    let chat = Arc::new(MemoryConversation::new(text.clone()));
                     Session::builder(chat, registry(), provider)
                         .config(config.clone())
                         .template_engine(Arc::new(LuaEngine::new()))

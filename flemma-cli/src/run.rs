@@ -270,8 +270,12 @@ async fn drive(session: &Session, ui: &mut Ui) -> Result<Stop, flemma::SessionEr
                 presses += 1;
                 match presses {
                     1 => {
-                        let what = session.cancel();
-                        ui.status(&format!("cancelling ({what:?}); Ctrl-C again cancels everything"));
+                        let what = match session.cancel() {
+                            flemma::Cancelled::Request => "the request",
+                            flemma::Cancelled::Tools => "the running tools",
+                            _ => "nothing running",
+                        };
+                        ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
                     }
                     2 => session.cancel_all(),
                     _ => std::process::exit(130),

@@ -239,3 +239,44 @@ async fn anthropic_through_flemma_base_url_with_the_key_from_the_environment() {
     assert_eq!(second["model"], "claude-sonnet-4-5");
     assert_eq!(second["messages"][2]["content"][0]["is_error"], true);
 }
+
+/// Ctrl-C (SIGINT) while the response streams: the abort marker, exit 130.
+#[cfg(unix)]
+#[test]
+fn an_interrupt_cancels_the_streaming_request() {
+    let script = scratch(
+        "slow.script.json",
+        br#"[{"text": "one \ntwo \nthree \nfour \nfive \nsix \nseven \neight", "delay_ms": 200}]"#,
+    );
+    let chat = scratch("slow.chat", b"@You:\nCount slowly.\n");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+        .args(["run", chat.to_str().unwrap(), "--provider", "scripted"])
+        .args(["--script", script.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some text is in the file, then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&chat).unwrap().contains("one") {
+        assert!(std::time::Instant::now() < deadline, "no text arrived");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelling the request"), "{stderr}");
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.ends_with("\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("@Assistant:\none \n"), "{transcript}");
+    assert!(!transcript.contains("eight"), "{transcript}");
+    assert!(flemma::ast::parse(&transcript).diagnostics.is_empty());
+}
