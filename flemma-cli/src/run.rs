@@ -273,7 +273,7 @@ async fn drive(session: &Session, ui: &mut Ui) -> Result<Stop, flemma::SessionEr
                         let what = match session.cancel() {
                             flemma::Cancelled::Request => "the request",
                             flemma::Cancelled::Tools => "the running tools",
-                            _ => "nothing running",
+                            flemma::Cancelled::Nothing => "nothing running",
                         };
                         ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
                     }

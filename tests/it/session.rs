@@ -396,3 +396,42 @@ async fn usage_and_thinking_reach_the_events() {
     }));
     assert!(chat.text().contains("<thinking>\nHmm.\n</thinking>"));
 }
+
+/// A file conversation edited by the user while the response streams: both the edit and the
+/// whole response are kept (each write is checked against the file's revision).
+#[tokio::test]
+async fn a_user_edit_while_streaming_into_a_file_is_kept() {
+    let dir = std::env::temp_dir().join(format!("flemma-session-edit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edit.chat");
+    std::fs::write(&path, "@You:\nHello.\n").unwrap();
+    let chat = Arc::new(flemma::tools::FileConversation::new(&path));
+    let provider = Arc::new(ScriptedProvider::new([Turn::text(
+        "one \ntwo \nthree \nfour",
+    )
+    .with_delay(Duration::from_millis(200))]));
+    let session = Session::builder(chat, registry(), provider)
+        .flush_interval(Duration::ZERO)
+        .build();
+    let mut events = session.subscribe();
+    let running = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(
+        &mut events,
+        |e| matches!(e, SessionEvent::TextDelta(t) if t.contains("two")),
+    )
+    .await;
+    // Between two events (200 ms apart), after the session wrote "one".
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let now = std::fs::read_to_string(&path).unwrap();
+    assert!(now.ends_with("@Assistant:\none \n"), "{now:?}");
+    std::fs::write(&path, now.replace("Hello.", "Hello, edited.")).unwrap();
+    assert_eq!(running.await.unwrap().unwrap(), Stop::Finished);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "@You:\nHello, edited.\n\n@Assistant:\none \ntwo \nthree \nfour\n\n@You:\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
