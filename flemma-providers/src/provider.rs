@@ -67,7 +67,9 @@ pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendEr
 /// let options = provider.request_options(&flemma_config::Config::new().options()?);
 /// let request = provider.build_request(&build_prompt(&doc), &options);
 /// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
-/// let events: Vec<_> = runtime.block_on(async { provider.stream(request).await?.collect().await });
+/// let events: Vec<_> = runtime.block_on(async {
+///     Ok::<_, flemma_providers::SendError>(provider.stream(request).await?.collect().await)
+/// })?;
 /// assert!(events.iter().any(|e| matches!(e, flemma_providers::StreamEvent::Text { text } if text == "Hello!")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

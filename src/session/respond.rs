@@ -258,6 +258,7 @@ impl Session {
         let snapshot = self.inner.conversation.snapshot().await?;
         let text = snapshot.text.as_str();
         let body = text.strip_suffix('\n').unwrap_or(text);
+        let body = body.strip_suffix('\r').unwrap_or(body);
         let separator = !(body.is_empty() || body.ends_with('\n'));
         drop(snapshot);
         let header = if separator {

@@ -435,3 +435,14 @@ async fn a_user_edit_while_streaming_into_a_file_is_kept() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_crlf_transcript_gets_crlf_lines() {
+    let chat = Arc::new(MemoryConversation::new("@You:\r\nHi.\r\n"));
+    let (session, _) = session(&chat, vec![Turn::text("Hello,\nworld.")]);
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(
+        chat.text(),
+        "@You:\r\nHi.\r\n\r\n@Assistant:\r\nHello,\r\nworld.\r\n\r\n@You:\r\n"
+    );
+}
