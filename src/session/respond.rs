@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use flemma_ast::{Severity, TextEdit};
 use flemma_config::AutopilotOptions;
-use flemma_providers::{PromptBuilder, Request, ResponseWriter, StreamEvent, decode_tool_name};
+use flemma_providers::{
+    PromptBuilder, Request, ResponseWriter, StopReason, StreamEvent, decode_tool_name,
+};
 use flemma_schema::Capability;
 use flemma_tools::ConversationError;
 use futures_util::StreamExt as _;
@@ -119,6 +121,12 @@ impl Session {
         }
         for warning in out.writer.warnings() {
             self.emit(SessionEvent::Warning(warning.clone()));
+        }
+        if out.writer.stop() == Some(&StopReason::MaxTokens) && out.writer.warnings().is_empty() {
+            // Spec 13.2: a response cut by `max_tokens` is a truncation warning for the user.
+            self.emit(SessionEvent::Warning(format!(
+                "the {provider} response was cut off at max_tokens"
+            )));
         }
         if arrived {
             self.flush(&mut out, true).await?;

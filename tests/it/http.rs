@@ -13,6 +13,19 @@ use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};
 
 use crate::{chat, peer, registry};
 
+/// An HTTP provider that does not retry.
+fn plain(endpoint: Endpoint) -> HttpProvider {
+    HttpProvider::new(
+        endpoint,
+        TransportConfig {
+            max_retries: 0,
+            read_timeout: Duration::from_secs(5),
+            ..TransportConfig::default()
+        },
+    )
+    .unwrap()
+}
+
 /// Matches requests whose body does (or does not) contain `needle`.
 struct BodyHas(&'static str, bool);
 
@@ -25,6 +38,7 @@ impl Match for BodyHas {
 /// Serves `first` until a request carries `marker` (a tool result), then `second`; runs the
 /// loop; returns the transcript and the bodies received.
 async fn replay(
+    provider: impl FnOnce(Endpoint) -> HttpProvider,
     endpoint: fn(ApiKey) -> Endpoint,
     marker: &'static str,
     first: &str,
@@ -42,15 +56,7 @@ async fn replay(
             .mount(&server)
             .await;
     }
-    let provider = HttpProvider::new(
-        endpoint(ApiKey::new("sk-test")).with_base_url(server.uri()),
-        TransportConfig {
-            max_retries: 0,
-            read_timeout: Duration::from_secs(5),
-            ..TransportConfig::default()
-        },
-    )
-    .unwrap();
+    let provider = provider(endpoint(ApiKey::new("sk-test")).with_base_url(server.uri()));
     let chat = chat(&["calculator"], "What is 15 multiplied by 7?");
     let session = Session::builder(chat.clone(), registry(), Arc::new(provider)).build();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
@@ -67,6 +73,7 @@ async fn replay(
 #[tokio::test]
 async fn anthropic_full_loop_sends_the_tool_result_back() {
     let (text, bodies) = replay(
+        plain,
         Endpoint::anthropic,
         "tool_result",
         "anthropic_tool_use_streaming.txt",
@@ -91,6 +98,7 @@ async fn anthropic_full_loop_sends_the_tool_result_back() {
 #[tokio::test]
 async fn openai_responses_full_loop_sends_the_tool_result_back() {
     let (text, bodies) = replay(
+        plain,
         Endpoint::openai_responses,
         "function_call_output",
         "openai_tool_use_streaming.txt",
@@ -108,4 +116,69 @@ async fn openai_responses_full_loop_sends_the_tool_result_back() {
         &json!({"type": "function_call_output", "call_id": "call_KXAyUFOnxWTpzW3JS6qKZ7mI", "output": "105"})
     );
     insta::assert_snapshot!("openai_loop", text);
+}
+
+#[tokio::test]
+async fn vertex_full_loop_sends_the_function_response_back() {
+    // Synthetic Vertex ids are time-based; a fixed one keeps the transcript stable.
+    let fixed = |endpoint| {
+        plain(endpoint).with_decoder(|| {
+            Box::new(flemma::providers::VertexDecoder::with_id_source(
+                |name: &str| format!("urn:flemma:tool:{name}:test0001"),
+            ))
+        })
+    };
+    let (text, bodies) = replay(
+        fixed,
+        |key| Endpoint::vertex(key, "proj", "loc", "gemini"),
+        "functionResponse",
+        "vertex_function_call_streaming.txt",
+        "vertex_final_response_streaming.txt",
+    )
+    .await;
+    assert_eq!(bodies.len(), 2);
+    let contents = bodies[1]["contents"].as_array().unwrap();
+    let response = contents
+        .iter()
+        .flat_map(|c| c["parts"].as_array().unwrap())
+        .find_map(|p| p.get("functionResponse"))
+        .expect("the second request carries the result");
+    assert_eq!(
+        response,
+        &json!({"name": "calculator", "response": {"output": "105"}})
+    );
+    insta::assert_snapshot!("vertex_loop", text);
+}
+
+#[tokio::test]
+async fn an_error_status_disarms_and_leaves_the_transcript_as_it_was() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string(
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+        ))
+        .mount(&server)
+        .await;
+    let provider = plain(Endpoint::anthropic(ApiKey::new("sk-bad")).with_base_url(server.uri()));
+    let chat = chat(&[], "Hi.");
+    let before = chat.text();
+    let session = Session::builder(chat.clone(), registry(), Arc::new(provider)).build();
+    let error = session.run().await.unwrap_err();
+    let mut causes = vec![error.to_string()];
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    assert_eq!(
+        causes,
+        [
+            "the anthropic request failed",
+            "the request failed",
+            "the provider answered with an error after 1 attempt(s)",
+            "HTTP 401: invalid x-api-key",
+        ]
+    );
+    assert_eq!(chat.text(), before);
+    assert_eq!(session.state(), flemma::AutopilotState::Idle);
 }

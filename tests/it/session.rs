@@ -446,3 +446,30 @@ async fn a_crlf_transcript_gets_crlf_lines() {
         "@You:\r\nHi.\r\n\r\n@Assistant:\r\nHello,\r\nworld.\r\n\r\n@You:\r\n"
     );
 }
+
+/// A recorded stream replayed by the scripted provider: an OpenAI response cut by
+/// `max_output_tokens` keeps its text and warns.
+#[tokio::test]
+async fn a_truncated_recorded_response_warns() {
+    let chat = chat(&[], "Write a lot.");
+    let (session, _) = session(
+        &chat,
+        vec![Turn::recording(crate::peer("openai_incomplete_stream.txt"))],
+    );
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let events = drain(&mut events);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Warning(w) if w.contains("max_output_tokens"))),
+        "{events:?}"
+    );
+    assert!(events.contains(&SessionEvent::TurnFinished {
+        turn: 1,
+        stop: Some(flemma::providers::StopReason::MaxTokens),
+        tool_uses: 0
+    }));
+    let doc = flemma::ast::parse(&chat.text());
+    assert_eq!(doc.messages.len(), 3, "{}", chat.text());
+}
