@@ -89,7 +89,14 @@ fn usage(error: impl Into<anyhow::Error>, context: String) -> Failure {
 }
 
 fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
-    let Some(output) = &args.output else {
+    // `--output FILE` is FILE itself (copying a file onto itself would empty it).
+    let same = |output: &PathBuf| {
+        matches!(
+            (std::fs::canonicalize(output), std::fs::canonicalize(&args.file)),
+            (Ok(a), Ok(b)) if a == b
+        )
+    };
+    let Some(output) = args.output.as_ref().filter(|o| !same(o)) else {
         if !args.file.is_file() {
             return Err(Failure::usage(anyhow::anyhow!(
                 "cannot read {}: no such file",

@@ -280,3 +280,27 @@ fn an_interrupt_cancels_the_streaming_request() {
     assert!(!transcript.contains("eight"), "{transcript}");
     assert!(flemma::ast::parse(&transcript).diagnostics.is_empty());
 }
+
+#[test]
+fn an_output_that_is_the_file_itself_edits_it_in_place() {
+    let script = scratch("self.script.json", br#"[{"text": "Hi."}]"#);
+    let chat = scratch("self.chat", b"@You:\nHello.\n");
+    let out = flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--output",
+            chat.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&chat).unwrap(),
+        "@You:\nHello.\n\n@Assistant:\nHi.\n\n@You:\n"
+    );
+}
