@@ -68,7 +68,8 @@ pub enum SessionEvent {
 }
 
 /// The events of a session, in order, from the moment of [`Session::subscribe`](crate::Session::subscribe).
-/// Nothing is dropped: the queue grows until read.
+/// Nothing is dropped: the queue grows until read. Read them with [`recv`](Self::recv) or as
+/// a [`Stream`](futures_util::Stream).
 #[derive(Debug)]
 pub struct SessionEvents {
     receiver: mpsc::UnboundedReceiver<SessionEvent>,
@@ -83,6 +84,17 @@ impl SessionEvents {
     /// The next event if one is waiting.
     pub fn try_recv(&mut self) -> Option<SessionEvent> {
         self.receiver.try_recv().ok()
+    }
+}
+
+impl futures_util::Stream for SessionEvents {
+    type Item = SessionEvent;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<SessionEvent>> {
+        self.receiver.poll_recv(cx)
     }
 }
 

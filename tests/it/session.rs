@@ -388,7 +388,9 @@ async fn usage_and_thinking_reach_the_events() {
     let (session, _) = session(&chat, vec![turn]);
     let mut events = session.subscribe();
     session.run().await.unwrap();
-    let events = drain(&mut events);
+    drop(session);
+    // Once the session is gone the events end: read them as a stream.
+    let events: Vec<SessionEvent> = futures_util::StreamExt::collect(events).await;
     assert!(events.contains(&SessionEvent::ThinkingDelta("Hmm.".into())));
     assert!(events.contains(&SessionEvent::Usage {
         input_tokens: Some(12),
