@@ -386,7 +386,7 @@ async fn usage_and_thinking_reach_the_events() {
         ..Turn::text("Done.").with_thinking("Hmm.")
     };
     let (session, _) = session(&chat, vec![turn]);
-    let mut events = session.subscribe();
+    let events = session.subscribe();
     session.run().await.unwrap();
     drop(session);
     // Once the session is gone the events end: read them as a stream.
