@@ -1,12 +1,22 @@
 //! flemma: embed LLM agent loops whose conversations live in plain-text `.chat` transcripts.
 //!
 //! This facade re-exports the SDK's crates by concern, so most applications depend on this
-//! crate alone.
+//! crate alone, and holds [`Session`], the agent loop: send the conversation to a
+//! [`Provider`](providers::Provider), stream the response into it, run the tools it asks for
+//! through the [`Executor`](tools::Executor), repeat (spec §7.10 autopilot), reporting every
+//! step as a [`SessionEvent`].
 //!
 //! ```
 //! let doc = flemma::ast::parse("@You:\nHello!\n");
 //! assert_eq!(doc.messages[0].role, flemma::ast::Role::You);
 //! ```
+
+mod session;
+
+pub use session::{
+    AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
+    Stop,
+};
 
 pub use flemma_approval as approval;
 pub use flemma_ast as ast;

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod input;
 mod options;
 mod render;
+mod run;
 mod tools;
 
 use input::Input;
@@ -138,6 +139,36 @@ enum Command {
     ApproveAll {
         /// The `.chat` file.
         file: PathBuf,
+    },
+    /// Run the agent loop on FILE until it is idle, waits for approval, exceeds
+    /// `--max-turns` or is cancelled (Ctrl-C; twice cancels everything). FILE is rewritten
+    /// atomically as the response streams and the tools finish; edits made meanwhile are
+    /// kept. Exit 130 when cancelled.
+    Run {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// The provider; keys come from `ANTHROPIC_API_KEY`, `OPENAI_API_KEY` or
+        /// `VERTEX_ACCESS_TOKEN`, `VERTEX_PROJECT` and `VERTEX_LOCATION`; `FLEMMA_BASE_URL`
+        /// replaces the base URL.
+        #[arg(long, value_enum, default_value = "anthropic")]
+        provider: run::RunProvider,
+        /// The model (default: the `model` option, else a per-provider default).
+        #[arg(long)]
+        model: Option<String>,
+        /// The script `--provider scripted` replays (JSON; see `ScriptedProvider`).
+        #[arg(long, value_name = "PATH")]
+        script: Option<PathBuf>,
+        /// What happens to calls that need approval.
+        #[arg(long, value_enum, default_value = "ask")]
+        approve: run::ApproveMode,
+        /// Stop after this many consecutive responses that ask for tools (default: the
+        /// `tools.autopilot.max_turns` option, 100).
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u64>,
+        /// Write the conversation to PATH (FILE is copied there first and left unchanged);
+        /// relative paths in the conversation still resolve against FILE's directory.
+        #[arg(long, value_name = "PATH")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -322,6 +353,26 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             settings,
         ),
         Command::ApproveAll { file } => tools::act(&file, &tools::Action::ApproveAll, settings),
+        Command::Run {
+            file,
+            provider,
+            model,
+            script,
+            approve,
+            max_turns,
+            output,
+        } => run::run(
+            &run::RunArgs {
+                file,
+                provider,
+                model,
+                script,
+                approve,
+                max_turns,
+                output,
+            },
+            settings,
+        ),
     }
 }
 
@@ -391,7 +442,7 @@ fn request(
         reason = "only a build without the lua feature can refuse --templates lua"
     )
 )]
-fn template_engine(
+pub(crate) fn template_engine(
     choice: Option<TemplatesArg>,
 ) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
     let lua = cfg!(feature = "lua");

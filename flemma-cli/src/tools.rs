@@ -14,13 +14,13 @@ use crate::options::{self, Settings};
 use crate::{Failure, failed};
 
 /// The tools the command offers: the built-ins implemented so far.
-fn registry() -> Result<ToolRegistry, Failure> {
+pub(crate) fn registry() -> Result<ToolRegistry, Failure> {
     let registry = ToolRegistry::new();
     flemma::tools::register_builtins(&registry).map_err(|e| failed(e.into()))?;
     Ok(registry)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     // Time for timeouts, I/O for the pseudo-terminals of `bash`.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -18,6 +18,11 @@
 //! [`TemplateEngine`] while the prompt is built: [`MiniJinjaEngine`] by default, `LuaEngine`
 //! with the `lua` feature.
 //!
+//! The [`Provider`] trait ties the two sides: `build_request` from a prompt, `stream` the
+//! response as events. [`HttpProvider`] implements it for the four APIs; [`ScriptedProvider`]
+//! replays scripted turns or recorded streams without network (tests, examples, the offline
+//! quickstart).
+//!
 //! ```
 //! use flemma_providers::{AnthropicDecoder, ResponseWriter, SseDecoder, StreamDecoder};
 //!
@@ -43,7 +48,9 @@ mod error;
 mod event;
 mod openai;
 mod prompt;
+mod provider;
 mod request;
+mod scripted;
 mod sse;
 mod template;
 #[cfg(test)]
@@ -66,9 +73,11 @@ pub use prompt::{
     NO_RESULT_PROVIDED, Part, Prompt, PromptBuilder, PromptDiagnostic, PromptDiagnosticKind,
     PromptMessage, PromptRole, ThinkingSignature, build_prompt,
 };
+pub use provider::{EventStream, HttpProvider, Provider, Request, SendError, SendFuture};
 pub use request::{
     CacheRetention, ForeignThinking, RequestOptions, Thinking, ThinkingLevel, body_to_string,
 };
+pub use scripted::{ScriptError, ScriptedProvider, ScriptedToolUse, ScriptedUsage, Turn};
 pub use sse::{SseDecoder, SseEvent};
 #[cfg(feature = "lua")]
 pub use template::LuaEngine;

@@ -8,6 +8,7 @@
 
 #[cfg(unix)]
 mod jobs;
+mod run;
 mod tools;
 
 use std::fmt::Write as _;
@@ -17,7 +18,7 @@ use std::process::{Command, Output, Stdio};
 
 use pretty_assertions::assert_eq;
 
-fn peer_dir() -> PathBuf {
+pub(crate) fn peer_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/peer")
 }
 

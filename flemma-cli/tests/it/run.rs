@@ -1,0 +1,306 @@
+//! `flemma run`: the quickstart offline, approval stops, usage errors; plain output without a
+//! terminal.
+
+use std::path::PathBuf;
+
+use pretty_assertions::assert_eq;
+
+use crate::{flemma, scratch, text};
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+#[test]
+fn the_quickstart_runs_offline_into_the_output_file_and_leaves_the_example_unchanged() {
+    let chat = examples().join("quickstart.chat");
+    let script = examples().join("quickstart.script.json");
+    let before = std::fs::read_to_string(&chat).unwrap();
+    let output = scratch("quickstart.chat", b"").with_file_name("out/quickstart.chat");
+    let out = flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--output",
+            output.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        None,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&chat).unwrap(), before);
+    // No terminal: no escape codes, plain status lines.
+    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
+    insta::assert_snapshot!("quickstart_status", stderr);
+    assert!(
+        stdout.starts_with("Let me look at the directory first.\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("`cargo run --example NAME`.\n"),
+        "{stdout}"
+    );
+
+    let transcript = std::fs::read_to_string(&output).unwrap();
+    let doc = flemma::ast::parse(&transcript);
+    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    // The tools ran for real, in the example's directory.
+    assert!(
+        transcript.contains("quickstart.script.json\n"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("let session = Session::builder(chat.clone(), tools, model).build();"),
+        "{transcript}"
+    );
+    assert!(transcript.ends_with("`cargo run --example NAME`.\n\n@You:\n"));
+}
+
+#[test]
+fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
+    let script = scratch(
+        "approval.script.json",
+        br#"[{"tool_uses": [{"name": "bash", "input": {"command": "printf hi > note.txt"}}]}, {"text": "Written."}]"#,
+    );
+    let chat = scratch("approval.chat", b"@You:\nList.\n");
+    let run = |script: &PathBuf| {
+        flemma(
+            &[
+                "run",
+                chat.to_str().unwrap(),
+                "--provider",
+                "scripted",
+                "--script",
+                script.to_str().unwrap(),
+                "--approve",
+                "ask",
+                // Bubblewrap would let the sandbox resolver approve bash.
+                "--set",
+                "sandbox.enabled=false",
+            ],
+            None,
+        )
+    };
+    // Without a terminal `ask` behaves like `none`: the call waits in the file.
+    let out = run(&script);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("pending: bash toolu_scripted_1_1"),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("stopped: awaiting_approval\n"), "{stderr}");
+    let waiting = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        waiting.contains("`toolu_scripted_1_1` (pending)"),
+        "{waiting}"
+    );
+    // Approved in the transcript, the next run executes it and sends.
+    let approve = flemma(
+        &["approve", chat.to_str().unwrap(), "toolu_scripted_1_1"],
+        None,
+    );
+    assert_eq!(approve.status.code(), Some(0));
+    let rest = scratch("approval-rest.script.json", br#"[{"text": "Written."}]"#);
+    let out = run(&rest);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Written.\n");
+    assert_eq!(
+        std::fs::read_to_string(chat.with_file_name("note.txt")).unwrap(),
+        "hi"
+    );
+    let done = std::fs::read_to_string(&chat).unwrap();
+    assert!(done.contains("```\n(no output)\n```"), "{done}");
+    assert!(done.ends_with("@Assistant:\nWritten.\n\n@You:\n"), "{done}");
+}
+
+#[test]
+fn approve_all_runs_every_call() {
+    let script = scratch(
+        "all.script.json",
+        br#"[{"tool_uses": [{"name": "bash", "input": {"command": "printf hi > note.txt"}}]}, {"text": "Written."}]"#,
+    );
+    let chat = scratch("all.chat", b"@You:\nList.\n");
+    let out = flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "all",
+            "--max-turns",
+            "3",
+            "--set",
+            "sandbox.enabled=false",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Written.\n");
+    assert_eq!(
+        std::fs::read_to_string(chat.with_file_name("note.txt")).unwrap(),
+        "hi"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let chat = scratch("usage.chat", b"@You:\nHi.\n");
+    let out = flemma(
+        &["run", chat.to_str().unwrap(), "--provider", "scripted"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "flemma: --provider scripted needs --script PATH\n"
+    );
+    let out = flemma(
+        &[
+            "run",
+            "/nonexistent/x.chat",
+            "--provider",
+            "scripted",
+            "--script",
+            "x.json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("flemma: cannot read the script x.json"));
+}
+
+/// A real provider through `FLEMMA_BASE_URL` and the key from the environment: a local
+/// server replays the recorded Anthropic streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_through_flemma_base_url_with_the_key_from_the_environment() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let peer = |name: &str| std::fs::read(crate::peer_dir().join(name)).unwrap();
+    let server = MockServer::start().await;
+    for (recording, has_result) in [
+        ("anthropic_tool_use_streaming.txt", false),
+        ("anthropic_final_response_streaming.txt", true),
+    ] {
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", "sk-from-env"))
+            .and(move |request: &Request| {
+                String::from_utf8_lossy(&request.body).contains("tool_result") == has_result
+            })
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_bytes(peer(recording)),
+            )
+            .mount(&server)
+            .await;
+    }
+    // The recordings call `calculator`, which the CLI does not offer: approved, the call gets
+    // `Unknown tool`, and that result is sent.
+    let chat = scratch("http.chat", b"@You:\nWhat is 15 multiplied by 7?\n");
+    let uri = server.uri();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+            .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
+            .args(["--approve", "all"])
+            .env("ANTHROPIC_API_KEY", "sk-from-env")
+            .env("FLEMMA_BASE_URL", uri)
+            .output()
+            .map(|out| (out, chat))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let (out, chat) = out;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "15 multiplied by 7 equals 105.\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let transcript = std::fs::read_to_string(chat).unwrap();
+    assert!(
+        transcript.contains("(error)\n```\nUnknown tool: calculator\n```"),
+        "{transcript}"
+    );
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(second["model"], "claude-sonnet-4-5");
+    assert_eq!(second["messages"][2]["content"][0]["is_error"], true);
+}
+
+/// Ctrl-C (SIGINT) while the response streams: the abort marker, exit 130.
+#[cfg(unix)]
+#[test]
+fn an_interrupt_cancels_the_streaming_request() {
+    let script = scratch(
+        "slow.script.json",
+        br#"[{"text": "one \ntwo \nthree \nfour \nfive \nsix \nseven \neight", "delay_ms": 200}]"#,
+    );
+    let chat = scratch("slow.chat", b"@You:\nCount slowly.\n");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+        .args(["run", chat.to_str().unwrap(), "--provider", "scripted"])
+        .args(["--script", script.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some text is in the file, then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&chat).unwrap().contains("one") {
+        assert!(std::time::Instant::now() < deadline, "no text arrived");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelling the request"), "{stderr}");
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.ends_with("\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("@Assistant:\none \n"), "{transcript}");
+    assert!(!transcript.contains("eight"), "{transcript}");
+    assert!(flemma::ast::parse(&transcript).diagnostics.is_empty());
+}
+
+#[test]
+fn an_output_that_is_the_file_itself_edits_it_in_place() {
+    let script = scratch("self.script.json", br#"[{"text": "Hi."}]"#);
+    let chat = scratch("self.chat", b"@You:\nHello.\n");
+    let out = flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--output",
+            chat.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&chat).unwrap(),
+        "@You:\nHello.\n\n@Assistant:\nHi.\n\n@You:\n"
+    );
+}

@@ -1,0 +1,391 @@
+//! The [`Provider`] trait: build a request from the provider-neutral prompt, stream its
+//! response as [`StreamEvent`]s. [`HttpProvider`] implements it for the four HTTP APIs;
+//! [`ScriptedProvider`](crate::ScriptedProvider) replays scripted responses offline.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use flemma_config::Options;
+use futures_util::Stream;
+
+use crate::event::{StreamDecoder, StreamEvent};
+use crate::prompt::Prompt;
+use crate::request::RequestOptions;
+use crate::sse::SseDecoder;
+use crate::transport::{Endpoint, HttpTransport, ProviderKind, TransportConfig, TransportError};
+
+/// A request ready to send: the provider's JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The body, as the provider receives it.
+    pub body: String,
+}
+
+/// Why a response could not be streamed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The HTTP request failed (connection, error status, after retries).
+    #[error("the request failed")]
+    Transport(#[from] TransportError),
+    /// A scripted provider was asked for more turns than its script has.
+    #[error("the script has no turn left (it had {turns})")]
+    ScriptExhausted {
+        /// The number of turns the script had.
+        turns: usize,
+    },
+    /// A scripted turn's recording could not be read.
+    #[error("cannot read the recording {}", path.display())]
+    Recording {
+        /// The recording.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The future [`Provider::stream`] returns.
+pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendError>> + Send + 'a>>;
+
+/// A language-model API: turns a [`Prompt`] into a [`Request`] and a request into a stream of
+/// provider-neutral [`StreamEvent`]s.
+///
+/// Dropping the [`EventStream`] (or the future) cancels the request. The stream ends after
+/// [`StreamEvent::Done`], or after a [`StreamEvent::Error`] when the response broke off.
+///
+/// ```
+/// use flemma_providers::{Provider, ScriptedProvider, Turn, build_prompt};
+/// use futures_util::StreamExt as _;
+///
+/// let provider = ScriptedProvider::new([Turn::text("Hello!")]);
+/// let doc = flemma_ast::parse("@You:\nHi\n");
+/// let options = provider.request_options(&flemma_config::Config::new().options()?);
+/// let request = provider.build_request(&build_prompt(&doc), &options);
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// let events: Vec<_> = runtime.block_on(async {
+///     Ok::<_, flemma_providers::SendError>(provider.stream(request).await?.collect().await)
+/// })?;
+/// assert!(events.iter().any(|e| matches!(e, flemma_providers::StreamEvent::Text { text } if text == "Hello!")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Provider: fmt::Debug + Send + Sync {
+    /// A short name for messages (`anthropic`, `scripted`).
+    fn name(&self) -> &str;
+
+    /// The request options the resolved `options` give for this provider (model, thinking,
+    /// `max_tokens`, …); the caller adds the tools.
+    fn request_options(&self, options: &Options) -> RequestOptions;
+
+    /// The request body of `prompt`.
+    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request;
+
+    /// Sends `request` and streams the response.
+    fn stream(&self, request: Request) -> SendFuture<'_>;
+}
+
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn request_options(&self, options: &Options) -> RequestOptions {
+        (**self).request_options(options)
+    }
+
+    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
+        (**self).build_request(prompt, options)
+    }
+
+    fn stream(&self, request: Request) -> SendFuture<'_> {
+        (**self).stream(request)
+    }
+}
+
+type Events = Pin<Box<dyn Stream<Item = StreamEvent> + Send>>;
+
+/// A streamed response as [`StreamEvent`]s. Dropping it closes the connection.
+pub struct EventStream {
+    inner: Events,
+}
+
+impl fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventStream").finish_non_exhaustive()
+    }
+}
+
+impl EventStream {
+    /// Wraps any stream of events.
+    pub fn new(events: impl Stream<Item = StreamEvent> + Send + 'static) -> Self {
+        Self {
+            inner: Box::pin(events),
+        }
+    }
+
+    /// Events known in advance.
+    pub fn from_events(events: impl IntoIterator<Item = StreamEvent>) -> Self {
+        Self::new(futures_util::stream::iter(
+            events.into_iter().collect::<Vec<_>>(),
+        ))
+    }
+
+    /// Decodes a body of server-sent events with `decoder`, as chunks arrive. A chunk that
+    /// fails ends the stream with an [`StreamEvent::Error`] and the decoder's `finish`.
+    pub fn decode(
+        chunks: impl Stream<Item = Result<Vec<u8>, TransportError>> + Send + 'static,
+        decoder: Box<dyn StreamDecoder>,
+    ) -> Self {
+        Self::new(Decode {
+            chunks: Box::pin(chunks),
+            sse: SseDecoder::new(),
+            decoder,
+            queue: VecDeque::new(),
+            finished: false,
+        })
+    }
+}
+
+impl Stream for EventStream {
+    type Item = StreamEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+type Chunks = Pin<Box<dyn Stream<Item = Result<Vec<u8>, TransportError>> + Send>>;
+
+/// Bytes → SSE events → provider events, lazily.
+struct Decode {
+    chunks: Chunks,
+    sse: SseDecoder,
+    decoder: Box<dyn StreamDecoder>,
+    queue: VecDeque<StreamEvent>,
+    finished: bool,
+}
+
+impl Decode {
+    fn finish(&mut self) {
+        self.finished = true;
+        if let Some(event) = self.sse.finish() {
+            self.queue.extend(self.decoder.decode(&event));
+        }
+        self.queue.extend(self.decoder.finish());
+    }
+}
+
+impl Stream for Decode {
+    type Item = StreamEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Poll::Ready(Some(event));
+            }
+            if self.finished {
+                return Poll::Ready(None);
+            }
+            match self.chunks.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(bytes))) => {
+                    let this = &mut *self;
+                    for event in this.sse.feed(&bytes) {
+                        this.queue.extend(this.decoder.decode(&event));
+                    }
+                }
+                Poll::Ready(Some(Err(error))) => {
+                    self.queue.push_back(StreamEvent::Error {
+                        message: crate::error::chain(&error),
+                    });
+                    self.finish();
+                }
+                Poll::Ready(None) => self.finish(),
+            }
+        }
+    }
+}
+
+type DecoderFactory = Arc<dyn Fn() -> Box<dyn StreamDecoder> + Send + Sync>;
+
+/// One of the four HTTP APIs, through an [`Endpoint`] and an [`HttpTransport`] (timeouts,
+/// retries).
+///
+/// ```
+/// use flemma_providers::{ApiKey, Endpoint, HttpProvider, Provider, TransportConfig};
+///
+/// let endpoint = Endpoint::anthropic(ApiKey::new("sk-…")).with_base_url("http://127.0.0.1:9");
+/// let provider = HttpProvider::new(endpoint, TransportConfig::default())?;
+/// assert_eq!(provider.name(), "anthropic");
+/// # Ok::<(), flemma_providers::TransportError>(())
+/// ```
+#[derive(Clone)]
+pub struct HttpProvider {
+    endpoint: Endpoint,
+    transport: HttpTransport,
+    decoder: Option<DecoderFactory>,
+}
+
+impl fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpProvider {
+    /// A provider sending to `endpoint` with a transport configured by `config`.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Client`] when the HTTP client cannot be built.
+    pub fn new(endpoint: Endpoint, config: TransportConfig) -> Result<Self, TransportError> {
+        Ok(Self::with_transport(endpoint, HttpTransport::new(config)?))
+    }
+
+    /// A provider sending to `endpoint` through `transport` (shared between providers).
+    pub fn with_transport(endpoint: Endpoint, transport: HttpTransport) -> Self {
+        Self {
+            endpoint,
+            transport,
+            decoder: None,
+        }
+    }
+
+    /// The provider for `kind` with its key from the environment ([`Endpoint::from_env`]) and,
+    /// when `FLEMMA_BASE_URL` is set, that base URL (a proxy, a local server, an
+    /// OpenAI-compatible server through `OpenAiChat`).
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::MissingEnv`] and [`TransportError::Client`].
+    pub fn from_env(kind: ProviderKind, model: &str) -> Result<Self, TransportError> {
+        let mut endpoint = Endpoint::from_env(kind, model)?;
+        if let Some(url) = std::env::var("FLEMMA_BASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            endpoint = endpoint.with_base_url(url);
+        }
+        Self::new(endpoint, TransportConfig::default())
+    }
+
+    /// Decodes responses with decoders from `factory` instead of the provider's own (a Vertex
+    /// decoder with fixed ids, in tests).
+    #[must_use]
+    pub fn with_decoder(
+        mut self,
+        factory: impl Fn() -> Box<dyn StreamDecoder> + Send + Sync + 'static,
+    ) -> Self {
+        self.decoder = Some(Arc::new(factory));
+        self
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        self.endpoint.kind().name()
+    }
+
+    fn request_options(&self, options: &Options) -> RequestOptions {
+        RequestOptions::from_options(options, self.endpoint.kind())
+    }
+
+    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
+        Request {
+            body: self.endpoint.kind().request(prompt, options).to_json(),
+        }
+    }
+
+    fn stream(&self, request: Request) -> SendFuture<'_> {
+        Box::pin(async move {
+            let chunks = self
+                .transport
+                .post_stream(&self.endpoint, request.body)
+                .await?;
+            let decoder = match &self.decoder {
+                Some(factory) => factory(),
+                None => self.endpoint.kind().decoder(),
+            };
+            Ok(EventStream::decode(chunks, decoder))
+        })
+    }
+}
+
+impl ProviderKind {
+    /// The provider's name on the command line: `anthropic`, `openai`, `openai-chat`,
+    /// `vertex`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAiResponses => "openai",
+            ProviderKind::OpenAiChat => "openai-chat",
+            ProviderKind::Vertex => "vertex",
+        }
+    }
+
+    /// The kind named `name` ([`ProviderKind::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "anthropic" => ProviderKind::Anthropic,
+            "openai" => ProviderKind::OpenAiResponses,
+            "openai-chat" => ProviderKind::OpenAiChat,
+            "vertex" => ProviderKind::Vertex,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_object_safe(_: &dyn Provider) {}
+
+    #[test]
+    fn provider_is_object_safe_and_names_round_trip() {
+        let endpoint = Endpoint::openai_chat(crate::ApiKey::new("k"));
+        let provider: Box<dyn Provider> =
+            Box::new(HttpProvider::new(endpoint, TransportConfig::default()).unwrap());
+        assert_object_safe(provider.as_ref());
+        for kind in [
+            ProviderKind::Anthropic,
+            ProviderKind::OpenAiResponses,
+            ProviderKind::OpenAiChat,
+            ProviderKind::Vertex,
+        ] {
+            assert_eq!(ProviderKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(ProviderKind::from_name("scripted"), None);
+    }
+
+    #[tokio::test]
+    async fn a_broken_chunk_ends_the_stream_with_an_error_and_drops_open_calls() {
+        use futures_util::StreamExt as _;
+        let first = b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"x\",\"input\":{}}}\n\n".to_vec();
+        let chunks = futures_util::stream::iter(vec![Ok(first), Err(TransportError::Cancelled)]);
+        let events: Vec<_> = EventStream::decode(chunks, ProviderKind::Anthropic.decoder())
+            .collect()
+            .await;
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::Error { message } if message == "cancelled"))
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::ToolCall { .. }))
+        );
+    }
+}

@@ -1,0 +1,545 @@
+//! [`ScriptedProvider`]: scripted responses without network.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use flemma_config::Options;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::event::{StopReason, StreamEvent};
+use crate::prompt::Prompt;
+use crate::provider::{EventStream, Provider, Request, SendError, SendFuture};
+use crate::request::RequestOptions;
+use crate::sse::SseDecoder;
+use crate::transport::ProviderKind;
+use crate::vertex::VertexDecoder;
+use crate::wire::encode_tool_name;
+
+/// Why a script could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScriptError {
+    /// The script file could not be read.
+    #[error("cannot read the script {}", path.display())]
+    Read {
+        /// The script.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The script is not a valid script.
+    #[error("{} is not a valid script", path.display())]
+    Parse {
+        /// The script.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A turn is inconsistent.
+    #[error("turn {turn}: {message}")]
+    Turn {
+        /// The turn (1-based).
+        turn: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One scripted tool call.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedToolUse {
+    /// The tool's name (`ls`, `flemma.jobs.status`).
+    pub name: String,
+    /// The call id; `toolu_scripted_<turn>_<n>` when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The input.
+    #[serde(default)]
+    pub input: Map<String, Value>,
+}
+
+/// Token counts a scripted turn reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedUsage {
+    /// Input tokens.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+}
+
+/// One scripted response (see [`ScriptedProvider`] for the JSON form).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Thinking text.
+    #[serde(default)]
+    pub thinking: Option<String>,
+    /// Visible text, streamed in word-sized deltas.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Tool calls, after the text.
+    #[serde(default)]
+    pub tool_uses: Vec<ScriptedToolUse>,
+    /// Token counts to report.
+    #[serde(default)]
+    pub usage: Option<ScriptedUsage>,
+    /// A recorded SSE stream to decode instead.
+    #[serde(default)]
+    pub recording: Option<PathBuf>,
+    /// The recording's provider (default: from its file name).
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// An error the stream reports (after the text, instead of completing).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Milliseconds to wait before each event.
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+impl Turn {
+    /// A turn that answers `text`.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A turn that calls `tool` with `input` (a JSON object; anything else becomes `{}`).
+    pub fn tool_use(tool: impl Into<String>, input: Value) -> Self {
+        Self::default().with_tool_use(tool, input)
+    }
+
+    /// A turn that replays a recorded SSE stream.
+    pub fn recording(path: impl Into<PathBuf>) -> Self {
+        Self {
+            recording: Some(path.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a tool call.
+    #[must_use]
+    pub fn with_tool_use(mut self, tool: impl Into<String>, input: Value) -> Self {
+        let Value::Object(input) = input else {
+            return self.with_tool_use(tool, Value::Object(Map::new()));
+        };
+        self.tool_uses.push(ScriptedToolUse {
+            name: tool.into(),
+            id: None,
+            input,
+        });
+        self
+    }
+
+    /// Sets the thinking text.
+    #[must_use]
+    pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
+        self.thinking = Some(thinking.into());
+        self
+    }
+
+    /// Waits `delay` before each event.
+    #[must_use]
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    fn check(&self, turn: usize) -> Result<(), ScriptError> {
+        let fail = |message: String| Err(ScriptError::Turn { turn, message });
+        let written = self.text.is_some() || self.thinking.is_some() || !self.tool_uses.is_empty();
+        if self.recording.is_some() && (written || self.error.is_some()) {
+            return fail("a recording turn has no text, thinking, tool_uses or error".into());
+        }
+        if let Some(provider) = &self.provider
+            && ProviderKind::from_name(provider).is_none()
+        {
+            return fail(format!(
+                "unknown provider {provider:?} (anthropic, openai, openai-chat, vertex)"
+            ));
+        }
+        for tool_use in &self.tool_uses {
+            if let Err(error) = flemma_ids::ToolName::new(&tool_use.name) {
+                return fail(format!("tool {:?}: {error}", tool_use.name));
+            }
+        }
+        Ok(())
+    }
+
+    /// The events of a written-out turn (`number` is 1-based).
+    fn events(&self, number: usize) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        if let Some(thinking) = &self.thinking {
+            events.push(StreamEvent::Thinking {
+                text: thinking.clone(),
+            });
+        }
+        if let Some(text) = &self.text {
+            events.extend(text.split_inclusive(' ').map(|word| StreamEvent::Text {
+                text: word.to_owned(),
+            }));
+        }
+        for (index, call) in self.tool_uses.iter().enumerate() {
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("toolu_scripted_{number}_{}", index + 1));
+            let name = encode_tool_name(&call.name).into_owned();
+            events.push(StreamEvent::ToolCallStart {
+                id: id.clone(),
+                name: name.clone(),
+            });
+            events.push(StreamEvent::ToolCall {
+                id,
+                name,
+                arguments: Value::Object(call.input.clone()).to_string(),
+            });
+        }
+        if let Some(usage) = self.usage {
+            events.push(StreamEvent::Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+            });
+        }
+        if let Some(message) = &self.error {
+            events.push(StreamEvent::Error {
+                message: message.clone(),
+            });
+        } else {
+            let stop = if self.tool_uses.is_empty() {
+                StopReason::EndTurn
+            } else {
+                StopReason::ToolUse
+            };
+            events.push(StreamEvent::Done { stop });
+        }
+        events
+    }
+}
+
+/// The JSON forms of a script: a list of turns, or `{"turns": [...]}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ScriptFile {
+    Turns(Vec<Turn>),
+    Object { turns: Vec<Turn> },
+}
+
+/// Replays scripted responses, one turn per request, with no network, for tests, examples and
+/// the offline quickstart. Requests are built as Anthropic bodies (model `scripted` unless the
+/// options name one) and kept for inspection ([`requests`](Self::requests)).
+///
+/// A script is JSON: a list of turns (or `{"turns": [...]}`), one per request, in order.
+/// A turn is either written out:
+///
+/// ```json
+/// {"thinking": "optional", "text": "optional", "tool_uses": [{"name": "ls", "input": {"path": "."}, "id": "optional"}],
+///  "usage": {"input_tokens": 10, "output_tokens": 5}, "delay_ms": 0}
+/// ```
+///
+/// or a recorded SSE stream decoded by the matching decoder:
+///
+/// ```json
+/// {"recording": "../fixtures/anthropic_tool_use_streaming.txt", "provider": "anthropic"}
+/// ```
+///
+/// (`provider` is `anthropic`, `openai`, `openai-chat` or `vertex`; without it the file name's
+/// prefix decides: `anthropic_`, `openai_`, `chat_completions_`, `vertex_`). A turn may also
+/// be `{"error": "overloaded"}`: the stream reports that error. Relative recording paths
+/// resolve against the script's directory. Tool uses without an `id` get
+/// `toolu_scripted_<turn>_<n>` (1-based). `delay_ms` waits before each event (to watch a
+/// spinner, or to cancel mid-stream in a test).
+///
+/// ```
+/// use flemma_providers::{ScriptedProvider, Turn};
+/// use serde_json::json;
+///
+/// let provider = ScriptedProvider::new([
+///     Turn::text("Let me look.").with_tool_use("ls", json!({"path": "."})),
+///     Turn::text("Done."),
+/// ]);
+/// assert_eq!(provider.remaining(), 2);
+/// let from_json = ScriptedProvider::from_json(r#"[{"text": "Hi!"}]"#, ".")?;
+/// assert_eq!(from_json.remaining(), 1);
+/// # Ok::<(), flemma_providers::ScriptError>(())
+/// ```
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    base: PathBuf,
+    total: usize,
+    state: Mutex<Replay>,
+}
+
+#[derive(Debug)]
+struct Replay {
+    turns: VecDeque<Turn>,
+    served: usize,
+    requests: Vec<String>,
+}
+
+impl ScriptedProvider {
+    /// A provider replaying `turns`; relative recording paths resolve against the working
+    /// directory.
+    pub fn new(turns: impl IntoIterator<Item = Turn>) -> Self {
+        Self::with_base(turns.into_iter().collect(), PathBuf::new())
+    }
+
+    fn with_base(turns: VecDeque<Turn>, base: PathBuf) -> Self {
+        Self {
+            base,
+            total: turns.len(),
+            state: Mutex::new(Replay {
+                turns,
+                served: 0,
+                requests: Vec::new(),
+            }),
+        }
+    }
+
+    /// A provider replaying the script in `json`; relative recording paths resolve against
+    /// `base`.
+    ///
+    /// # Errors
+    ///
+    /// [`ScriptError::Parse`] (with the path `<inline>`) and [`ScriptError::Turn`].
+    pub fn from_json(json: &str, base: impl Into<PathBuf>) -> Result<Self, ScriptError> {
+        Self::parse(json, Path::new("<inline>"), base.into())
+    }
+
+    /// A provider replaying the script file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ScriptError::Read`], [`ScriptError::Parse`] and [`ScriptError::Turn`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
+        let path = path.as_ref();
+        let json = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base = path.parent().map(Path::to_owned).unwrap_or_default();
+        Self::parse(&json, path, base)
+    }
+
+    fn parse(json: &str, path: &Path, base: PathBuf) -> Result<Self, ScriptError> {
+        let file: ScriptFile = serde_json::from_str(json).map_err(|source| ScriptError::Parse {
+            path: path.to_owned(),
+            source,
+        })?;
+        let (ScriptFile::Turns(turns) | ScriptFile::Object { turns }) = file;
+        for (index, turn) in turns.iter().enumerate() {
+            turn.check(index + 1)?;
+        }
+        Ok(Self::with_base(turns.into(), base))
+    }
+
+    fn replay(&self) -> std::sync::MutexGuard<'_, Replay> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Turns not yet served.
+    pub fn remaining(&self) -> usize {
+        self.replay().turns.len()
+    }
+
+    /// The bodies of the requests received so far, in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.replay().requests.clone()
+    }
+
+    /// The events of a recorded turn, decoded in 61-byte chunks (any chunking decodes alike).
+    fn recorded(&self, turn: &Turn, path: &Path) -> Result<Vec<StreamEvent>, SendError> {
+        let path = self.base.join(path);
+        let bytes = std::fs::read(&path).map_err(|source| SendError::Recording {
+            path: path.clone(),
+            source,
+        })?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let kind = turn
+            .provider
+            .as_deref()
+            .and_then(ProviderKind::from_name)
+            .unwrap_or_else(|| kind_of_file(&name));
+        let mut decoder: Box<dyn crate::StreamDecoder> = match kind {
+            ProviderKind::Vertex => {
+                let mut calls = 0u32;
+                Box::new(VertexDecoder::with_id_source(move |name: &str| {
+                    calls += 1;
+                    format!("urn:flemma:tool:{name}:scripted{calls:04}")
+                }))
+            }
+            other => other.decoder(),
+        };
+        let mut sse = SseDecoder::new();
+        let mut events = Vec::new();
+        for chunk in bytes.chunks(61) {
+            for event in sse.feed(chunk) {
+                events.extend(decoder.decode(&event));
+            }
+        }
+        if let Some(event) = sse.finish() {
+            events.extend(decoder.decode(&event));
+        }
+        events.extend(decoder.finish());
+        Ok(events)
+    }
+}
+
+/// A recording's provider from its file name.
+fn kind_of_file(name: &str) -> ProviderKind {
+    if name.starts_with("openai_") {
+        ProviderKind::OpenAiResponses
+    } else if name.starts_with("chat_completions_") {
+        ProviderKind::OpenAiChat
+    } else if name.starts_with("vertex_") {
+        ProviderKind::Vertex
+    } else {
+        ProviderKind::Anthropic
+    }
+}
+
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn request_options(&self, options: &Options) -> RequestOptions {
+        let mut request = RequestOptions::from_options(options, ProviderKind::Anthropic);
+        if options.model.is_none() {
+            "scripted".clone_into(&mut request.model);
+        }
+        request
+    }
+
+    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
+        Request {
+            body: ProviderKind::Anthropic.request(prompt, options).to_json(),
+        }
+    }
+
+    fn stream(&self, request: Request) -> SendFuture<'_> {
+        Box::pin(async move {
+            let (turn, number) = {
+                let mut replay = self.replay();
+                replay.requests.push(request.body);
+                let turn = replay
+                    .turns
+                    .pop_front()
+                    .ok_or(SendError::ScriptExhausted { turns: self.total })?;
+                replay.served += 1;
+                (turn, replay.served)
+            };
+            let events = match &turn.recording {
+                Some(path) => self.recorded(&turn, path)?,
+                None => turn.events(number),
+            };
+            if turn.delay_ms == 0 {
+                return Ok(EventStream::from_events(events));
+            }
+            let delay = Duration::from_millis(turn.delay_ms);
+            Ok(EventStream::new(futures_util::stream::unfold(
+                events.into_iter(),
+                move |mut events| async move {
+                    let event = events.next()?;
+                    tokio::time::sleep(delay).await;
+                    Some((event, events))
+                },
+            )))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt as _;
+
+    #[test]
+    fn scripts_are_checked_when_loaded() {
+        let bad = [
+            (
+                r#"[{"recording": "x.txt", "text": "hi"}]"#,
+                "turn 1: a recording",
+            ),
+            (
+                r#"[{"text": "a"}, {"recording": "x.txt", "provider": "gpt"}]"#,
+                "turn 2: unknown provider",
+            ),
+            (
+                r#"{"turns": [{"tool_uses": [{"name": "my tool"}]}]}"#,
+                "turn 1: tool \"my tool\"",
+            ),
+        ];
+        for (json, expected) in bad {
+            let error = ScriptedProvider::from_json(json, ".")
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with(expected), "{json}: {error}");
+        }
+        let error = ScriptedProvider::from_json(r#"[{"txt": "typo"}]"#, ".").unwrap_err();
+        assert!(matches!(error, ScriptError::Parse { .. }), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_written_turn_streams_text_then_tool_calls_then_done() {
+        let provider = ScriptedProvider::from_json(
+            r#"[{"text": "Two words", "tool_uses": [{"name": "flemma.jobs.status", "input": {"job_id": "j"}}],
+                 "usage": {"input_tokens": 3}}]"#,
+            ".",
+        )
+        .unwrap();
+        let request = Request { body: "{}".into() };
+        let events: Vec<_> = provider.stream(request).await.unwrap().collect().await;
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::Text {
+                    text: "Two ".into()
+                },
+                StreamEvent::Text {
+                    text: "words".into()
+                },
+                StreamEvent::ToolCallStart {
+                    id: "toolu_scripted_1_1".into(),
+                    name: "flemma__jobs__status".into()
+                },
+                StreamEvent::ToolCall {
+                    id: "toolu_scripted_1_1".into(),
+                    name: "flemma__jobs__status".into(),
+                    arguments: r#"{"job_id":"j"}"#.into()
+                },
+                StreamEvent::Usage {
+                    input_tokens: Some(3),
+                    output_tokens: None
+                },
+                StreamEvent::Done {
+                    stop: StopReason::ToolUse
+                },
+            ]
+        );
+        assert_eq!(provider.requests(), vec!["{}".to_owned()]);
+        let exhausted = provider
+            .stream(Request {
+                body: String::new(),
+            })
+            .await;
+        assert!(matches!(
+            exhausted,
+            Err(SendError::ScriptExhausted { turns: 1 })
+        ));
+    }
+}

@@ -1,0 +1,224 @@
+//! The autopilot state machine of spec §7.10, as a pure function of its triggers, so every
+//! transition is tested on its own.
+
+use flemma_tools::Next;
+
+/// Where the autopilot loop is (spec §7.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutopilotState {
+    /// Nothing is happening; the conversation waits for the user.
+    Idle,
+    /// The tool cycle runs (or is about to) and the loop continues when it ends.
+    Armed,
+    /// A request is being sent and its response streamed.
+    Sending,
+    /// An empty `(pending)` block waits for a decision; running again resumes.
+    Paused,
+}
+
+/// Why a [`Session::run`](crate::Session::run) returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Stop {
+    /// The model answered without asking for tools.
+    Finished,
+    /// Nothing to send or run: the conversation waits for the user.
+    Idle,
+    /// A call waits for approval (an empty `(pending)` block, or an `(approved)` block with
+    /// edited content).
+    AwaitingApproval,
+    /// The model asked for tools more than `max_turns` times in a row (the warning
+    /// `Autopilot stopped – exceeded <n> consecutive turns.` was emitted).
+    MaxTurns,
+    /// Autopilot is off (`tools.autopilot.enabled = false`): the response's tool calls wait
+    /// for the next run.
+    AutopilotOff,
+    /// Calls still run (background jobs); run again once they are delivered.
+    Running,
+    /// The user cancelled the request or the tools.
+    Cancelled,
+}
+
+/// What happened, as the state machine sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// The host asked to send or execute (a keypress, `flemma run`).
+    Run,
+    /// The tool cycle ended with `next`.
+    ToolsComplete(Next),
+    /// A response completed.
+    ResponseComplete {
+        /// Whether the response asked for tools.
+        tool_uses: bool,
+        /// `tools.autopilot.enabled`.
+        enabled: bool,
+        /// `tools.autopilot.max_turns`.
+        max_turns: u64,
+    },
+    /// The user cancelled.
+    Cancel,
+    /// The request or the cycle failed.
+    Error,
+}
+
+/// What the loop does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Run the tool cycle (Phase 1 and 2).
+    Cycle,
+    /// Send the conversation (Phase 3).
+    Send,
+    /// Return from the run.
+    Stop(Stop),
+}
+
+/// The state, the consecutive turns, and whether the user disarmed the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Autopilot {
+    pub(crate) state: AutopilotState,
+    pub(crate) turns: u64,
+    pub(crate) disarmed: bool,
+}
+
+impl Default for Autopilot {
+    fn default() -> Self {
+        Self {
+            state: AutopilotState::Idle,
+            turns: 0,
+            disarmed: false,
+        }
+    }
+}
+
+/// The warning when `max_turns` is exceeded (spec §7.10; en dash).
+pub(crate) fn max_turns_warning(max_turns: u64) -> String {
+    format!("Autopilot stopped – exceeded {max_turns} consecutive turns.")
+}
+
+impl Autopilot {
+    /// Applies `trigger`; returns the action and, when `max_turns` was exceeded, the warning.
+    pub(crate) fn on(&mut self, trigger: Trigger) -> (Action, Option<String>) {
+        use AutopilotState::{Armed, Idle, Paused, Sending};
+        let (state, action, warning) = match trigger {
+            // A run starts with the cycle (send_or_execute); the count of consecutive turns
+            // starts again.
+            Trigger::Run => {
+                self.turns = 0;
+                self.disarmed = false;
+                (Armed, Action::Cycle, None)
+            }
+            Trigger::ToolsComplete(next) => match next {
+                Next::Send => (Sending, Action::Send, None),
+                Next::AwaitApproval => (Paused, Action::Stop(Stop::AwaitingApproval), None),
+                Next::Running => (Armed, Action::Stop(Stop::Running), None),
+                Next::Idle => (Idle, Action::Stop(Stop::Idle), None),
+            },
+            Trigger::ResponseComplete {
+                tool_uses: false, ..
+            } => (Idle, Action::Stop(Stop::Finished), None),
+            Trigger::ResponseComplete { enabled: false, .. } => {
+                (Idle, Action::Stop(Stop::AutopilotOff), None)
+            }
+            Trigger::ResponseComplete { max_turns, .. } => {
+                self.turns += 1;
+                if self.turns > max_turns {
+                    (
+                        Idle,
+                        Action::Stop(Stop::MaxTurns),
+                        Some(max_turns_warning(max_turns)),
+                    )
+                } else {
+                    (Armed, Action::Cycle, None)
+                }
+            }
+            Trigger::Cancel => {
+                self.disarmed = true;
+                (Idle, Action::Stop(Stop::Cancelled), None)
+            }
+            Trigger::Error => {
+                self.disarmed = true;
+                (Idle, Action::Stop(Stop::Idle), None)
+            }
+        };
+        self.state = state;
+        (action, warning)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AutopilotState::{Armed, Idle, Paused, Sending};
+
+    fn response(tool_uses: bool, max_turns: u64) -> Trigger {
+        Trigger::ResponseComplete {
+            tool_uses,
+            enabled: true,
+            max_turns,
+        }
+    }
+
+    /// Every transition of spec §7.10: (state before, turns before, trigger) → (state after,
+    /// action, turns after, warning).
+    #[test]
+    fn every_transition_of_the_table() {
+        #[rustfmt::skip]
+        let table: Vec<(AutopilotState, u64, Trigger, AutopilotState, Action, u64, bool)> = vec![
+            // idle → armed: a run starts with the cycle and resets the count
+            (Idle, 7, Trigger::Run, Armed, Action::Cycle, 0, false),
+            // paused → armed: running again resumes after an approval
+            (Paused, 2, Trigger::Run, Armed, Action::Cycle, 0, false),
+            // armed → sending: every call has its result
+            (Armed, 1, Trigger::ToolsComplete(Next::Send), Sending, Action::Send, 1, false),
+            // armed → paused: an empty pending block
+            (Armed, 1, Trigger::ToolsComplete(Next::AwaitApproval), Paused, Action::Stop(Stop::AwaitingApproval), 1, false),
+            // armed stays armed while calls run (background jobs)
+            (Armed, 1, Trigger::ToolsComplete(Next::Running), Armed, Action::Stop(Stop::Running), 1, false),
+            // armed → idle: nothing to send
+            (Armed, 0, Trigger::ToolsComplete(Next::Idle), Idle, Action::Stop(Stop::Idle), 0, false),
+            // sending → armed: the response asked for tools (turn counted)
+            (Sending, 0, response(true, 100), Armed, Action::Cycle, 1, false),
+            (Sending, 99, response(true, 100), Armed, Action::Cycle, 100, false),
+            // sending → idle: one turn too many, with the warning
+            (Sending, 100, response(true, 100), Idle, Action::Stop(Stop::MaxTurns), 101, true),
+            (Sending, 0, response(true, 0), Idle, Action::Stop(Stop::MaxTurns), 1, true),
+            // sending → idle: a final answer
+            (Sending, 3, response(false, 100), Idle, Action::Stop(Stop::Finished), 3, false),
+            // autopilot off: the tool calls wait for the next run
+            (Sending, 0, Trigger::ResponseComplete { tool_uses: true, enabled: false, max_turns: 100 }, Idle, Action::Stop(Stop::AutopilotOff), 0, false),
+            // disarm on cancel and on error, from any state
+            (Sending, 1, Trigger::Cancel, Idle, Action::Stop(Stop::Cancelled), 1, false),
+            (Armed, 1, Trigger::Cancel, Idle, Action::Stop(Stop::Cancelled), 1, false),
+            (Sending, 1, Trigger::Error, Idle, Action::Stop(Stop::Idle), 1, false),
+            (Armed, 1, Trigger::Error, Idle, Action::Stop(Stop::Idle), 1, false),
+        ];
+        for (before, turns, trigger, after, action, turns_after, warns) in table {
+            let mut pilot = Autopilot {
+                state: before,
+                turns,
+                disarmed: false,
+            };
+            let (got, warning) = pilot.on(trigger);
+            let row = format!("{before:?} {turns} {trigger:?}");
+            assert_eq!(pilot.state, after, "{row}");
+            assert_eq!(got, action, "{row}");
+            assert_eq!(pilot.turns, turns_after, "{row}");
+            assert_eq!(warning.is_some(), warns, "{row}");
+            assert_eq!(
+                pilot.disarmed,
+                matches!(trigger, Trigger::Cancel | Trigger::Error),
+                "{row}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_max_turns_warning_is_the_spec_text() {
+        assert_eq!(
+            max_turns_warning(100),
+            "Autopilot stopped \u{2013} exceeded 100 consecutive turns."
+        );
+    }
+}

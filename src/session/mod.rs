@@ -1,0 +1,519 @@
+//! [`Session`]: the agent loop over one conversation (spec §7.1 Phase 3 and §7.10 autopilot).
+//!
+//! A run alternates the tool cycle (the [`Executor`]: placeholders through the approval
+//! chain, approved calls run, results written) and requests to a [`Provider`] whose response
+//! streams into the conversation as `.chat` text, until the conversation is idle, a call waits
+//! for approval, `max_turns` is exceeded or the user cancels.
+
+mod autopilot;
+mod events;
+mod respond;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use flemma_ast::IncrementalParser;
+use flemma_config::{Config, ConfigError, FrontmatterError};
+use flemma_providers::{MiniJinjaEngine, Provider, SendError, TemplateEngine};
+use flemma_tools::sandbox::SandboxBackends;
+use flemma_tools::{
+    Approver, Conversation, ConversationError, CycleReport, Executor, ExecutorError, Revision,
+    ToolRegistry,
+};
+use tokio_util::sync::CancellationToken;
+
+pub use autopilot::{AutopilotState, Stop};
+pub use events::{SessionEvent, SessionEvents};
+
+use autopilot::{Action, Autopilot, Trigger};
+use events::Subscribers;
+
+/// What went wrong in a run. A tool's failure is a result the model sees, not one of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// A run was asked for while a request streams (spec §7.1 guard).
+    #[error("A request is already in progress. Use <C-c> to cancel it first.")]
+    RequestInFlight,
+    /// A tool cycle was asked for while a request streams (spec §7.5 step 2).
+    #[error("Cannot execute tool while API request is in flight")]
+    ToolWhileRequest,
+    /// A run was asked for while another run executes tools.
+    #[error("the session is already running its tool cycle")]
+    AlreadyRunning,
+    /// The tool cycle failed (the conversation, the frontmatter, the options).
+    #[error("the tool cycle failed")]
+    Executor(#[from] ExecutorError),
+    /// The conversation could not be read or written.
+    #[error("the conversation could not be read or written")]
+    Conversation(#[from] ConversationError),
+    /// The conversation's frontmatter does not evaluate.
+    #[error("the frontmatter does not evaluate")]
+    Frontmatter(#[from] FrontmatterError),
+    /// The options do not resolve.
+    #[error("the options do not resolve")]
+    Config(#[from] ConfigError),
+    /// A template in the conversation failed; nothing was sent.
+    #[error("line {line}: {message}")]
+    Template {
+        /// The line of the template.
+        line: u32,
+        /// What failed.
+        message: String,
+    },
+    /// The request could not be sent or its response not received.
+    #[error("the {provider} request failed")]
+    Send {
+        /// The provider's name.
+        provider: String,
+        /// The cause.
+        #[source]
+        source: SendError,
+    },
+    /// The provider reported an error while streaming; what had arrived stays in the
+    /// conversation.
+    #[error("the {provider} response failed: {message}")]
+    Stream {
+        /// The provider's name.
+        provider: String,
+        /// The provider's message.
+        message: String,
+    },
+}
+
+/// What [`Session::cancel`] cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The request in flight (the abort marker is written).
+    Request,
+    /// The running tools (`User aborted tool execution.`).
+    Tools,
+    /// Nothing was running.
+    Nothing,
+}
+
+/// Builds a [`Session`]; see [`Session::builder`].
+#[must_use]
+pub struct SessionBuilder {
+    conversation: Arc<dyn Conversation>,
+    registry: ToolRegistry,
+    provider: Arc<dyn Provider>,
+    config: Config,
+    approver: Option<Arc<dyn Approver>>,
+    sandbox: Option<SandboxBackends>,
+    max_turns: Option<u64>,
+    engine: Arc<dyn TemplateEngine>,
+    flush_interval: Duration,
+    conversation_id: Option<String>,
+}
+
+impl std::fmt::Debug for SessionBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionBuilder")
+            .field("provider", &self.provider)
+            .field("max_turns", &self.max_turns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionBuilder {
+    /// The options below the conversation's frontmatter (defaults, `flemma.toml`, runtime
+    /// overrides).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Asks `approver` about pending calls. Without one, a run stops at the first empty
+    /// `(pending)` block ([`Stop::AwaitingApproval`]) and the next run resumes once the
+    /// transcript says `approved` or `rejected`.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The sandbox backends (default: none; [`SandboxBackends::with_builtins`] adds
+    /// bubblewrap).
+    pub fn sandbox_backends(mut self, backends: SandboxBackends) -> Self {
+        self.sandbox = Some(backends);
+        self
+    }
+
+    /// Overrides `tools.autopilot.max_turns`.
+    pub fn max_turns(mut self, max_turns: u64) -> Self {
+        self.max_turns = Some(max_turns);
+        self
+    }
+
+    /// The engine of `{{ }}` / `{% %}` templates (default: minijinja).
+    pub fn template_engine(mut self, engine: Arc<dyn TemplateEngine>) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// How often complete lines of a streaming response are written to the conversation
+    /// (default 100 ms; each write of a file conversation rewrites the file atomically).
+    /// The UI gets every delta as a [`SessionEvent::TextDelta`] regardless.
+    pub fn flush_interval(mut self, interval: Duration) -> Self {
+        self.flush_interval = interval;
+        self
+    }
+
+    /// The conversation's id for store paths (default `1`).
+    pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
+        self.conversation_id = Some(id.into());
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> Session {
+        let mut executor = Executor::builder(Arc::clone(&self.conversation), self.registry.clone())
+            .config(self.config.clone());
+        if let Some(approver) = self.approver {
+            executor = executor.approver(approver);
+        }
+        if let Some(backends) = self.sandbox {
+            executor = executor.sandbox_backends(backends);
+        }
+        if let Some(id) = self.conversation_id {
+            executor = executor.conversation_id(id);
+        }
+        Session {
+            inner: Arc::new(Inner {
+                executor: Arc::new(executor.build()),
+                conversation: self.conversation,
+                registry: self.registry,
+                provider: self.provider,
+                config: self.config,
+                engine: self.engine,
+                max_turns: self.max_turns,
+                flush_interval: self.flush_interval,
+                pilot: Mutex::new(Autopilot::default()),
+                control: Mutex::new(None),
+                parsed: tokio::sync::Mutex::new(None),
+                subscribers: Subscribers::default(),
+            }),
+        }
+    }
+}
+
+/// The agent loop over one conversation: send, stream the response into the conversation,
+/// run the tools it asks for, repeat (spec §7.10 autopilot).
+///
+/// A `Session` is a cheap handle (clone it to cancel from another task). Follow it with
+/// [`subscribe`](Self::subscribe); the library prints nothing.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flemma::providers::{ScriptedProvider, Turn};
+/// use flemma::tools::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+/// use flemma::{Session, Stop};
+/// use serde_json::json;
+///
+/// let registry = ToolRegistry::new();
+/// registry.register(tool_fn(
+///     ToolDefinition::builder("shout", "Repeat the text in capitals.")?.build()?,
+///     |input, _ctx| ToolOutput::text(input["text"].as_str().unwrap_or("").to_uppercase()),
+/// ));
+/// let provider = Arc::new(ScriptedProvider::new([
+///     Turn::tool_use("shout", json!({"text": "hi"})),
+///     Turn::text("It says HI."),
+/// ]));
+/// let chat = Arc::new(MemoryConversation::new(
+///     "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"shout\"]}}}\n```\n@You:\nShout hi.\n",
+/// ));
+/// let session = Session::builder(chat.clone(), registry, provider).build();
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+/// assert_eq!(runtime.block_on(session.run())?, Stop::Finished);
+/// assert!(chat.text().ends_with("```\nHI\n```\n\n@Assistant:\nIt says HI.\n\n@You:\n"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("provider", &self.inner.provider)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    conversation: Arc<dyn Conversation>,
+    registry: ToolRegistry,
+    provider: Arc<dyn Provider>,
+    executor: Arc<Executor>,
+    config: Config,
+    engine: Arc<dyn TemplateEngine>,
+    max_turns: Option<u64>,
+    flush_interval: Duration,
+    pilot: Mutex<Autopilot>,
+    control: Mutex<Option<Arc<Control>>>,
+    /// The conversation parsed at a revision, for building requests.
+    parsed: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
+    subscribers: Subscribers,
+}
+
+/// The cancellation of one run and whether its request is in flight.
+#[derive(Debug, Default)]
+struct Control {
+    token: CancellationToken,
+    in_flight: AtomicBool,
+}
+
+/// Clears the run's control when the run ends (also when its future is dropped).
+struct Running<'a>(&'a Inner);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.lock_control().take();
+    }
+}
+
+impl Inner {
+    fn lock_control(&self) -> std::sync::MutexGuard<'_, Option<Arc<Control>>> {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_pilot(&self) -> std::sync::MutexGuard<'_, Autopilot> {
+        self.pilot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Session {
+    /// Starts a session on `conversation` with the tools of `registry`, sending to
+    /// `provider`.
+    pub fn builder(
+        conversation: Arc<dyn Conversation>,
+        registry: ToolRegistry,
+        provider: Arc<dyn Provider>,
+    ) -> SessionBuilder {
+        SessionBuilder {
+            conversation,
+            registry,
+            provider,
+            config: Config::new(),
+            approver: None,
+            sandbox: None,
+            max_turns: None,
+            engine: Arc::new(MiniJinjaEngine::new()),
+            flush_interval: Duration::from_millis(100),
+            conversation_id: None,
+        }
+    }
+
+    /// Follows the session from now on.
+    pub fn subscribe(&self) -> SessionEvents {
+        self.inner.subscribers.subscribe()
+    }
+
+    fn emit(&self, event: SessionEvent) {
+        self.inner.subscribers.emit(event);
+    }
+
+    /// The autopilot's state.
+    pub fn state(&self) -> AutopilotState {
+        self.inner.lock_pilot().state
+    }
+
+    /// The executor running the tool cycle (approve, reject, cancel one call).
+    pub fn executor(&self) -> &Executor {
+        &self.inner.executor
+    }
+
+    /// The conversation.
+    pub fn conversation(&self) -> &Arc<dyn Conversation> {
+        &self.inner.conversation
+    }
+
+    /// Whether a request is streaming now.
+    pub fn is_request_in_flight(&self) -> bool {
+        self.inner
+            .lock_control()
+            .as_ref()
+            .is_some_and(|c| c.in_flight.load(Ordering::SeqCst))
+    }
+
+    /// Cancels what runs (spec §7.7 Ctrl-C): the request in flight (the abort marker is
+    /// written, or the empty `@Assistant:` removed), else the running tools. The run stops
+    /// and the autopilot is disarmed.
+    pub fn cancel(&self) -> Cancelled {
+        let control = self.inner.lock_control().clone();
+        if let Some(control) = control {
+            let request = control.in_flight.load(Ordering::SeqCst);
+            control.token.cancel();
+            if request {
+                return Cancelled::Request;
+            }
+            self.inner.executor.cancel_all();
+            return Cancelled::Tools;
+        }
+        self.inner.executor.cancel_all();
+        Cancelled::Nothing
+    }
+
+    /// Cancels everything: the request, every running tool (the double Ctrl-C).
+    pub fn cancel_all(&self) {
+        if let Some(control) = self.inner.lock_control().clone() {
+            control.token.cancel();
+        }
+        self.inner.executor.cancel_all();
+    }
+
+    /// Applies `trigger` to the autopilot, announcing a state change.
+    fn transition(&self, trigger: Trigger) -> (Action, Option<String>) {
+        let (before, after, outcome) = {
+            let mut pilot = self.inner.lock_pilot();
+            let before = pilot.state;
+            let outcome = pilot.on(trigger);
+            (before, pilot.state, outcome)
+        };
+        if before != after {
+            self.emit(SessionEvent::Autopilot(after));
+        }
+        outcome
+    }
+
+    /// Runs the loop (spec §7.1 "send or execute", then §7.10): the tool cycle, then, when
+    /// every call has its result, a request whose response streams into the conversation;
+    /// again while the responses ask for tools.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::RequestInFlight`] when a run is streaming a request,
+    /// [`SessionError::AlreadyRunning`] when one runs tools; the errors of the cycle, the
+    /// options and the provider (the autopilot is disarmed then).
+    pub async fn run(&self) -> Result<Stop, SessionError> {
+        let control = {
+            let mut slot = self.inner.lock_control();
+            if let Some(running) = slot.as_ref() {
+                return Err(if running.in_flight.load(Ordering::SeqCst) {
+                    SessionError::RequestInFlight
+                } else {
+                    SessionError::AlreadyRunning
+                });
+            }
+            let control = Arc::new(Control::default());
+            *slot = Some(Arc::clone(&control));
+            control
+        };
+        let _running = Running(&self.inner);
+        match self.drive(&control).await {
+            Ok(stop) => {
+                self.emit(SessionEvent::Stopped(stop));
+                Ok(stop)
+            }
+            Err(error) => {
+                self.transition(Trigger::Error);
+                Err(error)
+            }
+        }
+    }
+
+    async fn drive(&self, control: &Control) -> Result<Stop, SessionError> {
+        let (mut action, _) = self.transition(Trigger::Run);
+        let mut turn = 0;
+        loop {
+            action = match action {
+                Action::Stop(stop) => return Ok(stop),
+                Action::Cycle => {
+                    let report = self.cycle_until(&control.token).await?;
+                    if control.token.is_cancelled() {
+                        self.transition(Trigger::Cancel).0
+                    } else {
+                        self.transition(Trigger::ToolsComplete(report.next)).0
+                    }
+                }
+                Action::Send => {
+                    turn += 1;
+                    match self.respond(control, turn).await? {
+                        respond::Response::Cancelled => self.transition(Trigger::Cancel).0,
+                        respond::Response::Complete {
+                            tool_uses,
+                            autopilot,
+                        } => {
+                            let max_turns = self.inner.max_turns.unwrap_or(autopilot.max_turns);
+                            let (action, warning) = self.transition(Trigger::ResponseComplete {
+                                tool_uses: tool_uses > 0,
+                                enabled: autopilot.enabled,
+                                max_turns,
+                            });
+                            if let Some(warning) = warning {
+                                self.emit(SessionEvent::Warning(warning));
+                            }
+                            action
+                        }
+                    }
+                }
+            };
+        }
+    }
+
+    /// One tool cycle outside a run (a user's "execute"), its events forwarded.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::ToolWhileRequest`] while a request is in flight; the cycle's errors.
+    pub async fn cycle(&self) -> Result<CycleReport, SessionError> {
+        if self.is_request_in_flight() {
+            return Err(SessionError::ToolWhileRequest);
+        }
+        self.cycle_until(&CancellationToken::new()).await
+    }
+
+    /// Runs the cycle, forwarding the executor's events as they happen; `cancel` cancels the
+    /// running calls (they end with `User aborted tool execution.`).
+    async fn cycle_until(&self, cancel: &CancellationToken) -> Result<CycleReport, SessionError> {
+        use tokio::sync::broadcast::error::RecvError;
+        let executor = &self.inner.executor;
+        let mut events = executor.subscribe();
+        let cycle = executor.cycle();
+        tokio::pin!(cycle);
+        let mut listening = true;
+        let mut cancelled = false;
+        let report = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    executor.cancel_all();
+                }
+                event = events.recv(), if listening => match event {
+                    Ok(event) => self.emit(SessionEvent::Tool(event)),
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => listening = false,
+                },
+                report = &mut cycle => break report,
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            self.emit(SessionEvent::Tool(event));
+        }
+        Ok(report?)
+    }
+}
+
+/// The parser for `snapshot`, brought up to date.
+fn refresh<'c>(
+    cache: &'c mut Option<(Revision, IncrementalParser)>,
+    snapshot: &flemma_tools::Snapshot,
+) -> &'c mut IncrementalParser {
+    let (revision, parser) = cache.get_or_insert_with(|| {
+        (
+            snapshot.revision,
+            IncrementalParser::new(snapshot.text.as_str().to_owned()),
+        )
+    });
+    if *revision != snapshot.revision {
+        if parser.text() != snapshot.text.as_str() {
+            parser.update(&snapshot.text);
+        }
+        *revision = snapshot.revision;
+    }
+    parser
+}

@@ -1,0 +1,340 @@
+//! Phase 3: build the request from the conversation, stream the response into it.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use flemma_ast::{Severity, TextEdit};
+use flemma_config::AutopilotOptions;
+use flemma_providers::{
+    PromptBuilder, Request, ResponseWriter, StopReason, StreamEvent, decode_tool_name,
+};
+use flemma_schema::Capability;
+use flemma_tools::ConversationError;
+use futures_util::StreamExt as _;
+
+use super::{Control, Session, SessionError, SessionEvent, refresh};
+
+/// The abort marker's line (spec §1.10, `request.aborted`).
+const ABORT_MARKER: &str = "<!-- flemma:aborted: Response interrupted by the user. -->";
+/// How often a removal is computed again when the conversation keeps changing.
+const EDIT_ATTEMPTS: usize = 8;
+
+/// How a response ended.
+pub(super) enum Response {
+    /// The user cancelled it.
+    Cancelled,
+    /// It completed.
+    Complete {
+        /// The tool calls it asked for.
+        tool_uses: usize,
+        /// The autopilot options of the conversation when it was sent.
+        autopilot: AutopilotOptions,
+    },
+}
+
+/// Marks the request in flight while it lives.
+struct InFlight<'a>(&'a Control);
+
+impl<'a> InFlight<'a> {
+    fn new(control: &'a Control) -> Self {
+        control.in_flight.store(true, Ordering::SeqCst);
+        Self(control)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The response being written: the writer, the text not yet written, and what was.
+struct Output {
+    writer: ResponseWriter,
+    pending: String,
+    flushed: bool,
+    last_flush: Instant,
+    tool_uses: usize,
+}
+
+impl Session {
+    /// Sends the conversation and streams the response into it.
+    pub(super) async fn respond(
+        &self,
+        control: &Control,
+        turn: u64,
+    ) -> Result<Response, SessionError> {
+        let provider = self.inner.provider.name().to_owned();
+        let _in_flight = InFlight::new(control);
+        let (request, autopilot) = self.prepare().await?;
+        self.emit(SessionEvent::RequestSending { turn });
+        let separator = self.write_header().await?;
+        let started = tokio::select! {
+            biased;
+            () = control.token.cancelled() => None,
+            stream = self.inner.provider.stream(request) => Some(stream),
+        };
+        let mut stream = match started {
+            None => {
+                self.remove_header(separator).await?;
+                self.emit(SessionEvent::RequestAborted);
+                return Ok(Response::Cancelled);
+            }
+            Some(Err(source)) => {
+                self.remove_header(separator).await?;
+                return Err(SessionError::Send { provider, source });
+            }
+            Some(Ok(stream)) => stream,
+        };
+        let mut out = Output {
+            writer: ResponseWriter::new(),
+            pending: String::new(),
+            flushed: false,
+            last_flush: Instant::now(),
+            tool_uses: 0,
+        };
+        let cancelled = self.stream_into(&mut stream, control, &mut out).await?;
+        drop(stream);
+        let tail = out.writer.finish();
+        out.pending.push_str(&tail);
+        let arrived = out.flushed || !out.pending.trim().is_empty();
+        if cancelled {
+            if arrived {
+                self.flush(&mut out, true).await?;
+                self.inner
+                    .executor
+                    .append_lines(&format!("\n{ABORT_MARKER}"))
+                    .await?;
+            } else {
+                self.remove_header(separator).await?;
+            }
+            self.emit(SessionEvent::RequestAborted);
+            return Ok(Response::Cancelled);
+        }
+        if let Some(message) = out.writer.error().map(str::to_owned) {
+            if arrived {
+                self.flush(&mut out, true).await?;
+            } else {
+                self.remove_header(separator).await?;
+            }
+            return Err(SessionError::Stream { provider, message });
+        }
+        for warning in out.writer.warnings() {
+            self.emit(SessionEvent::Warning(warning.clone()));
+        }
+        if out.writer.stop() == Some(&StopReason::MaxTokens) && out.writer.warnings().is_empty() {
+            // Spec 13.2: a response cut by `max_tokens` is a truncation warning for the user.
+            self.emit(SessionEvent::Warning(format!(
+                "the {provider} response was cut off at max_tokens"
+            )));
+        }
+        if arrived {
+            self.flush(&mut out, true).await?;
+            if out.tool_uses == 0 {
+                // The user's turn.
+                self.inner.executor.append_lines("\n@You:").await?;
+            }
+        } else {
+            self.remove_header(separator).await?;
+            self.emit(SessionEvent::Warning(format!(
+                "the {provider} response was empty"
+            )));
+        }
+        self.emit(SessionEvent::TurnFinished {
+            turn,
+            stop: out.writer.stop().cloned(),
+            tool_uses: out.tool_uses,
+        });
+        Ok(Response::Complete {
+            tool_uses: out.tool_uses,
+            autopilot,
+        })
+    }
+
+    /// Writes the stream's events into the conversation; returns whether the user cancelled.
+    async fn stream_into(
+        &self,
+        stream: &mut flemma_providers::EventStream,
+        control: &Control,
+        out: &mut Output,
+    ) -> Result<bool, SessionError> {
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = control.token.cancelled() => return Ok(true),
+                event = stream.next() => event,
+            };
+            let Some(event) = event else {
+                return Ok(false);
+            };
+            self.observe(&event, out);
+            let piece = out.writer.apply(&event);
+            if piece.contains('\r') {
+                out.pending.push_str(&piece.replace("\r\n", "\n"));
+            } else {
+                out.pending.push_str(&piece);
+            }
+            if out.last_flush.elapsed() >= self.inner.flush_interval {
+                self.flush(out, false).await?;
+            }
+        }
+    }
+
+    /// The events a UI sees for one stream event.
+    fn observe(&self, event: &StreamEvent, out: &mut Output) {
+        let ui = match event {
+            StreamEvent::Text { text } => SessionEvent::TextDelta(text.clone()),
+            StreamEvent::Thinking { text } => SessionEvent::ThinkingDelta(text.clone()),
+            StreamEvent::ToolCallStart { id, name } => SessionEvent::ToolCallStarted {
+                id: id.clone(),
+                name: decode_tool_name(name).into_owned(),
+            },
+            StreamEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                out.tool_uses += 1;
+                SessionEvent::ToolCall {
+                    id: id.clone(),
+                    name: decode_tool_name(name).into_owned(),
+                    input: arguments.clone(),
+                }
+            }
+            StreamEvent::Usage {
+                input_tokens,
+                output_tokens,
+            } => SessionEvent::Usage {
+                input_tokens: *input_tokens,
+                output_tokens: *output_tokens,
+            },
+            _ => return,
+        };
+        self.emit(ui);
+    }
+
+    /// The request for the conversation as it is now, and its autopilot options.
+    async fn prepare(&self) -> Result<(Request, AutopilotOptions), SessionError> {
+        let inner = &self.inner;
+        let snapshot = inner.conversation.snapshot().await?;
+        let mut cache = inner.parsed.lock().await;
+        let doc = refresh(&mut cache, &snapshot).document();
+        let mut config = inner.config.clone();
+        let variables = match &doc.frontmatter {
+            Some(fm) => config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?,
+            None => serde_json::Map::new(),
+        };
+        let names = inner.registry.names();
+        let options = config.options_with_tools(&names)?;
+        let mut request_options = inner.provider.request_options(&options);
+        request_options.tools = inner.registry.specs_for_prompt(&options);
+        let template_tools = names
+            .iter()
+            .filter(|n| {
+                inner
+                    .registry
+                    .has_capability(n.as_str(), Capability::EmitsTemplate)
+            })
+            .map(ToString::to_string);
+        let mut builder = PromptBuilder::new()
+            .engine(std::sync::Arc::clone(&inner.engine))
+            .variables(variables)
+            .template_tools(template_tools);
+        if let Some(path) = inner.conversation.path() {
+            builder = builder.chat_path(path);
+        }
+        let prompt = builder.build(doc);
+        for diagnostic in &prompt.diagnostics {
+            if diagnostic.severity == Severity::Error {
+                return Err(SessionError::Template {
+                    line: diagnostic.line,
+                    message: diagnostic.message.clone(),
+                });
+            }
+            self.emit(SessionEvent::Warning(format!(
+                "line {}: {}",
+                diagnostic.line, diagnostic.message
+            )));
+        }
+        let request = inner.provider.build_request(&prompt, &request_options);
+        Ok((request, options.tools.autopilot.clone()))
+    }
+
+    /// Appends `@Assistant:` (after a blank line unless the text ends with one); returns
+    /// whether the blank line was added.
+    async fn write_header(&self) -> Result<bool, SessionError> {
+        let snapshot = self.inner.conversation.snapshot().await?;
+        let text = snapshot.text.as_str();
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let body = body.strip_suffix('\r').unwrap_or(body);
+        let separator = !(body.is_empty() || body.ends_with('\n'));
+        drop(snapshot);
+        let header = if separator {
+            "\n@Assistant:"
+        } else {
+            "@Assistant:"
+        };
+        self.inner.executor.append_lines(header).await?;
+        Ok(separator)
+    }
+
+    /// Writes the complete lines of the response (all of it when `last`), keeping trailing
+    /// blank lines until more text follows them.
+    async fn flush(&self, out: &mut Output, last: bool) -> Result<(), SessionError> {
+        out.last_flush = Instant::now();
+        let end = if last {
+            out.pending.len()
+        } else {
+            match out.pending.rfind('\n') {
+                Some(end) => end,
+                None => return Ok(()),
+            }
+        };
+        let lines = out.pending[..end].trim_end_matches(['\n', '\r']);
+        if lines.is_empty() {
+            if last {
+                out.pending.clear();
+            }
+            return Ok(());
+        }
+        let written = lines.len();
+        self.inner.executor.append_lines(lines).await?;
+        out.flushed = true;
+        // The line's terminator goes with it; later blank lines stay pending.
+        let rest = (written + 1).min(out.pending.len());
+        out.pending.drain(..rest);
+        if last {
+            out.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Removes the `@Assistant:` header written for a response that brought nothing (and the
+    /// blank line written before it), unless someone wrote after it meanwhile.
+    async fn remove_header(&self, separator: bool) -> Result<(), SessionError> {
+        let conversation = &self.inner.conversation;
+        for _ in 0..EDIT_ATTEMPTS {
+            let snapshot = conversation.snapshot().await?;
+            let lines: Vec<&str> = snapshot.text.split_inclusive('\n').collect();
+            let Some(last) = lines.iter().rposition(|l| !l.trim().is_empty()) else {
+                return Ok(());
+            };
+            if lines[last].trim_end() != "@Assistant:" {
+                return Ok(());
+            }
+            let blank_before = last > 0 && lines[last - 1].trim().is_empty();
+            let first = if separator && blank_before {
+                last - 1
+            } else {
+                last
+            };
+            let edit = TextEdit::replace(first as u32 + 1, lines.len() as u32, Vec::new());
+            match conversation.apply(snapshot.revision, &[edit]).await {
+                Ok(_) => return Ok(()),
+                Err(ConversationError::Stale { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(())
+    }
+}

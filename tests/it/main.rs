@@ -1,0 +1,75 @@
+//! Integration tests of the facade: the session loop, scripted and over HTTP.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
+
+mod http;
+mod session;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use flemma::tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+
+/// A file of `shared/fixtures/peer`.
+pub(crate) fn peer(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/peer")
+        .join(name)
+}
+
+/// A registry with `calculator` (`a <op> b`, as the peer recordings ask) and `slow` (sleeps
+/// for `seconds`).
+pub(crate) fn registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry.register(tool_fn(
+        ToolDefinition::builder("calculator", "Evaluate `a <op> b`.")
+            .unwrap()
+            .build()
+            .unwrap(),
+        |input, _ctx| {
+            let expression = input["expression"].as_str().unwrap_or_default();
+            let parts: Vec<&str> = expression.split_whitespace().collect();
+            let [a, op, b] = parts[..] else {
+                return ToolOutput::error(format!("cannot evaluate {expression:?}"));
+            };
+            let (a, b): (f64, f64) = match (a.parse(), b.parse()) {
+                (Ok(a), Ok(b)) => (a, b),
+                _ => return ToolOutput::error(format!("cannot evaluate {expression:?}")),
+            };
+            let value = match op {
+                "+" => a + b,
+                "-" => a - b,
+                "*" => a * b,
+                "/" => a / b,
+                _ => return ToolOutput::error(format!("unknown operator {op}")),
+            };
+            ToolOutput::text(value.to_string())
+        },
+    ));
+    registry.register(flemma::tools::async_tool_fn(
+        ToolDefinition::builder("slow", "Sleep.")
+            .unwrap()
+            .build()
+            .unwrap(),
+        |input, _ctx| {
+            let seconds = input["seconds"].as_u64().unwrap_or(60);
+            Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+                ToolOutput::text("slept")
+            })
+        },
+    ));
+    registry
+}
+
+/// A conversation whose frontmatter approves `tools` and whose last message is `ask`.
+pub(crate) fn chat(tools: &[&str], ask: &str) -> Arc<flemma::tools::MemoryConversation> {
+    let list = serde_json::to_string(tools).unwrap();
+    Arc::new(flemma::tools::MemoryConversation::new(format!(
+        "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": {list}}}}}}}\n```\n@You:\n{ask}\n"
+    )))
+}

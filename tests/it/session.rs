@@ -1,0 +1,477 @@
+//! The session loop against the scripted provider: the whole loop, `max_turns`, approval stops
+//! and resumes, an approver, cancel mid-stream and mid-tool, the in-flight guards, errors.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flemma::ast::{Role, Segment};
+use flemma::providers::{ScriptedProvider, Turn};
+use flemma::tools::{Answer, Approver, Event, MemoryConversation, PendingCall};
+use flemma::{AutopilotState, Session, SessionError, SessionEvent, SessionEvents, Stop};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::{chat, registry};
+
+fn session(chat: &Arc<MemoryConversation>, turns: Vec<Turn>) -> (Session, Arc<ScriptedProvider>) {
+    let provider = Arc::new(ScriptedProvider::new(turns));
+    let session = Session::builder(chat.clone(), registry(), provider.clone())
+        .flush_interval(Duration::ZERO)
+        .build();
+    (session, provider)
+}
+
+fn drain(events: &mut SessionEvents) -> Vec<SessionEvent> {
+    std::iter::from_fn(|| events.try_recv()).collect()
+}
+
+/// Waits for the first event `pick` accepts.
+async fn wait_for(events: &mut SessionEvents, pick: impl Fn(&SessionEvent) -> bool) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(event) = events.recv().await {
+            if pick(&event) {
+                return;
+            }
+        }
+        panic!("the session ended");
+    })
+    .await
+    .expect("the event came");
+}
+
+#[tokio::test]
+async fn a_scripted_loop_runs_the_tools_and_ends_with_the_answer() {
+    let chat = chat(&["calculator"], "What is 6 * 7, and 2 + 2?");
+    let (session, provider) = session(
+        &chat,
+        vec![
+            Turn::text("Let me compute.")
+                .with_tool_use("calculator", json!({"expression": "6 * 7"}))
+                .with_tool_use("calculator", json!({"expression": "2 + 2"})),
+            Turn::text("6 * 7 is 42\nand 2 + 2 is 4."),
+        ],
+    );
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(session.state(), AutopilotState::Idle);
+    assert_eq!(provider.remaining(), 0);
+    insta::assert_snapshot!("scripted_loop", chat.text());
+    // The second request carries both results.
+    let second: serde_json::Value = serde_json::from_str(&provider.requests()[1]).unwrap();
+    let results = &second["messages"][2]["content"];
+    assert_eq!(results[0]["content"], "42");
+    assert_eq!(results[1]["content"], "4");
+
+    let events = drain(&mut events);
+    let states: Vec<AutopilotState> = events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::Autopilot(state) => Some(*state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            AutopilotState::Armed,
+            AutopilotState::Sending,
+            AutopilotState::Armed,
+            AutopilotState::Sending,
+            AutopilotState::Idle
+        ]
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Let me compute.6 * 7 is 42\nand 2 + 2 is 4.");
+    let executed = events
+        .iter()
+        .filter(|e| matches!(e, SessionEvent::Tool(Event::ToolExecuting { .. })))
+        .count();
+    assert_eq!(executed, 2);
+    assert!(events.contains(&SessionEvent::TurnFinished {
+        turn: 2,
+        stop: Some(flemma::providers::StopReason::EndTurn),
+        tool_uses: 0
+    }));
+    assert_eq!(events.last(), Some(&SessionEvent::Stopped(Stop::Finished)));
+    // The transcript parses cleanly.
+    assert!(flemma::ast::parse(&chat.text()).diagnostics.is_empty());
+}
+
+#[tokio::test]
+async fn max_turns_stops_the_loop_with_the_spec_warning() {
+    let chat = chat(&["calculator"], "Count.");
+    let turns: Vec<Turn> = (0..5)
+        .map(|_| Turn::tool_use("calculator", json!({"expression": "1 + 1"})))
+        .collect();
+    let provider = Arc::new(ScriptedProvider::new(turns));
+    let session = Session::builder(chat.clone(), registry(), provider.clone())
+        .max_turns(2)
+        .build();
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::MaxTurns);
+    // Three responses asked for tools; the third exceeded the limit and its call waits.
+    assert_eq!(provider.remaining(), 2);
+    let events = drain(&mut events);
+    assert!(events.contains(&SessionEvent::Warning(
+        "Autopilot stopped \u{2013} exceeded 2 consecutive turns.".into()
+    )));
+    let doc = flemma::ast::parse(&chat.text());
+    let last = doc.messages.last().unwrap();
+    assert_eq!(last.role, Role::Assistant);
+    assert_eq!(last.tool_uses().count(), 1);
+    assert_eq!(session.state(), AutopilotState::Idle);
+}
+
+#[tokio::test]
+async fn the_max_turns_option_comes_from_the_frontmatter() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\"], \"autopilot\": {\"max_turns\": 1}}}}\n```\n@You:\nGo.\n",
+    ));
+    let turns: Vec<Turn> = (0..3)
+        .map(|_| Turn::tool_use("calculator", json!({"expression": "1 + 1"})))
+        .collect();
+    let (session, provider) = session(&chat, turns);
+    assert_eq!(session.run().await.unwrap(), Stop::MaxTurns);
+    assert_eq!(provider.remaining(), 1);
+}
+
+#[tokio::test]
+async fn autopilot_off_stops_after_the_response() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\"], \"autopilot\": false}}}\n```\n@You:\nGo.\n",
+    ));
+    let (session, provider) = session(
+        &chat,
+        vec![
+            Turn::tool_use("calculator", json!({"expression": "1 + 1"})),
+            Turn::text("2."),
+        ],
+    );
+    assert_eq!(session.run().await.unwrap(), Stop::AutopilotOff);
+    assert_eq!(provider.remaining(), 1);
+    // The next run executes the call and sends.
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert!(chat.text().contains("```\n2\n```"));
+}
+
+#[tokio::test]
+async fn without_an_approver_the_run_pauses_at_a_pending_call_and_resumes_once_approved() {
+    let chat = chat(&[], "Compute.");
+    let (session, provider) = session(
+        &chat,
+        vec![
+            Turn::tool_use("calculator", json!({"expression": "3 * 3"})),
+            Turn::text("9."),
+        ],
+    );
+    assert_eq!(session.run().await.unwrap(), Stop::AwaitingApproval);
+    assert_eq!(session.state(), AutopilotState::Paused);
+    assert!(
+        chat.text()
+            .contains("**Tool Result:** `toolu_scripted_1_1` (pending)\n")
+    );
+    // Nothing changes until the transcript says so.
+    assert_eq!(session.run().await.unwrap(), Stop::AwaitingApproval);
+    session
+        .executor()
+        .approve("toolu_scripted_1_1")
+        .await
+        .unwrap();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.remaining(), 0);
+    assert!(chat.text().contains("```\n9\n```"));
+}
+
+struct NoMultiplication;
+
+#[flemma::approval::async_trait]
+impl Approver for NoMultiplication {
+    async fn ask(&self, call: &PendingCall) -> Answer {
+        if call.input["expression"]
+            .as_str()
+            .unwrap_or_default()
+            .contains('*')
+        {
+            Answer::Reject(Some("No multiplication today.".into()))
+        } else {
+            Answer::Approve
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_approver_decides_the_pending_calls() {
+    let chat = chat(&[], "Compute.");
+    let provider = Arc::new(ScriptedProvider::new([
+        Turn::tool_use("calculator", json!({"expression": "3 * 3"}))
+            .with_tool_use("calculator", json!({"expression": "3 + 3"})),
+        Turn::text("6, and no 9."),
+    ]));
+    let session = Session::builder(chat.clone(), registry(), provider)
+        .approver(Arc::new(NoMultiplication))
+        .build();
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let text = chat.text();
+    assert!(
+        text.contains("(error)\n```\nNo multiplication today.\n```"),
+        "{text}"
+    );
+    assert!(text.contains("```\n6\n```"), "{text}");
+    let asked = drain(&mut events)
+        .into_iter()
+        .filter(|e| matches!(e, SessionEvent::Tool(Event::ApprovalAsked { .. })))
+        .count();
+    assert_eq!(asked, 2);
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_writes_the_abort_marker_and_the_transcript_still_parses() {
+    let chat = chat(&["calculator"], "Tell me a story.");
+    let (session, provider) = session(
+        &chat,
+        vec![
+            Turn::text("Once upon a time\nthere was a parser\nthat never lost a byte.")
+                .with_delay(Duration::from_millis(30)),
+            Turn::text("The end."),
+        ],
+    );
+    let mut events = session.subscribe();
+    let running = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(
+        &mut events,
+        |e| matches!(e, SessionEvent::TextDelta(t) if t.contains("there")),
+    )
+    .await;
+    assert!(session.is_request_in_flight());
+    // The guards, with the spec's texts.
+    let refused = session.run().await.unwrap_err();
+    assert!(matches!(refused, SessionError::RequestInFlight));
+    assert_eq!(
+        refused.to_string(),
+        "A request is already in progress. Use <C-c> to cancel it first."
+    );
+    let refused = session.cycle().await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "Cannot execute tool while API request is in flight"
+    );
+    assert_eq!(session.cancel(), flemma::Cancelled::Request);
+    assert_eq!(running.await.unwrap().unwrap(), Stop::Cancelled);
+    assert_eq!(session.state(), AutopilotState::Idle);
+    assert!(!session.is_request_in_flight());
+    assert_eq!(provider.remaining(), 1);
+
+    let text = chat.text();
+    assert!(
+        text.ends_with(
+            "@Assistant:\nOnce upon a time\nthere \n\n<!-- flemma:aborted: Response interrupted by the user. -->\n"
+        ),
+        "{text}"
+    );
+    let doc = flemma::ast::parse(&text);
+    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    let last = doc.messages.last().unwrap();
+    assert!(matches!(last.segments.last(), Some(Segment::Aborted(_))));
+    // The next run sends again; the aborted text goes as an HTML comment.
+    chat.set_text(format!("{text}\n@You:\nGo on.\n"));
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert!(provider.requests()[1].contains("<!-- Response interrupted by the user. -->"));
+}
+
+#[tokio::test]
+async fn cancel_before_anything_arrived_removes_the_empty_assistant_message() {
+    let chat = chat(&[], "Hello?");
+    let before = chat.text();
+    let (session, _) = session(
+        &chat,
+        vec![Turn::text("Too late.").with_delay(Duration::from_secs(30))],
+    );
+    let mut events = session.subscribe();
+    let running = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(&mut events, |e| {
+        matches!(e, SessionEvent::RequestSending { .. })
+    })
+    .await;
+    // The header is written when the request goes out.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !chat.text().ends_with("@Assistant:\n") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    session.cancel();
+    assert_eq!(running.await.unwrap().unwrap(), Stop::Cancelled);
+    assert_eq!(chat.text(), before);
+    assert!(drain(&mut events).contains(&SessionEvent::RequestAborted));
+}
+
+#[tokio::test]
+async fn cancelling_running_tools_aborts_them_and_stops_the_loop() {
+    let chat = chat(&["slow"], "Wait.");
+    let (session, provider) = session(
+        &chat,
+        vec![
+            Turn::tool_use("slow", json!({"seconds": 60})),
+            Turn::text("Never sent."),
+        ],
+    );
+    let mut events = session.subscribe();
+    let running = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(&mut events, |e| {
+        matches!(e, SessionEvent::Tool(Event::ToolExecuting { .. }))
+    })
+    .await;
+    assert!(!session.is_request_in_flight());
+    assert_eq!(session.cancel(), flemma::Cancelled::Tools);
+    assert_eq!(running.await.unwrap().unwrap(), Stop::Cancelled);
+    assert!(
+        chat.text()
+            .ends_with("(error)\n```\nUser aborted tool execution.\n```\n")
+    );
+    assert_eq!(provider.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_error_disarms_and_keeps_what_arrived() {
+    let chat = chat(&[], "Hi.");
+    let failing = Turn {
+        error: Some("overloaded".into()),
+        ..Turn::text("Partial answer")
+    };
+    let (session, _) = session(&chat, vec![failing]);
+    let error = session.run().await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the scripted response failed: overloaded"
+    );
+    assert_eq!(session.state(), AutopilotState::Idle);
+    assert!(chat.text().ends_with("@Assistant:\nPartial answer\n"));
+}
+
+#[tokio::test]
+async fn an_exhausted_script_is_a_send_error_and_leaves_no_empty_message() {
+    let chat = chat(&[], "Hi.");
+    let before = chat.text();
+    let (session, _) = session(&chat, vec![]);
+    let error = session.run().await.unwrap_err();
+    assert!(matches!(error, SessionError::Send { .. }), "{error}");
+    assert_eq!(chat.text(), before);
+}
+
+#[tokio::test]
+async fn usage_and_thinking_reach_the_events() {
+    let chat = chat(&[], "Think.");
+    let turn = Turn {
+        usage: Some(flemma::providers::ScriptedUsage {
+            input_tokens: Some(12),
+            output_tokens: Some(3),
+        }),
+        ..Turn::text("Done.").with_thinking("Hmm.")
+    };
+    let (session, _) = session(&chat, vec![turn]);
+    let events = session.subscribe();
+    session.run().await.unwrap();
+    drop(session);
+    // Once the session is gone the events end: read them as a stream.
+    let events: Vec<SessionEvent> = futures_util::StreamExt::collect(events).await;
+    assert!(events.contains(&SessionEvent::ThinkingDelta("Hmm.".into())));
+    assert!(events.contains(&SessionEvent::Usage {
+        input_tokens: Some(12),
+        output_tokens: Some(3)
+    }));
+    assert!(chat.text().contains("<thinking>\nHmm.\n</thinking>"));
+}
+
+/// A file conversation edited by the user while the response streams: both the edit and the
+/// whole response are kept (each write is checked against the file's revision).
+#[tokio::test]
+async fn a_user_edit_while_streaming_into_a_file_is_kept() {
+    let dir = std::env::temp_dir().join(format!("flemma-session-edit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edit.chat");
+    std::fs::write(&path, "@You:\nHello.\n").unwrap();
+    let chat = Arc::new(flemma::tools::FileConversation::new(&path));
+    let provider = Arc::new(ScriptedProvider::new([Turn::text(
+        "one \ntwo \nthree \nfour",
+    )
+    .with_delay(Duration::from_millis(200))]));
+    let session = Session::builder(chat, registry(), provider)
+        .flush_interval(Duration::ZERO)
+        .build();
+    let mut events = session.subscribe();
+    let running = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(
+        &mut events,
+        |e| matches!(e, SessionEvent::TextDelta(t) if t.contains("two")),
+    )
+    .await;
+    // Between two events (200 ms apart), after the session wrote "one".
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let now = std::fs::read_to_string(&path).unwrap();
+    assert!(now.ends_with("@Assistant:\none \n"), "{now:?}");
+    std::fs::write(&path, now.replace("Hello.", "Hello, edited.")).unwrap();
+    assert_eq!(running.await.unwrap().unwrap(), Stop::Finished);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "@You:\nHello, edited.\n\n@Assistant:\none \ntwo \nthree \nfour\n\n@You:\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_crlf_transcript_gets_crlf_lines() {
+    let chat = Arc::new(MemoryConversation::new("@You:\r\nHi.\r\n"));
+    let (session, _) = session(&chat, vec![Turn::text("Hello,\nworld.")]);
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(
+        chat.text(),
+        "@You:\r\nHi.\r\n\r\n@Assistant:\r\nHello,\r\nworld.\r\n\r\n@You:\r\n"
+    );
+}
+
+/// A recorded stream replayed by the scripted provider: an OpenAI response cut by
+/// `max_output_tokens` keeps its text and warns.
+#[tokio::test]
+async fn a_truncated_recorded_response_warns() {
+    let chat = chat(&[], "Write a lot.");
+    let (session, _) = session(
+        &chat,
+        vec![Turn::recording(crate::peer("openai_incomplete_stream.txt"))],
+    );
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let events = drain(&mut events);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Warning(w) if w.contains("max_output_tokens"))),
+        "{events:?}"
+    );
+    assert!(events.contains(&SessionEvent::TurnFinished {
+        turn: 1,
+        stop: Some(flemma::providers::StopReason::MaxTokens),
+        tool_uses: 0
+    }));
+    let doc = flemma::ast::parse(&chat.text());
+    assert_eq!(doc.messages.len(), 3, "{}", chat.text());
+}
