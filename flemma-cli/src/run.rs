@@ -280,6 +280,7 @@ async fn drive(session: &Session, ui: &mut Ui) -> Result<Stop, flemma::SessionEr
                         let what = match session.cancel() {
                             flemma::Cancelled::Request => "the request",
                             flemma::Cancelled::Tools => "the running tools",
+                            flemma::Cancelled::Resume => "the wait for background jobs",
                             flemma::Cancelled::Nothing => "nothing running",
                         };
                         ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
@@ -405,6 +406,11 @@ impl Ui {
             SessionEvent::RequestAborted => self.status("request cancelled"),
             SessionEvent::Warning(warning) => self.status(&format!("warning: {warning}")),
             SessionEvent::Tool(event) => self.tool(event),
+            SessionEvent::ResumeScheduled { delay_ms } => {
+                self.status(&format!("jobs delivered: resuming in {delay_ms} ms"));
+            }
+            SessionEvent::ResumeCancelled => self.status("resume cancelled"),
+            SessionEvent::Resumed => self.status("resumed"),
             _ => {}
         }
     }
@@ -446,6 +452,29 @@ impl Ui {
                 }
             }
             Event::Warning(warning) => self.status(&format!("warning: {warning}")),
+            Event::JobSubmitted {
+                job_id, tool_id, ..
+            } => {
+                // Its call's spinner goes: it runs on in the background.
+                if let Some((Some(bar), _)) = self.running.remove(tool_id.as_str()) {
+                    bar.finish_and_clear();
+                }
+                self.status(&format!("background: {tool_id} is job {job_id}"));
+            }
+            Event::JobDelivered(done) => {
+                let mark = if done.success { "ok" } else { "error" };
+                self.status(&format!("{mark}: job {} ({})", done.job_id, done.tool));
+            }
+            Event::JobsRecovered(found) => {
+                let line = format!(
+                    "jobs: {} re-adopted, {} finished while away, {} lost, {} run elsewhere",
+                    found.adopted.len(),
+                    found.finished.len(),
+                    found.lost.len(),
+                    found.elsewhere.len()
+                );
+                self.status(&line);
+            }
             _ => {}
         }
     }

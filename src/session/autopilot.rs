@@ -57,6 +57,9 @@ pub(crate) enum Trigger {
         /// `tools.autopilot.max_turns`.
         max_turns: u64,
     },
+    /// Background jobs were delivered while the loop was idle, and the resume delay passed
+    /// (spec §7.10: deliveries at idle resume the loop).
+    JobsDelivered,
     /// The user cancelled.
     Cancel,
     /// The request or the cycle failed.
@@ -133,6 +136,8 @@ impl Autopilot {
                     (Armed, Action::Cycle, None)
                 }
             }
+            // Deliveries resume an idle loop; the count of consecutive turns goes on.
+            Trigger::JobsDelivered => (Armed, Action::Cycle, None),
             Trigger::Cancel => {
                 self.disarmed = true;
                 (Idle, Action::Stop(Stop::Cancelled), None)
@@ -188,6 +193,8 @@ mod tests {
             (Sending, 3, response(false, 100), Idle, Action::Stop(Stop::Finished), 3, false),
             // autopilot off: the tool calls wait for the next run
             (Sending, 0, Trigger::ResponseComplete { tool_uses: true, enabled: false, max_turns: 100 }, Idle, Action::Stop(Stop::AutopilotOff), 0, false),
+            // idle → armed: background jobs delivered at idle resume the loop
+            (Idle, 2, Trigger::JobsDelivered, Armed, Action::Cycle, 2, false),
             // disarm on cancel and on error, from any state
             (Sending, 1, Trigger::Cancel, Idle, Action::Stop(Stop::Cancelled), 1, false),
             (Armed, 1, Trigger::Cancel, Idle, Action::Stop(Stop::Cancelled), 1, false),

@@ -63,6 +63,16 @@ pub enum SessionEvent {
     /// Something the user should know (`Autopilot stopped – exceeded 100 consecutive
     /// turns.`, a prompt warning, a stream warning).
     Warning(String),
+    /// Background jobs were delivered at idle; the loop resumes after this delay unless
+    /// another delivery restarts it or the user cancels (`autopilot:resume-scheduled`).
+    ResumeScheduled {
+        /// `tools.autopilot.resume_delay`, in milliseconds.
+        delay_ms: u64,
+    },
+    /// The scheduled resume was cancelled (`autopilot:resume-cancelled`).
+    ResumeCancelled,
+    /// The loop resumed after job deliveries (`autopilot:resumed`).
+    Resumed,
     /// The run returned.
     Stopped(Stop),
 }

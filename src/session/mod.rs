@@ -89,6 +89,9 @@ pub enum Cancelled {
     Request,
     /// The running tools (`User aborted tool execution.`).
     Tools,
+    /// The wait for background jobs and the resume it would schedule (the jobs go on; their
+    /// results are delivered at the next cycle).
+    Resume,
     /// Nothing was running.
     Nothing,
 }
@@ -106,6 +109,7 @@ pub struct SessionBuilder {
     engine: Arc<dyn TemplateEngine>,
     flush_interval: Duration,
     conversation_id: Option<String>,
+    wait_for_jobs: bool,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -166,6 +170,16 @@ impl SessionBuilder {
         self
     }
 
+    /// Whether a run that would end idle while background jobs run waits for them (default
+    /// `true`): each delivery is written at once, and the loop resumes
+    /// `tools.autopilot.resume_delay` after the last one (spec §7.10), unless the autopilot
+    /// is off or was disarmed. With `false` such a run returns [`Stop::Running`], and the host
+    /// calls [`Session::run`] again when it likes (the cycle delivers what finished).
+    pub fn wait_for_jobs(mut self, wait: bool) -> Self {
+        self.wait_for_jobs = wait;
+        self
+    }
+
     /// The session.
     pub fn build(self) -> Session {
         let mut executor = Executor::builder(Arc::clone(&self.conversation), self.registry.clone())
@@ -189,6 +203,7 @@ impl SessionBuilder {
                 engine: self.engine,
                 max_turns: self.max_turns,
                 flush_interval: self.flush_interval,
+                wait_for_jobs: self.wait_for_jobs,
                 pilot: Mutex::new(Autopilot::default()),
                 control: Mutex::new(None),
                 parsed: tokio::sync::Mutex::new(None),
@@ -252,6 +267,7 @@ struct Inner {
     engine: Arc<dyn TemplateEngine>,
     max_turns: Option<u64>,
     flush_interval: Duration,
+    wait_for_jobs: bool,
     pilot: Mutex<Autopilot>,
     control: Mutex<Option<Arc<Control>>>,
     /// The conversation parsed at a revision, for building requests.
@@ -264,6 +280,8 @@ struct Inner {
 struct Control {
     token: CancellationToken,
     in_flight: AtomicBool,
+    /// The run waits at idle for background jobs.
+    awaiting_jobs: AtomicBool,
 }
 
 /// Clears the run's control when the run ends (also when its future is dropped).
@@ -304,6 +322,7 @@ impl Session {
             engine: Arc::new(MiniJinjaEngine::new()),
             flush_interval: Duration::from_millis(100),
             conversation_id: None,
+            wait_for_jobs: true,
         }
     }
 
@@ -340,15 +359,19 @@ impl Session {
     }
 
     /// Cancels what runs (spec §7.7 Ctrl-C): the request in flight (the abort marker is
-    /// written, or the empty `@Assistant:` removed), else the running tools. The run stops
-    /// and the autopilot is disarmed.
+    /// written, or the empty `@Assistant:` removed), else the wait for background jobs (the
+    /// jobs go on), else the running tools. The run stops and the autopilot is disarmed.
     pub fn cancel(&self) -> Cancelled {
         let control = self.inner.lock_control().clone();
         if let Some(control) = control {
             let request = control.in_flight.load(Ordering::SeqCst);
+            let awaiting_jobs = control.awaiting_jobs.load(Ordering::SeqCst);
             control.token.cancel();
             if request {
                 return Cancelled::Request;
+            }
+            if awaiting_jobs {
+                return Cancelled::Resume;
             }
             self.inner.executor.cancel_all();
             return Cancelled::Tools;
@@ -420,6 +443,27 @@ impl Session {
         let mut turn = 0;
         loop {
             action = match action {
+                Action::Stop(stop @ (Stop::Finished | Stop::Idle))
+                    if self.inner.executor.running_jobs() > 0 =>
+                {
+                    if !self.inner.wait_for_jobs {
+                        return Ok(Stop::Running);
+                    }
+                    let autopilot = self.autopilot_options().await?;
+                    let disarmed = self.inner.lock_pilot().disarmed;
+                    if !autopilot.enabled || disarmed {
+                        return Ok(stop);
+                    }
+                    let delay = Duration::from_millis(autopilot.resume_delay);
+                    control.awaiting_jobs.store(true, Ordering::SeqCst);
+                    let resume = self.await_jobs(&control.token, delay).await;
+                    control.awaiting_jobs.store(false, Ordering::SeqCst);
+                    match resume? {
+                        Resume::Resumed => self.transition(Trigger::JobsDelivered).0,
+                        Resume::Cancelled => self.transition(Trigger::Cancel).0,
+                        Resume::Nothing => return Ok(stop),
+                    }
+                }
                 Action::Stop(stop) => return Ok(stop),
                 Action::Cycle => {
                     let report = self.cycle_until(&control.token).await?;
@@ -452,6 +496,73 @@ impl Session {
                 }
             };
         }
+    }
+
+    /// Waits at idle for background jobs (spec §7.10): each one that finishes is delivered at
+    /// once; the loop resumes `delay` after the last delivery (a new delivery restarts the
+    /// wait), or not at all when `cancel` fires.
+    async fn await_jobs(
+        &self,
+        cancel: &CancellationToken,
+        delay: Duration,
+    ) -> Result<Resume, SessionError> {
+        let executor = &self.inner.executor;
+        tokio::select! {
+            () = executor.job_finished() => {}
+            () = cancel.cancelled() => return Ok(Resume::Cancelled),
+        }
+        let mut delivered = self.deliver_jobs().await?;
+        loop {
+            if delivered > 0 {
+                self.emit(SessionEvent::ResumeScheduled {
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            let more = executor.running_jobs() > 0;
+            tokio::select! {
+                () = tokio::time::sleep(delay), if delivered > 0 => break,
+                () = executor.job_finished(), if more => {
+                    delivered += self.deliver_jobs().await?;
+                }
+                () = cancel.cancelled() => {
+                    if delivered > 0 {
+                        self.emit(SessionEvent::ResumeCancelled);
+                    }
+                    return Ok(Resume::Cancelled);
+                }
+            }
+            if delivered == 0 && executor.running_jobs() == 0 {
+                // Nothing finished that could be delivered (another host took it).
+                return Ok(Resume::Nothing);
+            }
+        }
+        self.emit(SessionEvent::Resumed);
+        Ok(Resume::Resumed)
+    }
+
+    /// Delivers the finished jobs, forwarding the executor's events; how many.
+    async fn deliver_jobs(&self) -> Result<usize, SessionError> {
+        let executor = &self.inner.executor;
+        let mut events = executor.subscribe();
+        let delivered = executor.drain_jobs().await?;
+        while let Ok(event) = events.try_recv() {
+            self.emit(SessionEvent::Tool(event));
+        }
+        Ok(delivered.len())
+    }
+
+    /// `tools.autopilot` of the conversation as it is now.
+    async fn autopilot_options(&self) -> Result<flemma_config::AutopilotOptions, SessionError> {
+        let inner = &self.inner;
+        let snapshot = inner.conversation.snapshot().await?;
+        let mut cache = inner.parsed.lock().await;
+        let doc = refresh(&mut cache, &snapshot).document();
+        let mut config = inner.config.clone();
+        if let Some(fm) = &doc.frontmatter {
+            config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?;
+        }
+        let options = config.options_with_tools(&inner.registry.names())?;
+        Ok(options.tools.autopilot.clone())
     }
 
     /// One tool cycle outside a run (a user's "execute"), its events forwarded.
@@ -496,6 +607,16 @@ impl Session {
         }
         Ok(report?)
     }
+}
+
+/// How a wait for background jobs ended.
+enum Resume {
+    /// Jobs were delivered and the resume delay passed.
+    Resumed,
+    /// The user cancelled.
+    Cancelled,
+    /// The jobs ended with nothing to deliver here.
+    Nothing,
 }
 
 /// The parser for `snapshot`, brought up to date.

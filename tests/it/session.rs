@@ -475,3 +475,126 @@ async fn a_truncated_recorded_response_warns() {
     let doc = flemma::ast::parse(&chat.text());
     assert_eq!(doc.messages.len(), 3, "{}", chat.text());
 }
+
+/// A registry with the async `wait` tool (sleeps `ms`), which can run in the background.
+fn background_registry() -> flemma::tools::ToolRegistry {
+    use flemma::tools::{ToolDefinition, ToolOutput, async_tool_fn};
+    let registry = registry();
+    registry.register(async_tool_fn(
+        ToolDefinition::builder("wait", "Wait a while.")
+            .unwrap()
+            .asynchronous(true)
+            .build()
+            .unwrap(),
+        |input, _ctx| async move {
+            let ms = input["ms"].as_u64().unwrap_or(10);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            ToolOutput::text(format!("waited {ms} ms"))
+        },
+    ));
+    registry
+}
+
+#[tokio::test]
+async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"wait\"], \"autopilot\": {\"resume_delay\": 50}}}}\n```\n@You:\nWait in the background.\n",
+    ));
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        Turn::tool_use("wait", json!({"ms": 300, "flemma.background": true})),
+        Turn::text("It runs in the background."),
+        Turn::text("The job is done."),
+    ]));
+    let session = Session::builder(chat.clone(), background_registry(), provider.clone())
+        .flush_interval(Duration::ZERO)
+        .build();
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.remaining(), 0);
+    let text = chat.text();
+    let job = text.split("(job=").nth(1).unwrap()[..12].to_owned();
+    // The third request carries the Job Result as user text (spec 8.6).
+    let third: serde_json::Value = serde_json::from_str(&provider.requests()[2]).unwrap();
+    assert!(
+        third.to_string().contains("[Job result for wait ("),
+        "{third}"
+    );
+    assert!(
+        text.contains(&format!("**Job Result:** `{job}`\n```\nwaited 300 ms\n```")),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("@Assistant:\nThe job is done.\n\n@You:\n"),
+        "{text}"
+    );
+    let order: Vec<&str> = drain(&mut events)
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::Tool(Event::JobSubmitted { .. }) => Some("submitted"),
+            SessionEvent::Tool(Event::JobDelivered(_)) => Some("delivered"),
+            SessionEvent::ResumeScheduled { delay_ms: 50 } => Some("scheduled"),
+            SessionEvent::Resumed => Some("resumed"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["submitted", "delivered", "scheduled", "resumed"]);
+}
+
+#[tokio::test]
+async fn cancel_while_waiting_for_a_job_stops_without_resuming() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"wait\"]}}}\n```\n@You:\nWait.\n",
+    ));
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        Turn::tool_use("wait", json!({"ms": 60_000, "flemma.background": true})),
+        Turn::text("It runs."),
+    ]));
+    let session = Session::builder(chat.clone(), background_registry(), provider.clone())
+        .flush_interval(Duration::ZERO)
+        .build();
+    let mut events = session.subscribe();
+    let run = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(&mut events, |e| {
+        matches!(e, SessionEvent::TurnFinished { turn: 2, .. })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(session.cancel(), flemma::Cancelled::Resume);
+    assert_eq!(run.await.unwrap().unwrap(), Stop::Cancelled);
+    assert_eq!(session.state(), AutopilotState::Idle);
+    // The job goes on; cancelling everything stops it, and its Job Result says so.
+    assert_eq!(session.executor().running_jobs(), 1);
+    session.cancel_all();
+    session.executor().wait_jobs().await.unwrap();
+    assert!(
+        chat.text()
+            .contains("(error)\n```\nUser aborted tool execution.\n```"),
+        "{}",
+        chat.text()
+    );
+}
+
+#[tokio::test]
+async fn without_waiting_a_run_with_jobs_running_returns_running() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"wait\"]}}}\n```\n@You:\nWait.\n",
+    ));
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        Turn::tool_use("wait", json!({"ms": 100, "flemma.background": true})),
+        Turn::text("It runs."),
+        Turn::text("Done."),
+    ]));
+    let session = Session::builder(chat.clone(), background_registry(), provider.clone())
+        .flush_interval(Duration::ZERO)
+        .wait_for_jobs(false)
+        .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Running);
+    session.executor().job_finished().await;
+    // The next run's cycle delivers it, and the loop goes on.
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert!(chat.text().contains("waited 100 ms"));
+    assert_eq!(provider.remaining(), 0);
+}
