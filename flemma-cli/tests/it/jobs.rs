@@ -235,3 +235,53 @@ fn a_host_killed_after_journaling_the_result_delivers_once_next_time() {
 fn a_host_killed_between_writing_the_job_result_and_marking_it_delivered() {
     crash_at("job-result-written");
 }
+
+/// `flemma run` with a scripted model that sends `bash` to the background: the run waits at
+/// idle, delivers the Job Result, resumes after `resume_delay`, and the model answers.
+#[test]
+fn run_waits_for_a_background_job_and_resumes() {
+    let chat = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"bash\"], \"autopilot\": {\"resume_delay\": 50}}}}\n```\n\
+        @You:\nBuild it in the background.\n";
+    let file = scratch("jobs-run.chat", chat.as_bytes());
+    let script = serde_json::json!({"turns": [
+        {"text": "Starting the build.", "tool_uses": [{"name": "bash", "input": {
+            "label": "build", "command": "sleep 1; echo built", "timeout": null,
+            "flemma.background": true}}]},
+        {"text": "The build runs in the background."},
+        {"text": "The build says: built."},
+    ]});
+    let script_path = file.with_extension("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let (code, stdout, stderr) = run(&[
+        "run",
+        path(&file),
+        "--provider",
+        "scripted",
+        "--script",
+        path(&script_path),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // The model's text on standard output, the progress on standard error.
+    assert_eq!(
+        stdout,
+        "Starting the build.\nThe build runs in the background.\nThe build says: built.\n"
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    let job = job_id(&file);
+    assert_eq!(
+        stderr,
+        format!(
+            "request 1\nbackground: toolu_scripted_1_1 is job {job}\nrequest 2\n\
+             ok: job {job} (bash)\njobs delivered: resuming in 50 ms\nresumed\nrequest 3\n\
+             stopped: finished\n"
+        )
+    );
+    assert!(
+        after.contains(&format!("**Job Result:** `{job}`\n```\nbuilt\n```")),
+        "{after}"
+    );
+    assert!(
+        after.ends_with("@Assistant:\nThe build says: built.\n\n@You:\n"),
+        "{after}"
+    );
+}
