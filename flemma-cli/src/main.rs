@@ -102,7 +102,19 @@ enum Command {
     Cycle {
         /// The `.chat` file.
         file: PathBuf,
-        /// Print `{"placed", "completed", "next"}`.
+        /// Print `{"placed", "completed", "delivered", "next"}`.
+        #[arg(long)]
+        json: bool,
+        /// Then wait for the conversation's background jobs and deliver their Job Results.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List the conversation's background jobs: running, completed (delivery pending),
+    /// delivered or lost.
+    Jobs {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// Print `[{"job_id", "tool_id", "tool", "state", "elapsed_seconds"}]`.
         #[arg(long)]
         json: bool,
     },
@@ -332,7 +344,8 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                 },
         } => store_path(&mut out, &file, &tool, &id, source, json, settings),
         Command::Tools { file, json } => tools::tools(&mut out, file.as_deref(), json, settings),
-        Command::Cycle { file, json } => tools::cycle(&mut out, &file, json, settings),
+        Command::Cycle { file, json, wait } => tools::cycle(&mut out, &file, json, wait, settings),
+        Command::Jobs { file, json } => tools::jobs(&mut out, &file, json, settings),
         Command::Approve { file, id } => tools::act(&file, &tools::Action::Approve(&id), settings),
         Command::Reject { file, id, message } => tools::act(
             &file,

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use flemma::tools::jobs::{Delivered, JobPlacement};
 use flemma::tools::{CycleReport, Executor, FileConversation, ToolRegistry};
 use serde_json::json;
 
@@ -92,22 +93,48 @@ fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure
     }
 }
 
-/// `flemma cycle FILE [--json]`: Phase 1 then Phase 2 once, no provider call.
+/// `flemma cycle FILE [--json] [--wait]`: Phase 1 then Phase 2 once, no provider call (the
+/// first cycle also runs orphan recovery and re-adoption of background jobs); with `--wait`,
+/// then waits for the conversation's background jobs, delivers their Job Results, and runs
+/// the cycle once more so the report's `next` is current.
 pub(crate) fn cycle(
     out: &mut impl Write,
     file: &Path,
     json: bool,
+    wait: bool,
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let executor = executor(file, settings)?;
-    let report = runtime()?
-        .block_on(executor.cycle())
+    let (report, delivered) = runtime()?
+        .block_on(async {
+            let mut report = executor.cycle().await?;
+            let mut delivered = Vec::new();
+            if wait {
+                loop {
+                    let batch = executor.wait_jobs().await?;
+                    if batch.is_empty() {
+                        break;
+                    }
+                    delivered.extend(batch);
+                    let again = executor.cycle().await?;
+                    report.placed.extend(again.placed);
+                    report.completed.extend(again.completed);
+                    report.next = again.next;
+                }
+            }
+            Ok::<_, flemma::tools::ExecutorError>((report, delivered))
+        })
         .map_err(|e| executor_failure(file, e))?;
-    print_report(out, &report, json)?;
+    print_report(out, &report, &delivered, json)?;
     Ok(0)
 }
 
-fn print_report(out: &mut impl Write, report: &CycleReport, json: bool) -> Result<(), Failure> {
+fn print_report(
+    out: &mut impl Write,
+    report: &CycleReport,
+    delivered: &[Delivered],
+    json: bool,
+) -> Result<(), Failure> {
     if json {
         let value = json!({
             "placed": report.placed.iter().map(|p| json!({
@@ -115,6 +142,10 @@ fn print_report(out: &mut impl Write, report: &CycleReport, json: bool) -> Resul
             })).collect::<Vec<_>>(),
             "completed": report.completed.iter().map(|c| json!({
                 "id": c.id, "tool": c.tool, "success": c.success,
+            })).collect::<Vec<_>>(),
+            "delivered": delivered.iter().map(|d| json!({
+                "job_id": d.job_id, "tool_id": d.tool_id, "tool": d.tool, "success": d.success,
+                "placement": placement(d.placement),
             })).collect::<Vec<_>>(),
             "next": report.next,
         });
@@ -132,12 +163,73 @@ fn print_report(out: &mut impl Write, report: &CycleReport, json: bool) -> Resul
         let outcome = if done.success { "ok" } else { "error" };
         writeln!(out, "completed {} {} ({outcome})", done.id, done.tool)?;
     }
+    for done in delivered {
+        let outcome = if done.success { "ok" } else { "error" };
+        writeln!(
+            out,
+            "delivered {} {} {} ({outcome}, {})",
+            done.job_id,
+            done.tool_id,
+            done.tool,
+            placement(done.placement)
+        )?;
+    }
     let next = serde_json::to_value(report.next)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
     writeln!(out, "next: {next}")?;
     Ok(())
+}
+
+fn placement(placement: JobPlacement) -> &'static str {
+    match placement {
+        JobPlacement::Replaced => "replaced",
+        JobPlacement::Displaced => "displaced",
+        JobPlacement::Appended => "appended",
+        JobPlacement::Created => "created",
+    }
+}
+
+/// `flemma jobs FILE [--json]`: the conversation's background jobs (read only: no recovery).
+pub(crate) fn jobs(
+    out: &mut impl Write,
+    file: &Path,
+    json: bool,
+    settings: &Settings,
+) -> Result<u8, Failure> {
+    let executor = executor(file, settings)?;
+    let jobs = runtime()?
+        .block_on(executor.jobs())
+        .map_err(|e| executor_failure(file, e))?;
+    if json {
+        let list: Vec<_> = jobs
+            .iter()
+            .map(|j| {
+                json!({
+                    "job_id": j.job_id,
+                    "tool_id": j.tool_id,
+                    "tool": j.tool,
+                    "state": j.state.as_str(),
+                    "elapsed_seconds": j.elapsed_seconds.map(|s| (s * 10.0).round() / 10.0),
+                })
+            })
+            .collect();
+        crate::render::json(out, &list)?;
+    } else {
+        for job in &jobs {
+            let elapsed = job
+                .elapsed_seconds
+                .map(|s| format!(" {s:.1}s"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{} {} {} {}{elapsed}",
+                job.job_id, job.tool_id, job.tool, job.state
+            )?;
+        }
+    }
+    Ok(0)
 }
 
 /// What `approve`, `reject` and `approve-all` do.
@@ -153,6 +245,8 @@ pub(crate) enum Action<'a> {
 pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Result<u8, Failure> {
     let executor = executor(file, settings)?;
     let result = runtime()?.block_on(async {
+        // Opening a transcript to write it recovers its jobs first.
+        executor.recover().await?;
         match action {
             Action::Approve(id) => executor.approve(id).await,
             Action::Reject(id, message) => executor.reject(id, *message).await,

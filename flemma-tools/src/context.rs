@@ -39,6 +39,8 @@ struct Inner {
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: CancellationToken,
+    /// The executor's jobs (for `flemma.jobs.status`).
+    jobs: Option<Arc<crate::executor::JobShared>>,
     /// Where a bound truncation wrote the full output, so completion does not store it twice.
     overflow: Mutex<Option<PathBuf>>,
 }
@@ -60,6 +62,7 @@ pub struct ExecutionContextBuilder {
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: Option<CancellationToken>,
+    jobs: Option<Arc<crate::executor::JobShared>>,
 }
 
 impl ExecutionContext {
@@ -78,6 +81,7 @@ impl ExecutionContext {
             sandbox: Sandbox::disabled(),
             store: None,
             cancel: None,
+            jobs: None,
         }
     }
 
@@ -138,6 +142,11 @@ impl ExecutionContext {
     /// Whether the sandbox lets this call write `path` (relative to [`cwd`](Self::cwd)).
     pub fn is_path_writable(&self, path: &Path) -> bool {
         self.inner.sandbox.is_path_writable(path, &self.inner.cwd)
+    }
+
+    /// The executor's jobs, for `flemma.jobs.status`.
+    pub(crate) fn jobs(&self) -> Option<&Arc<crate::executor::JobShared>> {
+        self.inner.jobs.as_ref()
     }
 
     /// Cancelled when the call is cancelled or times out; long-running tools stop on it.
@@ -283,6 +292,12 @@ impl ExecutionContextBuilder {
         self
     }
 
+    /// The executor's jobs, for `flemma.jobs.status`.
+    pub(crate) fn jobs(mut self, jobs: Arc<crate::executor::JobShared>) -> Self {
+        self.jobs = Some(jobs);
+        self
+    }
+
     /// The cancellation token (default: a new one).
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
@@ -339,6 +354,7 @@ impl ExecutionContextBuilder {
                 sandbox: self.sandbox,
                 store: self.store,
                 cancel: self.cancel.unwrap_or_default(),
+                jobs: self.jobs,
                 overflow: Mutex::new(None),
             }),
         })

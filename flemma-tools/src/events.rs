@@ -2,7 +2,9 @@
 //! with [`Executor::subscribe`](crate::Executor::subscribe).
 
 use flemma_ast::ToolStatus;
-use flemma_ids::{ToolName, ToolUseId};
+use flemma_ids::{JobId, ToolName, ToolUseId};
+
+use crate::jobs::{Delivered, Recovery};
 
 /// Something the executor did or noticed.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +46,30 @@ pub enum Event {
     Warning(String),
     /// Nothing left to run or send until the user acts (`conversation:idle`).
     ConversationIdle,
+    /// A call went to the background (`job:submitted`).
+    JobSubmitted {
+        /// The job.
+        job_id: JobId,
+        /// The call.
+        tool_id: ToolUseId,
+        /// The tool.
+        tool: ToolName,
+    },
+    /// A job finished; its Job Result waits for the next delivery point.
+    JobCompleted {
+        /// The job.
+        job_id: JobId,
+        /// The call.
+        tool_id: ToolUseId,
+        /// The tool.
+        tool: ToolName,
+        /// Whether it succeeded.
+        success: bool,
+    },
+    /// A Job Result was written (`job:completed`).
+    JobDelivered(Delivered),
+    /// Opening the conversation found jobs to re-adopt, deliver or mark lost.
+    JobsRecovered(Recovery),
 }
 
 /// One placeholder of Phase 1.

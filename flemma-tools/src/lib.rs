@@ -12,7 +12,8 @@
 //! calls run under `tools.max_concurrent`, each result written back as soon as it is ready.
 //! [`register_builtins`] adds `bash`, `read`, `write`, `edit`, `ls`, `grep` and `find`. Run it
 //! on a Tokio runtime with time and I/O enabled (`enable_all`): `bash` drives a
-//! pseudo-terminal. Background jobs and the autopilot loop come next.
+//! pseudo-terminal. Long calls run as background [`jobs`], journaled under the store so a
+//! job outlives its host.
 //!
 //! ```
 //! use flemma_tools::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};
@@ -39,10 +40,13 @@ mod conversation;
 mod definition;
 mod events;
 mod executor;
+pub mod jobs;
 mod messages;
 mod module;
 mod output;
 pub mod preview;
+#[cfg(target_os = "linux")]
+mod procfs;
 mod registry;
 pub mod sandbox;
 mod tool;

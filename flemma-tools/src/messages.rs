@@ -196,3 +196,48 @@ fn format_seconds(seconds: f64) -> String {
         format!("{seconds}")
     }
 }
+
+// Background jobs (spec §8, §15).
+
+/// `job.executing.tracked`: the placeholder when `flemma.jobs.status` is in the tool set.
+pub(crate) fn job_executing_tracked(job_id: &str) -> String {
+    format!(
+        "Running as a background job `{job_id}`. Use `flemma.jobs.status` with this job ID to check progress. Do not retry — the result will be delivered to you automatically when the job completes."
+    )
+}
+
+/// `job.executing.untracked`
+pub(crate) const JOB_EXECUTING_UNTRACKED: &str = "Running as a background job. Do not retry or attempt to check progress — the result will be delivered to you automatically when the job completes.";
+
+/// `job.lost`
+pub(crate) const JOB_LOST: &str = "Job lost: session ended before completion.";
+
+/// `tool.flemma.jobs.status.state_running`
+pub(crate) const JOB_STATE_RUNNING: &str = "running";
+/// `tool.flemma.jobs.status.state_delivery_pending`
+pub(crate) const JOB_STATE_DELIVERY_PENDING: &str = "completed (delivery pending)";
+/// `tool.flemma.jobs.status.state_completed`
+pub(crate) const JOB_STATE_COMPLETED: &str = "completed";
+/// `tool.flemma.jobs.status.state_removed`
+pub(crate) const JOB_STATE_REMOVED: &str = "completed (removed from conversation)";
+
+/// Host-initiated background (spec §8.1): the call is not running.
+pub(crate) fn not_executing(id: &str) -> String {
+    format!("Tool {id} is not currently executing")
+}
+
+/// Host-initiated background: the call has its result.
+pub(crate) fn already_completed(id: &str) -> String {
+    format!("Tool {id} has already completed")
+}
+
+/// Host-initiated background: the call is a job already.
+pub(crate) fn already_background(id: &str) -> String {
+    format!("Tool {id} is already running in background")
+}
+
+/// Host-initiated background of a synchronous tool (spec §8.1: sync tools cannot be
+/// backgrounded; the catalogue has no text for it).
+pub(crate) fn sync_not_backgroundable(name: &str) -> String {
+    format!("Tool '{name}' is synchronous and cannot run in the background")
+}

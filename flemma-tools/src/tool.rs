@@ -68,6 +68,13 @@ pub trait Tool: Send + Sync + 'static {
         let _ = (input, max_len);
         None
     }
+
+    /// How the tool runs detached from the host when a call goes to the background, so the
+    /// job survives the host (see [`crate::jobs`]); `None` (the default) runs background
+    /// calls in the host's runtime, where they end with it.
+    fn detach(&self) -> Option<&dyn crate::jobs::Detach> {
+        None
+    }
 }
 
 type BoxFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'static>>;

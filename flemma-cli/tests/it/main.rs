@@ -6,6 +6,8 @@
     reason = "test helpers fail loudly"
 )]
 
+#[cfg(unix)]
+mod jobs;
 mod run;
 mod tools;
 

@@ -42,6 +42,7 @@ fn cycle_places_pending_placeholders_in_one_message_and_says_what_is_next() {
                 {"id": "toolu_03", "tool": "bash", "status": "pending"},
             ],
             "completed": [],
+            "delivered": [],
             "next": "await_approval",
         })
     );

@@ -1,11 +1,12 @@
-//! The built-in tools (spec §12): `bash`, `read`, `write`, `edit`, `ls`, `grep`, `find`.
+//! The built-in tools (spec §12): `bash`, `read`, `write`, `edit`, `ls`, `grep`, `find`, and
+//! the harness tool `flemma.jobs.status` (spec §8.7).
 //!
 //! Each tool takes its definition from flemma-schema's table of built-ins
 //! ([`ToolDefinition::from_builtin`](crate::ToolDefinition::from_builtin)), so names, descriptions, schemas and capabilities have
 //! one home. [`register_builtins`] registers the ones implemented so far.
 
 #[cfg(unix)]
-mod bash;
+pub(crate) mod bash;
 mod edit;
 mod files;
 mod find;
@@ -41,5 +42,6 @@ pub fn register_builtins(registry: &ToolRegistry) -> Result<(), flemma_schema::S
     registry.register(LsTool::new()?);
     registry.register(Grep::new()?);
     registry.register(Find::new()?);
+    registry.register(crate::jobs::status::JobsStatus::new()?);
     Ok(())
 }

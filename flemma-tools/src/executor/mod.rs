@@ -25,8 +25,11 @@ use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+mod jobs;
 mod plan;
 mod types;
+
+pub(crate) use jobs::JobShared;
 
 pub use types::{Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall};
 
@@ -130,9 +133,11 @@ impl ExecutorBuilder {
         let (events, _) = broadcast::channel(256);
         Executor {
             setup: self.setup,
+            jobs: Arc::new(JobShared::new(events.clone())),
             events,
             cache: tokio::sync::Mutex::new(None),
             running: Mutex::new(HashMap::new()),
+            recovered: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -144,8 +149,20 @@ pub struct Executor {
     events: broadcast::Sender<Event>,
     /// The parsed text at a revision.
     cache: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
-    /// Calls running now, by id.
-    running: Mutex<HashMap<ToolUseId, CancellationToken>>,
+    /// Foreground calls running now, by id.
+    running: Mutex<HashMap<ToolUseId, RunningCall>>,
+    /// Background jobs.
+    jobs: Arc<JobShared>,
+    /// Whether orphan recovery ran (the first cycle runs it).
+    recovered: std::sync::atomic::AtomicBool,
+}
+
+/// A foreground call that runs now.
+struct RunningCall {
+    token: CancellationToken,
+    tool: ToolName,
+    /// Hands the call to the background; `None` for synchronous tools.
+    handoff: Option<jobs::Handoff>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -166,6 +183,8 @@ struct Settings {
     store: Option<Arc<Store>>,
     sandbox: Sandbox,
     sandbox_available: bool,
+    /// The job journal under the store directory.
+    journal: Option<crate::jobs::journal::Journal>,
 }
 
 /// A call ready to run.
@@ -220,24 +239,40 @@ impl Executor {
         self.running_calls().contains_key(id)
     }
 
-    fn running_calls(&self) -> std::sync::MutexGuard<'_, HashMap<ToolUseId, CancellationToken>> {
+    fn running_calls(&self) -> std::sync::MutexGuard<'_, HashMap<ToolUseId, RunningCall>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Cancels a running call: it ends with `User aborted tool execution.` (spec §7.7).
-    /// Returns whether it was running.
-    pub fn cancel(&self, id: &str) -> bool {
-        self.running_calls()
-            .get(id)
-            .map(CancellationToken::cancel)
-            .is_some()
+    /// Takes the hand-over of a running foreground call: its tool, and `None` when the tool
+    /// is synchronous.
+    fn take_handoff(&self, id: &str) -> Option<(ToolName, Option<jobs::Handoff>)> {
+        let mut running = self.running_calls();
+        let call = running.get_mut(id)?;
+        let handoff = call.handoff.take();
+        let tool = call.tool.clone();
+        if handoff.is_some() {
+            running.remove(id);
+        }
+        Some((tool, handoff))
     }
 
-    /// Cancels every running call.
+    /// Cancels a running call or background job by its call id: it ends with `User aborted
+    /// tool execution.` (spec §7.7). Returns whether it was running.
+    pub fn cancel(&self, id: &str) -> bool {
+        let foreground = self
+            .running_calls()
+            .get(id)
+            .map(|call| call.token.cancel())
+            .is_some();
+        foreground || self.jobs.cancel_call(id)
+    }
+
+    /// Cancels every running call and background job.
     pub fn cancel_all(&self) {
-        for token in self.running_calls().values() {
-            token.cancel();
+        for call in self.running_calls().values() {
+            call.token.cancel();
         }
+        self.jobs.cancel_all();
     }
 
     /// Phase 1 then Phase 2 (spec §7.1): places placeholders, settles every lifecycle
@@ -253,6 +288,9 @@ impl Executor {
         async {
             // Tools still loading (an MCP server's list) must not be answered `Unknown tool`.
             self.setup.registry.ready().await;
+            if !self.recovered.load(std::sync::atomic::Ordering::Relaxed) {
+                self.recover().await?;
+            }
             let settings = self.settings().await?;
             self.migrate_names().await?;
             let placed = self
@@ -263,6 +301,10 @@ impl Executor {
                 .phase_two(&settings)
                 .instrument(tracing::debug_span!("flemma.phase_two"))
                 .await?;
+            // A delivery point (spec §8.5): no foreground call runs now.
+            if self.running_calls().is_empty() {
+                self.drain_jobs().await?;
+            }
             let next = self.next_step().await?;
             tracing::debug!(
                 placed = placed.len(),
@@ -407,6 +449,11 @@ impl Executor {
         let options = Arc::new(config.options_with_tools(&self.setup.registry.names())?);
         let chat = self.setup.conversation.path();
         let store = Store::new(&options.tools.store, chat, &self.setup.conversation_id)?;
+        let journal = store
+            .directory()
+            .ok()
+            .map(|dir| crate::jobs::journal::Journal::new(&dir));
+        self.jobs.set_journal(journal.clone());
         let sandbox_available = self.setup.sandbox.is_available(&options.sandbox);
         let sandbox = if options.sandbox.enabled {
             let cwd = std::env::current_dir().unwrap_or_default();
@@ -432,6 +479,7 @@ impl Executor {
             store: Some(Arc::new(store)),
             sandbox,
             sandbox_available,
+            journal,
         })
     }
 
@@ -659,7 +707,7 @@ impl Executor {
             .map(|(i, call)| (call.id.clone(), i))
             .collect();
         let mut completed = Vec::new();
-        let mut tasks: JoinSet<Finished> = JoinSet::new();
+        let mut tasks: JoinSet<Joined> = JoinSet::new();
         let locked = !queue.is_empty();
         if locked {
             self.setup.conversation.set_locked(true).await;
@@ -674,16 +722,31 @@ impl Executor {
                     self.clear_suffixes(&starting).await?;
                 }
                 for call in starting {
-                    if let Some(task) = self.start(call, settings).await? {
-                        tasks.spawn(task);
+                    let id = call.id.clone();
+                    if let Some((task, moved)) = self.start(call, settings).await? {
+                        tasks.spawn(run_movable(id, task, moved));
                     }
+                }
+                if tasks.is_empty() {
+                    // Calls that went to the background take no slot: start the next ones.
+                    if queue.is_empty() {
+                        break;
+                    }
+                    continue;
                 }
                 let Some(joined) = tasks.join_next().await else {
                     break;
                 };
                 // Tasks catch their tools' panics, so a join error means the runtime is
                 // shutting down; nothing to write then.
-                let Ok(finished) = joined else { continue };
+                let finished = match joined {
+                    Ok(Joined::Done(finished)) => finished,
+                    Ok(Joined::Moved) | Err(_) => continue,
+                    Ok(Joined::Failed(id)) => {
+                        self.running_calls().remove(&id);
+                        continue;
+                    }
+                };
                 self.running_calls().remove(&finished.id);
                 completed.push(self.finish(finished, settings).await?);
             }
@@ -706,7 +769,14 @@ impl Executor {
         self.edit(|doc| {
             let mut edits = Vec::with_capacity(calls.len());
             for call in calls {
-                match writer::set_status(doc, call.id.as_str(), None) {
+                // A re-run keeps its job id, so its Job Result is replaced in place (§7.5 5).
+                let job = flemma_ast::find_tool_result_by_id(doc, call.id.as_str())
+                    .and_then(|r| r.node.job_id().map(|j| format!("job={j}")));
+                let cleared = match &job {
+                    Some(modeline) => writer::set_modeline(doc, call.id.as_str(), modeline),
+                    None => writer::set_status(doc, call.id.as_str(), None),
+                };
+                match cleared {
                     Ok(edit) => edits.push(edit),
                     // The block went away: the result puts it back.
                     Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
@@ -724,7 +794,7 @@ impl Executor {
         &self,
         call: Call,
         settings: &Settings,
-    ) -> Result<Option<impl Future<Output = Finished> + Send + 'static>, ExecutorError> {
+    ) -> Result<Option<(CallFuture, Moved)>, ExecutorError> {
         let Call {
             id,
             tool,
@@ -741,6 +811,13 @@ impl Executor {
             save_to: None,
             overflow: None,
         };
+        // A call that runs as a job already (its block was put back to `approved`, by an undo
+        // say) is re-adopted: it gets its placeholder again, and no second run (spec §7.5
+        // step 3).
+        if let Some(job_id) = self.jobs.job_of(id.as_str()) {
+            self.write_job_placeholder(&id, &job_id, settings).await?;
+            return Ok(None);
+        }
         let found = self.setup.registry.get(tool.as_str());
         let early = match &found {
             _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),
@@ -751,15 +828,42 @@ impl Executor {
             Some(_) => None,
         };
         if let Some(finished) = early {
-            return Ok(Some(futures_util::future::Either::Left(
-                std::future::ready(finished),
-            )));
+            return Ok(Some(ready(finished)));
         }
         let Some(found) = found else {
             return Ok(None);
         };
+        let definition = found.definition();
+        let backgroundable = definition.is_async()
+            && !definition.has_capability(crate::Capability::DisablesBackground);
+        if directives.background && backgroundable {
+            let call = Call {
+                id: id.clone(),
+                tool: tool.clone(),
+                input,
+            };
+            return match self
+                .start_job(call, found, settings, directives.save_to)
+                .await?
+            {
+                jobs::Started::Job => Ok(None),
+                jobs::Started::Finished(finished) => Ok(Some(ready(finished))),
+            };
+        }
         let token = CancellationToken::new();
-        self.running_calls().insert(id.clone(), token.clone());
+        let (sender, moved) = tokio::sync::oneshot::channel();
+        self.running_calls().insert(
+            id.clone(),
+            RunningCall {
+                token: token.clone(),
+                tool: tool.clone(),
+                handoff: backgroundable.then(|| jobs::Handoff {
+                    token: token.clone(),
+                    save_to: directives.save_to.clone(),
+                    sender,
+                }),
+            },
+        );
         let preview = self.preview(&tool, &input);
         self.emit(Event::ToolExecuting {
             id: id.clone(),
@@ -771,12 +875,11 @@ impl Executor {
             .await?;
         let save_to = directives.save_to;
         let span = tracing::debug_span!("flemma.tool", id = %id, tool = %tool);
-        Ok(Some(futures_util::future::Either::Right(
-            tracing::Instrument::instrument(
-                run_one(found, id, tool, input, ctx, token, save_to),
-                span,
-            ),
-        )))
+        let future = tracing::Instrument::instrument(
+            run_one(found, id, tool, input, ctx, token, save_to),
+            span,
+        );
+        Ok(Some((Box::pin(future), moved)))
     }
 
     async fn context(
@@ -791,7 +894,8 @@ impl Executor {
         let mut builder = ExecutionContext::builder(id.clone(), tool.clone())
             .options(Arc::clone(&settings.options))
             .sandbox(settings.sandbox.clone())
-            .cancellation(token);
+            .cancellation(token)
+            .jobs(Arc::clone(&self.jobs));
         if let Some(defaults) = definition.config_defaults() {
             builder = builder.tool_defaults(defaults.clone());
         }
@@ -1014,5 +1118,61 @@ async fn run_one(
         output,
         save_to,
         overflow: ctx.overflow_path(),
+    }
+}
+
+/// A call's future.
+type CallFuture = std::pin::Pin<Box<dyn Future<Output = Finished> + Send + 'static>>;
+
+/// Receives the hand-over to the background: what to do with the call's result then.
+type Moved = tokio::sync::oneshot::Receiver<Box<dyn FnOnce(Finished) + Send>>;
+
+/// A call that ends at once.
+fn ready(finished: Finished) -> (CallFuture, Moved) {
+    // The sender goes at once, so the call cannot be moved.
+    let (_, moved) = tokio::sync::oneshot::channel();
+    (Box::pin(std::future::ready(finished)), moved)
+}
+
+/// How a foreground call's task ended for the cycle.
+enum Joined {
+    /// It finished: write its result.
+    Done(Finished),
+    /// It went to the background: its result goes to the job queue.
+    Moved,
+    /// Its task failed (the runtime is shutting down).
+    Failed(ToolUseId),
+}
+
+/// Runs a call in a task of its own, so that it can be handed to the background while it
+/// runs; dropping this future (the cycle gave up) stops the call.
+async fn run_movable(id: ToolUseId, call: CallFuture, moved: Moved) -> Joined {
+    let mut handle = tokio::spawn(call);
+    let mut guard = AbortOnDrop(Some(handle.abort_handle()));
+    tokio::select! {
+        joined = &mut handle => {
+            guard.0 = None;
+            joined.map_or(Joined::Failed(id), Joined::Done)
+        }
+        Ok(complete) = moved => {
+            guard.0 = None;
+            tokio::spawn(async move {
+                if let Ok(finished) = handle.await {
+                    complete(finished);
+                }
+            });
+            Joined::Moved
+        }
+    }
+}
+
+/// Aborts a task when dropped while armed.
+struct AbortOnDrop(Option<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
     }
 }

@@ -9,7 +9,6 @@ use flemma_ast::{Document, Segment, ToolStatus};
 use flemma_config::Options;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use super::Call;
 use crate::messages as msg;
@@ -35,7 +34,7 @@ pub(super) struct Plan {
     pub(super) protected: usize,
 }
 
-pub(super) fn plan(doc: &Document, running: &HashMap<ToolUseId, CancellationToken>) -> Plan {
+pub(super) fn plan<T>(doc: &Document, running: &HashMap<ToolUseId, T>) -> Plan {
     // Lifecycle results are few and recent: each looks for its tool use backwards from its own
     // message, instead of indexing the whole transcript.
     let mut groups: Vec<(u32, &flemma_ast::ToolResult, &flemma_ast::ToolUse, usize)> = Vec::new();

@@ -34,6 +34,10 @@ pub enum ExecutorError {
     /// A user action does not apply (`Tool not found: <id>`, …).
     #[error(transparent)]
     Action(#[from] ActionError),
+    /// A job action does not apply (`Tool <id> is not currently executing`, …), or the job
+    /// journal cannot be used.
+    #[error("{0}")]
+    Job(String),
 }
 
 /// What the host's [`Approver`] answers for a pending call.

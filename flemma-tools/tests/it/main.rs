@@ -10,6 +10,7 @@ mod bash;
 mod cycle;
 mod executor;
 mod files;
+mod jobs;
 mod preview;
 mod registry;
 mod sandbox;

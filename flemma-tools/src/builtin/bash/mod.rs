@@ -12,8 +12,8 @@
 //! escapees, a grace period, then `SIGKILL`.
 
 mod collect;
-mod reap;
-mod run;
+pub(crate) mod reap;
+pub(crate) mod run;
 mod terminal;
 
 use std::sync::Mutex;
@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::context::ExecutionContext;
 use crate::definition::ToolDefinition;
+use crate::jobs::{Detach, DetachedCommand, DetachedEnding};
 use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::Preview;
@@ -32,6 +33,7 @@ use crate::truncate::{Direction, Limits, truncate_tail_of, truncate_with_overflo
 
 use collect::{Collected, Collector};
 use run::Ending;
+use terminal::TerminalText;
 
 /// The built-in `bash` tool.
 pub(crate) struct Bash {
@@ -51,48 +53,14 @@ impl Tool for Bash {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let command = input
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if command.trim().is_empty() {
-            return ToolOutput::error(msg::NO_COMMAND);
-        }
-        let (timeout, seconds) = match input.get("timeout").and_then(Value::as_f64) {
-            Some(s) if s > 0.0 => match Duration::try_from_secs_f64(s) {
-                Ok(d) => (d, s),
-                Err(_) => (ctx.timeout(), ctx.timeout().as_secs_f64()),
-            },
-            _ => (ctx.timeout(), ctx.timeout().as_secs_f64()),
+        let (command, timeout, seconds) = match prepare(&input, ctx) {
+            Ok(prepared) => prepared,
+            Err(output) => return output,
         };
-        let options = &ctx.options().tools.bash;
-        let store_dir = ctx.store().and_then(|s| s.directory().ok());
-        if command.contains(flemma_store::STORE_PATH_VAR)
-            && let Some(dir) = &store_dir
-            && let Err(error) = std::fs::create_dir_all(dir)
-        {
-            tracing::warn!(dir = %dir.display(), %error, "store directory not created");
-        }
-        let argv = vec![options.shell.clone(), "-c".to_owned(), command.to_owned()];
-        let argv = match ctx.sandbox().wrap_command(argv) {
-            Ok(argv) => argv,
-            Err(error) => return ToolOutput::error(msg::sandbox_error(&error.to_string())),
-        };
-        let mut env = vec![
-            ("GIT_PAGER".to_owned(), "cat".to_owned()),
-            ("PAGER".to_owned(), "cat".to_owned()),
-        ];
-        env.extend(options.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(dir) = store_dir {
-            env.push((
-                flemma_store::STORE_PATH_VAR.to_owned(),
-                dir.to_string_lossy().into_owned(),
-            ));
-        }
         let command = run::Command {
-            argv,
-            cwd: ctx.cwd().to_owned(),
-            env,
+            argv: command.argv,
+            cwd: command.cwd,
+            env: command.env,
             marker: marker(ctx),
         };
 
@@ -123,10 +91,130 @@ impl Tool for Bash {
         let command = input.get("command").and_then(Value::as_str)?;
         Some(Preview::detail(format!("$ {command}")).with_label(Preview::label_of(input)))
     }
+
+    fn detach(&self) -> Option<&dyn Detach> {
+        Some(self)
+    }
+}
+
+/// In the background, `bash` runs its command detached from the host (see [`crate::jobs`]):
+/// the same command line, environment and result, with the output read from the job's file.
+impl Detach for Bash {
+    fn command(
+        &self,
+        input: &Value,
+        ctx: &ExecutionContext,
+    ) -> Result<DetachedCommand, ToolOutput> {
+        let (mut command, timeout, _) = prepare(input, ctx)?;
+        command.timeout = Some(timeout);
+        Ok(command)
+    }
+
+    fn result(
+        &self,
+        input: &Value,
+        ctx: &ExecutionContext,
+        output: &std::path::Path,
+        ending: DetachedEnding,
+    ) -> ToolOutput {
+        let (_, seconds) = timeout_of(input, ctx);
+        let spill_ctx = ctx.clone();
+        let mut collector = Collector::new(Box::new(move || spill_ctx.overflow_writer()));
+        if let Err(error) = feed_file(output, &mut collector) {
+            tracing::warn!(tool_id = %ctx.tool_id(), %error, "bash: job output unreadable");
+        }
+        let ending = match ending {
+            DetachedEnding::Exited(code) => Ending::Exited(code),
+            DetachedEnding::TimedOut => Ending::TimedOut,
+            DetachedEnding::Cancelled => Ending::Cancelled,
+        };
+        finish(ctx, ending, collector, seconds)
+    }
+}
+
+/// Feeds a job's output file through the terminal filter into `collector`, a chunk at a time.
+fn feed_file(path: &std::path::Path, collector: &mut Collector) -> std::io::Result<()> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut filter = TerminalText::new();
+    let mut buf = vec![0_u8; 64 * 1024];
+    let mut text = Vec::with_capacity(64 * 1024);
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        filter.feed(&buf[..n], &mut text);
+        collector.push(&text);
+        text.clear();
+    }
+    filter.finish(&mut text);
+    collector.push(&text);
+    Ok(())
+}
+
+/// The call's timeout: `input.timeout` when positive, else the context's (spec §12.1).
+fn timeout_of(input: &Value, ctx: &ExecutionContext) -> (Duration, f64) {
+    match input.get("timeout").and_then(Value::as_f64) {
+        Some(s) if s > 0.0 => match Duration::try_from_secs_f64(s) {
+            Ok(d) => (d, s),
+            Err(_) => (ctx.timeout(), ctx.timeout().as_secs_f64()),
+        },
+        _ => (ctx.timeout(), ctx.timeout().as_secs_f64()),
+    }
+}
+
+/// The command line, working directory and environment of a call, and its timeout.
+fn prepare(
+    input: &Value,
+    ctx: &ExecutionContext,
+) -> Result<(DetachedCommand, Duration, f64), ToolOutput> {
+    let command = input
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if command.trim().is_empty() {
+        return Err(ToolOutput::error(msg::NO_COMMAND));
+    }
+    let (timeout, seconds) = timeout_of(input, ctx);
+    let options = &ctx.options().tools.bash;
+    let store_dir = ctx.store().and_then(|s| s.directory().ok());
+    if command.contains(flemma_store::STORE_PATH_VAR)
+        && let Some(dir) = &store_dir
+        && let Err(error) = std::fs::create_dir_all(dir)
+    {
+        tracing::warn!(dir = %dir.display(), %error, "store directory not created");
+    }
+    let argv = vec![options.shell.clone(), "-c".to_owned(), command.to_owned()];
+    let argv = ctx
+        .sandbox()
+        .wrap_command(argv)
+        .map_err(|error| ToolOutput::error(msg::sandbox_error(&error.to_string())))?;
+    let mut env = vec![
+        ("GIT_PAGER".to_owned(), "cat".to_owned()),
+        ("PAGER".to_owned(), "cat".to_owned()),
+    ];
+    env.extend(options.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(dir) = store_dir {
+        env.push((
+            flemma_store::STORE_PATH_VAR.to_owned(),
+            dir.to_string_lossy().into_owned(),
+        ));
+    }
+    Ok((
+        DetachedCommand {
+            argv,
+            cwd: ctx.cwd().to_owned(),
+            env,
+            timeout: None,
+        },
+        timeout,
+        seconds,
+    ))
 }
 
 /// A value unique to this call in this process (and very likely across processes).
-fn marker(ctx: &ExecutionContext) -> String {
+pub(crate) fn marker(ctx: &ExecutionContext) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()

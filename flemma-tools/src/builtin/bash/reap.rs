@@ -14,6 +14,9 @@
 
 use rustix::process::{Pid, Signal};
 
+#[cfg(target_os = "linux")]
+use crate::procfs::Stat;
+
 /// The environment variable that marks a call's processes.
 pub(crate) const MARKER_VAR: &str = "FLEMMA_TOOL_CALL";
 
@@ -131,51 +134,9 @@ impl Members {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` used here.
-#[cfg(target_os = "linux")]
-struct Stat {
-    state: u8,
-    session: i32,
-    start_time: u64,
-}
-
-#[cfg(target_os = "linux")]
-impl Stat {
-    /// `pid (comm) state ppid pgrp session …`; `comm` may hold spaces and parentheses, so
-    /// the fields start after the last `)`.
-    fn parse(stat: &[u8]) -> Option<Self> {
-        let close = stat.iter().rposition(|&b| b == b')')?;
-        let rest = std::str::from_utf8(stat.get(close + 2..)?).ok()?;
-        let mut fields = rest.split(' ');
-        let state = *fields.next()?.as_bytes().first()?;
-        let _ppid = fields.next()?;
-        let _pgrp = fields.next()?;
-        let session = fields.next()?.parse().ok()?;
-        // Fields 7 to 21, then 22: the start time.
-        let start_time = fields.nth(15)?.parse().ok()?;
-        Some(Self {
-            state,
-            session,
-            start_time,
-        })
-    }
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_parses_odd_names() {
-        let stat = Stat::parse(
-            b"42 (a) b (c)) S 1 42 40 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 769110 3457024",
-        )
-        .unwrap_or_else(|| panic!());
-        assert_eq!(
-            (stat.state, stat.session, stat.start_time),
-            (b'S', 40, 769_110)
-        );
-    }
 
     #[test]
     fn this_process_is_never_a_member() {

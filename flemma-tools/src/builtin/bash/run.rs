@@ -176,7 +176,7 @@ fn raw_output(pty: &pty_process::Pty) -> std::io::Result<()> {
 }
 
 /// `SIGTERM` to every member, up to [`GRACE`] for them to go, then `SIGKILL`.
-async fn stop_all(members: &Members) {
+pub(crate) async fn stop_all(members: &Members) {
     members.signal(Signal::TERM);
     let deadline = tokio::time::Instant::now() + GRACE;
     // Most processes go at once: look again soon, then less often.

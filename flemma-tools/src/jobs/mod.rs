@@ -1,0 +1,278 @@
+//! Background jobs (spec §8): long calls that run past the turn and come back later as
+//! `**Job Result:**` blocks, and the journal that keeps them across host processes.
+//!
+//! A call enters the background when the model sets `"flemma.background": true` on an async
+//! tool, or when the host moves a running call there ([`Executor::background`]). Its result
+//! block then holds a placeholder (`**Tool Result:** `id` (job=job_…)`), the conversation goes
+//! on, and the finished job waits in a FIFO queue until a delivery point
+//! ([`Executor::drain_jobs`], run by every cycle when no foreground call is running) writes its
+//! Job Result.
+//!
+//! # The journal
+//!
+//! Every job has a small JSON file under the conversation's store directory,
+//! `<store>/jobs/<job id>.json`: its ids, tool, input, state (`running`, `completed`,
+//! `delivered`, `lost`), the host process that owns it and, for a job that runs as a process
+//! of its own, that process, its output file and its exit status. A process is named by its
+//! pid *and* its start time, so a reused pid is never taken for it.
+//!
+//! A tool that implements [`Detach`] (the built-in `bash` does) runs in the background as a
+//! process of its own: its own process group, output to `<store>/jobs/<job id>.out`, and a
+//! small shell wrapper that writes the exit status to `<job id>.exit` when the command ends,
+//! whether or not a host is still running. Other tools run in the host's runtime; their result
+//! is written to the journal the moment they finish.
+//!
+//! When a conversation is opened ([`Executor::recover`], run by the first cycle), every job it
+//! references is looked up: one whose process still runs is re-adopted (watched, and delivered
+//! when it ends); one that finished while no host was running is delivered; one that finished
+//! but whose delivery was interrupted is delivered again (the Job Result is replaced in place,
+//! so a redelivery is idempotent). Only a job whose process is gone without a recorded exit, or
+//! an in-process job whose host died, is lost: its header becomes `error job=…` and its Job
+//! Result says `Job lost: session ended before completion.`
+//!
+//! [`Executor::background`]: crate::Executor::background
+//! [`Executor::drain_jobs`]: crate::Executor::drain_jobs
+//! [`Executor::recover`]: crate::Executor::recover
+
+pub(crate) mod journal;
+#[cfg(unix)]
+pub(crate) mod process;
+pub(crate) mod status;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use flemma_ids::{JobId, ToolName, ToolUseId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::context::ExecutionContext;
+use crate::output::ToolOutput;
+
+pub use journal::ProcessRef;
+pub use status::JobsStatus;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Its process or task runs.
+    Running,
+    /// It finished; its Job Result is not written yet.
+    Completed,
+    /// Its Job Result is in the conversation.
+    Delivered,
+    /// It ended without a result (its host or process died).
+    Lost,
+}
+
+impl JobState {
+    /// The state's name in `flemma jobs --json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Running => "running",
+            JobState::Completed => "completed",
+            JobState::Delivered => "delivered",
+            JobState::Lost => "lost",
+        }
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One job of a conversation, as [`Executor::jobs`](crate::Executor::jobs) lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobInfo {
+    /// The job.
+    pub job_id: JobId,
+    /// The call it runs.
+    pub tool_id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// Its state.
+    pub state: JobState,
+    /// Seconds since it started (until it completed, for a finished job); `None` when unknown.
+    pub elapsed_seconds: Option<f64>,
+}
+
+/// How a delivered Job Result was placed (spec §8.5).
+pub use flemma_ast::writer::JobPlacement;
+
+/// One Job Result written by a delivery point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    /// The job.
+    pub job_id: JobId,
+    /// The call it ran.
+    pub tool_id: ToolUseId,
+    /// The tool.
+    pub tool: ToolName,
+    /// Whether it succeeded.
+    pub success: bool,
+    /// Where its block went.
+    pub placement: JobPlacement,
+}
+
+/// What opening a conversation found among its jobs ([`Executor::recover`](crate::Executor::recover)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Jobs whose process still runs, now watched by this host.
+    pub adopted: Vec<JobId>,
+    /// Jobs running in another live host, left to it.
+    pub elsewhere: Vec<JobId>,
+    /// Jobs that finished while no host delivered them, now queued for delivery.
+    pub finished: Vec<JobId>,
+    /// Jobs that are gone without a result: marked lost.
+    pub lost: Vec<JobId>,
+}
+
+/// A command a tool runs as a process of its own when its call goes to the background, so the
+/// job survives the host (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DetachedCommand {
+    /// The command line, already wrapped by the sandbox.
+    pub argv: Vec<String>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// Stopped (with its output kept) when this passes; watched by whichever host watches the
+    /// job.
+    pub timeout: Option<Duration>,
+}
+
+/// How a detached command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetachedEnding {
+    /// It exited with this code (`128 + n` when killed by signal `n`).
+    Exited(i32),
+    /// Its timeout passed and it was stopped.
+    TimedOut,
+    /// The job was cancelled.
+    Cancelled,
+}
+
+/// A tool whose calls can run detached from the host in the background (the built-in `bash`):
+/// the executor runs [`Detach::command`] as its own process with output to a file, records its
+/// exit status, and turns that into the call's result with [`Detach::result`], possibly in
+/// another process than the one that started it.
+pub trait Detach: Send + Sync {
+    /// The command for a call; `Err` is the call's result when it cannot run (no command, a
+    /// sandbox error).
+    ///
+    /// # Errors
+    ///
+    /// The result to write instead of starting anything.
+    fn command(&self, input: &Value, ctx: &ExecutionContext)
+    -> Result<DetachedCommand, ToolOutput>;
+
+    /// The call's result from its output file (everything the command wrote to standard
+    /// output and standard error) and how it ended.
+    fn result(
+        &self,
+        input: &Value,
+        ctx: &ExecutionContext,
+        output: &std::path::Path,
+        ending: DetachedEnding,
+    ) -> ToolOutput;
+}
+
+/// The characters of a job id's random part (spec §8.2).
+const ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// A fresh job id (`job_` and eight characters of `[a-z0-9]` from the OS's randomness),
+/// drawn again while `taken` says it is in use, at most 100 times (spec §8.2).
+pub fn new_job_id(taken: impl Fn(&str) -> bool) -> JobId {
+    let mut id = random_id();
+    for _ in 0..100 {
+        if !taken(&id) {
+            break;
+        }
+        id = random_id();
+    }
+    JobId::sanitized(&id)
+}
+
+fn random_id() -> String {
+    let mut bytes = [0_u8; 8];
+    fill_random(&mut bytes);
+    let mut id = String::with_capacity(12);
+    id.push_str("job_");
+    id.extend(
+        bytes
+            .iter()
+            .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])),
+    );
+    id
+}
+
+/// OS randomness; a clock- and counter-based fallback where the OS gives none.
+fn fill_random(bytes: &mut [u8]) {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    use std::io::Read as _;
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(bytes))
+        .is_ok()
+    {
+        return;
+    }
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        hasher.write_usize(i);
+        *byte = hasher.finish().to_le_bytes()[0];
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Dies by `SIGKILL` when `FLEMMA_CRASH_POINT` names `point`: the crash tests kill the host at
+/// each step of a job's life (feature `crash-points`, for tests only).
+#[cfg(feature = "crash-points")]
+pub(crate) fn crash_point(point: &str) {
+    if std::env::var("FLEMMA_CRASH_POINT").is_ok_and(|p| p == point) {
+        #[cfg(unix)]
+        {
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
+        std::process::abort();
+    }
+}
+
+/// Without the feature `crash-points`, nothing.
+#[cfg(not(feature = "crash-points"))]
+#[inline]
+pub(crate) fn crash_point(_point: &str) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids_have_the_spec_shape() {
+        let id = new_job_id(|_| false);
+        let rest = id.as_str().strip_prefix("job_").unwrap_or_default();
+        assert_eq!(rest.len(), 8);
+        assert!(rest.bytes().all(|b| ALPHABET.contains(&b)));
+    }
+
+    #[test]
+    fn taken_ids_are_drawn_again() {
+        let first = new_job_id(|_| false);
+        let next = new_job_id(|id| id == first.as_str());
+        assert_ne!(first, next);
+    }
+}

@@ -1,0 +1,122 @@
+//! `flemma.jobs.status` (spec §8.7): the harness tool a model uses to ask about a job.
+
+use flemma_schema::SchemaError;
+use serde_json::{Map, Value, json};
+
+use crate::context::ExecutionContext;
+use crate::definition::ToolDefinition;
+use crate::jobs::JobState;
+use crate::messages as msg;
+use crate::output::ToolOutput;
+use crate::preview::Preview;
+use crate::tool::Tool;
+
+/// The tool's name.
+pub(crate) const NAME: &str = "flemma.jobs.status";
+
+/// `flemma.jobs.status`: where a background job is (running, completed with its delivery
+/// pending, completed, or completed and removed from the conversation).
+#[derive(Debug)]
+pub struct JobsStatus {
+    definition: ToolDefinition,
+}
+
+impl JobsStatus {
+    /// The tool, with the definition of flemma-schema's built-in table.
+    ///
+    /// # Errors
+    ///
+    /// Never for the shipped definition; [`SchemaError`] otherwise.
+    pub fn new() -> Result<Self, SchemaError> {
+        Ok(Self {
+            definition: ToolDefinition::from_builtin(&flemma_schema::builtin::jobs_status())?,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for JobsStatus {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
+        let job_id = input
+            .get("job_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        ToolOutput::text(status(&job_id, ctx).to_string())
+    }
+
+    fn preview(&self, input: &Value, _max_len: usize) -> Option<Preview> {
+        let job_id = input.get("job_id").and_then(Value::as_str)?;
+        Some(Preview::detail(job_id.to_owned()))
+    }
+}
+
+/// The lookup order of spec §8.7: the executor's jobs (running, or finished with the
+/// delivery pending), a job running in another host (the journal), then the conversation.
+fn status(job_id: &str, ctx: &ExecutionContext) -> Value {
+    let mut out = Map::new();
+    let live = ctx.jobs().and_then(|jobs| jobs.live_status(job_id));
+    if let Some(live) = live {
+        let state = if live.delivery_pending {
+            msg::JOB_STATE_DELIVERY_PENDING
+        } else {
+            msg::JOB_STATE_RUNNING
+        };
+        out.insert("status".into(), json!(state));
+        out.insert("job_id".into(), json!(job_id));
+        out.insert("tool_id".into(), json!(live.tool_id.as_str()));
+        out.insert("tool_name".into(), json!(live.tool.as_str()));
+        out.insert("elapsed_seconds".into(), json!(whole(live.elapsed_seconds)));
+        return Value::Object(out);
+    }
+    let journaled = ctx
+        .jobs()
+        .and_then(|jobs| jobs.journal())
+        .and_then(|journal| journal.read(job_id));
+    if let Some(record) = journaled.filter(|r| {
+        r.state == JobState::Running && r.owner.is_some_and(|o| o.is_alive())
+            || r.state == JobState::Completed
+    }) {
+        let state = if record.state == JobState::Running {
+            msg::JOB_STATE_RUNNING
+        } else {
+            msg::JOB_STATE_DELIVERY_PENDING
+        };
+        let end = record.completed_at.unwrap_or_else(super::now_seconds);
+        out.insert("status".into(), json!(state));
+        out.insert("job_id".into(), json!(job_id));
+        out.insert("tool_id".into(), json!(record.tool_id));
+        out.insert("tool_name".into(), json!(record.tool));
+        out.insert(
+            "elapsed_seconds".into(),
+            json!(whole(end - record.started_at)),
+        );
+        return Value::Object(out);
+    }
+    let delivered = flemma_ast::find_job_result(ctx.document(), job_id).is_some();
+    let state = if delivered {
+        msg::JOB_STATE_COMPLETED
+    } else {
+        msg::JOB_STATE_REMOVED
+    };
+    out.insert("status".into(), json!(state));
+    out.insert("job_id".into(), json!(job_id));
+    Value::Object(out)
+}
+
+/// Whole seconds, never negative.
+fn whole(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 {
+        // Bounded by the clock: far below u64::MAX.
+        #[allow(clippy::cast_sign_loss)]
+        let whole = seconds.floor() as u64;
+        whole
+    } else {
+        0
+    }
+}
