@@ -50,10 +50,27 @@ impl Members {
     /// Sends `signal` to the process group and to every other member; returns how many
     /// members there were besides the group leader's group (0 when none is left).
     pub(crate) fn signal(&self, signal: Signal) -> usize {
-        if let Some(pid) = Pid::from_raw(self.session) {
+        if self.session_is_ours()
+            && let Some(pid) = Pid::from_raw(self.session)
+        {
             let _ = rustix::process::kill_process_group(pid, signal);
         }
         self.signal_scanned(signal)
+    }
+
+    /// Whether the session (and process group) id still names the call's: the kernel does
+    /// not give a pid to a new process while it is some process's session or group id, so the
+    /// id is ours unless a process with that pid exists that is not the command (the call's
+    /// session emptied and the pid went to someone else).
+    fn session_is_ours(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            Stat::of(self.session).is_none_or(|leader| leader.start_time == self.since)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            true
+        }
     }
 
     /// Whether a member is still alive.
@@ -81,7 +98,7 @@ impl Members {
             else {
                 continue;
             };
-            if self.is_member(pid) {
+            if self.is_member(pid, self.session_is_ours()) {
                 let _ = rustix::process::pidfd_send_signal(&fd, signal);
                 count += 1;
             }
@@ -98,17 +115,19 @@ impl Members {
     #[cfg(target_os = "linux")]
     fn scan(&self) -> impl Iterator<Item = i32> + '_ {
         let own = std::process::id();
+        let session = self.session_is_ours();
         std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
             .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
             .filter(move |&pid| u32::try_from(pid).ok() != Some(own))
-            .filter(|&pid| self.is_member(pid))
+            .filter(move |&pid| self.is_member(pid, session))
     }
 
-    /// Alive (not a zombie) and in the session or marked.
+    /// Alive (not a zombie) and in the session (when the session id is still the call's) or
+    /// marked.
     #[cfg(target_os = "linux")]
-    fn is_member(&self, pid: i32) -> bool {
+    fn is_member(&self, pid: i32, session: bool) -> bool {
         let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
             return false;
         };
@@ -118,7 +137,7 @@ impl Members {
         if stat.state == b'Z' || stat.state == b'X' {
             return false;
         }
-        if stat.session == self.session {
+        if session && stat.session == self.session {
             return true;
         }
         if stat.start_time < self.since {
@@ -137,6 +156,34 @@ impl Members {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reused_session_id_is_not_the_calls() {
+        use std::os::unix::process::CommandExt as _;
+        // A process whose pid (and group id) equals a finished call's session id: the pid
+        // went to someone else, whose start time differs from the call's command.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pid = i32::try_from(other.id()).unwrap_or_else(|e| panic!("{e}"));
+        let started = Stat::of(pid).map_or(0, |s| s.start_time);
+        let stale = Members {
+            session: pid,
+            marker: "not-this-one".into(),
+            since: started.saturating_sub(1),
+        };
+        assert!(!stale.session_is_ours());
+        stale.signal(Signal::KILL);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(matches!(other.try_wait(), Ok(None)), "the other process was killed");
+        // The call's own command is still found.
+        let own = Members::new(pid, "not-this-one".into());
+        assert!(own.session_is_ours());
+        let _ = other.kill();
+        let _ = other.wait();
+    }
 
     #[test]
     fn this_process_is_never_a_member() {
