@@ -177,7 +177,10 @@ mod tests {
         assert!(!stale.session_is_ours());
         stale.signal(Signal::KILL);
         std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(matches!(other.try_wait(), Ok(None)), "the other process was killed");
+        assert!(
+            matches!(other.try_wait(), Ok(None)),
+            "the other process was killed"
+        );
         // The call's own command is still found.
         let own = Members::new(pid, "not-this-one".into());
         assert!(own.session_is_ours());
