@@ -295,24 +295,9 @@ impl Executor {
         let ctx = self
             .context(&id, &tool, found.definition(), settings, token.clone())
             .await?;
-        let started_at = now_seconds();
-        let mut record = JobRecord {
-            job_id: job_id.as_str().to_owned(),
-            tool_id: id.as_str().to_owned(),
-            tool: tool.as_str().to_owned(),
-            state: JobState::Running,
-            started_at,
-            completed_at: None,
-            owner: ProcessRef::current(),
-            process: None,
-            marker: None,
-            deadline: None,
-            timeout_seconds: None,
-            input: input.clone(),
-            save_to: save_to.clone(),
-            exit_status: None,
-            outcome: None,
-        };
+        let mut record =
+            JobRecord::running(&job_id, id.as_str(), &tool, input.clone(), save_to.clone());
+        let started_at = record.started_at;
         let journal = settings.journal.clone();
         #[cfg(unix)]
         let mut spawned = None;
@@ -504,25 +489,9 @@ impl Executor {
         };
         let tool_id = ToolUseId::sanitized(id);
         let job_id = self.job_id_for(&tool_id, &settings).await?;
-        let started_at = now_seconds();
         let token = handoff.token.clone();
-        let record = JobRecord {
-            job_id: job_id.as_str().to_owned(),
-            tool_id: id.to_owned(),
-            tool: tool.as_str().to_owned(),
-            state: JobState::Running,
-            started_at,
-            completed_at: None,
-            owner: ProcessRef::current(),
-            process: None,
-            marker: None,
-            deadline: None,
-            timeout_seconds: None,
-            input: Value::Null,
-            save_to: handoff.save_to.clone(),
-            exit_status: None,
-            outcome: None,
-        };
+        let record = JobRecord::running(&job_id, id, &tool, Value::Null, handoff.save_to.clone());
+        let started_at = record.started_at;
         if let Some(journal) = &settings.journal
             && let Err(error) = journal.write(&record)
         {

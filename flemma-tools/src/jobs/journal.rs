@@ -106,6 +106,33 @@ pub(crate) struct JobRecord {
 }
 
 impl JobRecord {
+    /// A job that starts now in this process (its owner), in state `running`.
+    pub(crate) fn running(
+        job_id: &JobId,
+        tool_id: &str,
+        tool: &ToolName,
+        input: Value,
+        save_to: Option<String>,
+    ) -> Self {
+        Self {
+            job_id: job_id.as_str().to_owned(),
+            tool_id: tool_id.to_owned(),
+            tool: tool.as_str().to_owned(),
+            state: JobState::Running,
+            started_at: super::now_seconds(),
+            completed_at: None,
+            owner: ProcessRef::current(),
+            process: None,
+            marker: None,
+            deadline: None,
+            timeout_seconds: None,
+            input,
+            save_to,
+            exit_status: None,
+            outcome: None,
+        }
+    }
+
     pub(crate) fn job_id(&self) -> JobId {
         JobId::sanitized(&self.job_id)
     }
@@ -256,22 +283,11 @@ mod tests {
     use super::*;
 
     fn record(id: &str, started_at: f64) -> JobRecord {
+        let bash = ToolName::new("bash").unwrap_or_else(|e| panic!("{e}"));
+        let input = serde_json::json!({"command": "sleep 1"});
         JobRecord {
-            job_id: id.to_owned(),
-            tool_id: "toolu_1".to_owned(),
-            tool: "bash".to_owned(),
-            state: JobState::Running,
             started_at,
-            completed_at: None,
-            owner: ProcessRef::current(),
-            process: None,
-            marker: None,
-            deadline: None,
-            timeout_seconds: None,
-            input: serde_json::json!({"command": "sleep 1"}),
-            save_to: None,
-            exit_status: None,
-            outcome: None,
+            ..JobRecord::running(&JobId::sanitized(id), "toolu_1", &bash, input, None)
         }
     }
 
