@@ -495,19 +495,35 @@ fn background_registry() -> flemma::tools::ToolRegistry {
     registry
 }
 
-#[tokio::test]
-async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
-    let chat = Arc::new(MemoryConversation::new(
-        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"wait\"], \"autopilot\": {\"resume_delay\": 50}}}}\n```\n@You:\nWait in the background.\n",
-    ));
-    let provider = Arc::new(ScriptedProvider::new(vec![
-        Turn::tool_use("wait", json!({"ms": 300, "flemma.background": true})),
-        Turn::text("It runs in the background."),
-        Turn::text("The job is done."),
-    ]));
+/// A conversation asking for `wait` in the background (`frontmatter_tools` joins
+/// `tools`), the scripted `turns`, and a session over them.
+fn background_session(
+    frontmatter_tools: &str,
+    turns: Vec<Turn>,
+    wait_for_jobs: bool,
+) -> (Arc<MemoryConversation>, Session, Arc<ScriptedProvider>) {
+    let chat = Arc::new(MemoryConversation::new(format!(
+        "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": [\"wait\"]{frontmatter_tools}}}}}}}\n```\n@You:\nWait in the background.\n"
+    )));
+    let provider = Arc::new(ScriptedProvider::new(turns));
     let session = Session::builder(chat.clone(), background_registry(), provider.clone())
         .flush_interval(Duration::ZERO)
+        .wait_for_jobs(wait_for_jobs)
         .build();
+    (chat, session, provider)
+}
+
+#[tokio::test]
+async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
+    let (chat, session, provider) = background_session(
+        ", \"autopilot\": {\"resume_delay\": 50}",
+        vec![
+            Turn::tool_use("wait", json!({"ms": 300, "flemma.background": true})),
+            Turn::text("It runs in the background."),
+            Turn::text("The job is done."),
+        ],
+        true,
+    );
     let mut events = session.subscribe();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert_eq!(provider.remaining(), 0);
@@ -542,16 +558,14 @@ async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
 
 #[tokio::test]
 async fn cancel_while_waiting_for_a_job_stops_without_resuming() {
-    let chat = Arc::new(MemoryConversation::new(
-        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"wait\"]}}}\n```\n@You:\nWait.\n",
-    ));
-    let provider = Arc::new(ScriptedProvider::new(vec![
-        Turn::tool_use("wait", json!({"ms": 60_000, "flemma.background": true})),
-        Turn::text("It runs."),
-    ]));
-    let session = Session::builder(chat.clone(), background_registry(), provider.clone())
-        .flush_interval(Duration::ZERO)
-        .build();
+    let (chat, session, _provider) = background_session(
+        "",
+        vec![
+            Turn::tool_use("wait", json!({"ms": 60_000, "flemma.background": true})),
+            Turn::text("It runs."),
+        ],
+        true,
+    );
     let mut events = session.subscribe();
     let run = tokio::spawn({
         let session = session.clone();
@@ -579,18 +593,15 @@ async fn cancel_while_waiting_for_a_job_stops_without_resuming() {
 
 #[tokio::test]
 async fn without_waiting_a_run_with_jobs_running_returns_running() {
-    let chat = Arc::new(MemoryConversation::new(
-        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"wait\"]}}}\n```\n@You:\nWait.\n",
-    ));
-    let provider = Arc::new(ScriptedProvider::new(vec![
-        Turn::tool_use("wait", json!({"ms": 100, "flemma.background": true})),
-        Turn::text("It runs."),
-        Turn::text("Done."),
-    ]));
-    let session = Session::builder(chat.clone(), background_registry(), provider.clone())
-        .flush_interval(Duration::ZERO)
-        .wait_for_jobs(false)
-        .build();
+    let (chat, session, provider) = background_session(
+        "",
+        vec![
+            Turn::tool_use("wait", json!({"ms": 100, "flemma.background": true})),
+            Turn::text("It runs."),
+            Turn::text("Done."),
+        ],
+        false,
+    );
     assert_eq!(session.run().await.unwrap(), Stop::Running);
     session.executor().job_finished().await;
     // The next run's cycle delivers it, and the loop goes on.
