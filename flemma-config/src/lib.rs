@@ -31,6 +31,7 @@ mod lua;
 mod options;
 mod path;
 mod presets;
+mod project;
 mod schema;
 mod sources;
 mod suggest;
@@ -46,5 +47,6 @@ pub use options::{
     SearchOptions, StoreOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
+pub use project::{conversation_dir, project_root, project_root_with_home};
 pub use schema::OptionKind;
 pub use suggest::did_you_mean;

@@ -1,0 +1,170 @@
+//! The conversation's project: the directory tree a conversation's tools and file references
+//! are bounded by, whatever directory the host process was started from.
+//!
+//! A conversation at `/home/me/code/app/notes/design.chat` belongs to the repository that holds
+//! it (`/home/me/code/app`, the nearest ancestor with a `.git`), or to its own directory when no
+//! repository holds it. A repository root at `/` or at `$HOME` (a dotfiles repository) is not
+//! taken: it would make the whole machine or the whole home directory the project.
+
+use std::path::{Path, PathBuf};
+
+/// The conversation file's directory made absolute once, with symlinks resolved (spec §14.2
+/// `urn:flemma:buffer:path`, "resolved via realpath"). A relative `file` is taken against the
+/// process working directory, which is the one moment that directory matters.
+///
+/// # Errors
+///
+/// The file cannot be resolved (it does not exist, or a component is unreadable).
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("flemma-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("x.chat"), "@You:\nhi\n")?;
+/// let resolved = flemma_config::conversation_dir(&dir.join("x.chat"))?;
+/// assert_eq!(resolved, dir.canonicalize()?);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn conversation_dir(file: &Path) -> std::io::Result<PathBuf> {
+    let file = file.canonicalize()?;
+    Ok(file
+        .parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_owned))
+}
+
+/// The project that holds a conversation whose (absolute, resolved) directory is `dir`: the
+/// nearest ancestor of `dir` (itself included) that holds a `.git` entry, else `dir` itself.
+/// A `.git` at `/` or at `$HOME` does not count (see the module docs).
+///
+/// ```
+/// let base = std::env::temp_dir().join(format!("flemma-doc-root-{}", std::process::id()));
+/// std::fs::create_dir_all(base.join("repo/.git"))?;
+/// std::fs::create_dir_all(base.join("repo/notes"))?;
+/// std::fs::create_dir_all(base.join("loose"))?;
+/// assert_eq!(flemma_config::project_root(&base.join("repo/notes")), base.join("repo"));
+/// assert_eq!(flemma_config::project_root(&base.join("loose")), base.join("loose"));
+/// # std::fs::remove_dir_all(&base)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn project_root(dir: &Path) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    project_root_with_home(dir, home.as_deref())
+}
+
+/// [`project_root`] with the home directory given (tests, hosts with their own idea of home).
+pub fn project_root_with_home(dir: &Path, home: Option<&Path>) -> PathBuf {
+    let too_wide = |candidate: &Path| {
+        candidate.parent().is_none() || home.is_some_and(|home| same_dir(candidate, home))
+    };
+    for candidate in dir.ancestors() {
+        if too_wide(candidate) {
+            break;
+        }
+        if candidate.join(".git").exists() {
+            return candidate.to_owned();
+        }
+    }
+    dir.to_owned()
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let dir =
+                std::env::temp_dir().join(format!("flemma-project-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Self(dir.canonicalize().unwrap())
+        }
+        fn mkdir(&self, rel: &str) -> PathBuf {
+            let path = self.0.join(rel);
+            std::fs::create_dir_all(&path).unwrap();
+            path
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_nearest_repository_holds_the_conversation() {
+        let s = Scratch::new("nearest");
+        s.mkdir("outer/.git");
+        s.mkdir("outer/inner/.git");
+        let deep = s.mkdir("outer/inner/a/b");
+        assert_eq!(project_root_with_home(&deep, None), s.0.join("outer/inner"));
+    }
+
+    #[test]
+    fn a_git_file_counts_as_a_repository() {
+        // Worktrees and submodules have a `.git` file, not a directory.
+        let s = Scratch::new("gitfile");
+        let wt = s.mkdir("wt");
+        std::fs::write(wt.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        let sub = s.mkdir("wt/sub");
+        assert_eq!(project_root_with_home(&sub, None), wt);
+    }
+
+    #[test]
+    fn without_a_repository_the_directory_is_the_project() {
+        let s = Scratch::new("loose");
+        let dir = s.mkdir("a/b");
+        assert_eq!(project_root_with_home(&dir, None), dir);
+    }
+
+    #[test]
+    fn a_repository_at_home_is_not_the_project() {
+        let s = Scratch::new("home");
+        let home = s.mkdir("home");
+        s.mkdir("home/.git");
+        let notes = s.mkdir("home/notes");
+        assert_eq!(project_root_with_home(&notes, Some(&home)), notes);
+        // A repository below home still is.
+        s.mkdir("home/code/.git");
+        let src = s.mkdir("home/code/src");
+        assert_eq!(
+            project_root_with_home(&src, Some(&home)),
+            s.0.join("home/code")
+        );
+    }
+
+    #[test]
+    fn the_root_directory_is_never_the_project_by_way_of_a_repository() {
+        assert_eq!(project_root_with_home(Path::new("/"), None), Path::new("/"));
+    }
+
+    #[test]
+    fn conversation_dir_resolves_relative_files_and_symlinks() {
+        let s = Scratch::new("convdir");
+        let real = s.mkdir("real");
+        std::fs::write(real.join("c.chat"), "").unwrap();
+        std::os::unix::fs::symlink(&real, s.0.join("link")).unwrap();
+        assert_eq!(
+            conversation_dir(&s.0.join("link/c.chat")).ok(),
+            Some(real.clone())
+        );
+        assert_eq!(
+            conversation_dir(&s.0.join("link/../real/c.chat")).ok(),
+            Some(real)
+        );
+        assert!(conversation_dir(&s.0.join("missing.chat")).is_err());
+    }
+}
