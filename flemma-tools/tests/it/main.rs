@@ -7,6 +7,7 @@
 )]
 
 mod bash;
+mod bash_load;
 mod cycle;
 mod executor;
 mod files;
