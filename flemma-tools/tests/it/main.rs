@@ -16,6 +16,7 @@ mod preview;
 mod registry;
 mod sandbox;
 mod search;
+mod timeouts;
 mod truncate;
 #[cfg(feature = "typed")]
 mod typed;
