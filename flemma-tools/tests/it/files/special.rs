@@ -183,3 +183,35 @@ async fn a_directory_is_named_as_one() {
     );
     assert!(dir.path().join("d").is_dir());
 }
+
+/// `grep` searches regular files only: a named pipe in the tree, or as the path searched, is
+/// passed over without being opened.
+#[tokio::test]
+async fn grep_passes_over_a_named_pipe() {
+    let dir = TempDir::new();
+    dir.write("a.txt", "needle\n");
+    mkfifo(&dir.path().join("p.fifo"));
+    let registry = flemma_tools::ToolRegistry::new();
+    flemma_tools::register_builtins(&registry).unwrap();
+    let grep = registry.get("grep").unwrap();
+    let ctx = super::context(dir.path(), dir.path(), "grep");
+    let search = |path: Value| {
+        let (grep, ctx) = (grep.clone(), ctx.clone());
+        async move {
+            let input = json!({"pattern": "needle", "path": path, "glob": null, "limit": null});
+            tokio::time::timeout(Duration::from_secs(5), grep.execute(input, &ctx)).await
+        }
+    };
+    let all = search(Value::Null).await;
+    let fifo = search(json!("p.fifo")).await;
+    // Lets a blocked search go before failing.
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc_nonblock())
+        .open(dir.path().join("p.fifo"));
+    assert_eq!(
+        all.unwrap(),
+        ToolOutput::text("./a.txt:1:needle\n\n[1 match]")
+    );
+    assert_eq!(fifo.unwrap(), ToolOutput::text("No matches found."));
+}
