@@ -90,7 +90,7 @@ impl Request {
     fn run(self) -> ToolOutput {
         // Only a regular file is edited (see `read`).
         let mut file = match open_regular(&self.resolved) {
-            Ok((file, _)) => file,
+            Ok(file) => file,
             Err(NotAFile::Missing) => return ToolOutput::error(msg::file_not_found(&self.path)),
             Err(NotAFile::Special(kind)) => {
                 return ToolOutput::error(msg::read_failed(&msg::not_regular(&self.path, kind)));

@@ -2,7 +2,7 @@
 //! blocking file I/O off the async runtime, and writing files.
 
 use std::error::Error;
-use std::fs::{File, FileType, Metadata};
+use std::fs::{File, FileType};
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::Path;
 
@@ -102,7 +102,7 @@ pub(super) fn special_kind(file_type: FileType) -> Option<&'static str> {
     } else if file_type.is_block_device() {
         Some("a block device")
     } else {
-        Some("not a regular file")
+        Some("something else")
     }
 }
 
@@ -111,7 +111,7 @@ pub(super) fn special_kind(file_type: FileType) -> Option<&'static str> {
 /// opened, and a named pipe is never waited on), then opened with `O_NONBLOCK` (so a named
 /// pipe put there in between does not block the open either) and examined again through the
 /// open file (so what is read is what was checked).
-pub(super) fn open_regular(path: &Path) -> Result<(File, Metadata), NotAFile> {
+pub(super) fn open_regular(path: &Path) -> Result<File, NotAFile> {
     use rustix::fs::{Mode, OFlags};
     let before = std::fs::metadata(path).map_err(|_| NotAFile::Missing)?;
     if let Some(kind) = special_kind(before.file_type()) {
@@ -124,7 +124,7 @@ pub(super) fn open_regular(path: &Path) -> Result<(File, Metadata), NotAFile> {
     if let Some(kind) = special_kind(meta.file_type()) {
         return Err(NotAFile::Special(kind));
     }
-    Ok((file, meta))
+    Ok(file)
 }
 
 /// What is at `path` when it is there and is not a regular file (a symbolic link is

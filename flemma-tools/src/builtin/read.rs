@@ -100,7 +100,7 @@ impl Request {
         // Only a regular file is read: a named pipe would block the read until a writer
         // comes, a device such as `/dev/zero` never ends.
         let mut file = match open_regular(&self.resolved) {
-            Ok((file, _)) => file,
+            Ok(file) => file,
             Err(NotAFile::Missing) => return not_found(),
             Err(NotAFile::Special(kind)) => {
                 return ToolOutput::error(msg::read_failed(&msg::not_regular(&self.path, kind)));
