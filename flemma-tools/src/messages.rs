@@ -188,6 +188,29 @@ pub(crate) fn bash_timeout(seconds: f64) -> String {
     )
 }
 
+/// `Tool timed out after <n> second.` (`seconds.` unless n = 1): a tool that did not finish
+/// within its time limit and was given up on (ours: the spec has no string for it; §7.7 has
+/// timeouts for `bash`, `grep` and `find` only).
+pub(crate) fn tool_timeout(seconds: f64) -> String {
+    let unit = if (seconds - 1.0).abs() < f64::EPSILON {
+        "second"
+    } else {
+        "seconds"
+    };
+    format!("Tool timed out after {} {unit}.", format_seconds(seconds))
+}
+
+/// The detail of a refusal to open what is not a regular file (ours, after the spec's
+/// `Cannot read file: ` / `Cannot write file: `): `<path> is a directory`, or
+/// `<path> is <kind>, not a regular file`.
+pub(crate) fn not_regular(path: &str, kind: &str) -> String {
+    if kind == "a directory" {
+        format!("{path} is a directory")
+    } else {
+        format!("{path} is {kind}, not a regular file")
+    }
+}
+
 /// Whole seconds without a fraction (`30`), others as written (`0.5`).
 fn format_seconds(seconds: f64) -> String {
     if seconds.fract() == 0.0 && seconds.abs() < 1e15 {

@@ -75,6 +75,16 @@ pub trait Tool: Send + Sync + 'static {
     fn detach(&self) -> Option<&dyn crate::jobs::Detach> {
         None
     }
+
+    /// How long a call may run in the foreground: the executor gives up on a call that is
+    /// still running a few seconds after this (a tool that times itself out, as `bash` does,
+    /// reports first) and answers it with `Tool timed out after <n> seconds.`, so a stuck
+    /// tool never holds a cycle. The default is the context's timeout
+    /// (`tools.default_timeout`); `None` lets calls run until they end or are cancelled.
+    fn time_limit(&self, input: &Value, ctx: &ExecutionContext) -> Option<std::time::Duration> {
+        let _ = input;
+        Some(ctx.timeout())
+    }
 }
 
 type BoxFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'static>>;

@@ -1,13 +1,12 @@
 //! `edit` (spec §12.4): replace one exact occurrence of a text in a file.
 
-use std::fs::File;
 use std::io::Read as _;
 use std::path::PathBuf;
 
 use flemma_schema::SchemaError;
 use serde_json::Value;
 
-use super::files::{blocking, chain, string_arg, write_file};
+use super::files::{NotAFile, blocking, chain, open_regular, string_arg, write_file};
 use crate::context::ExecutionContext;
 use crate::definition::ToolDefinition;
 use crate::messages as msg;
@@ -65,7 +64,7 @@ impl Tool for EditTool {
             old_text: old_text.to_owned(),
             new_text: new_text.to_owned(),
         };
-        blocking(move || request.run()).await
+        blocking(ctx, move || request.run()).await
     }
 
     /// The path.
@@ -89,10 +88,13 @@ struct Request {
 
 impl Request {
     fn run(self) -> ToolOutput {
-        let opened = File::open(&self.resolved).and_then(|f| f.metadata().map(|m| (f, m)));
-        let mut file = match opened {
-            Ok((file, meta)) if !meta.is_dir() => file,
-            _ => return ToolOutput::error(msg::file_not_found(&self.path)),
+        // Only a regular file is edited (see `read`).
+        let mut file = match open_regular(&self.resolved) {
+            Ok(file) => file,
+            Err(NotAFile::Missing) => return ToolOutput::error(msg::file_not_found(&self.path)),
+            Err(NotAFile::Special(kind)) => {
+                return ToolOutput::error(msg::read_failed(&msg::not_regular(&self.path, kind)));
+            }
         };
         let mut content = Vec::new();
         if let Err(error) = file.read_to_end(&mut content) {

@@ -60,7 +60,7 @@ impl Tool for LsTool {
         let depth = depth_arg(&input);
         let limit = whole_arg(&input, "limit", 0).unwrap_or(DEFAULT_LIMIT);
         let path = path.to_owned();
-        blocking(move || {
+        blocking(ctx, move || {
             if !resolved.is_dir() {
                 return ToolOutput::error(msg::directory_not_found(&path));
             }

@@ -1,14 +1,13 @@
 //! `read` (spec §12.2): a file's lines, with offset and limit, head-truncated, or a file
 //! reference for binary files.
 
-use std::fs::File;
 use std::io::Read as _;
 use std::path::PathBuf;
 
 use flemma_schema::SchemaError;
 use serde_json::Value;
 
-use super::files::{blocking, number_text, string_arg, whole_arg};
+use super::files::{NotAFile, blocking, number_text, open_regular, string_arg, whole_arg};
 use crate::context::ExecutionContext;
 use crate::definition::ToolDefinition;
 use crate::messages as msg;
@@ -61,7 +60,7 @@ impl Tool for ReadTool {
             offset: whole_arg(&input, "offset", 1),
             limit: whole_arg(&input, "limit", 1),
         };
-        blocking(move || request.run()).await
+        blocking(ctx, move || request.run()).await
     }
 
     /// `<path>  +<offset or 0>[,<limit>]` (the range only when offset or limit is given).
@@ -98,12 +97,15 @@ struct Request {
 impl Request {
     fn run(self) -> ToolOutput {
         let not_found = || ToolOutput::error(msg::file_not_found(&self.path));
-        let Ok(mut file) = File::open(&self.resolved) else {
-            return not_found();
+        // Only a regular file is read: a named pipe would block the read until a writer
+        // comes, a device such as `/dev/zero` never ends.
+        let mut file = match open_regular(&self.resolved) {
+            Ok(file) => file,
+            Err(NotAFile::Missing) => return not_found(),
+            Err(NotAFile::Special(kind)) => {
+                return ToolOutput::error(msg::read_failed(&msg::not_regular(&self.path, kind)));
+            }
         };
-        if file.metadata().map_or(true, |m| m.is_dir()) {
-            return not_found();
-        }
         let mut bytes = Vec::new();
         if (&mut file)
             .take(SNIFF_BYTES as u64)

@@ -3,7 +3,7 @@
 use flemma_schema::SchemaError;
 use serde_json::Value;
 
-use super::files::{blocking, string_arg, write_file};
+use super::files::{blocking, special_at, string_arg, write_file};
 use crate::context::ExecutionContext;
 use crate::definition::ToolDefinition;
 use crate::messages as msg;
@@ -53,9 +53,15 @@ impl Tool for WriteTool {
             return ToolOutput::error(msg::write_sandbox_denied(path));
         }
         let (path, content) = (path.to_owned(), content.to_owned());
-        blocking(move || match write_file(&resolved, content.as_bytes()) {
-            Ok(()) => ToolOutput::text(msg::write_success(content.len(), &path)),
-            Err(detail) => ToolOutput::error(msg::write_failed(&detail)),
+        blocking(ctx, move || {
+            // A named pipe, socket or device is not replaced by a regular file.
+            if let Some(kind) = special_at(&resolved) {
+                return ToolOutput::error(msg::write_failed(&msg::not_regular(&path, kind)));
+            }
+            match write_file(&resolved, content.as_bytes()) {
+                Ok(()) => ToolOutput::text(msg::write_success(content.len(), &path)),
+                Err(detail) => ToolOutput::error(msg::write_failed(&detail)),
+            }
         })
         .await
     }

@@ -1091,8 +1091,13 @@ fn rename_in_header(
     Some(TextEdit::replace(line_no, line_no, vec![renamed]))
 }
 
-/// Runs one call, ending with `User aborted tool execution.` when cancelled and with the
-/// panic's text when the tool panics.
+/// How long after its [`Tool::time_limit`] a call is given up on: time for a tool that stops
+/// its own work at the limit (`bash`: `SIGTERM`, a grace, `SIGKILL`) to report.
+const GIVE_UP_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Runs one call, ending with `User aborted tool execution.` when cancelled, with the panic's
+/// text when the tool panics, and with `Tool timed out after <n> seconds.` when it is still
+/// running [`GIVE_UP_AFTER`] past its time limit.
 async fn run_one(
     tool: Arc<dyn Tool>,
     id: ToolUseId,
@@ -1102,14 +1107,27 @@ async fn run_one(
     token: CancellationToken,
     save_to: Option<String>,
 ) -> Finished {
+    let limit = tool.time_limit(&input, &ctx);
     let output = {
         let execute = AssertUnwindSafe(tool.execute(input, &ctx)).catch_unwind();
+        let give_up = async {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit.saturating_add(GIVE_UP_AFTER)).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             () = token.cancelled() => ToolOutput::error(msg::ABORTED),
             result = execute => result.unwrap_or_else(|panic| {
                 ToolOutput::error(crate::registry::panic_payload_text(panic.as_ref()))
             }),
+            () = give_up => {
+                // Whatever the tool still runs that watches its token stops too.
+                token.cancel();
+                tracing::warn!(?limit, "the tool did not finish in time; the call was given up on");
+                ToolOutput::error(msg::tool_timeout(limit.map_or(0.0, |l| l.as_secs_f64())))
+            }
         }
     };
     Finished {

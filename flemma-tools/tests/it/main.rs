@@ -7,6 +7,7 @@
 )]
 
 mod bash;
+mod bash_load;
 mod cycle;
 mod executor;
 mod files;
@@ -15,6 +16,7 @@ mod preview;
 mod registry;
 mod sandbox;
 mod search;
+mod timeouts;
 mod truncate;
 #[cfg(feature = "typed")]
 mod typed;

@@ -288,7 +288,7 @@ fn require_bwrap() {
 }
 
 /// A call sandboxed by the real bubblewrap, `dir` writable.
-fn sandboxed(name: &str, network: bool) -> Call {
+pub(crate) fn sandboxed(name: &str, network: bool) -> Call {
     require_bwrap();
     let mut call = Call::new(name);
     let options = options();

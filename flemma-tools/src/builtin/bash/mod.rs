@@ -95,6 +95,12 @@ impl Tool for Bash {
     fn detach(&self) -> Option<&dyn Detach> {
         Some(self)
     }
+
+    /// The call's own timeout (`input.timeout` or the context's), after which the command
+    /// is stopped.
+    fn time_limit(&self, input: &Value, ctx: &ExecutionContext) -> Option<Duration> {
+        Some(timeout_of(input, ctx).0 + run::GRACE)
+    }
 }
 
 /// In the background, `bash` runs its command detached from the host (see [`crate::jobs`]):

@@ -99,11 +99,19 @@ pub(crate) async fn run(
         members: Some(members.clone()),
     };
 
+    // The master side stays open here until the command's status is collected: closing it
+    // hangs the terminal up, and the kernel sends `SIGHUP` to the session leader. The reader
+    // sees the end of the output (`EIO`) as soon as the last descriptor of the terminal is
+    // closed, which a command does before it exits (coreutils close stdout and stderr in an
+    // `atexit` handler; `exec >/dev/null 2>&1` does it long before): had the reader's end
+    // of the terminal been the only one, the command would often be killed by that `SIGHUP`
+    // between its last write and its exit, and reported as exiting with code 129.
+    let (mut pty, hold_open) = pty.into_split();
+
     // The reader owns the collector until it is told to stop or the terminal closes.
     let stop = CancellationToken::new();
     let reader = {
         let stop = stop.clone();
-        let mut pty = pty;
         tokio::spawn(async move {
             let mut filter = TerminalText::new();
             let mut buf = vec![0_u8; 16 * 1024];
@@ -150,6 +158,8 @@ pub(crate) async fn run(
         }
     };
     guard.disarm();
+    // The status is in, and nothing of the call is left: the terminal may hang up now.
+    drop(hold_open);
 
     // The terminal closes once every process holding it is gone; a process outside the
     // call that inherited it would keep it open, so the wait is bounded.

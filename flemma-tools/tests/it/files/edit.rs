@@ -136,7 +136,7 @@ async fn edit_input_errors_come_in_order() {
     std::fs::create_dir_all(dir.path().join("d")).unwrap();
     assert_eq!(
         call(json!({"path": "d", "oldText": "a", "newText": "b"})).await,
-        err("File not found: d")
+        err("Cannot read file: d is a directory")
     );
 }
 

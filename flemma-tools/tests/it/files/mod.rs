@@ -4,6 +4,7 @@
 mod edit;
 mod ls;
 mod read;
+mod special;
 mod write;
 
 use std::path::{Path, PathBuf};

@@ -244,7 +244,7 @@ async fn read_errors_name_the_path_as_given() {
     );
     assert_eq!(
         run(&read, dir.path(), json!({"path": "a_dir"})).await,
-        err("File not found: a_dir")
+        err("Cannot read file: a_dir is a directory")
     );
     assert_eq!(
         run(&read, dir.path(), json!({"path": ""})).await,
