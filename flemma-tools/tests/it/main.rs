@@ -11,6 +11,7 @@ mod cycle;
 mod executor;
 mod files;
 mod jobs;
+mod paths;
 mod preview;
 mod registry;
 mod sandbox;
