@@ -217,7 +217,8 @@ enum SourceArg {
 
 #[derive(Debug, Subcommand)]
 enum ApprovalCommand {
-    /// Decide a call of TOOL in FILE's conversation and show every resolver consulted.
+    /// Decide a call of TOOL in FILE's conversation and show every resolver consulted, then
+    /// what the conversation's tools may write (the sandbox's writable set).
     Explain {
         /// The `.chat` file (its frontmatter is the FRONTMATTER layer).
         file: PathBuf,
@@ -416,7 +417,7 @@ fn request(
         .engine(template_engine(templates)?)
         .variables(variables);
     if let Some(path) = input.path() {
-        builder = builder.chat_path(path);
+        builder = builder.chat_path(flemma::config::conversation_path(path));
     }
     let prompt = builder.build(&doc);
     for d in &prompt.diagnostics {
@@ -473,9 +474,7 @@ fn store_path(
     json: bool,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
-    let chat = std::path::absolute(file).map_err(|e| {
-        Failure::usage(anyhow::Error::new(e).context(format!("cannot resolve {}", file.display())))
-    })?;
+    let chat = flemma::config::conversation_path(file);
     let mut config = settings.load()?;
     // The conversation's own frontmatter may override `tools.store`.
     if chat.is_file() {
@@ -575,10 +574,18 @@ fn explain(
     options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| options::frontmatter_failure(&text.name, &e))?;
     let explanation = options::explain(&config, tool, &call_input).map_err(failed)?;
+    let chat = text.path().map(flemma::config::conversation_path);
+    let writable = options::writable(&config, chat.as_deref()).map_err(failed)?;
     if json {
-        render::json(out, &explanation)?;
+        let mut value = serde_json::to_value(&explanation).map_err(|e| failed(e.into()))?;
+        if let Some(object) = value.as_object_mut() {
+            let writable = serde_json::to_value(&writable).map_err(|e| failed(e.into()))?;
+            object.insert("writable".to_owned(), writable);
+        }
+        render::json(out, &value)?;
     } else {
         render::explanation(out, tool, &explanation)?;
+        render::writable(out, &writable)?;
     }
     Ok(0)
 }

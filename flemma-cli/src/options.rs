@@ -1,7 +1,7 @@
 //! Options as the CLI reads them: `flemma.toml` (SETUP), `--set` (RUNTIME) and the file's
 //! frontmatter (FRONTMATTER), and the approval explanation built from them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use flemma::approval::{ApprovalContext, Chain, Explanation, ToolCall, ToolName};
 use flemma::ast::Document;
@@ -108,4 +108,41 @@ pub(crate) fn explain(
     };
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     Ok(runtime.block_on(Chain::with_builtins().explain(&call, &ctx)))
+}
+
+/// What the tools of a conversation may write: the sandbox's resolved writable set.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Writable {
+    /// Whether the set is enforced (`sandbox.enabled` and a backend available).
+    pub(crate) enforced: bool,
+    /// Why not, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<&'static str>,
+    /// The writable paths: absolute, resolved, none under another.
+    pub(crate) paths: Vec<PathBuf>,
+}
+
+/// The writable set of the conversation in `chat` (resolved; `None` for standard input), as
+/// the executor resolves it for `cycle` and `run`.
+pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<Writable> {
+    let options = config.options()?;
+    let store = flemma::store::Store::new(&options.tools.store, chat, "1")?;
+    let store_dir = store.directory().ok();
+    let policy = flemma::tools::sandbox::SandboxPolicy::for_conversation(
+        &options.sandbox,
+        chat,
+        store_dir.as_deref(),
+    );
+    let reason = if !options.sandbox.enabled {
+        Some("sandbox.enabled is false")
+    } else if !SandboxBackends::with_builtins().is_available(&options.sandbox) {
+        Some("no sandbox backend is available")
+    } else {
+        None
+    };
+    Ok(Writable {
+        enforced: reason.is_none(),
+        reason,
+        paths: policy.rw_paths,
+    })
 }

@@ -113,3 +113,18 @@ pub(crate) fn explanation(
     }
     Ok(())
 }
+
+/// The writable set under an explanation.
+pub(crate) fn writable(out: &mut impl Write, w: &crate::options::Writable) -> io::Result<()> {
+    match w.reason {
+        None => writeln!(out, "writable: tools may write only under")?,
+        Some(reason) => writeln!(
+            out,
+            "writable: not enforced ({reason}): tools may write wherever the user can; sandboxed, only under"
+        )?,
+    }
+    for path in &w.paths {
+        writeln!(out, "  {}", path.display())?;
+    }
+    Ok(())
+}

@@ -119,8 +119,7 @@ fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
             ),
         )
     })?;
-    let origin = std::path::absolute(&args.file)
-        .map_err(|e| usage(e, format!("cannot resolve {}", args.file.display())))?;
+    let origin = flemma::config::conversation_path(&args.file);
     Ok(Arc::new(Redirected {
         output: FileConversation::new(output),
         origin,

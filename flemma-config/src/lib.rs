@@ -47,6 +47,6 @@ pub use options::{
     SearchOptions, StoreOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
-pub use project::{conversation_dir, project_root, project_root_with_home};
+pub use project::{conversation_dir, conversation_path, project_root, project_root_with_home};
 pub use schema::OptionKind;
 pub use suggest::did_you_mean;

@@ -228,7 +228,11 @@ pub struct SandboxOptions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SandboxPolicy {
-    /// Writable paths (paths, URNs, `${VAR:-default}`).
+    /// Writable paths (paths, URNs, `${VAR:-default}`). URNs: `urn:flemma:project` (the
+    /// conversation's project, [`crate::project_root`] of its directory; default),
+    /// `urn:flemma:buffer:path` (its directory), `urn:flemma:store` (its store directory),
+    /// `urn:flemma:cwd` (the process working directory: the spec's default, not ours). A
+    /// relative entry is taken against the conversation's directory.
     pub rw_paths: Vec<String>,
     /// Allow network access.
     pub network: bool,

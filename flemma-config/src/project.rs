@@ -6,7 +6,7 @@
 //! repository holds it. A repository root at `/` or at `$HOME` (a dotfiles repository) is not
 //! taken: it would make the whole machine or the whole home directory the project.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The conversation file's directory made absolute once, with symlinks resolved (spec §14.2
 /// `urn:flemma:buffer:path`, "resolved via realpath"). A relative `file` is taken against the
@@ -30,6 +30,59 @@ pub fn conversation_dir(file: &Path) -> std::io::Result<PathBuf> {
     Ok(file
         .parent()
         .map_or_else(|| PathBuf::from("/"), Path::to_owned))
+}
+
+/// The conversation file as the SDK keeps it: absolute, with symlinks resolved (the file's
+/// own, so that an atomic rewrite replaces the target and keeps the link), `.` and `..`
+/// folded. A relative `file` is taken against the process working directory, once, here.
+///
+/// Never fails: a file that does not exist yet keeps its name under its deepest existing
+/// ancestor's resolved path; when even the working directory cannot be read, `file` comes
+/// back as given.
+///
+/// ```
+/// use std::path::Path;
+/// let dir = std::env::temp_dir().join(format!("flemma-doc-path-{}", std::process::id()));
+/// std::fs::create_dir_all(dir.join("notes"))?;
+/// let dir = dir.canonicalize()?;
+/// // Not there yet: made absolute and normal all the same.
+/// let chat = dir.join("notes/../notes/./new.chat");
+/// assert_eq!(flemma_config::conversation_path(&chat), dir.join("notes/new.chat"));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn conversation_path(file: &Path) -> PathBuf {
+    if let Ok(real) = file.canonicalize() {
+        return real;
+    }
+    let Ok(absolute) = std::path::absolute(file) else {
+        return file.to_owned();
+    };
+    // The deepest ancestor that exists, resolved, then the rest folded onto it.
+    let mut rest: Vec<Component<'_>> = Vec::new();
+    let mut existing = absolute.as_path();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest.iter().rev().fold(real, |mut path, component| {
+                match component {
+                    Component::ParentDir => {
+                        path.pop();
+                    }
+                    Component::Normal(name) => path.push(name),
+                    Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+                }
+                path
+            });
+        }
+        let mut components = existing.components();
+        match components.next_back() {
+            Some(last) if !matches!(last, Component::RootDir | Component::Prefix(_)) => {
+                rest.push(last);
+                existing = components.as_path();
+            }
+            _ => return absolute,
+        }
+    }
 }
 
 /// The project that holds a conversation whose (absolute, resolved) directory is `dir`: the
@@ -166,5 +219,26 @@ mod tests {
             Some(real)
         );
         assert!(conversation_dir(&s.0.join("missing.chat")).is_err());
+    }
+
+    #[test]
+    fn conversation_path_is_absolute_and_resolved_even_before_the_file_exists() {
+        let s = Scratch::new("convpath");
+        let real = s.mkdir("real");
+        std::os::unix::fs::symlink(&real, s.0.join("link")).unwrap();
+        // Missing file, symlinked and dotted directory.
+        assert_eq!(
+            conversation_path(&s.0.join("link/./sub/../c.chat")),
+            real.join("c.chat")
+        );
+        // Missing directories too.
+        assert_eq!(
+            conversation_path(&s.0.join("link/new/dir/c.chat")),
+            real.join("new/dir/c.chat")
+        );
+        // An existing file that is a link resolves to its target.
+        std::fs::write(real.join("t.chat"), "").unwrap();
+        std::os::unix::fs::symlink(real.join("t.chat"), s.0.join("l.chat")).unwrap();
+        assert_eq!(conversation_path(&s.0.join("l.chat")), real.join("t.chat"));
     }
 }

@@ -126,8 +126,11 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     "tools.ls.cwd": String = "urn:flemma:buffer:path",
     "sandbox.enabled": Bool = true,
     "sandbox.backend": String = "auto",
+    // Departure from spec §14.1: `urn:flemma:project` (the conversation's project) in place
+    // of `urn:flemma:cwd` (the process's working directory, which is `/` or `$HOME` for a
+    // command run from there). Listing `urn:flemma:cwd` restores the spec's entry.
     "sandbox.policy.rw_paths": List = [
-        "urn:flemma:cwd", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
+        "urn:flemma:project", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
         "${TMPDIR:-/tmp}", "${XDG_CACHE_HOME:-~/.cache}", "${XDG_DATA_HOME:-~/.local/share}"
     ],
     "sandbox.policy.network": Bool = true,

@@ -155,19 +155,22 @@ impl ExecutionContext {
     }
 
     /// A path as the tool should use it (spec §4.7 `path.resolve`): `~` expanded, absolute
-    /// paths normalised, relative ones joined to the conversation's directory (the process
-    /// working directory for a conversation without a file) and normalised.
+    /// paths normalised, relative ones joined to the conversation's directory (the working
+    /// directory of the call for a conversation without a file) and normalised. Always
+    /// absolute: the conversation's file is resolved when the context is built.
+    ///
+    /// `read`, `write` and `edit` resolve their `path` with it;
+    /// [`resolve_in_cwd`](Self::resolve_in_cwd) is the same resolver from the call's working
+    /// directory.
     pub fn resolve_path(&self, path: &str) -> PathBuf {
-        let env = |name: &str| std::env::var(name).ok();
-        let expanded = expand_tilde(path, &env);
-        if expanded.is_absolute() {
-            return normalize(&expanded);
-        }
-        let base = match self.dirname() {
-            Some(dir) => dir.to_owned(),
-            None => std::env::current_dir().unwrap_or_default(),
-        };
-        normalize(&base.join(expanded))
+        resolve_from(self.dirname().unwrap_or(&self.inner.cwd), path)
+    }
+
+    /// A path resolved as [`resolve_path`](Self::resolve_path) does, but relative paths from
+    /// the call's working directory ([`cwd`](Self::cwd), `tools.<name>.cwd`): `ls`, `grep`
+    /// and `find` (spec §12.5-12.7).
+    pub fn resolve_in_cwd(&self, path: &str) -> PathBuf {
+        resolve_from(&self.inner.cwd, path)
     }
 
     /// Truncates an output, writing the full text to the result store under this call's id
@@ -236,8 +239,21 @@ impl ExecutionContext {
     }
 }
 
+/// The one path resolver of the tools: `~` expanded, `path` joined to `base` unless absolute,
+/// `.` and `..` folded lexically (spec §4.7 `path.resolve`).
+pub(crate) fn resolve_from(base: &Path, path: &str) -> PathBuf {
+    let env = |name: &str| std::env::var(name).ok();
+    let expanded = expand_tilde(path, &env);
+    if expanded.is_absolute() {
+        normalize(&expanded)
+    } else {
+        normalize(&base.join(expanded))
+    }
+}
+
 impl ExecutionContextBuilder {
-    /// The working directory (default: the conversation's directory, else the process's).
+    /// The working directory (default: the conversation's directory, else the process's); a
+    /// relative one is taken against that default.
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
         self
@@ -249,7 +265,8 @@ impl ExecutionContextBuilder {
         self
     }
 
-    /// The conversation file.
+    /// The conversation file; a relative one is resolved against the process's working
+    /// directory when the context is built ([`flemma_config::conversation_path`]).
     pub fn filename(mut self, filename: impl Into<PathBuf>) -> Self {
         self.filename = Some(filename.into());
         self
@@ -318,16 +335,24 @@ impl ExecutionContextBuilder {
         let timeout = self
             .timeout
             .unwrap_or_else(|| Duration::from_secs(options.tools.default_timeout));
-        let cwd = self.cwd.unwrap_or_else(|| {
-            self.filename
-                .as_deref()
-                .and_then(Path::parent)
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .map_or_else(
-                    || std::env::current_dir().unwrap_or_default(),
-                    Path::to_owned,
-                )
+        let filename = self.filename.map(|file| {
+            if file.is_absolute() {
+                file
+            } else {
+                flemma_config::conversation_path(&file)
+            }
         });
+        let default_cwd = || {
+            filename.as_deref().and_then(Path::parent).map_or_else(
+                || std::env::current_dir().unwrap_or_default(),
+                Path::to_owned,
+            )
+        };
+        let cwd = match self.cwd {
+            Some(cwd) if cwd.is_absolute() => normalize(&cwd),
+            Some(cwd) => normalize(&default_cwd().join(cwd)),
+            None => default_cwd(),
+        };
         let configured = options.tool_options(&self.tool_name);
         let tool_options = match (self.tool_defaults, configured) {
             (None, None) => None,
@@ -345,7 +370,7 @@ impl ExecutionContextBuilder {
                 tool_name: self.tool_name,
                 cwd,
                 timeout,
-                filename: self.filename,
+                filename,
                 options,
                 text: self.text.unwrap_or_default(),
                 document: self

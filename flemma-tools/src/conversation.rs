@@ -99,7 +99,10 @@ pub trait Conversation: Send + Sync {
         edits: &[TextEdit],
     ) -> Result<Snapshot, ConversationError>;
 
-    /// The conversation's file (`__filename`, the store's location), if it has one.
+    /// The conversation's file (`__filename`, the store's location), if it has one: an
+    /// absolute path (the shipped conversations resolve theirs when opened, with
+    /// [`flemma_config::conversation_path`]). The executor and the session resolve a relative
+    /// one against the process's working directory at each cycle.
     fn path(&self) -> Option<&Path> {
         None
     }
@@ -159,10 +162,11 @@ impl MemoryConversation {
     }
 
     /// Gives the conversation a file name (for `__filename` and the store) without reading
-    /// or writing it.
+    /// or writing it. The path is made absolute and resolved now
+    /// ([`flemma_config::conversation_path`]; the file need not exist).
     #[must_use]
     pub fn with_path(mut self, path: impl Into<PathBuf>) -> Self {
-        self.path = Some(path.into());
+        self.path = Some(flemma_config::conversation_path(&path.into()));
         self
     }
 
@@ -241,10 +245,13 @@ pub struct FileConversation {
 }
 
 impl FileConversation {
-    /// A conversation in `path` (read on first use).
+    /// A conversation in `path` (read on first use). The path is made absolute and resolved
+    /// now ([`flemma_config::conversation_path`]), so the tools' working directory, the
+    /// store and file references follow the conversation, whatever the process's working
+    /// directory is later; errors name the resolved path.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
-            path: path.into(),
+            path: flemma_config::conversation_path(&path.into()),
             state: tokio::sync::Mutex::new(None),
         }
     }

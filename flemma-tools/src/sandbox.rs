@@ -104,9 +104,12 @@ pub struct SandboxPolicy {
 /// What `urn:flemma:…` entries and `$VAR`s resolve to (spec §14.2).
 #[derive(Clone)]
 pub struct PolicyInputs<'a> {
-    /// The process working directory (`urn:flemma:cwd`).
+    /// The process working directory: `urn:flemma:cwd`, and the base of relative entries for
+    /// a conversation without a file.
     pub cwd: &'a Path,
-    /// The conversation file (`urn:flemma:buffer:path` is its directory), if it has one.
+    /// The conversation file, if it has one: `urn:flemma:buffer:path` is its directory,
+    /// `urn:flemma:project` the project holding it ([`flemma_config::project_root`], with
+    /// `HOME` from [`env`](Self::env)), and relative entries are taken against its directory.
     pub chat: Option<&'a Path>,
     /// The store directory (`urn:flemma:store`), if known.
     pub store: Option<&'a Path>,
@@ -126,9 +129,15 @@ impl fmt::Debug for PolicyInputs<'_> {
 
 impl SandboxPolicy {
     /// Resolves `sandbox.policy` (spec §14.2): each `rw_paths` entry expanded (URNs, `$VAR`,
-    /// `${VAR:-default}`, `~`; unset variables and unknown URNs dropped), made absolute,
-    /// symlinks resolved (also for paths that do not exist yet), sorted, and paths under a
-    /// kept one dropped.
+    /// `${VAR:-default}`, `~`; unset variables and unknown URNs dropped), made absolute
+    /// (relative entries against the conversation's directory, the working directory for a
+    /// conversation without a file), symlinks resolved (also for paths that do not exist
+    /// yet), sorted, and paths under a kept one dropped.
+    ///
+    /// `urn:flemma:project` (a default entry in place of the spec's `urn:flemma:cwd`) is the
+    /// conversation's project: the nearest repository holding its file, else its directory
+    /// ([`flemma_config::project_root`]). `urn:flemma:cwd` is the process working directory
+    /// and only counts when listed.
     ///
     /// ```
     /// use std::path::Path;
@@ -140,9 +149,27 @@ impl SandboxPolicy {
     /// let inputs = PolicyInputs { cwd: Path::new("/nonexistent/work"), chat: None, store: None, env: &env };
     /// let policy = SandboxPolicy::resolve(&options, &inputs);
     /// assert_eq!(policy.rw_paths, [Path::new("/nonexistent/work")]);
+    ///
+    /// // The defaults, run from `/`: the conversation's project (here its directory, as no
+    /// // repository holds it), the temporary directory and the caches; not `/`.
+    /// let options = flemma_config::Config::new().options()?.sandbox;
+    /// let env = |name: &str| (name == "HOME").then(|| "/nonexistent/home".to_owned());
+    /// let chat = Path::new("/nonexistent/proj/notes/a.chat");
+    /// let inputs = PolicyInputs { cwd: Path::new("/"), chat: Some(chat), store: None, env: &env };
+    /// let policy = SandboxPolicy::resolve(&options, &inputs);
+    /// assert_eq!(policy.rw_paths, [
+    ///     Path::new("/nonexistent/home/.cache"),
+    ///     Path::new("/nonexistent/home/.local/share"),
+    ///     Path::new("/nonexistent/proj/notes"),
+    ///     Path::new("/tmp"),
+    /// ]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn resolve(options: &SandboxOptions, inputs: &PolicyInputs<'_>) -> Self {
+        let base = inputs
+            .chat
+            .and_then(|chat| real_path(chat).parent().map(Path::to_owned))
+            .unwrap_or_else(|| inputs.cwd.to_owned());
         let mut paths: Vec<PathBuf> = options
             .policy
             .rw_paths
@@ -152,7 +179,7 @@ impl SandboxPolicy {
                 let absolute = if path.is_absolute() {
                     path
                 } else {
-                    inputs.cwd.join(path)
+                    base.join(path)
                 };
                 real_path(&normalize(&absolute))
             })
@@ -169,6 +196,27 @@ impl SandboxPolicy {
             network: options.policy.network,
             allow_privileged: options.policy.allow_privileged,
         }
+    }
+
+    /// The policy of a conversation as the executor resolves it: its file (`chat`, from
+    /// [`Conversation::path`](crate::Conversation::path)) and store directory, the process's
+    /// working directory (for an explicit `urn:flemma:cwd`) and environment.
+    pub fn for_conversation(
+        options: &SandboxOptions,
+        chat: Option<&Path>,
+        store: Option<&Path>,
+    ) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let env = |name: &str| std::env::var(name).ok();
+        Self::resolve(
+            options,
+            &PolicyInputs {
+                cwd: &cwd,
+                chat,
+                store,
+                env: &env,
+            },
+        )
     }
 
     /// Whether `path` (made absolute against `cwd`, symlinks resolved) is one of the writable
@@ -192,6 +240,11 @@ fn expand_entry(entry: &str, inputs: &PolicyInputs<'_>) -> Option<PathBuf> {
         let base: PathBuf = match urn {
             "flemma:cwd" => inputs.cwd.to_owned(),
             "flemma:buffer:path" => real_path(inputs.chat?).parent()?.to_owned(),
+            "flemma:project" => {
+                let dir = real_path(inputs.chat?).parent()?.to_owned();
+                let home = (inputs.env)("HOME").map(PathBuf::from);
+                flemma_config::project_root_with_home(&dir, home.as_deref())
+            }
             "flemma:store" => inputs.store?.to_owned(),
             _ => return None,
         };
@@ -251,15 +304,20 @@ pub(crate) fn expand_tilde(path: &str, env: &dyn Fn(&str) -> Option<String>) -> 
     }
 }
 
-/// Removes `.` and resolves `..` lexically.
+/// Removes `.` and resolves `..` lexically; a relative path keeps the `..` it cannot resolve
+/// (`../x` stays `../x`), an absolute one stops at the root (`/../x` is `/x`).
 pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
             Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
             other => out.push(other),
         }
     }
@@ -346,5 +404,20 @@ impl Sandbox {
             None => Ok(argv),
             Some(e) => e.backend.wrap(&e.policy, &e.options, argv),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_keeps_the_parents_it_cannot_fold() {
+        let n = |p: &str| normalize(Path::new(p));
+        assert_eq!(n("/a/./b/../c"), PathBuf::from("/a/c"));
+        assert_eq!(n("/../x"), PathBuf::from("/x"));
+        assert_eq!(n("../x"), PathBuf::from("../x"));
+        assert_eq!(n("./../../d/x"), PathBuf::from("../../d/x"));
+        assert_eq!(n("a/../../x"), PathBuf::from("../x"));
     }
 }

@@ -240,8 +240,10 @@ impl Session {
             .engine(std::sync::Arc::clone(&inner.engine))
             .variables(variables)
             .template_tools(template_tools);
+        // `@./file` references and `__dirname` follow the conversation's file, resolved
+        // (a relative path from a host's own `Conversation` included).
         if let Some(path) = inner.conversation.path() {
-            builder = builder.chat_path(path);
+            builder = builder.chat_path(flemma_config::conversation_path(path));
         }
         let prompt = builder.build(doc);
         for diagnostic in &prompt.diagnostics {

@@ -8,6 +8,7 @@
 
 #[cfg(unix)]
 mod jobs;
+mod paths;
 mod run;
 mod tools;
 
@@ -328,9 +329,16 @@ fn approval_explain_reads_lua_frontmatter() {
     assert_eq!(json["resolver"], "urn:flemma:approval:config");
     // read comes from $standard.
     let out = flemma(&["approval", "explain", file, "--tool", "read"], None);
+    let stdout = text(&out.stdout);
+    let (decision, writable) = stdout.split_once("writable: ").unwrap();
     assert_eq!(
-        text(&out.stdout),
+        decision,
         "read: approve (decided by urn:flemma:approval:config)\n   100  urn:flemma:approval:config       approve: matched auto_approve entry \"read\"\n"
+    );
+    // Then the writable set (tested in `paths`).
+    assert!(
+        writable.starts_with("tools may write only under\n  /"),
+        "{writable}"
     );
     // bash: no rule; the sandbox decides when a backend is there (any executable stands in).
     let out = flemma(

@@ -50,7 +50,7 @@ fn defaults_are_the_spec_defaults() {
                 "backend": "auto",
                 "policy": {
                     "rw_paths": [
-                        "urn:flemma:cwd", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
+                        "urn:flemma:project", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
                         "${TMPDIR:-/tmp}", "${XDG_CACHE_HOME:-~/.cache}",
                         "${XDG_DATA_HOME:-~/.local/share}"
                     ],

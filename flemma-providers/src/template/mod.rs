@@ -748,11 +748,14 @@ fn normalize(path: &Path) -> PathBuf {
     for component in path.components() {
         match component {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            // A `..` folds a name, never another `..` (`../../x` stays), and stops at `/`.
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
             other => out.push(other),
         }
     }
@@ -794,6 +797,11 @@ mod tests {
         assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
         assert_eq!(normalize(Path::new("./x")), PathBuf::from("x"));
         assert_eq!(normalize(Path::new("../x")), PathBuf::from("../x"));
+        assert_eq!(
+            normalize(Path::new("./../../d/x")),
+            PathBuf::from("../../d/x")
+        );
+        assert_eq!(normalize(Path::new("/../x")), PathBuf::from("/x"));
         assert_eq!(normalize(Path::new(".")), PathBuf::from("."));
     }
 

@@ -130,7 +130,7 @@ impl Tool for Find {
             Ok(parsed) => parsed,
             Err(error) => return ToolOutput::error(error),
         };
-        let mut root = Root::new(input.get("path").and_then(Value::as_str), ctx.cwd());
+        let mut root = Root::new(input.get("path").and_then(Value::as_str), ctx);
         if !prefix.as_os_str().is_empty() {
             let display = match root.display.as_str() {
                 "/" => format!("/{}", prefix.display()),

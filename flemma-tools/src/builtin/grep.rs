@@ -92,7 +92,7 @@ impl Tool for Grep {
             Ok(matcher) => matcher,
             Err(error) => return ToolOutput::error(invalid_regex(pattern, &error)),
         };
-        let root = Root::new(input.get("path").and_then(Value::as_str), ctx.cwd());
+        let root = Root::new(input.get("path").and_then(Value::as_str), ctx);
         if !root.path.exists() {
             return ToolOutput::error(FAILED);
         }
@@ -249,7 +249,7 @@ mod tests {
             std::fs::create_dir_all(&sub).unwrap();
             std::fs::write(sub.join(format!("f{i}.txt")), "needle\n").unwrap();
         }
-        let root = Root::new(Some(dir.to_str().unwrap()), &dir);
+        let root = Root::at(Some(dir.to_str().unwrap()), &dir);
         let matcher = RegexMatcherBuilder::new().build("needle").unwrap();
         let overrides = search::overrides(&root.path, None, &[]).unwrap();
         let shared = Arc::new(Shared::new(

@@ -12,7 +12,6 @@ use crate::definition::ToolDefinition;
 use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::Preview;
-use crate::sandbox::{expand_tilde, normalize};
 use crate::tool::Tool;
 use crate::truncate::{Limits, truncate_head};
 
@@ -54,9 +53,7 @@ impl Tool for LsTool {
         let Some(path) = string_arg(&input, "path") else {
             return ToolOutput::error(msg::NO_PATH);
         };
-        let env = |name: &str| std::env::var(name).ok();
-        let expanded = expand_tilde(path, &env);
-        let resolved = normalize(&ctx.cwd().join(expanded));
+        let resolved = ctx.resolve_in_cwd(path);
         let depth = depth_arg(&input);
         let limit = whole_arg(&input, "limit", 0).unwrap_or(DEFAULT_LIMIT);
         let path = path.to_owned();

@@ -16,7 +16,8 @@ use ignore::{WalkBuilder, WalkParallel};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::{expand_tilde, normalize};
+use crate::ExecutionContext;
+use crate::context::resolve_from;
 
 /// `tool.error.no_pattern`
 pub(crate) const NO_PATTERN: &str = "No pattern provided";
@@ -59,8 +60,14 @@ pub(crate) struct Root {
 
 impl Root {
     /// The search path of a call (spec §12.5: `.` when empty, otherwise made relative to the
-    /// working directory).
-    pub(crate) fn new(input: Option<&str>, cwd: &Path) -> Self {
+    /// working directory), resolved by the context's resolver
+    /// ([`ExecutionContext::resolve_in_cwd`]).
+    pub(crate) fn new(input: Option<&str>, ctx: &ExecutionContext) -> Self {
+        Self::at(input, ctx.cwd())
+    }
+
+    /// [`Root::new`] from a working directory.
+    pub(crate) fn at(input: Option<&str>, cwd: &Path) -> Self {
         let input = input.map(str::trim).filter(|p| !p.is_empty());
         let Some(input) = input else {
             return Self {
@@ -68,10 +75,10 @@ impl Root {
                 display: ".".to_owned(),
             };
         };
-        let env = |name: &str| std::env::var(name).ok();
-        let expanded = expand_tilde(input, &env);
-        if expanded.is_absolute() {
-            let path = normalize(&expanded);
+        let path = resolve_from(cwd, input);
+        let written_absolute =
+            Path::new(input).is_absolute() || input == "~" || input.starts_with("~/");
+        if written_absolute {
             let display = match path.strip_prefix(cwd) {
                 Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
                 Ok(rel) => format!("./{}", rel.display()),
@@ -81,7 +88,7 @@ impl Root {
         }
         let trimmed = input.trim_end_matches('/');
         Self {
-            path: normalize(&cwd.join(&expanded)),
+            path,
             display: if trimmed.is_empty() { "/" } else { trimmed }.to_owned(),
         }
     }
@@ -322,21 +329,21 @@ mod tests {
     #[test]
     fn roots_show_paths_as_rg_was_given_them() {
         let cwd = Path::new("/work/project");
-        let root = Root::new(None, cwd);
+        let root = Root::at(None, cwd);
         assert_eq!((root.path.as_path(), root.display.as_str()), (cwd, "."));
         assert_eq!(root.show(&cwd.join("src/a.rs")), "./src/a.rs");
-        let root = Root::new(Some("/work/project/src/"), cwd);
+        let root = Root::at(Some("/work/project/src/"), cwd);
         assert_eq!(root.display, "./src");
         assert_eq!(root.show(&cwd.join("src/a.rs")), "./src/a.rs");
-        let root = Root::new(Some("/work/project"), cwd);
+        let root = Root::at(Some("/work/project"), cwd);
         assert_eq!(root.display, ".");
-        let root = Root::new(Some("src/"), cwd);
+        let root = Root::at(Some("src/"), cwd);
         assert_eq!((root.path, root.display.as_str()), (cwd.join("src"), "src"));
-        let root = Root::new(Some("/etc"), cwd);
+        let root = Root::at(Some("/etc"), cwd);
         assert_eq!(root.show(Path::new("/etc/hosts")), "/etc/hosts");
-        let root = Root::new(Some("/"), cwd);
+        let root = Root::at(Some("/"), cwd);
         assert_eq!(root.show(Path::new("/etc/hosts")), "/etc/hosts");
-        let file = Root::new(Some("src/a.rs"), cwd);
+        let file = Root::at(Some("src/a.rs"), cwd);
         assert_eq!(file.show(&cwd.join("src/a.rs")), "src/a.rs");
     }
 

@@ -41,7 +41,7 @@ use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::{generic_preview, render_preview};
 use crate::registry::ToolRegistry;
-use crate::sandbox::{PolicyInputs, Sandbox, SandboxBackend, SandboxBackends, SandboxPolicy};
+use crate::sandbox::{Sandbox, SandboxBackend, SandboxBackends, SandboxPolicy};
 use crate::tool::Tool;
 use plan::{Available, has_content, plan, tool_cwd};
 
@@ -180,6 +180,8 @@ struct Settings {
     config: Config,
     options: Arc<Options>,
     writer: WriterOptions,
+    /// The conversation's file, absolute and resolved ([`flemma_config::conversation_path`]).
+    chat: Option<PathBuf>,
     store: Option<Arc<Store>>,
     sandbox: Sandbox,
     sandbox_available: bool,
@@ -447,8 +449,18 @@ impl Executor {
             config.apply_frontmatter(&language, &code, line)?;
         }
         let options = Arc::new(config.options_with_tools(&self.setup.registry.names())?);
-        let chat = self.setup.conversation.path();
-        let store = Store::new(&options.tools.store, chat, &self.setup.conversation_id)?;
+        // The one place the conversation's file is resolved for a cycle: the tools' working
+        // directory and paths, the store and the sandbox's writable set all start from it.
+        let chat = self
+            .setup
+            .conversation
+            .path()
+            .map(flemma_config::conversation_path);
+        let store = Store::new(
+            &options.tools.store,
+            chat.as_deref(),
+            &self.setup.conversation_id,
+        )?;
         let journal = store
             .directory()
             .ok()
@@ -456,16 +468,12 @@ impl Executor {
         self.jobs.set_journal(journal.clone());
         let sandbox_available = self.setup.sandbox.is_available(&options.sandbox);
         let sandbox = if options.sandbox.enabled {
-            let cwd = std::env::current_dir().unwrap_or_default();
             let store_dir = store.directory().ok();
-            let env = |name: &str| std::env::var(name).ok();
-            let inputs = PolicyInputs {
-                cwd: &cwd,
-                chat,
-                store: store_dir.as_deref(),
-                env: &env,
-            };
-            let policy = SandboxPolicy::resolve(&options.sandbox, &inputs);
+            let policy = SandboxPolicy::for_conversation(
+                &options.sandbox,
+                chat.as_deref(),
+                store_dir.as_deref(),
+            );
             self.setup.sandbox.sandbox(&options.sandbox, policy)
         } else {
             Sandbox::disabled()
@@ -476,6 +484,7 @@ impl Executor {
                 compact_headers: options.editing.compact_headers,
             },
             options,
+            chat,
             store: Some(Arc::new(store)),
             sandbox,
             sandbox_available,
@@ -890,7 +899,7 @@ impl Executor {
         settings: &Settings,
         token: CancellationToken,
     ) -> Result<ExecutionContext, ExecutorError> {
-        let chat = self.setup.conversation.path();
+        let chat = settings.chat.as_deref();
         let mut builder = ExecutionContext::builder(id.clone(), tool.clone())
             .options(Arc::clone(&settings.options))
             .sandbox(settings.sandbox.clone())

@@ -136,6 +136,9 @@ pub(super) fn has_content(message: &flemma_ast::Message) -> bool {
 
 /// The working directory of a tool's calls (spec §7.9): `tools.<name>.cwd` expanded, else
 /// the conversation's directory; `None` leaves the context's default (the process's).
+/// `chat` is the conversation's resolved file; a relative configured directory is taken
+/// against its directory. Besides the spec's `urn:flemma:buffer:path` and `urn:flemma:cwd`,
+/// `urn:flemma:project` names the conversation's project ([`flemma_config::project_root`]).
 pub(super) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
     let configured = match tool.as_str() {
         "bash" => Some(options.tools.bash.cwd.clone()),
@@ -148,13 +151,20 @@ pub(super) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) 
             .and_then(Value::as_str)
             .map(str::to_owned),
     };
-    let chat_dir = chat.and_then(|c| crate::sandbox::real_path(c).parent().map(Path::to_owned));
+    let chat_dir = chat.and_then(Path::parent);
     match configured.as_deref() {
-        None | Some("" | "urn:flemma:buffer:path") => chat_dir,
+        None | Some("" | "urn:flemma:buffer:path") => chat_dir.map(Path::to_owned),
+        Some("urn:flemma:project") => chat_dir.map(flemma_config::project_root),
         Some("urn:flemma:cwd") => std::env::current_dir().ok(),
         Some(text) => {
             let env = |name: &str| std::env::var(name).ok();
-            crate::sandbox::expand_path(text, &env)
+            let dir = crate::sandbox::expand_path(text, &env)?;
+            // Relative: from the conversation's directory (the context makes it absolute
+            // against its default for a conversation without a file).
+            Some(match chat_dir {
+                Some(base) if dir.is_relative() => crate::sandbox::normalize(&base.join(dir)),
+                _ => dir,
+            })
         }
     }
 }

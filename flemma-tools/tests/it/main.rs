@@ -12,6 +12,7 @@ mod cycle;
 mod executor;
 mod files;
 mod jobs;
+mod paths;
 mod preview;
 mod registry;
 mod sandbox;
