@@ -9,6 +9,7 @@
 #[cfg(unix)]
 mod jobs;
 mod run;
+mod streams;
 mod tools;
 
 use std::fmt::Write as _;
