@@ -805,15 +805,17 @@ impl HttpTransport {
         let first = match tokio::time::timeout_at(deadline, chunks.next()).await {
             Err(_) => return Err(Failure::NoFirstByte),
             Ok(Some(Err(e))) => return Err(Failure::Body(e)),
-            Ok(first) => first.and_then(Result::ok),
+            Ok(Some(Ok(first))) => Some(first),
+            Ok(None) => None,
         };
         let idle = self.config.idle_timeout;
         Ok(ResponseStream {
+            // An empty body has ended already.
+            done: first.is_none(),
             first,
             inner: chunks,
             idle,
             timer: Box::pin(tokio::time::sleep(idle)),
-            done: false,
         })
     }
 

@@ -17,14 +17,9 @@ use flemma::tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 
 /// A file of `shared/fixtures/peer`.
 pub(crate) fn peer(name: &str) -> PathBuf {
-    // `shared` beside the checkout, or beside its parent (a worktree in `wt/<name>`).
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = ["../shared/fixtures/peer", "../../shared/fixtures/peer"]
-        .iter()
-        .map(|d| root.join(d))
-        .find(|d| d.is_dir())
-        .unwrap_or_else(|| root.join("../shared/fixtures/peer"));
-    dir.join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/peer")
+        .join(name)
 }
 
 /// A registry with `calculator` (`a <op> b`, as the peer recordings ask) and `slow` (sleeps

@@ -176,3 +176,38 @@ async fn a_stalled_server_is_retried_with_each_retry_announced_and_one_cause_in_
     // Nothing arrived: the transcript is as it was.
     assert_eq!(chat.text(), before);
 }
+
+#[tokio::test]
+async fn a_cut_response_with_a_complete_tool_call_answers_it_with_the_marker_and_goes_on() {
+    use flemma::providers::{ScriptedProvider, Turn};
+    let cut = Turn {
+        error: Some(flemma::providers::STREAM_CUT.to_owned()),
+        ..Turn::text("Let me compute.")
+            .with_tool_use("calculator", serde_json::json!({"expression": "2 + 2"}))
+    };
+    let provider = Arc::new(ScriptedProvider::new([cut, Turn::text("Sorry, again?")]));
+    let chat = chat(&["calculator"], "What is 2 + 2?");
+    let session = Session::builder(chat.clone(), registry(), provider.clone()).build();
+    assert!(matches!(
+        session.run().await.unwrap_err(),
+        SessionError::Stream { .. }
+    ));
+    let marker = "<!-- flemma:aborted: Response incomplete: the stream ended before the response completed. -->";
+    assert!(chat.text().trim_end().ends_with(marker), "{}", chat.text());
+    // Spec §7.1: the call of an aborted message is not run; its result is the marker's
+    // message, and the conversation goes on with the cut response kept.
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let text = chat.text();
+    assert!(text.contains("Let me compute."), "{text}");
+    assert!(
+        text.contains(
+            "(error)\n```\nResponse incomplete: the stream ended before the response completed.\n```"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("@Assistant:\nSorry, again?\n\n@You:\n"),
+        "{text}"
+    );
+    assert_eq!(provider.remaining(), 0);
+}
