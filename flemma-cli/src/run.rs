@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use flemma::approval::async_trait;
 use flemma::config::Layer;
-use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider};
+use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
 use flemma::tools::{
     Answer, Approver, Conversation, ConversationError, Event, FileConversation, PendingCall,
     Revision, Snapshot,
@@ -126,7 +126,11 @@ fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
     }))
 }
 
-fn provider(args: &RunArgs, model: Option<&str>) -> Result<Arc<dyn Provider>, Failure> {
+fn provider(
+    args: &RunArgs,
+    model: Option<&str>,
+    config: &flemma::config::Config,
+) -> Result<Arc<dyn Provider>, Failure> {
     let kind = match args.provider {
         RunProvider::Scripted => {
             let script = args.script.as_ref().ok_or_else(|| {
@@ -147,7 +151,9 @@ fn provider(args: &RunArgs, model: Option<&str>) -> Result<Arc<dyn Provider>, Fa
         RunProvider::Vertex => ProviderKind::Vertex,
     };
     let model = model.unwrap_or_else(|| kind.default_model());
-    HttpProvider::from_env(kind, model)
+    // `http.*` (timeouts, retries) from flemma.toml and --set; the frontmatter is read later.
+    let options = config.options().map_err(|e| Failure::usage(e.into()))?;
+    HttpProvider::from_env_with(kind, model, TransportConfig::from_options(&options))
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| Failure::usage(e.into()))
 }
@@ -203,7 +209,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
             .set(Layer::Runtime, "model", model.as_str())
             .map_err(|e| Failure::usage(e.into()))?;
     }
-    let provider = provider(args, args.model.as_deref())?;
+    let provider = provider(args, args.model.as_deref(), &config)?;
     let conversation = conversation(args)?;
     let tty = std::io::stderr().is_terminal();
     let progress = MultiProgress::with_draw_target(if tty {
@@ -380,6 +386,10 @@ impl Ui {
                 }
             }
             SessionEvent::TextDelta(text) => self.text(text),
+            SessionEvent::Retrying(retry) => {
+                // `retrying in 3 s: HTTP 429 (attempt 2 of 4)`, above the waiting spinner.
+                self.status(&retry.to_string());
+            }
             SessionEvent::ThinkingDelta(_) | SessionEvent::ToolCallStarted { .. } => {
                 if let Some(bar) = &self.waiting {
                     bar.set_message("the model is working…");

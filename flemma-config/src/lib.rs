@@ -43,8 +43,8 @@ pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
-    LsOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy,
-    SearchOptions, StoreOptions, ToolsOptions,
+    HttpOptions, LsOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions,
+    SandboxPolicy, SearchOptions, StoreOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use project::{conversation_dir, conversation_path, project_root, project_root_with_home};

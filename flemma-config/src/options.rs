@@ -16,6 +16,9 @@ pub struct Options {
     pub sandbox: SandboxOptions,
     /// `editing.*`
     pub editing: EditingOptions,
+    /// `http.*`: the timeouts and retries of provider requests.
+    #[serde(default)]
+    pub http: HttpOptions,
     /// The provider (`anthropic`, `openai`, `vertex`, …).
     pub provider: Option<String>,
     /// The model.
@@ -256,6 +259,22 @@ pub struct BwrapOptions {
     pub path: String,
     /// Extra arguments before the command.
     pub extra_args: Vec<String>,
+}
+
+/// `http.*`: how long provider requests may wait, and how often they are retried. Unset
+/// values keep the transport's defaults (connect 10 s, first byte 60 s, idle 60 s, 3
+/// retries).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// Seconds to open the connection.
+    pub connect_timeout: Option<f64>,
+    /// Seconds from sending a request to the first byte of its response.
+    pub first_byte_timeout: Option<f64>,
+    /// Seconds between two chunks of a streaming response.
+    pub idle_timeout: Option<f64>,
+    /// Retries after the first attempt.
+    pub max_retries: Option<u64>,
 }
 
 /// `editing.*`

@@ -73,7 +73,7 @@ pub use prompt::{
     NO_RESULT_PROVIDED, Part, Prompt, PromptBuilder, PromptDiagnostic, PromptDiagnosticKind,
     PromptMessage, PromptRole, ThinkingSignature, build_prompt,
 };
-pub use provider::{EventStream, HttpProvider, Provider, Request, SendError, SendFuture};
+pub use provider::{EventStream, HttpProvider, OnRetry, Provider, Request, SendError, SendFuture};
 pub use request::{
     CacheRetention, ForeignThinking, RequestOptions, Thinking, ThinkingLevel, body_to_string,
 };
@@ -86,9 +86,9 @@ pub use template::{
     TemplateError, TemplatePiece, detect_mime,
 };
 pub use transport::{
-    ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, TokenError,
-    TokenFuture, TokenSource, TransportConfig, TransportError, stream_events, stream_events_with,
-    with_cancel,
+    ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, Retry, RetryReason,
+    Timeout, TokenError, TokenFuture, TokenSource, TransportConfig, TransportError, stream_events,
+    stream_events_with, with_cancel,
 };
 pub use vertex::VertexDecoder;
 pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};

@@ -16,7 +16,9 @@ use crate::event::{StreamDecoder, StreamEvent};
 use crate::prompt::Prompt;
 use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
-use crate::transport::{Endpoint, HttpTransport, ProviderKind, TransportConfig, TransportError};
+use crate::transport::{
+    Endpoint, HttpTransport, ProviderKind, Retry, TransportConfig, TransportError,
+};
 
 /// A request ready to send: the provider's JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +31,9 @@ pub struct Request {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
-    /// The HTTP request failed (connection, error status, after retries).
-    #[error("the request failed")]
+    /// The HTTP request failed (connection, timeout, error status, after retries); it
+    /// prints as its cause.
+    #[error(transparent)]
     Transport(#[from] TransportError),
     /// A scripted provider was asked for more turns than its script has.
     #[error("the script has no turn left (it had {turns})")]
@@ -48,6 +51,9 @@ pub enum SendError {
         source: std::io::Error,
     },
 }
+
+/// What [`Provider::stream_observed`] tells about each retry, when it is scheduled.
+pub type OnRetry = Arc<dyn Fn(&Retry) + Send + Sync>;
 
 /// The future [`Provider::stream`] returns.
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendError>> + Send + 'a>>;
@@ -86,6 +92,14 @@ pub trait Provider: fmt::Debug + Send + Sync {
 
     /// Sends `request` and streams the response.
     fn stream(&self, request: Request) -> SendFuture<'_>;
+
+    /// [`Provider::stream`], calling `on_retry` when a failed attempt is retried (before the
+    /// wait), so that a UI can show `retrying in 3 s: HTTP 429`. The default ignores
+    /// `on_retry` (a provider that does not retry).
+    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
+        let _ = on_retry;
+        self.stream(request)
+    }
 }
 
 impl<P: Provider + ?Sized> Provider for Arc<P> {
@@ -103,6 +117,10 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
 
     fn stream(&self, request: Request) -> SendFuture<'_> {
         (**self).stream(request)
+    }
+
+    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
+        (**self).stream_observed(request, on_retry)
     }
 }
 
@@ -265,6 +283,20 @@ impl HttpProvider {
     ///
     /// [`TransportError::MissingEnv`] and [`TransportError::Client`].
     pub fn from_env(kind: ProviderKind, model: &str) -> Result<Self, TransportError> {
+        Self::from_env_with(kind, model, TransportConfig::default())
+    }
+
+    /// [`HttpProvider::from_env`] with a transport configured by `config` (timeouts and
+    /// retries, e.g. [`TransportConfig::from_options`]).
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::MissingEnv`] and [`TransportError::Client`].
+    pub fn from_env_with(
+        kind: ProviderKind,
+        model: &str,
+        config: TransportConfig,
+    ) -> Result<Self, TransportError> {
         let mut endpoint = Endpoint::from_env(kind, model)?;
         if let Some(url) = std::env::var("FLEMMA_BASE_URL")
             .ok()
@@ -272,7 +304,7 @@ impl HttpProvider {
         {
             endpoint = endpoint.with_base_url(url);
         }
-        Self::new(endpoint, TransportConfig::default())
+        Self::new(endpoint, config)
     }
 
     /// Decodes responses with decoders from `factory` instead of the provider's own (a Vertex
@@ -308,10 +340,14 @@ impl Provider for HttpProvider {
     }
 
     fn stream(&self, request: Request) -> SendFuture<'_> {
+        self.stream_observed(request, Arc::new(|_: &Retry| {}))
+    }
+
+    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
         Box::pin(async move {
             let chunks = self
                 .transport
-                .post_stream(&self.endpoint, request.body)
+                .post_stream_observed(&self.endpoint, request.body, on_retry.as_ref())
                 .await?;
             let decoder = match &self.decoder {
                 Some(factory) => factory(),

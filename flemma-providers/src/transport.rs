@@ -352,13 +352,32 @@ impl Endpoint {
 }
 
 /// Timeouts and retries of an [`HttpTransport`].
-#[derive(Debug, Clone)]
+///
+/// Three timeouts, each for one way a request can stall:
+///
+/// * `connect_timeout`: opening the connection (TCP and TLS). Retried.
+/// * `first_byte_timeout`: from sending the request until the first byte of the response
+///   body (so it covers the headers too). Nothing has arrived yet, so it is retried.
+/// * `idle_timeout`: between two chunks of the body once it began. Not retried: part of
+///   the response has reached the caller; the stream ends with a
+///   [`TransportError::Timeout`] of [`Timeout::Idle`].
+///
+/// The defaults (10 s, 60 s, 60 s) are long enough for a slow network and a model that
+/// thinks before it speaks (the providers answer a streaming request with headers and a first
+/// event at once, and keep an open stream alive with `ping` events well within a minute, as
+/// the load balancers in front of them close connections idle for 60 s), and short enough that
+/// a dead server is noticed in about a minute instead of minutes. Raise `first_byte_timeout`
+/// and `idle_timeout` for a model that stays silent longer while it reasons.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransportConfig {
     /// The longest wait to connect.
     pub connect_timeout: Duration,
-    /// The longest wait for any read (headers or the next chunk of a stream).
-    pub read_timeout: Duration,
-    /// Retries after the first attempt, on 429, 5xx, connection errors and timeouts.
+    /// The longest wait from sending the request to the first byte of the response body.
+    pub first_byte_timeout: Duration,
+    /// The longest wait between two chunks of the response body.
+    pub idle_timeout: Duration,
+    /// Retries after the first attempt, on 429, 5xx, connection errors, connect and
+    /// first-byte timeouts, and a connection closed before the response began.
     pub max_retries: u32,
     /// The first backoff; it doubles with each retry (a `retry-after` header wins).
     pub base_backoff: Duration,
@@ -368,10 +387,155 @@ impl Default for TransportConfig {
     fn default() -> Self {
         Self {
             connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(120),
+            first_byte_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
             max_retries: 3,
             base_backoff: Duration::from_millis(500),
         }
+    }
+}
+
+impl TransportConfig {
+    /// The defaults with `http.*` of the resolved `options`: `http.connect_timeout`,
+    /// `http.first_byte_timeout`, `http.idle_timeout` (seconds, fractions allowed) and
+    /// `http.max_retries`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flemma_config::{Config, Layer};
+    /// use flemma_providers::TransportConfig;
+    ///
+    /// let mut config = Config::new();
+    /// config.set(Layer::Runtime, "http.idle_timeout", 0.5)?;
+    /// config.set(Layer::Runtime, "http.max_retries", 0)?;
+    /// let transport = TransportConfig::from_options(&config.options()?);
+    /// assert_eq!(transport.idle_timeout, Duration::from_millis(500));
+    /// assert_eq!(transport.max_retries, 0);
+    /// assert_eq!(transport.connect_timeout, TransportConfig::default().connect_timeout);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_options(options: &flemma_config::Options) -> Self {
+        let http = &options.http;
+        let seconds = |value: Option<f64>, default: Duration| {
+            value
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map_or(default, |s| Duration::from_secs_f64(s.min(86_400.0)))
+        };
+        let defaults = Self::default();
+        Self {
+            connect_timeout: seconds(http.connect_timeout, defaults.connect_timeout),
+            first_byte_timeout: seconds(http.first_byte_timeout, defaults.first_byte_timeout),
+            idle_timeout: seconds(http.idle_timeout, defaults.idle_timeout),
+            max_retries: http.max_retries.map_or(defaults.max_retries, |n| {
+                u32::try_from(n).unwrap_or(u32::MAX)
+            }),
+            base_backoff: defaults.base_backoff,
+        }
+    }
+}
+
+/// Which wait ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Timeout {
+    /// Connecting took longer than `connect_timeout`.
+    Connect(Duration),
+    /// No byte of the response within `first_byte_timeout` of sending the request.
+    FirstByte(Duration),
+    /// The response stopped: nothing for `idle_timeout` after the last chunk.
+    Idle(Duration),
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect(d) => write!(f, "no connection within {}", Seconds(*d)),
+            Self::FirstByte(d) => write!(f, "no response within {}", Seconds(*d)),
+            Self::Idle(d) => write!(
+                f,
+                "the stream stalled: nothing received for {}",
+                Seconds(*d)
+            ),
+        }
+    }
+}
+
+/// A duration for people: `3 s`, `1.5 s`, `200 ms`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seconds(pub(crate) Duration);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d < Duration::from_secs(1) {
+            write!(f, "{} ms", d.as_millis())
+        } else if d.subsec_millis() == 0 {
+            write!(f, "{} s", d.as_secs())
+        } else {
+            write!(f, "{:.1} s", d.as_secs_f64())
+        }
+    }
+}
+
+/// Why an attempt failed and is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RetryReason {
+    /// The provider answered 429 or 5xx.
+    Status(u16),
+    /// The connection could not be opened.
+    Connect,
+    /// A connect or first-byte wait ran out.
+    Timeout(Timeout),
+    /// The connection closed before the response began.
+    Closed,
+}
+
+impl fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Status(status) => write!(f, "HTTP {status}"),
+            Self::Connect => f.write_str("could not connect"),
+            Self::Timeout(timeout) => fmt::Display::fmt(timeout, f),
+            Self::Closed => f.write_str("the connection closed before the response"),
+        }
+    }
+}
+
+/// A retry, announced when it is scheduled (before its wait). It prints as
+/// `retrying in 3 s: HTTP 429 (attempt 2 of 4)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Retry {
+    /// The attempt that comes next, from 2.
+    pub attempt: u32,
+    /// The most attempts that will be made (`max_retries` + 1).
+    pub max_attempts: u32,
+    /// The wait before it.
+    pub delay: Duration,
+    /// Why the last attempt failed.
+    pub reason: RetryReason,
+}
+
+impl fmt::Display for Retry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "retrying in {}: {} (attempt {} of {})",
+            Seconds(self.delay),
+            self.reason,
+            self.attempt,
+            self.max_attempts
+        )
+    }
+}
+
+/// ` after N attempts` when there was more than one.
+fn tries(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" after {attempts} attempts")
+    } else {
+        String::new()
     }
 }
 
@@ -419,8 +583,27 @@ pub enum TransportError {
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client")]
     Client(#[source] HttpError),
-    /// The request failed without a response (connection, timeout), after retries.
-    #[error("the request failed after {attempts} attempt(s)")]
+    /// The connection could not be opened, after retries.
+    #[error("could not connect{}", tries(*attempts))]
+    Connect {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        #[source]
+        source: HttpError,
+    },
+    /// A wait ran out: connecting or the first byte (after retries), or the next chunk of a
+    /// stream that began ([`Timeout::Idle`], not retried).
+    #[error("{timeout}{}", tries(*attempts))]
+    Timeout {
+        /// Which wait, and how long it was.
+        timeout: Timeout,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The request failed without a response (the connection closed before it), after
+    /// retries.
+    #[error("no response{}", tries(*attempts))]
     Request {
         /// Attempts made.
         attempts: u32,
@@ -429,7 +612,7 @@ pub enum TransportError {
         source: HttpError,
     },
     /// The provider answered with an error status, after retries.
-    #[error("the provider answered with an error after {attempts} attempt(s)")]
+    #[error("the provider answered with an error{}", tries(*attempts))]
     Provider {
         /// Attempts made.
         attempts: u32,
@@ -437,8 +620,8 @@ pub enum TransportError {
         #[source]
         source: ProviderError,
     },
-    /// The response stream broke.
-    #[error("the response stream failed")]
+    /// The response stream broke after it began.
+    #[error("the connection broke")]
     Stream(#[source] HttpError),
     /// The call was cancelled.
     #[error("cancelled")]
@@ -455,6 +638,18 @@ pub struct HttpTransport {
     config: TransportConfig,
 }
 
+/// How one attempt failed.
+enum Failure {
+    /// An error status.
+    Status(reqwest::Response),
+    /// No response: the connection, or the request.
+    Send(reqwest::Error),
+    /// The body failed before its first byte.
+    Body(reqwest::Error),
+    /// `first_byte_timeout` ran out.
+    NoFirstByte,
+}
+
 impl HttpTransport {
     /// A transport with `config`; TLS is rustls with the ring provider.
     ///
@@ -466,24 +661,45 @@ impl HttpTransport {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
             .build()
             .map_err(|e| TransportError::Client(HttpError(e)))?;
         Ok(Self { client, config })
     }
 
-    /// POSTs `body` (JSON) and returns the response body as a stream of chunks. 429, 5xx,
-    /// connection errors and timeouts are retried up to `max_retries` times with exponential
-    /// backoff, honouring `retry-after` (seconds or an HTTP date, at most 60 s).
+    /// The configuration.
+    pub fn config(&self) -> &TransportConfig {
+        &self.config
+    }
+
+    /// POSTs `body` (JSON) and returns the response body as a stream of chunks, once its
+    /// first byte arrived. 429, 5xx, connection errors, connect and first-byte timeouts and a
+    /// connection closed before the response are retried up to `max_retries` times with
+    /// exponential backoff, honouring `retry-after` (seconds or an HTTP date, at most 60 s).
     ///
     /// # Errors
     ///
     /// [`TransportError::Provider`] for an error status (read from the body with
-    /// [`error_from_body`]), [`TransportError::Request`] when no response came.
+    /// [`error_from_body`]), [`TransportError::Connect`], [`TransportError::Timeout`] or
+    /// [`TransportError::Request`] when no response came.
     pub async fn post_stream(
         &self,
         endpoint: &Endpoint,
         body: String,
+    ) -> Result<ResponseStream, TransportError> {
+        self.post_stream_observed(endpoint, body, &|_| {}).await
+    }
+
+    /// [`HttpTransport::post_stream`], telling `on_retry` about each retry when it is
+    /// scheduled, before its wait.
+    ///
+    /// # Errors
+    ///
+    /// As [`HttpTransport::post_stream`].
+    pub async fn post_stream_observed(
+        &self,
+        endpoint: &Endpoint,
+        body: String,
+        on_retry: &(dyn Fn(&Retry) + Send + Sync),
     ) -> Result<ResponseStream, TransportError> {
         let url = endpoint.url();
         let mut headers = endpoint.headers(&endpoint.key(false).await?)?;
@@ -494,20 +710,12 @@ impl HttpTransport {
         loop {
             attempts += 1;
             let retry_left = attempts <= self.config.max_retries;
-            let sent = self
-                .client
-                .post(&url)
-                .headers(headers.clone())
-                .body(body.clone())
-                .send()
-                .await;
-            match sent {
-                Ok(response) if response.status().is_success() => {
-                    return Ok(ResponseStream {
-                        inner: Box::pin(response.bytes_stream().map(|r| r.map(|b| b.to_vec()))),
-                    });
-                }
-                Ok(response) => {
+            let failure = match self.attempt(&url, headers.clone(), body.clone()).await {
+                Ok(stream) => return Ok(stream),
+                Err(failure) => failure,
+            };
+            let (reason, delay) = match failure {
+                Failure::Status(response) => {
                     let status = response.status().as_u16();
                     if status == 401 && !refreshed && endpoint.refreshes() {
                         // The token expired: one retry with a fresh one.
@@ -516,30 +724,99 @@ impl HttpTransport {
                         headers = endpoint.headers(&endpoint.key(true).await?)?;
                         continue;
                     }
-                    if retry_left && (status == 429 || status >= 500) {
-                        let delay =
-                            retry_after(&response).unwrap_or_else(|| self.backoff(attempts));
-                        drop(response);
-                        tokio::time::sleep(delay).await;
-                        continue;
+                    if !(retry_left && (status == 429 || status >= 500)) {
+                        let text = response.text().await.unwrap_or_default();
+                        return Err(TransportError::Provider {
+                            attempts,
+                            source: error_from_body(status, &text),
+                        });
                     }
-                    let text = response.text().await.unwrap_or_default();
-                    return Err(TransportError::Provider {
-                        attempts,
-                        source: error_from_body(status, &text),
-                    });
+                    let delay = retry_after(&response).unwrap_or_else(|| self.backoff(attempts));
+                    (RetryReason::Status(status), delay)
                 }
-                Err(e) if retry_left && (e.is_connect() || e.is_timeout()) => {
-                    tokio::time::sleep(self.backoff(attempts)).await;
+                Failure::Send(e) if e.is_connect() => {
+                    let timeout = Timeout::Connect(self.config.connect_timeout);
+                    if !retry_left {
+                        return Err(if e.is_timeout() {
+                            TransportError::Timeout { timeout, attempts }
+                        } else {
+                            TransportError::Connect {
+                                attempts,
+                                source: HttpError(e),
+                            }
+                        });
+                    }
+                    let reason = if e.is_timeout() {
+                        RetryReason::Timeout(timeout)
+                    } else {
+                        RetryReason::Connect
+                    };
+                    (reason, self.backoff(attempts))
                 }
-                Err(e) => {
-                    return Err(TransportError::Request {
-                        attempts,
-                        source: HttpError(e),
-                    });
+                Failure::Send(e) | Failure::Body(e) => {
+                    // A request error that is not a closed connection is not worth a retry.
+                    let closed = e.is_request() || e.is_body() || e.is_decode();
+                    if !(retry_left && closed) {
+                        return Err(TransportError::Request {
+                            attempts,
+                            source: HttpError(e),
+                        });
+                    }
+                    (RetryReason::Closed, self.backoff(attempts))
                 }
-            }
+                Failure::NoFirstByte => {
+                    let timeout = Timeout::FirstByte(self.config.first_byte_timeout);
+                    if !retry_left {
+                        return Err(TransportError::Timeout { timeout, attempts });
+                    }
+                    (RetryReason::Timeout(timeout), self.backoff(attempts))
+                }
+            };
+            on_retry(&Retry {
+                attempt: attempts + 1,
+                max_attempts: self.config.max_retries.saturating_add(1),
+                delay,
+                reason,
+            });
+            tokio::time::sleep(delay).await;
         }
+    }
+
+    /// One attempt: the request, its headers and the first chunk of its body, within
+    /// `first_byte_timeout`.
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: bytes::Bytes,
+    ) -> Result<ResponseStream, Failure> {
+        let deadline = tokio::time::Instant::now() + self.config.first_byte_timeout;
+        let send = self.client.post(url).headers(headers).body(body).send();
+        let response = match tokio::time::timeout_at(deadline, send).await {
+            Err(_) => return Err(Failure::NoFirstByte),
+            Ok(Err(e)) => return Err(Failure::Send(e)),
+            Ok(Ok(response)) if !response.status().is_success() => {
+                return Err(Failure::Status(response));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let mut chunks: ChunkStream =
+            Box::pin(response.bytes_stream().map(|r| r.map(|b| b.to_vec())));
+        let first = match tokio::time::timeout_at(deadline, chunks.next()).await {
+            Err(_) => return Err(Failure::NoFirstByte),
+            Ok(Some(Err(e))) => return Err(Failure::Body(e)),
+            Ok(Some(Ok(first))) => Some(first),
+            Ok(None) => None,
+        };
+        let idle = self.config.idle_timeout;
+        Ok(ResponseStream {
+            // An empty body has ended already.
+            done: first.is_none(),
+            first,
+            inner: chunks,
+            idle,
+            timer: Box::pin(tokio::time::sleep(idle)),
+        })
     }
 
     fn backoff(&self, attempt: u32) -> Duration {
@@ -575,8 +852,16 @@ fn retry_delay(value: &str, now: SystemTime) -> Option<Duration> {
 type ChunkStream = Pin<Box<dyn Stream<Item = reqwest::Result<Vec<u8>>> + Send>>;
 
 /// The body of a successful response, as chunks of bytes. Dropping it closes the connection.
+///
+/// When no chunk arrives for the transport's `idle_timeout`, the stream yields a
+/// [`TransportError::Timeout`] of [`Timeout::Idle`] and ends.
 pub struct ResponseStream {
+    /// The first chunk, read before the stream was handed out.
+    first: Option<Vec<u8>>,
     inner: ChunkStream,
+    idle: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    done: bool,
 }
 
 impl fmt::Debug for ResponseStream {
@@ -589,10 +874,42 @@ impl Stream for ResponseStream {
     type Item = Result<Vec<u8>, TransportError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner
-            .as_mut()
-            .poll_next(cx)
-            .map(|chunk| chunk.map(|r| r.map_err(|e| TransportError::Stream(HttpError(e)))))
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let idle = self.idle;
+        if let Some(first) = self.first.take() {
+            self.timer
+                .as_mut()
+                .reset(tokio::time::Instant::now() + idle);
+            return Poll::Ready(Some(Ok(first)));
+        }
+        match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                self.timer
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + idle);
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.done = true;
+                Poll::Ready(Some(Err(TransportError::Stream(HttpError(e)))))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => match self.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.done = true;
+                    Poll::Ready(Some(Err(TransportError::Timeout {
+                        timeout: Timeout::Idle(idle),
+                        attempts: 1,
+                    })))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
     }
 }
 

@@ -71,7 +71,8 @@ impl ResponseWriter {
                 String::new()
             }
             StreamEvent::Error { message } => {
-                self.error = Some(message.clone());
+                // The first error is the cause; a decoder's `finish` may report the cut after it.
+                self.error.get_or_insert_with(|| message.clone());
                 String::new()
             }
             StreamEvent::Done { stop } => {

@@ -19,6 +19,9 @@ pub enum SessionEvent {
         /// The request's number in this run.
         turn: u64,
     },
+    /// A request failed and is retried after `delay` (`retrying in 3 s: HTTP 429 (attempt 2
+    /// of 4)`); sent as the retry is scheduled, before the wait.
+    Retrying(flemma_providers::Retry),
     /// Visible text of the response, as it streams.
     TextDelta(String),
     /// Thinking text of the response, as it streams.

@@ -71,8 +71,9 @@ pub enum SessionError {
         #[source]
         source: SendError,
     },
-    /// The provider reported an error while streaming; what had arrived stays in the
-    /// conversation.
+    /// The provider reported an error while streaming, or the stream broke or stalled; what
+    /// had arrived stays in the conversation under the abort marker `<!-- flemma:aborted:
+    /// Response incomplete: <message>. -->`, and the next run sends the request again.
     #[error("the {provider} response failed: {message}")]
     Stream {
         /// The provider's name.
@@ -470,7 +471,14 @@ impl Session {
                     if control.token.is_cancelled() {
                         self.transition(Trigger::Cancel).0
                     } else {
-                        self.transition(Trigger::ToolsComplete(report.next)).0
+                        let mut next = report.next;
+                        // A response the stream cut: its request is sent again.
+                        if next == flemma_tools::Next::Idle
+                            && self.drop_incomplete_response().await?
+                        {
+                            next = flemma_tools::Next::Send;
+                        }
+                        self.transition(Trigger::ToolsComplete(next)).0
                     }
                 }
                 Action::Send => {

@@ -3,10 +3,12 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use flemma_ast::{Role, Segment};
 use flemma_ast::{Severity, TextEdit};
 use flemma_config::AutopilotOptions;
 use flemma_providers::{
-    PromptBuilder, Request, ResponseWriter, StopReason, StreamEvent, decode_tool_name,
+    OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
+    decode_tool_name,
 };
 use flemma_schema::Capability;
 use flemma_tools::ConversationError;
@@ -16,6 +18,9 @@ use super::{Control, Session, SessionError, SessionEvent, refresh};
 
 /// The abort marker's line (spec §1.10, `request.aborted`).
 const ABORT_MARKER: &str = "<!-- flemma:aborted: Response interrupted by the user. -->";
+/// How the message of the abort marker under a response the stream cut begins (the marker is
+/// spec §1.10's; its message says why the response is incomplete).
+pub(crate) const INCOMPLETE: &str = "Response incomplete";
 /// How often a removal is computed again when the conversation keeps changing.
 const EDIT_ATTEMPTS: usize = 8;
 
@@ -69,10 +74,16 @@ impl Session {
         let (request, autopilot) = self.prepare().await?;
         self.emit(SessionEvent::RequestSending { turn });
         let separator = self.write_header().await?;
+        let inner = std::sync::Arc::clone(&self.inner);
+        let on_retry: OnRetry = std::sync::Arc::new(move |retry: &Retry| {
+            inner
+                .subscribers
+                .emit(SessionEvent::Retrying(retry.clone()));
+        });
         let started = tokio::select! {
             biased;
             () = control.token.cancelled() => None,
-            stream = self.inner.provider.stream(request) => Some(stream),
+            stream = self.inner.provider.stream_observed(request, on_retry) => Some(stream),
         };
         let mut stream = match started {
             None => {
@@ -113,7 +124,13 @@ impl Session {
         }
         if let Some(message) = out.writer.error().map(str::to_owned) {
             if arrived {
+                // What arrived stays, marked incomplete: the next run sends the request
+                // again (see `drop_incomplete_response`).
                 self.flush(&mut out, true).await?;
+                self.inner
+                    .executor
+                    .append_lines(&format!("\n{}", incomplete_marker(&message)))
+                    .await?;
             } else {
                 self.remove_header(separator).await?;
             }
@@ -311,6 +328,51 @@ impl Session {
         Ok(())
     }
 
+    /// When the conversation ends with a response the stream cut (its last segment is an
+    /// abort marker whose message begins `Response incomplete`, and it has no tool use) after
+    /// a message of the user, removes that response, so that the request it answered is sent
+    /// again; returns whether it did. A cut response with complete tool uses is left to the
+    /// tool cycle instead (spec §7.1: its calls are answered with the marker's message).
+    pub(super) async fn drop_incomplete_response(&self) -> Result<bool, SessionError> {
+        let conversation = &self.inner.conversation;
+        for _ in 0..EDIT_ATTEMPTS {
+            let snapshot = conversation.snapshot().await?;
+            let doc = flemma_ast::parse(snapshot.text.as_str());
+            let [.., asked, last] = doc.messages.as_slice() else {
+                return Ok(false);
+            };
+            let incomplete = last.role == Role::Assistant
+                && last.is_aborted()
+                && last.tool_uses().next().is_none()
+                && last.segments.iter().rev().find_map(|s| match s {
+                    Segment::Aborted(a) => Some(a.message.starts_with(INCOMPLETE)),
+                    _ => None,
+                }) == Some(true);
+            if !incomplete || asked.role != Role::You {
+                return Ok(false);
+            }
+            let lines: Vec<&str> = snapshot.text.split_inclusive('\n').collect();
+            let mut first = last.span.start_line.saturating_sub(1) as usize;
+            // The blank line written before `@Assistant:` goes with it.
+            if first > 0 && lines.get(first - 1).is_some_and(|l| l.trim().is_empty()) {
+                first -= 1;
+            }
+            let edit = TextEdit::replace(first as u32 + 1, lines.len() as u32, Vec::new());
+            match conversation.apply(snapshot.revision, &[edit]).await {
+                Ok(_) => {
+                    self.emit(SessionEvent::Warning(
+                        "the last response was incomplete: it was removed and the request is sent again"
+                            .to_owned(),
+                    ));
+                    return Ok(true);
+                }
+                Err(ConversationError::Stale { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(false)
+    }
+
     /// Removes the `@Assistant:` header written for a response that brought nothing (and the
     /// blank line written before it), unless someone wrote after it meanwhile.
     async fn remove_header(&self, separator: bool) -> Result<(), SessionError> {
@@ -339,4 +401,16 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// The abort marker (spec §1.10) under a response the stream cut: `<!-- flemma:aborted:
+/// Response incomplete: <cause>. -->`, on one line whatever `cause` holds.
+fn incomplete_marker(cause: &str) -> String {
+    let cause = cause
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("-->", "->");
+    let cause = cause.trim_end_matches('.');
+    format!("<!-- flemma:aborted: {INCOMPLETE}: {cause}. -->")
 }

@@ -19,7 +19,8 @@ fn plain(endpoint: Endpoint) -> HttpProvider {
         endpoint,
         TransportConfig {
             max_retries: 0,
-            read_timeout: Duration::from_secs(5),
+            first_byte_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(5),
             ..TransportConfig::default()
         },
     )
@@ -174,8 +175,7 @@ async fn an_error_status_disarms_and_leaves_the_transcript_as_it_was() {
         causes,
         [
             "the anthropic request failed",
-            "the request failed",
-            "the provider answered with an error after 1 attempt(s)",
+            "the provider answered with an error",
             "HTTP 401: invalid x-api-key",
         ]
     );

@@ -8,6 +8,7 @@
 
 mod http;
 mod session;
+mod streams;
 
 use std::path::PathBuf;
 use std::sync::Arc;

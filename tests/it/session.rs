@@ -362,7 +362,13 @@ async fn a_stream_error_disarms_and_keeps_what_arrived() {
         "the scripted response failed: overloaded"
     );
     assert_eq!(session.state(), AutopilotState::Idle);
-    assert!(chat.text().ends_with("@Assistant:\nPartial answer\n"));
+    assert!(
+        chat.text().ends_with(
+            "@Assistant:\nPartial answer\n\n<!-- flemma:aborted: Response incomplete: overloaded. -->\n"
+        ),
+        "{}",
+        chat.text()
+    );
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@
 mod jobs;
 mod paths;
 mod run;
+mod streams;
 mod tools;
 
 use std::fmt::Write as _;

@@ -60,6 +60,12 @@ fn defaults_are_the_spec_defaults() {
                 "backends": {"bwrap": {"path": "bwrap", "extra_args": []}}
             },
             "editing": {"compact_headers": true},
+            "http": {
+                "connect_timeout": null,
+                "first_byte_timeout": null,
+                "idle_timeout": null,
+                "max_retries": null
+            },
             "provider": null,
             "model": null,
             "thinking": null,

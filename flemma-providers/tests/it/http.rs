@@ -32,7 +32,8 @@ fn chain(error: &dyn std::error::Error) -> String {
 fn transport(max_retries: u32, base_backoff: Duration) -> HttpTransport {
     HttpTransport::new(TransportConfig {
         connect_timeout: Duration::from_secs(2),
-        read_timeout: Duration::from_secs(5),
+        first_byte_timeout: Duration::from_secs(5),
+        idle_timeout: Duration::from_secs(5),
         max_retries,
         base_backoff,
     })
@@ -237,7 +238,7 @@ async fn server_errors_are_retried_until_exhausted() {
     // The status and message once, as the cause.
     assert_eq!(
         chain(&err),
-        "the provider answered with an error after 3 attempt(s): HTTP 500: Overloaded right now"
+        "the provider answered with an error after 3 attempts: HTTP 500: Overloaded right now"
     );
 }
 
@@ -260,7 +261,7 @@ async fn a_401_is_not_retried_and_reads_the_body() {
     let text = chain(&err);
     assert!(
         text.starts_with(
-            "the provider answered with an error after 1 attempt(s): HTTP 401: You didn't provide an API key."
+            "the provider answered with an error: HTTP 401: You didn't provide an API key."
         ),
         "{text}"
     );
@@ -322,12 +323,17 @@ async fn connection_errors_are_retried_then_reported() {
     .await
     .unwrap_err();
     match &err {
-        TransportError::Request {
+        TransportError::Connect {
             attempts: 2,
             source,
         } => assert!(source.is_connect(), "{source:?}"),
         other => panic!("{other:?}"),
     }
+    assert!(
+        err.to_string()
+            .starts_with("could not connect after 2 attempts"),
+        "{err}"
+    );
     assert!(!err.to_string().contains(KEY) && !format!("{err:?}").contains(KEY));
 }
 
@@ -457,7 +463,8 @@ async fn a_silent_server_times_out_and_is_retried() {
         .await;
     let transport = HttpTransport::new(TransportConfig {
         connect_timeout: Duration::from_secs(2),
-        read_timeout: Duration::from_millis(200),
+        first_byte_timeout: Duration::from_millis(200),
+        idle_timeout: Duration::from_secs(5),
         max_retries: 1,
         base_backoff: Duration::from_millis(1),
     })
@@ -469,13 +476,16 @@ async fn a_silent_server_times_out_and_is_retried() {
     )
     .await
     .unwrap_err();
-    match &err {
-        TransportError::Request {
-            attempts: 2,
-            source,
-        } => assert!(source.is_timeout(), "{source:?}"),
-        other => panic!("{other:?}"),
-    }
+    assert!(
+        matches!(
+            err,
+            TransportError::Timeout {
+                timeout: flemma_providers::Timeout::FirstByte(_),
+                attempts: 2,
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
 }
 

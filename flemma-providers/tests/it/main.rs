@@ -14,6 +14,7 @@ mod recordings;
 mod requests_a;
 mod requests_b;
 mod sse;
+mod stalls;
 mod templates;
 
 use std::path::PathBuf;
