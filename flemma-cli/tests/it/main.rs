@@ -8,7 +8,12 @@
 
 #[cfg(unix)]
 mod jobs;
+mod output;
 mod run;
+#[cfg(unix)]
+mod signals;
+#[cfg(unix)]
+mod terminal;
 mod tools;
 
 use std::fmt::Write as _;
