@@ -154,19 +154,28 @@ fn ask(chat: &Path, dir: &Path) -> Terminal {
     )
 }
 
-const QUESTION: &str = "allow bash: $ touch marker && echo made-it — marking? [y/n/reason] ";
+// The question as far as main and this branch agree (main asked `[Y/n/reason]`).
+const QUESTION: &str = "allow bash: $ touch marker && echo made-it — marking? [";
 const COMMAND: &str = "touch marker && echo made-it";
 
-/// The call is still `(pending)` with an empty block, and the terminal says how to decide it.
-fn assert_left_pending(term: &mut Terminal, chat: &Path, dir: &Path) {
-    term.expect("pending: bash toolu_scripted_1_1 (flemma approve ");
-    term.expect("or flemma reject ");
+/// Once the run says `stopped`: the call did not run, it is still `(pending)` with an empty
+/// block, and the terminal said how to decide it.
+fn assert_left_pending(term: &mut Terminal, chat: &Path, dir: &Path, stop: &str) {
+    term.expect("stopped: ");
+    assert!(!dir.join("marker").exists(), "the call ran");
     let transcript = std::fs::read_to_string(chat).unwrap();
     assert!(
         transcript.ends_with("**Tool Result:** `toolu_scripted_1_1` (pending)\n```\n```\n"),
         "{transcript}"
     );
-    assert!(!dir.join("marker").exists(), "the call ran");
+    let screen = term.text();
+    for line in [
+        "pending: bash toolu_scripted_1_1 (flemma approve ",
+        ", or flemma reject ",
+        &format!("stopped: {stop}"),
+    ] {
+        assert!(screen.contains(line), "{line:?} not in:\n{screen}");
+    }
 }
 
 #[test]
@@ -227,6 +236,18 @@ fn a_reason_rejects_the_call_with_that_reason() {
     );
 }
 
+/// End of input (Ctrl-D) is no yes: the run stops, the call stays pending (main ran it).
+#[test]
+fn ctrl_d_leaves_the_call_pending() {
+    let (chat, dir) = conversation("pty-ctrl-d", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"\x04");
+    assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(!dir.join("marker").exists(), "the call ran");
+}
+
 /// Enter alone is no answer: the question is asked again. Then Ctrl-D (end of input) is no
 /// yes either: the run stops, the call stays pending.
 #[test]
@@ -238,8 +259,7 @@ fn enter_asks_again_and_end_of_input_leaves_the_call_pending() {
     term.expect("answer y to run it, n to reject it");
     term.expect(QUESTION);
     term.send(b"\x04");
-    assert_left_pending(&mut term, &chat, &dir);
-    term.expect("stopped: awaiting_approval");
+    assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
     assert_eq!(term.exit_code(), Some(0));
     assert!(!dir.join("marker").exists(), "the call ran");
 }
@@ -252,7 +272,7 @@ fn an_unfinished_yes_at_the_end_of_input_is_no_yes() {
     term.expect(QUESTION);
     // The first Ctrl-D hands over the `y`, the second ends the input.
     term.send(b"y\x04\x04");
-    assert_left_pending(&mut term, &chat, &dir);
+    assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
     assert_eq!(term.exit_code(), Some(0));
 }
 
@@ -264,8 +284,7 @@ fn ctrl_c_at_the_prompt_stops_at_once_and_runs_nothing() {
     term.expect(QUESTION);
     term.send(b"\x03");
     term.expect("Ctrl-C: the call is not run");
-    assert_left_pending(&mut term, &chat, &dir);
-    term.expect("stopped: cancelled");
+    assert_left_pending(&mut term, &chat, &dir, "cancelled");
     assert_eq!(term.exit_code(), Some(130));
 }
 
@@ -290,7 +309,7 @@ fn ctrl_c_twice_at_the_prompt_ends_the_command_and_runs_nothing() {
 fn ctrl_c_twice_while_a_command_runs_writes_the_abort_text_and_exits() {
     let (chat, dir) = conversation("pty-running", "sleep 30");
     let mut term = ask(&chat, &dir);
-    term.expect("allow bash: $ sleep 30 — marking? [y/n/reason] ");
+    term.expect("allow bash: $ sleep 30 — marking? [");
     term.send(b"y\r");
     // The spinner of the running call.
     term.expect("$ sleep 30 — marking");
