@@ -1,9 +1,11 @@
 //! `flemma run`: the autopilot loop on a transcript file, with a terminal UI.
 //!
-//! The assistant's text streams to stdout; status goes to stderr: on a terminal a spinner per
-//! running tool (indicatif) and y/n/reason prompts for pending calls (`--approve ask`),
+//! The assistant's text streams to stdout, one paragraph per response; status goes to stderr,
+//! each result's first lines under its line: on a terminal a spinner per running tool
+//! (indicatif) and y/n/reason prompts for pending calls (`--approve ask`, see [`ask`]),
 //! otherwise plain lines without escape codes. Ctrl-C cancels the request or the tools; a
-//! second Ctrl-C cancels everything.
+//! second Ctrl-C cancels everything; SIGTERM and SIGHUP cancel like Ctrl-C; the command then
+//! exits within [`GRACE`] whatever is stuck.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write};
@@ -262,7 +264,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
 
 /// How long the command waits, after the second Ctrl-C (or a SIGTERM or SIGHUP), for the
 /// cancelled tools and request to write their abort text before it exits regardless.
-const GRACE: Duration = Duration::from_secs(2);
+const GRACE: Duration = Duration::from_secs(5);
 
 /// How a run ended.
 enum End {
@@ -283,9 +285,10 @@ struct Driven {
 }
 
 /// Runs the session, showing its events and turning signals into cancellation: the first
-/// Ctrl-C cancels what runs (the request or the tools); the second, or a SIGTERM or SIGHUP,
-/// cancels everything and gives the abort text [`GRACE`] to be written; one more ends the
-/// command at once. At the prompt, any of them stops the run at once, the call left pending.
+/// Ctrl-C cancels what runs (the request or the tools); the second cancels everything, a
+/// SIGTERM or SIGHUP what the first Ctrl-C would, and either gives the abort text [`GRACE`] to
+/// be written; one more signal ends the command at once. At the prompt, any of them stops the
+/// run at once, the call left pending.
 async fn drive(
     session: &Session,
     ui: &mut Ui,
@@ -325,11 +328,19 @@ async fn drive(
                     };
                     ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
                 } else {
-                    session.cancel_all();
+                    // A SIGTERM or SIGHUP cancels what a Ctrl-C would (background jobs go on
+                    // when the run only waits for them); after a Ctrl-C, everything.
+                    let what = if received == Signal::Interrupt || interrupts > 0 {
+                        session.cancel_all();
+                        "everything"
+                    } else {
+                        session.cancel();
+                        "what runs"
+                    };
                     giving_up = true;
                     grace.as_mut().reset(tokio::time::Instant::now() + GRACE);
                     ui.status(&format!(
-                        "{}: cancelling everything; exiting within {} s",
+                        "{}: cancelling {what}; exiting within {} s",
                         received.name(),
                         GRACE.as_secs()
                     ));
