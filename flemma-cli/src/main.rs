@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod input;
+mod log;
 mod options;
 mod render;
 mod run;
@@ -31,6 +32,10 @@ struct Cli {
     /// is read as JSON when it parses (`true`, `4`, `["bash"]`), else as text.
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Show more diagnostics on stderr: -v info, -vv debug, -vvv trace (default: warnings;
+    /// `RUST_LOG` adds directives such as `flemma_tools=debug`).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,6 +293,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
         }
     };
+    log::init(cli.verbose);
     let settings = options::Settings {
         config: cli.config,
         sets: cli.sets,
@@ -296,12 +302,33 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             if let Some(error) = failure.error {
-                // The alternate form prints the error and its causes, joined by `: `.
-                let _ = writeln!(std::io::stderr(), "flemma: {error:#}");
+                let _ = writeln!(std::io::stderr(), "flemma: {}", describe(&error));
             }
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// The error and its causes joined by `: `, each cause once: a cause whose text the message
+/// before it already holds (`cannot read x: No such file` over `No such file`) is left out, and
+/// so is a message the next one only restates at more length (`the request failed` over `the
+/// request failed after 4 attempt(s)`).
+fn describe(error: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || parts.last().is_some_and(|last| last.contains(&text)) {
+            continue;
+        }
+        if parts
+            .last()
+            .is_some_and(|last| text.starts_with(last.as_str()))
+        {
+            parts.pop();
+        }
+        parts.push(text);
+    }
+    parts.join(": ")
 }
 
 fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
@@ -617,4 +644,41 @@ fn fmt(out: &mut impl Write, file: &Path, check: bool, json: bool) -> Result<u8,
             .map_err(|e| Failure::usage(e.into()))?;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the request failed after 4 attempt(s)")]
+    struct Attempts;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the request failed")]
+    struct Request(#[source] Attempts);
+
+    /// A cause that prints its own source as well as keeping it.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot open x: {0}")]
+    struct Inlined(#[source] std::io::Error);
+
+    #[test]
+    fn each_cause_is_shown_once() {
+        let error = anyhow::Error::new(Request(Attempts)).context("the anthropic request failed");
+        assert_eq!(
+            format!("{error:#}"),
+            "the anthropic request failed: the request failed: the request failed after 4 attempt(s)"
+        );
+        assert_eq!(
+            describe(&error),
+            "the anthropic request failed: the request failed after 4 attempt(s)"
+        );
+        let error = anyhow::Error::new(Inlined(std::io::Error::other("denied"))).context("a.chat");
+        assert_eq!(
+            format!("{error:#}"),
+            "a.chat: cannot open x: denied: denied"
+        );
+        assert_eq!(describe(&error), "a.chat: cannot open x: denied");
+    }
 }

@@ -1,9 +1,11 @@
 //! `flemma run`: the autopilot loop on a transcript file, with a terminal UI.
 //!
-//! The assistant's text streams to stdout; status goes to stderr: on a terminal a spinner per
-//! running tool (indicatif) and y/n/reason prompts for pending calls (`--approve ask`),
+//! The assistant's text streams to stdout, one paragraph per response; status goes to stderr,
+//! each result's first lines under its line: on a terminal a spinner per running tool
+//! (indicatif) and y/n/reason prompts for pending calls (`--approve ask`, see [`ask`]),
 //! otherwise plain lines without escape codes. Ctrl-C cancels the request or the tools; a
-//! second Ctrl-C cancels everything.
+//! second Ctrl-C cancels everything; SIGTERM and SIGHUP cancel like Ctrl-C; the command then
+//! exits within [`GRACE`] whatever is stuck.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write};
@@ -23,6 +25,12 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::options::Settings;
 use crate::{Failure, failed};
+
+mod ask;
+mod results;
+mod signals;
+
+use signals::Signal;
 
 /// `--provider`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -168,39 +176,6 @@ impl Approver for ApproveAll {
     }
 }
 
-/// Asks on the terminal (`--approve ask`): `y` (or Enter) approves, `n` rejects, anything
-/// else rejects with that text as the reason the model is told.
-struct Ask {
-    progress: MultiProgress,
-}
-
-#[async_trait]
-impl Approver for Ask {
-    async fn ask(&self, call: &PendingCall) -> Answer {
-        let question = format!("allow {}? [Y/n/reason] ", call.preview);
-        let progress = self.progress.clone();
-        let line = tokio::task::spawn_blocking(move || {
-            progress.suspend(|| {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "{question}");
-                let _ = err.flush();
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line).map(|_| line)
-            })
-        })
-        .await;
-        let Ok(Ok(line)) = line else {
-            // No answer (closed stdin): the call is not run.
-            return Answer::Reject(None);
-        };
-        match line.trim() {
-            "" | "y" | "Y" | "yes" => Answer::Approve,
-            "n" | "N" | "no" => Answer::Reject(None),
-            reason => Answer::Reject(Some(reason.to_owned())),
-        }
-    }
-}
-
 /// `flemma run FILE`.
 pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     let mut config = settings.load()?;
@@ -217,7 +192,9 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     } else {
         ProgressDrawTarget::hidden()
     });
+    crate::log::attach(&progress);
     let mut asks = false;
+    let mut prompt = None;
     let mut builder = Session::builder(conversation, crate::tools::registry()?, provider)
         .config(config)
         .template_engine(crate::template_engine(None)?)
@@ -229,9 +206,9 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
         }
         ApproveMode::Ask if tty && std::io::stdin().is_terminal() => {
             asks = true;
-            builder = builder.approver(Arc::new(Ask {
-                progress: progress.clone(),
-            }));
+            let (approver, view) = ask::prompt(progress.clone());
+            prompt = Some(view);
+            builder = builder.approver(Arc::new(approver));
         }
         ApproveMode::Ask | ApproveMode::None => {}
     }
@@ -244,65 +221,151 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
         tty,
         progress,
         running: HashMap::new(),
+        previews: HashMap::new(),
         waiting: None,
         line_open: false,
+        paragraph: Paragraph::None,
+        path: written.to_owned(),
         file: written.display().to_string(),
         asks,
         usage: None,
     };
-    let result = crate::tools::runtime()?.block_on(drive(&session, &mut ui));
+    let runtime = crate::tools::runtime()?;
+    let driven = runtime.block_on(drive(&session, &mut ui, prompt));
+    // A tool stuck in a blocking call (a read that never returns) must not keep the command
+    // alive: the runtime is left behind instead of waiting for its blocking threads.
+    drop(session);
+    runtime.shutdown_background();
     ui.clear_waiting();
-    match result {
-        Ok(stop) => {
+    let driven = driven
+        .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot listen for signals")))?;
+    let code = |stop: Stop| match driven.signal {
+        Some(signal) => signal.exit_code(),
+        None if stop == Stop::Cancelled => 130,
+        None => 0,
+    };
+    match driven.end {
+        End::Stopped(Ok(stop)) => {
             ui.status(&format!("stopped: {}", stop_word(stop)));
-            Ok(if stop == Stop::Cancelled { 130 } else { 0 })
+            Ok(code(stop))
         }
-        Err(error) => Err(failed(anyhow::Error::new(error).context(ui.file.clone()))),
+        End::Stopped(Err(error)) => Err(failed(anyhow::Error::new(error).context(ui.file.clone()))),
+        End::LeftPending => {
+            ui.left_pending();
+            let stop = if driven.signal.is_some() {
+                Stop::Cancelled
+            } else {
+                Stop::AwaitingApproval
+            };
+            ui.status(&format!("stopped: {}", stop_word(stop)));
+            Ok(code(stop))
+        }
+        End::Abandoned => {
+            ui.status("stopped: cancelled (gave up waiting for the tools)");
+            Ok(code(Stop::Cancelled))
+        }
     }
 }
 
-/// Runs the session, showing its events and turning Ctrl-C into cancellation.
-async fn drive(session: &Session, ui: &mut Ui) -> Result<Stop, flemma::SessionError> {
+/// How long the command waits, after the second Ctrl-C (or a SIGTERM or SIGHUP), for the
+/// cancelled tools and request to write their abort text before it exits regardless.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// How a run ended.
+enum End {
+    /// The session stopped by itself, or was cancelled and wrote its abort text.
+    Stopped(Result<Stop, flemma::SessionError>),
+    /// A question at the prompt got no answer (end of input, a signal): the run was dropped
+    /// there, nothing of its cycle ran, and its calls stay pending.
+    LeftPending,
+    /// The cancelled run did not finish within [`GRACE`] (a tool stuck in a blocking call, a
+    /// write that cannot finish), or a signal came again meanwhile.
+    Abandoned,
+}
+
+struct Driven {
+    end: End,
+    /// The signal that ended the run, if one did.
+    signal: Option<Signal>,
+}
+
+/// Runs the session, showing its events and turning signals into cancellation: the first
+/// Ctrl-C cancels what runs (the request or the tools); the second cancels everything, a
+/// SIGTERM or SIGHUP what the first Ctrl-C would, and either gives the abort text [`GRACE`] to
+/// be written; one more signal ends the command at once. At the prompt, any of them stops the
+/// run at once, the call left pending.
+async fn drive(
+    session: &Session,
+    ui: &mut Ui,
+    mut prompt: Option<ask::Prompt>,
+) -> std::io::Result<Driven> {
     let mut events = session.subscribe();
-    let (interrupts, mut interrupted) = tokio::sync::mpsc::unbounded_channel();
-    let listener = tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            if interrupts.send(()).is_err() {
-                break;
-            }
-        }
-    });
+    let mut signals = signals::listen()?;
     let run = session.run();
     tokio::pin!(run);
-    let mut presses = 0u32;
-    let result = loop {
+    let mut interrupts = 0u32;
+    let mut signal: Option<Signal> = None;
+    let grace = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(grace);
+    let mut giving_up = false;
+    let end = loop {
         tokio::select! {
             biased;
-            Some(()) = interrupted.recv() => {
-                presses += 1;
-                match presses {
-                    1 => {
-                        let what = match session.cancel() {
-                            flemma::Cancelled::Request => "the request",
-                            flemma::Cancelled::Tools => "the running tools",
-                            flemma::Cancelled::Resume => "the wait for background jobs",
-                            flemma::Cancelled::Nothing => "nothing running",
-                        };
-                        ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
-                    }
-                    2 => session.cancel_all(),
-                    _ => std::process::exit(130),
+            Some(received) = signals.recv() => {
+                // A termination request outranks Ctrl-C in the exit code.
+                if signal.is_none_or(|s| s == Signal::Interrupt) {
+                    signal = Some(received);
+                }
+                if prompt.as_ref().is_some_and(ask::Prompt::is_open) {
+                    ui.status(&format!("\n{}: the call is not run", received.name()));
+                    break End::LeftPending;
+                }
+                if giving_up {
+                    break End::Abandoned;
+                }
+                if received == Signal::Interrupt && interrupts == 0 {
+                    interrupts += 1;
+                    let what = match session.cancel() {
+                        flemma::Cancelled::Request => "the request",
+                        flemma::Cancelled::Tools => "the running tools",
+                        flemma::Cancelled::Resume => "the wait for background jobs",
+                        flemma::Cancelled::Nothing => "nothing running",
+                    };
+                    ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
+                } else {
+                    // A SIGTERM or SIGHUP cancels what a Ctrl-C would (background jobs go on
+                    // when the run only waits for them); after a Ctrl-C, everything.
+                    let what = if received == Signal::Interrupt || interrupts > 0 {
+                        session.cancel_all();
+                        "everything"
+                    } else {
+                        session.cancel();
+                        "what runs"
+                    };
+                    giving_up = true;
+                    grace.as_mut().reset(tokio::time::Instant::now() + GRACE);
+                    ui.status(&format!(
+                        "{}: cancelling {what}; exiting within {} s",
+                        received.name(),
+                        GRACE.as_secs()
+                    ));
                 }
             }
+            () = async {
+                match prompt.as_mut() {
+                    Some(prompt) => prompt.ended().await,
+                    None => std::future::pending().await,
+                }
+            } => break End::LeftPending,
+            () = &mut grace, if giving_up => break End::Abandoned,
             Some(event) = events.recv() => ui.show(&event),
-            result = &mut run => break result,
+            result = &mut run => break End::Stopped(result),
         }
     };
-    listener.abort();
     while let Some(event) = events.try_recv() {
         ui.show(&event);
     }
-    result
+    Ok(Driven { end, signal })
 }
 
 fn stop_word(stop: Stop) -> String {
@@ -312,16 +375,33 @@ fn stop_word(stop: Stop) -> String {
         .unwrap_or_default()
 }
 
+/// Where stdout's text stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Paragraph {
+    /// No text yet.
+    None,
+    /// The current response's text is being written.
+    Open,
+    /// A new response began after text: its text starts after a blank line.
+    Next,
+}
+
 /// What the terminal shows.
 struct Ui {
     tty: bool,
     progress: MultiProgress,
     /// The running calls: their spinner (on a terminal) and preview.
     running: HashMap<String, (Option<ProgressBar>, String)>,
+    /// The previews of calls put to the user, for the line of their result.
+    previews: HashMap<String, String>,
     /// The spinner shown while a request waits for its first token.
     waiting: Option<ProgressBar>,
     /// Whether stdout's last line is unfinished.
     line_open: bool,
+    /// Where stdout's text stands, to set each response's text apart.
+    paragraph: Paragraph,
+    /// The transcript written, read back for the results shown.
+    path: PathBuf,
     file: String,
     /// Whether pending calls are put to the user (else they wait in the file).
     asks: bool,
@@ -358,6 +438,11 @@ impl Ui {
             return;
         }
         let mut out = std::io::stdout().lock();
+        if self.paragraph == Paragraph::Next {
+            // Each response's text is a paragraph of its own.
+            let _ = writeln!(out);
+        }
+        self.paragraph = Paragraph::Open;
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
         self.line_open = !text.ends_with('\n');
@@ -370,6 +455,31 @@ impl Ui {
         }
     }
 
+    /// The first lines of a result block, under its status line.
+    fn result(&mut self, block: results::Block<'_>) {
+        let Some(lines) = results::excerpt(&self.path, block) else {
+            return;
+        };
+        for line in lines {
+            if self.tty {
+                // Dimmed, so that the status lines stand out.
+                self.status(&format!("\x1b[2m    {line}\x1b[0m"));
+            } else {
+                self.status(&format!("    {line}"));
+            }
+        }
+    }
+
+    /// After a question went unanswered: the calls left pending and how to decide them.
+    fn left_pending(&mut self) {
+        for (tool, id) in results::pending(&self.path) {
+            let file = &self.file;
+            self.status(&format!(
+                "pending: {tool} {id} (flemma approve {file} {id}, or flemma reject {file} {id})"
+            ));
+        }
+    }
+
     fn clear_waiting(&mut self) {
         if let Some(bar) = self.waiting.take() {
             bar.finish_and_clear();
@@ -379,6 +489,9 @@ impl Ui {
     fn show(&mut self, event: &SessionEvent) {
         match event {
             SessionEvent::RequestSending { turn } => {
+                if self.paragraph == Paragraph::Open {
+                    self.paragraph = Paragraph::Next;
+                }
                 if self.tty {
                     self.waiting = Some(self.spinner(format!("request {turn}: waiting…")));
                 } else {
@@ -435,27 +548,33 @@ impl Ui {
                 };
                 self.running.insert(id.to_string(), (bar, preview.clone()));
             }
+            Event::ApprovalAsked { id, preview, .. } => {
+                self.previews.insert(id.to_string(), preview.clone());
+            }
             Event::ToolCompleted { id, tool, success } => {
                 let mark = if *success { "ok" } else { "error" };
-                let line = match self.running.remove(id.as_str()) {
-                    Some((bar, preview)) => {
+                let asked = self.previews.remove(id.as_str());
+                let line = match (self.running.remove(id.as_str()), asked) {
+                    (Some((bar, preview)), _) => {
                         if let Some(bar) = bar {
                             bar.finish_and_clear();
                         }
                         format!("{mark}: {preview}")
                     }
-                    None => format!("{mark}: {tool} ({id})"),
+                    (None, Some(preview)) => format!("{mark}: {preview}"),
+                    (None, None) => format!("{mark}: {tool} ({id})"),
                 };
                 self.status(&line);
+                self.result(results::Block::Tool(id.as_str()));
             }
             Event::PlaceholdersPlaced(placed) if !self.asks => {
                 for p in placed
                     .iter()
                     .filter(|p| p.status == flemma::ast::ToolStatus::Pending)
                 {
+                    let (tool, id, file) = (&p.tool, &p.id, &self.file);
                     let line = format!(
-                        "pending: {} {} (flemma approve {} {})",
-                        p.tool, p.id, self.file, p.id
+                        "pending: {tool} {id} (flemma approve {file} {id}, or flemma reject {file} {id})"
                     );
                     self.status(&line);
                 }
@@ -473,6 +592,7 @@ impl Ui {
             Event::JobDelivered(done) => {
                 let mark = if done.success { "ok" } else { "error" };
                 self.status(&format!("{mark}: job {} ({})", done.job_id, done.tool));
+                self.result(results::Block::Job(done.job_id.as_str()));
             }
             Event::JobsRecovered(found) => {
                 let line = format!(

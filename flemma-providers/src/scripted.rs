@@ -31,12 +31,34 @@ pub enum ScriptError {
         #[source]
         source: std::io::Error,
     },
-    /// The script is not a valid script.
+    /// The script is not JSON.
     #[error("{} is not a valid script", path.display())]
     Parse {
         /// The script.
         path: PathBuf,
-        /// The cause.
+        /// The cause (with its line and column).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The script is JSON, but neither a list of turns nor `{"turns": [...]}`.
+    #[error(
+        "{} is not a valid script: expected a list of turns or {{\"turns\": [...]}}, found {found}",
+        path.display()
+    )]
+    Shape {
+        /// The script.
+        path: PathBuf,
+        /// What the JSON is instead (`a string`, `an object without \"turns\"`).
+        found: &'static str,
+    },
+    /// A turn of the script does not read as a turn.
+    #[error("{}: turn {turn} is not a valid turn", path.display())]
+    InvalidTurn {
+        /// The script.
+        path: PathBuf,
+        /// The turn (1-based).
+        turn: usize,
+        /// What is wrong (an unknown field, a wrong type).
         #[source]
         source: serde_json::Error,
     },
@@ -228,12 +250,36 @@ impl Turn {
     }
 }
 
-/// The JSON forms of a script: a list of turns, or `{"turns": [...]}`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ScriptFile {
-    Turns(Vec<Turn>),
-    Object { turns: Vec<Turn> },
+/// The turns of a script's JSON: a list of turns, or `{"turns": [...]}`, each turn read on its
+/// own so that an error names the turn and what a turn may hold.
+fn script_turns(json: Value, path: &Path) -> Result<Vec<Turn>, ScriptError> {
+    let shape = |found| ScriptError::Shape {
+        path: path.to_owned(),
+        found,
+    };
+    let list = match json {
+        Value::Array(list) => list,
+        Value::Object(mut object) => match object.remove("turns") {
+            Some(Value::Array(list)) if object.is_empty() => list,
+            Some(Value::Array(_)) => return Err(shape("an object with other keys than \"turns\"")),
+            Some(_) => return Err(shape("\"turns\" that is not a list")),
+            None => return Err(shape("an object without \"turns\"")),
+        },
+        Value::String(_) => return Err(shape("a string")),
+        Value::Number(_) => return Err(shape("a number")),
+        Value::Bool(_) => return Err(shape("a boolean")),
+        Value::Null => return Err(shape("null")),
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(index, turn)| {
+            Turn::deserialize(turn).map_err(|source| ScriptError::InvalidTurn {
+                path: path.to_owned(),
+                turn: index + 1,
+                source,
+            })
+        })
+        .collect()
 }
 
 /// Replays scripted responses, one turn per request, with no network, for tests, examples and
@@ -312,7 +358,8 @@ impl ScriptedProvider {
     ///
     /// # Errors
     ///
-    /// [`ScriptError::Parse`] (with the path `<inline>`) and [`ScriptError::Turn`].
+    /// [`ScriptError::Parse`], [`ScriptError::Shape`], [`ScriptError::InvalidTurn`] (with the
+    /// path `<inline>`) and [`ScriptError::Turn`].
     pub fn from_json(json: &str, base: impl Into<PathBuf>) -> Result<Self, ScriptError> {
         Self::parse(json, Path::new("<inline>"), base.into())
     }
@@ -321,7 +368,8 @@ impl ScriptedProvider {
     ///
     /// # Errors
     ///
-    /// [`ScriptError::Read`], [`ScriptError::Parse`] and [`ScriptError::Turn`].
+    /// [`ScriptError::Read`], [`ScriptError::Parse`], [`ScriptError::Shape`],
+    /// [`ScriptError::InvalidTurn`] and [`ScriptError::Turn`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
         let path = path.as_ref();
         let json = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
@@ -333,11 +381,11 @@ impl ScriptedProvider {
     }
 
     fn parse(json: &str, path: &Path, base: PathBuf) -> Result<Self, ScriptError> {
-        let file: ScriptFile = serde_json::from_str(json).map_err(|source| ScriptError::Parse {
+        let json: Value = serde_json::from_str(json).map_err(|source| ScriptError::Parse {
             path: path.to_owned(),
             source,
         })?;
-        let (ScriptFile::Turns(turns) | ScriptFile::Object { turns }) = file;
+        let turns = script_turns(json, path)?;
         for (index, turn) in turns.iter().enumerate() {
             turn.check(index + 1)?;
         }
@@ -491,7 +539,48 @@ mod tests {
             assert!(error.starts_with(expected), "{json}: {error}");
         }
         let error = ScriptedProvider::from_json(r#"[{"txt": "typo"}]"#, ".").unwrap_err();
-        assert!(matches!(error, ScriptError::Parse { .. }), "{error}");
+        assert!(
+            matches!(error, ScriptError::InvalidTurn { turn: 1, .. }),
+            "{error}"
+        );
+    }
+
+    /// What was expected and where, never serde's `did not match any variant of untagged enum`.
+    #[test]
+    fn a_malformed_script_says_what_was_expected_and_where() {
+        let describe = |json: &str| {
+            let error = ScriptedProvider::from_json(json, ".").unwrap_err();
+            let mut text = error.to_string();
+            let mut cause = std::error::Error::source(&error);
+            while let Some(error) = cause {
+                text = format!("{text}: {error}");
+                cause = error.source();
+            }
+            text
+        };
+        assert_eq!(
+            describe(r#"[{"text": "a"}, {"txt": "typo"}]"#),
+            "<inline>: turn 2 is not a valid turn: unknown field `txt`, expected one of \
+             `thinking`, `text`, `tool_uses`, `usage`, `recording`, `provider`, `error`, `delay_ms`"
+        );
+        assert_eq!(
+            describe(r#"{"turn": []}"#),
+            "<inline> is not a valid script: expected a list of turns or {\"turns\": [...]}, \
+             found an object without \"turns\""
+        );
+        assert_eq!(
+            describe(r#""hello""#),
+            "<inline> is not a valid script: expected a list of turns or {\"turns\": [...]}, \
+             found a string"
+        );
+        assert_eq!(
+            describe(r#"[{"text": 3}]"#),
+            "<inline>: turn 1 is not a valid turn: invalid type: integer `3`, expected a string"
+        );
+        assert_eq!(
+            describe("[{"),
+            "<inline> is not a valid script: EOF while parsing an object at line 1 column 2"
+        );
     }
 
     #[tokio::test]

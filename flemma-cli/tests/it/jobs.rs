@@ -261,10 +261,11 @@ fn run_waits_for_a_background_job_and_resumes() {
         path(&script_path),
     ]);
     assert_eq!(code, 0, "{stderr}");
-    // The model's text on standard output, the progress on standard error.
+    // The model's text on standard output, one paragraph per response; the progress on
+    // standard error, with the Job Result's first lines.
     assert_eq!(
         stdout,
-        "Starting the build.\nThe build runs in the background.\nThe build says: built.\n"
+        "Starting the build.\n\nThe build runs in the background.\n\nThe build says: built.\n"
     );
     let after = std::fs::read_to_string(&file).unwrap();
     let job = job_id(&file);
@@ -272,7 +273,7 @@ fn run_waits_for_a_background_job_and_resumes() {
         stderr,
         format!(
             "request 1\nbackground: toolu_scripted_1_1 is job {job}\nrequest 2\n\
-             ok: job {job} (bash)\njobs delivered: resuming in 50 ms\nresumed\nrequest 3\n\
+             ok: job {job} (bash)\n    built\njobs delivered: resuming in 50 ms\nresumed\nrequest 3\n\
              stopped: finished\n"
         )
     );

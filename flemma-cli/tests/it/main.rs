@@ -8,9 +8,14 @@
 
 #[cfg(unix)]
 mod jobs;
+mod output;
 mod paths;
 mod run;
+#[cfg(unix)]
+mod signals;
 mod streams;
+#[cfg(unix)]
+mod terminal;
 mod tools;
 
 use std::fmt::Write as _;

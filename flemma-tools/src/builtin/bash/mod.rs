@@ -57,6 +57,11 @@ impl Tool for Bash {
             Ok(prepared) => prepared,
             Err(output) => return output,
         };
+        // What the warning of a command that does not start names.
+        let (shell, cwd) = (
+            command.argv.first().cloned().unwrap_or_default(),
+            command.cwd.display().to_string(),
+        );
         let command = run::Command {
             argv: command.argv,
             cwd: command.cwd,
@@ -76,7 +81,10 @@ impl Tool for Bash {
             match run::run(command, timeout, token, collector).await {
                 Ok((ending, collector)) => finish(&ctx, ending, collector, seconds),
                 Err(error) => {
-                    tracing::warn!(tool_id = %ctx.tool_id(), %error, "bash: command not started");
+                    tracing::warn!(
+                        tool_id = %ctx.tool_id(),
+                        "bash: cannot start {shell} in {cwd}: {error}"
+                    );
                     ToolOutput::error(msg::JOB_START)
                 }
             }

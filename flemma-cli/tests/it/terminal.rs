@@ -1,0 +1,325 @@
+//! `flemma run` in a real pseudo-terminal: the approval prompt's answers (y, n, a reason,
+//! Enter, Ctrl-D, Ctrl-C, Ctrl-C twice) and what the terminal shows.
+//!
+//! The command runs as the session leader of a new pseudo-terminal (pty-process), so a Ctrl-C
+//! typed there reaches it as SIGINT from the line discipline, exactly as on a user's terminal.
+//! Each step waits for the text it needs to see (never a fixed sleep), with a generous timeout.
+
+use std::io::{Read as _, Write as _};
+use std::os::fd::AsFd as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::scratch;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A command on a pseudo-terminal and everything it wrote there.
+struct Terminal {
+    pty: pty_process::blocking::Pty,
+    screen: Arc<(Mutex<Vec<u8>>, Condvar)>,
+    /// Where [`expect`](Self::expect) looks from.
+    seen: usize,
+    pid: u32,
+    exit: Receiver<ExitStatus>,
+    exited: bool,
+}
+
+/// A failed test leaves no command behind.
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        if !self.exited && self.exit.try_recv().is_err() {
+            let pid = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap());
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+impl Terminal {
+    fn spawn(args: &[&str], dir: &Path) -> Self {
+        let (pty, pts) = pty_process::blocking::open().unwrap();
+        pty.resize(pty_process::Size::new(40, 200)).unwrap();
+        let command = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_flemma"))
+            .args(args)
+            .current_dir(dir)
+            .env_remove("RUST_LOG");
+        let mut child = command.spawn(pts).unwrap();
+        let pid = child.id();
+        let screen = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+        let mut reader = std::fs::File::from(pty.as_fd().try_clone_to_owned().unwrap());
+        let shared = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once the command is gone and the terminal hung up.
+            while let Ok(n @ 1..) = reader.read(&mut buf) {
+                let (lock, ready) = &*shared;
+                lock.lock().unwrap().extend_from_slice(&buf[..n]);
+                ready.notify_all();
+            }
+        });
+        let (sender, exit) = channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(child.wait().unwrap());
+        });
+        Self {
+            pty,
+            screen,
+            seen: 0,
+            pid,
+            exit,
+            exited: false,
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.screen.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `needle` appears after what was expected so far.
+    fn expect(&mut self, needle: &str) {
+        let (lock, ready) = &*self.screen;
+        let deadline = Instant::now() + PATIENCE;
+        let mut screen = lock.lock().unwrap();
+        loop {
+            let text = String::from_utf8_lossy(&screen[self.seen..]).into_owned();
+            if let Some(at) = text.find(needle) {
+                self.seen += text[..at + needle.len()].len();
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "{needle:?} did not appear; the terminal shows:\n{text}"
+            );
+            screen = ready.wait_timeout(screen, left).unwrap().0;
+        }
+    }
+
+    fn send(&mut self, keys: &[u8]) {
+        self.pty.write_all(keys).unwrap();
+        self.pty.flush().unwrap();
+    }
+
+    fn exit_code(&mut self) -> Option<i32> {
+        match self.exit.recv_timeout(PATIENCE) {
+            Ok(status) => {
+                self.exited = true;
+                status.code()
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                panic!(
+                    "the command did not exit; the terminal shows:\n{}",
+                    self.text()
+                )
+            }
+            Err(RecvTimeoutError::Disconnected) => panic!("lost the command"),
+        }
+    }
+}
+
+/// A conversation whose model asks to run `command` with bash, then says `Done.`.
+fn conversation(name: &str, command: &str) -> (PathBuf, PathBuf) {
+    let script = serde_json::json!([
+        {"tool_uses": [{"name": "bash", "input": {"command": command, "label": "marking"}}]},
+        {"text": "Done."}
+    ]);
+    let chat = scratch(&format!("{name}.chat"), b"@You:\nMark it.\n");
+    let dir = chat.parent().unwrap().to_owned();
+    let _ = std::fs::remove_file(dir.join("marker"));
+    std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+    (chat, dir)
+}
+
+fn ask(chat: &Path, dir: &Path) -> Terminal {
+    Terminal::spawn(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            "script.json",
+            "--approve",
+            "ask",
+            // Bubblewrap would let the sandbox resolver approve bash without asking.
+            "--set",
+            "sandbox.enabled=false",
+        ],
+        dir,
+    )
+}
+
+// The question as far as main and this branch agree (main asked `[Y/n/reason]`).
+const QUESTION: &str = "allow bash: $ touch marker && echo made-it — marking? [";
+const COMMAND: &str = "touch marker && echo made-it";
+
+/// Once the run says `stopped`: the call did not run, it is still `(pending)` with an empty
+/// block, and the terminal said how to decide it.
+fn assert_left_pending(term: &mut Terminal, chat: &Path, dir: &Path, stop: &str) {
+    term.expect("stopped: ");
+    assert!(!dir.join("marker").exists(), "the call ran");
+    let transcript = std::fs::read_to_string(chat).unwrap();
+    assert!(
+        transcript.ends_with("**Tool Result:** `toolu_scripted_1_1` (pending)\n```\n```\n"),
+        "{transcript}"
+    );
+    let screen = term.text();
+    for line in [
+        "pending: bash toolu_scripted_1_1 (flemma approve ",
+        ", or flemma reject ",
+        &format!("stopped: {stop}"),
+    ] {
+        assert!(screen.contains(line), "{line:?} not in:\n{screen}");
+    }
+}
+
+#[test]
+fn y_runs_the_call_and_its_output_shows_under_its_status_line() {
+    let (chat, dir) = conversation("pty-yes", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"y\r");
+    term.expect("ok: bash: $ touch marker && echo made-it — marking");
+    // The result's first lines, dimmed, under the status line.
+    term.expect("\x1b[2m    made-it\x1b[0m");
+    term.expect("Done.");
+    term.expect("stopped: finished");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(dir.join("marker").exists());
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.contains("**Tool Result:** `toolu_scripted_1_1`\n```\nmade-it\n```"),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn n_rejects_the_call_and_the_run_goes_on() {
+    let (chat, dir) = conversation("pty-no", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"n\r");
+    term.expect("error: bash: $ touch marker && echo made-it — marking");
+    term.expect("This tool has been rejected by the user.");
+    term.expect("stopped: finished");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(!dir.join("marker").exists(), "the call ran");
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.contains(
+            "`toolu_scripted_1_1` (error)\n```\nThis tool has been rejected by the user.\n```"
+        ),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn a_reason_rejects_the_call_with_that_reason() {
+    let (chat, dir) = conversation("pty-reason", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"use ls instead\r");
+    term.expect("error: bash: $ touch marker && echo made-it — marking");
+    term.expect("    use ls instead");
+    term.expect("stopped: finished");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(!dir.join("marker").exists(), "the call ran");
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.contains("`toolu_scripted_1_1` (error)\n```\nuse ls instead\n```"),
+        "{transcript}"
+    );
+}
+
+/// End of input (Ctrl-D) is no yes: the run stops, the call stays pending (main ran it).
+#[test]
+fn ctrl_d_leaves_the_call_pending() {
+    let (chat, dir) = conversation("pty-ctrl-d", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"\x04");
+    assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(!dir.join("marker").exists(), "the call ran");
+}
+
+/// Enter alone is no answer: the question is asked again. Then Ctrl-D (end of input) is no
+/// yes either: the run stops, the call stays pending.
+#[test]
+fn enter_asks_again_and_end_of_input_leaves_the_call_pending() {
+    let (chat, dir) = conversation("pty-eof", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"\r");
+    term.expect("answer y to run it, n to reject it");
+    term.expect(QUESTION);
+    term.send(b"\x04");
+    assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(!dir.join("marker").exists(), "the call ran");
+}
+
+/// A `y` not followed by Enter when the input ends is no answer.
+#[test]
+fn an_unfinished_yes_at_the_end_of_input_is_no_yes() {
+    let (chat, dir) = conversation("pty-unfinished", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    // The first Ctrl-D hands over the `y`, the second ends the input.
+    term.send(b"y\x04\x04");
+    assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
+    assert_eq!(term.exit_code(), Some(0));
+}
+
+/// Ctrl-C answers at once, without a line typed: nothing runs and the call stays pending.
+#[test]
+fn ctrl_c_at_the_prompt_stops_at_once_and_runs_nothing() {
+    let (chat, dir) = conversation("pty-ctrl-c", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"\x03");
+    term.expect("Ctrl-C: the call is not run");
+    assert_left_pending(&mut term, &chat, &dir, "cancelled");
+    assert_eq!(term.exit_code(), Some(130));
+}
+
+#[test]
+fn ctrl_c_twice_at_the_prompt_ends_the_command_and_runs_nothing() {
+    let (chat, dir) = conversation("pty-ctrl-c-twice", COMMAND);
+    let mut term = ask(&chat, &dir);
+    term.expect(QUESTION);
+    term.send(b"\x03\x03");
+    assert_eq!(term.exit_code(), Some(130));
+    assert!(!dir.join("marker").exists(), "the call ran");
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.ends_with("`toolu_scripted_1_1` (pending)\n```\n```\n"),
+        "{transcript}"
+    );
+}
+
+/// Ctrl-C while the approved command runs cancels it (the abort text is its result); the
+/// second Ctrl-C ends the command.
+#[test]
+fn ctrl_c_twice_while_a_command_runs_writes_the_abort_text_and_exits() {
+    let (chat, dir) = conversation("pty-running", "sleep 30");
+    let mut term = ask(&chat, &dir);
+    term.expect("allow bash: $ sleep 30 — marking? [");
+    term.send(b"y\r");
+    // The spinner of the running call.
+    term.expect("$ sleep 30 — marking");
+    term.send(b"\x03");
+    term.expect("cancelling the running tools");
+    term.send(b"\x03");
+    assert_eq!(term.exit_code(), Some(130));
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.contains("`toolu_scripted_1_1` (error)\n```\nUser aborted tool execution.\n```"),
+        "{transcript}"
+    );
+}
