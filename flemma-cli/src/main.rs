@@ -418,6 +418,15 @@ fn request(
     if let Some(path) = input.path() {
         builder = builder.chat_path(path);
     }
+    // References and `include()` read inside the project and the store unless
+    // `templates.file_access` says otherwise.
+    let store = flemma::store::Store::new(&opts.tools.store, input.path(), "1")
+        .and_then(|store| store.directory())
+        .ok();
+    builder = builder.file_access(flemma::providers::FileAccess::from_options(
+        &opts.templates,
+        store.as_deref(),
+    ));
     let prompt = builder.build(&doc);
     for d in &prompt.diagnostics {
         let _ = writeln!(

@@ -6,7 +6,7 @@ use std::time::Instant;
 use flemma_ast::{Severity, TextEdit};
 use flemma_config::AutopilotOptions;
 use flemma_providers::{
-    PromptBuilder, Request, ResponseWriter, StopReason, StreamEvent, decode_tool_name,
+    FileAccess, PromptBuilder, Request, ResponseWriter, StopReason, StreamEvent, decode_tool_name,
 };
 use flemma_schema::Capability;
 use flemma_tools::ConversationError;
@@ -243,6 +243,13 @@ impl Session {
         if let Some(path) = inner.conversation.path() {
             builder = builder.chat_path(path);
         }
+        // References and `include()` read inside the project and the store unless
+        // `templates.file_access` says otherwise.
+        let store = inner.executor.store_directory(&options);
+        builder = builder.file_access(FileAccess::from_options(
+            &options.templates,
+            store.as_deref(),
+        ));
         let prompt = builder.build(doc);
         for diagnostic in &prompt.diagnostics {
             if diagnostic.severity == Severity::Error {

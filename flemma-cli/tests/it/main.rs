@@ -9,6 +9,8 @@
 #[cfg(unix)]
 mod jobs;
 mod run;
+#[cfg(unix)]
+mod secrets;
 mod tools;
 
 use std::fmt::Write as _;
