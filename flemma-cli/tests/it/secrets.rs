@@ -168,7 +168,8 @@ fn tools_env_readmits_names_and_restores_the_spec() {
 /// project, and references a file inside it.
 fn read_chat(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("inside.txt"), "inside-q7r8").unwrap();
-    let body = "env: @//proc/self/environ\nhost: {{ include(\"/etc/hostname\") }}\n\
+    // `;type=text/plain` makes the environment a text file part (it has NUL bytes).
+    let body = "env: @//proc/self/environ;type=text/plain\nhost: {{ include(\"/etc/hostname\") }}\n\
                 ok: @./inside.txt";
     let chat = format!(
         "@You:\nRead docs/notes.txt.\n\n@Assistant:\n\
@@ -222,7 +223,7 @@ fn a_read_result_cannot_send_the_environment_or_files_outside_the_project() {
     assert!(body.contains("inside-q7r8"), "{body}");
     assert!(!body.contains(HOST_ENV[0].1), "{body}");
     assert!(
-        stderr.contains("File reference @//proc/self/environ not attached")
+        stderr.contains("File reference @//proc/self/environ;type=text/plain not attached")
             && stderr.contains("templates.file_access = \"any\""),
         "{stderr}"
     );
@@ -232,6 +233,7 @@ fn a_read_result_cannot_send_the_environment_or_files_outside_the_project() {
     let (code, body, stderr) = request(&file, &["templates.file_access=any"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(body.contains(hostname.trim()), "{body}");
+    assert!(body.contains(HOST_ENV[0].1), "{body}");
     assert!(body.contains("inside-q7r8"), "{body}");
 }
 

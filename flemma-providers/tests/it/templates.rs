@@ -390,7 +390,7 @@ fn a_read_result_cannot_reach_files_outside_the_project_by_default() {
     let dir = TempDir::new("read-outside");
     let outside = dir.join("outside/secret.txt");
     let body = format!(
-        "env: @//proc/self/environ\nhost: @//etc/hostname\nfile: @//{}\nlink: @./link.txt\nok: @./inside.txt",
+        "env: @//proc/self/environ;type=text/plain\nhost: @//etc/hostname\nfile: @//{}\nlink: @./link.txt\nok: @./inside.txt",
         outside.display().to_string().trim_start_matches('/')
     );
     let path = read_result_project(&dir, &body);
@@ -419,7 +419,7 @@ fn a_read_result_cannot_reach_files_outside_the_project_by_default() {
         .collect();
     assert_eq!(refused.len(), 4, "{:?}", prompt.diagnostics);
     assert!(
-        refused[0].contains("@//proc/self/environ not attached"),
+        refused[0].contains("@//proc/self/environ;type=text/plain not attached"),
         "{}",
         refused[0]
     );
