@@ -5,21 +5,8 @@
 //! tools start (the foreground `bash`, background jobs, anything under the sandbox) get the
 //! host's environment *filtered*: names that look like credentials are removed unless the
 //! configuration keeps them. The spec (§12.1) passes the whole environment; `EnvPolicy` with
-//! `ignore_default_excludes = true` restores that.
-//!
-//! The environment is built in this order:
-//!
-//! 1. `inherit`: all of the host's variables (`"all"`, the default), the [`CORE_VARS`]
-//!    (`"core"`), or none (`"none"`);
-//! 2. names matching [`DEFAULT_EXCLUDES`] are removed, unless `ignore_default_excludes`;
-//! 3. names matching `exclude` are removed;
-//! 4. when `include_only` is not empty, only names matching it are left;
-//! 5. host variables whose names match `keep` are put back, whatever steps 1-4 said;
-//! 6. `set` is added (it wins over the host's values).
-//!
-//! A tool then adds its own variables (`bash`: `GIT_PAGER`, `PAGER`, `tools.bash.env`,
-//! `FLEMMA_TOOLS_STORE_PATH`). Patterns are the tool-name glob dialect (`*` matches any run of
-//! characters, everything else is literal), compared without regard to case.
+//! `ignore_default_excludes = true` restores that. [`EnvPolicy`] says how the environment is
+//! built, step by step.
 //!
 //! ```
 //! use flemma_config::{EnvPolicy, Inherit};
@@ -86,8 +73,21 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     "*PRIVATE_KEY",
 ];
 
-/// `tools.env`: how the environment of tool processes is built from the host's (see the
-/// [module docs](self) for the order of the steps).
+/// `tools.env`: how the environment of tool processes is built from the host's.
+///
+/// The environment is built in this order:
+///
+/// 1. `inherit`: all of the host's variables (`"all"`, the default), the [`CORE_VARS`]
+///    (`"core"`), or none (`"none"`);
+/// 2. names matching [`DEFAULT_EXCLUDES`] are removed, unless `ignore_default_excludes`;
+/// 3. names matching `exclude` are removed;
+/// 4. when `include_only` is not empty, only names matching it are left;
+/// 5. host variables whose names match `keep` are put back, whatever steps 1-4 said;
+/// 6. `set` is added (it wins over the host's values).
+///
+/// A tool then adds its own variables (`bash`: `GIT_PAGER`, `PAGER`, `tools.bash.env`,
+/// `FLEMMA_TOOLS_STORE_PATH`). Patterns are the tool-name glob dialect (`*` matches any run of
+/// characters, everything else is literal), compared without regard to case.
 ///
 /// `Default` is the safe default: the host's environment without the [`DEFAULT_EXCLUDES`].
 /// Hosts that run tools themselves build one with the methods below, or read it from
