@@ -287,6 +287,9 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
         }
     };
+    // Tools run as this user: keep them from reading this process's environment (the
+    // provider keys) through /proc. A refusal leaves the filtered environment as the bound.
+    let _ = flemma::tools::protect_host_process();
     let settings = options::Settings {
         config: cli.config,
         sets: cli.sets,

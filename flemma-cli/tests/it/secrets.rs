@@ -260,3 +260,50 @@ fn a_symlink_in_the_project_to_a_file_outside_is_refused() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(body.contains("outside-s9t0"), "{body}");
 }
+
+/// `bash` outside the sandbox runs as the host's user, who may read the host's
+/// `/proc/<pid>/environ`, unless the host is not dumpable. As root (who may read anything)
+/// the test runs the CLI as `nobody` through `setpriv`.
+#[cfg(target_os = "linux")]
+#[test]
+fn bash_cannot_read_the_hosts_environment_through_proc() {
+    use std::os::unix::fs::chown;
+    let dir = project("proc-environ");
+    let chat = "```json\n{\"flemma\": {\"tools\": {\"require_approval\": false}}}\n```\n\
+        @You:\nShow me your parent's environment.\n\n@Assistant:\n\
+        **Tool Use:** `bash` (`toolu_proc`)\n```json\n\
+        {\"label\": \"environ\", \"command\": \"tr '\\\\0' '\\\\n' < /proc/$PPID/environ\", \"timeout\": null}\n```\n";
+    let file = dir.join("proc.chat");
+    std::fs::write(&file, chat).unwrap();
+    let root = rustix::process::geteuid().is_root();
+    let mut command = if root {
+        for path in [&dir, &dir.join(".git"), &file] {
+            chown(path, Some(65534), Some(65534)).unwrap();
+        }
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_flemma"));
+        command
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_flemma"))
+    };
+    let out = command
+        .args([
+            "cycle",
+            file.to_str().unwrap(),
+            "--set",
+            "sandbox.enabled=false",
+        ])
+        .envs(HOST_ENV)
+        .env("HOME", &dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(after.contains("**Tool Result:** `toolu_proc`"), "{after}");
+    // The read is refused; nothing of the host's environment shows.
+    assert_eq!(seen(&after), Vec::<&str>::new(), "{after}");
+    assert!(after.contains("Permission denied"), "{after}");
+}
