@@ -294,6 +294,9 @@ fn main() -> ExitCode {
         }
     };
     log::init(cli.verbose);
+    // Tools run as this user: keep them from reading this process's environment (the
+    // provider keys) through /proc. A refusal leaves the filtered environment as the bound.
+    let _ = flemma::tools::protect_host_process();
     let settings = options::Settings {
         config: cli.config,
         sets: cli.sets,
@@ -446,6 +449,15 @@ fn request(
     if let Some(path) = input.path() {
         builder = builder.chat_path(flemma::config::conversation_path(path));
     }
+    // References and `include()` read inside the project and the store unless
+    // `templates.file_access` says otherwise.
+    let store = flemma::store::Store::new(&opts.tools.store, input.path(), "1")
+        .and_then(|store| store.directory())
+        .ok();
+    builder = builder.file_access(flemma::providers::FileAccess::from_options(
+        &opts.templates,
+        store.as_deref(),
+    ));
     let prompt = builder.build(&doc);
     for d in &prompt.diagnostics {
         let _ = writeln!(

@@ -23,6 +23,7 @@
 //! ```
 
 mod config;
+mod env;
 mod error;
 mod glob;
 mod listops;
@@ -37,14 +38,15 @@ mod sources;
 mod suggest;
 
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
+pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError, TomlError};
 pub use flemma_ids::ToolName;
 pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
-    HttpOptions, LsOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions,
-    SandboxPolicy, SearchOptions, StoreOptions, ToolsOptions,
+    FileAccessMode, HttpOptions, LsOptions, Options, PreviewOptions, SandboxBackends,
+    SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use project::{conversation_dir, conversation_path, project_root, project_root_with_home};

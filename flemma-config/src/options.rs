@@ -19,6 +19,8 @@ pub struct Options {
     /// `http.*`: the timeouts and retries of provider requests.
     #[serde(default)]
     pub http: HttpOptions,
+    /// `templates.*`
+    pub templates: TemplatesOptions,
     /// The provider (`anthropic`, `openai`, `vertex`, …).
     pub provider: Option<String>,
     /// The model.
@@ -108,6 +110,8 @@ pub struct ToolsOptions {
     pub store: StoreOptions,
     /// `tools.bash.*`
     pub bash: BashOptions,
+    /// `tools.env.*`: which host variables tool processes see.
+    pub env: crate::env::EnvPolicy,
     /// `tools.grep.*`
     pub grep: SearchOptions,
     /// `tools.find.*`
@@ -283,4 +287,41 @@ pub struct HttpOptions {
 pub struct EditingOptions {
     /// No blank line between a block header and its fence.
     pub compact_headers: bool,
+}
+
+/// `templates.*`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TemplatesOptions {
+    /// Which files `include()` and `@./file` references may read.
+    pub file_access: FileAccessMode,
+    /// More directories they may read under `file_access = "project"` (paths, `~/`,
+    /// `${VAR:-default}`).
+    pub allowed_roots: Vec<String>,
+}
+
+/// `templates.file_access`: which files `include()` and `@./file` references may read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum FileAccessMode {
+    /// Files inside the conversation's project, its store and `templates.allowed_roots`
+    /// (symbolic links resolved first).
+    #[default]
+    Project,
+    /// Any file the process can read (the spec's behaviour).
+    Any,
+    /// No file.
+    None,
+}
+
+impl FileAccessMode {
+    /// How the mode is written in options.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileAccessMode::Project => "project",
+            FileAccessMode::Any => "any",
+            FileAccessMode::None => "none",
+        }
+    }
 }

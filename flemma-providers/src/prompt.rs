@@ -292,7 +292,7 @@ impl PromptBuilder {
             )
             .map(|b| b.name.to_owned())
             .collect(),
-            files: FileAccess::Any,
+            files: FileAccess::default(),
         }
     }
 
@@ -330,8 +330,9 @@ impl PromptBuilder {
         self
     }
 
-    /// Which files `include()` and `@./file` references may read ([`FileAccess::Any`] by
-    /// default, as the reference implementation does).
+    /// Which files `include()` and `@./file` references may read: by default
+    /// [`FileAccess::Project`], the conversation's project only (the reference implementation
+    /// reads any file: [`FileAccess::Any`]).
     ///
     /// ```
     /// use flemma_providers::{FileAccess, PromptBuilder};

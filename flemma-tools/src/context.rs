@@ -139,6 +139,15 @@ impl ExecutionContext {
         &self.inner.sandbox
     }
 
+    /// The environment a process started for this call gets: the host process's variables
+    /// under `tools.env` ([`flemma_config::EnvPolicy`]; by default without the provider keys
+    /// and other credentials). Tools that spawn processes clear the inherited environment
+    /// and pass this instead (`Command::env_clear().envs(ctx.environment())`), then add
+    /// their own variables.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        self.inner.options.tools.env.apply_to_process()
+    }
+
     /// Whether the sandbox lets this call write `path` (relative to [`cwd`](Self::cwd)).
     pub fn is_path_writable(&self, path: &Path) -> bool {
         self.inner.sandbox.is_path_writable(path, &self.inner.cwd)

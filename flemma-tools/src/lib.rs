@@ -47,6 +47,7 @@ mod output;
 pub mod preview;
 #[cfg(target_os = "linux")]
 mod procfs;
+mod protect;
 mod registry;
 pub mod sandbox;
 mod tool;
@@ -67,6 +68,7 @@ pub use executor::{
 pub use flemma_schema::{Capabilities, Capability};
 pub use module::ToolModule;
 pub use output::{Output, ToolOutput};
+pub use protect::protect_host_process;
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 #[cfg(feature = "typed")]
 pub use tool::typed_tool_fn;

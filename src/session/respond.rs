@@ -7,7 +7,7 @@ use flemma_ast::{Role, Segment};
 use flemma_ast::{Severity, TextEdit};
 use flemma_config::AutopilotOptions;
 use flemma_providers::{
-    OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
+    FileAccess, OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
     decode_tool_name,
 };
 use flemma_schema::Capability;
@@ -262,6 +262,13 @@ impl Session {
         if let Some(path) = inner.conversation.path() {
             builder = builder.chat_path(flemma_config::conversation_path(path));
         }
+        // References and `include()` read inside the project and the store unless
+        // `templates.file_access` says otherwise.
+        let store = inner.executor.store_directory(&options);
+        builder = builder.file_access(FileAccess::from_options(
+            &options.templates,
+            store.as_deref(),
+        ));
         let prompt = builder.build(doc);
         for diagnostic in &prompt.diagnostics {
             if diagnostic.severity == Severity::Error {

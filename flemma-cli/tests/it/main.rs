@@ -11,6 +11,7 @@ mod jobs;
 mod output;
 mod paths;
 mod run;
+mod secrets;
 #[cfg(unix)]
 mod signals;
 mod streams;

@@ -41,6 +41,14 @@ fn defaults_are_the_spec_defaults() {
                     "backup": "version"
                 },
                 "bash": {"shell": "bash", "cwd": "urn:flemma:buffer:path", "env": {}},
+                "env": {
+                    "inherit": "all",
+                    "ignore_default_excludes": false,
+                    "exclude": [],
+                    "include_only": [],
+                    "keep": [],
+                    "set": {}
+                },
                 "grep": {"cwd": "urn:flemma:buffer:path", "exclude": EXCLUDES},
                 "find": {"cwd": "urn:flemma:buffer:path", "exclude": EXCLUDES},
                 "ls": {"cwd": "urn:flemma:buffer:path"}
@@ -66,6 +74,7 @@ fn defaults_are_the_spec_defaults() {
                 "idle_timeout": null,
                 "max_retries": null
             },
+            "templates": {"file_access": "project", "allowed_roots": []},
             "provider": null,
             "model": null,
             "thinking": null,
@@ -195,4 +204,33 @@ fn a_null_write_falls_back_to_the_layer_below() {
 
 fn calculator() -> flemma_config::ToolName {
     flemma_config::ToolName::new("calculator").unwrap()
+}
+
+#[test]
+fn tools_env_and_templates_take_typed_values() {
+    use flemma_config::{EnvPolicy, FileAccessMode, Inherit};
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            "[tools.env]\ninherit = \"core\"\nkeep = [\"GITHUB_TOKEN\"]\nset = { CI = \"1\" }\n\
+             [templates]\nfile_access = \"any\"\n",
+            "flemma.toml".as_ref(),
+        )
+        .unwrap();
+    config
+        .append(Layer::Runtime, "tools.env.keep", "MY_TOKEN")
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(
+        options.tools.env,
+        EnvPolicy::default()
+            .inherit(Inherit::Core)
+            .keep(["GITHUB_TOKEN", "MY_TOKEN"])
+            .set("CI", "1")
+    );
+    assert_eq!(options.templates.file_access, FileAccessMode::Any);
+    let error = config
+        .set(Layer::Runtime, "templates.file_access", "everything")
+        .unwrap_err();
+    assert!(error.to_string().contains("\"project\""), "{error}");
 }

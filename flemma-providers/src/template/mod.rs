@@ -261,7 +261,11 @@ pub enum TemplateError {
         chain: Vec<PathBuf>,
     },
     /// The builder's [`FileAccess`] does not allow reading the file.
-    #[error("reading '{}' is not allowed here", path.display())]
+    #[error(
+        "reading '{}' is not allowed here: it is outside the conversation's project and store \
+         (templates.file_access = \"any\" or templates.allowed_roots widens it)",
+        path.display()
+    )]
     Denied {
         /// The resolved path.
         path: PathBuf,
@@ -320,22 +324,105 @@ struct Shared {
 
 /// Which files `include()` and `@./file` references may read.
 ///
-/// A transcript decides what it references, so a host that builds prompts from transcripts it
-/// did not write (a shared workspace, a web upload) should not let `@~/.ssh/id_ed25519` reach a
-/// provider: [`FileAccess::Within`] keeps reads under a directory, [`FileAccess::None`] refuses
-/// them all. A refused reference stays text, with a warning.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A transcript decides what it references, and so does any file the model `read`s (its
+/// result is a template): a `{{ include("/proc/self/environ") }}` in a file of the project
+/// would send the host's environment to the provider. [`FileAccess::Project`] (the default)
+/// keeps reads inside the conversation's project, [`FileAccess::Within`] under chosen
+/// directories, [`FileAccess::None`] refuses them all, [`FileAccess::Any`] is the reference
+/// implementation's behaviour. Symbolic links are resolved before the check, so a link in the
+/// project that points outside it is refused. A refused reference stays text, with a warning;
+/// a refused `include()` is a template error.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileAccess {
     /// Any file the process can read (the reference implementation's behaviour).
-    #[default]
     Any,
-    /// Files under this directory only (symbolic links are followed before checking).
-    Within(PathBuf),
+    /// Files inside the conversation's project ([`flemma_config::project_root`] of the
+    /// conversation file's resolved directory) or under one of these directories (the store,
+    /// `templates.allowed_roots`). A conversation without a file has no project: only the
+    /// directories given.
+    Project(Vec<PathBuf>),
+    /// Files under one of these directories only.
+    Within(Vec<PathBuf>),
     /// No file.
     None,
 }
 
+impl Default for FileAccess {
+    /// [`FileAccess::Project`] with no other directory.
+    fn default() -> Self {
+        FileAccess::Project(Vec::new())
+    }
+}
+
 impl FileAccess {
+    /// Files under `root` only.
+    pub fn within(root: impl Into<PathBuf>) -> Self {
+        FileAccess::Within(vec![root.into()])
+    }
+
+    /// The access `templates.*` asks for: `"project"` is [`FileAccess::Project`] with the
+    /// store directory and `templates.allowed_roots` (`~/` expanded), `"any"` is
+    /// [`FileAccess::Any`], `"none"` is [`FileAccess::None`].
+    ///
+    /// ```
+    /// use flemma_providers::FileAccess;
+    ///
+    /// let options = flemma_config::Config::new().options()?;
+    /// let store = std::path::Path::new("/srv/store");
+    /// assert_eq!(
+    ///     FileAccess::from_options(&options.templates, Some(store)),
+    ///     FileAccess::Project(vec![store.to_owned()])
+    /// );
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    pub fn from_options(options: &flemma_config::TemplatesOptions, store: Option<&Path>) -> Self {
+        match options.file_access {
+            flemma_config::FileAccessMode::Any => FileAccess::Any,
+            flemma_config::FileAccessMode::None => FileAccess::None,
+            _ => FileAccess::Project(
+                store
+                    .map(Path::to_owned)
+                    .into_iter()
+                    .chain(
+                        options
+                            .allowed_roots
+                            .iter()
+                            .map(|root| expand_home(Path::new(root))),
+                    )
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The directories of `Project` and `Within`, resolved once (symbolic links followed) for
+    /// the conversation at `chat_path`.
+    fn resolved(self, chat_path: Option<&Path>) -> Self {
+        let resolve = |roots: Vec<PathBuf>| -> Vec<PathBuf> {
+            roots
+                .into_iter()
+                .map(|root| std::fs::canonicalize(&root).unwrap_or_else(|_| normalize(&root)))
+                .collect()
+        };
+        match self {
+            FileAccess::Within(roots) => FileAccess::Within(resolve(roots)),
+            FileAccess::Project(roots) => {
+                let mut roots = resolve(roots);
+                // A conversation not saved yet has its directory.
+                let dir = |chat: PathBuf| {
+                    flemma_config::conversation_dir(&chat).or_else(|_| {
+                        let parent = chat.parent().filter(|p| !p.as_os_str().is_empty());
+                        std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
+                    })
+                };
+                if let Some(dir) = chat_path.map(expand_home).and_then(|chat| dir(chat).ok()) {
+                    roots.insert(0, flemma_config::project_root(&dir));
+                }
+                FileAccess::Within(roots)
+            }
+            other => other,
+        }
+    }
+
     /// Whether `path` may be read.
     fn check(&self, path: &Path) -> Result<(), TemplateError> {
         let denied = || TemplateError::Denied {
@@ -344,12 +431,13 @@ impl FileAccess {
         match self {
             FileAccess::Any => Ok(()),
             FileAccess::None => Err(denied()),
-            // The root was made canonical when the scope was built.
-            FileAccess::Within(root) => {
+            // The roots were made canonical when the scope was built.
+            FileAccess::Within(roots) | FileAccess::Project(roots) => {
+                let inside = |p: &Path| roots.iter().any(|root| p.starts_with(root));
                 match std::fs::canonicalize(path) {
-                    Ok(real) if real.starts_with(root) => Ok(()),
-                    // A missing file under the root is reported as missing, not as denied.
-                    Err(source) if normalize(path).starts_with(root) => Err(TemplateError::Read {
+                    Ok(real) if inside(&real) => Ok(()),
+                    // A missing file under a root is reported as missing, not as denied.
+                    Err(source) if inside(&normalize(path)) => Err(TemplateError::Read {
                         path: path.to_owned(),
                         source,
                     }),
@@ -390,13 +478,13 @@ impl fmt::Debug for Scope {
 impl Scope {
     /// A scope for the conversation at `chat_path` (`None` for an unsaved one: `__filename`
     /// is then unset and relative paths resolve against the working directory), reading any
-    /// file (see [`Scope::with_file_access`]).
+    /// the files of the conversation's project (see [`Scope::with_file_access`]).
     pub fn new(
         engine: Arc<dyn TemplateEngine>,
         chat_path: Option<&Path>,
         variables: Map<String, Value>,
     ) -> Self {
-        Self::with_file_access(engine, chat_path, variables, FileAccess::Any)
+        Self::with_file_access(engine, chat_path, variables, FileAccess::default())
     }
 
     /// [`Scope::new`] reading only the files `files` allows.
@@ -407,12 +495,7 @@ impl Scope {
         files: FileAccess,
     ) -> Self {
         // Resolved once here rather than for every file read.
-        let files = match files {
-            FileAccess::Within(root) => {
-                FileAccess::Within(std::fs::canonicalize(&root).unwrap_or(root))
-            }
-            other => other,
-        };
+        let files = files.resolved(chat_path);
         let filename = chat_path.map(|p| Arc::from(normalize(&expand_home(p))));
         let dirname = filename
             .as_deref()

@@ -301,7 +301,7 @@ fn file_access_keeps_reads_inside_a_directory() {
     let doc = flemma_ast::parse(chat);
     let prompt = PromptBuilder::new()
         .chat_path(&path)
-        .file_access(flemma_providers::FileAccess::Within(work.clone()))
+        .file_access(flemma_providers::FileAccess::within(work.clone()))
         .build(&doc);
     let parts = &prompt.messages[0].parts;
     assert!(
@@ -320,7 +320,7 @@ fn file_access_keeps_reads_inside_a_directory() {
         messages[0]
     );
     assert!(
-        messages[0].ends_with("is not allowed here"),
+        messages[0].contains("is not allowed here: it is outside the conversation's project and store (templates.file_access = \"any\""),
         "{}",
         messages[0]
     );
@@ -343,9 +343,170 @@ fn file_access_keeps_reads_inside_a_directory() {
     // Nothing of the outside file reached the prompt.
     assert!(!format!("{:?}", prompt.messages).contains("secret"));
 
-    // The default reads anything the process can.
+    // The default reads inside the project only (here `work`, which no repository holds);
+    // `FileAccess::Any` reads anything the process can.
     let prompt = PromptBuilder::new().chat_path(&path).build(&doc);
+    assert!(!format!("{:?}", prompt.messages).contains("secret"));
+    let prompt = PromptBuilder::new()
+        .chat_path(&path)
+        .file_access(flemma_providers::FileAccess::Any)
+        .build(&doc);
     assert!(format!("{:?}", prompt.messages).contains("secret"));
+}
+
+/// A project (a repository) whose conversation `read` a file of the project; the file's text
+/// (a template, since `read` emits templates) names files outside the project.
+fn read_result_project(dir: &TempDir, body: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir.join("repo/.git")).unwrap();
+    dir.write("repo/docs/inside.txt", "inside text");
+    dir.write("outside/secret.txt", "outside secret");
+    std::os::unix::fs::symlink(
+        dir.join("outside/secret.txt"),
+        dir.join("repo/docs/link.txt"),
+    )
+    .unwrap();
+    let chat = format!(
+        "@You:\nRead it.\n\n@Assistant:\n**Tool Use:** `read` (`toolu_r`)\n```json\n\
+         {{\"label\": \"r\", \"path\": \"./notes.txt\"}}\n```\n\n\
+         @You:\n**Tool Result:** `toolu_r`\n\n```\n{body}\n```\n"
+    );
+    dir.write("repo/docs/talk.chat", &chat)
+}
+
+fn tool_result_parts<'p>(prompt: &'p Prompt<'_>) -> &'p [Part<'p>] {
+    prompt
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .find_map(|p| match p {
+            Part::ToolResult { parts, .. } => Some(parts.as_slice()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_read_result_cannot_reach_files_outside_the_project_by_default() {
+    let dir = TempDir::new("read-outside");
+    let outside = dir.join("outside/secret.txt");
+    let body = format!(
+        "env: @//proc/self/environ;type=text/plain\nhost: @//etc/hostname\nfile: @//{}\nlink: @./link.txt\nok: @./inside.txt",
+        outside.display().to_string().trim_start_matches('/')
+    );
+    let path = read_result_project(&dir, &body);
+    let doc = flemma_ast::parse(&std::fs::read_to_string(&path).unwrap());
+    let prompt = PromptBuilder::new().chat_path(&path).build(&doc);
+    let parts = tool_result_parts(&prompt);
+    // Only the file inside the project is attached; the others stay text.
+    let files: Vec<&FilePart> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::File(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(files.as_slice(), [FilePart::TextFile { text, .. }] if text == "inside text"),
+        "{parts:?}"
+    );
+    let sent = format!("{:?}", prompt.messages);
+    assert!(!sent.contains("outside secret"), "{sent}");
+    let refused: Vec<&str> = prompt
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .filter(|m| m.contains("templates.file_access = \"any\""))
+        .collect();
+    assert_eq!(refused.len(), 4, "{:?}", prompt.diagnostics);
+    assert!(
+        refused[0].contains("@//proc/self/environ;type=text/plain not attached"),
+        "{}",
+        refused[0]
+    );
+    assert!(
+        refused[3].contains("@./link.txt not attached"),
+        "{}",
+        refused[3]
+    );
+
+    // `templates.file_access = "any"` is the spec's behaviour: every file is attached.
+    let mut config = flemma_config::Config::new();
+    config
+        .set(
+            flemma_config::Layer::Runtime,
+            "templates.file_access",
+            "any",
+        )
+        .unwrap();
+    let access =
+        flemma_providers::FileAccess::from_options(&config.options().unwrap().templates, None);
+    let prompt = PromptBuilder::new()
+        .chat_path(&path)
+        .file_access(access)
+        .build(&doc);
+    let sent = format!("{:?}", prompt.messages);
+    assert!(sent.contains("outside secret"), "{sent}");
+    assert_eq!(
+        tool_result_parts(&prompt)
+            .iter()
+            .filter(|p| matches!(p, Part::File(_)))
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn a_read_result_cannot_include_files_outside_the_project_by_default() {
+    let dir = TempDir::new("include-outside");
+    let outside = dir.join("outside/secret.txt");
+    let body = format!(
+        "{{{{ include(\"/etc/hostname\") }}}} {{{{ include(\"{}\") }}}}",
+        outside.display()
+    );
+    let path = read_result_project(&dir, &body);
+    let doc = flemma_ast::parse(&std::fs::read_to_string(&path).unwrap());
+    let prompt = PromptBuilder::new().chat_path(&path).build(&doc);
+    // The template fails, so the text is sent as written.
+    assert_eq!(tool_result_parts(&prompt), [Part::text(body.clone())]);
+    assert_eq!(prompt.diagnostics.len(), 1, "{:?}", prompt.diagnostics);
+    let message = &prompt.diagnostics[0].message;
+    assert!(
+        message.contains("reading '/etc/hostname' is not allowed here"),
+        "{message}"
+    );
+    assert!(
+        message.contains("templates.file_access = \"any\""),
+        "{message}"
+    );
+
+    // Inside the project, and through `templates.allowed_roots`, `include()` reads.
+    let inside = "{{ include(\"./inside.txt\") }}";
+    let inside_dir = TempDir::new("include-inside");
+    let path = read_result_project(&inside_dir, inside);
+    let doc = flemma_ast::parse(&std::fs::read_to_string(&path).unwrap());
+    let prompt = PromptBuilder::new().chat_path(&path).build(&doc);
+    assert_eq!(tool_result_parts(&prompt), [Part::text("inside text")]);
+    let mut config = flemma_config::Config::new();
+    config
+        .append(
+            flemma_config::Layer::Runtime,
+            "templates.allowed_roots",
+            dir.join("outside").to_str().unwrap(),
+        )
+        .unwrap();
+    let access =
+        flemma_providers::FileAccess::from_options(&config.options().unwrap().templates, None);
+    let allowed_dir = TempDir::new("include-allowed");
+    let path = read_result_project(
+        &allowed_dir,
+        &format!("{{{{ include(\"{}\") }}}}", outside.display()),
+    );
+    let doc = flemma_ast::parse(&std::fs::read_to_string(&path).unwrap());
+    let prompt = PromptBuilder::new()
+        .chat_path(&path)
+        .file_access(access)
+        .build(&doc);
+    assert_eq!(tool_result_parts(&prompt), [Part::text("outside secret")]);
 }
 
 #[test]

@@ -236,6 +236,16 @@ impl Executor {
         &self.setup.conversation
     }
 
+    /// The conversation's store directory under `options` (what tools see as
+    /// `$FLEMMA_TOOLS_STORE_PATH`); `None` when the store's path format does not render.
+    pub fn store_directory(&self, options: &Options) -> Option<PathBuf> {
+        let chat = self.setup.conversation.path();
+        Store::new(&options.tools.store, chat, &self.setup.conversation_id)
+            .ok()?
+            .directory()
+            .ok()
+    }
+
     /// Whether the call `id` is running.
     pub fn is_running(&self, id: &str) -> bool {
         self.running_calls().contains_key(id)

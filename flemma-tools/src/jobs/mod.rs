@@ -138,7 +138,9 @@ pub struct DetachedCommand {
     pub argv: Vec<String>,
     /// The working directory.
     pub cwd: PathBuf,
-    /// Variables added to the inherited environment.
+    /// The whole environment, later entries winning: the host's is not inherited, so a tool
+    /// starts from [`ExecutionContext::environment`] (the host's under `tools.env`) and adds
+    /// its own variables.
     pub env: Vec<(String, String)>,
     /// Stopped (with its output kept) when this passes; watched by whichever host watches the
     /// job.

@@ -60,6 +60,7 @@ pub(crate) fn spawn(
         .arg(program)
         .args(args)
         .current_dir(&command.cwd)
+        .env_clear()
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(MARKER_VAR, marker)
         .stdin(Stdio::null())

@@ -2,7 +2,8 @@
 //!
 //! The command line is `[tools.bash.shell, "-c", command]`, wrapped by the sandbox, in the
 //! call's working directory, with standard input from `/dev/null`, in its own session and
-//! process group, and with the inherited environment plus `GIT_PAGER=cat`, `PAGER=cat`,
+//! process group, and with the host's environment under `tools.env` (without credentials by
+//! default, see [`ExecutionContext::environment`]) plus `GIT_PAGER=cat`, `PAGER=cat`,
 //! `tools.bash.env`, `FLEMMA_TOOLS_STORE_PATH` and the call's marker (see [`reap`]).
 //!
 //! The output is the terminal text ([`terminal`]) with trailing whitespace trimmed,
@@ -204,10 +205,12 @@ fn prepare(
         .sandbox()
         .wrap_command(argv)
         .map_err(|error| ToolOutput::error(msg::sandbox_error(&error.to_string())))?;
-    let mut env = vec![
+    // The host's environment is not inherited: this is the whole of it.
+    let mut env = ctx.environment();
+    env.extend([
         ("GIT_PAGER".to_owned(), "cat".to_owned()),
         ("PAGER".to_owned(), "cat".to_owned()),
-    ];
+    ]);
     env.extend(options.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(dir) = store_dir {
         env.push((

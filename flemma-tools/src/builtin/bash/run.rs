@@ -25,7 +25,7 @@ const SIZE: (u16, u16) = (50, 200);
 pub(crate) struct Command {
     pub(crate) argv: Vec<String>,
     pub(crate) cwd: PathBuf,
-    /// Added to the inherited environment, in order.
+    /// The whole environment (nothing is inherited), later entries winning.
     pub(crate) env: Vec<(String, String)>,
     /// This call's marker (see [`super::reap`]).
     pub(crate) marker: String,
@@ -86,6 +86,7 @@ pub(crate) async fn run(
     let mut child = pty_process::Command::new(program)
         .args(args)
         .current_dir(&command.cwd)
+        .env_clear()
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .env(MARKER_VAR, &command.marker)
         .stdin(Stdio::null())

@@ -1,0 +1,289 @@
+//! `tools.env`: which of the host's environment variables tool processes see.
+//!
+//! A model that runs `env` reads everything the host process holds, and a host started from a
+//! developer's shell holds the provider keys (`ANTHROPIC_API_KEY`) and more. So the processes
+//! tools start (the foreground `bash`, background jobs, anything under the sandbox) get the
+//! host's environment *filtered*: names that look like credentials are removed unless the
+//! configuration keeps them. The spec (§12.1) passes the whole environment; `EnvPolicy` with
+//! `ignore_default_excludes = true` restores that. [`EnvPolicy`] says how the environment is
+//! built, step by step.
+//!
+//! ```
+//! use flemma_config::{EnvPolicy, Inherit};
+//!
+//! let host = [("PATH", "/usr/bin"), ("ANTHROPIC_API_KEY", "sk-1"), ("GITHUB_TOKEN", "gh")]
+//!     .map(|(k, v)| (k.to_owned(), v.to_owned()));
+//! let env = EnvPolicy::default().apply(host.clone());
+//! assert_eq!(env, [("PATH".to_owned(), "/usr/bin".to_owned())]);
+//!
+//! let env = EnvPolicy::default().keep(["GITHUB_TOKEN"]).apply(host);
+//! assert_eq!(env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["GITHUB_TOKEN", "PATH"]);
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::glob::GlobList;
+
+/// Where a tool process's environment starts (`tools.env.inherit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Inherit {
+    /// Every variable of the host process.
+    #[default]
+    All,
+    /// Only the [`CORE_VARS`].
+    Core,
+    /// None.
+    None,
+}
+
+/// The variables `inherit = "core"` keeps: what a shell needs to find programs, the user's
+/// home and temporary directories, and the locale.
+pub const CORE_VARS: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP", "LANG",
+    "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
+];
+
+/// The names removed unless `ignore_default_excludes` is set: the credentials the SDK reads
+/// itself (`flemma-providers`: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `VERTEX_ACCESS_TOKEN`)
+/// and the usual spellings of secrets (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`, `NPM_TOKEN`, `PGPASSWORD`, `STRIPE_SECRET_KEY`, …). Compared without
+/// regard to case.
+///
+/// Names that only point at a secret (`GOOGLE_APPLICATION_CREDENTIALS`, `SSH_AUTH_SOCK`,
+/// `KUBECONFIG`) are not removed: they are paths, and tools that use them would break.
+pub const DEFAULT_EXCLUDES: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "VERTEX_ACCESS_TOKEN",
+    "*API_KEY",
+    "*APIKEY",
+    "*API_KEY_*",
+    "*TOKEN",
+    "*TOKEN_*",
+    "*SECRET",
+    "*SECRET_*",
+    "*SECRETS",
+    "*PASSWORD",
+    "*PASSWD",
+    "*ACCESS_KEY",
+    "*PRIVATE_KEY",
+];
+
+/// `tools.env`: how the environment of tool processes is built from the host's.
+///
+/// The environment is built in this order:
+///
+/// 1. `inherit`: all of the host's variables (`"all"`, the default), the [`CORE_VARS`]
+///    (`"core"`), or none (`"none"`);
+/// 2. names matching [`DEFAULT_EXCLUDES`] are removed, unless `ignore_default_excludes`;
+/// 3. names matching `exclude` are removed;
+/// 4. when `include_only` is not empty, only names matching it are left;
+/// 5. host variables whose names match `keep` are put back, whatever steps 1-4 said;
+/// 6. `set` is added (it wins over the host's values).
+///
+/// A tool then adds its own variables (`bash`: `GIT_PAGER`, `PAGER`, `tools.bash.env`,
+/// `FLEMMA_TOOLS_STORE_PATH`). Patterns are the tool-name glob dialect (`*` matches any run of
+/// characters, everything else is literal), compared without regard to case.
+///
+/// `Default` is the safe default: the host's environment without the [`DEFAULT_EXCLUDES`].
+/// Hosts that run tools themselves build one with the methods below, or read it from
+/// [`ToolsOptions::env`](crate::ToolsOptions::env).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EnvPolicy {
+    /// Where the environment starts.
+    pub inherit: Inherit,
+    /// Keep the names [`DEFAULT_EXCLUDES`] would remove (the spec's behaviour with `inherit =
+    /// "all"`).
+    pub ignore_default_excludes: bool,
+    /// Patterns of names removed.
+    pub exclude: Vec<String>,
+    /// When not empty, only names matching one of these patterns are left.
+    pub include_only: Vec<String>,
+    /// Patterns of host names passed on whatever the other steps say (`GITHUB_TOKEN` for a
+    /// conversation that runs `gh`).
+    pub keep: Vec<String>,
+    /// Variables set in every tool process.
+    pub set: BTreeMap<String, String>,
+}
+
+impl EnvPolicy {
+    /// The policy that passes the host's environment as it is (the spec's behaviour).
+    pub fn inherit_all() -> Self {
+        Self {
+            ignore_default_excludes: true,
+            ..Self::default()
+        }
+    }
+
+    /// Sets where the environment starts.
+    #[must_use]
+    pub fn inherit(mut self, inherit: Inherit) -> Self {
+        self.inherit = inherit;
+        self
+    }
+
+    /// Whether the [`DEFAULT_EXCLUDES`] are ignored.
+    #[must_use]
+    pub fn ignore_default_excludes(mut self, ignore: bool) -> Self {
+        self.ignore_default_excludes = ignore;
+        self
+    }
+
+    /// Adds patterns of names to remove.
+    #[must_use]
+    pub fn exclude<I: IntoIterator<Item = S>, S: Into<String>>(mut self, patterns: I) -> Self {
+        self.exclude.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds patterns of the only names to leave.
+    #[must_use]
+    pub fn include_only<I: IntoIterator<Item = S>, S: Into<String>>(mut self, patterns: I) -> Self {
+        self.include_only
+            .extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds patterns of host names always passed on.
+    #[must_use]
+    pub fn keep<I: IntoIterator<Item = S>, S: Into<String>>(mut self, patterns: I) -> Self {
+        self.keep.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets a variable in every tool process.
+    #[must_use]
+    pub fn set(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.set.insert(name.into(), value.into());
+        self
+    }
+
+    /// The environment of a tool process, from the host's variables `host`, sorted by name.
+    pub fn apply<I: IntoIterator<Item = (String, String)>>(
+        &self,
+        host: I,
+    ) -> Vec<(String, String)> {
+        let defaults = patterns(DEFAULT_EXCLUDES.iter().copied());
+        let core = patterns(CORE_VARS.iter().copied());
+        let exclude = patterns(self.exclude.iter().map(String::as_str));
+        let include_only = patterns(self.include_only.iter().map(String::as_str));
+        let keep = patterns(self.keep.iter().map(String::as_str));
+        let mut env = BTreeMap::new();
+        for (name, value) in host {
+            let upper = name.to_ascii_uppercase();
+            let inherited = match self.inherit {
+                Inherit::All => true,
+                Inherit::Core => core.is_match(&upper),
+                Inherit::None => false,
+            };
+            let admitted = inherited
+                && (self.ignore_default_excludes || !defaults.is_match(&upper))
+                && !exclude.is_match(&upper)
+                && (self.include_only.is_empty() || include_only.is_match(&upper));
+            if admitted || keep.is_match(&upper) {
+                env.insert(name, value);
+            }
+        }
+        env.extend(self.set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        env.into_iter().collect()
+    }
+
+    /// [`EnvPolicy::apply`] to the host process's own environment (variables whose name or
+    /// value is not UTF-8 are left out).
+    pub fn apply_to_process(&self) -> Vec<(String, String)> {
+        self.apply(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        )
+    }
+
+    /// Whether the host variable `name` is left out of tool processes (`set` aside).
+    pub fn hides(&self, name: &str) -> bool {
+        self.apply([(name.to_owned(), String::new())]).is_empty()
+    }
+}
+
+/// `patterns` upper-cased, compiled once.
+fn patterns<'a>(patterns: impl Iterator<Item = &'a str>) -> GlobList {
+    GlobList::new(patterns.map(str::to_ascii_uppercase))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn host() -> Vec<(String, String)> {
+        [
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/me"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_API_KEY", "sk-oai"),
+            ("VERTEX_ACCESS_TOKEN", "ya29"),
+            ("MY_TOKEN", "t"),
+            ("FOO_SECRET", "s"),
+            ("AWS_SECRET_ACCESS_KEY", "aws"),
+            ("github_token", "gh"),
+            ("PGPASSWORD", "pg"),
+            ("EDITOR", "vi"),
+            ("SSH_AUTH_SOCK", "/run/ssh"),
+            ("TOKENIZERS_PARALLELISM", "false"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into()
+    }
+
+    fn names(env: &[(String, String)]) -> Vec<&str> {
+        env.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn the_default_removes_credentials_and_keeps_the_rest() {
+        let env = EnvPolicy::default().apply(host());
+        assert_eq!(
+            names(&env),
+            [
+                "EDITOR",
+                "HOME",
+                "PATH",
+                "SSH_AUTH_SOCK",
+                "TOKENIZERS_PARALLELISM"
+            ]
+        );
+    }
+
+    #[test]
+    fn inherit_all_is_the_spec() {
+        assert_eq!(EnvPolicy::inherit_all().apply(host()).len(), host().len());
+    }
+
+    #[test]
+    fn keep_readmits_a_name_and_set_wins() {
+        let env = EnvPolicy::default()
+            .inherit(Inherit::None)
+            .keep(["MY_TOKEN", "git*"])
+            .set("PATH", "/bin")
+            .apply(host());
+        let expected = [("MY_TOKEN", "t"), ("PATH", "/bin"), ("github_token", "gh")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        assert_eq!(env, expected);
+    }
+
+    #[test]
+    fn core_exclude_and_include_only() {
+        let core = EnvPolicy::default().inherit(Inherit::Core).apply(host());
+        assert_eq!(names(&core), ["HOME", "PATH"]);
+        let env = EnvPolicy::default()
+            .exclude(["edit*"])
+            .include_only(["*E*"])
+            .apply(host());
+        assert_eq!(names(&env), ["HOME", "TOKENIZERS_PARALLELISM"]);
+        assert!(EnvPolicy::default().hides("Anthropic_Api_Key"));
+        assert!(!EnvPolicy::default().hides("EDITOR"));
+    }
+}
