@@ -7,6 +7,7 @@
 )]
 
 mod bash;
+mod claims;
 mod cycle;
 mod executor;
 mod files;
