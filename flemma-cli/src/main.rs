@@ -419,6 +419,18 @@ fn request(
         builder = builder.chat_path(path);
     }
     let prompt = builder.build(&doc);
+    // A call in progress (or whose host died) would be sent as an empty result.
+    if input.path().is_some() {
+        for d in tools::in_progress_diagnostics(file, &doc, settings) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}:{}: warning: {}",
+                input.name,
+                d.line,
+                d.message
+            );
+        }
+    }
     for d in &prompt.diagnostics {
         let _ = writeln!(
             std::io::stderr(),

@@ -219,6 +219,26 @@ fn a_call_whose_host_was_killed_is_answered_with_an_error_and_sent_as_one() {
         text(&out.stdout)
     );
 
+    // `request` warns that the block would go out as an empty result.
+    let out = flemma(
+        &[
+            "request",
+            path(&file),
+            "--provider",
+            "anthropic",
+            "--templates",
+            "jinja",
+        ],
+        None,
+    );
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "{name}:{line}: warning: call `toolu_k` was interrupted"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+
     // The next host answers it with an error.
     let out = flemma(
         &[
