@@ -459,6 +459,18 @@ fn request(
         store.as_deref(),
     ));
     let prompt = builder.build(&doc);
+    // A call in progress (or whose host died) would be sent as an empty result.
+    if input.path().is_some() {
+        for d in tools::in_progress_diagnostics(file, &doc, settings) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}:{}: warning: {}",
+                input.name,
+                d.line,
+                d.message
+            );
+        }
+    }
     for d in &prompt.diagnostics {
         let _ = writeln!(
             std::io::stderr(),
@@ -553,9 +565,14 @@ fn check(
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
     let input = Input::read(file)?;
-    let doc = flemma::ast::parse(&input.text);
+    let mut doc = flemma::ast::parse(&input.text);
     let mut config = settings.load()?;
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
+    // Calls that run in another process, or whose host died mid-run.
+    if input.path().is_some() {
+        let in_progress = tools::in_progress_diagnostics(file, &doc, settings);
+        doc.diagnostics.extend(in_progress);
+    }
     if json {
         let mut diagnostics =
             serde_json::to_value(&doc.diagnostics).map_err(|e| failed(e.into()))?;

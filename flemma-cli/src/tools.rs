@@ -256,3 +256,53 @@ pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Resu
     result.map_err(|e| executor_failure(file, e))?;
     Ok(0)
 }
+
+/// `flemma check`'s warnings about calls in progress: a result block that is still the empty
+/// block of a running call, claimed by a live host (its result is not written yet) or by one
+/// that died (the next cycle answers it with an error). Nothing when the claims cannot be read.
+pub(crate) fn in_progress_diagnostics(
+    file: &Path,
+    doc: &flemma::ast::Document,
+    settings: &Settings,
+) -> Vec<flemma::ast::Diagnostic> {
+    let Ok(executor) = executor(file, settings) else {
+        return Vec::new();
+    };
+    let Ok(claims) = runtime().and_then(|rt| {
+        rt.block_on(executor.claims())
+            .map_err(|e| executor_failure(file, e))
+    }) else {
+        return Vec::new();
+    };
+    let pid = |pid: Option<i32>| pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
+    claims
+        .into_iter()
+        .filter_map(|claim| {
+            let result = flemma::ast::find_tool_result_by_id(doc, claim.id.as_str())?;
+            let result = result.node;
+            if result.status.is_some() || !result.content.trim().is_empty() {
+                return None;
+            }
+            let message = if claim.live {
+                format!(
+                    "call `{}` is running in another process (pid {}); its result is not written yet",
+                    claim.id,
+                    pid(claim.pid)
+                )
+            } else {
+                format!(
+                    "call `{}` was interrupted: its host (pid {}) ended before it completed; \
+                     the next `flemma cycle` or `flemma run` answers it with an error",
+                    claim.id,
+                    pid(claim.pid)
+                )
+            };
+            Some(flemma::ast::Diagnostic {
+                kind: flemma::ast::DiagnosticKind::ToolResult,
+                severity: flemma::ast::Severity::Warning,
+                message,
+                line: result.span.start_line,
+            })
+        })
+        .collect()
+}

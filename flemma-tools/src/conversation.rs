@@ -235,9 +235,11 @@ impl Conversation for MemoryConversation {
 ///
 /// The file is read again before every change: when it no longer holds the text the edits
 /// were computed against (someone else wrote it), the change is refused as
-/// [`ConversationError::Stale`] and the executor recomputes it on the new text. The window
-/// between that read and the rename is not locked against other writers (editors do not
-/// honour advisory locks); it is the length of one local write.
+/// [`ConversationError::Stale`] and the executor recomputes it on the new text. The file is
+/// compared once more under the lock every [`write_atomic`](flemma_store::write_atomic) of its
+/// directory takes, right before the rename, so two hosts of this library never write over
+/// each other's change; other writers (editors do not honour advisory locks) can, in a window
+/// the length of one rename.
 #[derive(Debug)]
 pub struct FileConversation {
     path: PathBuf,
@@ -290,6 +292,26 @@ impl FileConversation {
     }
 }
 
+/// The "backup" of a conversation write: run under the directory's write lock right before the
+/// rename, it refuses the write when the file no longer holds the text the edits were applied to.
+#[derive(Debug)]
+struct Unchanged(Arc<String>);
+
+/// The file changed under a write.
+#[derive(Debug, thiserror::Error)]
+#[error("the file changed since it was read")]
+struct Changed;
+
+impl flemma_store::BackupStrategy for Unchanged {
+    fn backup(&self, path: &Path) -> std::io::Result<Option<PathBuf>> {
+        if std::fs::read(path)? == self.0.as_bytes() {
+            Ok(None)
+        } else {
+            Err(std::io::Error::other(Changed))
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl Conversation for FileConversation {
     async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
@@ -317,15 +339,33 @@ impl Conversation for FileConversation {
             flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
         let path = self.path.clone();
         let bytes = text.clone().into_bytes();
-        tokio::task::spawn_blocking(move || {
-            flemma_store::write_atomic(&path, &bytes, &flemma_store::NoBackup)
+        let unchanged = Unchanged(Arc::clone(&current.text));
+        let written = tokio::task::spawn_blocking(move || {
+            flemma_store::write_atomic(&path, &bytes, &unchanged)
         })
         .await
-        .map_err(ConversationError::Task)?
-        .map_err(|source| ConversationError::Write {
-            path: self.path.clone(),
-            source,
-        })?;
+        .map_err(ConversationError::Task)?;
+        match written {
+            Ok(_) => {}
+            // Another writer replaced the file since it was read.
+            Err(flemma_store::StoreError::Backup { source, .. })
+                if source
+                    .get_ref()
+                    .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Changed>) =>
+            {
+                // The next read sees the new text and moves the revision on.
+                return Err(ConversationError::Stale {
+                    expected: revision,
+                    actual: Revision(revision.0 + 1),
+                });
+            }
+            Err(source) => {
+                return Err(ConversationError::Write {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        }
         let snapshot = Snapshot {
             text: Arc::new(text),
             revision: Revision(revision.0 + 1),

@@ -62,8 +62,8 @@ pub use conversation::{
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use events::{Event, Placed};
 pub use executor::{
-    Answer, Approver, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError, Next,
-    PendingCall,
+    Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
+    Next, PendingCall,
 };
 pub use flemma_schema::{Capabilities, Capability};
 pub use module::ToolModule;

@@ -234,6 +234,9 @@ pub(crate) const JOB_EXECUTING_UNTRACKED: &str = "Running as a background job. D
 
 /// `job.lost`
 pub(crate) const JOB_LOST: &str = "Job lost: session ended before completion.";
+/// A foreground call whose host ended (was killed) before the call completed (ours: the spec
+/// has `job.lost` for background jobs only).
+pub(crate) const CALL_LOST: &str = "Tool execution lost: session ended before completion. It may have run in part; check before retrying.";
 
 /// `tool.flemma.jobs.status.state_running`
 pub(crate) const JOB_STATE_RUNNING: &str = "running";

@@ -7,6 +7,8 @@
 )]
 
 #[cfg(unix)]
+mod claims;
+#[cfg(unix)]
 mod jobs;
 mod output;
 mod paths;

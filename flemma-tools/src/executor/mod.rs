@@ -25,12 +25,14 @@ use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+mod claim;
 mod jobs;
 mod plan;
 mod types;
 
 pub(crate) use jobs::JobShared;
 
+pub use claim::CallClaim;
 pub use types::{Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall};
 
 use crate::actions;
@@ -138,6 +140,7 @@ impl ExecutorBuilder {
             cache: tokio::sync::Mutex::new(None),
             running: Mutex::new(HashMap::new()),
             recovered: std::sync::atomic::AtomicBool::new(false),
+            claimant: claim::Claimant::new(),
         }
     }
 }
@@ -155,6 +158,8 @@ pub struct Executor {
     jobs: Arc<JobShared>,
     /// Whether orphan recovery ran (the first cycle runs it).
     recovered: std::sync::atomic::AtomicBool,
+    /// This executor as the holder of call claims (one execution per call across hosts).
+    claimant: claim::Claimant,
 }
 
 /// A foreground call that runs now.
@@ -187,6 +192,8 @@ struct Settings {
     sandbox_available: bool,
     /// The job journal under the store directory.
     journal: Option<crate::jobs::journal::Journal>,
+    /// Where the conversation's call claims are kept.
+    claims: claim::Table,
 }
 
 /// A call ready to run.
@@ -305,19 +312,28 @@ impl Executor {
             }
             let settings = self.settings().await?;
             self.migrate_names().await?;
+            // Calls whose host died mid-run get their error first.
+            let lost = self.settle_claims(&settings).await?;
             let placed = self
                 .phase_one(&settings)
                 .instrument(tracing::debug_span!("flemma.phase_one"))
                 .await?;
-            let completed = self
-                .phase_two(&settings)
-                .instrument(tracing::debug_span!("flemma.phase_two"))
-                .await?;
+            let mut completed = lost;
+            completed.extend(
+                self.phase_two(&settings)
+                    .instrument(tracing::debug_span!("flemma.phase_two"))
+                    .await?,
+            );
             // A delivery point (spec §8.5): no foreground call runs now.
             if self.running_calls().is_empty() {
                 self.drain_jobs().await?;
             }
-            let next = self.next_step().await?;
+            let mut next = self.next_step().await?;
+            // Read after the document: a call another host claims later was `(approved)` in
+            // it, so `next` was not `send` then.
+            if next != Next::Running && self.claimed_elsewhere(&settings).await {
+                next = Next::Running;
+            }
             tracing::debug!(
                 placed = placed.len(),
                 completed = completed.len(),
@@ -476,6 +492,7 @@ impl Executor {
             .ok()
             .map(|dir| crate::jobs::journal::Journal::new(&dir));
         self.jobs.set_journal(journal.clone());
+        let claims = claim::Table::of(&self.setup.conversation, store.directory().ok().as_deref());
         let sandbox_available = self.setup.sandbox.is_available(&options.sandbox);
         let sandbox = if options.sandbox.enabled {
             let store_dir = store.directory().ok();
@@ -499,6 +516,7 @@ impl Executor {
             sandbox,
             sandbox_available,
             journal,
+            claims,
         })
     }
 
@@ -727,6 +745,9 @@ impl Executor {
             .collect();
         let mut completed = Vec::new();
         let mut tasks: JoinSet<Joined> = JoinSet::new();
+        // The claims of the calls running now; one left here when the cycle ends early reads
+        // as its host's gone, so the next cycle answers its call with an error.
+        let mut held = HashMap::new();
         let locked = !queue.is_empty();
         if locked {
             self.setup.conversation.set_locked(true).await;
@@ -736,14 +757,22 @@ impl Executor {
                 // The calls that start now lose their `(approved)` suffix in one edit
                 // (spec §7.5 step 7), then run.
                 let free = limit.saturating_sub(tasks.len()).min(queue.len());
-                let starting: Vec<Call> = queue.drain(..free).collect();
+                // Each is claimed first: a call another host claimed is left to it.
+                let starting = self
+                    .claim_calls(queue.drain(..free).collect(), settings)
+                    .await?;
+                let (starting, claims): (Vec<Call>, Vec<_>) = starting.into_iter().unzip();
                 if !starting.is_empty() {
                     self.clear_suffixes(&starting).await?;
                 }
-                for call in starting {
+                for (call, claim) in starting.into_iter().zip(claims) {
                     let id = call.id.clone();
                     if let Some((task, moved)) = self.start(call, settings).await? {
+                        held.insert(id.clone(), claim);
                         tasks.spawn(run_movable(id, task, moved));
+                    } else {
+                        // A job now, which its journal keeps.
+                        self.release_claim(claim, settings).await;
                     }
                 }
                 if tasks.is_empty() {
@@ -760,14 +789,21 @@ impl Executor {
                 // shutting down; nothing to write then.
                 let finished = match joined {
                     Ok(Joined::Done(finished)) => finished,
-                    Ok(Joined::Moved) | Err(_) => continue,
+                    Ok(Joined::Moved(id)) => {
+                        self.release_claim(held.remove(&id).flatten(), settings)
+                            .await;
+                        continue;
+                    }
+                    Err(_) => continue,
                     Ok(Joined::Failed(id)) => {
                         self.running_calls().remove(&id);
                         continue;
                     }
                 };
                 self.running_calls().remove(&finished.id);
+                let claim = held.remove(&finished.id).flatten();
                 completed.push(self.finish(finished, settings).await?);
+                self.release_claim(claim, settings).await;
             }
             Ok::<(), ExecutorError>(())
         }
@@ -1176,7 +1212,7 @@ enum Joined {
     /// It finished: write its result.
     Done(Finished),
     /// It went to the background: its result goes to the job queue.
-    Moved,
+    Moved(ToolUseId),
     /// Its task failed (the runtime is shutting down).
     Failed(ToolUseId),
 }
@@ -1198,7 +1234,7 @@ async fn run_movable(id: ToolUseId, call: CallFuture, moved: Moved) -> Joined {
                     complete(finished);
                 }
             });
-            Joined::Moved
+            Joined::Moved(id)
         }
     }
 }

@@ -263,7 +263,7 @@ pub(crate) struct Lock {
 }
 
 /// A job id as a file name: bytes outside `[A-Za-z0-9._-]` become `--` (the store's escaping).
-fn escape(id: &str) -> String {
+pub(crate) fn escape(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     for c in id.chars() {
         if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {

@@ -8,6 +8,7 @@
 
 mod bash;
 mod bash_load;
+mod claims;
 mod cycle;
 mod executor;
 mod files;
