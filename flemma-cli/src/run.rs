@@ -89,6 +89,8 @@ fn usage(error: impl Into<anyhow::Error>, context: String) -> Failure {
 }
 
 fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
+    // A regular file of UTF-8 text, as every command reads FILE (exit 2 otherwise).
+    crate::input::Input::check(&args.file)?;
     // `--output FILE` is FILE itself (copying a file onto itself would empty it).
     let same = |output: &PathBuf| {
         matches!(
@@ -97,12 +99,6 @@ fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
         )
     };
     let Some(output) = args.output.as_ref().filter(|o| !same(o)) else {
-        if !args.file.is_file() {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "cannot read {}: no such file",
-                args.file.display()
-            )));
-        }
         return Ok(Arc::new(FileConversation::new(&args.file)));
     };
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -204,8 +200,8 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
             .set(Layer::Runtime, "model", model.as_str())
             .map_err(|e| Failure::usage(e.into()))?;
     }
-    let provider = provider(args, args.model.as_deref())?;
     let conversation = conversation(args)?;
+    let provider = provider(args, args.model.as_deref())?;
     let tty = std::io::stderr().is_terminal();
     let progress = MultiProgress::with_draw_target(if tty {
         ProgressDrawTarget::stderr()
