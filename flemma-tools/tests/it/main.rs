@@ -15,6 +15,7 @@ mod preview;
 mod registry;
 mod sandbox;
 mod search;
+mod store_names;
 mod truncate;
 #[cfg(feature = "typed")]
 mod typed;
