@@ -578,7 +578,7 @@ fn tool_use(
 /// Checks that a tool-use fence body decodes to a JSON object (the language defaults to
 /// `json`), without building the value.
 ///
-/// The check runs serde_json's own decoder over the text ([`Checked`] accepts what
+/// The check runs `serde_json`'s own decoder over the text ([`Checked`] accepts what
 /// `serde_json::Value` accepts, storing nothing), so whatever passes here decodes later in
 /// [`ToolUse::input`](crate::ToolUse::input): numbers out of range, lone surrogates and inputs
 /// nested deeper than [`MAX_INPUT_DEPTH`] are refused here, with a diagnostic, instead of being
@@ -602,7 +602,7 @@ fn check_input(language: Option<&str>, content: &str) -> Result<(), String> {
 }
 
 /// The deepest nesting of arrays and objects a tool input may have, the input object itself
-/// counting as 1: serde_json's recursion limit, which [`ToolUse::input`](crate::ToolUse::input)
+/// counting as 1: `serde_json`'s recursion limit, which [`ToolUse::input`](crate::ToolUse::input)
 /// and the providers' stream decoders apply. A deeper input is a diagnostic, never a
 /// truncated or empty input.
 pub const MAX_INPUT_DEPTH: usize = 127;

@@ -129,14 +129,14 @@ fn open_regular(file: &Path, name: &str) -> Result<File, InputError> {
         // Linux refuses to open a socket; say what it is rather than `No such device`.
         Err(error) => {
             return Err(match std::fs::metadata(file) {
-                Ok(meta) if !meta.is_file() => not_a_file(name, &meta.file_type()),
+                Ok(meta) if !meta.is_file() => not_a_file(name, meta.file_type()),
                 _ => read_error(error),
             });
         }
     };
     let meta = opened.metadata().map_err(read_error)?;
     if !meta.is_file() {
-        return Err(not_a_file(name, &meta.file_type()));
+        return Err(not_a_file(name, meta.file_type()));
     }
     if meta.len() > MAX_INPUT_BYTES {
         return Err(InputError::TooLarge {
@@ -146,7 +146,7 @@ fn open_regular(file: &Path, name: &str) -> Result<File, InputError> {
     Ok(opened)
 }
 
-fn not_a_file(name: &str, kind: &std::fs::FileType) -> InputError {
+fn not_a_file(name: &str, kind: std::fs::FileType) -> InputError {
     InputError::NotAFile {
         name: name.to_owned(),
         kind: describe(kind),
@@ -154,7 +154,7 @@ fn not_a_file(name: &str, kind: &std::fs::FileType) -> InputError {
 }
 
 /// `a directory`, `a FIFO`, ...: what a path is when it is not a regular file.
-fn describe(kind: &std::fs::FileType) -> &'static str {
+fn describe(kind: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt as _;
@@ -234,5 +234,5 @@ fn read_text(reader: &mut dyn Read, name: &str) -> Result<String, InputError> {
 
 /// The number of line feeds in `bytes`.
 fn line_feeds(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b == b'\n').count()
+    memchr::memchr_iter(b'\n', bytes).count()
 }

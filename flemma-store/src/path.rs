@@ -483,7 +483,7 @@ fn finish(path: &str, name: &str) -> PathBuf {
 /// The most bytes a file name may have on the file systems the store runs on (`NAME_MAX`).
 const NAME_MAX: usize = 255;
 
-/// The longest store file name a rendered path keeps: [`NAME_MAX`] less room for the names
+/// The longest store file name a rendered path keeps: `NAME_MAX` (255 bytes) less room for the names
 /// the writer derives from it, the temporary `.<name>.<pid>.<n>.tmp` (37 bytes more at most)
 /// and a `version` backup's `<stem>.<n>.<ext>` (11 more). Longer names are shortened by
 /// [`shorten`].

@@ -29,13 +29,11 @@ fn flemma_within(args: &[&str], stdin: Stdio) -> Output {
     std::thread::spawn(move || {
         let _ = done.send(child.wait_with_output());
     });
-    match finished.recv_timeout(PROMPTLY) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("flemma {args:?} still running after {PROMPTLY:?}");
-        }
-    }
+    let Ok(output) = finished.recv_timeout(PROMPTLY) else {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        panic!("flemma {args:?} still running after {PROMPTLY:?}");
+    };
+    output.unwrap()
 }
 
 fn flemma(args: &[&str]) -> (i32, String) {

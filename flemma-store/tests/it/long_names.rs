@@ -1,5 +1,5 @@
 //! Ids too long for a file name: the store shortens the name deterministically (a readable
-//! prefix and a hash of the whole name) and keeps it within NAME_MAX, backups and temporary
+//! prefix and a hash of the whole name) and keeps it within `NAME_MAX`, backups and temporary
 //! files included.
 
 use std::path::Path;
@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 
 use crate::{TempDir, entries, options, read, tid, tn};
 
-/// NAME_MAX on Linux and macOS file systems.
+/// `NAME_MAX` on Linux and macOS file systems.
 const NAME_MAX: usize = 255;
 
 fn file_name(path: &Path) -> String {
