@@ -200,8 +200,8 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
             .set(Layer::Runtime, "model", model.as_str())
             .map_err(|e| Failure::usage(e.into()))?;
     }
-    let conversation = conversation(args)?;
     let provider = provider(args, args.model.as_deref())?;
+    let conversation = conversation(args)?;
     let tty = std::io::stderr().is_terminal();
     let progress = MultiProgress::with_draw_target(if tty {
         ProgressDrawTarget::stderr()

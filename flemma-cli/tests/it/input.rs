@@ -19,6 +19,9 @@ const PROMPTLY: Duration = Duration::from_secs(60);
 fn flemma_within(args: &[&str], stdin: Stdio) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_flemma"))
         .args(args)
+        // `run` builds its provider before it reads FILE; no request is ever sent here.
+        .env("ANTHROPIC_API_KEY", "test-key-never-sent")
+        .env("FLEMMA_BASE_URL", "http://127.0.0.1:9")
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
