@@ -387,6 +387,11 @@ impl ToolUse {
     }
 
     /// The decoded input object (JSON `null` values are kept).
+    ///
+    /// A parsed tool use always decodes: the parser checks its text with the same decoder
+    /// and the same nesting limit ([`MAX_INPUT_DEPTH`](crate::MAX_INPUT_DEPTH)), and keeps
+    /// anything it refuses as a malformed segment with a diagnostic, so no call is ever run
+    /// with an input other than the one written. The empty object below is never reached.
     pub fn input(&self) -> &JsonObject {
         self.decoded
             .get_or_init(|| serde_json::from_str(&self.raw_input).unwrap_or_default())

@@ -53,7 +53,7 @@ pub use error::AstError;
 pub use flemma_ids::{InvalidId, JobId, ToolName, ToolUseId};
 pub use incremental::{IncrementalParser, Reparse};
 pub use messages::ABORTED_BY_USER;
-pub use parser::{parse, parse_bytes};
+pub use parser::{MAX_INPUT_DEPTH, parse, parse_bytes};
 pub use print::print;
 pub use source::line_ending;
 

@@ -1,7 +1,21 @@
 //! Reading a transcript from a file or standard input, and writing it back.
+//!
+//! A transcript is read as a stream and checked as it comes: a path that is not a regular file
+//! (a directory, a device such as `/dev/zero`, a FIFO, a socket) is refused before anything is
+//! read, the read stops at the first byte that is not UTF-8 (so `/dev/urandom` on standard
+//! input costs one buffer, not all memory), and past [`MAX_INPUT_BYTES`] it stops too.
 
-use std::io::Read as _;
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+
+/// The largest transcript the CLI reads: 256 MiB, far above any conversation a model can hold
+/// (a transcript is sent whole on every request) and small enough that parsing it stays
+/// within a laptop's memory.
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// How much is read at a time.
+const CHUNK: usize = 64 << 10;
 
 /// Why a transcript could not be read or written. The message names the file; the I/O error
 /// is the source, printed after it.
@@ -11,10 +25,18 @@ pub(crate) enum InputError {
     Read {
         name: String,
         #[source]
-        source: std::io::Error,
+        source: io::Error,
     },
-    #[error("{name}: invalid UTF-8 at byte offset {offset}")]
-    Utf8 { name: String, offset: usize },
+    #[error("cannot read {name}: it is {kind}, not a regular file")]
+    NotAFile { name: String, kind: &'static str },
+    #[error("{name}: invalid UTF-8 at byte offset {offset} (line {line})")]
+    Utf8 {
+        name: String,
+        offset: usize,
+        line: usize,
+    },
+    #[error("cannot read {name}: larger than {} MiB, the most a transcript may be", MAX_INPUT_BYTES >> 20)]
+    TooLarge { name: String },
 }
 
 /// A transcript's text and where it came from.
@@ -29,28 +51,29 @@ pub(crate) struct Input {
 impl Input {
     /// Reads `file`; `-` reads standard input.
     pub(crate) fn read(file: &Path) -> Result<Self, InputError> {
-        let (name, path, bytes) = if file.as_os_str() == "-" {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|source| InputError::Read {
-                    name: "<stdin>".into(),
-                    source,
-                })?;
-            ("<stdin>".to_owned(), None, bytes)
-        } else {
-            let name = file.display().to_string();
-            let bytes = std::fs::read(file).map_err(|source| InputError::Read {
-                name: name.clone(),
-                source,
-            })?;
-            (name, Some(file.to_owned()), bytes)
-        };
-        let text = String::from_utf8(bytes).map_err(|err| InputError::Utf8 {
-            name: name.clone(),
-            offset: err.utf8_error().valid_up_to(),
-        })?;
-        Ok(Self { name, path, text })
+        if file.as_os_str() == "-" {
+            let name = "<stdin>".to_owned();
+            let text = read_text(&mut io::stdin().lock(), &name)?;
+            return Ok(Self {
+                name,
+                path: None,
+                text,
+            });
+        }
+        let name = file.display().to_string();
+        let mut opened = open_regular(file, &name)?;
+        let text = read_text(&mut opened, &name)?;
+        Ok(Self {
+            name,
+            path: Some(file.to_owned()),
+            text,
+        })
+    }
+
+    /// Checks that `file` is a transcript [`Input::read`] would read (a regular file of UTF-8
+    /// text within the size bound), for commands that hand the path to a reader of their own.
+    pub(crate) fn check(file: &Path) -> Result<(), InputError> {
+        Self::read(file).map(drop)
     }
 
     /// The file's path; `None` for standard input.
@@ -82,4 +105,134 @@ impl Input {
             None => Ok(()),
         }
     }
+}
+
+/// Opens `file` for reading if it is a regular file (symbolic links followed).
+///
+/// The file is opened without blocking (a FIFO with no writer would otherwise hold the open
+/// forever) and its type is taken from the open handle, so it cannot change between the
+/// check and the read.
+fn open_regular(file: &Path, name: &str) -> Result<File, InputError> {
+    let read_error = |source| InputError::Read {
+        name: name.to_owned(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed());
+    }
+    let opened = match options.open(file) {
+        Ok(opened) => opened,
+        // Linux refuses to open a socket; say what it is rather than `No such device`.
+        Err(error) => {
+            return Err(match std::fs::metadata(file) {
+                Ok(meta) if !meta.is_file() => not_a_file(name, meta.file_type()),
+                _ => read_error(error),
+            });
+        }
+    };
+    let meta = opened.metadata().map_err(read_error)?;
+    if !meta.is_file() {
+        return Err(not_a_file(name, meta.file_type()));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(InputError::TooLarge {
+            name: name.to_owned(),
+        });
+    }
+    Ok(opened)
+}
+
+fn not_a_file(name: &str, kind: std::fs::FileType) -> InputError {
+    InputError::NotAFile {
+        name: name.to_owned(),
+        kind: describe(kind),
+    }
+}
+
+/// `a directory`, `a FIFO`, ...: what a path is when it is not a regular file.
+fn describe(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// Reads `reader` to its end as UTF-8, checking each chunk as it arrives: the read stops at
+/// the first invalid byte and past [`MAX_INPUT_BYTES`].
+fn read_text(reader: &mut dyn Read, name: &str) -> Result<String, InputError> {
+    let mut bytes = Vec::new();
+    let mut buffer = vec![0; CHUNK];
+    // Everything before `checked` is valid UTF-8; after it, at most an incomplete sequence.
+    let mut checked = 0;
+    loop {
+        let n = match reader.read(&mut buffer) {
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(InputError::Read {
+                    name: name.to_owned(),
+                    source,
+                });
+            }
+        };
+        let end = n == 0;
+        bytes.extend_from_slice(&buffer[..n]);
+        if bytes.len() as u64 > MAX_INPUT_BYTES {
+            return Err(InputError::TooLarge {
+                name: name.to_owned(),
+            });
+        }
+        let valid = match std::str::from_utf8(&bytes[checked..]) {
+            Ok(_) => bytes.len() - checked,
+            // An incomplete sequence at the end may be completed by the next read.
+            Err(error) if error.error_len().is_none() && !end => error.valid_up_to(),
+            Err(error) => {
+                let offset = checked + error.valid_up_to();
+                return Err(InputError::Utf8 {
+                    name: name.to_owned(),
+                    offset,
+                    line: line_feeds(&bytes[..offset]) + 1,
+                });
+            }
+        };
+        checked += valid;
+        if end {
+            break;
+        }
+    }
+    // Every byte was checked above; this does not fail.
+    String::from_utf8(bytes).map_err(|error| {
+        let offset = error.utf8_error().valid_up_to();
+        InputError::Utf8 {
+            name: name.to_owned(),
+            offset,
+            line: line_feeds(&error.as_bytes()[..offset]) + 1,
+        }
+    })
+}
+
+/// The number of line feeds in `bytes`.
+fn line_feeds(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
 }

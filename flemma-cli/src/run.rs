@@ -97,6 +97,8 @@ fn usage(error: impl Into<anyhow::Error>, context: String) -> Failure {
 }
 
 fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
+    // A regular file of UTF-8 text, as every command reads FILE (exit 2 otherwise).
+    crate::input::Input::check(&args.file)?;
     // `--output FILE` is FILE itself (copying a file onto itself would empty it).
     let same = |output: &PathBuf| {
         matches!(
@@ -105,12 +107,6 @@ fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
         )
     };
     let Some(output) = args.output.as_ref().filter(|o| !same(o)) else {
-        if !args.file.is_file() {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "cannot read {}: no such file",
-                args.file.display()
-            )));
-        }
         return Ok(Arc::new(FileConversation::new(&args.file)));
     };
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {

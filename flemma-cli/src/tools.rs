@@ -71,6 +71,8 @@ pub(crate) fn tools(
 
 /// An executor over FILE with the CLI's options.
 fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
+    // A regular file of UTF-8 text, as every command reads FILE (exit 2 otherwise).
+    Input::check(file)?;
     let config = settings.load()?;
     let conversation = Arc::new(FileConversation::new(file));
     // Commands run sandboxed when `sandbox.enabled` is on and a built-in backend

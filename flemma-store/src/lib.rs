@@ -42,8 +42,8 @@ pub use body::ResultBody;
 pub use error::StoreError;
 pub use flemma_ids::{JobId, ToolName, ToolUseId};
 pub use path::{
-    CHAT_PRESET, PathFormat, PathInputs, ResultId, STATE_PRESET, Source, collapse_namespaces,
-    dedupe_name, escape_id, expand_inline, flatten,
+    CHAT_PRESET, MAX_FILE_NAME, PathFormat, PathInputs, ResultId, STATE_PRESET, Source,
+    collapse_namespaces, dedupe_name, escape_id, expand_inline, flatten, shorten,
 };
 pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};

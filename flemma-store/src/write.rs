@@ -164,14 +164,7 @@ fn fallback_lock_path(dir: &Path) -> PathBuf {
     let dir = fs::canonicalize(dir)
         .or_else(|_| std::path::absolute(dir))
         .unwrap_or_else(|_| dir.to_owned());
-    // FNV-1a, 64 bits: stable across processes and Rust versions, unlike `DefaultHasher`.
-    let hash = dir
-        .as_os_str()
-        .as_encoded_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let hash = crate::path::fnv1a(dir.as_os_str().as_encoded_bytes());
     std::env::temp_dir()
         .join("flemma-locks")
         .join(format!("{hash:016x}.lock"))

@@ -43,6 +43,8 @@ struct Inner {
     jobs: Option<Arc<crate::executor::JobShared>>,
     /// Where a bound truncation wrote the full output, so completion does not store it twice.
     overflow: Mutex<Option<PathBuf>>,
+    /// Why the full output could not be written to the store, when it could not.
+    overflow_error: Mutex<Option<Arc<flemma_store::StoreError>>>,
 }
 
 /// Builds an [`ExecutionContext`]; the executor does this for every call, tests and hosts
@@ -197,7 +199,7 @@ impl ExecutionContext {
             match store.write_result(id, Some(&self.inner.tool_name), full) {
                 Ok(path) => Some(path),
                 Err(error) => {
-                    tracing::warn!(tool_id = %self.inner.tool_id, %error, "overflow not written");
+                    self.record_overflow_error(error);
                     None
                 }
             }
@@ -222,10 +224,33 @@ impl ExecutionContext {
         match store.result_writer(id, Some(&self.inner.tool_name)) {
             Ok(writer) => Some(writer),
             Err(error) => {
-                tracing::warn!(tool_id = %self.inner.tool_id, %error, "overflow not written");
+                self.record_overflow_error(error);
                 None
             }
         }
+    }
+
+    /// Notes that this call's full output could not be written to the store: logged, and kept
+    /// for [`ExecutionContext::overflow_error`] so the executor warns the host (the first
+    /// failure is kept).
+    pub(crate) fn record_overflow_error(&self, error: flemma_store::StoreError) {
+        tracing::warn!(tool_id = %self.inner.tool_id, %error, "full output not stored");
+        self.inner
+            .overflow_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| Arc::new(error));
+    }
+
+    /// Why this call's full output could not be written to the store, if a truncation tried
+    /// and failed (the notice then names no file). The executor turns it into an
+    /// [`Event::Warning`](crate::Event::Warning).
+    pub fn overflow_error(&self) -> Option<Arc<flemma_store::StoreError>> {
+        self.inner
+            .overflow_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Records where this call's full output was written, so the completion does not store
@@ -390,6 +415,7 @@ impl ExecutionContextBuilder {
                 cancel: self.cancel.unwrap_or_default(),
                 jobs: self.jobs,
                 overflow: Mutex::new(None),
+                overflow_error: Mutex::new(None),
             }),
         })
     }

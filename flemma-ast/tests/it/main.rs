@@ -7,6 +7,7 @@
 )]
 
 mod common;
+mod deep_input;
 mod fixtures;
 mod incremental;
 mod peer;

@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod input;
 #[cfg(unix)]
 mod claims;
 #[cfg(unix)]
@@ -250,7 +251,7 @@ fn invalid_utf8_is_an_error_naming_file_and_offset() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "flemma: {}: invalid UTF-8 at byte offset 8\n",
+            "flemma: {}: invalid UTF-8 at byte offset 8 (line 2)\n",
             path.display()
         )
     );

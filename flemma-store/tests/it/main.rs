@@ -12,6 +12,7 @@ mod backups;
 mod concurrency;
 mod crash;
 mod errors;
+mod long_names;
 mod materialize;
 #[cfg(feature = "tokio")]
 mod nonblocking;

@@ -1106,6 +1106,7 @@ fn finished(id: ToolUseId, tool: ToolName, output: ToolOutput) -> Finished {
         output,
         save_to: None,
         overflow: None,
+        overflow_error: None,
     }
 }
 

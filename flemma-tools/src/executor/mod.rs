@@ -210,6 +210,8 @@ struct Finished {
     output: ToolOutput,
     save_to: Option<String>,
     overflow: Option<PathBuf>,
+    /// Why the full output of a truncation could not be stored, when it could not.
+    overflow_error: Option<Arc<flemma_store::StoreError>>,
 }
 
 impl Executor {
@@ -865,6 +867,7 @@ impl Executor {
             output: ToolOutput::error(error),
             save_to: None,
             overflow: None,
+            overflow_error: None,
         };
         // A call that runs as a job already (its block was put back to `approved`, by an undo
         // say) is re-adopted: it gets its placeholder again, and no second run (spec §7.5
@@ -980,7 +983,11 @@ impl Executor {
             output,
             save_to,
             overflow,
+            overflow_error,
         } = done;
+        if let Some(error) = overflow_error {
+            self.emit(Event::Warning(format!("full output not stored: {error}")));
+        }
         let success = output.is_success();
         let mut body = None;
         if let Some(store) = &settings.store {
@@ -1191,6 +1198,7 @@ async fn run_one(
         output,
         save_to,
         overflow: ctx.overflow_path(),
+        overflow_error: ctx.overflow_error(),
     }
 }
 

@@ -306,8 +306,6 @@ fn commit(
 ) -> Option<std::path::PathBuf> {
     writer
         .commit()
-        .map_err(|error| {
-            tracing::warn!(tool_id = %ctx.tool_id(), %error, "overflow not written");
-        })
+        .map_err(|error| ctx.record_overflow_error(error))
         .ok()
 }
