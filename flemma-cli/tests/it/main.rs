@@ -6,9 +6,9 @@
     reason = "test helpers fail loudly"
 )]
 
-mod input;
 #[cfg(unix)]
 mod claims;
+mod input;
 #[cfg(unix)]
 mod jobs;
 mod output;

@@ -243,22 +243,7 @@ fn lock_dir(dir: &Path) -> std::io::Result<std::fs::File> {
 }
 
 fn read_dir(dir: &Path) -> Vec<ClaimRecord> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .filter_map(|path| {
-            let bytes = std::fs::read(&path).ok()?;
-            serde_json::from_slice(&bytes)
-                .map_err(|error| {
-                    tracing::warn!(path = %path.display(), %error, "call claim unreadable");
-                })
-                .ok()
-        })
-        .collect()
+    crate::jobs::journal::read_json_dir(dir, "call claim")
 }
 
 /// A table under its lock.
@@ -274,8 +259,15 @@ enum Locked {
 }
 
 impl Locked {
+    /// `<id>.json`, escaped, and shortened like store file names when the id is too long for
+    /// the file system (`flemma_store::shorten`: a readable prefix and a hash of the whole id).
+    fn file_name(id: &str) -> String {
+        let name = format!("{}.json", crate::jobs::journal::escape(id));
+        flemma_store::shorten(&name, flemma_store::MAX_FILE_NAME).into_owned()
+    }
+
     fn file(dir: &Path, id: &str) -> PathBuf {
-        dir.join(format!("{}.json", crate::jobs::journal::escape(id)))
+        dir.join(Self::file_name(id))
     }
 
     fn all(&self) -> Vec<ClaimRecord> {
@@ -305,7 +297,7 @@ impl Locked {
                 let path = Self::file(dir, &record.tool_id);
                 let tmp = dir.join(format!(
                     ".{}.{}.tmp",
-                    crate::jobs::journal::escape(&record.tool_id),
+                    Self::file_name(&record.tool_id),
                     std::process::id()
                 ));
                 let bytes = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;

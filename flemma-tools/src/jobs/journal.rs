@@ -190,22 +190,7 @@ impl Journal {
 
     /// Every entry, oldest start first; unreadable files are skipped with a warning.
     pub(crate) fn read_all(&self) -> Vec<JobRecord> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut records: Vec<JobRecord> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .filter_map(|path| {
-                let bytes = std::fs::read(&path).ok()?;
-                serde_json::from_slice(&bytes)
-                    .map_err(|error| {
-                        tracing::warn!(path = %path.display(), %error, "job journal entry unreadable");
-                    })
-                    .ok()
-            })
-            .collect();
+        let mut records: Vec<JobRecord> = read_json_dir(&self.dir, "job journal entry");
         records.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
         records
     }
@@ -263,6 +248,27 @@ pub(crate) struct Lock {
 }
 
 /// A job id as a file name: bytes outside `[A-Za-z0-9._-]` become `--` (the store's escaping).
+/// Every `*.json` file of `dir` decoded as a `T`; files that cannot be read or decoded are
+/// skipped (a decoding failure with a warning naming `what`), and a missing directory is empty.
+pub(crate) fn read_json_dir<T: serde::de::DeserializeOwned>(dir: &Path, what: &str) -> Vec<T> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter_map(|path| {
+            let bytes = std::fs::read(&path).ok()?;
+            serde_json::from_slice(&bytes)
+                .map_err(
+                    |error| tracing::warn!(path = %path.display(), %error, "{what} unreadable"),
+                )
+                .ok()
+        })
+        .collect()
+}
+
 pub(crate) fn escape(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     for c in id.chars() {

@@ -82,8 +82,13 @@ async fn a_store_that_cannot_be_written_is_a_warning() {
         after.contains("[Showing lines 198001-200000 of 200000]"),
         "{after}"
     );
-    let [warning] = warnings.as_slice() else {
-        panic!("one warning expected: {warnings:?}");
+    // The claims directory cannot be made either (its own warning); the store's is one.
+    let stored: Vec<_> = warnings
+        .iter()
+        .filter(|w| !w.starts_with("calls not claimed"))
+        .collect();
+    let [warning] = stored.as_slice() else {
+        panic!("one store warning expected: {warnings:?}");
     };
     assert!(warning.starts_with("full output not stored: "), "{warning}");
     assert!(
