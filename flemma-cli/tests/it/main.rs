@@ -10,6 +10,7 @@
 mod jobs;
 mod output;
 mod paths;
+mod protect;
 mod run;
 mod secrets;
 #[cfg(unix)]
@@ -467,7 +468,10 @@ fn set_before_and_after_the_subcommand_both_apply_in_order() {
         "--set",
         "sandbox.enabled=false",
     ]);
-    assert_eq!(json["decision"], "approve", "the --set before the subcommand");
+    assert_eq!(
+        json["decision"], "approve",
+        "the --set before the subcommand"
+    );
     assert_eq!(
         json["writable"]["reason"], "sandbox.enabled is false",
         "the --set after it"
