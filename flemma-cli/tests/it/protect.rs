@@ -242,31 +242,52 @@ fn file_tools_cannot_rewrite_the_conversation_or_its_options_sandbox_off_or_on()
     }
 }
 
+/// Each attempt of `bash` on the transcript or the options file, and the error it must get.
+const ATTEMPTS: [(&str, &str, &str); 7] = [
+    (
+        "toolu_append",
+        "echo evil >> x.chat",
+        "bash: line 1: x.chat: Read-only file system\n\nCommand exited with code 1",
+    ),
+    (
+        "toolu_rename_over",
+        "printf evil > new.chat && mv -f new.chat x.chat",
+        "mv: cannot move 'new.chat' to 'x.chat': Device or resource busy\n\nCommand exited with code 1",
+    ),
+    (
+        // sed names its temporary file: only the cause is compared.
+        "toolu_sed",
+        "sed -i s/network/enabled/ x.chat",
+        "Device or resource busy",
+    ),
+    (
+        "toolu_remove",
+        "rm -f x.chat",
+        "rm: cannot remove 'x.chat': Device or resource busy\n\nCommand exited with code 1",
+    ),
+    (
+        "toolu_link",
+        "ln x.chat hard.chat",
+        "ln: failed to create hard link 'hard.chat' => 'x.chat': Invalid cross-device link\n\nCommand exited with code 1",
+    ),
+    (
+        "toolu_move_dir",
+        "cd .. && mv notes moved && mkdir notes && echo evil > notes/x.chat",
+        "mv: cannot move 'notes' to 'moved': Device or resource busy\n\nCommand exited with code 1",
+    ),
+    (
+        "toolu_toml",
+        "printf evil > ../t.toml && mv -f ../t.toml ../flemma.toml",
+        "mv: cannot move '../t.toml' to '../flemma.toml': Device or resource busy\n\nCommand exited with code 1",
+    ),
+];
+
 #[test]
 fn bash_under_bubblewrap_cannot_write_replace_remove_or_move_the_conversation() {
     let t = Tree::new("bwrap");
-    // Each attempt reports its own failure; `ls` shows what is left.
-    let attempts = [
-        ("append", "echo evil >> x.chat"),
-        (
-            "rename-over",
-            "printf evil > new.chat && mv -f new.chat x.chat",
-        ),
-        ("sed", "sed -i s/network/enabled/ x.chat"),
-        ("remove", "rm -f x.chat"),
-        ("link", "ln x.chat hard.chat"),
-        (
-            "move-dir",
-            "cd .. && mv notes moved && mkdir notes && echo evil > notes/x.chat",
-        ),
-        (
-            "toml",
-            "printf evil > ../t.toml && mv -f ../t.toml ../flemma.toml",
-        ),
-    ];
-    let calls: Vec<(&str, &str, Value)> = attempts
+    let calls: Vec<(&str, &str, Value)> = ATTEMPTS
         .iter()
-        .map(|(id, command)| {
+        .map(|(id, command, _)| {
             (
                 *id,
                 "bash",
@@ -274,14 +295,7 @@ fn bash_under_bubblewrap_cannot_write_replace_remove_or_move_the_conversation() 
             )
         })
         .collect();
-    let mut before = transcript(&calls);
-    // Ids must look like tool ids.
-    for (id, _) in attempts {
-        before = before.replace(
-            &format!("(`{id}`)"),
-            &format!("(`toolu_{}`)", id.replace('-', "_")),
-        );
-    }
+    let before = transcript(&calls);
     std::fs::write(t.chat(), &before).unwrap();
     let out = flemma_in_project(
         &t,
@@ -304,33 +318,20 @@ fn bash_under_bubblewrap_cannot_write_replace_remove_or_move_the_conversation() 
         "the transcript changed:\n{after}"
     );
     let outcomes = outcomes(&after);
-    let chat = t.chat();
-    let toml = t.path("proj/flemma.toml");
-    let expected = [
-        ("append", format!("bash: line 1: x.chat: Read-only file system\n\nCommand exited with code 1")),
-        ("rename_over", "mv: cannot move 'new.chat' to 'x.chat': Device or resource busy\n\nCommand exited with code 1".to_owned()),
-        ("sed", "sed: cannot rename ./sedXXXXXX: Device or resource busy".to_owned()),
-        ("remove", "rm: cannot remove 'x.chat': Device or resource busy\n\nCommand exited with code 1".to_owned()),
-        ("link", "ln: failed to create hard link 'hard.chat' => 'x.chat': Invalid cross-device link\n\nCommand exited with code 1".to_owned()),
-        ("move_dir", "mv: cannot move 'notes' to 'moved': Device or resource busy\n\nCommand exited with code 1".to_owned()),
-        ("toml", "mv: cannot move '../t.toml' to '../flemma.toml': Device or resource busy\n\nCommand exited with code 1".to_owned()),
-    ];
-    for (id, message) in expected {
-        let (status, content) = &outcomes[&format!("toolu_{id}")];
+    for (id, _, message) in ATTEMPTS {
+        let (status, content) = &outcomes[id];
         assert_eq!(status.as_deref(), Some("error"), "{id}: {content}");
-        if id == "sed" {
-            // sed names its temporary file.
-            assert!(
-                content.contains("Device or resource busy"),
-                "{id}: {content}"
-            );
+        if id == "toolu_sed" {
+            assert!(content.contains(message), "{id}: {content}");
         } else {
-            assert_eq!(*content, message, "{id}");
+            assert_eq!(content, message, "{id}");
         }
     }
     assert!(!t.path("proj/moved").exists() && !t.path("proj/notes/hard.chat").exists());
-    assert_eq!(std::fs::read_to_string(&toml).unwrap(), TOML);
-    assert!(chat.is_file());
+    assert_eq!(
+        std::fs::read_to_string(t.path("proj/flemma.toml")).unwrap(),
+        TOML
+    );
 }
 
 #[test]
