@@ -315,6 +315,7 @@ fn bwrap_sandbox() -> Option<flemma::tools::sandbox::Sandbox> {
     }
     let policy = SandboxPolicy {
         rw_paths: vec![std::env::temp_dir()],
+        read_only: vec![],
         network: true,
         allow_privileged: false,
     };

@@ -30,7 +30,9 @@ struct Cli {
     config: Option<PathBuf>,
     /// Set an option in the RUNTIME layer (`tools.max_concurrent=4`); repeatable. The value
     /// is read as JSON when it parses (`true`, `4`, `["bash"]`), else as text.
-    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    // Not `global`: every subcommand has its own `--set` (see `command`), so values given
+    // before and after a subcommand all count, in order.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
     /// Show more diagnostics on stderr: -v info, -vv debug, -vvv trace (default: warnings;
     /// `RUST_LOG` adds directives such as `flemma_tools=debug`).
@@ -285,13 +287,53 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+/// The command line parser: [`Cli`] with `--set` on every subcommand as its own argument.
+///
+/// A clap `global` argument given at several levels keeps only the deepest level's values
+/// (`flemma --set a=1 run x --set b=2` lost `a=1`); [`all_sets`] gathers each level's instead.
+fn command() -> clap::Command {
+    fn with_set(command: clap::Command) -> clap::Command {
+        command.mut_subcommands(|sub| {
+            let set = clap::Arg::new("sets")
+                .long("set")
+                .value_name("KEY=VALUE")
+                .action(clap::ArgAction::Append)
+                .help("Set an option in the RUNTIME layer (`tools.max_concurrent=4`); repeatable");
+            with_set(sub.arg(set))
+        })
+    }
+    with_set(<Cli as clap::CommandFactory>::command())
+}
+
+/// The `--set` values of every level, outermost first: the order they were given in.
+fn all_sets(matches: &clap::ArgMatches) -> Vec<String> {
+    let mut sets = Vec::new();
+    let mut level = Some(matches);
+    while let Some(m) = level {
+        if let Ok(Some(values)) = m.try_get_many::<String>("sets") {
+            sets.extend(values.cloned());
         }
+        level = m.subcommand().map(|(_, sub)| sub);
+    }
+    sets
+}
+
+/// Parses the command line; `Err` is the exit code after clap printed its message.
+fn parse() -> Result<Cli, ExitCode> {
+    let exit = |err: clap::Error| {
+        let _ = err.print();
+        ExitCode::from(if err.use_stderr() { 2 } else { 0 })
+    };
+    let matches = command().try_get_matches().map_err(exit)?;
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).map_err(exit)?;
+    cli.sets = all_sets(&matches);
+    Ok(cli)
+}
+
+fn main() -> ExitCode {
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
     };
     log::init(cli.verbose);
     // Tools run as this user: keep them from reading this process's environment (the

@@ -11,6 +11,9 @@ use flemma::tools::sandbox::SandboxBackends;
 
 use crate::{Failure, failed};
 
+/// The options file read from the working directory when `--config` is not given.
+const DEFAULT_CONFIG: &str = "flemma.toml";
+
 /// The global `--config` and `--set` arguments.
 #[derive(Debug)]
 pub(crate) struct Settings {
@@ -20,11 +23,16 @@ pub(crate) struct Settings {
 
 impl Settings {
     /// Defaults, then the options file (given, or `./flemma.toml` when present), then `--set`.
+    /// `./flemma.toml` (loaded or not, present or not) and the `--config` file are read-only for tools
+    /// ([`Config::protected_files`]).
     pub(crate) fn load(&self) -> Result<Config, Failure> {
         let mut config = Config::new();
+        // Tools may not create or change `./flemma.toml`, loaded or not: the next run without
+        // `--config` would load it.
+        config.protect_file(Path::new(DEFAULT_CONFIG));
         let file = match &self.config {
             Some(path) => Some(path.clone()),
-            None => Some(PathBuf::from("flemma.toml")).filter(|p| p.is_file()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG)).filter(|p| p.is_file()),
         };
         if let Some(file) = file {
             config
@@ -120,6 +128,9 @@ pub(crate) struct Writable {
     pub(crate) reason: Option<&'static str>,
     /// The writable paths: absolute, resolved, none under another.
     pub(crate) paths: Vec<PathBuf>,
+    /// The files tools may not write, sandboxed or not: the conversation's file and the
+    /// options files (`sandbox.policy.protect_conversation`).
+    pub(crate) read_only: Vec<PathBuf>,
 }
 
 /// The writable set of the conversation in `chat` (resolved; `None` for standard input), as
@@ -132,7 +143,8 @@ pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<W
         &options.sandbox,
         chat,
         store_dir.as_deref(),
-    );
+    )
+    .protecting(&options.sandbox, config.protected_files());
     let reason = if !options.sandbox.enabled {
         Some("sandbox.enabled is false")
     } else if !SandboxBackends::with_builtins().is_available(&options.sandbox) {
@@ -144,5 +156,6 @@ pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<W
         enforced: reason.is_none(),
         reason,
         paths: policy.rw_paths,
+        read_only: policy.read_only,
     })
 }

@@ -126,5 +126,14 @@ pub(crate) fn writable(out: &mut impl Write, w: &crate::options::Writable) -> io
     for path in &w.paths {
         writeln!(out, "  {}", path.display())?;
     }
+    if !w.read_only.is_empty() {
+        writeln!(
+            out,
+            "read-only: tools may not write (sandbox.policy.protect_conversation)"
+        )?;
+        for path in &w.read_only {
+            writeln!(out, "  {}", path.display())?;
+        }
+    }
     Ok(())
 }

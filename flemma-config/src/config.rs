@@ -1,6 +1,7 @@
 //! The layered option store (spec §5.2): four layers of operation logs, replayed on read.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use flemma_ids::ToolName;
@@ -180,6 +181,8 @@ pub struct Config {
     presets: Presets,
     policy: Option<AutoApprovePolicy>,
     generation: u64,
+    /// Files tools may not write: the options files loaded, and those hosts add.
+    protected: Vec<PathBuf>,
 }
 
 impl Default for Config {
@@ -204,6 +207,24 @@ impl Config {
             presets: Presets::default(),
             policy: None,
             generation: next_generation(),
+            protected: Vec::new(),
+        }
+    }
+
+    /// The files tools may not write while `sandbox.policy.protect_conversation` is on: every
+    /// file [`load_toml_file`](Self::load_toml_file) read, then those added with
+    /// [`protect_file`](Self::protect_file), absolute, in that order, without repeats. The
+    /// conversation's own file is added by the tools crate.
+    pub fn protected_files(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
+    /// Adds a file tools may not write (an options file the host read itself, a lock file):
+    /// made absolute against the working directory; the sandbox resolves its symlinks.
+    pub fn protect_file(&mut self, path: &Path) {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        if !self.protected.contains(&path) {
+            self.protected.push(path);
         }
     }
 

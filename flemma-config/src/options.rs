@@ -245,6 +245,12 @@ pub struct SandboxPolicy {
     pub network: bool,
     /// Keep the user namespace (no `--unshare-user`).
     pub allow_privileged: bool,
+    /// Keep the conversation's file and the options files the host loaded
+    /// ([`Config::protected_files`](crate::Config::protected_files)) read-only for tools,
+    /// whatever `sandbox.enabled` says: `write`, `edit` and `flemma.save_to` refuse them, and
+    /// under the sandbox they are bound read-only. Default `true`; `false` is the spec's
+    /// behaviour (a tool may rewrite the transcript, frontmatter included).
+    pub protect_conversation: bool,
 }
 
 /// `sandbox.backends.*`

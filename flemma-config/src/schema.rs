@@ -141,6 +141,10 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     ],
     "sandbox.policy.network": Bool = true,
     "sandbox.policy.allow_privileged": Bool = false,
+    // Not in the spec: the conversation's file and the options files the host loaded are
+    // read-only for tools (a model could otherwise rewrite its own frontmatter). `false`
+    // restores the spec.
+    "sandbox.policy.protect_conversation": Bool = true,
     "sandbox.backends.bwrap.path": String = "bwrap",
     "sandbox.backends.bwrap.extra_args": List = Vec::<String>::new(),
     "editing.compact_headers": Bool = true,

@@ -40,12 +40,16 @@ impl Config {
     /// [`ConfigError::Io`] when the file cannot be read, [`ConfigError::Toml`] (with line and
     /// column) when it is not TOML, and the option errors of [`Config::set`] wrapped in
     /// [`ConfigError::InFile`].
+    ///
+    /// The file joins [`Config::protected_files`]: tools may not write it.
     pub fn load_toml_file(&mut self, path: &Path) -> Result<(), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             path: path.to_owned(),
             source,
         })?;
-        self.load_toml_str(&text, path)
+        self.load_toml_str(&text, path)?;
+        self.protect_file(path);
+        Ok(())
     }
 
     /// Loads TOML text into the SETUP layer; `origin` names it in errors.

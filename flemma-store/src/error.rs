@@ -89,4 +89,11 @@ pub enum StoreError {
         /// The destination.
         dest: PathBuf,
     },
+    /// A `flemma.save_to` destination that is the conversation's file or an options file the
+    /// host loaded (`sandbox.policy.protect_conversation`).
+    #[error("save_to destination '{}' is read-only for tools: it is the conversation's file or an options file the host loaded (sandbox.policy.protect_conversation = false allows it)", dest.display())]
+    ReadOnly {
+        /// The destination.
+        dest: PathBuf,
+    },
 }

@@ -58,6 +58,12 @@ pub const STORE_PATH_VAR: &str = "FLEMMA_TOOLS_STORE_PATH";
 pub trait WritablePaths {
     /// `true` when `path` may be written.
     fn is_writable(&self, path: &Path) -> bool;
+
+    /// `true` when `path` is a file tools may never write (the conversation's file, an
+    /// options file): `save_to` then fails with [`StoreError::ReadOnly`]. Default: none.
+    fn is_read_only(&self, _path: &Path) -> bool {
+        false
+    }
 }
 
 impl<F: Fn(&Path) -> bool> WritablePaths for F {
@@ -396,6 +402,9 @@ impl Store {
             // Judge where the bytes would land (symlinks on the way are followed) and the
             // path as written, made absolute.
             let written = std::path::absolute(&dest).unwrap_or_else(|_| dest.clone());
+            if sandbox.is_read_only(&real_path(&dest)) || sandbox.is_read_only(&written) {
+                return Err(StoreError::ReadOnly { dest });
+            }
             if !sandbox.is_writable(&real_path(&dest)) || !sandbox.is_writable(&written) {
                 return Err(StoreError::NotWritable { dest });
             }

@@ -109,6 +109,14 @@ pub(crate) fn write_success(count: usize, path: &str) -> String {
     format!("Successfully wrote {count} {bytes} to {path}")
 }
 
+/// Not in the spec: `write`, `edit` (`verb`) of the conversation's file or of an options file
+/// the host loaded (`sandbox.policy.protect_conversation`).
+pub(crate) fn read_only_denied(verb: &str, path: &str) -> String {
+    format!(
+        "Cannot {verb} {path}: it is read-only for tools (the conversation's file or an options file the host loaded; sandbox.policy.protect_conversation = false allows it)"
+    )
+}
+
 /// `tool.edit.error.sandbox_denied`
 pub(crate) fn edit_sandbox_denied(path: &str) -> String {
     format!("Sandbox: edit denied \u{2013} path is outside writable directories: {path}")

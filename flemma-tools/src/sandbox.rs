@@ -90,11 +90,17 @@ impl SandboxBackend for PassThrough {
     }
 }
 
-/// A resolved policy: absolute, symlink-free writable paths, none under another.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A resolved policy: absolute, symlink-free writable paths, none under another, and the
+/// files tools may not write even there.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SandboxPolicy {
     /// The writable paths, sorted, deduplicated under their parents.
     pub rw_paths: Vec<PathBuf>,
+    /// Files tools may not write, wherever they are and whether or not the sandbox is on
+    /// (`sandbox.policy.protect_conversation`): the conversation's file and the options files
+    /// the host loaded, absolute, symlinks resolved, without repeats. `write`, `edit` and
+    /// `flemma.save_to` refuse them; under bubblewrap they are bound read-only.
+    pub read_only: Vec<PathBuf>,
     /// Whether network access is allowed.
     pub network: bool,
     /// Whether the user namespace is kept.
@@ -191,11 +197,67 @@ impl SandboxPolicy {
                 kept.push(path);
             }
         }
-        Self {
+        let mut policy = Self {
             rw_paths: kept,
+            read_only: Vec::new(),
             network: options.policy.network,
             allow_privileged: options.policy.allow_privileged,
+        };
+        if options.policy.protect_conversation
+            && let Some(chat) = inputs.chat
+        {
+            policy.add_read_only(chat);
         }
+        policy
+    }
+
+    /// The policy with these files made read-only too ([`read_only`](Self::read_only)), as
+    /// long as `sandbox.policy.protect_conversation` is on: hosts pass the options files
+    /// they loaded ([`flemma_config::Config::protected_files`]). Relative paths are taken
+    /// against the working directory.
+    #[must_use]
+    pub fn protecting<P: AsRef<Path>>(
+        mut self,
+        options: &SandboxOptions,
+        files: impl IntoIterator<Item = P>,
+    ) -> Self {
+        if options.policy.protect_conversation {
+            for file in files {
+                self.add_read_only(file.as_ref());
+            }
+        }
+        self
+    }
+
+    /// Adds one read-only file, resolved.
+    fn add_read_only(&mut self, file: &Path) {
+        let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+        let real = real_path(&normalize(&absolute));
+        if !self.read_only.contains(&real) {
+            self.read_only.push(real);
+        }
+    }
+
+    /// The read-only file `path` (made absolute against `cwd`) names, if any: the same path
+    /// once symlinks are resolved, or (on Unix) the same file through a hard link.
+    pub fn read_only_file(&self, path: &Path, cwd: &Path) -> Option<&Path> {
+        if self.read_only.is_empty() {
+            return None;
+        }
+        let absolute = if path.is_absolute() {
+            path.to_owned()
+        } else {
+            cwd.join(path)
+        };
+        let real = real_path(&normalize(&absolute));
+        if let Some(found) = self.read_only.iter().find(|p| **p == real) {
+            return Some(found);
+        }
+        let target = file_id(&real)?;
+        self.read_only
+            .iter()
+            .find(|p| file_id(p) == Some(target))
+            .map(PathBuf::as_path)
     }
 
     /// The policy of a conversation as the executor resolves it: its file (`chat`, from
@@ -220,8 +282,11 @@ impl SandboxPolicy {
     }
 
     /// Whether `path` (made absolute against `cwd`, symlinks resolved) is one of the writable
-    /// paths or under one.
+    /// paths or under one, and not a [read-only file](Self::read_only_file).
     pub fn allows_write(&self, path: &Path, cwd: &Path) -> bool {
+        if self.read_only_file(path, cwd).is_some() {
+            return false;
+        }
         let absolute = if path.is_absolute() {
             path.to_owned()
         } else {
@@ -342,10 +407,26 @@ pub(crate) fn real_path(path: &Path) -> PathBuf {
     }
 }
 
-/// The sandbox of one conversation: its backend, options and resolved policy, or none.
+/// The device and inode of an existing file, to see a hard link to a read-only file.
+#[cfg(unix)]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// No inode numbers here: only paths are compared.
+#[cfg(not(unix))]
+fn file_id(_path: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// The sandbox of one conversation: its backend, options and resolved policy, or none; and
+/// the files tools may not write, which hold with or without a sandbox.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     inner: Option<Arc<Enabled>>,
+    /// [`SandboxPolicy::read_only`], kept when the sandbox is off.
+    read_only: Arc<SandboxPolicy>,
 }
 
 #[derive(Debug)]
@@ -358,7 +439,23 @@ struct Enabled {
 impl Sandbox {
     /// No sandbox: every path is writable and commands run as given.
     pub fn disabled() -> Self {
-        Self { inner: None }
+        Self {
+            inner: None,
+            read_only: Arc::default(),
+        }
+    }
+
+    /// No sandbox, but the policy's [`read_only`](SandboxPolicy::read_only) files are still
+    /// refused to `write`, `edit` and `flemma.save_to` (the executor's sandbox when
+    /// `sandbox.enabled` is off or no backend is available).
+    pub fn unconfined(policy: &SandboxPolicy) -> Self {
+        Self {
+            inner: None,
+            read_only: Arc::new(SandboxPolicy {
+                read_only: policy.read_only.clone(),
+                ..SandboxPolicy::default()
+            }),
+        }
     }
 
     /// A sandbox with this backend and resolved policy.
@@ -367,12 +464,17 @@ impl Sandbox {
         options: SandboxOptions,
         policy: SandboxPolicy,
     ) -> Self {
+        let read_only = Arc::new(SandboxPolicy {
+            read_only: policy.read_only.clone(),
+            ..SandboxPolicy::default()
+        });
         Self {
             inner: Some(Arc::new(Enabled {
                 backend,
                 options,
                 policy,
             })),
+            read_only,
         }
     }
 
@@ -386,12 +488,34 @@ impl Sandbox {
         self.inner.as_deref().map(|e| &e.policy)
     }
 
-    /// Whether a tool may write `path` (relative paths against `cwd`): always when the
-    /// sandbox is disabled (spec §14.2).
+    /// Whether a tool may write `path` (relative paths against `cwd`): not a
+    /// [read-only file](Self::read_only_file), and, when sandboxed, inside the writable set;
+    /// any other path when the sandbox is disabled (spec §14.2).
     pub fn is_path_writable(&self, path: &Path, cwd: &Path) -> bool {
-        self.inner
-            .as_deref()
-            .is_none_or(|e| e.policy.allows_write(path, cwd))
+        self.read_only_file(path, cwd).is_none()
+            && self
+                .inner
+                .as_deref()
+                .is_none_or(|e| e.policy.allows_write(path, cwd))
+    }
+
+    /// The [read-only file](SandboxPolicy::read_only) `path` names, with or without a
+    /// sandbox.
+    pub fn read_only_file(&self, path: &Path, cwd: &Path) -> Option<&Path> {
+        self.read_only.read_only_file(path, cwd)
+    }
+
+    /// Whether some file is read-only for tools.
+    pub fn has_read_only_files(&self) -> bool {
+        !self.read_only.read_only.is_empty()
+    }
+
+    /// What `flemma.save_to` checks its destination against
+    /// ([`flemma_store::Store::save_to`]): this sandbox when it is on or some file is
+    /// read-only, else nothing.
+    pub fn save_to_check(&self) -> Option<&dyn flemma_store::WritablePaths> {
+        (self.is_enabled() || self.has_read_only_files())
+            .then_some(self as &dyn flemma_store::WritablePaths)
     }
 
     /// The command line to spawn for `argv`: unchanged without a sandbox.
@@ -404,6 +528,17 @@ impl Sandbox {
             None => Ok(argv),
             Some(e) => e.backend.wrap(&e.policy, &e.options, argv),
         }
+    }
+}
+
+/// `flemma.save_to`'s check (paths are absolute there).
+impl flemma_store::WritablePaths for Sandbox {
+    fn is_writable(&self, path: &Path) -> bool {
+        self.is_path_writable(path, Path::new("/"))
+    }
+
+    fn is_read_only(&self, path: &Path) -> bool {
+        self.read_only_file(path, Path::new("/")).is_some()
     }
 }
 

@@ -13,6 +13,7 @@ mod input;
 mod jobs;
 mod output;
 mod paths;
+mod protect;
 mod run;
 mod secrets;
 #[cfg(unix)]
@@ -445,6 +446,56 @@ fn approval_explain_reads_flemma_toml() {
         "the frontmatter removed it"
     );
     assert_eq!(run("write"), "require_approval", "not in $readonly");
+}
+
+/// `--set` before the subcommand and after it: both count, in the order given (clap's global
+/// arguments kept only the subcommand's).
+#[test]
+fn set_before_and_after_the_subcommand_both_apply_in_order() {
+    let chat = scratch("sets.chat", b"@You:\nhi\n");
+    let chat = chat.to_str().unwrap();
+    let explain = |args: &[&str]| {
+        let out = flemma(args, None);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let json = explain(&[
+        "--set",
+        r#"tools.auto_approve=["deploy"]"#,
+        "approval",
+        "explain",
+        chat,
+        "--tool",
+        "deploy",
+        "--json",
+        "--set",
+        "sandbox.enabled=false",
+    ]);
+    assert_eq!(
+        json["decision"], "approve",
+        "the --set before the subcommand"
+    );
+    assert_eq!(
+        json["writable"]["reason"], "sandbox.enabled is false",
+        "the --set after it"
+    );
+    // Between the subcommands too, and a later value wins.
+    let json = explain(&[
+        "--set",
+        r#"tools.auto_approve=["deploy"]"#,
+        "approval",
+        "--set",
+        "sandbox.enabled=false",
+        "explain",
+        chat,
+        "--tool",
+        "deploy",
+        "--json",
+        "--set",
+        r#"tools.auto_approve=["other"]"#,
+    ]);
+    assert_eq!(json["decision"], "require_approval", "the last --set wins");
+    assert_eq!(json["writable"]["reason"], "sandbox.enabled is false");
 }
 
 #[test]

@@ -430,7 +430,8 @@ fn approval_explain_prints_the_writable_set_of_the_file() {
     writable.sort();
     assert_eq!(
         json["writable"],
-        json!({"enforced": true, "paths": writable})
+        // The read-only files (tested in `protect`): the chat, and `./flemma.toml` of `/`.
+        json!({"enforced": true, "paths": writable, "read_only": [chat, "/flemma.toml"]})
     );
     // And in words.
     let out = flemma_in(
@@ -449,8 +450,9 @@ fn approval_explain_prints_the_writable_set_of_the_file() {
         text
     });
     assert!(
-        crate::text(&out.stdout)
-            .ends_with(&format!("writable: tools may write only under\n{listed}")),
+        crate::text(&out.stdout).contains(&format!(
+            "writable: tools may write only under\n{listed}read-only: "
+        )),
         "{}",
         crate::text(&out.stdout)
     );

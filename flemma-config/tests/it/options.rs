@@ -63,7 +63,8 @@ fn defaults_are_the_spec_defaults() {
                         "${XDG_DATA_HOME:-~/.local/share}"
                     ],
                     "network": true,
-                    "allow_privileged": false
+                    "allow_privileged": false,
+                    "protect_conversation": true
                 },
                 "backends": {"bwrap": {"path": "bwrap", "extra_args": []}}
             },

@@ -55,6 +55,9 @@ impl Tool for EditTool {
             return ToolOutput::error(msg::NO_NEW_TEXT);
         };
         let resolved = ctx.resolve_path(path);
+        if ctx.sandbox().read_only_file(&resolved, ctx.cwd()).is_some() {
+            return ToolOutput::error(msg::read_only_denied("edit", path));
+        }
         if !ctx.is_path_writable(&resolved) {
             return ToolOutput::error(msg::edit_sandbox_denied(path));
         }

@@ -49,6 +49,9 @@ impl Tool for WriteTool {
             return ToolOutput::error(msg::NO_CONTENT);
         };
         let resolved = ctx.resolve_path(path);
+        if ctx.sandbox().read_only_file(&resolved, ctx.cwd()).is_some() {
+            return ToolOutput::error(msg::read_only_denied("write", path));
+        }
         if !ctx.is_path_writable(&resolved) {
             return ToolOutput::error(msg::write_sandbox_denied(path));
         }

@@ -628,9 +628,7 @@ impl Executor {
     fn store_job(&self, store: &Store, item: &Delivery, settings: &Settings) -> String {
         let text = &item.outcome.text;
         if let (Some(dest), true) = (&item.save_to, item.outcome.success) {
-            let writable = |path: &Path| settings.sandbox.is_path_writable(path, Path::new("/"));
-            let sandbox: Option<&dyn flemma_store::WritablePaths> =
-                settings.sandbox.is_enabled().then_some(&writable);
+            let sandbox = settings.sandbox.save_to_check();
             return match store.save_to(dest, text, sandbox) {
                 SaveOutcome::Saved { stub, .. } => stub,
                 SaveOutcome::NotSaved { content, error } => {

@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall};
@@ -496,17 +496,16 @@ impl Executor {
         self.jobs.set_journal(journal.clone());
         let claims = claim::Table::of(&self.setup.conversation, store.directory().ok().as_deref());
         let sandbox_available = self.setup.sandbox.is_available(&options.sandbox);
-        let sandbox = if options.sandbox.enabled {
-            let store_dir = store.directory().ok();
-            let policy = SandboxPolicy::for_conversation(
-                &options.sandbox,
-                chat.as_deref(),
-                store_dir.as_deref(),
-            );
-            self.setup.sandbox.sandbox(&options.sandbox, policy)
-        } else {
-            Sandbox::disabled()
-        };
+        // The policy is resolved with the sandbox off too: its read-only files (the
+        // conversation's, the options files loaded) hold either way.
+        let store_dir = store.directory().ok();
+        let policy = SandboxPolicy::for_conversation(
+            &options.sandbox,
+            chat.as_deref(),
+            store_dir.as_deref(),
+        )
+        .protecting(&options.sandbox, config.protected_files());
+        let sandbox = self.setup.sandbox.sandbox(&options.sandbox, policy);
         Ok(Settings {
             config,
             writer: WriterOptions {
@@ -994,10 +993,7 @@ impl Executor {
             match (&save_to, &output) {
                 (Some(dest), ToolOutput::Success(result)) => {
                     let text = result.to_text();
-                    let writable =
-                        |path: &Path| settings.sandbox.is_path_writable(path, Path::new("/"));
-                    let sandbox: Option<&dyn flemma_store::WritablePaths> =
-                        settings.sandbox.is_enabled().then_some(&writable);
+                    let sandbox = settings.sandbox.save_to_check();
                     body = Some(ResultBody::Success(
                         match store.save_to(dest, &text, sandbox) {
                             SaveOutcome::Saved { stub, .. } => stub,

@@ -221,15 +221,16 @@ impl SandboxBackends {
     }
 
     /// The sandbox of a conversation with these options and resolved policy: disabled when
-    /// `sandbox.enabled` is off or no backend is available under `auto`/`required`; one whose
+    /// `sandbox.enabled` is off or no backend is available under `auto`/`required` (its
+    /// [read-only files](SandboxPolicy::read_only) still refused, [`Sandbox::unconfined`]); one whose
     /// `wrap_command` fails with the selection error when an explicit backend cannot be used.
     pub fn sandbox(&self, options: &SandboxOptions, policy: SandboxPolicy) -> Sandbox {
         if !options.enabled {
-            return Sandbox::disabled();
+            return Sandbox::unconfined(&policy);
         }
         match self.select(options) {
             Ok(Some(backend)) => Sandbox::new(backend, options.clone(), policy),
-            Ok(None) => Sandbox::disabled(),
+            Ok(None) => Sandbox::unconfined(&policy),
             Err(error) => Sandbox::new(Arc::new(Broken(error)), options.clone(), policy),
         }
     }

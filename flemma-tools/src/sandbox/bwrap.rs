@@ -20,12 +20,16 @@ pub(crate) const REQUIRES_LINUX: &str = "Bubblewrap sandbox requires Linux (user
 /// use flemma_tools::sandbox::{Bwrap, SandboxBackend, SandboxPolicy};
 ///
 /// let options = flemma_config::Config::new().options()?.sandbox;
-/// let policy = SandboxPolicy { rw_paths: vec!["/".into()], network: false, allow_privileged: false };
+/// let policy = SandboxPolicy { rw_paths: vec!["/".into()], network: false, allow_privileged: false, ..Default::default() };
 /// let argv = Bwrap.wrap(&policy, &options, vec!["bash".into(), "-c".into(), "true".into()])?;
 /// assert_eq!(argv.join(" "), "bwrap --ro-bind / / --bind / / --dev /dev --proc /proc --unshare-user \
 ///     --unshare-pid --unshare-uts --unshare-ipc --unshare-net --die-with-parent --new-session bash -c true");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// After the writable paths come the policy's [read-only files](SandboxPolicy::read_only) that
+/// lie inside one (not in the spec): each directory between the writable path and the file
+/// as `--bind DIR DIR`, then `--ro-bind FILE FILE`.
 ///
 /// A writable path that does not exist when the command is wrapped is left out (bubblewrap
 /// refuses to bind a missing source), so it "drops out of the rw list" as spec §11.7 says.
@@ -64,11 +68,39 @@ impl SandboxBackend for Bwrap {
         let mut out: Vec<String> = Vec::with_capacity(argv.len() + 20 + 3 * policy.rw_paths.len());
         out.push(bwrap.path.clone());
         out.extend(["--ro-bind", "/", "/"].map(String::from));
-        for path in policy.rw_paths.iter().filter(|p| p.exists()) {
+        let mut bind = |op: &str, path: &Path| {
             let path = path.to_string_lossy().into_owned();
-            out.push("--bind".to_owned());
+            out.push(op.to_owned());
             out.push(path.clone());
             out.push(path);
+        };
+        let writable: Vec<&PathBuf> = policy.rw_paths.iter().filter(|p| p.exists()).collect();
+        for path in &writable {
+            bind("--bind", path);
+        }
+        // Read-only files inside a writable path, bound over it (later binds win). Each
+        // directory between the writable path and the file is bound onto itself first, so it
+        // becomes a mount point: it cannot be renamed or removed, which would otherwise
+        // move the protected file away and let a new one take its place. The file itself,
+        // a mount point, cannot be written, renamed over (EBUSY) or removed.
+        let mut made: Vec<PathBuf> = Vec::new();
+        for file in policy.read_only.iter().filter(|f| f.is_file()) {
+            let Some(root) = writable.iter().find(|w| file.starts_with(w)) else {
+                continue;
+            };
+            let mut dirs: Vec<&Path> = file
+                .ancestors()
+                .skip(1)
+                .take_while(|d| d.starts_with(root) && *d != root.as_path())
+                .collect();
+            dirs.reverse();
+            for dir in dirs {
+                if !made.iter().any(|m| m == dir) {
+                    bind("--bind", dir);
+                    made.push(dir.to_owned());
+                }
+            }
+            bind("--ro-bind", file);
         }
         out.extend(["--dev", "/dev", "--proc", "/proc"].map(String::from));
         if !policy.allow_privileged {

@@ -40,6 +40,7 @@ fn bwrap_argv_is_pinned() {
         ],
         network: true,
         allow_privileged: false,
+        read_only: vec![],
     };
     let argv = Bwrap
         .wrap(&policy, &options, strings(&["bash", "-c", "echo hi"]))
@@ -82,6 +83,7 @@ fn bwrap_argv_is_pinned() {
         rw_paths: vec![],
         network: false,
         allow_privileged: true,
+        read_only: vec![],
     };
     options.backends.bwrap.extra_args.clear();
     let argv = Bwrap.wrap(&policy, &options, strings(&["true"])).unwrap();
@@ -220,6 +222,7 @@ fn policy(rw_paths: Vec<PathBuf>) -> SandboxPolicy {
         rw_paths,
         network: true,
         allow_privileged: false,
+        read_only: vec![],
     }
 }
 
@@ -386,4 +389,116 @@ async fn bwrap_escapees_die_with_the_sandbox() {
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_none_left(&durations);
+}
+
+/// Not in the spec: the read-only files inside a writable path come after the writable binds,
+/// each directory between the two bound onto itself first (so it cannot be renamed away),
+/// then the file read-only; a file outside every writable path or missing adds nothing.
+#[test]
+fn bwrap_binds_read_only_files_after_the_writable_paths() {
+    let root = scratch("argv-ro").canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    for file in ["a/b/x.chat", "a/b/y.toml", "top.toml"] {
+        std::fs::write(root.join(file), "").unwrap();
+    }
+    let options = options();
+    let policy = SandboxPolicy {
+        rw_paths: vec![root.clone()],
+        read_only: vec![
+            root.join("a/b/x.chat"),
+            root.join("a/b/y.toml"),
+            root.join("top.toml"),
+            root.join("missing.toml"),
+            PathBuf::from("/etc/hostname"),
+        ],
+        network: true,
+        allow_privileged: false,
+    };
+    let argv = Bwrap.wrap(&policy, &options, strings(&["true"])).unwrap();
+    let p = |rel: &str| {
+        if rel.is_empty() {
+            root.display().to_string()
+        } else {
+            root.join(rel).display().to_string()
+        }
+    };
+    let binds = [
+        ("--bind", p("")),
+        ("--bind", p("a")),
+        ("--bind", p("a/b")),
+        ("--ro-bind", p("a/b/x.chat")),
+        ("--ro-bind", p("a/b/y.toml")),
+        ("--ro-bind", p("top.toml")),
+    ]
+    .iter()
+    .map(|(op, path)| format!("{op} {path} {path}"))
+    .collect::<Vec<_>>()
+    .join(" ");
+    assert_eq!(
+        argv.join(" "),
+        format!(
+            "bwrap --ro-bind / / {binds} --dev /dev --proc /proc --unshare-user --unshare-pid \
+             --unshare-uts --unshare-ipc --share-net --die-with-parent --new-session true"
+        )
+    );
+}
+
+/// The conversation's file (symlinks resolved) and the host's files are the policy's
+/// read-only files; they are refused with the sandbox on or off, also through a symbolic or
+/// hard link; `protect_conversation = false` gives the spec's policy (none).
+#[test]
+fn the_conversation_and_the_hosts_files_are_read_only_sandboxed_or_not() {
+    let root = scratch("read-only").canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("notes")).unwrap();
+    let chat = root.join("notes/x.chat");
+    std::fs::write(&chat, "@You:\nhi\n").unwrap();
+    std::fs::write(root.join("flemma.toml"), "").unwrap();
+    let link = root.join("notes/link.chat");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("x.chat", &link).unwrap();
+    let hard = root.join("hard.chat");
+    let _ = std::fs::remove_file(&hard);
+    std::fs::hard_link(&chat, &hard).unwrap();
+
+    let mut options = options();
+    options.policy.rw_paths = vec![root.display().to_string()];
+    let policy = SandboxPolicy::for_conversation(&options, Some(&link), None)
+        .protecting(&options, [root.join("flemma.toml")]);
+    assert_eq!(policy.read_only, [chat.clone(), root.join("flemma.toml")]);
+
+    let mut backends = SandboxBackends::new();
+    backends.register(Arc::new(PassThrough), 50).unwrap();
+    for enabled in [true, false] {
+        options.enabled = enabled;
+        let sandbox = backends.sandbox(&options, policy.clone());
+        assert_eq!(sandbox.is_enabled(), enabled);
+        let dir = root.join("notes");
+        for path in [
+            "x.chat",
+            "./x.chat",
+            "../notes/x.chat",
+            "link.chat",
+            "../hard.chat",
+            "../flemma.toml",
+        ] {
+            let path = std::path::Path::new(path);
+            assert!(
+                !sandbox.is_path_writable(path, &dir),
+                "{enabled}: {}",
+                path.display()
+            );
+            assert!(sandbox.read_only_file(path, &dir).is_some());
+        }
+        assert!(sandbox.is_path_writable(std::path::Path::new("y.chat"), &dir));
+        assert!(sandbox.save_to_check().is_some());
+    }
+
+    options.policy.protect_conversation = false;
+    let spec = SandboxPolicy::for_conversation(&options, Some(&link), None)
+        .protecting(&options, [root.join("flemma.toml")]);
+    assert!(spec.read_only.is_empty());
+    options.enabled = false;
+    let sandbox = backends.sandbox(&options, spec);
+    assert!(sandbox.is_path_writable(&chat, &root));
+    assert!(sandbox.save_to_check().is_none());
 }

@@ -94,6 +94,7 @@ fn sandboxed(dir: &Path, tool: &str) -> ExecutionContext {
         rw_paths: vec![allowed],
         network: false,
         allow_privileged: false,
+        read_only: vec![],
     };
     let sandbox = Sandbox::new(Arc::new(PassThrough), options.sandbox.clone(), policy);
     ExecutionContext::builder("toolu_01".parse().unwrap(), tool.parse().unwrap())
