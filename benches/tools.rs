@@ -314,6 +314,7 @@ fn bwrap_sandbox() -> Option<flemma::tools::sandbox::Sandbox> {
         return None;
     }
     let policy = SandboxPolicy {
+        conversation: None,
         rw_paths: vec![std::env::temp_dir()],
         read_only: vec![],
         network: true,

@@ -101,6 +101,12 @@ pub struct SandboxPolicy {
     /// the host loaded, absolute, symlinks resolved, without repeats. `write`, `edit` and
     /// `flemma.save_to` refuse them; under bubblewrap they are bound read-only.
     pub read_only: Vec<PathBuf>,
+    /// The conversation's own file, when it is one of [`read_only`](Self::read_only). The host
+    /// rewrites it (write, then rename over it) while tools run, so bubblewrap does not bind it
+    /// read-only: a mount on a file that is renamed over while a sandbox is being set up makes
+    /// that setup fail (`Unable to remount destination … with correct flags`), and a running
+    /// sandbox loses the mount at the next rename anyway. The file tools still refuse it.
+    pub conversation: Option<PathBuf>,
     /// Whether network access is allowed.
     pub network: bool,
     /// Whether the user namespace is kept.
@@ -200,6 +206,7 @@ impl SandboxPolicy {
         let mut policy = Self {
             rw_paths: kept,
             read_only: Vec::new(),
+            conversation: None,
             network: options.policy.network,
             allow_privileged: options.policy.allow_privileged,
         };
@@ -207,6 +214,7 @@ impl SandboxPolicy {
             && let Some(chat) = inputs.chat
         {
             policy.add_read_only(chat);
+            policy.conversation = policy.read_only.last().cloned();
         }
         policy
     }

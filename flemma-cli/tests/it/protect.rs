@@ -243,37 +243,20 @@ fn file_tools_cannot_rewrite_the_conversation_or_its_options_sandbox_off_or_on()
 }
 
 /// Each attempt of `bash` on the transcript or the options file, and the error it must get.
-const ATTEMPTS: [(&str, &str, &str); 7] = [
+/// Under bubblewrap the host's options file is bound read-only (its directory a mount point).
+/// The conversation's own file is not bound: the host renames results over it while tools run,
+/// which breaks a sandbox's setup (`Unable to remount destination`, seen with concurrent calls)
+/// and detaches the mount in a running one; `write`, `edit` and `save_to` refuse it instead.
+const ATTEMPTS: [(&str, &str, &str); 3] = [
     (
         "toolu_append",
-        "echo evil >> x.chat",
-        "bash: line 1: x.chat: Read-only file system\n\nCommand exited with code 1",
-    ),
-    (
-        "toolu_rename_over",
-        "printf evil > new.chat && mv -f new.chat x.chat",
-        "mv: cannot move 'new.chat' to 'x.chat': Device or resource busy\n\nCommand exited with code 1",
-    ),
-    (
-        // sed names its temporary file: only the cause is compared.
-        "toolu_sed",
-        "sed -i s/network/enabled/ x.chat",
-        "Device or resource busy",
+        "echo evil >> ../flemma.toml",
+        "bash: line 1: ../flemma.toml: Read-only file system\n\nCommand exited with code 1",
     ),
     (
         "toolu_remove",
-        "rm -f x.chat",
-        "rm: cannot remove 'x.chat': Device or resource busy\n\nCommand exited with code 1",
-    ),
-    (
-        "toolu_link",
-        "ln x.chat hard.chat",
-        "ln: failed to create hard link 'hard.chat' => 'x.chat': Invalid cross-device link\n\nCommand exited with code 1",
-    ),
-    (
-        "toolu_move_dir",
-        "cd .. && mv notes moved && mkdir notes && echo evil > notes/x.chat",
-        "mv: cannot move 'notes' to 'moved': Device or resource busy\n\nCommand exited with code 1",
+        "rm -f ../flemma.toml",
+        "rm: cannot remove '../flemma.toml': Device or resource busy\n\nCommand exited with code 1",
     ),
     (
         "toolu_toml",
@@ -283,7 +266,7 @@ const ATTEMPTS: [(&str, &str, &str); 7] = [
 ];
 
 #[test]
-fn bash_under_bubblewrap_cannot_write_replace_remove_or_move_the_conversation() {
+fn bash_under_bubblewrap_cannot_write_replace_or_remove_the_hosts_options_file() {
     let t = Tree::new("bwrap");
     let calls: Vec<(&str, &str, Value)> = ATTEMPTS
         .iter()
@@ -321,13 +304,8 @@ fn bash_under_bubblewrap_cannot_write_replace_remove_or_move_the_conversation() 
     for (id, _, message) in ATTEMPTS {
         let (status, content) = &outcomes[id];
         assert_eq!(status.as_deref(), Some("error"), "{id}: {content}");
-        if id == "toolu_sed" {
-            assert!(content.contains(message), "{id}: {content}");
-        } else {
-            assert_eq!(content, message, "{id}");
-        }
+        assert_eq!(content, message, "{id}");
     }
-    assert!(!t.path("proj/moved").exists() && !t.path("proj/notes/hard.chat").exists());
     assert_eq!(
         std::fs::read_to_string(t.path("proj/flemma.toml")).unwrap(),
         TOML

@@ -84,7 +84,12 @@ impl SandboxBackend for Bwrap {
         // move the protected file away and let a new one take its place. The file itself,
         // a mount point, cannot be written, renamed over (EBUSY) or removed.
         let mut made: Vec<PathBuf> = Vec::new();
-        for file in policy.read_only.iter().filter(|f| f.is_file()) {
+        let rewritten = policy.conversation.as_ref();
+        for file in policy
+            .read_only
+            .iter()
+            .filter(|f| f.is_file() && Some(*f) != rewritten)
+        {
             let Some(root) = writable.iter().find(|w| file.starts_with(w)) else {
                 continue;
             };

@@ -33,6 +33,7 @@ fn bwrap_argv_is_pinned() {
     options.backends.bwrap.path = "/opt/bin/bwrap".into();
     options.backends.bwrap.extra_args = strings(&["--setenv", "X", "1"]);
     let policy = SandboxPolicy {
+        conversation: None,
         rw_paths: vec![
             a.clone(),
             b.clone(),
@@ -80,6 +81,7 @@ fn bwrap_argv_is_pinned() {
     );
 
     let policy = SandboxPolicy {
+        conversation: None,
         rw_paths: vec![],
         network: false,
         allow_privileged: true,
@@ -219,6 +221,7 @@ fn no_backend_runs_unsandboxed() {
 
 fn policy(rw_paths: Vec<PathBuf>) -> SandboxPolicy {
     SandboxPolicy {
+        conversation: None,
         rw_paths,
         network: true,
         allow_privileged: false,
@@ -403,6 +406,7 @@ fn bwrap_binds_read_only_files_after_the_writable_paths() {
     }
     let options = options();
     let policy = SandboxPolicy {
+        conversation: None,
         rw_paths: vec![root.clone()],
         read_only: vec![
             root.join("a/b/x.chat"),

@@ -91,6 +91,7 @@ fn sandboxed(dir: &Path, tool: &str) -> ExecutionContext {
     std::fs::create_dir_all(&allowed).unwrap();
     let options = flemma_config::Config::new().options().unwrap();
     let policy = SandboxPolicy {
+        conversation: None,
         rw_paths: vec![allowed],
         network: false,
         allow_privileged: false,
