@@ -21,6 +21,8 @@ const PATIENCE: Duration = Duration::from_secs(30);
 struct Terminal {
     pty: pty_process::blocking::Pty,
     screen: Arc<(Mutex<Vec<u8>>, Condvar)>,
+    /// When each read of the terminal came (ms after the start) and how it ended.
+    times: Arc<Mutex<Vec<String>>>,
     /// Where [`expect`](Self::expect) looks from.
     seen: usize,
     pid: u32,
@@ -53,14 +55,28 @@ impl Terminal {
         let screen = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
         let mut reader = std::fs::File::from(pty.as_fd().try_clone_to_owned().unwrap());
         let shared = Arc::clone(&screen);
+        let times = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&times);
+        let start = Instant::now();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // EIO once the command is gone and the terminal hung up.
-            while let Ok(n @ 1..) = reader.read(&mut buf) {
-                let (lock, ready) = &*shared;
-                lock.lock().unwrap().extend_from_slice(&buf[..n]);
-                ready.notify_all();
-            }
+            let end = loop {
+                match reader.read(&mut buf) {
+                    Ok(n @ 1..) => {
+                        log.lock()
+                            .unwrap()
+                            .push(format!("{} {n}", start.elapsed().as_millis()));
+                        let (lock, ready) = &*shared;
+                        lock.lock().unwrap().extend_from_slice(&buf[..n]);
+                        ready.notify_all();
+                    }
+                    other => break other,
+                }
+            };
+            log.lock()
+                .unwrap()
+                .push(format!("{} end {end:?}", start.elapsed().as_millis()));
         });
         let (sender, exit) = channel();
         std::thread::spawn(move || {
@@ -69,6 +85,7 @@ impl Terminal {
         Self {
             pty,
             screen,
+            times,
             seen: 0,
             pid,
             exit,
@@ -92,12 +109,64 @@ impl Terminal {
                 return;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "{needle:?} did not appear; the terminal shows:\n{text}"
-            );
+            if left.is_zero() {
+                drop(screen);
+                panic!(
+                    "{needle:?} did not appear; the terminal shows:\n{text}\n{}",
+                    self.state()
+                );
+            }
             screen = ready.wait_timeout(screen, left).unwrap().0;
         }
+    }
+
+    /// What a failed wait reports besides the screen: whether the command still runs (and,
+    /// if so, its signal masks and where its threads wait), and the terminal's foreground
+    /// process group and local modes, so that a lost key or signal can be told from a command
+    /// that died or hung.
+    fn state(&mut self) -> String {
+        let mut state = match self.exit.try_recv() {
+            Ok(status) => {
+                self.exited = true;
+                format!("the command ended: {status:?}\n")
+            }
+            Err(_) => {
+                let mut state = format!("the command (pid {}) still runs\n", self.pid);
+                let proc = format!("/proc/{}", self.pid);
+                if let Ok(status) = std::fs::read_to_string(format!("{proc}/status")) {
+                    for line in status.lines().filter(|l| {
+                        ["State:", "Sig", "ShdPnd:"]
+                            .iter()
+                            .any(|p| l.starts_with(p))
+                    }) {
+                        state.push_str(&format!("  {line}\n"));
+                    }
+                }
+                for task in std::fs::read_dir(format!("{proc}/task"))
+                    .into_iter()
+                    .flatten()
+                {
+                    let task = task.unwrap().path();
+                    let read = |f: &str| std::fs::read_to_string(task.join(f)).unwrap_or_default();
+                    state.push_str(&format!(
+                        "  thread {} {}: {}\n",
+                        task.file_name().unwrap().to_string_lossy(),
+                        read("comm").trim(),
+                        read("wchan")
+                    ));
+                }
+                state
+            }
+        };
+        state.push_str(&format!(
+            "terminal: foreground group {:?}, session {:?}, local modes {:?}\n",
+            rustix::termios::tcgetpgrp(&self.pty),
+            rustix::termios::tcgetsid(&self.pty),
+            rustix::termios::tcgetattr(&self.pty).map(|t| t.local_modes),
+        ));
+        let times = self.times.lock().unwrap();
+        state.push_str(&format!("reads (ms after the start, bytes): {times:?}\n"));
+        state
     }
 
     fn send(&mut self, keys: &[u8]) {
@@ -113,8 +182,9 @@ impl Terminal {
             }
             Err(RecvTimeoutError::Timeout) => {
                 panic!(
-                    "the command did not exit; the terminal shows:\n{}",
-                    self.text()
+                    "the command did not exit; the terminal shows:\n{}\n{}",
+                    self.text(),
+                    self.state()
                 )
             }
             Err(RecvTimeoutError::Disconnected) => panic!("lost the command"),
