@@ -1,9 +1,16 @@
 //! `flemma run` in a real pseudo-terminal: the approval prompt's answers (y, n, a reason,
 //! Enter, Ctrl-D, Ctrl-C, Ctrl-C twice) and what the terminal shows.
 //!
-//! The command runs as the session leader of a new pseudo-terminal (pty-process), so a Ctrl-C
-//! typed there reaches it as SIGINT from the line discipline, exactly as on a user's terminal.
-//! Each step waits for the text it needs to see (never a fixed sleep), with a generous timeout.
+//! The command runs as the session leader of a new pseudo-terminal, so a Ctrl-C typed there
+//! reaches it as SIGINT from the line discipline, exactly as on a user's terminal. Each step
+//! waits for the text it needs to see (never a fixed sleep), with a generous timeout.
+//!
+//! Both ends of the terminal are close-on-exec from the moment they exist: the other tests of
+//! this binary spawn processes from other threads all the time, and a terminal opened first and
+//! marked close-on-exec afterwards (as `pty_process::open` does) is inherited by whatever is
+//! spawned in between, which then holds it for its whole life (and so does everything it
+//! spawns). The command is made the terminal's session leader by util-linux `setsid --ctty`,
+//! which `exec`s it in the same process.
 
 use std::io::{Read as _, Write as _};
 use std::os::fd::AsFd as _;
@@ -19,7 +26,8 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A command on a pseudo-terminal and everything it wrote there.
 struct Terminal {
-    pty: pty_process::blocking::Pty,
+    /// The terminal's master side, where the keys are typed.
+    pty: std::fs::File,
     screen: Arc<(Mutex<Vec<u8>>, Condvar)>,
     /// When each read of the terminal came (ms after the start) and how it ended.
     times: Arc<Mutex<Vec<String>>>,
@@ -44,13 +52,18 @@ impl Drop for Terminal {
 
 impl Terminal {
     fn spawn(args: &[&str], dir: &Path) -> Self {
-        let (pty, pts) = pty_process::blocking::open().unwrap();
-        pty.resize(pty_process::Size::new(40, 200)).unwrap();
-        let command = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_flemma"))
+        let (pty, pts) = open_terminal();
+        let mut child = std::process::Command::new("setsid")
+            .arg("--ctty")
+            .arg(env!("CARGO_BIN_EXE_flemma"))
             .args(args)
             .current_dir(dir)
-            .env_remove("RUST_LOG");
-        let mut child = command.spawn(pts).unwrap();
+            .env_remove("RUST_LOG")
+            .stdin(pts.try_clone().unwrap())
+            .stdout(pts.try_clone().unwrap())
+            .stderr(pts)
+            .spawn()
+            .unwrap();
         let pid = child.id();
         let screen = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
         let mut reader = std::fs::File::from(pty.as_fd().try_clone_to_owned().unwrap());
@@ -125,47 +138,46 @@ impl Terminal {
     /// process group and local modes, so that a lost key or signal can be told from a command
     /// that died or hung.
     fn state(&mut self) -> String {
-        let mut state = match self.exit.try_recv() {
-            Ok(status) => {
-                self.exited = true;
-                format!("the command ended: {status:?}\n")
+        use std::fmt::Write as _;
+        let mut state = String::new();
+        if let Ok(status) = self.exit.try_recv() {
+            self.exited = true;
+            let _ = writeln!(state, "the command ended: {status:?}");
+        } else {
+            let _ = writeln!(state, "the command (pid {}) still runs", self.pid);
+            let proc = format!("/proc/{}", self.pid);
+            let status = std::fs::read_to_string(format!("{proc}/status")).unwrap_or_default();
+            for line in status.lines().filter(|l| {
+                ["State:", "Sig", "ShdPnd:"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            }) {
+                let _ = writeln!(state, "  {line}");
             }
-            Err(_) => {
-                let mut state = format!("the command (pid {}) still runs\n", self.pid);
-                let proc = format!("/proc/{}", self.pid);
-                if let Ok(status) = std::fs::read_to_string(format!("{proc}/status")) {
-                    for line in status.lines().filter(|l| {
-                        ["State:", "Sig", "ShdPnd:"]
-                            .iter()
-                            .any(|p| l.starts_with(p))
-                    }) {
-                        state.push_str(&format!("  {line}\n"));
-                    }
-                }
-                for task in std::fs::read_dir(format!("{proc}/task"))
-                    .into_iter()
-                    .flatten()
-                {
-                    let task = task.unwrap().path();
-                    let read = |f: &str| std::fs::read_to_string(task.join(f)).unwrap_or_default();
-                    state.push_str(&format!(
-                        "  thread {} {}: {}\n",
-                        task.file_name().unwrap().to_string_lossy(),
-                        read("comm").trim(),
-                        read("wchan")
-                    ));
-                }
-                state
+            for task in std::fs::read_dir(format!("{proc}/task"))
+                .into_iter()
+                .flatten()
+            {
+                let task = task.unwrap().path();
+                let read = |f: &str| std::fs::read_to_string(task.join(f)).unwrap_or_default();
+                let _ = writeln!(
+                    state,
+                    "  thread {} {}: {}",
+                    task.file_name().unwrap().to_string_lossy(),
+                    read("comm").trim(),
+                    read("wchan")
+                );
             }
-        };
-        state.push_str(&format!(
-            "terminal: foreground group {:?}, session {:?}, local modes {:?}\n",
+        }
+        let _ = writeln!(
+            state,
+            "terminal: foreground group {:?}, session {:?}, local modes {:?}",
             rustix::termios::tcgetpgrp(&self.pty),
             rustix::termios::tcgetsid(&self.pty),
             rustix::termios::tcgetattr(&self.pty).map(|t| t.local_modes),
-        ));
+        );
         let times = self.times.lock().unwrap();
-        state.push_str(&format!("reads (ms after the start, bytes): {times:?}\n"));
+        let _ = writeln!(state, "reads (ms after the start, bytes): {times:?}");
         state
     }
 
@@ -190,6 +202,31 @@ impl Terminal {
             Err(RecvTimeoutError::Disconnected) => panic!("lost the command"),
         }
     }
+}
+
+/// A new pseudo-terminal of 40 rows of 200 columns: its master and its slave side, both
+/// close-on-exec from their creation, the slave not made anyone's controlling terminal here.
+fn open_terminal() -> (std::fs::File, std::fs::File) {
+    use rustix::pty::OpenptFlags;
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)
+            .unwrap();
+    rustix::pty::grantpt(&master).unwrap();
+    rustix::pty::unlockpt(&master).unwrap();
+    // The slave through the master (TIOCGPTPEER): no path lookup, and close-on-exec at once.
+    let slave = rustix::pty::ioctl_tiocgptpeer(
+        &master,
+        OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC,
+    )
+    .unwrap();
+    let size = rustix::termios::Winsize {
+        ws_row: 40,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&master, size).unwrap();
+    (master.into(), slave.into())
 }
 
 /// A conversation whose model asks to run `command` with bash, then says `Done.`.
