@@ -19,7 +19,9 @@ mod secrets;
 #[cfg(unix)]
 mod signals;
 mod streams;
-#[cfg(unix)]
+// Linux: the terminal is opened close-on-exec (`O_CLOEXEC` on `/dev/ptmx`, TIOCGPTPEER) and
+// its command started by util-linux `setsid`.
+#[cfg(target_os = "linux")]
 mod terminal;
 mod tools;
 

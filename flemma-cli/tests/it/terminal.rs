@@ -1,9 +1,16 @@
 //! `flemma run` in a real pseudo-terminal: the approval prompt's answers (y, n, a reason,
 //! Enter, Ctrl-D, Ctrl-C, Ctrl-C twice) and what the terminal shows.
 //!
-//! The command runs as the session leader of a new pseudo-terminal (pty-process), so a Ctrl-C
-//! typed there reaches it as SIGINT from the line discipline, exactly as on a user's terminal.
-//! Each step waits for the text it needs to see (never a fixed sleep), with a generous timeout.
+//! The command runs as the session leader of a new pseudo-terminal, so a Ctrl-C typed there
+//! reaches it as SIGINT from the line discipline, exactly as on a user's terminal. Each step
+//! waits for the text it needs to see (never a fixed sleep), with a generous timeout.
+//!
+//! Both ends of the terminal are close-on-exec from the moment they exist: the other tests of
+//! this binary spawn processes from other threads all the time, and a terminal opened first and
+//! marked close-on-exec afterwards (as `pty_process::open` does) is inherited by whatever is
+//! spawned in between, which then holds it for its whole life (and so does everything it
+//! spawns). The command is made the terminal's session leader by util-linux `setsid --ctty`,
+//! which `exec`s it in the same process.
 
 use std::io::{Read as _, Write as _};
 use std::os::fd::AsFd as _;
@@ -19,8 +26,11 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A command on a pseudo-terminal and everything it wrote there.
 struct Terminal {
-    pty: pty_process::blocking::Pty,
+    /// The terminal's master side, where the keys are typed.
+    pty: std::fs::File,
     screen: Arc<(Mutex<Vec<u8>>, Condvar)>,
+    /// When each read of the terminal came (ms after the start) and how it ended.
+    times: Arc<Mutex<Vec<String>>>,
     /// Where [`expect`](Self::expect) looks from.
     seen: usize,
     pid: u32,
@@ -42,25 +52,44 @@ impl Drop for Terminal {
 
 impl Terminal {
     fn spawn(args: &[&str], dir: &Path) -> Self {
-        let (pty, pts) = pty_process::blocking::open().unwrap();
-        pty.resize(pty_process::Size::new(40, 200)).unwrap();
-        let command = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_flemma"))
+        let (pty, pts) = open_terminal();
+        let mut child = std::process::Command::new("setsid")
+            .arg("--ctty")
+            .arg(env!("CARGO_BIN_EXE_flemma"))
             .args(args)
             .current_dir(dir)
-            .env_remove("RUST_LOG");
-        let mut child = command.spawn(pts).unwrap();
+            .env_remove("RUST_LOG")
+            .stdin(pts.try_clone().unwrap())
+            .stdout(pts.try_clone().unwrap())
+            .stderr(pts)
+            .spawn()
+            .unwrap();
         let pid = child.id();
         let screen = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
         let mut reader = std::fs::File::from(pty.as_fd().try_clone_to_owned().unwrap());
         let shared = Arc::clone(&screen);
+        let times = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&times);
+        let start = Instant::now();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // EIO once the command is gone and the terminal hung up.
-            while let Ok(n @ 1..) = reader.read(&mut buf) {
-                let (lock, ready) = &*shared;
-                lock.lock().unwrap().extend_from_slice(&buf[..n]);
-                ready.notify_all();
-            }
+            let end = loop {
+                match reader.read(&mut buf) {
+                    Ok(n @ 1..) => {
+                        log.lock()
+                            .unwrap()
+                            .push(format!("{} {n}", start.elapsed().as_millis()));
+                        let (lock, ready) = &*shared;
+                        lock.lock().unwrap().extend_from_slice(&buf[..n]);
+                        ready.notify_all();
+                    }
+                    other => break other,
+                }
+            };
+            log.lock()
+                .unwrap()
+                .push(format!("{} end {end:?}", start.elapsed().as_millis()));
         });
         let (sender, exit) = channel();
         std::thread::spawn(move || {
@@ -69,6 +98,7 @@ impl Terminal {
         Self {
             pty,
             screen,
+            times,
             seen: 0,
             pid,
             exit,
@@ -92,12 +122,63 @@ impl Terminal {
                 return;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "{needle:?} did not appear; the terminal shows:\n{text}"
-            );
+            if left.is_zero() {
+                drop(screen);
+                panic!(
+                    "{needle:?} did not appear; the terminal shows:\n{text}\n{}",
+                    self.state()
+                );
+            }
             screen = ready.wait_timeout(screen, left).unwrap().0;
         }
+    }
+
+    /// What a failed wait reports besides the screen: whether the command still runs (and,
+    /// if so, its signal masks and where its threads wait), and the terminal's foreground
+    /// process group and local modes, so that a lost key or signal can be told from a command
+    /// that died or hung.
+    fn state(&mut self) -> String {
+        use std::fmt::Write as _;
+        let mut state = String::new();
+        if let Ok(status) = self.exit.try_recv() {
+            self.exited = true;
+            let _ = writeln!(state, "the command ended: {status:?}");
+        } else {
+            let _ = writeln!(state, "the command (pid {}) still runs", self.pid);
+            let proc = format!("/proc/{}", self.pid);
+            let status = std::fs::read_to_string(format!("{proc}/status")).unwrap_or_default();
+            for line in status.lines().filter(|l| {
+                ["State:", "Sig", "ShdPnd:"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            }) {
+                let _ = writeln!(state, "  {line}");
+            }
+            for task in std::fs::read_dir(format!("{proc}/task"))
+                .into_iter()
+                .flatten()
+            {
+                let task = task.unwrap().path();
+                let read = |f: &str| std::fs::read_to_string(task.join(f)).unwrap_or_default();
+                let _ = writeln!(
+                    state,
+                    "  thread {} {}: {}",
+                    task.file_name().unwrap().to_string_lossy(),
+                    read("comm").trim(),
+                    read("wchan")
+                );
+            }
+        }
+        let _ = writeln!(
+            state,
+            "terminal: foreground group {:?}, session {:?}, local modes {:?}",
+            rustix::termios::tcgetpgrp(&self.pty),
+            rustix::termios::tcgetsid(&self.pty),
+            rustix::termios::tcgetattr(&self.pty).map(|t| t.local_modes),
+        );
+        let times = self.times.lock().unwrap();
+        let _ = writeln!(state, "reads (ms after the start, bytes): {times:?}");
+        state
     }
 
     fn send(&mut self, keys: &[u8]) {
@@ -113,13 +194,39 @@ impl Terminal {
             }
             Err(RecvTimeoutError::Timeout) => {
                 panic!(
-                    "the command did not exit; the terminal shows:\n{}",
-                    self.text()
+                    "the command did not exit; the terminal shows:\n{}\n{}",
+                    self.text(),
+                    self.state()
                 )
             }
             Err(RecvTimeoutError::Disconnected) => panic!("lost the command"),
         }
     }
+}
+
+/// A new pseudo-terminal of 40 rows of 200 columns: its master and its slave side, both
+/// close-on-exec from their creation, the slave not made anyone's controlling terminal here.
+fn open_terminal() -> (std::fs::File, std::fs::File) {
+    use rustix::pty::OpenptFlags;
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)
+            .unwrap();
+    rustix::pty::grantpt(&master).unwrap();
+    rustix::pty::unlockpt(&master).unwrap();
+    // The slave through the master (TIOCGPTPEER): no path lookup, and close-on-exec at once.
+    let slave = rustix::pty::ioctl_tiocgptpeer(
+        &master,
+        OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC,
+    )
+    .unwrap();
+    let size = rustix::termios::Winsize {
+        ws_row: 40,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&master, size).unwrap();
+    (master.into(), slave.into())
 }
 
 /// A conversation whose model asks to run `command` with bash, then says `Done.`.
