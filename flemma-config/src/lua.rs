@@ -38,7 +38,9 @@ enum Write {
     Remove(String, String),
 }
 
-type Log = Rc<RefCell<Vec<(Write, u32)>>>;
+/// The writes of a run, each with its chunk line.
+type Writes = Vec<(Write, u32)>;
+type Log = Rc<RefCell<Writes>>;
 
 /// `flemma.opt` and everything below it.
 #[derive(Debug, Clone)]
@@ -374,7 +376,7 @@ pub(crate) fn apply(
     first_line: u32,
 ) -> Result<Map<String, Value>, FrontmatterError> {
     let at = |chunk_line: u32| first_line + chunk_line.saturating_sub(1);
-    let run = || -> mlua::Result<(Map<String, Value>, Vec<(Write, u32)>)> {
+    let run = || -> mlua::Result<(Map<String, Value>, Writes)> {
         let Evaluated { lua, log, before } = evaluate(code)?;
         // The globals the script defined are the template variables (`recipient = "Ada"`);
         // values JSON cannot hold (functions) are not variables.

@@ -64,7 +64,7 @@ impl LuaPolicy {
 
     pub(super) fn into_policy(self) -> AutoApprovePolicy {
         AutoApprovePolicy::with_context(move |tool, input, ctx| {
-            self.call(tool, input, ctx)
+            self.call(tool, input, *ctx)
                 .unwrap_or_else(PolicyDecision::Failed)
         })
     }
@@ -86,7 +86,7 @@ impl LuaPolicy {
         &self,
         tool: &ToolName,
         input: &Value,
-        ctx: &PolicyContext<'_>,
+        ctx: PolicyContext<'_>,
     ) -> Result<PolicyDecision, PolicyError> {
         let evaluated = evaluate(&self.code).map_err(|e| self.error(&e))?;
         let found = evaluated
@@ -98,15 +98,12 @@ impl LuaPolicy {
                 _ => None,
             })
             .nth(self.nth);
-        let function = match found {
-            Some(function) => function,
-            None => {
-                return Err(PolicyError::new(
-                    None,
-                    "the frontmatter assigned no auto_approve function at the same place when \
-                     run again for this call",
-                ));
-            }
+        let Some(function) = found else {
+            return Err(PolicyError::new(
+                None,
+                "the frontmatter assigned no auto_approve function at the same place when run \
+                 again for this call",
+            ));
         };
         let lua = &evaluated.lua;
         let result = (|| -> mlua::Result<LuaValue> {
