@@ -18,10 +18,10 @@
 //! with a budget of its own. A Lua state is neither `Send` nor `Sync` (and mlua's `send`
 //! feature would put every callback behind a lock), while options are shared by every task
 //! of a host; a state kept per policy would also let one call's globals leak into the next.
-//! Running the chunk again costs a fresh state and the chunk (tens of microseconds for a
-//! frontmatter), once per tool call. The function is found again as the n-th function the run
-//! writes to the same path; a run that writes fewer (a frontmatter that depends on
-//! `math.random`) does not approve the call.
+//! Running the chunk again costs a fresh state and the chunk: about 0.1 ms per call for the
+//! seed's function in a release build (0.5 ms unoptimised), once per tool call. The function
+//! is found again as the n-th function the run writes to the same path; a run that writes
+//! fewer (a frontmatter that depends on `math.random`) does not approve the call.
 //!
 //! **Failing closed.** An error, an exhausted instruction budget, the memory limit or a
 //! return value other than the four above is [`PolicyDecision::Failed`]: the config resolver
