@@ -13,6 +13,8 @@ mod input;
 mod jobs;
 mod output;
 mod paths;
+#[cfg(feature = "lua")]
+mod policy;
 mod protect;
 mod run;
 mod secrets;
