@@ -132,13 +132,14 @@ enum Command {
         /// The tool call id.
         id: String,
     },
-    /// Reject the pending call ID; the message is what the model is told.
+    /// Reject the pending call ID; the model is told `User feedback: MESSAGE`.
     Reject {
         /// The `.chat` file.
         file: PathBuf,
         /// The tool call id.
         id: String,
-        /// Why (default: `This tool has been rejected by the user.`).
+        /// Why; written into the block as `User feedback: MESSAGE` (without it, the model
+        /// reads `This tool has been rejected by the user.`).
         #[arg(long)]
         message: Option<String>,
     },
