@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 mod input;
 mod log;
+mod notices;
 mod options;
 mod render;
 mod run;
@@ -109,7 +110,7 @@ enum Command {
     Cycle {
         /// The `.chat` file.
         file: PathBuf,
-        /// Print `{"placed", "completed", "delivered", "next"}`.
+        /// Print `{"placed", "completed", "delivered", "warnings", "recovered", "next"}`.
         #[arg(long)]
         json: bool,
         /// Then wait for the conversation's background jobs and deliver their Job Results.

@@ -43,6 +43,8 @@ fn cycle_places_pending_placeholders_in_one_message_and_says_what_is_next() {
             ],
             "completed": [],
             "delivered": [],
+            "warnings": [],
+            "recovered": {"adopted": [], "finished": [], "lost": [], "elsewhere": []},
             "next": "await_approval",
         })
     );
