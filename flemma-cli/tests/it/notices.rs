@@ -24,8 +24,8 @@ const PROTECTED: &str = "1 tool result(s) have edited content inside an approved
 const RECOVERED: &str = "jobs: 0 re-adopted, 0 finished while away, 1 lost, 0 run elsewhere";
 
 /// A fresh copy (each test its own directory, so its own store and journal).
-fn transcript(test: &str, text: &str) -> PathBuf {
-    let file = scratch(&format!("notices-{test}.chat"), text.as_bytes());
+fn transcript(name: &str, chat: &str) -> PathBuf {
+    let file = scratch(&format!("notices-{name}.chat"), chat.as_bytes());
     let _ = std::fs::remove_dir_all(file.with_file_name(".flemma"));
     file
 }
