@@ -213,15 +213,27 @@ async fn an_approver_decides_the_pending_calls() {
             .with_tool_use("calculator", json!({"expression": "3 + 3"})),
         Turn::text("6, and no 9."),
     ]));
-    let session = Session::builder(chat.clone(), registry(), provider)
+    let session = Session::builder(chat.clone(), registry(), provider.clone())
         .approver(Arc::new(NoMultiplication))
         .build();
     let mut events = session.subscribe();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     let text = chat.text();
+    // The approver's reason reaches the block and the model as `User feedback: <reason>`.
     assert!(
-        text.contains("(error)\n```\nNo multiplication today.\n```"),
+        text.contains("(error)\n```\nUser feedback: No multiplication today.\n```"),
         "{text}"
+    );
+    let second: serde_json::Value = serde_json::from_str(&provider.requests()[1]).unwrap();
+    let results = &second["messages"][2]["content"];
+    assert_eq!(
+        results[0],
+        json!({
+            "type": "tool_result",
+            "tool_use_id": "toolu_scripted_1_1",
+            "content": "User feedback: No multiplication today.",
+            "is_error": true,
+        })
     );
     assert!(text.contains("```\n6\n```"), "{text}");
     let asked = drain(&mut events)

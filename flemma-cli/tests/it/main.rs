@@ -11,6 +11,7 @@ mod claims;
 mod input;
 #[cfg(unix)]
 mod jobs;
+mod notices;
 mod output;
 mod paths;
 #[cfg(feature = "lua")]
