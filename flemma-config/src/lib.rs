@@ -23,6 +23,7 @@
 //! ```
 
 mod config;
+mod diagnostic;
 mod env;
 mod error;
 mod glob;
@@ -38,6 +39,7 @@ mod sources;
 mod suggest;
 
 pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
+pub use diagnostic::{OptionDiagnostic, Origin, Severity};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError, TomlError};
 pub use flemma_ids::ToolName;

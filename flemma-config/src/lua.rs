@@ -293,6 +293,7 @@ pub(crate) fn apply(
     })?;
     let writes = std::mem::take(&mut *log.borrow_mut());
     for (write, line) in writes {
+        config.locate_writes(crate::diagnostic::Locator::line(at(line)));
         let result = match write {
             Write::Set(path, value) => config.set(Layer::Frontmatter, &path, value),
             Write::Append(path, item) => config.append(Layer::Frontmatter, &path, &item),

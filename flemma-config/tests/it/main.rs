@@ -16,6 +16,7 @@ mod listops;
 mod lua;
 mod options;
 mod presets;
+mod selection;
 mod toml;
 mod tool_tables;
 
