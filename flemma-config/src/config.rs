@@ -182,6 +182,8 @@ pub struct Config {
     origins: [Vec<Origin>; 4],
     /// Where the writes being made come from (set by the loaders while they write).
     locator: Locator,
+    /// Where the presets loaded from files were defined, by name.
+    preset_origins: std::collections::BTreeMap<String, Origin>,
     presets: Presets,
     policy: Option<AutoApprovePolicy>,
     generation: u64,
@@ -212,6 +214,7 @@ impl Config {
             layers,
             origins,
             locator: Locator::Layer,
+            preset_origins: std::collections::BTreeMap::new(),
             presets: Presets::default(),
             policy: None,
             generation: next_generation(),
@@ -252,6 +255,15 @@ impl Config {
     pub fn presets_mut(&mut self) -> &mut Presets {
         self.generation = next_generation();
         &mut self.presets
+    }
+
+    /// Where a preset loaded from a file was defined.
+    pub(crate) fn preset_origin(&self, name: &str) -> Option<&Origin> {
+        self.preset_origins.get(name)
+    }
+
+    pub(crate) fn set_preset_origin(&mut self, name: &str, origin: Origin) {
+        self.preset_origins.insert(name.to_owned(), origin);
     }
 
     /// The closure policy for `tools.auto_approve`, if one is set.

@@ -81,8 +81,8 @@ impl Origin {
 pub struct OptionDiagnostic {
     /// What is wrong (its `Display` is the spec's text).
     pub issue: FinalizeIssue,
-    /// Where it was written; `None` for what the presets themselves say
-    /// ([`FinalizeIssue::PresetUnknownTool`]).
+    /// Where it was written; for [`FinalizeIssue::PresetUnknownTool`] where the preset was
+    /// defined, when it came from an options file (`None` for presets set in code).
     pub origin: Option<Origin>,
 }
 
@@ -137,6 +137,7 @@ pub(crate) enum Locator {
 
 impl Locator {
     /// Every write at one transcript line (a Lua statement).
+    #[cfg(feature = "lua")]
     pub(crate) fn line(line: u32) -> Self {
         Locator::Frontmatter {
             keys: Arc::default(),
@@ -340,7 +341,13 @@ impl Config {
             }
         }
         for issue in self.presets().finalize(registered) {
-            add(issue, None);
+            let origin = match &issue {
+                FinalizeIssue::PresetUnknownTool { preset, .. } => {
+                    self.preset_origin(preset).cloned()
+                }
+                _ => None,
+            };
+            add(issue, origin);
         }
         for (tool, origin) in self.tool_tables() {
             if !is_registered(&tool) {

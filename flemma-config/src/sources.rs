@@ -83,14 +83,15 @@ impl Config {
         };
         // Load into a copy so that a file with an error leaves the options as they were.
         let mut loaded = self.clone();
-        if let Some(presets) = map.get("presets") {
-            loaded.load_presets(presets).map_err(in_file)?;
-        }
-        // Each write keeps the file and the line of its key, for the diagnostics.
-        loaded.locate_writes(Locator::File {
+        // Each write (and preset) keeps the file and the line of its key, for the diagnostics.
+        let located = Locator::File {
             path: origin.to_owned(),
             keys: std::sync::Arc::new(crate::diagnostic::toml_key_lines(text)),
-        });
+        };
+        if let Some(presets) = map.get("presets") {
+            loaded.load_presets(presets, &located).map_err(in_file)?;
+        }
+        loaded.locate_writes(located);
         for (key, value) in map {
             if key != "presets" {
                 loaded.set(Layer::Setup, &key, value).map_err(in_file)?;
@@ -101,7 +102,7 @@ impl Config {
         Ok(())
     }
 
-    fn load_presets(&mut self, presets: &Value) -> Result<(), ConfigError> {
+    fn load_presets(&mut self, presets: &Value, located: &Locator) -> Result<(), ConfigError> {
         let Value::Object(presets) = presets else {
             return Err(ConfigError::InvalidPreset {
                 name: "presets".to_owned(),
@@ -115,6 +116,8 @@ impl Config {
                     source,
                 })?;
             self.presets_mut().insert(name.clone(), preset)?;
+            let written = crate::path::join("presets", name);
+            self.set_preset_origin(name, located.origin(Layer::Setup, &written));
         }
         Ok(())
     }

@@ -317,3 +317,20 @@ fn a_failed_frontmatter_leaves_no_place_behind() {
         Some(Origin::Layer(Layer::Frontmatter))
     );
 }
+
+#[test]
+fn a_preset_from_a_file_is_placed_at_its_table() {
+    let mut config = with_defaults();
+    config
+        .load_toml_str(
+            "[tools]\nauto_approve = [\"$ci\"]\n\n[presets.\"$ci\"]\nauto_approve = [\"bash\", \"deploy\"]\n",
+            "ci.toml".as_ref(),
+        )
+        .unwrap();
+    let found = config.diagnostics(&registered());
+    assert_eq!(
+        texts(&found),
+        ["ci.toml:4: Preset '$ci' references unknown tool 'deploy' in auto_approve"]
+    );
+    assert_eq!(found[0].severity(), Severity::Warning);
+}
