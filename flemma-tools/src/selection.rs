@@ -92,7 +92,10 @@ impl ToolRegistry {
         // Readiness first: names read after it are at least as complete.
         let checked = self.is_ready();
         let tools = self.list();
-        let names: Vec<_> = tools.iter().map(|t| t.definition().name().clone()).collect();
+        let names: Vec<_> = tools
+            .iter()
+            .map(|t| t.definition().name().clone())
+            .collect();
         let before = config.options_with_tools(&names)?;
         config.set_tool_defaults(
             tools

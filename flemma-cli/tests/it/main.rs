@@ -16,6 +16,7 @@ mod paths;
 mod protect;
 mod run;
 mod secrets;
+mod selection;
 #[cfg(unix)]
 mod signals;
 mod streams;

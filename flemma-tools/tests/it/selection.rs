@@ -86,7 +86,11 @@ fn every_list_operation_starts_from_the_enabled_tools() {
     let registry = registry();
     assert_eq!(tool_set(&registry, "json", "{}"), all_but(""));
     for (language, code, expected) in [
-        ("lua", "flemma.opt.tools:remove(\"write\")", all_but("write")),
+        (
+            "lua",
+            "flemma.opt.tools:remove(\"write\")",
+            all_but("write"),
+        ),
         (
             "lua",
             "flemma.opt.tools = flemma.opt.tools - \"write\"",
@@ -98,10 +102,26 @@ fn every_list_operation_starts_from_the_enabled_tools() {
             "flemma.opt.tools = flemma.opt.tools + \"read\"",
             all_but(""),
         ),
-        ("lua", "flemma.opt.tools:append(\"secret\")", all_and("secret")),
-        ("lua", "flemma.opt.tools:prepend(\"secret\")", all_and("secret")),
-        ("json", r#"{"flemma": {"tools": ["!write"]}}"#, all_but("write")),
-        ("json", r#"{"flemma": {"tools": ["+secret"]}}"#, all_and("secret")),
+        (
+            "lua",
+            "flemma.opt.tools:append(\"secret\")",
+            all_and("secret"),
+        ),
+        (
+            "lua",
+            "flemma.opt.tools:prepend(\"secret\")",
+            all_and("secret"),
+        ),
+        (
+            "json",
+            r#"{"flemma": {"tools": ["!write"]}}"#,
+            all_but("write"),
+        ),
+        (
+            "json",
+            r#"{"flemma": {"tools": ["+secret"]}}"#,
+            all_and("secret"),
+        ),
         (
             "lua",
             "flemma.opt.tools = {\"bash\", \"secret\"}",
@@ -124,7 +144,9 @@ fn a_runtime_set_starts_from_the_enabled_tools_too() {
     // `flemma --set 'tools=["!write"]'`
     let registry = registry();
     let mut config = Config::new();
-    config.set(Layer::Runtime, "tools", json!(["!write"])).unwrap();
+    config
+        .set(Layer::Runtime, "tools", json!(["!write"]))
+        .unwrap();
     assert_eq!(offered(&registry, &mut config), all_but("write"));
     // The frontmatter goes on from there.
     config
@@ -288,7 +310,11 @@ async fn a_glob_for_tools_still_loading_is_kept_then_expanded_and_checked_at_fin
     let late = registry.evaluate(&mut config).unwrap();
     assert!(late.checked);
     let mut expanded = all_but("");
-    expanded.extend(["slack.post".to_owned(), "slack.read".to_owned(), "jira.*".to_owned()]);
+    expanded.extend([
+        "slack.post".to_owned(),
+        "slack.read".to_owned(),
+        "jira.*".to_owned(),
+    ]);
     assert_eq!(late.options.tools.list, expanded);
     let Err(ConfigError::Finalize { errors }) = late.check() else {
         panic!("{late:?}")
