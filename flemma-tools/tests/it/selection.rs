@@ -264,7 +264,7 @@ struct Gate {
 
 #[async_trait::async_trait]
 impl ToolSource for Gate {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "slack"
     }
 
