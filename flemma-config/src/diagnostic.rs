@@ -174,11 +174,24 @@ fn key_line(keys: &BTreeMap<String, u32>, written: &str) -> Option<u32> {
     })
 }
 
-/// The 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> u32 {
-    let before = text.get(..offset).unwrap_or(text);
-    u32::try_from(before.matches('\n').count() + 1).unwrap_or(u32::MAX)
+/// The byte offsets where the lines of a text start.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .collect()
 }
+
+/// The 1-based line of a byte offset, given the [`line_starts`].
+fn line_of(starts: &[usize], offset: usize) -> u32 {
+    let line = starts.partition_point(|start| *start <= offset);
+    u32::try_from(line.max(1)).unwrap_or(u32::MAX)
+}
+
+/// JSON frontmatter larger than this is not searched for key lines (each key would be looked
+/// for through the whole text): its diagnostics point at the `"flemma"` key.
+const JSON_SEARCH_BYTES: usize = 256 << 10;
+/// At most this many keys of a JSON frontmatter are looked for.
+const JSON_SEARCH_KEYS: usize = 256;
 
 /// The line of every key of a TOML text, by path as [`Config::set`] writes it (tables joined
 /// with [`crate::path::join`]); empty when the text does not parse.
@@ -186,21 +199,21 @@ pub(crate) fn toml_key_lines(text: &str) -> BTreeMap<String, u32> {
     fn walk(
         table: &toml::de::DeTable<'_>,
         prefix: &str,
-        text: &str,
+        starts: &[usize],
         out: &mut BTreeMap<String, u32>,
     ) {
         for (key, value) in table {
             let path = crate::path::join(prefix, key.get_ref());
             out.entry(path.clone())
-                .or_insert_with(|| line_of(text, key.span().start));
+                .or_insert_with(|| line_of(starts, key.span().start));
             if let toml::de::DeValue::Table(child) = value.get_ref() {
-                walk(child, &path, text, out);
+                walk(child, &path, starts, out);
             }
         }
     }
     let mut out = BTreeMap::new();
     if let Ok(table) = toml::de::DeTable::parse(text) {
-        walk(table.get_ref(), "", text, &mut out);
+        walk(table.get_ref(), "", &line_starts(text), &mut out);
     }
     out
 }
@@ -225,6 +238,9 @@ pub(crate) fn json_key_lines(
     ) -> usize {
         let mut cursor = from;
         for (key, value) in object {
+            if out.len() >= JSON_SEARCH_KEYS {
+                break;
+            }
             let Ok(quoted) = serde_json::to_string(key) else {
                 continue;
             };
@@ -242,9 +258,11 @@ pub(crate) fn json_key_lines(
         }
         cursor
     }
-    let lines: Vec<&str> = code.lines().collect();
     let mut out = BTreeMap::new();
-    walk(&lines, from, "", options, first_line, &mut out);
+    if code.len() <= JSON_SEARCH_BYTES {
+        let lines: Vec<&str> = code.lines().collect();
+        walk(&lines, from, "", options, first_line, &mut out);
+    }
     out
 }
 

@@ -334,3 +334,30 @@ fn a_preset_from_a_file_is_placed_at_its_table() {
     );
     assert_eq!(found[0].severity(), Severity::Warning);
 }
+
+#[test]
+fn a_huge_json_frontmatter_is_not_searched_for_key_lines() {
+    // Each key would be looked for through the whole text: past 256 KiB the diagnostics point
+    // at the `"flemma"` key.
+    let padding = "x".repeat(300 << 10);
+    let code = format!(
+        "{{\n  \"pad\": \"{padding}\",\n  \"flemma\": {{\n    \"tools\": [\"reed\"]\n  }}\n}}"
+    );
+    let mut config = with_defaults();
+    config.apply_frontmatter("json", &code, 2).unwrap();
+    assert_eq!(
+        config.diagnostics(&registered())[0].origin,
+        Some(Origin::Frontmatter { line: 4 })
+    );
+    // A TOML file's lines come from its parser, whatever its size.
+    let toml = format!("# {padding}\n\n[tools]\nlist = [\"reed\"]\n");
+    let mut config = with_defaults();
+    config.load_toml_str(&toml, "big.toml".as_ref()).unwrap();
+    assert_eq!(
+        config.diagnostics(&registered())[0].origin,
+        Some(Origin::File {
+            path: "big.toml".into(),
+            line: Some(4)
+        })
+    );
+}
