@@ -15,7 +15,8 @@ use flemma::tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 use flemma::{Session, SessionEvent};
 use serde_json::json;
 
-/// Approves deployments to staging, rejects the rest with a reason the model reads.
+/// Approves deployments to staging, rejects the rest with a reason the model reads (as
+/// `User feedback: <reason>`).
 struct Reviewer;
 
 #[async_trait]
@@ -60,7 +61,7 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(asked == 2, "the reviewer was asked {asked} times");
     anyhow::ensure!(text.contains("deployed to \"staging\""), "{text}");
     anyhow::ensure!(
-        text.contains("(error)\n```\nProduction deploys need a change ticket.\n```"),
+        text.contains("(error)\n```\nUser feedback: Production deploys need a change ticket.\n```"),
         "{text}"
     );
     println!("{text}");

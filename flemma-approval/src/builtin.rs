@@ -3,7 +3,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use async_trait::async_trait;
-use flemma_config::{Layer, OpKind, PolicyDecision};
+use flemma_config::{AutoApprovePolicy, Layer, OpKind, PolicyContext, PolicyDecision};
 
 use crate::cache::ListCache;
 use crate::error::{ResolverError, panic_message};
@@ -13,10 +13,27 @@ use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
 pub(crate) trait Builtin: Send + Sync {
     /// The verdict on one call.
     fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict;
+
+    /// The verdict, and what failed when the resolver decided because something failed (the
+    /// config resolver asks for approval when its policy fails): the chain reports it as it
+    /// reports a failing resolver, but keeps the decision.
+    fn verdict_and_failure(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> (Verdict, Option<ResolverError>) {
+        (self.verdict(call, ctx), None)
+    }
 }
 
-/// `urn:flemma:approval:config`: the closure policy, then the `tools.auto_approve` list (exact
-/// names and `*` globs).
+/// `urn:flemma:approval:config`: the host's closure policy, then the value of
+/// `tools.auto_approve`: the function a layer set (a Lua frontmatter's
+/// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end`, spec §6.3), then the
+/// list (exact names and `*` globs).
+///
+/// A policy that fails (a panicking closure; a Lua function that raises an error, runs too
+/// long or returns something other than `true`, `false`, `"deny"` or `nil`) asks for approval
+/// (fail closed) and is reported in [`Outcome::failures`](crate::Outcome::failures).
 ///
 /// The list is read from `ctx.config` and compiled once per options state
 /// ([`Config::generation`](flemma_config::Config::generation)) into a
@@ -36,41 +53,78 @@ impl ConfigResolver {
     }
 }
 
+/// Asks one policy; `None` when it passes.
+fn ask(
+    policy: &AutoApprovePolicy,
+    who: &str,
+    call: &ToolCall<'_>,
+) -> Option<(Verdict, Option<ResolverError>)> {
+    let ctx = PolicyContext::new(call.id);
+    let fail_closed = |error: ResolverError| {
+        let verdict = Verdict::require_approval().because(error.report());
+        Some((verdict, Some(error)))
+    };
+    match catch_unwind(AssertUnwindSafe(|| {
+        policy.decide(call.name, call.input, &ctx)
+    })) {
+        Ok(PolicyDecision::Approve) => {
+            Some((Verdict::approve().because(format!("{who} approved")), None))
+        }
+        Ok(PolicyDecision::RequireApproval) => Some((
+            Verdict::require_approval().because(format!("{who} asks for approval")),
+            None,
+        )),
+        Ok(PolicyDecision::Deny(reason)) => {
+            Some((Verdict::deny(reason).because(format!("{who} denied")), None))
+        }
+        Ok(PolicyDecision::Pass) => None,
+        Ok(PolicyDecision::Failed(error)) => fail_closed(ResolverError::with_source(
+            format!("{who} failed, so the call waits for approval"),
+            error,
+        )),
+        Err(panic) => fail_closed(ResolverError::new(format!(
+            "{who} {}, so the call waits for approval",
+            panic_message(&*panic)
+        ))),
+    }
+}
+
 impl Builtin for ConfigResolver {
-    /// The policy, then the list.
     fn verdict(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Verdict {
-        if let Some(policy) = ctx.config.auto_approve_policy() {
-            match catch_unwind(AssertUnwindSafe(|| policy.decide(call.name, call.input))) {
-                Ok(PolicyDecision::Approve) => {
-                    return Verdict::approve().because("the auto_approve policy approved");
-                }
-                Ok(PolicyDecision::RequireApproval) => {
-                    return Verdict::require_approval()
-                        .because("the auto_approve policy asks for approval");
-                }
-                Ok(PolicyDecision::Deny(reason)) => {
-                    return Verdict::deny(reason).because("the auto_approve policy denied");
-                }
-                Ok(PolicyDecision::Pass) => {}
-                // Fail closed.
-                Err(panic) => {
-                    return Verdict::require_approval().because(format!(
-                        "the auto_approve policy {}",
-                        panic_message(&*panic)
-                    ));
-                }
-            }
+        self.verdict_and_failure(call, ctx).0
+    }
+
+    /// The host's policy, the option's function, then the list.
+    fn verdict_and_failure(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> (Verdict, Option<ResolverError>) {
+        if let Some(decided) = ctx
+            .config
+            .auto_approve_policy()
+            .and_then(|policy| ask(policy, "the auto_approve policy", call))
+        {
+            return decided;
+        }
+        if let Some(decided) = ctx
+            .config
+            .auto_approve_function()
+            .and_then(|function| ask(function, "the auto_approve function", call))
+        {
+            return decided;
         }
         // `$preset` references left in the list are unknown presets (known ones are expanded
         // on read): they hold no `*` and no tool is called `$…`, so they match nothing.
-        self.cache.with(ctx.config, |list| {
+        let verdict = self.cache.with(ctx.config, |list| {
             match list.first_match(call.name.as_str()) {
                 Some(entry) => {
                     Verdict::approve().because(format!("matched auto_approve entry {entry:?}"))
                 }
                 None => Verdict::pass(),
             }
-        })
+        });
+        (verdict, None)
     }
 }
 

@@ -163,8 +163,9 @@ pub struct Outcome<'c> {
     pub decision: Decision,
     /// The deciding resolver; `None` when none decided (the default: require approval).
     pub resolver: Option<&'c ResolverName>,
-    /// The resolvers that failed before one decided, in order (empty almost always; nothing
-    /// is allocated then).
+    /// The resolvers that failed before one decided, in order, and the config resolver's
+    /// policy when it failed and the resolver asked for approval because of it (empty almost
+    /// always; nothing is allocated then).
     pub failures: Vec<Failure<'c>>,
 }
 
@@ -219,7 +220,7 @@ impl Chain {
             (
                 CONFIG_RESOLVER,
                 100,
-                "tools.auto_approve: names, globs and the closure policy",
+                "tools.auto_approve: the closure policy, the function, names and globs",
                 Arc::new(ConfigResolver::default()),
             ),
             (
@@ -337,17 +338,21 @@ impl Chain {
         let mut failures = Vec::new();
         for entry in &self.entries {
             match consult(entry, call, ctx).await {
-                Ok(Verdict {
-                    decision: Some(decision),
-                    ..
-                }) => {
-                    return Outcome {
-                        decision,
-                        resolver: Some(&entry.name),
-                        failures,
-                    };
+                Ok((verdict, failure)) => {
+                    if let Some(error) = failure {
+                        failures.push(Failure {
+                            resolver: &entry.name,
+                            error,
+                        });
+                    }
+                    if let Some(decision) = verdict.decision {
+                        return Outcome {
+                            decision,
+                            resolver: Some(&entry.name),
+                            failures,
+                        };
+                    }
                 }
-                Ok(_) => {}
                 Err(error) => failures.push(Failure {
                     resolver: &entry.name,
                     error,
@@ -367,7 +372,8 @@ impl Chain {
         let mut trace = Vec::new();
         for entry in &self.entries {
             let (result, detail, decision) = match consult(entry, call, ctx).await {
-                Ok(verdict) => {
+                // A failure the resolver decided on is in its verdict's explanation.
+                Ok((verdict, _)) => {
                     let result = match &verdict.decision {
                         None => TraceResult::Pass,
                         Some(Decision::Approve) => TraceResult::Approve,
@@ -400,15 +406,17 @@ impl Chain {
     }
 }
 
-/// Asks one resolver; a panic, while making its future or while polling it, is its error.
+/// Asks one resolver: its verdict, with the failure it decided on (see
+/// [`Builtin::verdict_and_failure`]); a panic, while making its future or while polling it, is
+/// its error.
 async fn consult(
     entry: &Registration,
     call: &ToolCall<'_>,
     ctx: &ApprovalContext<'_>,
-) -> Result<Verdict, ResolverError> {
+) -> Result<(Verdict, Option<ResolverError>), ResolverError> {
     let resolver = match &entry.resolver {
         Slot::Builtin(builtin) => {
-            return catch_unwind(AssertUnwindSafe(|| builtin.verdict(call, ctx)))
+            return catch_unwind(AssertUnwindSafe(|| builtin.verdict_and_failure(call, ctx)))
                 .map_err(|panic| ResolverError::panicked(&*panic));
         }
         Slot::Resolver(resolver) => resolver,
@@ -419,4 +427,5 @@ async fn consult(
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| Err(ResolverError::panicked(&*panic)))
+        .map(|verdict| (verdict, None))
 }

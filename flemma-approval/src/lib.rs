@@ -3,7 +3,8 @@
 //! When a model asks for a tool, the chain decides: approve (run it), require approval (ask
 //! the user) or deny. Resolvers run by priority, highest first (ties by name); the first
 //! decision wins; nothing deciding means "ask". The built-ins read the layered options of
-//! `flemma-config`: `tools.auto_approve` (names, `*` globs, `$presets`, or a closure policy),
+//! `flemma-config`: `tools.auto_approve` (names, `*` globs, `$presets`, a Lua frontmatter's
+//! function, or the host's closure policy; a policy that fails asks for approval),
 //! the sandbox rule (spec §6.4) and the catch-all for `tools.require_approval = false`.
 //! Applications add their own resolvers with [`Chain::register`]: a type implementing the
 //! asynchronous [`Resolver`] trait (a host asking a remote policy service or a person), or a

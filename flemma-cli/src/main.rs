@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 mod input;
 mod log;
+mod notices;
 mod options;
 mod render;
 mod run;
@@ -109,7 +110,7 @@ enum Command {
     Cycle {
         /// The `.chat` file.
         file: PathBuf,
-        /// Print `{"placed", "completed", "delivered", "next"}`.
+        /// Print `{"placed", "completed", "delivered", "warnings", "recovered", "next"}`.
         #[arg(long)]
         json: bool,
         /// Then wait for the conversation's background jobs and deliver their Job Results.
@@ -132,13 +133,14 @@ enum Command {
         /// The tool call id.
         id: String,
     },
-    /// Reject the pending call ID; the message is what the model is told.
+    /// Reject the pending call ID; the model is told `User feedback: MESSAGE`.
     Reject {
         /// The `.chat` file.
         file: PathBuf,
         /// The tool call id.
         id: String,
-        /// Why (default: `This tool has been rejected by the user.`).
+        /// Why; written into the block as `User feedback: MESSAGE` (without it, the model
+        /// reads `This tool has been rejected by the user.`).
         #[arg(long)]
         message: Option<String>,
     },

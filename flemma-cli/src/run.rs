@@ -525,7 +525,7 @@ impl Ui {
                 output_tokens,
             } => self.usage = Some((*input_tokens, *output_tokens)),
             SessionEvent::RequestAborted => self.status("request cancelled"),
-            SessionEvent::Warning(warning) => self.status(&format!("warning: {warning}")),
+            SessionEvent::Warning(warning) => self.status(&crate::notices::warning_line(warning)),
             SessionEvent::Tool(event) => self.tool(event),
             SessionEvent::ResumeScheduled { delay_ms } => {
                 self.status(&format!("jobs delivered: resuming in {delay_ms} ms"));
@@ -578,7 +578,6 @@ impl Ui {
                     self.status(&line);
                 }
             }
-            Event::Warning(warning) => self.status(&format!("warning: {warning}")),
             Event::JobSubmitted {
                 job_id, tool_id, ..
             } => {
@@ -593,17 +592,12 @@ impl Ui {
                 self.status(&format!("{mark}: job {} ({})", done.job_id, done.tool));
                 self.result(results::Block::Job(done.job_id.as_str()));
             }
-            Event::JobsRecovered(found) => {
-                let line = format!(
-                    "jobs: {} re-adopted, {} finished while away, {} lost, {} run elsewhere",
-                    found.adopted.len(),
-                    found.finished.len(),
-                    found.lost.len(),
-                    found.elsewhere.len()
-                );
-                self.status(&line);
+            // Warnings and what recovery found: the line every command shows.
+            other => {
+                if let Some(notice) = crate::notices::Notice::of(other) {
+                    self.status(&notice.line());
+                }
             }
-            _ => {}
         }
     }
 }

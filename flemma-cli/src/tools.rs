@@ -10,6 +10,7 @@ use flemma::tools::{CycleReport, Executor, FileConversation, ToolRegistry};
 use serde_json::json;
 
 use crate::input::Input;
+use crate::notices::{self, Notices};
 use crate::options::{self, Settings};
 use crate::{Failure, failed};
 
@@ -102,7 +103,8 @@ fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure
 /// `flemma cycle FILE [--json] [--wait]`: Phase 1 then Phase 2 once, no provider call (the
 /// first cycle also runs orphan recovery and re-adoption of background jobs); with `--wait`,
 /// then waits for the conversation's background jobs, delivers their Job Results, and runs
-/// the cycle once more so the report's `next` is current.
+/// the cycle once more so the report's `next` is current. The executor's warnings and what
+/// recovery found go to stderr ([`notices`]), and with `--json` into the report too.
 pub(crate) fn cycle(
     out: &mut impl Write,
     file: &Path,
@@ -111,27 +113,29 @@ pub(crate) fn cycle(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let executor = executor(file, settings)?;
-    let (report, delivered) = runtime()?
-        .block_on(async {
-            let mut report = executor.cycle().await?;
-            let mut delivered = Vec::new();
-            if wait {
-                loop {
-                    let batch = executor.wait_jobs().await?;
-                    if batch.is_empty() {
-                        break;
-                    }
-                    delivered.extend(batch);
-                    let again = executor.cycle().await?;
-                    report.placed.extend(again.placed);
-                    report.completed.extend(again.completed);
-                    report.next = again.next;
+    let work = async {
+        let mut report = executor.cycle().await?;
+        let mut delivered = Vec::new();
+        if wait {
+            loop {
+                let batch = executor.wait_jobs().await?;
+                if batch.is_empty() {
+                    break;
                 }
+                delivered.extend(batch);
+                let again = executor.cycle().await?;
+                report.placed.extend(again.placed);
+                report.completed.extend(again.completed);
+                report.next = again.next;
             }
-            Ok::<_, flemma::tools::ExecutorError>((report, delivered))
-        })
-        .map_err(|e| executor_failure(file, e))?;
-    print_report(out, &report, &delivered, json)?;
+        }
+        Ok::<_, flemma::tools::ExecutorError>((report, delivered))
+    };
+    let (result, notices) = runtime()?.block_on(notices::collect(&executor, work));
+    // What the executor warned about is shown even when the cycle then failed.
+    notices.print();
+    let (report, delivered) = result.map_err(|e| executor_failure(file, e))?;
+    print_report(out, &report, &delivered, &notices, json)?;
     Ok(0)
 }
 
@@ -139,6 +143,7 @@ fn print_report(
     out: &mut impl Write,
     report: &CycleReport,
     delivered: &[Delivered],
+    notices: &Notices,
     json: bool,
 ) -> Result<(), Failure> {
     if json {
@@ -153,6 +158,8 @@ fn print_report(
                 "job_id": d.job_id, "tool_id": d.tool_id, "tool": d.tool, "success": d.success,
                 "placement": placement(d.placement),
             })).collect::<Vec<_>>(),
+            "warnings": notices.warnings(),
+            "recovered": notices.recovered(),
             "next": report.next,
         });
         crate::render::json(out, &value)?;
@@ -250,7 +257,7 @@ pub(crate) enum Action<'a> {
 /// FILE`: rewrite status suffixes (spec §7.1).
 pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Result<u8, Failure> {
     let executor = executor(file, settings)?;
-    let result = runtime()?.block_on(async {
+    let work = async {
         // Opening a transcript to write it recovers its jobs first.
         executor.recover().await?;
         match action {
@@ -258,7 +265,9 @@ pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Resu
             Action::Reject(id, message) => executor.reject(id, *message).await,
             Action::ApproveAll => executor.approve_all_pending().await,
         }
-    });
+    };
+    let (result, notices) = runtime()?.block_on(notices::collect(&executor, work));
+    notices.print();
     result.map_err(|e| executor_failure(file, e))?;
     Ok(0)
 }

@@ -4,16 +4,19 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use flemma_ids::ToolName;
+use flemma_ids::{ToolName, ToolUseId};
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{Locator, Origin};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, PolicyError};
 use crate::glob::GlobList;
 use crate::listops::{ListOp, OpKind, expand_op, parse_list, strings};
 use crate::options::Options;
 use crate::presets::Presets;
 use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path, tool_table};
+
+/// The option that takes a function (spec §6.3).
+const AUTO_APPROVE: &str = "tools.auto_approve";
 
 /// The next state stamp (see [`Config::generation`]).
 fn next_generation() -> u64 {
@@ -80,41 +83,105 @@ impl Layer {
     }
 }
 
-/// What a closure policy for `tools.auto_approve` decides about one call.
+/// What an `auto_approve` policy decides about one call: a closure given to
+/// [`ConfigBuilder::auto_approve_policy`], or the function a Lua frontmatter assigns to
+/// `tools.auto_approve` (spec §6.3: `true`, `false`, `"deny"`, `nil`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicyDecision {
-    /// Run without asking.
+    /// Run without asking (Lua `true`).
     Approve,
-    /// Ask the user.
+    /// Ask the user (Lua `false`).
     RequireApproval,
-    /// Refuse, with an optional reason.
+    /// Refuse, with an optional reason (Lua `"deny"`).
     Deny(Option<String>),
-    /// No opinion: the list (and later resolvers) decide.
+    /// No opinion (Lua `nil`): the list, then the later resolvers, decide.
     Pass,
+    /// The policy could not decide (the function raised an error, ran too long or returned
+    /// something else). The config resolver asks for approval then (fail closed, spec §6.3)
+    /// and reports the error.
+    Failed(PolicyError),
 }
 
-/// A Rust closure deciding `tools.auto_approve` for a call: `(tool name, input)`.
+/// What an `auto_approve` policy is told about a call besides its tool and input: the `ctx`
+/// of spec §6.1 (`bufnr` has no equivalent here: there are no buffers).
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct PolicyContext<'a> {
+    /// The call's id (`toolu_01…`), when there is one.
+    pub tool_id: Option<&'a ToolUseId>,
+}
+
+impl<'a> PolicyContext<'a> {
+    /// The context of the call `tool_id`.
+    pub fn new(tool_id: Option<&'a ToolUseId>) -> Self {
+        Self { tool_id }
+    }
+}
+
+/// A policy deciding `tools.auto_approve` for a call: `(tool name, input, context)`.
+///
+/// Two kinds share it: the host's closure ([`Config::set_auto_approve_policy`], consulted
+/// before the option's value), and a function as the option's value
+/// ([`Config::set_auto_approve_function`], what a Lua frontmatter's
+/// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes).
+///
+/// ```
+/// use flemma_config::{AutoApprovePolicy, PolicyContext, PolicyDecision, ToolName};
+/// use flemma_ids::ToolUseId;
+///
+/// let policy = AutoApprovePolicy::with_context(|tool, _input, ctx| match ctx.tool_id {
+///     Some(_) if tool == "grep" => PolicyDecision::Approve,
+///     _ => PolicyDecision::Pass,
+/// });
+/// let id = ToolUseId::new("toolu_01")?;
+/// let grep = ToolName::new("grep")?;
+/// let input = serde_json::json!({});
+/// assert_eq!(policy.decide(&grep, &input, &PolicyContext::new(Some(&id))), PolicyDecision::Approve);
+/// assert_eq!(policy.decide(&grep, &input, &PolicyContext::default()), PolicyDecision::Pass);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct AutoApprovePolicy(Arc<PolicyFn>);
 
 /// The closure behind an [`AutoApprovePolicy`].
-type PolicyFn = dyn Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync;
+type PolicyFn = dyn Fn(&ToolName, &Value, &PolicyContext<'_>) -> PolicyDecision + Send + Sync;
 
 impl AutoApprovePolicy {
-    /// Wraps a closure.
+    /// Wraps a closure of the tool name and input.
     pub fn new(f: impl Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync + 'static) -> Self {
+        Self(Arc::new(
+            move |tool: &ToolName, input: &Value, _: &PolicyContext<'_>| f(tool, input),
+        ))
+    }
+
+    /// Wraps a closure of the tool name, input and [`PolicyContext`].
+    pub fn with_context(
+        f: impl Fn(&ToolName, &Value, &PolicyContext<'_>) -> PolicyDecision + Send + Sync + 'static,
+    ) -> Self {
         Self(Arc::new(f))
     }
 
-    /// Asks the closure.
-    pub fn decide(&self, tool: &ToolName, input: &Value) -> PolicyDecision {
-        (self.0)(tool, input)
+    /// Asks the policy about one call.
+    pub fn decide(
+        &self,
+        tool: &ToolName,
+        input: &Value,
+        ctx: &PolicyContext<'_>,
+    ) -> PolicyDecision {
+        (self.0)(tool, input, ctx)
     }
 }
 
 impl fmt::Debug for AutoApprovePolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("AutoApprovePolicy(..)")
+    }
+}
+
+/// Two policies are equal when they are the same closure (clones of one another).
+impl PartialEq for AutoApprovePolicy {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -127,6 +194,12 @@ enum Entry {
     ListWrite { path: String, items: Vec<String> },
     /// One list operation.
     ListOp { path: String, op: ListOp },
+    /// A function as the value of `tools.auto_approve`: replaces the list like a set (and
+    /// takes ownership), then decides before what later list operations add.
+    Function {
+        path: String,
+        policy: AutoApprovePolicy,
+    },
 }
 
 impl Entry {
@@ -134,7 +207,8 @@ impl Entry {
         match self {
             Entry::Scalar { path, .. }
             | Entry::ListWrite { path, .. }
-            | Entry::ListOp { path, .. } => path,
+            | Entry::ListOp { path, .. }
+            | Entry::Function { path, .. } => path,
         }
     }
 }
@@ -271,10 +345,100 @@ impl Config {
         self.policy.as_ref()
     }
 
-    /// Sets a closure policy consulted before the `tools.auto_approve` list.
+    /// Sets the host's closure policy, consulted before the value of `tools.auto_approve` (a
+    /// function a layer set, then the list); [`PolicyDecision::Pass`] falls through to it.
     pub fn set_auto_approve_policy(&mut self, policy: Option<AutoApprovePolicy>) {
         self.generation = next_generation();
         self.policy = policy;
+    }
+
+    /// Sets `tools.auto_approve` to a function in a layer: what a Lua frontmatter's
+    /// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes (spec
+    /// §6.3).
+    ///
+    /// The function replaces the list like a list `set` (so [`Config::layer_has_set`] is true
+    /// for the layer: the conversation owns its policy, and the sandbox resolver stands back,
+    /// spec §6.4); a later list `set` replaces the function in turn. List operations written
+    /// after it (`:append("bash")`) build a list that is consulted when the function passes
+    /// (returns `nil`). The config resolver asks the function per call, after the host's
+    /// closure ([`Config::set_auto_approve_policy`]) and before that list.
+    ///
+    /// ```
+    /// use flemma_config::{AutoApprovePolicy, Config, Layer, PolicyDecision};
+    ///
+    /// let mut config = Config::new();
+    /// let grep_only = AutoApprovePolicy::new(|tool, _| {
+    ///     if tool == "grep" { PolicyDecision::Approve } else { PolicyDecision::Pass }
+    /// });
+    /// config.set_auto_approve_function(Layer::Frontmatter, "tools.auto_approve", grep_only)?;
+    /// assert!(config.auto_approve_function().is_some());
+    /// assert!(config.layer_has_set(Layer::Frontmatter, "tools.auto_approve"));
+    /// assert_eq!(config.list("tools.auto_approve").items, Vec::<String>::new(), "no $standard");
+    ///
+    /// let wrong = AutoApprovePolicy::new(|_, _| PolicyDecision::Pass);
+    /// let err = config.set_auto_approve_function(Layer::Frontmatter, "tools.max_concurrent", wrong);
+    /// assert_eq!(
+    ///     err.unwrap_err().to_string(),
+    ///     "option `tools.max_concurrent` expects a non-negative integer, got a function"
+    /// );
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownOption`] for a path that names no option, [`ConfigError::Type`]
+    /// for an option other than `tools.auto_approve` (only it takes a function).
+    pub fn set_auto_approve_function(
+        &mut self,
+        layer: Layer,
+        path: &str,
+        policy: AutoApprovePolicy,
+    ) -> Result<(), ConfigError> {
+        let resolved = resolve_path(path, false)?;
+        if resolved.path != AUTO_APPROVE {
+            let expected = match resolved.kind {
+                OptionKind::Any => "a string, number, boolean or table",
+                kind => kind.describe(),
+            };
+            return Err(ConfigError::Type {
+                path: resolved.path,
+                expected,
+                found: "a function".to_owned(),
+            });
+        }
+        self.push(
+            layer,
+            Entry::Function {
+                path: resolved.path,
+                policy,
+            },
+            path,
+        );
+        Ok(())
+    }
+
+    /// The function `tools.auto_approve` holds once every layer is replayed
+    /// ([`Config::set_auto_approve_function`]): the last function written, unless a later list
+    /// `set` replaced it.
+    pub fn auto_approve_function(&self) -> Option<&AutoApprovePolicy> {
+        let expand = |name: &str| self.presets.expand(name, AUTO_APPROVE);
+        let mut function = None;
+        for entry in Layer::ALL
+            .iter()
+            .flat_map(|layer| &self.layers[layer.index()])
+        {
+            match entry {
+                Entry::Function { path, policy } if path == AUTO_APPROVE => function = Some(policy),
+                Entry::ListWrite { path, items } if path == AUTO_APPROVE => {
+                    let ops = parse_list(path, items, &expand).unwrap_or_default();
+                    if ops.iter().any(|op| op.kind() == OpKind::Set) {
+                        function = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        function
     }
 
     /// Sets an option in a layer. Tables set each of their keys; a list value may carry list
@@ -413,7 +577,8 @@ impl Config {
                         .flat_map(|op| expand_op(op, &expand))
                         .collect(),
                     Entry::ListOp { op, .. } => expand_op(op, &expand),
-                    Entry::Scalar { .. } => Vec::new(),
+                    // A function names no tools to check.
+                    Entry::Scalar { .. } | Entry::Function { .. } => Vec::new(),
                 };
                 let values = ops
                     .into_iter()
@@ -515,6 +680,8 @@ impl Config {
                     }
                 }
                 Entry::ListOp { op, .. } => ops.extend(expand_op(op, &expand)),
+                // A function replaces the list (spec §5.2 "takes ownership").
+                Entry::Function { .. } => ops.push(ListOp::Set(Vec::new())),
                 Entry::Scalar { .. } => {}
             }
         }

@@ -59,6 +59,15 @@ pub enum ConfigError {
         #[source]
         source: serde_json::Error,
     },
+    /// An option flemma knows from the spec but cannot honour here, with what to do instead
+    /// (`tools.modules`: Lua modules cannot be loaded; tools are registered in Rust).
+    #[error("option `{path}` is not supported here: {instead}")]
+    Unsupported {
+        /// The option.
+        path: String,
+        /// The Rust-side equivalent.
+        instead: &'static str,
+    },
     /// A configuration file that cannot be read.
     #[error("cannot read {}", path.display())]
     Io {
@@ -197,6 +206,54 @@ impl PartialEq for FrontmatterError {
 }
 
 impl Eq for FrontmatterError {}
+
+/// Why an `auto_approve` function could not decide about a call: it raised an error, ran out
+/// of its instruction budget or memory, or returned something other than `true`, `false`,
+/// `"deny"` or `nil`. The config resolver asks for approval then (fail closed, spec §6.3).
+///
+/// ```
+/// use flemma_config::PolicyError;
+///
+/// let error = PolicyError::new(Some(4), "attempt to index a nil value (field 'command')");
+/// assert_eq!(error.to_string(), "line 4: attempt to index a nil value (field 'command')");
+/// assert_eq!(error.line(), Some(4));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    line: Option<u32>,
+    message: String,
+}
+
+impl PolicyError {
+    /// An error saying `message`, at a 1-based transcript line when known.
+    pub fn new(line: Option<u32>, message: impl Into<String>) -> Self {
+        Self {
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The transcript line the error was raised at, when known.
+    pub fn line(&self) -> Option<u32> {
+        self.line
+    }
+
+    /// What went wrong, without the line.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
 
 /// A warning or error found when the options are finalized against the registered tools.
 #[derive(Debug, Clone, PartialEq, Eq)]

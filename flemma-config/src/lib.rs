@@ -40,10 +40,12 @@ mod schema;
 mod sources;
 mod suggest;
 
-pub use config::{AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyDecision, ResolvedList};
+pub use config::{
+    AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyContext, PolicyDecision, ResolvedList,
+};
 pub use diagnostic::{OptionDiagnostic, Origin, Severity};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
-pub use error::{ConfigError, FinalizeIssue, FrontmatterError, TomlError};
+pub use error::{ConfigError, FinalizeIssue, FrontmatterError, PolicyError, TomlError};
 pub use flemma_ids::ToolName;
 pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};

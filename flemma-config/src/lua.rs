@@ -2,10 +2,13 @@
 //!
 //! Supported, as real Flemma transcripts write them: assignment
 //! (`flemma.opt.tools = {"bash", "read"}`, `flemma.opt.tools.max_concurrent = 4`), the list
-//! methods `:append(x)`, `:prepend(x)`, `:remove(x)` and the operators `+` (append), `-`
-//! (remove) and `^` (prepend). The Lua state is sandboxed: no `io`, `os`, `package`, `load`,
-//! `dofile`, `require` or `print`; memory and instruction count are bounded. The globals the
-//! script defines (`recipient = "Ada"`) are returned as template variables.
+//! methods `:set(x)`, `:append(x)`, `:prepend(x)`, `:remove(x)` and the operators `+` (append),
+//! `-` (remove) and `^` (prepend), and a function as `tools.auto_approve` (spec §6.3; see
+//! [`policy`]). The Lua state is sandboxed: no `io`, `os`, `package`, `load`, `dofile`,
+//! `require` or `print`; memory and instruction count are bounded. The globals the script
+//! defines (`recipient = "Ada"`) are returned as template variables.
+
+mod policy;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -28,26 +31,104 @@ const MEMORY_LIMIT: usize = 16 << 20;
 #[derive(Debug, Clone)]
 enum Write {
     Set(String, Value),
+    /// A function assigned to an option (only `tools.auto_approve` takes one).
+    Function(String, mlua::Function),
     Append(String, String),
     Prepend(String, String),
     Remove(String, String),
 }
 
-type Log = Rc<RefCell<Vec<(Write, u32)>>>;
+/// The writes of a run, each with its chunk line.
+type Writes = Vec<(Write, u32)>;
+type Log = Rc<RefCell<Writes>>;
 
 /// `flemma.opt` and everything below it.
 #[derive(Debug, Clone)]
 struct OptProxy {
     path: String,
+    /// The proxy this one was read from, and the key it was read with: `flemma.opt.tools`
+    /// and `append` for `flemma.opt.tools.append`, which is called as the method
+    /// `flemma.opt.tools:append(x)`.
+    parent: String,
+    key: String,
     log: Log,
 }
 
+/// The list methods (`flemma.opt.tools.auto_approve:append("bash")`); `set` works on any
+/// option.
+const METHODS: [&str; 4] = ["set", "append", "prepend", "remove"];
+
 impl OptProxy {
+    fn root(log: &Log) -> Self {
+        Self {
+            path: String::new(),
+            parent: String::new(),
+            key: String::new(),
+            log: Rc::clone(log),
+        }
+    }
+
     /// `flemma.opt.tools["mcp.fs"]`: one key, dots and all (see [`crate::path`]).
     fn child(&self, key: &str) -> Self {
         Self {
             path: crate::path::join(&self.path, key),
+            parent: self.path.clone(),
+            key: key.to_owned(),
             log: Rc::clone(&self.log),
+        }
+    }
+
+    /// Records an assignment: a function as such, a table holding a function key by key
+    /// (`flemma.opt.tools = { auto_approve = function … end, max_concurrent = 4 }`), any
+    /// other value as JSON.
+    fn assign(&self, lua: &Lua, value: &LuaValue) -> mlua::Result<()> {
+        match value {
+            LuaValue::Function(function) => {
+                self.record(lua, Write::Function(self.path.clone(), function.clone()));
+            }
+            LuaValue::Table(table) if !is_sequence(table) && holds_function(table, 0)? => {
+                // In key order: `pairs` order differs between states, and the writes of a
+                // function are found again by their order (see `policy`).
+                let mut pairs = table
+                    .pairs::<String, LuaValue>()
+                    .collect::<mlua::Result<Vec<_>>>()?;
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+                for (key, value) in pairs {
+                    self.child(&key).assign(lua, &value)?;
+                }
+            }
+            value => {
+                let json = to_json(value, 0)?;
+                self.record(lua, Write::Set(self.path.clone(), json));
+            }
+        }
+        Ok(())
+    }
+
+    /// `receiver:<key>(value)`, where `self` is `receiver.<key>`: one of [`METHODS`].
+    fn call_method(&self, lua: &Lua, receiver: &LuaValue, value: &LuaValue) -> mlua::Result<()> {
+        if !METHODS.contains(&self.key.as_str()) {
+            return Err(mlua::Error::runtime(format!(
+                "flemma.opt.{} is an option, not a method (options have :set, :append, \
+                 :prepend and :remove)",
+                self.path
+            )));
+        }
+        let receiver = match receiver {
+            LuaValue::UserData(ud) => ud.borrow::<OptProxy>().ok().map(|p| p.clone()),
+            _ => None,
+        };
+        let Some(receiver) = receiver.filter(|r| r.path == self.parent) else {
+            return Err(mlua::Error::runtime(format!(
+                "call {} with a colon: flemma.opt.{}:{}(...)",
+                self.key, self.parent, self.key
+            )));
+        };
+        match self.key.as_str() {
+            "set" => receiver.assign(lua, value),
+            "append" => receiver.list_op(lua, value, Write::Append),
+            "prepend" => receiver.list_op(lua, value, Write::Prepend),
+            _ => receiver.list_op(lua, value, Write::Remove),
         }
     }
 
@@ -93,25 +174,18 @@ fn strings(value: &LuaValue) -> mlua::Result<Vec<String>> {
 
 impl UserData for OptProxy {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        // Every key is an option, the method names too (`tools.env.set` is an option): a
+        // method is an option proxy called with its parent (`flemma.opt.tools:append(x)` is
+        // `flemma.opt.tools.append(flemma.opt.tools, x)`).
         methods.add_meta_method(MetaMethod::Index, |lua, this, key: String| {
-            let method = match key.as_str() {
-                "append" => Some(Write::Append as fn(String, String) -> Write),
-                "prepend" => Some(Write::Prepend as fn(String, String) -> Write),
-                "remove" => Some(Write::Remove as fn(String, String) -> Write),
-                _ => None,
-            };
-            match method {
-                Some(make) => {
-                    let function = lua.create_function(
-                        move |lua, (proxy, value): (mlua::UserDataRef<OptProxy>, LuaValue)| {
-                            proxy.list_op(lua, &value, make)
-                        },
-                    )?;
-                    Ok(LuaValue::Function(function))
-                }
-                None => Ok(LuaValue::UserData(lua.create_userdata(this.child(&key))?)),
-            }
+            lua.create_userdata(this.child(&key))
         });
+        methods.add_meta_method(
+            MetaMethod::Call,
+            |lua, this, (receiver, value): (LuaValue, LuaValue)| {
+                this.call_method(lua, &receiver, &value)
+            },
+        );
         methods.add_meta_method(
             MetaMethod::NewIndex,
             |lua, this, (key, value): (String, LuaValue)| {
@@ -122,9 +196,7 @@ impl UserData for OptProxy {
                 {
                     return Ok(());
                 }
-                let json = to_json(&value, 0)?;
-                target.record(lua, Write::Set(target.path.clone(), json));
-                Ok(())
+                target.assign(lua, &value)
             },
         );
         methods.add_meta_function(
@@ -181,10 +253,28 @@ fn to_json(value: &LuaValue, depth: u32) -> mlua::Result<Value> {
     })
 }
 
+/// Whether a table is a list (what [`to_json`] makes an array).
+fn is_sequence(table: &Table) -> bool {
+    table.raw_len() == table.pairs::<LuaValue, LuaValue>().count()
+}
+
+/// Whether a table holds a function, at any depth (bounded like [`to_json`]).
+fn holds_function(table: &Table, depth: u32) -> mlua::Result<bool> {
+    if depth > 32 {
+        return Err(mlua::Error::runtime("table nested too deeply"));
+    }
+    for pair in table.pairs::<LuaValue, LuaValue>() {
+        match pair?.1 {
+            LuaValue::Function(_) => return Ok(true),
+            LuaValue::Table(inner) if holds_function(&inner, depth + 1)? => return Ok(true),
+            _ => {}
+        }
+    }
+    Ok(false)
+}
+
 fn table_to_json(table: &Table, depth: u32) -> mlua::Result<Value> {
-    let len = table.raw_len();
-    let pairs = table.pairs::<LuaValue, LuaValue>().count();
-    if len == pairs {
+    if is_sequence(table) {
         let items = table
             .sequence_values::<LuaValue>()
             .map(|v| v.and_then(|v| to_json(&v, depth + 1)))
@@ -226,26 +316,57 @@ fn sandbox() -> mlua::Result<Lua> {
     ] {
         globals.raw_set(name, LuaValue::Nil)?;
     }
+    set_budget(&lua, "frontmatter ran too long")?;
+    Ok(lua)
+}
+
+/// Gives the state a fresh instruction budget; running out raises `what` (located like Lua's
+/// own errors, so that the transcript line is the loop's).
+fn set_budget(lua: &Lua, what: &'static str) -> mlua::Result<()> {
     let steps = std::cell::Cell::new(0u32);
     lua.set_hook(
         HookTriggers::new().every_nth_instruction(1_000),
         move |_, debug| {
             steps.set(steps.get() + 1);
             if steps.get() > INSTRUCTION_BUDGET {
-                // Located like Lua's own errors, so that the transcript line is the loop's.
                 let at = debug
                     .current_line()
                     .map(|line| format!("frontmatter:{line}: "))
                     .unwrap_or_default();
-                Err(mlua::Error::runtime(format!(
-                    "{at}frontmatter ran too long"
-                )))
+                Err(mlua::Error::runtime(format!("{at}{what}")))
             } else {
                 Ok(VmState::Continue)
             }
         },
-    )?;
-    Ok(lua)
+    )
+}
+
+/// A frontmatter run: the state (its globals, its functions) and the writes it recorded.
+struct Evaluated {
+    lua: Lua,
+    log: Log,
+    /// The globals before the script ran.
+    before: std::collections::HashSet<String>,
+}
+
+/// Runs a frontmatter chunk in a fresh sandbox.
+fn evaluate(code: &str) -> mlua::Result<Evaluated> {
+    let log: Log = Rc::new(RefCell::new(Vec::new()));
+    let lua = sandbox()?;
+    let flemma = lua.create_table()?;
+    flemma.set("opt", OptProxy::root(&log))?;
+    lua.globals().set("flemma", flemma)?;
+    let before = global_names(&lua);
+    lua.load(code).set_name("=frontmatter").exec()?;
+    Ok(Evaluated { lua, log, before })
+}
+
+/// The first line of a Lua error (a traceback follows) and its transcript line, when the
+/// message names a chunk line.
+fn lua_error(error: &mlua::Error, first_line: u32) -> (Option<u32>, String) {
+    let message = error.to_string();
+    let line = error_line(&message).map(|chunk_line| first_line + chunk_line.saturating_sub(1));
+    (line, message.lines().next().unwrap_or_default().to_owned())
 }
 
 /// Runs a Lua frontmatter and applies what it wrote to the FRONTMATTER layer.
@@ -255,20 +376,8 @@ pub(crate) fn apply(
     first_line: u32,
 ) -> Result<Map<String, Value>, FrontmatterError> {
     let at = |chunk_line: u32| first_line + chunk_line.saturating_sub(1);
-    let log: Log = Rc::new(RefCell::new(Vec::new()));
-    let run = || -> mlua::Result<Map<String, Value>> {
-        let lua = sandbox()?;
-        let flemma = lua.create_table()?;
-        flemma.set(
-            "opt",
-            OptProxy {
-                path: String::new(),
-                log: Rc::clone(&log),
-            },
-        )?;
-        lua.globals().set("flemma", flemma)?;
-        let before = global_names(&lua);
-        lua.load(code).set_name("=frontmatter").exec()?;
+    let run = || -> mlua::Result<(Map<String, Value>, Writes)> {
+        let Evaluated { lua, log, before } = evaluate(code)?;
         // The globals the script defined are the template variables (`recipient = "Ada"`);
         // values JSON cannot hold (functions) are not variables.
         let mut variables = Map::new();
@@ -282,20 +391,34 @@ pub(crate) fn apply(
                 variables.insert(key.to_owned(), value);
             }
         }
-        Ok(variables)
+        let writes = std::mem::take(&mut *log.borrow_mut());
+        Ok((variables, writes))
     };
-    let variables = run().map_err(|e| {
-        let message = e.to_string();
-        let line = error_line(&message).map_or(first_line, at);
+    let (variables, writes) = run().map_err(|e| {
         // Lua's error is the script's own message, not a cause of it: its first line is kept
-        // as the message (a traceback follows); the line is read from it.
-        FrontmatterError::new(line, message.lines().next().unwrap_or_default())
+        // as the message; the line is read from it.
+        let (line, message) = lua_error(&e, first_line);
+        FrontmatterError::new(line.unwrap_or(first_line), message)
     })?;
-    let writes = std::mem::take(&mut *log.borrow_mut());
+    // The functions are asked per call by running the chunk again (see `policy`): the code
+    // is shared by every function it assigns.
+    let shared: Option<std::sync::Arc<str>> = writes
+        .iter()
+        .any(|(w, _)| matches!(w, Write::Function(..)))
+        .then(|| code.into());
+    let mut functions: Vec<String> = Vec::new();
     for (write, line) in writes {
         config.locate_writes(crate::diagnostic::Locator::line(at(line)));
         let result = match write {
             Write::Set(path, value) => config.set(Layer::Frontmatter, &path, value),
+            Write::Function(path, _) => {
+                let code = shared.clone().unwrap_or_else(|| code.into());
+                // The function is found again as the n-th function written to its path.
+                let nth = functions.iter().filter(|p| **p == path).count();
+                functions.push(path.clone());
+                let policy = policy::LuaPolicy::new(code, first_line, nth, path.clone());
+                config.set_auto_approve_function(Layer::Frontmatter, &path, policy.into_policy())
+            }
             Write::Append(path, item) => config.append(Layer::Frontmatter, &path, &item),
             Write::Prepend(path, item) => config.prepend(Layer::Frontmatter, &path, &item),
             Write::Remove(path, item) => config.remove(Layer::Frontmatter, &path, &item),

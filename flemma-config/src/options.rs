@@ -102,8 +102,6 @@ pub struct ToolsOptions {
     pub show_spinner: bool,
     /// Where the cursor goes after a result is injected (spec §7.8).
     pub cursor_after_result: CursorAfterResult,
-    /// Tool modules to register (module paths; spec §4.2 `register_module`).
-    pub modules: Vec<String>,
     /// `tools.autopilot.*`
     pub autopilot: AutopilotOptions,
     /// `tools.store.*`

@@ -105,7 +105,8 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
         &["result", "stay", "next"],
         "one of \"result\", \"stay\", \"next\""
     ) = "result",
-    "tools.modules": List = Vec::<String>::new(),
+    // `tools.modules` (spec §4.2: Lua module paths) is refused with what to do instead: see
+    // `UNSUPPORTED`.
     "tools.autopilot.enabled": Bool = true,
     "tools.autopilot.max_turns": Integer = 100,
     "tools.autopilot.resume_delay": Integer = 2000,
@@ -165,6 +166,15 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     "cache_retention": String = Value::Null,
 ];
 
+/// Options of the spec that cannot be honoured here, with the Rust-side equivalent: a write
+/// is [`ConfigError::Unsupported`], never silently ignored.
+pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(
+    "tools.modules",
+    "Lua tool modules cannot be loaded; register tools in Rust instead, through the `Tool` \
+     trait: `ToolRegistry::register(tool)`, or `ToolRegistry::register_module(ToolModule)` for \
+     tools with their approval resolver",
+)];
+
 /// Paths under which any key is accepted: provider-specific parameters
 /// (`flemma.opt.anthropic.thinking_budget = 20000`, `parameters.<provider>.<key>`).
 pub(crate) const OPEN_PREFIXES: &[&str] = &[
@@ -206,6 +216,12 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
         }
         other => other,
     };
+    if let Some((path, instead)) = UNSUPPORTED.iter().find(|(p, _)| *p == path) {
+        return Err(ConfigError::Unsupported {
+            path: (*path).to_owned(),
+            instead,
+        });
+    }
     if let Some(def) = OPTIONS.iter().find(|d| d.path == path) {
         return Ok(Resolved {
             path: path.to_owned(),
@@ -234,6 +250,9 @@ pub(crate) fn tool_table<'p>(segments: &[&'p str]) -> Option<&'p str> {
     let reserved = |name: &str| {
         TYPED_TOOL_TABLES.contains(&name)
             || matches!(name, "list" | "approve")
+            || UNSUPPORTED
+                .iter()
+                .any(|(p, _)| p.strip_prefix("tools.") == Some(name))
             || OPTIONS.iter().any(|d| {
                 d.path
                     .strip_prefix("tools.")

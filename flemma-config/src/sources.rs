@@ -241,7 +241,8 @@ fn key_line(code: &str, error: &ConfigError, from: u32) -> Option<u32> {
     let (ConfigError::UnknownOption { path, .. }
     | ConfigError::Type { path, .. }
     | ConfigError::InvalidListItem { path, .. }
-    | ConfigError::NotAList { path }) = error
+    | ConfigError::NotAList { path }
+    | ConfigError::Unsupported { path, .. }) = error
     else {
         return None;
     };

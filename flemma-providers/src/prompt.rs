@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use flemma_ast::{
-    Document, JobResult, JobStatus, JsonObject, Message, Role, Segment, Severity, Template,
-    ToolResult, ToolStatus,
+    Document, JobResult, JsonObject, Message, Role, Segment, Severity, Template, ToolResult,
+    ToolStatus,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -386,9 +386,10 @@ struct Builder<'b> {
 ///   [`Part::Text`] (whitespace-only text is skipped).
 /// * A Job Result becomes the text `[Job result for <tool> (<tool_use_id>)]\n<content>`, or
 ///   `[Job result for unknown tool (job: <job_id>)]\n<content>` (plus a diagnostic) when no
-///   tool result carries its `job=` id. A failed job (status `error`) is sent as
-///   `[Job result for …]\nError: <content>`, so the model sees an error rather than a
-///   success. Empty content sends nothing.
+///   tool result carries its `job=` id. The `(error)` status of a Job Result is not conveyed
+///   separately (spec §8.6): a failed job sends its text alone, which says what went wrong
+///   (`Job lost: session ended before completion.`, `Command exited with code 2`). Empty
+///   content sends nothing.
 /// * In `@Assistant:` messages, text, thinking (empty unsigned plain thinking is skipped) and
 ///   tool uses are kept. Abort markers are dropped, with the whitespace-only text after
 ///   them, when the message has a tool use, and become the text `<!-- MESSAGE -->` otherwise.
@@ -709,9 +710,7 @@ fn job_result_part(
         });
         format!("[Job result for unknown tool (job: {job_id})]\n")
     };
-    if job.status == Some(JobStatus::Error) {
-        text.push_str("Error: ");
-    }
+    // Spec §8.6: the `(error)` status is not conveyed separately, only the text.
     text.push_str(&job.content);
     Some(Part::text(text))
 }

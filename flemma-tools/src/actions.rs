@@ -54,8 +54,11 @@ pub fn approve(doc: &Document, id: &str) -> Result<Vec<TextEdit>, ActionError> {
     Ok(vec![edit])
 }
 
-/// Marks the call `id` rejected; `message` (the user's reason) goes into the block, and
-/// becomes the error the model sees.
+/// Marks the call `id` rejected; `message` (the user's reason) goes into the block as
+/// `User feedback: <reason>` ([`rejection_feedback`]), the error the model sees. Without a
+/// reason (or a blank one) the block stays empty and Phase 2 answers the call with `This tool
+/// has been rejected by the user.` Text a user types into a `(rejected)` block themselves is
+/// sent as written (spec §7.5); only a reason given here is wrapped.
 ///
 /// # Errors
 ///
@@ -70,7 +73,8 @@ pub fn reject(
     let status = writer::set_status(doc, id, Some(ToolStatus::Rejected)).map_err(edit_error(id))?;
     let mut edits = vec![status];
     if let Some(message) = message.filter(|m| !m.trim().is_empty()) {
-        let body = writer::rewrite_fence_body(doc, id, message, opts).map_err(edit_error(id))?;
+        let feedback = rejection_feedback(message);
+        let body = writer::rewrite_fence_body(doc, id, &feedback, opts).map_err(edit_error(id))?;
         // The status rewrite covers the header line, the body rewrite what follows it.
         edits.push(body);
     }
@@ -101,7 +105,24 @@ pub fn approve_all_pending(doc: &Document) -> Result<Vec<TextEdit>, ActionError>
     Ok(edits)
 }
 
-/// The prefill of a rejection reason (`tool.rejected.feedback`).
+/// The text a user's rejection reason becomes, the error the model reads:
+/// `User feedback: <reason>` (`tool.rejected.feedback`, spec §15).
+///
+/// The reason is trimmed. A reason that already starts with `User feedback: ` (a host that
+/// pre-fills its prompt with it, as the reference's rejection popup does) is not wrapped
+/// twice. [`reject`] and a host [`Approver`](crate::Approver)'s
+/// [`Answer::Reject`](crate::Answer::Reject) both go through this.
+///
+/// ```
+/// use flemma_tools::rejection_feedback;
+///
+/// assert_eq!(rejection_feedback(" use ls instead\n"), "User feedback: use ls instead");
+/// assert_eq!(rejection_feedback("User feedback: no"), "User feedback: no");
+/// ```
 pub fn rejection_feedback(reason: &str) -> String {
+    let reason = reason.trim();
+    if reason.starts_with(msg::REJECTED_FEEDBACK_PREFIX) {
+        return reason.to_owned();
+    }
     format!("{}{reason}", msg::REJECTED_FEEDBACK_PREFIX)
 }

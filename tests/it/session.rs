@@ -213,15 +213,27 @@ async fn an_approver_decides_the_pending_calls() {
             .with_tool_use("calculator", json!({"expression": "3 + 3"})),
         Turn::text("6, and no 9."),
     ]));
-    let session = Session::builder(chat.clone(), registry(), provider)
+    let session = Session::builder(chat.clone(), registry(), provider.clone())
         .approver(Arc::new(NoMultiplication))
         .build();
     let mut events = session.subscribe();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     let text = chat.text();
+    // The approver's reason reaches the block and the model as `User feedback: <reason>`.
     assert!(
-        text.contains("(error)\n```\nNo multiplication today.\n```"),
+        text.contains("(error)\n```\nUser feedback: No multiplication today.\n```"),
         "{text}"
+    );
+    let second: serde_json::Value = serde_json::from_str(&provider.requests()[1]).unwrap();
+    let results = &second["messages"][2]["content"];
+    assert_eq!(
+        results[0],
+        json!({
+            "type": "tool_result",
+            "tool_use_id": "toolu_scripted_1_1",
+            "content": "User feedback: No multiplication today.",
+            "is_error": true,
+        })
     );
     assert!(text.contains("```\n6\n```"), "{text}");
     let asked = drain(&mut events)
@@ -417,7 +429,7 @@ async fn a_user_edit_while_streaming_into_a_file_is_kept() {
     let provider = Arc::new(ScriptedProvider::new([Turn::text(
         "one \ntwo \nthree \nfour",
     )
-    .with_delay(Duration::from_millis(200))]));
+    .with_delay(Duration::from_secs(1))]));
     let session = Session::builder(chat, registry(), provider)
         .flush_interval(Duration::ZERO)
         .build();
@@ -431,9 +443,16 @@ async fn a_user_edit_while_streaming_into_a_file_is_kept() {
         |e| matches!(e, SessionEvent::TextDelta(t) if t.contains("two")),
     )
     .await;
-    // Between two events (200 ms apart), after the session wrote "one".
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    let now = std::fs::read_to_string(&path).unwrap();
+    // Between two events (a second apart), once the session wrote "one": polled, not slept
+    // for, since a loaded machine may take longer than any fixed pause to write it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let now = loop {
+        let now = std::fs::read_to_string(&path).unwrap();
+        if now.ends_with("@Assistant:\none \n") || std::time::Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     assert!(now.ends_with("@Assistant:\none \n"), "{now:?}");
     std::fs::write(&path, now.replace("Hello.", "Hello, edited.")).unwrap();
     assert_eq!(running.await.unwrap().unwrap(), Stop::Finished);

@@ -8,4 +8,6 @@
 
 mod cases;
 mod chain;
+#[cfg(feature = "lua")]
+mod lua;
 mod resolvers;

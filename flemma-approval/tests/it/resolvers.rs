@@ -343,3 +343,32 @@ fn a_chain_of_synchronous_resolvers_is_ready_at_once() {
         .map(|o| o.decision);
     assert_eq!(outcome, Some(Decision::Approve));
 }
+
+#[tokio::test]
+async fn a_panicking_policy_asks_and_is_reported_as_a_failure() {
+    let mut conversation = Conversation::new(&["read"]);
+    conversation
+        .config
+        .set_auto_approve_policy(Some(flemma_config::AutoApprovePolicy::new(|_, _| {
+            panic!("policy bug")
+        })));
+    let ctx = conversation.ctx();
+    let chain = Chain::with_builtins();
+    let name = ToolName::new("read").unwrap();
+    let input = json!({});
+    let outcome = chain.decide(&call(&name, &input), &ctx).await;
+    assert_eq!(outcome.decision, Decision::RequireApproval, "fail closed");
+    assert_eq!(outcome.resolver.unwrap().as_str(), CONFIG_RESOLVER);
+    let failed: Vec<(&str, &str)> = outcome
+        .failures
+        .iter()
+        .map(|f| (f.resolver.as_str(), f.error.message()))
+        .collect();
+    assert_eq!(
+        failed,
+        [(
+            CONFIG_RESOLVER,
+            "the auto_approve policy panicked: policy bug, so the call waits for approval"
+        )]
+    );
+}

@@ -1,11 +1,11 @@
 //! The approval prompt of `flemma run --approve ask`.
 //!
 //! Only an explicit yes runs a call: `y` or `yes` approves, `n` or `no` rejects, any other text
-//! rejects with that text as the reason the model is told, and an empty line asks again. End of
-//! input (Ctrl-D) answers nothing: the run stops and the call stays `(pending)` in the
-//! transcript, to be approved or rejected later (`flemma approve` / `flemma reject`). Ctrl-C,
-//! SIGTERM or SIGHUP at the prompt does the same at once (the run's loop sees the signal while
-//! [`Prompt::is_open`]).
+//! rejects with that text as the reason (the model is told `User feedback: <text>`), and an
+//! empty line asks again. End of input (Ctrl-D) answers nothing: the run stops and the call
+//! stays `(pending)` in the transcript, to be approved or rejected later (`flemma approve` /
+//! `flemma reject`). Ctrl-C, SIGTERM or SIGHUP at the prompt does the same at once (the run's
+//! loop sees the signal while [`Prompt::is_open`]).
 //!
 //! Standard input is read on a thread of its own, so that waiting for a line never holds up a
 //! signal; what was typed before a question was shown never answers it.

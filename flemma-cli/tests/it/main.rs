@@ -11,8 +11,11 @@ mod claims;
 mod input;
 #[cfg(unix)]
 mod jobs;
+mod notices;
 mod output;
 mod paths;
+#[cfg(feature = "lua")]
+mod policy;
 mod protect;
 mod run;
 mod secrets;

@@ -332,14 +332,30 @@ fn a_reason_rejects_the_call_with_that_reason() {
     term.expect(QUESTION);
     term.send(b"use ls instead\r");
     term.expect("error: bash: $ touch marker && echo made-it — marking");
-    term.expect("    use ls instead");
+    term.expect("    User feedback: use ls instead");
     term.expect("stopped: finished");
     assert_eq!(term.exit_code(), Some(0));
     assert!(!dir.join("marker").exists(), "the call ran");
     let transcript = std::fs::read_to_string(&chat).unwrap();
     assert!(
-        transcript.contains("`toolu_scripted_1_1` (error)\n```\nuse ls instead\n```"),
+        transcript
+            .contains("`toolu_scripted_1_1` (error)\n```\nUser feedback: use ls instead\n```"),
         "{transcript}"
+    );
+    // The model reads the reason as user feedback.
+    let out = crate::flemma(
+        &["request", chat.to_str().unwrap(), "--provider", "anthropic"],
+        None,
+    );
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        body["messages"][2]["content"][0],
+        serde_json::json!({
+            "type": "tool_result",
+            "tool_use_id": "toolu_scripted_1_1",
+            "content": "User feedback: use ls instead",
+            "is_error": true,
+        })
     );
 }
 

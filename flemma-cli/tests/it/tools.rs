@@ -43,6 +43,8 @@ fn cycle_places_pending_placeholders_in_one_message_and_says_what_is_next() {
             ],
             "completed": [],
             "delivered": [],
+            "warnings": [],
+            "recovered": {"adopted": [], "finished": [], "lost": [], "elsewhere": []},
             "next": "await_approval",
         })
     );
@@ -79,7 +81,9 @@ fn cycle_places_pending_placeholders_in_one_message_and_says_what_is_next() {
         "{after}"
     );
     assert!(
-        after.contains("**Tool Result:** `toolu_02` (rejected)\n```\nNot the build dir.\n```"),
+        after.contains(
+            "**Tool Result:** `toolu_02` (rejected)\n```\nUser feedback: Not the build dir.\n```"
+        ),
         "{after}"
     );
     assert_eq!(run(&["approve-all", path]).0, 0);
@@ -87,6 +91,71 @@ fn cycle_places_pending_placeholders_in_one_message_and_says_what_is_next() {
         std::fs::read_to_string(&file)
             .unwrap()
             .contains("**Tool Result:** `toolu_03` (approved)")
+    );
+}
+
+/// `flemma reject --message` wraps the reason as `User feedback: <reason>` (seed; spec §15
+/// `tool.rejected.feedback`), in the block and in the request; text typed into a
+/// `(rejected)` block in the file is sent as written (spec §7.5); no reason is the default.
+#[test]
+fn a_rejection_reason_reaches_the_model_as_user_feedback() {
+    let file = fixture("pending_and_statuses.chat", "feedback");
+    let path = file.to_str().unwrap();
+    let no_sandbox = ["--set", "sandbox.enabled=false"];
+    assert_eq!(run(&[&["cycle", path][..], &no_sandbox].concat()).0, 0);
+    let (code, _, stderr) = run(&[
+        "reject",
+        path,
+        "toolu_01",
+        "--message",
+        "Not the build dir.",
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(run(&["reject", path, "toolu_03"]).0, 0);
+    // The user rejects toolu_02 in the file, with words of their own.
+    let typed = std::fs::read_to_string(&file).unwrap().replace(
+        "**Tool Result:** `toolu_02` (pending)\n```\n```",
+        "**Tool Result:** `toolu_02` (rejected)\n```\nI typed this myself.\n```",
+    );
+    std::fs::write(&file, typed).unwrap();
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.ends_with(
+            "**Tool Result:** `toolu_01` (rejected)\n```\nUser feedback: Not the build dir.\n```\n\n\
+             **Tool Result:** `toolu_02` (rejected)\n```\nI typed this myself.\n```\n\n\
+             **Tool Result:** `toolu_03` (rejected)\n```\n```\n"
+        ),
+        "{after}"
+    );
+    let (code, stdout, _) = run(&[&["cycle", path][..], &no_sandbox].concat());
+    assert_eq!(
+        (code, stdout.as_str()),
+        (
+            0,
+            "completed toolu_01 bash (error)\ncompleted toolu_02 bash (error)\n\
+             completed toolu_03 bash (error)\nnext: send\n"
+        )
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.ends_with(
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: Not the build dir.\n```\n\n\
+             **Tool Result:** `toolu_02` (error)\n```\nI typed this myself.\n```\n\n\
+             **Tool Result:** `toolu_03` (error)\n```\nThis tool has been rejected by the user.\n```\n"
+        ),
+        "{after}"
+    );
+    let (code, body, stderr) = run(&["request", path, "--provider", "anthropic"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let result = |id: &str, text: &str| serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": true});
+    assert_eq!(
+        body["messages"][2],
+        serde_json::json!({"role": "user", "content": [
+            result("toolu_01", "User feedback: Not the build dir."),
+            result("toolu_02", "I typed this myself."),
+            result("toolu_03", "This tool has been rejected by the user."),
+        ]})
     );
 }
 

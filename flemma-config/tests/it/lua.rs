@@ -338,8 +338,18 @@ fn a_bad_method_argument_reports_the_cause_and_line() {
         chain(&err).contains("list operations take a string or a list of strings"),
         "{err}"
     );
+    // Only `tools.auto_approve` takes a function (see `lua_policy`).
     let err = apply("flemma.opt.thinking = function() end").unwrap_err();
-    assert_eq!(err.line, FIRST_LINE, "{err}");
+    assert_eq!(
+        (err.line, chain(&err)),
+        (
+            FIRST_LINE,
+            "line 2: invalid option: option `thinking` expects a string, number, boolean or \
+             table, got a function"
+                .to_owned()
+        )
+    );
+    let err = apply("flemma.opt.tools.auto_approve = {\"read\", function() end}").unwrap_err();
     assert!(chain(&err).contains("not a function"), "{err}");
 }
 

@@ -14,6 +14,8 @@ mod layers;
 mod listops;
 #[cfg(feature = "lua")]
 mod lua;
+#[cfg(feature = "lua")]
+mod lua_policy;
 mod options;
 mod presets;
 mod selection;

@@ -31,7 +31,6 @@ fn defaults_are_the_spec_defaults() {
                 "default_timeout": 30,
                 "show_spinner": true,
                 "cursor_after_result": "result",
-                "modules": [],
                 "autopilot": {"enabled": true, "max_turns": 100, "resume_delay": 2000},
                 "store": {
                     "path_format": "$chat",
@@ -102,7 +101,7 @@ fn executor_keys_take_their_values_and_shorthands() {
     let mut config = Config::new();
     config
         .load_toml_str(
-            "[tools]\nautopilot = false\nshow_spinner = false\ncursor_after_result = \"next\"\nmodules = [\"my.tools\"]\n",
+            "[tools]\nautopilot = false\nshow_spinner = false\ncursor_after_result = \"next\"\n",
             "flemma.toml".as_ref(),
         )
         .unwrap();
@@ -114,7 +113,6 @@ fn executor_keys_take_their_values_and_shorthands() {
     );
     assert!(!options.tools.show_spinner);
     assert_eq!(options.tools.cursor_after_result, CursorAfterResult::Next);
-    assert_eq!(options.tools.modules, ["my.tools"]);
 
     config
         .apply_frontmatter(
@@ -143,6 +141,50 @@ fn executor_keys_take_their_values_and_shorthands() {
         err.to_string(),
         r#"option `tools.cursor_after_result` expects one of "result", "stay", "next", got "end""#
     );
+}
+
+/// `tools.modules` (spec §4.2: Lua module paths to load) cannot be honoured: every way of
+/// writing it is an error naming the Rust-side equivalent, never a silent no-op.
+#[test]
+fn tools_modules_is_refused_with_the_rust_equivalent() {
+    const MESSAGE: &str = "option `tools.modules` is not supported here: Lua tool modules \
+        cannot be loaded; register tools in Rust instead, through the `Tool` trait: \
+        `ToolRegistry::register(tool)`, or `ToolRegistry::register_module(ToolModule)` for \
+        tools with their approval resolver";
+    let mut config = Config::new();
+    let err = config
+        .load_toml_str(
+            "[tools]\nmodules = [\"my.tools\"]\n",
+            "flemma.toml".as_ref(),
+        )
+        .unwrap_err();
+    assert_eq!(crate::chain(&err), format!("flemma.toml: {MESSAGE}"));
+    for write in [
+        config.set(Layer::Setup, "tools.modules", json!(["my.tools"])),
+        config.set(Layer::Setup, "tools", json!({"modules": []})),
+        config.append(Layer::Runtime, "tools.modules", "my.tools"),
+    ] {
+        let err = write.unwrap_err();
+        assert!(
+            matches!(err, flemma_config::ConfigError::Unsupported { .. }),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), MESSAGE);
+    }
+    let err = config
+        .apply_frontmatter(
+            "json",
+            "{\n  \"flemma\": {\n    \"tools\": {\"modules\": [\"my.tools\"]}\n  }\n}",
+            2,
+        )
+        .unwrap_err();
+    assert_eq!(
+        (err.line, crate::chain(&err)),
+        (4, format!("line 4: invalid option: {MESSAGE}"))
+    );
+    // Not a tool table either.
+    assert!(config.set(Layer::Setup, "tools.modules.x", 1).is_err());
+    assert_eq!(config.options().unwrap(), Config::new().options().unwrap());
 }
 
 #[test]

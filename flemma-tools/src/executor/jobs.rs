@@ -911,15 +911,17 @@ impl Executor {
     }
 
     /// The conversation's jobs: the journal's, this executor's, and those the transcript
-    /// names without either (lost or delivered by another host).
+    /// names without either. Of those (spec §8.8): one whose Job Result is in the transcript
+    /// was delivered (by another host), unless it is the lost marker recovery writes (the
+    /// call's header `error job=J`); one without a Job Result is lost.
     ///
     /// # Errors
     ///
     /// When the conversation cannot be read or the options do not evaluate.
     pub async fn jobs(&self) -> Result<Vec<JobInfo>, ExecutorError> {
         let settings = self.settings().await?;
-        let (references, job_results) = self
-            .with_document(|doc, _| (job_references(doc), delivered_jobs(doc)))
+        let (references, job_results, marked_lost) = self
+            .with_document(|doc, _| (job_references(doc), delivered_jobs(doc), lost_jobs(doc)))
             .await?;
         let now = now_seconds();
         let mut jobs: Vec<JobInfo> = Vec::new();
@@ -954,7 +956,9 @@ impl Executor {
             if jobs.iter().any(|j| j.job_id == job_id) {
                 continue;
             }
-            let state = if job_results.contains(job_id.as_str()) {
+            let state = if marked_lost.contains(job_id.as_str()) {
+                JobState::Lost
+            } else if job_results.contains(job_id.as_str()) {
                 JobState::Delivered
             } else if let Some(live) = self.jobs.live_status(job_id.as_str()) {
                 if live.delivery_pending {
@@ -1137,6 +1141,17 @@ fn job_references(doc: &Document) -> Vec<(JobId, ToolUseId, ToolName)> {
         }
     }
     out
+}
+
+/// The jobs whose call's header says `error job=J`: what recovery writes for a lost job
+/// (spec §8.8), next to its Job Result `Job lost: …`.
+fn lost_jobs(doc: &Document) -> HashSet<String> {
+    doc.messages
+        .iter()
+        .flat_map(flemma_ast::Message::tool_results)
+        .filter(|r| r.status == Some(flemma_ast::ToolStatus::Error))
+        .filter_map(|r| r.job_id().map(str::to_owned))
+        .collect()
 }
 
 /// The ids of the Job Results in the document.

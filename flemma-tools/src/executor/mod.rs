@@ -371,7 +371,9 @@ impl Executor {
             .await
     }
 
-    /// Rejects the pending call `id`, with the reason the model will be told.
+    /// Rejects the pending call `id`; a reason is written into its block as
+    /// `User feedback: <reason>`, the error the model will be told (see
+    /// [`reject`](crate::reject)).
     ///
     /// # Errors
     ///
@@ -757,9 +759,11 @@ impl Executor {
                 match approver.ask(&question).await {
                     Answer::Approve => run.push_back(call),
                     Answer::Reject(reason) => {
-                        let message = reason
-                            .filter(|r| !r.trim().is_empty())
-                            .unwrap_or_else(|| msg::REJECTED.to_owned());
+                        // The host's reason reaches the model as `User feedback: <reason>`.
+                        let message = reason.filter(|r| !r.trim().is_empty()).map_or_else(
+                            || msg::REJECTED.to_owned(),
+                            |r| actions::rejection_feedback(&r),
+                        );
                         let body = ResultBody::Error {
                             message: Some(message),
                             partial_output: None,

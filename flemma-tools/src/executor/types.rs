@@ -45,7 +45,9 @@ pub enum ExecutorError {
 pub enum Answer {
     /// Run it.
     Approve,
-    /// Do not run it; the reason (if any) is what the model is told.
+    /// Do not run it. A reason reaches the model as `User feedback: <reason>`
+    /// ([`rejection_feedback`](crate::rejection_feedback)); without one (or a blank one) it
+    /// reads `This tool has been rejected by the user.`
     Reject(Option<String>),
 }
 

@@ -215,7 +215,9 @@ async fn an_approver_decides_pending_calls() {
         "{after}"
     );
     assert!(
-        after.contains("**Tool Result:** `toolu_01` (error)\n```\nNo: echo: {text: \"no\"}\n```"),
+        after.contains(
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: No: echo: {text: \"no\"}\n```"
+        ),
         "{after}"
     );
     assert!(
@@ -260,7 +262,9 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
         "{after}"
     );
     assert!(
-        after.contains("**Tool Result:** `toolu_01` (rejected)\n```\nUse the other tool.\n```"),
+        after.contains(
+            "**Tool Result:** `toolu_01` (rejected)\n```\nUser feedback: Use the other tool.\n```"
+        ),
         "{after}"
     );
     executor.approve_all_pending().await.unwrap();
@@ -279,7 +283,9 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
         "{after}"
     );
     assert!(
-        after.contains("**Tool Result:** `toolu_01` (error)\n```\nUse the other tool.\n```"),
+        after.contains(
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: Use the other tool.\n```"
+        ),
         "{after}"
     );
     assert!(
@@ -288,6 +294,43 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
     );
     let err = executor.approve("toolu_00").await.unwrap_err();
     assert_eq!(err.to_string(), "Tool toolu_00 has already completed");
+}
+
+/// A reason given through `reject` is wrapped (`User feedback: …`, spec §15
+/// `tool.rejected.feedback`); text the user typed into a `(rejected)` block is sent as written
+/// (spec §7.5); a reason already wrapped is not wrapped twice.
+#[tokio::test]
+async fn a_rejection_reason_is_user_feedback_and_text_typed_in_the_block_stays_as_written() {
+    let mut text = uses(
+        "echo",
+        &[r#"{"text":"a"}"#, r#"{"text":"b"}"#, r#"{"text":"c"}"#],
+    );
+    text.push_str(
+        "\n@You:\n**Tool Result:** `toolu_00` (pending)\n```\n```\n\n\
+         **Tool Result:** `toolu_01` (rejected)\n```\nNot this one, I typed this.\n```\n\n\
+         **Tool Result:** `toolu_02` (pending)\n```\n```\n",
+    );
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), test_registry()).build();
+    executor
+        .reject("toolu_00", Some("  Use the other tool.\n"))
+        .await
+        .unwrap();
+    executor
+        .reject("toolu_02", Some("User feedback: already wrapped"))
+        .await
+        .unwrap();
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(report.next, Next::Send);
+    let after = conversation.text();
+    assert!(
+        after.ends_with(
+            "@You:\n**Tool Result:** `toolu_00` (error)\n```\nUser feedback: Use the other tool.\n```\n\n\
+             **Tool Result:** `toolu_01` (error)\n```\nNot this one, I typed this.\n```\n\n\
+             **Tool Result:** `toolu_02` (error)\n```\nUser feedback: already wrapped\n```\n"
+        ),
+        "{after}"
+    );
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma_tools::jobs::{JobPlacement, JobsStatus};
+use flemma_tools::jobs::{JobPlacement, JobState, JobsStatus};
 use flemma_tools::{Event, Executor, MemoryConversation, Next, ToolRegistry};
 
 use crate::cycle::test_registry;
@@ -305,12 +305,32 @@ fn the_host_moves_a_running_call_to_the_background() {
 fn an_orphan_without_a_journal_entry_is_lost() {
     let text = "@You:\nGo.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_1`)\n```json\n{\"ms\": 1}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_gone1234)\n```\nRunning as a background job.\n```\n";
     let (conversation, executor) = executor("orphan", text, test_registry());
+    let states = |jobs: Vec<flemma_tools::jobs::JobInfo>| -> Vec<(String, JobState)> {
+        jobs.into_iter()
+            .map(|j| (j.job_id.to_string(), j.state))
+            .collect()
+    };
     runtime().block_on(async {
+        let lost = vec![("job_gone1234".to_owned(), JobState::Lost)];
+        assert_eq!(states(executor.jobs().await.unwrap()), lost);
         let recovery = executor.recover().await.unwrap();
         assert_eq!(recovery.lost.len(), 1);
-        let jobs = executor.jobs().await.unwrap();
-        assert_eq!(jobs.len(), 1);
+        // Its Job Result is now the lost marker, not a result: the job stays lost (spec §8.8).
+        assert_eq!(states(executor.jobs().await.unwrap()), lost);
         insta::assert_snapshot!(conversation.text());
+    });
+}
+
+/// A job no journal knows whose Job Result is in the transcript was delivered (by another
+/// host, or before the store moved).
+#[test]
+fn an_unjournaled_job_with_its_job_result_is_delivered() {
+    let text = "@You:\nGo.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_1`)\n```json\n{\"ms\": 1}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_done1234)\n```\nRunning as a background job.\n```\n\n@You:\n**Job Result:** `job_done1234` (error)\n```\nCommand exited with code 2\n```\n";
+    let (_, executor) = executor("unjournaled-delivered", text, test_registry());
+    runtime().block_on(async {
+        let jobs = executor.jobs().await.unwrap();
+        let states: Vec<_> = jobs.iter().map(|j| (j.job_id.as_str(), j.state)).collect();
+        assert_eq!(states, [("job_done1234", JobState::Delivered)]);
     });
 }
 

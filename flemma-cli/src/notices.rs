@@ -1,0 +1,170 @@
+//! What the executor tells the user while a command runs a cycle, shown the same way by every
+//! command: its warnings (the content-overwrite protection of spec §7.3, a result that could
+//! not be stored, a resolver that failed) as `warning: <text>`, and what opening the
+//! conversation found of its background jobs (spec §8.8: "a notification reports the count")
+//! as `jobs: <n> re-adopted, <n> finished while away, <n> lost, <n> run elsewhere`.
+//!
+//! `flemma run` shows each as it comes ([`Notice::of`] on its events); `flemma cycle`,
+//! `approve`, `reject` and `approve-all` collect them while they work ([`collect`]) and print
+//! them on stderr afterwards; `flemma cycle --json` also reports them as `warnings` and
+//! `recovered`.
+
+use std::future::Future;
+use std::io::Write as _;
+
+use flemma::tools::jobs::Recovery;
+use flemma::tools::{Event, Executor};
+use serde_json::json;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+
+/// One thing the user should be told.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Notice {
+    /// An executor warning, its text as the executor wrote it.
+    Warning(String),
+    /// Orphan recovery and re-adoption found jobs.
+    Recovered(Recovery),
+}
+
+impl Notice {
+    /// The notice an executor event carries, if any.
+    pub(crate) fn of(event: &Event) -> Option<Self> {
+        match event {
+            Event::Warning(text) => Some(Self::Warning(text.clone())),
+            Event::JobsRecovered(found) => Some(Self::Recovered(found.clone())),
+            _ => None,
+        }
+    }
+
+    /// The line shown on stderr.
+    pub(crate) fn line(&self) -> String {
+        match self {
+            Self::Warning(text) => warning_line(text),
+            Self::Recovered(found) => format!(
+                "jobs: {} re-adopted, {} finished while away, {} lost, {} run elsewhere",
+                found.adopted.len(),
+                found.finished.len(),
+                found.lost.len(),
+                found.elsewhere.len()
+            ),
+        }
+    }
+}
+
+/// A warning as stderr shows it (executor and session warnings alike).
+pub(crate) fn warning_line(text: &str) -> String {
+    format!("warning: {text}")
+}
+
+/// The notices of one command, in the order they came.
+#[derive(Debug, Default)]
+pub(crate) struct Notices(Vec<Notice>);
+
+impl Notices {
+    fn push(&mut self, event: &Event) {
+        self.0.extend(Notice::of(event));
+    }
+
+    /// Writes one line per notice to stderr.
+    pub(crate) fn print(&self) {
+        let mut err = std::io::stderr().lock();
+        for notice in &self.0 {
+            let _ = writeln!(err, "{}", notice.line());
+        }
+    }
+
+    /// The warnings' texts (`--json`'s `warnings`).
+    pub(crate) fn warnings(&self) -> serde_json::Value {
+        self.0
+            .iter()
+            .filter_map(|n| match n {
+                Notice::Warning(text) => Some(json!(text)),
+                Notice::Recovered(_) => None,
+            })
+            .collect()
+    }
+
+    /// The jobs recovery found, by outcome (`--json`'s `recovered`; empty lists when it found
+    /// none).
+    pub(crate) fn recovered(&self) -> serde_json::Value {
+        let mut all = Recovery::default();
+        for notice in &self.0 {
+            if let Notice::Recovered(found) = notice {
+                all.adopted.extend(found.adopted.iter().cloned());
+                all.finished.extend(found.finished.iter().cloned());
+                all.lost.extend(found.lost.iter().cloned());
+                all.elsewhere.extend(found.elsewhere.iter().cloned());
+            }
+        }
+        json!({
+            "adopted": all.adopted,
+            "finished": all.finished,
+            "lost": all.lost,
+            "elsewhere": all.elsewhere,
+        })
+    }
+}
+
+/// Runs `work` and collects the notices `executor` emits meanwhile. Events are read while the
+/// work runs, so a long cycle cannot overflow the executor's event channel; should it fall
+/// behind anyway, the notices say how many events were missed.
+pub(crate) async fn collect<T>(executor: &Executor, work: impl Future<Output = T>) -> (T, Notices) {
+    let mut events = executor.subscribe();
+    let mut notices = Notices::default();
+    let missed = |n: u64| Notice::Warning(format!("{n} executor events were missed"));
+    tokio::pin!(work);
+    let result = loop {
+        tokio::select! {
+            biased;
+            received = events.recv() => match received {
+                Ok(event) => notices.push(&event),
+                Err(RecvError::Lagged(n)) => notices.0.push(missed(n)),
+                // The executor outlives this function: the channel cannot close here.
+                Err(RecvError::Closed) => break work.await,
+            },
+            result = &mut work => break result,
+        }
+    };
+    loop {
+        match events.try_recv() {
+            Ok(event) => notices.push(&event),
+            Err(TryRecvError::Lagged(n)) => notices.0.push(missed(n)),
+            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        }
+    }
+    (result, notices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_and_recovery_are_lines_of_their_own() {
+        let recovery = Recovery {
+            lost: vec![flemma::ids::JobId::sanitized("job_gone1234")],
+            ..Recovery::default()
+        };
+        let notices = Notices(vec![
+            Notice::Warning("1 tool result(s) have edited content".into()),
+            Notice::Recovered(recovery),
+        ]);
+        let lines: Vec<String> = notices.0.iter().map(Notice::line).collect();
+        assert_eq!(
+            lines,
+            [
+                "warning: 1 tool result(s) have edited content",
+                "jobs: 0 re-adopted, 0 finished while away, 1 lost, 0 run elsewhere",
+            ]
+        );
+        assert_eq!(
+            notices.warnings(),
+            json!(["1 tool result(s) have edited content"])
+        );
+        assert_eq!(
+            notices.recovered(),
+            json!({"adopted": [], "finished": [], "lost": ["job_gone1234"], "elsewhere": []})
+        );
+        assert_eq!(Notice::of(&Event::ConversationIdle), None);
+    }
+}
