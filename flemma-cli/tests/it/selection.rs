@@ -340,8 +340,21 @@ fn warnings_alone_stop_nothing() {
     assert_eq!(text(&out.stderr), warning);
     let out = flemma(&["cycle", path], None);
     assert_eq!(
-        (out.status.code(), text(&out.stdout)),
-        (Some(0), "next: send\n".to_owned())
+        (out.status.code(), text(&out.stdout), text(&out.stderr)),
+        (
+            Some(0),
+            "next: send\n".to_owned(),
+            "warning: line 2: Unknown preset '$redonly' in tools.auto_approve -- did you mean '$readonly'?\n"
+                .to_owned()
+        )
+    );
+    let out = flemma(&["cycle", path, "--json"], None);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["warnings"],
+        serde_json::json!([
+            "line 2: Unknown preset '$redonly' in tools.auto_approve -- did you mean '$readonly'?"
+        ])
     );
     let script = scratch("warnings.script.json", br#"[{"text": "Hello."}]"#);
     let out = flemma(
