@@ -452,8 +452,9 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
 }
 
 /// `flemma request`: the body a provider would receive, built from the file, its frontmatter
-/// and the options; the built-in tools are offered (those of `tools` when the conversation
-/// chose its tools). Templates and `@./file` references are rendered; the body is printed
+/// and the options; the built-in tools are offered as `flemma tools` lists them (every
+/// enabled tool, as the conversation's `tools` operations change them; a misspelled name
+/// stops the command). Templates and `@./file` references are rendered; the body is printed
 /// even when a template fails, and the exit code is then 1.
 fn request(
     out: &mut impl Write,
@@ -469,7 +470,8 @@ fn request(
     let mut config = settings.load()?;
     let variables = options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
-    let opts = config.options().map_err(|e| failed(e.into()))?;
+    let registry = tools::registry()?;
+    let opts = options::evaluate(&mut config, &registry, &input.name)?;
     let kind = match provider {
         ProviderArg::Anthropic => ProviderKind::Anthropic,
         ProviderArg::Openai => ProviderKind::OpenAiResponses,
@@ -480,13 +482,7 @@ fn request(
     if let Some(model) = model {
         request_options.model = model;
     }
-    for builtin in flemma::schema::builtin::all() {
-        if opts.tools.list_is_explicit && !opts.tools.list.iter().any(|t| t == builtin.name) {
-            continue;
-        }
-        let spec = builtin.spec(true).map_err(|e| failed(e.into()))?;
-        request_options.tools.push(spec);
-    }
+    request_options.tools = registry.specs_for_prompt(&opts);
     let mut builder = PromptBuilder::new()
         .engine(template_engine(templates)?)
         .variables(variables);
@@ -601,7 +597,9 @@ fn store_path(
     Ok(0)
 }
 
-/// `flemma check`: parser diagnostics and frontmatter errors; exit 1 when there are any.
+/// `flemma check`: parser diagnostics, frontmatter errors and what is wrong with the tool
+/// names, globs and presets the options give (one line each, `PLACE: severity: kind:
+/// message`); exit 1 when there are any.
 fn check(
     out: &mut impl Write,
     file: &Path,
@@ -612,6 +610,11 @@ fn check(
     let mut doc = flemma::ast::parse(&input.text);
     let mut config = settings.load()?;
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
+    // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
+    let found = tools::registry()?
+        .evaluate(&mut config)
+        .map(|evaluation| evaluation.diagnostics)
+        .map_err(|e| failed(anyhow::Error::new(e).context(input.name.clone())))?;
     // Calls that run in another process, or whose host died mid-run.
     if input.path().is_some() {
         let in_progress = tools::in_progress_diagnostics(file, &doc, settings);
@@ -620,11 +623,26 @@ fn check(
     if json {
         let mut diagnostics =
             serde_json::to_value(&doc.diagnostics).map_err(|e| failed(e.into()))?;
-        if let (Some(err), Some(list)) = (&frontmatter, diagnostics.as_array_mut()) {
-            list.insert(
-                0,
-                serde_json::json!({"kind": "frontmatter", "severity": "error", "message": options::describe(err), "line": err.line}),
-            );
+        if let Some(list) = diagnostics.as_array_mut() {
+            for (at, d) in found.iter().enumerate() {
+                let mut value = serde_json::json!({
+                    "kind": options::kind(d),
+                    "severity": d.severity().as_str(),
+                    "message": d.issue.to_string(),
+                    "line": d.frontmatter_line(),
+                });
+                // A place outside the transcript: the options file and its line, `--set`.
+                if d.frontmatter_line().is_none() {
+                    value["place"] = options::place(&input.name, d).into();
+                }
+                list.insert(at, value);
+            }
+            if let Some(err) = &frontmatter {
+                list.insert(
+                    0,
+                    serde_json::json!({"kind": "frontmatter", "severity": "error", "message": options::describe(err), "line": err.line}),
+                );
+            }
         }
         render::json(
             out,
@@ -640,6 +658,16 @@ fn check(
                 options::describe(err)
             )?;
         }
+        for d in &found {
+            writeln!(
+                out,
+                "{}: {}: {}: {}",
+                options::place(&input.name, d),
+                d.severity(),
+                options::kind(d),
+                d.issue
+            )?;
+        }
         for d in &doc.diagnostics {
             writeln!(
                 out,
@@ -653,7 +681,7 @@ fn check(
         }
     }
     Ok(u8::from(
-        !doc.diagnostics.is_empty() || frontmatter.is_some(),
+        !doc.diagnostics.is_empty() || frontmatter.is_some() || !found.is_empty(),
     ))
 }
 

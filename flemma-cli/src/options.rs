@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use flemma::approval::{ApprovalContext, Chain, Explanation, ToolCall, ToolName};
 use flemma::ast::Document;
-use flemma::config::{Config, FrontmatterError, Layer};
+use flemma::config::{Config, ConfigError, FrontmatterError, Layer, OptionDiagnostic, Origin};
 use flemma::schema::{Capability, builtin};
 use flemma::tools::sandbox::SandboxBackends;
 
@@ -85,6 +85,87 @@ pub(crate) fn frontmatter_failure(name: &str, error: &FrontmatterError) -> Failu
         error.line,
         describe(error)
     ))
+}
+
+/// Where an option diagnostic points, as the command names it: `FILE:LINE` in the
+/// transcript's frontmatter, `PATH:LINE` (or `PATH`) in an options file, `--set` for the
+/// command line, else the transcript `name`.
+pub(crate) fn place(name: &str, diagnostic: &OptionDiagnostic) -> String {
+    match &diagnostic.origin {
+        Some(Origin::Frontmatter { line }) => format!("{name}:{line}"),
+        Some(Origin::File {
+            path,
+            line: Some(line),
+        }) => format!("{}:{line}", path.display()),
+        Some(Origin::File { path, line: None }) => path.display().to_string(),
+        Some(Origin::Layer(Layer::Runtime)) => "--set".to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
+/// The diagnostic's kind in `flemma check`: `frontmatter` for what the transcript wrote,
+/// `options` for the options file and the command line.
+pub(crate) fn kind(diagnostic: &OptionDiagnostic) -> &'static str {
+    match diagnostic.origin {
+        Some(Origin::Frontmatter { .. }) => "frontmatter",
+        _ => "options",
+    }
+}
+
+/// Option errors as a failed command (exit 1): `PLACE: message`, one line each.
+pub(crate) fn options_failure(name: &str, errors: &[OptionDiagnostic]) -> Failure {
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{}: {}", place(name, e), e.issue))
+        .collect();
+    // `main` prints the first line's `flemma: `; each further error is its own line.
+    failed(anyhow::anyhow!("{}", lines.join("\nflemma: ")))
+}
+
+/// Prints option warnings on stderr, `PLACE: warning: message`, one line each.
+pub(crate) fn warn<'a>(name: &str, warnings: impl IntoIterator<Item = &'a OptionDiagnostic>) {
+    use std::io::Write as _;
+    let mut stderr = std::io::stderr().lock();
+    for warning in warnings {
+        let _ = writeln!(
+            stderr,
+            "{}: warning: {}",
+            place(name, warning),
+            warning.issue
+        );
+    }
+}
+
+/// The option errors ([`ConfigError::Finalize`]) an error is caused by, if it is.
+pub(crate) fn option_errors<'e>(
+    error: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e [OptionDiagnostic]> {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(ConfigError::Finalize { errors }) = error.downcast_ref::<ConfigError>() {
+            return Some(errors);
+        }
+        cause = error.source();
+    }
+    None
+}
+
+/// The conversation's options against `registry`, its frontmatter applied: stops on the option
+/// errors (exit 1), prints the warnings on stderr.
+pub(crate) fn evaluate(
+    config: &mut Config,
+    registry: &flemma::tools::ToolRegistry,
+    name: &str,
+) -> Result<flemma::config::Options, Failure> {
+    let evaluation = registry
+        .evaluate(config)
+        .map_err(|e| failed(anyhow::Error::new(e).context(name.to_owned())))?;
+    warn(name, evaluation.warnings());
+    let errors: Vec<OptionDiagnostic> = evaluation.errors().cloned().collect();
+    if !errors.is_empty() {
+        return Err(options_failure(name, &errors));
+    }
+    Ok(evaluation.options)
 }
 
 /// Whether the built-in tool declares `auto_approves_if_sandboxed` (`bash`).

@@ -245,7 +245,10 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
             ui.status(&format!("stopped: {}", stop_word(stop)));
             Ok(code(stop))
         }
-        End::Stopped(Err(error)) => Err(failed(anyhow::Error::new(error).context(ui.file.clone()))),
+        End::Stopped(Err(error)) => Err(match crate::options::option_errors(&error) {
+            Some(errors) => crate::options::options_failure(&ui.file, errors),
+            None => failed(anyhow::Error::new(error).context(ui.file.clone())),
+        }),
         End::LeftPending => {
             ui.left_pending();
             let stop = if driven.signal.is_some() {

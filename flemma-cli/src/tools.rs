@@ -38,15 +38,16 @@ pub(crate) fn tools(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let mut config = settings.load()?;
+    // Without a file, a diagnostic has a place of its own (the options file, `--set`).
+    let mut name = String::from("options");
     if let Some(file) = file {
         let input = Input::read(file)?;
         options::apply_frontmatter(&mut config, &flemma::ast::parse(&input.text))
             .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
+        name = input.name;
     }
     let registry = registry()?;
-    let options = config
-        .options_with_tools(&registry.names())
-        .map_err(|e| failed(e.into()))?;
+    let options = options::evaluate(&mut config, &registry, &name)?;
     let specs = registry.specs_for_prompt(&options);
     if json {
         let list: Vec<_> = specs
@@ -90,6 +91,9 @@ fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure
     match error {
         ExecutorError::Frontmatter(e) => {
             options::frontmatter_failure(&file.display().to_string(), &e)
+        }
+        ExecutorError::Config(flemma::config::ConfigError::Finalize { errors }) => {
+            options::options_failure(&file.display().to_string(), &errors)
         }
         ExecutorError::Conversation(e) => Failure::usage(anyhow::Error::new(e)),
         other => failed(anyhow::Error::new(other).context(file.display().to_string())),

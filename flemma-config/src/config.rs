@@ -7,13 +7,13 @@ use std::sync::Arc;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::{Map, Value};
 
-use crate::error::{ConfigError, FinalizeIssue, PolicyError};
+use crate::diagnostic::{Locator, Origin};
+use crate::error::{ConfigError, PolicyError};
 use crate::glob::GlobList;
-use crate::listops::{ListOp, OpKind, expand_op, is_preset_ref, parse_list, strings};
+use crate::listops::{ListOp, OpKind, expand_op, parse_list, strings};
 use crate::options::Options;
 use crate::presets::Presets;
 use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path, tool_table};
-use crate::suggest::did_you_mean;
 
 /// The option that takes a function (spec §6.3).
 const AUTO_APPROVE: &str = "tools.auto_approve";
@@ -252,6 +252,12 @@ impl ResolvedList {
 #[derive(Debug, Clone)]
 pub struct Config {
     layers: [Vec<Entry>; 4],
+    /// Where each entry of `layers` was written, index for index.
+    origins: [Vec<Origin>; 4],
+    /// Where the writes being made come from (set by the loaders while they write).
+    locator: Locator,
+    /// Where the presets loaded from files were defined, by name.
+    preset_origins: std::collections::BTreeMap<String, Origin>,
     presets: Presets,
     policy: Option<AutoApprovePolicy>,
     generation: u64,
@@ -269,15 +275,20 @@ impl Config {
     /// The defaults and the built-in presets.
     pub fn new() -> Self {
         let mut layers: [Vec<Entry>; 4] = Default::default();
+        let mut origins: [Vec<Origin>; 4] = Default::default();
         for def in OPTIONS.iter().filter(|d| d.kind == OptionKind::List) {
             let items = strings(def.path, &(def.default)()).unwrap_or_default();
             layers[Layer::Defaults.index()].push(Entry::ListWrite {
                 path: def.path.to_owned(),
                 items,
             });
+            origins[Layer::Defaults.index()].push(Origin::Layer(Layer::Defaults));
         }
         Self {
             layers,
+            origins,
+            locator: Locator::Layer,
+            preset_origins: std::collections::BTreeMap::new(),
             presets: Presets::default(),
             policy: None,
             generation: next_generation(),
@@ -318,6 +329,15 @@ impl Config {
     pub fn presets_mut(&mut self) -> &mut Presets {
         self.generation = next_generation();
         &mut self.presets
+    }
+
+    /// Where a preset loaded from a file was defined.
+    pub(crate) fn preset_origin(&self, name: &str) -> Option<&Origin> {
+        self.preset_origins.get(name)
+    }
+
+    pub(crate) fn set_preset_origin(&mut self, name: &str, origin: Origin) {
+        self.preset_origins.insert(name.to_owned(), origin);
     }
 
     /// The closure policy for `tools.auto_approve`, if one is set.
@@ -392,6 +412,7 @@ impl Config {
                 path: resolved.path,
                 policy,
             },
+            path,
         );
         Ok(())
     }
@@ -451,7 +472,7 @@ impl Config {
             Value::Object(map) if map.is_empty() && !takes_tables && is_table_path(path) => Ok(()),
             value => {
                 let resolved = resolved?;
-                self.set_leaf(layer, &resolved.path, resolved.kind, value)
+                self.set_leaf(layer, path, &resolved.path, resolved.kind, value)
             }
         }
     }
@@ -459,6 +480,7 @@ impl Config {
     fn set_leaf(
         &mut self,
         layer: Layer,
+        written: &str,
         path: &str,
         kind: OptionKind,
         value: Value,
@@ -484,13 +506,112 @@ impl Config {
                 value,
             }
         };
-        self.push(layer, entry);
+        self.push(layer, entry, written);
         Ok(())
     }
 
-    fn push(&mut self, layer: Layer, entry: Entry) {
+    /// Logs a write made to `written` (the path as written, for its [`Origin`]).
+    fn push(&mut self, layer: Layer, entry: Entry, written: &str) {
+        let origin = self.locator.origin(layer, written);
         self.layers[layer.index()].push(entry);
+        self.origins[layer.index()].push(origin);
         self.generation = next_generation();
+    }
+
+    /// Says where the writes that follow come from, until [`Config::locate_writes`] is called
+    /// again (the loaders end with [`Locator::Layer`]).
+    pub(crate) fn locate_writes(&mut self, locator: Locator) {
+        self.locator = locator;
+    }
+
+    /// Sets what the DEFAULTS layer says of `tools`: the tools enabled by default, which every
+    /// other layer's operations start from (spec §4.2, §5.1: "every registered, enabled tool
+    /// is appended"). Replaces what the layer said before; the registry does this on each
+    /// evaluation (`flemma_tools::ToolRegistry::evaluate`), since tools come and go.
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer, ToolName};
+    ///
+    /// let mut config = Config::new();
+    /// config.set_tool_defaults(["bash", "read", "write"].map(|n| ToolName::new(n).unwrap()));
+    /// config.remove(Layer::Frontmatter, "tools", "write")?;
+    /// let list = config.list("tools");
+    /// assert_eq!(list.items, ["bash", "read"]);
+    /// assert_eq!(list.source, "D+F");
+    /// assert!(list.is_explicit());
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    pub fn set_tool_defaults(&mut self, enabled: impl IntoIterator<Item = ToolName>) {
+        let defaults = Layer::Defaults.index();
+        let (mut layer, mut origins): (Vec<Entry>, Vec<Origin>) =
+            std::mem::take(&mut self.layers[defaults])
+                .into_iter()
+                .zip(std::mem::take(&mut self.origins[defaults]))
+                .filter(|(entry, _)| entry.path() != "tools")
+                .unzip();
+        layer.push(Entry::ListOp {
+            path: "tools".to_owned(),
+            op: ListOp::Set(enabled.into_iter().map(|n| n.as_str().to_owned()).collect()),
+        });
+        origins.push(Origin::Layer(Layer::Defaults));
+        self.layers[defaults] = layer;
+        self.origins[defaults] = origins;
+        self.generation = next_generation();
+    }
+
+    /// The values every write to a list path gives, `$presets` expanded (unknown ones left
+    /// as written), with where each write was made; lowest layer first, in order.
+    pub(crate) fn written_values(&self, path: &str) -> Vec<(Vec<String>, Origin)> {
+        let expand = |name: &str| self.presets.expand(name, path);
+        let mut out = Vec::new();
+        for layer in Layer::ALL {
+            for (entry, origin) in self.layers[layer.index()]
+                .iter()
+                .zip(&self.origins[layer.index()])
+                .filter(|(e, _)| e.path() == path)
+            {
+                let ops = match entry {
+                    Entry::ListWrite { items, .. } => parse_list(path, items, &expand)
+                        .unwrap_or_default()
+                        .iter()
+                        .flat_map(|op| expand_op(op, &expand))
+                        .collect(),
+                    Entry::ListOp { op, .. } => expand_op(op, &expand),
+                    // A function names no tools to check.
+                    Entry::Scalar { .. } | Entry::Function { .. } => Vec::new(),
+                };
+                let values = ops
+                    .into_iter()
+                    .flat_map(|op| match op {
+                        ListOp::Set(items) => items,
+                        ListOp::Append(v) | ListOp::Prepend(v) | ListOp::Remove(v) => vec![v],
+                    })
+                    .collect();
+                out.push((values, origin.clone()));
+            }
+        }
+        out
+    }
+
+    /// The tools whose tables of options are set (`tools.<name>.<key>`), each once, with
+    /// where it was first set.
+    pub(crate) fn tool_tables(&self) -> Vec<(String, Origin)> {
+        let mut tables: Vec<(String, Origin)> = Vec::new();
+        for (entry, origin) in self
+            .layers
+            .iter()
+            .flatten()
+            .zip(self.origins.iter().flatten())
+        {
+            if let Entry::Scalar { path, .. } = entry
+                && let Ok(segments) = crate::path::split(path)
+                && let Some(tool) = tool_table(&segments)
+                && !tables.iter().any(|(t, _)| t == tool)
+            {
+                tables.push((tool.to_owned(), origin.clone()));
+            }
+        }
+        tables
     }
 
     fn list_path(path: &str) -> Result<String, ConfigError> {
@@ -505,8 +626,8 @@ impl Config {
     }
 
     fn list_op(&mut self, layer: Layer, path: &str, op: ListOp) -> Result<(), ConfigError> {
-        let path = Self::list_path(path)?;
-        self.push(layer, Entry::ListOp { path, op });
+        let resolved = Self::list_path(path)?;
+        self.push(layer, Entry::ListOp { path: resolved, op }, path);
         Ok(())
     }
 
@@ -540,6 +661,7 @@ impl Config {
     /// Forgets everything a layer says (a conversation's frontmatter is re-evaluated whole).
     pub fn clear_layer(&mut self, layer: Layer) {
         self.layers[layer.index()].clear();
+        self.origins[layer.index()].clear();
         self.generation = next_generation();
     }
 
@@ -777,61 +899,6 @@ impl Config {
             })?;
         options.tools.list_is_explicit = tools.is_explicit();
         Ok(options)
-    }
-
-    /// Checks `tools` and the `$preset` references against the registered tools and presets,
-    /// once every tool source has loaded (spec §5.4), the tools the presets name (§5.6,
-    /// [`Presets::finalize`]) and the tools whose tables are set (`tools.<name>.<key>` is
-    /// accepted for any tool name while tools load; a table of a tool that is not registered
-    /// is reported with the closest registered name).
-    pub fn finalize(&self, registered: &[ToolName]) -> Vec<FinalizeIssue> {
-        let mut issues = Vec::new();
-        for item in self.list_with_tools("tools", registered).items {
-            if is_preset_ref(&item) {
-                continue;
-            }
-            if item.contains('*') {
-                issues.push(FinalizeIssue::GlobMatchedNothing { pattern: item });
-            } else if !registered.iter().any(|r| *r == *item) {
-                let suggestion =
-                    did_you_mean(&item, registered.iter().map(ToolName::as_str)).map(str::to_owned);
-                issues.push(FinalizeIssue::UnknownTool {
-                    name: item,
-                    suggestion,
-                });
-            }
-        }
-        for path in ["tools", "tools.auto_approve"] {
-            for item in self.list(path).items.iter().filter(|i| is_preset_ref(i)) {
-                let suggestion = did_you_mean(item, self.presets.names()).map(str::to_owned);
-                issues.push(FinalizeIssue::UnknownPreset {
-                    path: path.to_owned(),
-                    name: item.clone(),
-                    suggestion,
-                });
-            }
-        }
-        issues.extend(self.presets.finalize(registered));
-        let mut tables: Vec<&str> = Vec::new();
-        for entry in self.layers.iter().flatten() {
-            if let Entry::Scalar { path, .. } = entry
-                && let Ok(segments) = crate::path::split(path)
-                && let Some(tool) = tool_table(&segments)
-                && !registered.iter().any(|r| *r == *tool)
-                && !tables.contains(&tool)
-            {
-                tables.push(tool);
-            }
-        }
-        for tool in tables {
-            let suggestion =
-                did_you_mean(tool, registered.iter().map(ToolName::as_str)).map(str::to_owned);
-            issues.push(FinalizeIssue::UnknownToolOptions {
-                tool: tool.to_owned(),
-                suggestion,
-            });
-        }
-        issues
     }
 }
 

@@ -95,6 +95,16 @@ pub enum ConfigError {
         #[source]
         source: Box<ConfigError>,
     },
+    /// The options name tools, globs or presets that do not exist once every tool source
+    /// has loaded (spec §5.4-§5.6): the [errors](crate::Severity::Error) of
+    /// [`Config::diagnostics`](crate::Config::diagnostics), each with where it was written.
+    /// A conversation with such a mistake is not run, rather than run with a tool set it did
+    /// not ask for.
+    #[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Finalize {
+        /// The errors, in the order the options were written (never empty).
+        errors: Vec<crate::OptionDiagnostic>,
+    },
 }
 
 /// A TOML syntax error: its position and the parser's message.
@@ -286,6 +296,39 @@ pub enum FinalizeIssue {
         /// The closest registered name.
         suggestion: Option<String>,
     },
+}
+
+impl FinalizeIssue {
+    /// Whether the issue stops a conversation (spec §5.4, §5.6): a name or glob in `tools`
+    /// that matches no tool, and an unknown preset in `tools`, are errors (the tool set would
+    /// silently differ from the one asked for); an unknown preset in another list
+    /// (`tools.auto_approve`: it approves nothing, spec §5.3 "warn"), a preset naming an
+    /// unknown tool and options for an unknown tool are warnings.
+    ///
+    /// ```
+    /// use flemma_config::{FinalizeIssue, Severity};
+    ///
+    /// let typo = FinalizeIssue::UnknownTool { name: "reed".into(), suggestion: Some("read".into()) };
+    /// assert_eq!(typo.severity(), Severity::Error);
+    /// assert_eq!(typo.to_string(), "Unknown tool 'reed' -- did you mean 'read'?");
+    /// let preset = FinalizeIssue::UnknownPreset {
+    ///     path: "tools.auto_approve".into(),
+    ///     name: "$redonly".into(),
+    ///     suggestion: Some("$readonly".into()),
+    /// };
+    /// assert_eq!(preset.severity(), Severity::Warning);
+    /// ```
+    pub fn severity(&self) -> crate::Severity {
+        match self {
+            FinalizeIssue::GlobMatchedNothing { .. } | FinalizeIssue::UnknownTool { .. } => {
+                crate::Severity::Error
+            }
+            FinalizeIssue::UnknownPreset { path, .. } if path == "tools" => crate::Severity::Error,
+            FinalizeIssue::UnknownPreset { .. }
+            | FinalizeIssue::PresetUnknownTool { .. }
+            | FinalizeIssue::UnknownToolOptions { .. } => crate::Severity::Warning,
+        }
+    }
 }
 
 impl std::fmt::Display for FinalizeIssue {

@@ -6,7 +6,9 @@
 //! FRONTMATTER (the conversation's own). List options take operations (`+x` append, `^x`
 //! prepend, `!x` remove, `$preset` spread); the layers keep the operations themselves, so the
 //! approval chain can ask what a conversation *meant* ("did the frontmatter remove `bash`?"),
-//! not only what the list ended up as.
+//! not only what the list ended up as. Every write keeps where it was made ([`Origin`]: a
+//! frontmatter line, a `flemma.toml` line), so [`Config::diagnostics`] can say where a
+//! misspelled tool name, a glob that matches nothing or an unknown preset was written.
 //!
 //! ```
 //! use flemma_config::{Config, Layer};
@@ -23,6 +25,7 @@
 //! ```
 
 mod config;
+mod diagnostic;
 mod env;
 mod error;
 mod glob;
@@ -40,6 +43,7 @@ mod suggest;
 pub use config::{
     AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyContext, PolicyDecision, ResolvedList,
 };
+pub use diagnostic::{OptionDiagnostic, Origin, Severity};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError, PolicyError, TomlError};
 pub use flemma_ids::ToolName;

@@ -408,6 +408,7 @@ pub(crate) fn apply(
         .then(|| code.into());
     let mut functions: Vec<String> = Vec::new();
     for (write, line) in writes {
+        config.locate_writes(crate::diagnostic::Locator::line(at(line)));
         let result = match write {
             Write::Set(path, value) => config.set(Layer::Frontmatter, &path, value),
             Write::Function(path, _) => {

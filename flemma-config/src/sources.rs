@@ -5,6 +5,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::config::{Config, Layer};
+use crate::diagnostic::Locator;
 use crate::error::{ConfigError, FrontmatterError, TomlError};
 use crate::presets::Preset;
 
@@ -82,19 +83,26 @@ impl Config {
         };
         // Load into a copy so that a file with an error leaves the options as they were.
         let mut loaded = self.clone();
+        // Each write (and preset) keeps the file and the line of its key, for the diagnostics.
+        let located = Locator::File {
+            path: origin.to_owned(),
+            keys: std::sync::Arc::new(crate::diagnostic::toml_key_lines(text)),
+        };
         if let Some(presets) = map.get("presets") {
-            loaded.load_presets(presets).map_err(in_file)?;
+            loaded.load_presets(presets, &located).map_err(in_file)?;
         }
+        loaded.locate_writes(located);
         for (key, value) in map {
             if key != "presets" {
                 loaded.set(Layer::Setup, &key, value).map_err(in_file)?;
             }
         }
+        loaded.locate_writes(Locator::Layer);
         *self = loaded;
         Ok(())
     }
 
-    fn load_presets(&mut self, presets: &Value) -> Result<(), ConfigError> {
+    fn load_presets(&mut self, presets: &Value, located: &Locator) -> Result<(), ConfigError> {
         let Value::Object(presets) = presets else {
             return Err(ConfigError::InvalidPreset {
                 name: "presets".to_owned(),
@@ -108,6 +116,8 @@ impl Config {
                     source,
                 })?;
             self.presets_mut().insert(name.clone(), preset)?;
+            let written = crate::path::join("presets", name);
+            self.set_preset_origin(name, located.origin(Layer::Setup, &written));
         }
         Ok(())
     }
@@ -134,6 +144,11 @@ impl Config {
     /// # Ok::<(), flemma_config::FrontmatterError>(())
     /// ```
     ///
+    /// Each write keeps its transcript line ([`Origin::Frontmatter`](crate::Origin)), so
+    /// that [`Config::diagnostics`] can say where a misspelled tool name was written: for Lua
+    /// the line of the statement, for JSON the line of the option's key (else the line of the
+    /// `"flemma"` key).
+    ///
     /// # Errors
     ///
     /// [`FrontmatterError`] with the transcript line: invalid JSON or Lua, an unknown option, a
@@ -159,6 +174,7 @@ impl Config {
                 format!("unsupported frontmatter language `{other}` (json and lua are)"),
             )),
         };
+        self.locate_writes(Locator::Layer);
         if result.is_err() {
             self.clear_layer(Layer::Frontmatter);
         }
@@ -194,6 +210,15 @@ impl Config {
                     "the \"flemma\" key must hold an object of options",
                 ));
             };
+            self.locate_writes(Locator::Frontmatter {
+                keys: std::sync::Arc::new(crate::diagnostic::json_key_lines(
+                    code,
+                    first_line,
+                    (line - first_line) as usize,
+                    &options,
+                )),
+                fallback: line,
+            });
             for (key, value) in options {
                 self.set(Layer::Frontmatter, &key, value).map_err(|e| {
                     let line =

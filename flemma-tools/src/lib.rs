@@ -13,7 +13,11 @@
 //! [`register_builtins`] adds `bash`, `read`, `write`, `edit`, `ls`, `grep` and `find`. Run it
 //! on a Tokio runtime with time and I/O enabled (`enable_all`): `bash` drives a
 //! pseudo-terminal. Long calls run as background [`jobs`], journaled under the store so a
-//! job outlives its host.
+//! job outlives its host. Each cycle evaluates the conversation's options with
+//! [`ToolRegistry::evaluate`]: its tool set starts from every enabled tool, and a misspelled
+//! tool name, a glob that matches nothing or an unknown preset in `tools` stops the cycle with
+//! [`ExecutorError::Config`] ([`flemma_config::ConfigError::Finalize`], each mistake with its
+//! frontmatter line); warnings come as [`Event::Warning`].
 //!
 //! ```
 //! use flemma_tools::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};
@@ -50,6 +54,7 @@ mod procfs;
 mod protect;
 mod registry;
 pub mod sandbox;
+mod selection;
 mod tool;
 pub mod truncate;
 
@@ -70,6 +75,7 @@ pub use module::ToolModule;
 pub use output::{Output, ToolOutput};
 pub use protect::protect_host_process;
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
+pub use selection::Evaluation;
 #[cfg(feature = "typed")]
 pub use tool::typed_tool_fn;
 pub use tool::{FnTool, Tool, async_tool_fn, tool_fn};

@@ -334,7 +334,8 @@ impl ToolRegistry {
 
     /// The tools one conversation offers (spec §5.1): those its `tools` list names when a
     /// layer above the defaults shaped it (disabled ones included), else every enabled tool.
-    /// Sorted by name.
+    /// Sorted by name; names that no tool has are skipped (read `options` from
+    /// [`evaluate`](Self::evaluate), which sets the list's defaults and reports such names).
     pub fn tool_set(&self, options: &Options) -> Vec<Arc<dyn Tool>> {
         let state = self.read();
         if options.tools.list_is_explicit {

@@ -569,7 +569,7 @@ impl Session {
         if let Some(fm) = &doc.frontmatter {
             config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?;
         }
-        let options = config.options_with_tools(&inner.registry.names())?;
+        let options = inner.registry.evaluate(&mut config)?.options;
         Ok(options.tools.autopilot.clone())
     }
 

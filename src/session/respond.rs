@@ -233,6 +233,10 @@ impl Session {
     /// The request for the conversation as it is now, and its autopilot options.
     async fn prepare(&self) -> Result<(Request, AutopilotOptions), SessionError> {
         let inner = &self.inner;
+        // The tool list is part of the prompt-cache prefix: it waits for the tool sources
+        // (spec §4.3), and a request never goes out with a tool set other than the one the
+        // conversation asked for (spec §5.4-§5.6).
+        inner.registry.ready().await;
         let snapshot = inner.conversation.snapshot().await?;
         let mut cache = inner.parsed.lock().await;
         let doc = refresh(&mut cache, &snapshot).document();
@@ -241,8 +245,10 @@ impl Session {
             Some(fm) => config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?,
             None => serde_json::Map::new(),
         };
+        let evaluation = inner.registry.evaluate(&mut config)?;
+        evaluation.check()?;
+        let options = evaluation.options;
         let names = inner.registry.names();
-        let options = config.options_with_tools(&names)?;
         let mut request_options = inner.provider.request_options(&options);
         request_options.tools = inner.registry.specs_for_prompt(&options);
         let template_tools = names

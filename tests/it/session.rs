@@ -429,7 +429,7 @@ async fn a_user_edit_while_streaming_into_a_file_is_kept() {
     let provider = Arc::new(ScriptedProvider::new([Turn::text(
         "one \ntwo \nthree \nfour",
     )
-    .with_delay(Duration::from_millis(1000))]));
+    .with_delay(Duration::from_secs(1))]));
     let session = Session::builder(chat, registry(), provider)
         .flush_interval(Duration::ZERO)
         .build();
@@ -633,4 +633,45 @@ async fn without_waiting_a_run_with_jobs_running_returns_running() {
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert!(chat.text().contains("waited 100 ms"));
     assert_eq!(provider.remaining(), 0);
+}
+
+fn conversation(text: &str) -> Arc<MemoryConversation> {
+    Arc::new(MemoryConversation::new(text))
+}
+
+#[tokio::test]
+async fn the_request_offers_every_enabled_tool_the_frontmatter_did_not_remove() {
+    let chat = conversation("```json\n{\"flemma\": {\"tools\": [\"!slow\"]}}\n```\n@You:\nhi\n");
+    let (session, provider) = session(&chat, vec![Turn::text("Hello.")]);
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let request: serde_json::Value = serde_json::from_str(&provider.requests()[0]).unwrap();
+    let names: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["calculator"]);
+}
+
+#[tokio::test]
+async fn a_misspelled_tool_is_a_typed_error_and_nothing_is_sent() {
+    let text =
+        "```json\n{\n  \"flemma\": {\n    \"tools\": [\"+calculater\"]\n  }\n}\n```\n@You:\nhi\n";
+    let chat = conversation(text);
+    let (session, provider) = session(&chat, vec![Turn::text("Hello.")]);
+    let error = session.run().await.unwrap_err();
+    let SessionError::Executor(flemma::tools::ExecutorError::Config(
+        flemma::config::ConfigError::Finalize { errors },
+    )) = &error
+    else {
+        panic!("{error:?}")
+    };
+    assert_eq!(
+        errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["line 4: Unknown tool 'calculater' -- did you mean 'calculator'?"]
+    );
+    assert_eq!(errors[0].frontmatter_line(), Some(4));
+    assert!(provider.requests().is_empty());
+    assert_eq!(chat.text(), text);
 }

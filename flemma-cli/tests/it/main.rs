@@ -19,6 +19,7 @@ mod policy;
 mod protect;
 mod run;
 mod secrets;
+mod selection;
 #[cfg(unix)]
 mod signals;
 mod streams;

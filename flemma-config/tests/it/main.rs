@@ -18,6 +18,7 @@ mod lua;
 mod lua_policy;
 mod options;
 mod presets;
+mod selection;
 mod toml;
 mod tool_tables;
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall};
 use flemma_ast::writer::{self, ResultBody, WriterOptions};
 use flemma_ast::{Document, IncrementalParser, Role, Segment, TextEdit, ToolStatus};
-use flemma_config::{Config, Options};
+use flemma_config::{Config, OptionDiagnostic, Options};
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_store::{SaveOutcome, Store};
 use futures_util::FutureExt as _;
@@ -141,6 +141,7 @@ impl ExecutorBuilder {
             running: Mutex::new(HashMap::new()),
             recovered: std::sync::atomic::AtomicBool::new(false),
             claimant: claim::Claimant::new(),
+            option_warnings: Mutex::new(Vec::new()),
         }
     }
 }
@@ -160,6 +161,8 @@ pub struct Executor {
     recovered: std::sync::atomic::AtomicBool,
     /// This executor as the holder of call claims (one execution per call across hosts).
     claimant: claim::Claimant,
+    /// The option warnings last emitted (each shown once while it lasts).
+    option_warnings: Mutex<Vec<OptionDiagnostic>>,
 }
 
 /// A foreground call that runs now.
@@ -184,6 +187,8 @@ struct Settings {
     /// The host's layers with the frontmatter (the approval chain reads its op logs).
     config: Config,
     options: Arc<Options>,
+    /// What is wrong with the names the options give (checked once the registry is ready).
+    diagnostics: Vec<OptionDiagnostic>,
     writer: WriterOptions,
     /// The conversation's file, absolute and resolved ([`flemma_config::conversation_path`]).
     chat: Option<PathBuf>,
@@ -313,6 +318,7 @@ impl Executor {
                 self.recover().await?;
             }
             let settings = self.settings().await?;
+            self.report_options(&settings.diagnostics)?;
             self.migrate_names().await?;
             // Calls whose host died mid-run get their error first.
             let lost = self.settle_claims(&settings).await?;
@@ -465,8 +471,21 @@ impl Executor {
         Err(ExecutorError::Busy)
     }
 
-    /// The options of the moment: the host's layers plus the conversation's frontmatter.
-    async fn settings(&self) -> Result<Settings, ExecutorError> {
+    /// The conversation's options as the next cycle evaluates them: the host's layers, the
+    /// frontmatter, the registry's tools ([`ToolRegistry::evaluate`]). A host shows its
+    /// [`diagnostics`](crate::Evaluation::diagnostics) without running anything; a
+    /// [`cycle`](Self::cycle) stops on its errors.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError::Conversation`], [`ExecutorError::Frontmatter`],
+    /// [`ExecutorError::Config`] when the options do not evaluate at all.
+    pub async fn evaluate_options(&self) -> Result<crate::Evaluation, ExecutorError> {
+        Ok(self.evaluated().await?.1)
+    }
+
+    /// The host's layers plus the frontmatter, evaluated against the registry.
+    async fn evaluated(&self) -> Result<(Config, crate::Evaluation), ExecutorError> {
         let frontmatter = self
             .with_document(|doc, _| {
                 doc.frontmatter
@@ -478,7 +497,43 @@ impl Executor {
         if let Some((language, code, line)) = frontmatter {
             config.apply_frontmatter(&language, &code, line)?;
         }
-        let options = Arc::new(config.options_with_tools(&self.setup.registry.names())?);
+        let evaluation = self.setup.registry.evaluate(&mut config)?;
+        Ok((config, evaluation))
+    }
+
+    /// Stops on the errors of the options (spec §5.4-§5.6: a tool set other than the one
+    /// asked for is never run); emits each warning once while it lasts.
+    fn report_options(&self, diagnostics: &[OptionDiagnostic]) -> Result<(), ExecutorError> {
+        use flemma_config::Severity;
+        let (errors, warnings): (Vec<_>, Vec<_>) = diagnostics
+            .iter()
+            .cloned()
+            .partition(|d| d.severity() == Severity::Error);
+        if !errors.is_empty() {
+            return Err(flemma_config::ConfigError::Finalize { errors }.into());
+        }
+        let mut shown = self
+            .option_warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *shown != warnings {
+            for warning in &warnings {
+                self.emit(Event::Warning(warning.to_string()));
+            }
+            *shown = warnings;
+        }
+        Ok(())
+    }
+
+    /// The options of the moment: the host's layers plus the conversation's frontmatter.
+    async fn settings(&self) -> Result<Settings, ExecutorError> {
+        let (config, evaluation) = self.evaluated().await?;
+        let crate::Evaluation {
+            options,
+            diagnostics,
+            ..
+        } = evaluation;
+        let options = Arc::new(options);
         // The one place the conversation's file is resolved for a cycle: the tools' working
         // directory and paths, the store and the sandbox's writable set all start from it.
         let chat = self
@@ -510,6 +565,7 @@ impl Executor {
         let sandbox = self.setup.sandbox.sandbox(&options.sandbox, policy);
         Ok(Settings {
             config,
+            diagnostics,
             writer: WriterOptions {
                 compact_headers: options.editing.compact_headers,
             },

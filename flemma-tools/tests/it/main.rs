@@ -18,6 +18,7 @@ mod preview;
 mod registry;
 mod sandbox;
 mod search;
+mod selection;
 mod store_names;
 mod timeouts;
 mod truncate;
