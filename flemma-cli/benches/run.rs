@@ -12,7 +12,8 @@
 //! conversations on a tmpfs instead, where `fsync` costs nothing: the difference is what the
 //! transcript's durable writes cost on this disk. `FLEMMA_BENCH_RUN_CHAT=FILE` runs a long
 //! conversation instead (FILE with the request appended as a last `@You:` message; its
-//! frontmatter must approve `bash`), e.g. `target/bench-1000000-7.chat` of the session bench.
+//! frontmatter must approve `bash`; an absolute path, since benches run in `flemma-cli/`),
+//! e.g. `$PWD/target/bench-1000000-7.chat` of the session bench.
 //!
 //! - `run/turns_0_sandbox_off`, `run/turns_20_sandbox_off`: N = 0 and N = 20 with
 //!   `sandbox.enabled=false`.
@@ -59,7 +60,8 @@ struct Case {
     sandbox: bool,
 }
 
-/// A scratch directory per run, under `target/bench-run/` (or `$FLEMMA_BENCH_RUN_DIR/flemma-bench-run/`).
+/// A scratch directory per run, under `target/bench-run/` (or
+/// `$FLEMMA_BENCH_RUN_DIR/flemma-bench-run/`).
 struct Scratch {
     root: PathBuf,
     next: usize,
@@ -91,8 +93,9 @@ impl Scratch {
         }
     }
 
-    /// A fresh conversation file.
+    /// A fresh conversation file; the previous run's directory goes.
     fn chat(&mut self) -> PathBuf {
+        let _ = std::fs::remove_dir_all(self.root.join(self.next.to_string()));
         self.next += 1;
         let dir = self.root.join(self.next.to_string());
         std::fs::create_dir_all(&dir).expect("run directory");
@@ -309,8 +312,11 @@ fn main() {
         twenty: MockModel::start(20).expect("mock server"),
         zero: MockModel::start(0).expect("mock server"),
     };
-    let probe = scratch.chat();
-    let bwrap = bwrap_argv(probe.parent().expect("a run directory"));
+    // The bare `bwrap` runs bind a conversation's directory of their own, which stays.
+    let fixed = scratch.root.join("bwrap");
+    std::fs::create_dir_all(&fixed).expect("bwrap directory");
+    std::fs::write(fixed.join("bench.chat"), CHAT).expect("conversation");
+    let bwrap = bwrap_argv(&fixed);
     let cases = cases(bwrap.is_some());
     for &case in &cases {
         check(case, &mut scratch, servers.of(case));
