@@ -14,9 +14,9 @@
 //!   call, so criterion's `elem/s` compares the sizes directly; a flat per-call cost means
 //!   the cycle is linear. Target (later): ≤ 1 s for 10,000 calls, flat per-call cost. Sizes:
 //!   `FLEMMA_BENCH_CYCLE_SIZES` (comma-separated counts, empty for none). The default is
-//!   `100,1000` while the cycle is quadratic: one cycle of 10,000 calls took 154 s before
-//!   the issue-19 refactor, so `FLEMMA_BENCH_CYCLE_SIZES=100,1000,10000` (the target's
-//!   sizes) takes about half an hour until then.
+//!   `100,1000` while the cycle is quadratic: one cycle of 10,000 calls took 107 to 154 s
+//!   (71 s of CPU) before the issue-19 refactor, so `FLEMMA_BENCH_CYCLE_SIZES=100,1000,10000`
+//!   (the target's sizes) takes about half an hour until then.
 //! - `cycle/ten_thousand_tools_file/N`: the same on a `FileConversation` in `target/` (the
 //!   disk, not a tmpfs), as `flemma cycle FILE` runs it: every edit reads the file back and
 //!   writes it atomically (temporary file, fsync, rename), and calls are claimed in the
