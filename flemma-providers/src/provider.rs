@@ -137,6 +137,28 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
 }
 
+impl<P: Provider + ?Sized> Provider for Box<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn request_options(&self, options: &Options) -> RequestOptions {
+        (**self).request_options(options)
+    }
+
+    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
+        (**self).build_request(prompt, options)
+    }
+
+    fn stream(&self, request: Request) -> SendFuture<'_> {
+        (**self).stream(request)
+    }
+
+    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
+        (**self).stream_observed(request, on_retry)
+    }
+}
+
 type Events = Pin<Box<dyn Stream<Item = StreamEvent> + Send>>;
 
 /// A streamed response as [`StreamEvent`]s. Dropping it closes the connection.
