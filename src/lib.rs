@@ -18,6 +18,26 @@ pub use session::{
     Stop,
 };
 
+/// The attribute for implementing [`Tool`](tools::Tool), [`Conversation`](tools::Conversation),
+/// [`Approver`](tools::Approver) and [`Resolver`](approval::Resolver) with `async fn`s, so an
+/// application needs no `async-trait` dependency of its own:
+///
+/// ```
+/// use flemma::async_trait;
+/// use flemma::tools::{Answer, Approver, PendingCall};
+///
+/// struct Yes;
+///
+/// #[async_trait]
+/// impl Approver for Yes {
+///     async fn ask(&self, _call: &PendingCall) -> Answer {
+///         Answer::Approve
+///     }
+/// }
+/// # let _ = Yes;
+/// ```
+pub use flemma_approval::async_trait;
+
 pub use flemma_approval as approval;
 pub use flemma_ast as ast;
 pub use flemma_config as config;

@@ -77,7 +77,9 @@ pub use provider::{EventStream, HttpProvider, OnRetry, Provider, Request, SendEr
 pub use request::{
     CacheRetention, ForeignThinking, RequestOptions, Thinking, ThinkingLevel, body_to_string,
 };
-pub use scripted::{ScriptError, ScriptedProvider, ScriptedToolUse, ScriptedUsage, Turn};
+pub use scripted::{
+    ReplayError, ScriptError, ScriptedProvider, ScriptedToolUse, ScriptedUsage, Turn,
+};
 pub use sse::{SseDecoder, SseEvent};
 #[cfg(feature = "lua")]
 pub use template::LuaEngine;

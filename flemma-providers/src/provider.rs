@@ -35,21 +35,34 @@ pub enum SendError {
     /// prints as its cause.
     #[error(transparent)]
     Transport(#[from] TransportError),
-    /// A scripted provider was asked for more turns than its script has.
-    #[error("the script has no turn left (it had {turns})")]
-    ScriptExhausted {
-        /// The number of turns the script had.
-        turns: usize,
-    },
-    /// A scripted turn's recording could not be read.
-    #[error("cannot read the recording {}", path.display())]
-    Recording {
-        /// The recording.
-        path: std::path::PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A [`ScriptedProvider`](crate::ScriptedProvider) could not replay its next turn; it
+    /// prints as its cause.
+    #[error(transparent)]
+    Scripted(#[from] crate::scripted::ReplayError),
+    /// A third party's provider failed with an error of its own; it prints as its cause,
+    /// which [`downcast_ref`](std::error::Error) on the box recovers.
+    ///
+    /// ```
+    /// use flemma_providers::SendError;
+    ///
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("quota exceeded")]
+    /// struct Quota;
+    ///
+    /// let error = SendError::other(Quota);
+    /// assert_eq!(error.to_string(), "quota exceeded");
+    /// assert!(matches!(&error, SendError::Other(e) if e.downcast_ref::<Quota>().is_some()));
+    /// ```
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl SendError {
+    /// [`SendError::Other`] from any error: what a third party's [`Provider`] returns for
+    /// failures of its own.
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Other(error.into())
+    }
 }
 
 /// What [`Provider::stream_observed`] tells about each retry, when it is scheduled.
@@ -103,6 +116,28 @@ pub trait Provider: fmt::Debug + Send + Sync {
 }
 
 impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn request_options(&self, options: &Options) -> RequestOptions {
+        (**self).request_options(options)
+    }
+
+    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
+        (**self).build_request(prompt, options)
+    }
+
+    fn stream(&self, request: Request) -> SendFuture<'_> {
+        (**self).stream(request)
+    }
+
+    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
+        (**self).stream_observed(request, on_retry)
+    }
+}
+
+impl<P: Provider + ?Sized> Provider for Box<P> {
     fn name(&self) -> &str {
         (**self).name()
     }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::event::{StopReason, StreamEvent};
 use crate::prompt::Prompt;
-use crate::provider::{EventStream, Provider, Request, SendError, SendFuture};
+use crate::provider::{EventStream, Provider, Request, SendFuture};
 use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
 use crate::transport::ProviderKind;
@@ -69,6 +69,28 @@ pub enum ScriptError {
         turn: usize,
         /// What is wrong.
         message: String,
+    },
+}
+
+/// Why a [`ScriptedProvider`] could not replay its next turn (inside
+/// [`SendError::Scripted`](crate::SendError::Scripted)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The provider was asked for more turns than its script has.
+    #[error("the script has no turn left (it had {turns})")]
+    Exhausted {
+        /// The number of turns the script had.
+        turns: usize,
+    },
+    /// A scripted turn's recording could not be read.
+    #[error("cannot read the recording {}", path.display())]
+    Recording {
+        /// The recording.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -407,9 +429,9 @@ impl ScriptedProvider {
     }
 
     /// The events of a recorded turn, decoded in 61-byte chunks (any chunking decodes alike).
-    fn recorded(&self, turn: &Turn, path: &Path) -> Result<Vec<StreamEvent>, SendError> {
+    fn recorded(&self, turn: &Turn, path: &Path) -> Result<Vec<StreamEvent>, ReplayError> {
         let path = self.base.join(path);
-        let bytes = std::fs::read(&path).map_err(|source| SendError::Recording {
+        let bytes = std::fs::read(&path).map_err(|source| ReplayError::Recording {
             path: path.clone(),
             source,
         })?;
@@ -487,7 +509,7 @@ impl Provider for ScriptedProvider {
                 let turn = replay
                     .turns
                     .pop_front()
-                    .ok_or(SendError::ScriptExhausted { turns: self.total })?;
+                    .ok_or(ReplayError::Exhausted { turns: self.total })?;
                 replay.served += 1;
                 (turn, replay.served)
             };
@@ -514,6 +536,7 @@ impl Provider for ScriptedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::SendError;
     use futures_util::StreamExt as _;
 
     #[test]
@@ -628,7 +651,27 @@ mod tests {
             .await;
         assert!(matches!(
             exhausted,
-            Err(SendError::ScriptExhausted { turns: 1 })
+            Err(SendError::Scripted(ReplayError::Exhausted { turns: 1 }))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_missing_recording_is_a_replay_error_that_keeps_its_cause() {
+        let provider = ScriptedProvider::new([Turn::recording("no-such-recording.txt")]);
+        let error = provider
+            .stream(Request {
+                body: String::new(),
+            })
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(
+            error.to_string(),
+            "cannot read the recording no-such-recording.txt"
+        );
+        let SendError::Scripted(ReplayError::Recording { source, .. }) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -55,10 +55,14 @@ mod protect;
 mod registry;
 pub mod sandbox;
 mod selection;
+mod shared;
 mod tool;
 pub mod truncate;
 
 pub use actions::{ActionError, approve, approve_all_pending, reject, rejection_feedback};
+/// The attribute that implements [`Tool`], [`Conversation`] and [`Approver`] with `async fn`s,
+/// re-exported so that implementors need no dependency of their own.
+pub use async_trait::async_trait;
 pub use builtin::register_builtins;
 pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use conversation::{
@@ -76,6 +80,7 @@ pub use output::{Output, ToolOutput};
 pub use protect::protect_host_process;
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 pub use selection::Evaluation;
+pub use shared::{FnApprover, approver_fn};
 #[cfg(feature = "typed")]
 pub use tool::typed_tool_fn;
 pub use tool::{FnTool, Tool, async_tool_fn, tool_fn};
