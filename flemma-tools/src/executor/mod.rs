@@ -846,25 +846,40 @@ impl Executor {
                 let Some(joined) = tasks.join_next().await else {
                     break;
                 };
-                // Tasks catch their tools' panics, so a join error means the runtime is
-                // shutting down; nothing to write then.
-                let finished = match joined {
-                    Ok(Joined::Done(finished)) => finished,
-                    Ok(Joined::Moved(id)) => {
-                        self.release_claim(held.remove(&id).flatten(), settings)
-                            .await;
-                        continue;
+                // Every other call that finished meanwhile is written with it, in one edit:
+                // one re-parse and one write of the conversation per batch, not per call. Only
+                // calls already finished join the batch, so no result waits for a slow one.
+                let mut batch = Vec::new();
+                let mut next = Some(joined);
+                while let Some(joined) = next {
+                    // Tasks catch their tools' panics, so a join error means the runtime is
+                    // shutting down; nothing to write then.
+                    match joined {
+                        Ok(Joined::Done(finished)) => {
+                            self.running_calls().remove(&finished.id);
+                            let claim = held.remove(&finished.id).flatten();
+                            batch.push((finished, claim));
+                        }
+                        Ok(Joined::Moved(id)) => {
+                            self.release_claim(held.remove(&id).flatten(), settings)
+                                .await;
+                        }
+                        Err(_) => {}
+                        Ok(Joined::Failed(id)) => {
+                            self.running_calls().remove(&id);
+                        }
                     }
-                    Err(_) => continue,
-                    Ok(Joined::Failed(id)) => {
-                        self.running_calls().remove(&id);
-                        continue;
+                    next = tasks.try_join_next();
+                    if next.is_none() && !tasks.is_empty() {
+                        // Let calls that are ready to end, end (without waiting for any that
+                        // are not): they join this batch; stop when none did.
+                        tokio::task::yield_now().await;
+                        next = tasks.try_join_next();
                     }
-                };
-                self.running_calls().remove(&finished.id);
-                let claim = held.remove(&finished.id).flatten();
-                completed.push(self.finish(finished, settings).await?);
-                self.release_claim(claim, settings).await;
+                }
+                if !batch.is_empty() {
+                    completed.extend(self.finish_all(batch, settings).await?);
+                }
             }
             Ok::<(), ExecutorError>(())
         }
@@ -1030,12 +1045,37 @@ impl Executor {
         Ok(builder.build()?)
     }
 
-    /// Completion (spec §7.6): store materialisation or `flemma.save_to`, then the result.
-    async fn finish(
+    /// Completion (spec §7.6) of calls that finished together: store materialisation or
+    /// `flemma.save_to` for each, then their results in one edit, then their claims released.
+    async fn finish_all(
         &self,
-        done: Finished,
+        batch: Vec<(Finished, Option<claim::Held>)>,
         settings: &Settings,
-    ) -> Result<Completed, ExecutorError> {
+    ) -> Result<Vec<Completed>, ExecutorError> {
+        let mut results = Vec::with_capacity(batch.len());
+        let mut done = Vec::with_capacity(batch.len());
+        for (finished, claim) in batch {
+            let (body, completed) = self.result_of(finished, settings);
+            results.push((completed.id.clone(), body));
+            done.push((completed, claim));
+        }
+        self.write_finals(&results, settings.writer).await?;
+        let mut completed = Vec::with_capacity(done.len());
+        for (call, claim) in done {
+            self.emit(Event::ToolCompleted {
+                id: call.id.clone(),
+                tool: call.tool.clone(),
+                success: call.success,
+            });
+            self.release_claim(claim, settings).await;
+            completed.push(call);
+        }
+        Ok(completed)
+    }
+
+    /// The result block's body of a finished call (store materialisation or
+    /// `flemma.save_to` done), and what the report says of it.
+    fn result_of(&self, done: Finished, settings: &Settings) -> (ResultBody, Completed) {
         let Finished {
             id,
             tool,
@@ -1083,13 +1123,7 @@ impl Executor {
             }
         }
         let body = body.unwrap_or_else(|| output.into_result_body());
-        self.write_final(&id, &body, settings.writer).await?;
-        self.emit(Event::ToolCompleted {
-            id: id.clone(),
-            tool: tool.clone(),
-            success,
-        });
-        Ok(Completed { id, tool, success })
+        (body, Completed { id, tool, success })
     }
 
     /// Writes a final result, placing a placeholder first when the block went away.
@@ -1099,36 +1133,62 @@ impl Executor {
         body: &ResultBody,
         writer: WriterOptions,
     ) -> Result<(), ExecutorError> {
+        self.write_finals(&[(id.clone(), body.clone())], writer)
+            .await
+    }
+
+    /// Writes final results in one edit; a result whose block went away gets a placeholder
+    /// first (the placeholders of all such results in one more edit), then its result.
+    async fn write_finals(
+        &self,
+        results: &[(ToolUseId, ResultBody)],
+        writer: WriterOptions,
+    ) -> Result<(), ExecutorError> {
+        let mut pending: Vec<&(ToolUseId, ResultBody)> = results.iter().collect();
         let mut placed_again = false;
         loop {
-            let mut missing = false;
-            self.edit(
-                |doc| match writer::write_result(doc, id.as_str(), body, writer) {
-                    Ok(edit) => Ok(vec![edit]),
-                    Err(flemma_ast::AstError::UnknownToolResult { .. }) if !placed_again => {
-                        missing = true;
-                        writer::insert_placeholders(
-                            doc,
-                            &[(id.as_str(), ToolStatus::Approved)],
-                            writer,
-                        )
-                        .or_else(|e| match e {
-                            // The tool use itself is gone: nowhere to write.
-                            flemma_ast::AstError::UnknownToolUse { .. } => Ok(Vec::new()),
-                            other => Err(other),
-                        })
-                        .map_err(ExecutorError::Edit)
+            let mut missing = Vec::new();
+            self.edit(|doc| {
+                missing.clear();
+                let mut edits = Vec::with_capacity(pending.len());
+                for &entry in &pending {
+                    let (id, body) = entry;
+                    match writer::write_result(doc, id.as_str(), body, writer) {
+                        Ok(edit) => edits.push(edit),
+                        // Put back below (once); after that, nowhere to write.
+                        Err(flemma_ast::AstError::UnknownToolResult { .. }) => {
+                            missing.push(entry);
+                        }
+                        Err(error) => return Err(ExecutorError::Edit(error)),
                     }
-                    Err(flemma_ast::AstError::UnknownToolResult { .. }) => Ok(Vec::new()),
-                    Err(error) => Err(ExecutorError::Edit(error)),
-                },
-            )
+                }
+                Ok(edits)
+            })
             .await?;
-            if missing && !placed_again {
-                placed_again = true;
-                continue;
+            if missing.is_empty() || placed_again {
+                return Ok(());
             }
-            return Ok(());
+            placed_again = true;
+            self.edit(|doc| {
+                let batch: Vec<(&str, ToolStatus)> = missing
+                    .iter()
+                    .map(|(id, _)| (id.as_str(), ToolStatus::Approved))
+                    .collect();
+                match writer::insert_placeholders(doc, &batch, writer) {
+                    // A tool use itself is gone: nowhere to write its result.
+                    Err(flemma_ast::AstError::UnknownToolUse { .. }) => {
+                        let present: Vec<(&str, ToolStatus)> = batch
+                            .into_iter()
+                            .filter(|(id, _)| flemma_ast::find_tool_use_by_id(doc, id).is_some())
+                            .collect();
+                        writer::insert_placeholders(doc, &present, writer)
+                            .map_err(ExecutorError::Edit)
+                    }
+                    other => other.map_err(ExecutorError::Edit),
+                }
+            })
+            .await?;
+            pending = missing;
         }
     }
 

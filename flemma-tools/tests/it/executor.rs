@@ -663,3 +663,71 @@ async fn the_conversation_is_locked_while_calls_run_and_unlocked_after() {
             .contains("Unknown tool: nope")
     );
 }
+
+/// A conversation that counts the changes applied to it.
+struct Counting {
+    inner: MemoryConversation,
+    applied: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl flemma_tools::Conversation for Counting {
+    async fn snapshot(&self) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
+        self.inner.snapshot().await
+    }
+
+    async fn apply(
+        &self,
+        revision: flemma_tools::Revision,
+        edits: &[flemma_ast::TextEdit],
+    ) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
+        self.applied.fetch_add(1, Ordering::SeqCst);
+        self.inner.apply(revision, edits).await
+    }
+}
+
+/// Issue 19: the results of calls that finished together are written in one change (one
+/// re-parse, one write of the conversation), not one change per call: a cycle of 2,000
+/// calls costs a handful of changes, not 2,002.
+#[tokio::test]
+async fn calls_that_finish_together_are_written_in_a_few_changes() {
+    const CALLS: usize = 2_000;
+    let registry = ToolRegistry::new();
+    registry.register(flemma_tools::tool_fn(
+        ToolDefinition::builder("noop", "Does nothing.")
+            .unwrap()
+            .build()
+            .unwrap(),
+        |_, _| ToolOutput::text("ok"),
+    ));
+    let mut text = String::from(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"noop\"], \"max_concurrent\": 0}}}\n```\n@Assistant:\n",
+    );
+    for i in 0..CALLS {
+        let _ = write!(
+            text,
+            "**Tool Use:** `noop` (`toolu_{i:05}`)\n```json\n{{}}\n```\n"
+        );
+    }
+    let conversation = Arc::new(Counting {
+        inner: MemoryConversation::new(text),
+        applied: AtomicUsize::new(0),
+    });
+    let executor = Executor::builder(conversation.clone(), registry).build();
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(report.completed.len(), CALLS);
+    assert!(report.completed.iter().all(|c| c.success));
+    assert_eq!(report.next, Next::Send);
+    let after = conversation.inner.text();
+    for i in [0, 1, CALLS / 2, CALLS - 1] {
+        assert!(
+            after.contains(&format!("**Tool Result:** `toolu_{i:05}`\n```\nok\n```\n")),
+            "result {i} missing"
+        );
+    }
+    assert_eq!(after.matches("\n```\nok\n```\n").count(), CALLS);
+    assert!(!after.contains("(approved)"));
+    // Placeholders, cleared suffixes, and the results in a few batches (one per call before).
+    let applied = conversation.applied.load(Ordering::SeqCst);
+    assert!(applied <= 8, "{applied} changes for {CALLS} calls");
+}
