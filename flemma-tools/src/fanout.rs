@@ -66,7 +66,7 @@ impl<T> std::fmt::Debug for Fanout<T> {
             .field("capacity", &self.capacity)
             .field("subscribers", &targets.queues.len())
             .field("forwards", &targets.forwards.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,9 +113,14 @@ impl<T: Clone + From<Missed>> Fanout<T> {
             }
             // Only this fanout holds a queue whose subscription was dropped.
             targets.queues.retain(|q| Arc::strong_count(q) > 1);
-            for queue in &targets.queues {
-                let mut state = queue.lock();
-                state.push(event.clone(), self.capacity);
+            if let Some((last, others)) = targets.queues.split_last() {
+                for queue in others {
+                    let mut state = queue.lock();
+                    state.push(event.clone(), self.capacity);
+                    wake.extend(state.waker.take());
+                }
+                let mut state = last.lock();
+                state.push(event, self.capacity);
                 wake.extend(state.waker.take());
             }
         }

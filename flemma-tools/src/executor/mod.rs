@@ -152,13 +152,18 @@ impl ExecutorBuilder {
     ///
     /// let seen = Arc::new(Mutex::new(Vec::new()));
     /// let into = Arc::clone(&seen);
-    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let chat = Arc::new(MemoryConversation::new(
+    ///     "@Assistant:\n**Tool Use:** `nope` (`toolu_1`)\n```json\n{}\n```\n",
+    /// ));
     /// let executor = Executor::builder(chat, ToolRegistry::new())
     ///     .on_event(move |event: &Event| into.lock().unwrap().push(event.clone()))
     ///     .build();
+    /// let mut events = executor.subscribe();
     /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     /// runtime.block_on(executor.cycle())?;
-    /// assert!(seen.lock().unwrap().contains(&Event::ConversationIdle));
+    /// let queued: Vec<Event> = std::iter::from_fn(|| events.try_recv()).collect();
+    /// assert!(!queued.is_empty());
+    /// assert_eq!(*seen.lock().unwrap(), queued);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn on_event(mut self, forward: impl Fn(&Event) + Send + Sync + 'static) -> Self {
