@@ -15,7 +15,6 @@ use std::io::Write as _;
 use flemma::tools::jobs::Recovery;
 use flemma::tools::{Event, Executor};
 use serde_json::json;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 /// One thing the user should be told.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +31,7 @@ impl Notice {
         match event {
             Event::Warning(text) => Some(Self::Warning(text.clone())),
             Event::JobsRecovered(found) => Some(Self::Recovered(found.clone())),
+            Event::Missed { count } => Some(Self::Warning(missed(*count))),
             _ => None,
         }
     }
@@ -49,6 +49,12 @@ impl Notice {
             ),
         }
     }
+}
+
+/// The warning for events a subscriber missed (its queue of
+/// [`DEFAULT_CAPACITY`](flemma::tools::fanout::DEFAULT_CAPACITY) events was full).
+pub(crate) fn missed(count: u64) -> String {
+    format!("{count} events were missed")
 }
 
 /// A warning as stderr shows it (executor and session warnings alike).
@@ -106,31 +112,27 @@ impl Notices {
 }
 
 /// Runs `work` and collects the notices `executor` emits meanwhile. Events are read while the
-/// work runs, so a long cycle cannot overflow the executor's event channel; should it fall
-/// behind anyway, the notices say how many events were missed.
+/// work runs, and the subscription has a queue of its own of
+/// [`DEFAULT_CAPACITY`](flemma::tools::fanout::DEFAULT_CAPACITY) events, so a long cycle
+/// cannot make it miss any; should it fall that far behind anyway, a notice says how many
+/// events were missed (`Event::Missed`).
 pub(crate) async fn collect<T>(executor: &Executor, work: impl Future<Output = T>) -> (T, Notices) {
     let mut events = executor.subscribe();
     let mut notices = Notices::default();
-    let missed = |n: u64| Notice::Warning(format!("{n} executor events were missed"));
     tokio::pin!(work);
     let result = loop {
         tokio::select! {
             biased;
             received = events.recv() => match received {
-                Ok(event) => notices.push(&event),
-                Err(RecvError::Lagged(n)) => notices.0.push(missed(n)),
-                // The executor outlives this function: the channel cannot close here.
-                Err(RecvError::Closed) => break work.await,
+                Some(event) => notices.push(&event),
+                // The executor outlives this function: the stream cannot end here.
+                None => break work.await,
             },
             result = &mut work => break result,
         }
     };
-    loop {
-        match events.try_recv() {
-            Ok(event) => notices.push(&event),
-            Err(TryRecvError::Lagged(n)) => notices.0.push(missed(n)),
-            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-        }
+    while let Some(event) = events.try_recv() {
+        notices.push(&event);
     }
     (result, notices)
 }
@@ -166,5 +168,9 @@ mod tests {
             json!({"adopted": [], "finished": [], "lost": ["job_gone1234"], "elsewhere": []})
         );
         assert_eq!(Notice::of(&Event::ConversationIdle), None);
+        assert_eq!(
+            Notice::of(&Event::Missed { count: 3 }).map(|n| n.line()),
+            Some("warning: 3 events were missed".to_owned())
+        );
     }
 }

@@ -532,6 +532,11 @@ impl Ui {
             }
             SessionEvent::ResumeCancelled => self.status("resume cancelled"),
             SessionEvent::Resumed => self.status("resumed"),
+            SessionEvent::Missed { count } => {
+                self.status(&crate::notices::warning_line(&crate::notices::missed(
+                    *count,
+                )));
+            }
             _ => {}
         }
     }

@@ -1,5 +1,11 @@
 //! The typed events a UI follows (spec §7.11): the library prints nothing, a host subscribes
-//! with [`Executor::subscribe`](crate::Executor::subscribe).
+//! with [`Executor::subscribe`](crate::Executor::subscribe) (or forwards them with
+//! [`ExecutorBuilder::on_event`](crate::ExecutorBuilder::on_event)).
+//!
+//! Every subscriber has its own queue of [`fanout::DEFAULT_CAPACITY`](crate::fanout::DEFAULT_CAPACITY)
+//! events ([`ExecutorBuilder::event_capacity`](crate::ExecutorBuilder::event_capacity)): one
+//! that falls that far behind reads [`Event::Missed`] with the count of the events it missed;
+//! nothing else is dropped (see [`fanout`](crate::fanout)).
 
 use flemma_ast::ToolStatus;
 use flemma_ids::{JobId, ToolName, ToolUseId};
@@ -70,6 +76,20 @@ pub enum Event {
     JobDelivered(Delivered),
     /// Opening the conversation found jobs to re-adopt, deliver or mark lost.
     JobsRecovered(Recovery),
+    /// This subscriber's queue was full: `count` events were missed here (only a subscriber
+    /// sees this, never a forward).
+    Missed {
+        /// How many.
+        count: u64,
+    },
+}
+
+impl From<crate::fanout::Missed> for Event {
+    fn from(missed: crate::fanout::Missed) -> Self {
+        Self::Missed {
+            count: missed.count,
+        }
+    }
 }
 
 /// One placeholder of Phase 1.

@@ -44,6 +44,7 @@ mod conversation;
 mod definition;
 mod events;
 mod executor;
+pub mod fanout;
 pub mod jobs;
 mod messages;
 mod module;

@@ -1,9 +1,8 @@
 //! What a [`Session`](crate::Session) reports to a UI, and the receiving end.
 
-use std::sync::{Mutex, PoisonError};
-
+use flemma_ids::{ToolName, ToolUseId};
 use flemma_providers::StopReason;
-use tokio::sync::mpsc;
+use flemma_tools::fanout::{Fanout, Missed, Subscription};
 
 use super::{AutopilotState, Stop};
 
@@ -28,17 +27,18 @@ pub enum SessionEvent {
     ThinkingDelta(String),
     /// The model began a tool call (progress only).
     ToolCallStarted {
-        /// The call id.
-        id: String,
-        /// The tool, wire name decoded (`flemma.jobs.status`).
-        name: String,
+        /// The call id, as the conversation will hold it (characters a header cannot carry
+        /// become `_`).
+        id: ToolUseId,
+        /// The tool, wire name decoded (`flemma.jobs.status`), as the conversation will hold it.
+        name: ToolName,
     },
     /// A complete tool call was written into the conversation.
     ToolCall {
-        /// The call id.
-        id: String,
-        /// The tool, wire name decoded.
-        name: String,
+        /// The call id, as the conversation holds it.
+        id: ToolUseId,
+        /// The tool, wire name decoded, as the conversation holds it.
+        name: ToolName,
         /// Its input, as JSON text.
         input: String,
     },
@@ -78,14 +78,29 @@ pub enum SessionEvent {
     Resumed,
     /// The run returned.
     Stopped(Stop),
+    /// This subscriber's queue was full: `count` events were missed here (see
+    /// [`SessionEvents`]).
+    Missed {
+        /// How many.
+        count: u64,
+    },
 }
 
-/// The events of a session, in order, from the moment of [`Session::subscribe`](crate::Session::subscribe).
-/// Nothing is dropped: the queue grows until read. Read them with [`recv`](Self::recv) or as
-/// a [`Stream`](futures_util::Stream).
+/// The events of a session, in order, from the moment of [`Session::subscribe`](crate::Session::subscribe):
+/// the session's own and every event of its executor (as [`SessionEvent::Tool`]), one stream
+/// subscribed to the executor once, when the session was built, so none falls between two
+/// cycles (a background job's `JobCompleted` included).
+///
+/// Each subscriber has its own queue of
+/// [`event_capacity`](crate::SessionBuilder::event_capacity) events (default
+/// [`DEFAULT_CAPACITY`](flemma_tools::fanout::DEFAULT_CAPACITY), 65,536): that bounds the
+/// memory a stalled UI costs under a hostile burst. A subscriber that falls that far behind
+/// reads one [`SessionEvent::Missed`] with the count of the events that did not fit, where
+/// they would have been; nothing else is dropped. Read them with [`recv`](Self::recv) or as a
+/// [`Stream`](futures_util::Stream).
 #[derive(Debug)]
 pub struct SessionEvents {
-    receiver: mpsc::UnboundedReceiver<SessionEvent>,
+    receiver: Subscription<SessionEvent>,
 }
 
 impl SessionEvents {
@@ -96,7 +111,7 @@ impl SessionEvents {
 
     /// The next event if one is waiting.
     pub fn try_recv(&mut self) -> Option<SessionEvent> {
-        self.receiver.try_recv().ok()
+        self.receiver.try_recv()
     }
 }
 
@@ -111,39 +126,20 @@ impl futures_util::Stream for SessionEvents {
     }
 }
 
-/// The senders of every subscriber.
-#[derive(Debug, Default)]
-pub(crate) struct Subscribers {
-    senders: Mutex<Vec<mpsc::UnboundedSender<SessionEvent>>>,
-}
-
-impl Subscribers {
-    pub(crate) fn subscribe(&self) -> SessionEvents {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.lock().push(sender);
-        SessionEvents { receiver }
-    }
-
-    pub(crate) fn emit(&self, event: SessionEvent) {
-        let mut senders = self.lock();
-        // A subscriber that went away is forgotten.
-        if let Some((last, others)) = senders.split_last() {
-            let mut gone: Vec<usize> = others
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.send(event.clone()).is_err())
-                .map(|(i, _)| i)
-                .collect();
-            if last.send(event).is_err() {
-                gone.push(others.len());
-            }
-            for index in gone.into_iter().rev() {
-                senders.swap_remove(index);
-            }
+impl From<Missed> for SessionEvent {
+    fn from(missed: Missed) -> Self {
+        Self::Missed {
+            count: missed.count,
         }
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<SessionEvent>>> {
-        self.senders.lock().unwrap_or_else(PoisonError::into_inner)
+/// The session's stream, fanned out to every subscriber.
+pub(crate) type Subscribers = Fanout<SessionEvent>;
+
+/// A new subscriber of `subscribers`.
+pub(crate) fn subscribe(subscribers: &Subscribers) -> SessionEvents {
+    SessionEvents {
+        receiver: subscribers.subscribe(),
     }
 }

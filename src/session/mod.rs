@@ -111,6 +111,7 @@ pub struct SessionBuilder {
     flush_interval: Duration,
     conversation_id: Option<String>,
     wait_for_jobs: bool,
+    event_capacity: usize,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -181,10 +182,28 @@ impl SessionBuilder {
         self
     }
 
+    /// How many events each [`subscribe`](Session::subscribe)r's queue holds before it
+    /// misses some and reads [`SessionEvent::Missed`] in their place (default
+    /// [`DEFAULT_CAPACITY`](flemma_tools::fanout::DEFAULT_CAPACITY), 65,536 events).
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = capacity;
+        self
+    }
+
     /// The session.
     pub fn build(self) -> Session {
+        let subscribers = Arc::new(Subscribers::new(self.event_capacity));
+        // The one subscription to the executor: every event it emits, a background job's
+        // included, goes into the session's stream as it happens. Weak, so a job that
+        // outlives the session does not keep its stream open.
+        let stream = Arc::downgrade(&subscribers);
         let mut executor = Executor::builder(Arc::clone(&self.conversation), self.registry.clone())
-            .config(self.config.clone());
+            .config(self.config.clone())
+            .on_event(move |event: &flemma_tools::Event| {
+                if let Some(subscribers) = stream.upgrade() {
+                    subscribers.emit(SessionEvent::Tool(event.clone()));
+                }
+            });
         if let Some(approver) = self.approver {
             executor = executor.approver(approver);
         }
@@ -208,7 +227,7 @@ impl SessionBuilder {
                 pilot: Mutex::new(Autopilot::default()),
                 control: Mutex::new(None),
                 parsed: tokio::sync::Mutex::new(None),
-                subscribers: Subscribers::default(),
+                subscribers,
             }),
         }
     }
@@ -273,7 +292,7 @@ struct Inner {
     control: Mutex<Option<Arc<Control>>>,
     /// The conversation parsed at a revision, for building requests.
     parsed: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
-    subscribers: Subscribers,
+    subscribers: Arc<Subscribers>,
 }
 
 /// The cancellation of one run and whether its request is in flight.
@@ -324,12 +343,14 @@ impl Session {
             flush_interval: Duration::from_millis(100),
             conversation_id: None,
             wait_for_jobs: true,
+            event_capacity: flemma_tools::fanout::DEFAULT_CAPACITY,
         }
     }
 
-    /// Follows the session from now on.
+    /// Follows the session from now on: its events and its executor's, in order (see
+    /// [`SessionEvents`]).
     pub fn subscribe(&self) -> SessionEvents {
-        self.inner.subscribers.subscribe()
+        events::subscribe(&self.inner.subscribers)
     }
 
     fn emit(&self, event: SessionEvent) {
@@ -548,15 +569,9 @@ impl Session {
         Ok(Resume::Resumed)
     }
 
-    /// Delivers the finished jobs, forwarding the executor's events; how many.
+    /// Delivers the finished jobs (their events reach the stream as they happen); how many.
     async fn deliver_jobs(&self) -> Result<usize, SessionError> {
-        let executor = &self.inner.executor;
-        let mut events = executor.subscribe();
-        let delivered = executor.drain_jobs().await?;
-        while let Ok(event) = events.try_recv() {
-            self.emit(SessionEvent::Tool(event));
-        }
-        Ok(delivered.len())
+        Ok(self.inner.executor.drain_jobs().await?.len())
     }
 
     /// `tools.autopilot` of the conversation as it is now.
@@ -585,34 +600,20 @@ impl Session {
         self.cycle_until(&CancellationToken::new()).await
     }
 
-    /// Runs the cycle, forwarding the executor's events as they happen; `cancel` cancels the
+    /// Runs the cycle (its events reach the stream as they happen); `cancel` cancels the
     /// running calls (they end with `User aborted tool execution.`).
     async fn cycle_until(&self, cancel: &CancellationToken) -> Result<CycleReport, SessionError> {
-        use tokio::sync::broadcast::error::RecvError;
         let executor = &self.inner.executor;
-        let mut events = executor.subscribe();
         let cycle = executor.cycle();
         tokio::pin!(cycle);
-        let mut listening = true;
-        let mut cancelled = false;
-        let report = loop {
-            tokio::select! {
-                biased;
-                () = cancel.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    executor.cancel_all();
-                }
-                event = events.recv(), if listening => match event {
-                    Ok(event) => self.emit(SessionEvent::Tool(event)),
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => listening = false,
-                },
-                report = &mut cycle => break report,
+        let report = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                executor.cancel_all();
+                cycle.await
             }
+            report = &mut cycle => report,
         };
-        while let Ok(event) = events.try_recv() {
-            self.emit(SessionEvent::Tool(event));
-        }
         Ok(report?)
     }
 }

@@ -6,9 +6,9 @@ use std::time::Instant;
 use flemma_ast::{Role, Segment};
 use flemma_ast::{Severity, TextEdit};
 use flemma_config::AutopilotOptions;
+use flemma_ids::{ToolName, ToolUseId};
 use flemma_providers::{
     FileAccess, OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
-    decode_tool_name,
 };
 use flemma_schema::Capability;
 use flemma_tools::ConversationError;
@@ -203,8 +203,8 @@ impl Session {
             StreamEvent::Text { text } => SessionEvent::TextDelta(text.clone()),
             StreamEvent::Thinking { text } => SessionEvent::ThinkingDelta(text.clone()),
             StreamEvent::ToolCallStart { id, name } => SessionEvent::ToolCallStarted {
-                id: id.clone(),
-                name: decode_tool_name(name).into_owned(),
+                id: ToolUseId::sanitized(id),
+                name: ToolName::sanitized(name),
             },
             StreamEvent::ToolCall {
                 id,
@@ -213,8 +213,8 @@ impl Session {
             } => {
                 out.tool_uses += 1;
                 SessionEvent::ToolCall {
-                    id: id.clone(),
-                    name: decode_tool_name(name).into_owned(),
+                    id: ToolUseId::sanitized(id),
+                    name: ToolName::sanitized(name),
                     input: arguments.clone(),
                 }
             }

@@ -572,13 +572,24 @@ async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
         .iter()
         .filter_map(|e| match e {
             SessionEvent::Tool(Event::JobSubmitted { .. }) => Some("submitted"),
+            // Emitted by the job's own task, between two cycles: the one stream has it.
+            SessionEvent::Tool(Event::JobCompleted { success: true, .. }) => Some("completed"),
             SessionEvent::Tool(Event::JobDelivered(_)) => Some("delivered"),
             SessionEvent::ResumeScheduled { delay_ms: 50 } => Some("scheduled"),
             SessionEvent::Resumed => Some("resumed"),
             _ => None,
         })
         .collect();
-    assert_eq!(order, ["submitted", "delivered", "scheduled", "resumed"]);
+    assert_eq!(
+        order,
+        [
+            "submitted",
+            "completed",
+            "delivered",
+            "scheduled",
+            "resumed"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -633,6 +644,41 @@ async fn without_waiting_a_run_with_jobs_running_returns_running() {
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert!(chat.text().contains("waited 100 ms"));
     assert_eq!(provider.remaining(), 0);
+}
+
+/// A subscriber that does not read while its queue overflows reads the events that fit, then
+/// one `Missed` with the count of the rest; one with room reads them all.
+#[tokio::test]
+async fn a_full_queue_reports_the_count_of_missed_events() {
+    let turns = || {
+        vec![
+            Turn::tool_use("calculator", json!({"expression": "1 + 2"})),
+            Turn::text("Done."),
+        ]
+    };
+    let everything = {
+        let chat = chat(&["calculator"], "Add.");
+        let (session, _) = session(&chat, turns());
+        let mut events = session.subscribe();
+        session.run().await.unwrap();
+        drain(&mut events)
+    };
+    let chat = chat(&["calculator"], "Add.");
+    let session = Session::builder(
+        chat.clone(),
+        registry(),
+        Arc::new(ScriptedProvider::new(turns())),
+    )
+    .flush_interval(Duration::ZERO)
+    .event_capacity(3)
+    .build();
+    let mut events = session.subscribe();
+    session.run().await.unwrap();
+    let read = drain(&mut events);
+    assert!(everything.len() > 4, "{everything:?}");
+    let missed = u64::try_from(everything.len() - 3).unwrap();
+    assert_eq!(read[..3], everything[..3]);
+    assert_eq!(read[3..], [SessionEvent::Missed { count: missed }]);
 }
 
 fn conversation(text: &str) -> Arc<MemoryConversation> {

@@ -11,7 +11,7 @@ use flemma_ast::writer;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use flemma_store::{SaveOutcome, Store};
 use serde_json::Value;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{Executor, ExecutorError, Finished, Settings, run_one};
@@ -68,12 +68,12 @@ pub(crate) struct LiveStatus {
 pub(crate) struct JobShared {
     table: Mutex<Table>,
     changed: Notify,
-    events: broadcast::Sender<Event>,
+    events: Arc<crate::fanout::Fanout<Event>>,
     journal: Mutex<Option<Journal>>,
 }
 
 impl JobShared {
-    pub(super) fn new(events: broadcast::Sender<Event>) -> Self {
+    pub(super) fn new(events: Arc<crate::fanout::Fanout<Event>>) -> Self {
         Self {
             table: Mutex::new(Table::default()),
             changed: Notify::new(),
@@ -98,7 +98,7 @@ impl JobShared {
     }
 
     fn emit(&self, event: Event) {
-        let _ = self.events.send(event);
+        self.events.emit(event);
     }
 
     /// Whether a job of this executor still runs.

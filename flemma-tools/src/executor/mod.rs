@@ -21,7 +21,6 @@ use flemma_ids::{ToolName, ToolUseId};
 use flemma_store::{SaveOutcome, Store};
 use futures_util::FutureExt as _;
 use serde_json::Value;
-use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -67,6 +66,10 @@ struct Setup {
 #[must_use]
 pub struct ExecutorBuilder {
     setup: Setup,
+    /// Each subscriber's queue, in events.
+    event_capacity: usize,
+    /// Functions every event is forwarded to.
+    forwards: Vec<crate::fanout::Forward<Event>>,
 }
 
 impl std::fmt::Debug for ExecutorBuilder {
@@ -130,12 +133,53 @@ impl ExecutorBuilder {
         self
     }
 
+    /// How many events each [`subscribe`](Executor::subscribe)r's queue holds before it
+    /// misses some and reads [`Event::Missed`] instead (default
+    /// [`fanout::DEFAULT_CAPACITY`](crate::fanout::DEFAULT_CAPACITY)).
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = capacity;
+        self
+    }
+
+    /// Calls `forward` with every event, as it is emitted and in order, from the executor's
+    /// first event on: nothing queues, nothing is missed (a session forwards the executor's
+    /// events into its own stream this way). It runs on the emitting task under the
+    /// executor's event lock: it must be quick and must not block.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use flemma_tools::{Event, Executor, MemoryConversation, ToolRegistry};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let into = Arc::clone(&seen);
+    /// let chat = Arc::new(MemoryConversation::new(
+    ///     "@Assistant:\n**Tool Use:** `nope` (`toolu_1`)\n```json\n{}\n```\n",
+    /// ));
+    /// let executor = Executor::builder(chat, ToolRegistry::new())
+    ///     .on_event(move |event: &Event| into.lock().unwrap().push(event.clone()))
+    ///     .build();
+    /// let mut events = executor.subscribe();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// runtime.block_on(executor.cycle())?;
+    /// let queued: Vec<Event> = std::iter::from_fn(|| events.try_recv()).collect();
+    /// assert!(!queued.is_empty());
+    /// assert_eq!(*seen.lock().unwrap(), queued);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn on_event(mut self, forward: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.forwards.push(Arc::new(forward));
+        self
+    }
+
     /// The executor.
     pub fn build(self) -> Executor {
-        let (events, _) = broadcast::channel(256);
+        let events = Arc::new(crate::fanout::Fanout::new(self.event_capacity));
+        for forward in self.forwards {
+            events.forward(forward);
+        }
         Executor {
             setup: self.setup,
-            jobs: Arc::new(JobShared::new(events.clone())),
+            jobs: Arc::new(JobShared::new(Arc::clone(&events))),
             events,
             cache: tokio::sync::Mutex::new(None),
             running: Mutex::new(HashMap::new()),
@@ -150,7 +194,7 @@ impl ExecutorBuilder {
 /// another task while a cycle runs.
 pub struct Executor {
     setup: Setup,
-    events: broadcast::Sender<Event>,
+    events: Arc<crate::fanout::Fanout<Event>>,
     /// The parsed text at a revision.
     cache: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
     /// Foreground calls running now, by id.
@@ -232,17 +276,21 @@ impl Executor {
                 sandbox: SandboxBackends::new(),
                 conversation_id: "1".to_owned(),
             },
+            event_capacity: crate::fanout::DEFAULT_CAPACITY,
+            forwards: Vec::new(),
         }
     }
 
-    /// Follows what the executor does.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    /// Follows what the executor does from now on: every event in order, in a queue of its
+    /// own; one that falls [`event_capacity`](ExecutorBuilder::event_capacity) events behind
+    /// reads [`Event::Missed`] in place of those that did not fit.
+    pub fn subscribe(&self) -> crate::fanout::Subscription<Event> {
         self.events.subscribe()
     }
 
     fn emit(&self, event: Event) {
         // Nobody listening is fine.
-        let _ = self.events.send(event);
+        self.events.emit(event);
     }
 
     /// The conversation.

@@ -76,7 +76,7 @@ pub(crate) async fn run_cycle(text: &str) -> (String, CycleReport, Vec<Event>) {
     let mut events = executor.subscribe();
     let report = executor.cycle().await.unwrap();
     let mut seen = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         seen.push(event);
     }
     (conversation.text(), report, seen)

@@ -123,7 +123,7 @@ async fn cancel_ends_a_running_call_with_the_spec_text() {
     });
     // Wait until the long call runs, then cancel it.
     loop {
-        if let Ok(Event::ToolExecuting { id, .. }) = events.recv().await
+        if let Some(Event::ToolExecuting { id, .. }) = events.recv().await
             && id == "toolu_00"
         {
             break;
@@ -160,7 +160,7 @@ async fn cancel_all_ends_every_call() {
     });
     let mut started = 0;
     while started < 2 {
-        if let Ok(Event::ToolExecuting { .. }) = events.recv().await {
+        if let Some(Event::ToolExecuting { .. }) = events.recv().await {
             started += 1;
         }
     }
@@ -227,7 +227,7 @@ async fn an_approver_decides_pending_calls() {
         "{after}"
     );
     let mut asked = 0;
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         if matches!(event, Event::ApprovalAsked { .. }) {
             asked += 1;
         }
@@ -363,7 +363,7 @@ async fn a_file_edited_while_a_tool_runs_keeps_both_edits() {
         async move { executor.cycle().await }
     });
     loop {
-        if let Ok(Event::ToolExecuting { .. }) = events.recv().await {
+        if let Some(Event::ToolExecuting { .. }) = events.recv().await {
             break;
         }
     }
@@ -474,7 +474,7 @@ async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
         "{after}"
     );
     let mut warnings = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         if let Event::Warning(w) = event {
             warnings.push(w);
         }

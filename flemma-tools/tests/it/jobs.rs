@@ -119,7 +119,7 @@ fn with_the_status_tool_in_the_set_the_placeholder_is_tracked_and_the_three_look
         executor.cycle().await.unwrap();
         // 2. Finished, delivery pending: the status call runs in the cycle before its drain.
         loop {
-            if let Ok(Event::JobCompleted { .. }) = events.recv().await {
+            if let Some(Event::JobCompleted { .. }) = events.recv().await {
                 break;
             }
         }
@@ -176,7 +176,7 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
             .await
             .unwrap();
         loop {
-            if let Ok(Event::JobCompleted { .. }) = events.recv().await {
+            if let Some(Event::JobCompleted { .. }) = events.recv().await {
                 break;
             }
         }
@@ -263,7 +263,7 @@ fn the_host_moves_a_running_call_to_the_background() {
             async move { executor.cycle().await }
         });
         loop {
-            if let Ok(Event::ToolExecuting { id, .. }) = events.recv().await
+            if let Some(Event::ToolExecuting { id, .. }) = events.recv().await
                 && id == "toolu_1"
             {
                 break;
@@ -391,7 +391,7 @@ fn a_re_run_job_replaces_its_job_result_in_place() {
         executor.cycle().await.unwrap();
         executor.wait_jobs().await.unwrap();
         // Delivered by the cycle or by the wait, whichever came after the job ended.
-        let again: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
+        let again: Vec<_> = std::iter::from_fn(|| events.try_recv())
             .filter_map(|e| match e {
                 Event::JobDelivered(d) => Some(d),
                 _ => None,

@@ -389,7 +389,7 @@ async fn a_cycle_emits_each_option_warning_once() {
     executor.cycle().await.unwrap();
     executor.cycle().await.unwrap();
     let mut warnings = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         if let Event::Warning(text) = event {
             warnings.push(text);
         }

@@ -31,7 +31,7 @@ async fn cycle_seq(chat: &Path, id: &str) -> (String, Vec<String>) {
     let mut events = executor.subscribe();
     executor.cycle().await.unwrap();
     let mut warnings = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         if let Event::Warning(warning) = event {
             warnings.push(warning);
         }
