@@ -656,9 +656,19 @@ async fn a_full_queue_reports_the_count_of_missed_events() {
             Turn::text("Done."),
         ]
     };
+    // Each with a conversation id of its own: memory conversations of one process share the
+    // default id's store and job journal, where another test's background job would be
+    // reported as recovered (run elsewhere) in the middle of the events compared here.
     let everything = {
         let chat = chat(&["calculator"], "Add.");
-        let (session, _) = session(&chat, turns());
+        let session = Session::builder(
+            chat.clone(),
+            registry(),
+            Arc::new(ScriptedProvider::new(turns())),
+        )
+        .flush_interval(Duration::ZERO)
+        .conversation_id(format!("missed-all-{}", std::process::id()))
+        .build();
         let mut events = session.subscribe();
         session.run().await.unwrap();
         drain(&mut events)
@@ -670,6 +680,7 @@ async fn a_full_queue_reports_the_count_of_missed_events() {
         Arc::new(ScriptedProvider::new(turns())),
     )
     .flush_interval(Duration::ZERO)
+    .conversation_id(format!("missed-some-{}", std::process::id()))
     .event_capacity(3)
     .build();
     let mut events = session.subscribe();
