@@ -115,49 +115,35 @@ pub trait Provider: fmt::Debug + Send + Sync {
     }
 }
 
-impl<P: Provider + ?Sized> Provider for Arc<P> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
+/// `Provider` for the smart pointers hosts share providers through: every method forwards to
+/// the pointee.
+macro_rules! forward_provider {
+    ($($pointer:ident),+) => {$(
+        impl<P: Provider + ?Sized> Provider for $pointer<P> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
 
-    fn request_options(&self, options: &Options) -> RequestOptions {
-        (**self).request_options(options)
-    }
+            fn request_options(&self, options: &Options) -> RequestOptions {
+                (**self).request_options(options)
+            }
 
-    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
-        (**self).build_request(prompt, options)
-    }
+            fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
+                (**self).build_request(prompt, options)
+            }
 
-    fn stream(&self, request: Request) -> SendFuture<'_> {
-        (**self).stream(request)
-    }
+            fn stream(&self, request: Request) -> SendFuture<'_> {
+                (**self).stream(request)
+            }
 
-    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
-        (**self).stream_observed(request, on_retry)
-    }
+            fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
+                (**self).stream_observed(request, on_retry)
+            }
+        }
+    )+};
 }
 
-impl<P: Provider + ?Sized> Provider for Box<P> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn request_options(&self, options: &Options) -> RequestOptions {
-        (**self).request_options(options)
-    }
-
-    fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request {
-        (**self).build_request(prompt, options)
-    }
-
-    fn stream(&self, request: Request) -> SendFuture<'_> {
-        (**self).stream(request)
-    }
-
-    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
-        (**self).stream_observed(request, on_retry)
-    }
-}
+forward_provider!(Arc, Box);
 
 type Events = Pin<Box<dyn Stream<Item = StreamEvent> + Send>>;
 
