@@ -36,6 +36,11 @@ struct Inner {
     /// The conversation's text when the call started, parsed on first use.
     text: Arc<String>,
     document: std::sync::OnceLock<Arc<Document>>,
+    /// The transcript that parsed `text` (at that revision): its document is shared instead.
+    parsed: Option<(
+        std::sync::Weak<crate::transcript::Transcript>,
+        crate::Revision,
+    )>,
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: CancellationToken,
@@ -61,6 +66,10 @@ pub struct ExecutionContextBuilder {
     tool_defaults: Option<serde_json::Map<String, Value>>,
     text: Option<Arc<String>>,
     document: Option<Arc<Document>>,
+    parsed: Option<(
+        std::sync::Weak<crate::transcript::Transcript>,
+        crate::Revision,
+    )>,
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: Option<CancellationToken>,
@@ -80,6 +89,7 @@ impl ExecutionContext {
             tool_defaults: None,
             text: None,
             document: None,
+            parsed: None,
             sandbox: Sandbox::disabled(),
             store: None,
             cancel: None,
@@ -129,11 +139,17 @@ impl ExecutionContext {
         self.inner.tool_options.as_ref()
     }
 
-    /// The parsed conversation as it was when the call started (parsed on first use).
+    /// The parsed conversation as it was when the call started: the executor's own parse
+    /// (one `Arc` shared by the calls started at that revision) while the conversation is
+    /// still at that revision, else the text of that moment parsed on first use.
     pub fn document(&self) -> &Document {
-        self.inner
-            .document
-            .get_or_init(|| Arc::new(flemma_ast::parse(&self.inner.text)))
+        self.inner.document.get_or_init(|| {
+            self.inner
+                .parsed
+                .as_ref()
+                .and_then(|(transcript, revision)| transcript.upgrade()?.document_at(*revision))
+                .unwrap_or_else(|| Arc::new(flemma_ast::parse(&self.inner.text)))
+        })
     }
 
     /// The sandbox (`is_path_writable`, `wrap_command`).
@@ -330,6 +346,17 @@ impl ExecutionContextBuilder {
         self
     }
 
+    /// The transcript that parsed the [`text`](Self::text) at `revision`: the document is its
+    /// shared parse while the conversation is at that revision.
+    pub(crate) fn transcript(
+        mut self,
+        transcript: &Arc<crate::transcript::Transcript>,
+        revision: crate::Revision,
+    ) -> Self {
+        self.parsed = Some((Arc::downgrade(transcript), revision));
+        self
+    }
+
     /// The sandbox (default: disabled).
     pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = sandbox;
@@ -410,6 +437,7 @@ impl ExecutionContextBuilder {
                 document: self
                     .document
                     .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
+                parsed: self.parsed,
                 sandbox: self.sandbox,
                 store: self.store,
                 cancel: self.cancel.unwrap_or_default(),

@@ -107,6 +107,12 @@ pub trait Conversation: Send + Sync {
         None
     }
 
+    /// The conversation's own store id (`bufnr`), used when the host names none; `None` by
+    /// default (see [`default_conversation_id`](crate::transcript::default_conversation_id)).
+    fn default_id(&self) -> Option<&str> {
+        None
+    }
+
     /// Called before tools start running on the conversation and after the last one ends, so
     /// an editor can keep the user from typing into blocks being rewritten. No-op by default.
     async fn set_locked(&self, locked: bool) {
@@ -135,6 +141,15 @@ pub trait Conversation: Send + Sync {
 pub struct MemoryConversation {
     state: Mutex<Memory>,
     path: Option<PathBuf>,
+    /// Its store id, unique in the process.
+    id: String,
+}
+
+/// A store id (`bufnr`) no other conversation of this process was given: `1`, `2`, …
+pub(crate) fn unique_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        .to_string()
 }
 
 /// The text, its revision, and where its lines start (so edits near the end of a large
@@ -158,6 +173,7 @@ impl MemoryConversation {
                 },
             }),
             path: None,
+            id: unique_id(),
         }
     }
 
@@ -228,6 +244,12 @@ impl Conversation for MemoryConversation {
 
     fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Each memory conversation has an id of its own (`1`, `2`, … in the order they were
+    /// made), so that two of them in one process never share a store or a job journal.
+    fn default_id(&self) -> Option<&str> {
+        Some(&self.id)
     }
 }
 

@@ -58,6 +58,7 @@ pub mod sandbox;
 mod selection;
 mod shared;
 mod tool;
+pub mod transcript;
 pub mod truncate;
 
 pub use actions::{ActionError, approve, approve_all_pending, reject, rejection_feedback};

@@ -63,6 +63,10 @@ macro_rules! shared {
                 (**self).path()
             }
 
+            fn default_id(&self) -> Option<&str> {
+                (**self).default_id()
+            }
+
             async fn set_locked(&self, locked: bool) {
                 (**self).set_locked(locked).await;
             }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use flemma_ast::Document;
 use flemma_ast::writer;
 use flemma_ids::{JobId, ToolName, ToolUseId};
-use flemma_store::{SaveOutcome, Store};
+use flemma_store::Store;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -568,7 +568,7 @@ impl Executor {
         settings: &Settings,
     ) -> Result<Delivered, ExecutorError> {
         let text = match &settings.store {
-            Some(store) if !item.lost => self.store_job(store, &item, settings),
+            Some(store) if !item.lost => self.store_job(store, &item, settings).await,
             _ => item.outcome.text.clone(),
         };
         let writer = settings.writer;
@@ -625,32 +625,19 @@ impl Executor {
 
     /// Store materialisation (`source = "job"`) or the `flemma.save_to` redirect of a
     /// delivery; the text the Job Result holds.
-    fn store_job(&self, store: &Store, item: &Delivery, settings: &Settings) -> String {
+    async fn store_job(&self, store: &Arc<Store>, item: &Delivery, settings: &Settings) -> String {
         let text = &item.outcome.text;
-        if let (Some(dest), true) = (&item.save_to, item.outcome.success) {
-            let sandbox = settings.sandbox.save_to_check();
-            return match store.save_to(dest, text, sandbox) {
-                SaveOutcome::Saved { stub, .. } => stub,
-                SaveOutcome::NotSaved { content, error } => {
-                    self.emit(Event::Warning(format!("flemma.save_to: {error}")));
-                    content
-                }
-            };
-        }
-        if store.materializes() {
-            let body = if item.outcome.success {
-                flemma_store::ResultBody::Success { output: text }
-            } else {
-                flemma_store::ResultBody::Error {
-                    error: text,
-                    partial_output: None,
-                }
-            };
-            if let Err(error) = store.materialize(&item.job_id, Some(&item.tool), &body) {
-                self.emit(Event::Warning(format!("job result not stored: {error}")));
-            }
-        }
-        text.clone()
+        let save = item.save_to.clone().filter(|_| item.outcome.success);
+        let completion = super::complete::Completion {
+            id: super::complete::StoreId::Job(item.job_id.clone()),
+            tool: item.tool.clone(),
+            materialize: (save.is_none() && store.materializes())
+                .then(|| (text.clone(), item.outcome.success)),
+            save: save.map(|dest| (dest, text.clone())),
+        };
+        self.store_output(store, &settings.sandbox, completion)
+            .await
+            .unwrap_or_else(|| text.clone())
     }
 
     /// Waits for every job this executor runs, delivering each as it finishes, until none

@@ -125,3 +125,17 @@ pub struct CycleReport {
     /// What the host should do next.
     pub next: Next,
 }
+
+impl From<crate::transcript::TranscriptError> for ExecutorError {
+    fn from(error: crate::transcript::TranscriptError) -> Self {
+        use crate::transcript::TranscriptError;
+        match error {
+            TranscriptError::Conversation(e) => Self::Conversation(e),
+            TranscriptError::Frontmatter(e) => Self::Frontmatter(e),
+            TranscriptError::Config(e) => Self::Config(e),
+            TranscriptError::Store(e) => Self::Store(e),
+            TranscriptError::Busy => Self::Busy,
+            TranscriptError::Edit(e) => Self::Edit(e),
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The phases of a cycle (spec §7.1): the options checked, legacy names migrated, Phase 1's
+//! placeholders through the approval chain, Phase 2's settled statuses and approver, and the
+//! next step.
+
+use std::collections::VecDeque;
+use std::sync::PoisonError;
+
+use flemma_approval::{ApprovalContext, Decision, ToolCall};
+use flemma_ast::writer::{self, ResultBody};
+use flemma_ast::{Role, Segment, TextEdit, ToolStatus};
+use flemma_config::OptionDiagnostic;
+use flemma_ids::{ToolName, ToolUseId};
+use serde_json::Value;
+
+use super::plan::{Available, has_content, plan};
+use super::{
+    Answer, Call, Completed, Executor, ExecutorError, Next, PendingCall, Settings, actions,
+};
+use crate::events::{Event, Placed};
+use crate::messages as msg;
+
+impl Executor {
+    /// Stops on the errors of the options (spec §5.4-§5.6: a tool set other than the one
+    /// asked for is never run); emits each warning once while it lasts.
+    pub(super) fn report_options(
+        &self,
+        diagnostics: &[OptionDiagnostic],
+    ) -> Result<(), ExecutorError> {
+        use flemma_config::Severity;
+        let (errors, warnings): (Vec<_>, Vec<_>) = diagnostics
+            .iter()
+            .cloned()
+            .partition(|d| d.severity() == Severity::Error);
+        if !errors.is_empty() {
+            return Err(flemma_config::ConfigError::Finalize { errors }.into());
+        }
+        let mut shown = self
+            .option_warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *shown != warnings {
+            for warning in &warnings {
+                self.emit(Event::Warning(warning.to_string()));
+            }
+            *shown = warnings;
+        }
+        Ok(())
+    }
+    /// Rewrites tool names written with the legacy `:` separator to `.` (one batch).
+    pub(super) async fn migrate_names(&self) -> Result<(), ExecutorError> {
+        let mut migrated = Vec::new();
+        self.edit_text(|doc, text| {
+            migrated.clear();
+            let mut edits = Vec::new();
+            for message in &doc.messages {
+                for tool_use in message.tool_uses().filter(|u| u.name.is_legacy()) {
+                    let new = tool_use.name.migrated();
+                    if let Some(edit) = rename_in_header(text, tool_use, &new) {
+                        edits.push(edit);
+                        migrated.push((tool_use.name.clone(), new));
+                    }
+                }
+            }
+            Ok(edits)
+        })
+        .await?;
+        if !migrated.is_empty() {
+            self.emit(Event::NamesMigrated(migrated));
+        }
+        Ok(())
+    }
+
+    /// Phase 1: a placeholder for every tool use without a result, in one batch.
+    pub(super) async fn phase_one(
+        &self,
+        settings: &Settings,
+    ) -> Result<Vec<Placed>, ExecutorError> {
+        let unanswered: Vec<(ToolUseId, ToolName, Value, bool)> = self
+            .with_document(|doc, _| {
+                let answered: foldhash::HashSet<&str> = doc
+                    .messages
+                    .iter()
+                    .flat_map(flemma_ast::Message::tool_results)
+                    .map(|r| r.tool_use_id.as_str())
+                    .collect();
+                let mut calls: Vec<(ToolUseId, ToolName, Value, bool)> = Vec::new();
+                for message in doc.messages.iter().filter(|m| m.role == Role::Assistant) {
+                    let aborted = message
+                        .segments
+                        .iter()
+                        .any(|s| matches!(s, Segment::Aborted(_)));
+                    for tool_use in message.tool_uses() {
+                        if !answered.contains(tool_use.id.as_str())
+                            && !calls.iter().any(|(id, ..)| id == &tool_use.id)
+                        {
+                            calls.push((
+                                tool_use.id.clone(),
+                                tool_use.name.clone(),
+                                Value::Object(tool_use.input().clone()),
+                                aborted,
+                            ));
+                        }
+                    }
+                }
+                calls
+            })
+            .await?;
+        if unanswered.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chain = self
+            .setup
+            .chain
+            .clone()
+            .unwrap_or_else(|| self.setup.registry.approval_chain());
+        let mut placed = Vec::with_capacity(unanswered.len());
+        for (id, tool, input, aborted) in unanswered {
+            let status = if aborted {
+                ToolStatus::Aborted
+            } else {
+                let call = ToolCall {
+                    name: &tool,
+                    input: &input,
+                    id: Some(&id),
+                };
+                let ctx = ApprovalContext {
+                    config: &settings.config,
+                    options: &settings.options,
+                    tools: &self.setup.registry,
+                    sandbox: &Available(settings.sandbox_available),
+                };
+                let outcome = chain.decide(&call, &ctx).await;
+                for failure in &outcome.failures {
+                    self.emit(Event::Warning(format!(
+                        "approval: resolver '{}' error: {}",
+                        failure.resolver,
+                        failure.error.report()
+                    )));
+                }
+                match outcome.decision {
+                    Decision::Approve => ToolStatus::Approved,
+                    Decision::RequireApproval => ToolStatus::Pending,
+                    Decision::Deny { .. } => ToolStatus::Denied,
+                }
+            };
+            placed.push(Placed { id, tool, status });
+        }
+        // The placeholder batch skips uses that got a result meanwhile; a use that went away
+        // (the text changed) is left out and the batch computed again.
+        let batch: Vec<(&str, ToolStatus)> =
+            placed.iter().map(|p| (p.id.as_str(), p.status)).collect();
+        self.setup.transcript.place(&batch, settings.writer).await?;
+        self.emit(Event::PlaceholdersPlaced(placed.clone()));
+        Ok(placed)
+    }
+
+    /// Phase 2: settles every lifecycle status and runs the approved calls.
+    pub(super) async fn phase_two(
+        &self,
+        settings: &Settings,
+    ) -> Result<Vec<Completed>, ExecutorError> {
+        let plan = self
+            .with_document(|doc, _| plan(doc, &self.running_calls()))
+            .await?;
+        let mut completed = Vec::new();
+        if plan.protected > 0 {
+            self.emit(Event::Warning(msg::edited_approved(plan.protected)));
+        }
+        // Pasted results, denied, rejected and aborted calls: one batch.
+        let writer = settings.writer;
+        if !plan.settle.is_empty() {
+            self.edit(|doc| {
+                let mut edits = Vec::new();
+                for (id, _, body) in &plan.settle {
+                    let edit = match body {
+                        None => writer::set_status(doc, id.as_str(), None),
+                        Some(body) => writer::write_result(doc, id.as_str(), body, writer),
+                    };
+                    match edit {
+                        Ok(edit) => edits.push(edit),
+                        // The block went away meanwhile: nothing to settle.
+                        Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
+                        Err(error) => return Err(ExecutorError::Edit(error)),
+                    }
+                }
+                Ok(edits)
+            })
+            .await?;
+            for (id, tool, body) in &plan.settle {
+                let success = !matches!(body, Some(ResultBody::Error { .. }));
+                self.emit(Event::ToolCompleted {
+                    id: id.clone(),
+                    tool: tool.clone(),
+                    success,
+                });
+                completed.push(Completed {
+                    id: id.clone(),
+                    tool: tool.clone(),
+                    success,
+                });
+            }
+        }
+        // Pending calls go to the approver, when there is one.
+        let mut run: VecDeque<Call> = plan.approved.into();
+        if let Some(approver) = &self.setup.approver {
+            for call in plan.pending {
+                let preview = self.preview(&call.tool, &call.input);
+                self.emit(Event::ApprovalAsked {
+                    id: call.id.clone(),
+                    tool: call.tool.clone(),
+                    preview: preview.clone(),
+                });
+                let question = PendingCall {
+                    id: call.id.clone(),
+                    tool: call.tool.clone(),
+                    input: call.input.clone(),
+                    preview,
+                };
+                match approver.ask(&question).await {
+                    Answer::Approve => run.push_back(call),
+                    Answer::Reject(reason) => {
+                        // The host's reason reaches the model as `User feedback: <reason>`.
+                        let message = reason.filter(|r| !r.trim().is_empty()).map_or_else(
+                            || msg::REJECTED.to_owned(),
+                            |r| actions::rejection_feedback(&r),
+                        );
+                        let body = ResultBody::Error {
+                            message: Some(message),
+                            partial_output: None,
+                        };
+                        self.write_final(&call.id, &body, writer).await?;
+                        self.emit(Event::ToolCompleted {
+                            id: call.id.clone(),
+                            tool: call.tool.clone(),
+                            success: false,
+                        });
+                        completed.push(Completed {
+                            id: call.id,
+                            tool: call.tool,
+                            success: false,
+                        });
+                    }
+                }
+            }
+        }
+        completed.extend(self.run_calls(run, settings).await?);
+        Ok(completed)
+    }
+
+    /// What the host should do now.
+    pub(super) async fn next_step(&self) -> Result<Next, ExecutorError> {
+        self.with_document(|doc, _| {
+            // A lifecycle status blocks sending when its tool use exists; a result block no
+            // tool use answers to is left alone.
+            let waiting = doc.messages.iter().enumerate().any(|(index, message)| {
+                message.tool_results().any(|result| {
+                    result.status.is_some_and(ToolStatus::is_lifecycle)
+                        && doc.messages[..=index]
+                            .iter()
+                            .rev()
+                            .any(|m| m.tool_uses().any(|u| u.id == result.tool_use_id))
+                })
+            });
+            if !self.running_calls().is_empty() {
+                return Next::Running;
+            }
+            if waiting {
+                return Next::AwaitApproval;
+            }
+            match doc.messages.last() {
+                Some(last) if last.role == Role::You && has_content(last) => Next::Send,
+                _ => Next::Idle,
+            }
+        })
+        .await
+    }
+}
+
+/// The edit that renames a tool use in its header line, keeping everything else on the line.
+pub(super) fn rename_in_header(
+    text: &str,
+    tool_use: &flemma_ast::ToolUse,
+    new: &ToolName,
+) -> Option<TextEdit> {
+    let line_no = tool_use.span.start_line;
+    let line = text
+        .split('\n')
+        .nth(usize::try_from(line_no).ok()?.checked_sub(1)?)?;
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let old = format!("`{}`", tool_use.name);
+    let at = line.find(&old)?;
+    let renamed = format!("{}`{new}`{}", &line[..at], &line[at + old.len()..]);
+    Some(TextEdit::replace(line_no, line_no, vec![renamed]))
+}

@@ -1,0 +1,406 @@
+//! Phase 2's runner (spec §7.5): approved calls started at most `tools.max_concurrent` at a
+//! time, each in a task of its own that can be handed to the background, with its context,
+//! its time limit and its cancellation.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use flemma_ast::writer;
+use flemma_ids::{ToolName, ToolUseId};
+use futures_util::FutureExt as _;
+use serde_json::Value;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::plan::tool_cwd;
+use super::{Call, Completed, Executor, ExecutorError, Finished, RunningCall, Settings, jobs};
+use crate::context::ExecutionContext;
+use crate::events::Event;
+use crate::messages as msg;
+use crate::output::ToolOutput;
+use crate::preview::{generic_preview, render_preview};
+use crate::tool::Tool;
+
+/// The width previews are rendered to in events.
+const PREVIEW_WIDTH: usize = 120;
+
+impl Executor {
+    /// Runs approved calls in document order, never more than `tools.max_concurrent` at a
+    /// time (0 = no limit), writing each result as soon as it is ready.
+    pub(super) async fn run_calls(
+        &self,
+        mut queue: VecDeque<Call>,
+        settings: &Settings,
+    ) -> Result<Vec<Completed>, ExecutorError> {
+        let limit = match usize::try_from(settings.options.tools.max_concurrent) {
+            Ok(0) | Err(_) => usize::MAX,
+            Ok(limit) => limit,
+        };
+        // Calls finish in any order; the report lists them in document order.
+        let order: HashMap<ToolUseId, usize> = queue
+            .iter()
+            .enumerate()
+            .map(|(i, call)| (call.id.clone(), i))
+            .collect();
+        let mut completed = Vec::new();
+        let mut tasks: JoinSet<Joined> = JoinSet::new();
+        // The claims of the calls running now; one left here when the cycle ends early reads
+        // as its host's gone, so the next cycle answers its call with an error.
+        let mut held = HashMap::new();
+        let locked = !queue.is_empty();
+        if locked {
+            self.conversation().set_locked(true).await;
+        }
+        let result = async {
+            loop {
+                // The calls that start now lose their `(approved)` suffix in one edit
+                // (spec §7.5 step 7), then run.
+                let free = limit.saturating_sub(tasks.len()).min(queue.len());
+                // Each is claimed first: a call another host claimed is left to it.
+                let starting = self
+                    .claim_calls(queue.drain(..free).collect(), settings)
+                    .await?;
+                let (starting, claims): (Vec<Call>, Vec<_>) = starting.into_iter().unzip();
+                if !starting.is_empty() {
+                    self.clear_suffixes(&starting).await?;
+                }
+                for (call, claim) in starting.into_iter().zip(claims) {
+                    let id = call.id.clone();
+                    if let Some((task, moved)) = self.start(call, settings).await? {
+                        held.insert(id.clone(), claim);
+                        tasks.spawn(run_movable(id, task, moved));
+                    } else {
+                        // A job now, which its journal keeps.
+                        self.release_claim(claim, settings).await;
+                    }
+                }
+                if tasks.is_empty() {
+                    // Calls that went to the background take no slot: start the next ones.
+                    if queue.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
+                let Some(joined) = tasks.join_next().await else {
+                    break;
+                };
+                // Every other call that finished meanwhile is written with it, in one edit:
+                // one re-parse and one write of the conversation per batch, not per call. Only
+                // calls already finished join the batch, so no result waits for a slow one.
+                let mut batch = Vec::new();
+                let mut next = Some(joined);
+                while let Some(joined) = next {
+                    // Tasks catch their tools' panics, so a join error means the runtime is
+                    // shutting down; nothing to write then.
+                    match joined {
+                        Ok(Joined::Done(finished)) => {
+                            self.running_calls().remove(&finished.id);
+                            let claim = held.remove(&finished.id).flatten();
+                            batch.push((finished, claim));
+                        }
+                        Ok(Joined::Moved(id)) => {
+                            self.release_claim(held.remove(&id).flatten(), settings)
+                                .await;
+                        }
+                        Err(_) => {}
+                        Ok(Joined::Failed(id)) => {
+                            self.running_calls().remove(&id);
+                        }
+                    }
+                    next = tasks.try_join_next();
+                    if next.is_none() && !tasks.is_empty() {
+                        // Let calls that are ready to end, end (without waiting for any that
+                        // are not): they join this batch; stop when none did.
+                        tokio::task::yield_now().await;
+                        next = tasks.try_join_next();
+                    }
+                }
+                if !batch.is_empty() {
+                    completed.extend(self.finish_all(batch, settings).await?);
+                }
+            }
+            Ok::<(), ExecutorError>(())
+        }
+        .await;
+        if result.is_err() {
+            tasks.abort_all();
+            self.running_calls().clear();
+        }
+        if locked {
+            self.conversation().set_locked(false).await;
+        }
+        completed.sort_by_key(|c: &Completed| order.get(&c.id).copied());
+        result.map(|()| completed)
+    }
+
+    /// Removes the `(approved)` suffix of calls about to start, in one edit.
+    pub(super) async fn clear_suffixes(&self, calls: &[Call]) -> Result<(), ExecutorError> {
+        self.edit(|doc| {
+            let mut edits = Vec::with_capacity(calls.len());
+            for call in calls {
+                // A re-run keeps its job id, so its Job Result is replaced in place (§7.5 5).
+                let job = flemma_ast::find_tool_result_by_id(doc, call.id.as_str())
+                    .and_then(|r| r.node.job_id().map(|j| format!("job={j}")));
+                let cleared = match &job {
+                    Some(modeline) => writer::set_modeline(doc, call.id.as_str(), modeline),
+                    None => writer::set_status(doc, call.id.as_str(), None),
+                };
+                match cleared {
+                    Ok(edit) => edits.push(edit),
+                    // The block went away: the result puts it back.
+                    Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
+                    Err(error) => return Err(ExecutorError::Edit(error)),
+                }
+            }
+            Ok(edits)
+        })
+        .await
+    }
+
+    /// Prepares one call (spec §7.5): a result for unknown, unexecutable or duplicate calls,
+    /// else the future that runs it.
+    pub(super) async fn start(
+        &self,
+        call: Call,
+        settings: &Settings,
+    ) -> Result<Option<(CallFuture, Moved)>, ExecutorError> {
+        let Call {
+            id,
+            tool,
+            mut input,
+        } = call;
+        let directives = input
+            .as_object_mut()
+            .map(flemma_schema::strip_harness_parameters)
+            .unwrap_or_default();
+        let refuse = |error: String| Finished {
+            id: id.clone(),
+            tool: tool.clone(),
+            output: ToolOutput::error(error),
+            save_to: None,
+            overflow: None,
+            overflow_error: None,
+        };
+        // A call that runs as a job already (its block was put back to `approved`, by an undo
+        // say) is re-adopted: it gets its placeholder again, and no second run (spec §7.5
+        // step 3).
+        if let Some(job_id) = self.jobs.job_of(id.as_str()) {
+            self.write_job_placeholder(&id, &job_id, settings).await?;
+            return Ok(None);
+        }
+        let found = self.setup.registry.get(tool.as_str());
+        let early = match &found {
+            _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),
+            None => Some(refuse(msg::unknown_tool(tool.as_str()))),
+            Some(t) if !t.definition().is_executable() => {
+                Some(refuse(msg::not_executable(tool.as_str())))
+            }
+            Some(_) => None,
+        };
+        if let Some(finished) = early {
+            return Ok(Some(ready(finished)));
+        }
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        let definition = found.definition();
+        let backgroundable = definition.is_async()
+            && !definition.has_capability(crate::Capability::DisablesBackground);
+        if directives.background && backgroundable {
+            let call = Call {
+                id: id.clone(),
+                tool: tool.clone(),
+                input,
+            };
+            return match self
+                .start_job(call, found, settings, directives.save_to)
+                .await?
+            {
+                jobs::Started::Job => Ok(None),
+                jobs::Started::Finished(finished) => Ok(Some(ready(finished))),
+            };
+        }
+        let token = CancellationToken::new();
+        let (sender, moved) = tokio::sync::oneshot::channel();
+        self.running_calls().insert(
+            id.clone(),
+            RunningCall {
+                token: token.clone(),
+                tool: tool.clone(),
+                handoff: backgroundable.then(|| jobs::Handoff {
+                    token: token.clone(),
+                    save_to: directives.save_to.clone(),
+                    sender,
+                }),
+            },
+        );
+        let preview = self.preview(&tool, &input);
+        self.emit(Event::ToolExecuting {
+            id: id.clone(),
+            tool: tool.clone(),
+            preview,
+        });
+        let ctx = self
+            .context(&id, &tool, found.definition(), settings, token.clone())
+            .await?;
+        let save_to = directives.save_to;
+        let span = tracing::debug_span!("flemma.tool", id = %id, tool = %tool);
+        let future = tracing::Instrument::instrument(
+            run_one(found, id, tool, input, ctx, token, save_to),
+            span,
+        );
+        Ok(Some((Box::pin(future), moved)))
+    }
+
+    pub(super) async fn context(
+        &self,
+        id: &ToolUseId,
+        tool: &ToolName,
+        definition: &crate::ToolDefinition,
+        settings: &Settings,
+        token: CancellationToken,
+    ) -> Result<ExecutionContext, ExecutorError> {
+        let chat = settings.chat.as_deref();
+        let mut builder = ExecutionContext::builder(id.clone(), tool.clone())
+            .options(Arc::clone(&settings.options))
+            .sandbox(settings.sandbox.clone())
+            .cancellation(token)
+            .jobs(Arc::clone(&self.jobs));
+        if let Some(defaults) = definition.config_defaults() {
+            builder = builder.tool_defaults(defaults.clone());
+        }
+        if let Some(cwd) = tool_cwd(&settings.options, tool, chat) {
+            builder = builder.cwd(cwd);
+        }
+        if let Some(chat) = chat {
+            builder = builder.filename(chat);
+        }
+        if let Some(store) = &settings.store {
+            builder = builder.store(Arc::clone(store));
+        }
+        // The text the call starts from; the tool's document is the transcript's parse of it,
+        // shared by every call started at its revision (no parse of its own).
+        let snapshot = self.setup.transcript.snapshot().await?;
+        builder = builder
+            .text(snapshot.text)
+            .transcript(&self.setup.transcript, snapshot.revision);
+        Ok(builder.build()?)
+    }
+
+    pub(super) fn preview(&self, tool: &ToolName, input: &Value) -> String {
+        let width = PREVIEW_WIDTH.saturating_sub(tool.as_str().len() + 2);
+        let preview = self
+            .setup
+            .registry
+            .get(tool.as_str())
+            .and_then(|t| t.preview(input, width))
+            .unwrap_or_else(|| generic_preview(input, width));
+        render_preview(tool.as_str(), &preview, PREVIEW_WIDTH)
+    }
+}
+
+/// How long after its [`Tool::time_limit`] a call is given up on: time for a tool that stops
+/// its own work at the limit (`bash`: `SIGTERM`, a grace, `SIGKILL`) to report.
+const GIVE_UP_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Runs one call, ending with `User aborted tool execution.` when cancelled, with the panic's
+/// text when the tool panics, and with `Tool timed out after <n> seconds.` when it is still
+/// running [`GIVE_UP_AFTER`] past its time limit.
+pub(super) async fn run_one(
+    tool: Arc<dyn Tool>,
+    id: ToolUseId,
+    name: ToolName,
+    input: Value,
+    ctx: ExecutionContext,
+    token: CancellationToken,
+    save_to: Option<String>,
+) -> Finished {
+    let limit = tool.time_limit(&input, &ctx);
+    let output = {
+        let execute = AssertUnwindSafe(tool.execute(input, &ctx)).catch_unwind();
+        let give_up = async {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit.saturating_add(GIVE_UP_AFTER)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = token.cancelled() => ToolOutput::error(msg::ABORTED),
+            result = execute => result.unwrap_or_else(|panic| {
+                ToolOutput::error(crate::registry::panic_payload_text(panic.as_ref()))
+            }),
+            () = give_up => {
+                // Whatever the tool still runs that watches its token stops too.
+                token.cancel();
+                tracing::warn!(?limit, "the tool did not finish in time; the call was given up on");
+                ToolOutput::error(msg::tool_timeout(limit.map_or(0.0, |l| l.as_secs_f64())))
+            }
+        }
+    };
+    Finished {
+        id,
+        tool: name,
+        output,
+        save_to,
+        overflow: ctx.overflow_path(),
+        overflow_error: ctx.overflow_error(),
+    }
+}
+
+/// A call's future.
+type CallFuture = std::pin::Pin<Box<dyn Future<Output = Finished> + Send + 'static>>;
+
+/// Receives the hand-over to the background: what to do with the call's result then.
+type Moved = tokio::sync::oneshot::Receiver<Box<dyn FnOnce(Finished) + Send>>;
+
+/// A call that ends at once.
+fn ready(finished: Finished) -> (CallFuture, Moved) {
+    // The sender goes at once, so the call cannot be moved.
+    let (_, moved) = tokio::sync::oneshot::channel();
+    (Box::pin(std::future::ready(finished)), moved)
+}
+
+/// How a foreground call's task ended for the cycle.
+enum Joined {
+    /// It finished: write its result.
+    Done(Finished),
+    /// It went to the background: its result goes to the job queue.
+    Moved(ToolUseId),
+    /// Its task failed (the runtime is shutting down).
+    Failed(ToolUseId),
+}
+
+/// Runs a call in a task of its own, so that it can be handed to the background while it
+/// runs; dropping this future (the cycle gave up) stops the call.
+async fn run_movable(id: ToolUseId, call: CallFuture, moved: Moved) -> Joined {
+    let mut handle = tokio::spawn(call);
+    let mut guard = AbortOnDrop(Some(handle.abort_handle()));
+    tokio::select! {
+        joined = &mut handle => {
+            guard.0 = None;
+            joined.map_or(Joined::Failed(id), Joined::Done)
+        }
+        Ok(complete) = moved => {
+            guard.0 = None;
+            tokio::spawn(async move {
+                if let Ok(finished) = handle.await {
+                    complete(finished);
+                }
+            });
+            Joined::Moved(id)
+        }
+    }
+}
+
+/// Aborts a task when dropped while armed.
+struct AbortOnDrop(Option<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The one revision-checked edit loop, and the result writes built on it.
+
+use flemma_ast::writer::{self, ResultBody, WriterOptions};
+use flemma_ast::{AstError, Document, TextEdit, ToolStatus};
+use flemma_ids::ToolUseId;
+
+use super::{EDIT_ATTEMPTS, Transcript, TranscriptError, refresh};
+use crate::conversation::{ConversationError, Revision};
+
+impl Transcript {
+    /// Computes edits from the current document (and its text) and applies them as one
+    /// change, computing them again (up to [`EDIT_ATTEMPTS`] times) when the conversation
+    /// changed in between. Returns the revision written, or `None` when `f` had nothing to
+    /// change.
+    ///
+    /// # Errors
+    ///
+    /// `f`'s errors; [`TranscriptError::Busy`] when the text kept changing,
+    /// [`TranscriptError::Edit`] when the edits do not fit, [`TranscriptError::Conversation`]
+    /// when the conversation cannot be read or written (all through `E: From`).
+    pub async fn edit<E: From<TranscriptError>>(
+        &self,
+        mut f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, E>,
+    ) -> Result<Option<Revision>, E> {
+        let _one_at_a_time = self.editing.lock().await;
+        for _ in 0..EDIT_ATTEMPTS {
+            let snapshot = self
+                .conversation
+                .snapshot()
+                .await
+                .map_err(TranscriptError::from)?;
+            let edits = {
+                let mut parsed = self.lock_parsed();
+                let parsed = refresh(&mut parsed, &snapshot);
+                f(parsed.parser.document(), parsed.parser.text())?
+            };
+            if edits.is_empty() {
+                return Ok(None);
+            }
+            let revision = snapshot.revision;
+            // Let go of the text, so a conversation holding the only other reference can edit
+            // it in place.
+            drop(snapshot);
+            match self.conversation.apply(revision, &edits).await {
+                Ok(applied) => {
+                    let mut parsed = self.lock_parsed();
+                    if let Some(parsed) = parsed.as_mut().filter(|p| p.revision == revision) {
+                        // Both apply the same edits as the same splices, so the texts agree;
+                        // the length check catches a conversation that applied them otherwise.
+                        if parsed.parser.apply_edits(&edits).is_err()
+                            || parsed.parser.text().len() != applied.text.len()
+                        {
+                            parsed.parser.update(&applied.text);
+                        }
+                        parsed.revision = applied.revision;
+                        parsed.shared = None;
+                    }
+                    return Ok(Some(applied.revision));
+                }
+                Err(ConversationError::Stale { .. }) => {}
+                Err(ConversationError::Edit(error)) => {
+                    return Err(TranscriptError::Edit(error).into());
+                }
+                Err(other) => return Err(TranscriptError::from(other).into()),
+            }
+        }
+        Err(TranscriptError::Busy.into())
+    }
+
+    /// Writes final results in one edit; a result whose block went away (the user removed
+    /// it) gets an `(approved)` placeholder first (the placeholders of all such results in
+    /// one more edit), then its result. A result whose tool use is gone too is dropped:
+    /// there is nowhere to write it.
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit).
+    pub async fn write_results(
+        &self,
+        results: &[(ToolUseId, ResultBody)],
+        writer: WriterOptions,
+    ) -> Result<(), TranscriptError> {
+        let mut pending: Vec<&(ToolUseId, ResultBody)> = results.iter().collect();
+        let mut placed_again = false;
+        loop {
+            let mut missing = Vec::new();
+            self.edit(|doc, _| {
+                missing.clear();
+                let mut edits = Vec::with_capacity(pending.len());
+                for &entry in &pending {
+                    let (id, body) = entry;
+                    match writer::write_result(doc, id.as_str(), body, writer) {
+                        Ok(edit) => edits.push(edit),
+                        // Put back below (once); after that, nowhere to write.
+                        Err(AstError::UnknownToolResult { .. }) => missing.push(entry),
+                        Err(error) => return Err(TranscriptError::Edit(error)),
+                    }
+                }
+                Ok(edits)
+            })
+            .await?;
+            if missing.is_empty() || placed_again {
+                return Ok(());
+            }
+            placed_again = true;
+            let batch: Vec<(&str, ToolStatus)> = missing
+                .iter()
+                .map(|(id, _)| (id.as_str(), ToolStatus::Approved))
+                .collect();
+            self.place(&batch, writer).await?;
+            pending = missing;
+        }
+    }
+
+    /// Inserts the placeholders of `batch` in one edit, leaving out the tool uses that went
+    /// away (the batch is computed against the document of the moment).
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit).
+    pub async fn place(
+        &self,
+        batch: &[(&str, ToolStatus)],
+        writer: WriterOptions,
+    ) -> Result<Option<Revision>, TranscriptError> {
+        self.edit(|doc, _| placeholders(doc, batch, writer)).await
+    }
+}
+
+/// The placeholder edits of `batch`, without the tool uses that are not in `doc`.
+pub(crate) fn placeholders(
+    doc: &Document,
+    batch: &[(&str, ToolStatus)],
+    writer: WriterOptions,
+) -> Result<Vec<TextEdit>, TranscriptError> {
+    match writer::insert_placeholders(doc, batch, writer) {
+        Err(AstError::UnknownToolUse { .. }) => {
+            let present: Vec<(&str, ToolStatus)> = batch
+                .iter()
+                .copied()
+                .filter(|(id, _)| flemma_ast::find_tool_use_by_id(doc, id).is_some())
+                .collect();
+            writer::insert_placeholders(doc, &present, writer).map_err(TranscriptError::Edit)
+        }
+        other => other.map_err(TranscriptError::Edit),
+    }
+}

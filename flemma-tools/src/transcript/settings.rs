@@ -1,0 +1,257 @@
+//! The options of a [`Transcript`], evaluated once per revision of the frontmatter, and what
+//! follows from them (the result store, the sandbox, the writer's options).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use flemma_ast::writer::WriterOptions;
+use flemma_config::{Config, OptionDiagnostic, Options};
+use flemma_store::Store;
+use serde_json::{Map, Value};
+
+use super::{Transcript, TranscriptError};
+use crate::sandbox::{Sandbox, SandboxPolicy};
+
+/// What an evaluation depends on besides the host's layers: the frontmatter (language, code,
+/// first line), the registry's tools (each by identity) and whether they are all loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Key {
+    frontmatter: Option<(String, String, u32)>,
+    tools: Vec<usize>,
+    checked: bool,
+}
+
+/// The conversation's options: the host's layers with the frontmatter, evaluated against the
+/// registry ([`ToolRegistry::evaluate`](crate::ToolRegistry::evaluate)).
+#[derive(Debug)]
+pub struct Evaluated {
+    /// The host's layers with the frontmatter (the approval chain reads its op logs).
+    pub(crate) config: Config,
+    pub(crate) options: Arc<Options>,
+    /// What is wrong with the names the options give (checked once the registry is ready).
+    pub(crate) diagnostics: Vec<OptionDiagnostic>,
+    pub(crate) checked: bool,
+    /// The frontmatter's template variables.
+    pub(crate) variables: Map<String, Value>,
+}
+
+impl Evaluated {
+    /// The host's layers with the frontmatter.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The typed options.
+    pub fn options(&self) -> &Arc<Options> {
+        &self.options
+    }
+
+    /// The frontmatter's template variables.
+    pub fn variables(&self) -> &Map<String, Value> {
+        &self.variables
+    }
+
+    /// The evaluation as [`ToolRegistry::evaluate`](crate::ToolRegistry::evaluate) returns
+    /// it (a copy).
+    pub fn evaluation(&self) -> crate::Evaluation {
+        crate::Evaluation {
+            options: Options::clone(&self.options),
+            diagnostics: self.diagnostics.clone(),
+            checked: self.checked,
+        }
+    }
+
+    /// The writer's options (`editing.compact_headers`).
+    pub fn writer(&self) -> WriterOptions {
+        WriterOptions {
+            compact_headers: self.options.editing.compact_headers,
+        }
+    }
+}
+
+/// What a cycle needs from the options of the moment: the [`Evaluated`] options (reached
+/// through `Deref`), the conversation's file, the result store and the sandbox.
+#[derive(Debug)]
+pub struct Settings {
+    pub(crate) evaluated: Arc<Evaluated>,
+    pub(crate) writer: WriterOptions,
+    /// The conversation's file, absolute and resolved ([`flemma_config::conversation_path`]).
+    pub(crate) chat: Option<PathBuf>,
+    /// The path the conversation gave (the key of `chat`).
+    given: Option<PathBuf>,
+    pub(crate) store: Option<Arc<Store>>,
+    pub(crate) sandbox: Sandbox,
+    pub(crate) sandbox_available: bool,
+}
+
+impl std::ops::Deref for Settings {
+    type Target = Evaluated;
+
+    fn deref(&self) -> &Evaluated {
+        &self.evaluated
+    }
+}
+
+impl Settings {
+    /// The conversation's file, absolute and resolved.
+    pub fn chat(&self) -> Option<&std::path::Path> {
+        self.chat.as_deref()
+    }
+
+    /// The result store.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        self.store.as_ref()
+    }
+
+    /// The sandbox commands run in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Whether a sandbox backend can run here under the options.
+    pub fn sandbox_available(&self) -> bool {
+        self.sandbox_available
+    }
+}
+
+impl Transcript {
+    /// The conversation's options as they are now: evaluated again only when the
+    /// frontmatter's text (or its place) or the registry's tools changed since the last
+    /// evaluation, else the same `Arc`. A frontmatter that reads the clock or the environment
+    /// sees them as they were at that evaluation.
+    ///
+    /// # Errors
+    ///
+    /// [`TranscriptError::Conversation`], [`TranscriptError::Frontmatter`],
+    /// [`TranscriptError::Config`] when the options do not evaluate at all (an error is not
+    /// kept: the next call evaluates again).
+    pub async fn evaluated(&self) -> Result<Arc<Evaluated>, TranscriptError> {
+        let frontmatter = self
+            .read(|doc, _| {
+                doc.frontmatter
+                    .as_ref()
+                    .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1))
+            })
+            .await?;
+        // Readiness first: tools read after it are at least as complete.
+        let checked = self.registry.is_ready();
+        let tools = self
+            .registry
+            .list()
+            .iter()
+            .map(|t| Arc::as_ptr(t).cast::<()>() as usize)
+            .collect();
+        let key = Key {
+            frontmatter,
+            tools,
+            checked,
+        };
+        {
+            let cached = self
+                .evaluated
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some((cached_key, evaluated)) = cached.as_ref()
+                && *cached_key == key
+            {
+                return Ok(Arc::clone(evaluated));
+            }
+        }
+        let mut config = self.config.clone();
+        let variables = match &key.frontmatter {
+            Some((language, code, line)) => {
+                self.evaluations.fetch_add(1, Ordering::Relaxed);
+                config.apply_frontmatter(language, code, *line)?
+            }
+            None => Map::new(),
+        };
+        let evaluation = self.registry.evaluate(&mut config)?;
+        let evaluated = Arc::new(Evaluated {
+            config,
+            options: Arc::new(evaluation.options),
+            diagnostics: evaluation.diagnostics,
+            checked: evaluation.checked,
+            variables,
+        });
+        *self
+            .evaluated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((key, Arc::clone(&evaluated)));
+        Ok(evaluated)
+    }
+
+    /// How many times this transcript evaluated a frontmatter (a host's or a bench's measure
+    /// of [`evaluated`](Self::evaluated)'s cache).
+    pub fn frontmatter_evaluations(&self) -> u64 {
+        self.evaluations.load(Ordering::Relaxed)
+    }
+
+    /// The settings of the moment: the [`evaluated`](Self::evaluated) options, the store, the
+    /// sandbox and the writer's options; built again only when the options or the
+    /// conversation's file changed.
+    ///
+    /// # Errors
+    ///
+    /// As [`evaluated`](Self::evaluated); [`TranscriptError::Store`] when the store's path
+    /// format does not parse.
+    pub async fn settings(&self) -> Result<Arc<Settings>, TranscriptError> {
+        let evaluated = self.evaluated().await?;
+        let given = self.conversation.path().map(std::path::Path::to_path_buf);
+        {
+            let cached = self.settings.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(settings) = cached.as_ref()
+                && Arc::ptr_eq(&settings.evaluated, &evaluated)
+                && settings.given == given
+            {
+                return Ok(Arc::clone(settings));
+            }
+        }
+        let settings = Arc::new(self.settle(evaluated, given)?);
+        *self.settings.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&settings));
+        Ok(settings)
+    }
+
+    /// The store, the sandbox and the writer's options under `evaluated`.
+    fn settle(
+        &self,
+        evaluated: Arc<Evaluated>,
+        given: Option<PathBuf>,
+    ) -> Result<Settings, TranscriptError> {
+        let options = &evaluated.options;
+        // The one place the conversation's file is resolved for a cycle: the tools' working
+        // directory and paths, the store and the sandbox's writable set all start from it.
+        let chat = given.as_deref().map(flemma_config::conversation_path);
+        let store = Store::new(&options.tools.store, chat.as_deref(), &self.conversation_id)?;
+        let sandbox_available = self.sandbox.is_available(&options.sandbox);
+        // The policy is resolved with the sandbox off too: its read-only files (the
+        // conversation's, the options files loaded) hold either way.
+        let store_dir = store.directory().ok();
+        let policy = SandboxPolicy::for_conversation(
+            &options.sandbox,
+            chat.as_deref(),
+            store_dir.as_deref(),
+        )
+        .protecting(&options.sandbox, evaluated.config.protected_files());
+        let sandbox = self.sandbox.sandbox(&options.sandbox, policy);
+        Ok(Settings {
+            writer: evaluated.writer(),
+            evaluated,
+            chat,
+            given,
+            store: Some(Arc::new(store)),
+            sandbox,
+            sandbox_available,
+        })
+    }
+
+    /// The conversation's store directory under `options` (what tools see as
+    /// `$FLEMMA_TOOLS_STORE_PATH`); `None` when the store's path format does not render.
+    pub fn store_directory(&self, options: &Options) -> Option<PathBuf> {
+        let chat = self.conversation.path();
+        Store::new(&options.tools.store, chat, &self.conversation_id)
+            .ok()?
+            .directory()
+            .ok()
+    }
+}
