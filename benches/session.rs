@@ -26,7 +26,9 @@ use flemma::config::{Config, Layer, Options};
 use flemma::providers::{
     LuaEngine, Prompt, Provider, Request, RequestOptions, ScriptedProvider, SendFuture, Turn,
 };
-use flemma::tools::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::tools::{
+    Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
+};
 use flemma::{Session, Stop};
 use serde_json::json;
 
@@ -124,8 +126,8 @@ fn main() {
                         Arc::new(NoBody(script()))
                     };
                     let chat = Arc::new(MemoryConversation::new(text.clone()));
-                    Session::builder(chat, registry(), provider)
-                        .config(config.clone())
+                    let executor = Executor::builder(chat, registry()).config(config.clone());
+                    Session::from_executor(executor, provider)
                         .template_engine(Arc::new(LuaEngine::new()))
                         .build()
                 },

@@ -46,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
         "@You:\nDeploy to staging and production.\n",
     ));
     let session = Session::builder(chat.clone(), tools, model)
-        .approver(Arc::new(Reviewer))
+        .executor(|e| e.approver(Arc::new(Reviewer)))
         .build();
     let mut events = session.subscribe();
     session.run().await?;

@@ -191,23 +191,24 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     crate::log::attach(&progress);
     let mut asks = false;
     let mut prompt = None;
-    let mut builder = Session::builder(conversation, crate::tools::registry()?, provider)
+    let mut executor = flemma::tools::Executor::builder(conversation, crate::tools::registry()?)
         .config(config)
-        .template_engine(crate::template_engine(None)?)
         .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins());
     match args.approve {
         ApproveMode::All => {
             asks = true;
-            builder = builder.approver(Arc::new(ApproveAll));
+            executor = executor.approver(Arc::new(ApproveAll));
         }
         ApproveMode::Ask if tty && std::io::stdin().is_terminal() => {
             asks = true;
             let (approver, view) = ask::prompt(progress.clone());
             prompt = Some(view);
-            builder = builder.approver(Arc::new(approver));
+            executor = executor.approver(Arc::new(approver));
         }
         ApproveMode::Ask | ApproveMode::None => {}
     }
+    let mut builder =
+        Session::from_executor(executor, provider).template_engine(crate::template_engine(None)?);
     if let Some(max_turns) = args.max_turns {
         builder = builder.max_turns(max_turns);
     }

@@ -13,12 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use flemma_ast::IncrementalParser;
-use flemma_config::{Config, ConfigError, FrontmatterError};
+use flemma_config::{ConfigError, FrontmatterError};
 use flemma_providers::{MiniJinjaEngine, Provider, SendError, TemplateEngine};
-use flemma_tools::sandbox::SandboxBackends;
+use flemma_tools::transcript::{Transcript, TranscriptError};
 use flemma_tools::{
-    Approver, Conversation, ConversationError, CycleReport, Executor, ExecutorError, Revision,
+    Conversation, ConversationError, CycleReport, Executor, ExecutorBuilder, ExecutorError,
     ToolRegistry,
 };
 use tokio_util::sync::CancellationToken;
@@ -97,19 +96,32 @@ pub enum Cancelled {
     Nothing,
 }
 
+impl From<TranscriptError> for SessionError {
+    fn from(error: TranscriptError) -> Self {
+        match error {
+            TranscriptError::Conversation(e) => Self::Conversation(e),
+            TranscriptError::Frontmatter(e) => Self::Frontmatter(e),
+            TranscriptError::Config(e) => Self::Config(e),
+            other => Self::Executor(other.into()),
+        }
+    }
+}
+
 /// Builds a [`Session`]; see [`Session::builder`].
+///
+/// Everything about the tool cycle (the options below the frontmatter, the approval chain,
+/// the approver, the sandbox backends, the conversation's store id) is set on the
+/// [`ExecutorBuilder`] the session is built from ([`Session::from_executor`],
+/// [`SessionBuilder::executor`]); this builder holds only what is the
+/// session's own: the provider, the turn limit, the template engine, the flush interval,
+/// the wait for background jobs and the event queue.
 #[must_use]
 pub struct SessionBuilder {
-    conversation: Arc<dyn Conversation>,
-    registry: ToolRegistry,
+    executor: ExecutorBuilder,
     provider: Arc<dyn Provider>,
-    config: Config,
-    approver: Option<Arc<dyn Approver>>,
-    sandbox: Option<SandboxBackends>,
     max_turns: Option<u64>,
     engine: Arc<dyn TemplateEngine>,
     flush_interval: Duration,
-    conversation_id: Option<String>,
     wait_for_jobs: bool,
     event_capacity: usize,
 }
@@ -124,25 +136,14 @@ impl std::fmt::Debug for SessionBuilder {
 }
 
 impl SessionBuilder {
-    /// The options below the conversation's frontmatter (defaults, `flemma.toml`, runtime
-    /// overrides).
-    pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Asks `approver` about pending calls. Without one, a run stops at the first empty
-    /// `(pending)` block ([`Stop::AwaitingApproval`]) and the next run resumes once the
-    /// transcript says `approved` or `rejected`.
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
-        self
-    }
-
-    /// The sandbox backends (default: none; [`SandboxBackends::with_builtins`] adds
-    /// bubblewrap).
-    pub fn sandbox_backends(mut self, backends: SandboxBackends) -> Self {
-        self.sandbox = Some(backends);
+    /// Sets the executor's options (the options below the frontmatter, the approval chain,
+    /// the approver, the sandbox backends, the conversation's store id, …) on its
+    /// [`ExecutorBuilder`]: `.executor(|e| e.config(config).approver(approver))`. Without an
+    /// approver, a run stops at the first empty `(pending)` block
+    /// ([`Stop::AwaitingApproval`]) and the next run resumes once the transcript says
+    /// `approved` or `rejected`.
+    pub fn executor(mut self, configure: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder) -> Self {
+        self.executor = configure(self.executor);
         self
     }
 
@@ -166,12 +167,6 @@ impl SessionBuilder {
         self
     }
 
-    /// The conversation's id for store paths (default `1`).
-    pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
-        self.conversation_id = Some(id.into());
-        self
-    }
-
     /// Whether a run that would end idle while background jobs run waits for them (default
     /// `true`): each delivery is written at once, and the loop resumes
     /// `tools.autopilot.resume_delay` after the last one (spec §7.10), unless the autopilot
@@ -190,46 +185,46 @@ impl SessionBuilder {
         self
     }
 
-    /// The session.
+    /// The session: its executor built from the [`ExecutorBuilder`], its events forwarded
+    /// into the session's stream from the first one, and its cycles refused while a request
+    /// is in flight ([`ExecutorError::Refused`] with spec §7.5's text), also when the host
+    /// calls [`Session::executor`]`().cycle()` itself.
     pub fn build(self) -> Session {
         let subscribers = Arc::new(Subscribers::new(self.event_capacity));
         // The one subscription to the executor: every event it emits, a background job's
         // included, goes into the session's stream as it happens. Weak, so a job that
         // outlives the session does not keep its stream open.
         let stream = Arc::downgrade(&subscribers);
-        let mut executor = Executor::builder(Arc::clone(&self.conversation), self.registry.clone())
-            .config(self.config.clone())
-            .on_event(move |event: &flemma_tools::Event| {
-                if let Some(subscribers) = stream.upgrade() {
-                    subscribers.emit(SessionEvent::Tool(event.clone()));
-                }
-            });
-        if let Some(approver) = self.approver {
-            executor = executor.approver(approver);
-        }
-        if let Some(backends) = self.sandbox {
-            executor = executor.sandbox_backends(backends);
-        }
-        if let Some(id) = self.conversation_id {
-            executor = executor.conversation_id(id);
-        }
-        Session {
-            inner: Arc::new(Inner {
-                executor: Arc::new(executor.build()),
-                conversation: self.conversation,
-                registry: self.registry,
+        let inner = Arc::new_cyclic(|session: &std::sync::Weak<Inner>| {
+            let session = session.clone();
+            let executor = self
+                .executor
+                .on_event(move |event: &flemma_tools::Event| {
+                    if let Some(subscribers) = stream.upgrade() {
+                        subscribers.emit(SessionEvent::Tool(event.clone()));
+                    }
+                })
+                // The session's in-flight guard holds for every cycle of its executor.
+                .cycle_guard(move || {
+                    session
+                        .upgrade()
+                        .filter(|inner| inner.is_request_in_flight())
+                        .map(|_| SessionError::ToolWhileRequest.to_string())
+                })
+                .build();
+            Inner {
+                executor: Arc::new(executor),
                 provider: self.provider,
-                config: self.config,
                 engine: self.engine,
                 max_turns: self.max_turns,
                 flush_interval: self.flush_interval,
                 wait_for_jobs: self.wait_for_jobs,
                 pilot: Mutex::new(Autopilot::default()),
                 control: Mutex::new(None),
-                parsed: tokio::sync::Mutex::new(None),
                 subscribers,
-            }),
-        }
+            }
+        });
+        Session { inner }
     }
 }
 
@@ -279,19 +274,14 @@ impl std::fmt::Debug for Session {
 }
 
 struct Inner {
-    conversation: Arc<dyn Conversation>,
-    registry: ToolRegistry,
     provider: Arc<dyn Provider>,
     executor: Arc<Executor>,
-    config: Config,
     engine: Arc<dyn TemplateEngine>,
     max_turns: Option<u64>,
     flush_interval: Duration,
     wait_for_jobs: bool,
     pilot: Mutex<Autopilot>,
     control: Mutex<Option<Arc<Control>>>,
-    /// The conversation parsed at a revision, for building requests.
-    parsed: tokio::sync::Mutex<Option<(Revision, IncrementalParser)>>,
     subscribers: Arc<Subscribers>,
 }
 
@@ -321,27 +311,58 @@ impl Inner {
     fn lock_pilot(&self) -> std::sync::MutexGuard<'_, Autopilot> {
         self.pilot.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn is_request_in_flight(&self) -> bool {
+        self.lock_control()
+            .as_ref()
+            .is_some_and(|c| c.in_flight.load(Ordering::SeqCst))
+    }
+
+    /// The conversation's text, options and edits (the executor's).
+    fn transcript(&self) -> &Transcript {
+        self.executor.transcript()
+    }
 }
 
 impl Session {
     /// Starts a session on `conversation` with the tools of `registry`, sending to
-    /// `provider`.
+    /// `provider`: [`Session::from_executor`] with `Executor::builder(conversation,
+    /// registry)`; set the executor's options with [`SessionBuilder::executor`].
     pub fn builder(
         conversation: Arc<dyn Conversation>,
         registry: ToolRegistry,
         provider: Arc<dyn Provider>,
     ) -> SessionBuilder {
+        Self::from_executor(Executor::builder(conversation, registry), provider)
+    }
+
+    /// Starts a session whose tool cycle is `executor`'s (the session builds it, so that its
+    /// events reach the session's stream from the first one), sending to `provider`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma::providers::{ScriptedProvider, Turn};
+    /// use flemma::tools::{Executor, MemoryConversation, ToolRegistry};
+    /// use flemma::{Session, Stop};
+    ///
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let executor = Executor::builder(chat.clone(), ToolRegistry::new())
+    ///     .config(flemma::config::Config::new())
+    ///     .conversation_id("notes");
+    /// let provider = Arc::new(ScriptedProvider::new([Turn::text("Hello.")]));
+    /// let session = Session::from_executor(executor, provider).max_turns(3).build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::Finished);
+    /// assert!(chat.text().ends_with("@Assistant:\nHello.\n\n@You:\n"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_executor(executor: ExecutorBuilder, provider: Arc<dyn Provider>) -> SessionBuilder {
         SessionBuilder {
-            conversation,
-            registry,
+            executor,
             provider,
-            config: Config::new(),
-            approver: None,
-            sandbox: None,
             max_turns: None,
             engine: Arc::new(MiniJinjaEngine::new()),
             flush_interval: Duration::from_millis(100),
-            conversation_id: None,
             wait_for_jobs: true,
             event_capacity: flemma_tools::fanout::DEFAULT_CAPACITY,
         }
@@ -362,22 +383,21 @@ impl Session {
         self.inner.lock_pilot().state
     }
 
-    /// The executor running the tool cycle (approve, reject, cancel one call).
+    /// The executor running the tool cycle (approve, reject, cancel one call). Its
+    /// [`cycle`](Executor::cycle) is refused while a request is in flight, as
+    /// [`Session::cycle`] is.
     pub fn executor(&self) -> &Executor {
         &self.inner.executor
     }
 
     /// The conversation.
     pub fn conversation(&self) -> &Arc<dyn Conversation> {
-        &self.inner.conversation
+        self.inner.executor.conversation()
     }
 
     /// Whether a request is streaming now.
     pub fn is_request_in_flight(&self) -> bool {
-        self.inner
-            .lock_control()
-            .as_ref()
-            .is_some_and(|c| c.in_flight.load(Ordering::SeqCst))
+        self.inner.is_request_in_flight()
     }
 
     /// Cancels what runs (spec §7.7 Ctrl-C): the request in flight (the abort marker is
@@ -574,18 +594,10 @@ impl Session {
         Ok(self.inner.executor.drain_jobs().await?.len())
     }
 
-    /// `tools.autopilot` of the conversation as it is now.
+    /// `tools.autopilot` of the conversation as it is now (the transcript's evaluation).
     async fn autopilot_options(&self) -> Result<flemma_config::AutopilotOptions, SessionError> {
-        let inner = &self.inner;
-        let snapshot = inner.conversation.snapshot().await?;
-        let mut cache = inner.parsed.lock().await;
-        let doc = refresh(&mut cache, &snapshot).document();
-        let mut config = inner.config.clone();
-        if let Some(fm) = &doc.frontmatter {
-            config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?;
-        }
-        let options = inner.registry.evaluate(&mut config)?.options;
-        Ok(options.tools.autopilot.clone())
+        let evaluated = self.inner.transcript().evaluated().await?;
+        Ok(evaluated.options().tools.autopilot.clone())
     }
 
     /// One tool cycle outside a run (a user's "execute"), its events forwarded.
@@ -597,7 +609,13 @@ impl Session {
         if self.is_request_in_flight() {
             return Err(SessionError::ToolWhileRequest);
         }
-        self.cycle_until(&CancellationToken::new()).await
+        match self.cycle_until(&CancellationToken::new()).await {
+            // A request started in between: the executor's guard refused the cycle.
+            Err(SessionError::Executor(ExecutorError::Refused(_))) => {
+                Err(SessionError::ToolWhileRequest)
+            }
+            other => other,
+        }
     }
 
     /// Runs the cycle (its events reach the stream as they happen); `cancel` cancels the
@@ -626,24 +644,4 @@ enum Resume {
     Cancelled,
     /// The jobs ended with nothing to deliver here.
     Nothing,
-}
-
-/// The parser for `snapshot`, brought up to date.
-fn refresh<'c>(
-    cache: &'c mut Option<(Revision, IncrementalParser)>,
-    snapshot: &flemma_tools::Snapshot,
-) -> &'c mut IncrementalParser {
-    let (revision, parser) = cache.get_or_insert_with(|| {
-        (
-            snapshot.revision,
-            IncrementalParser::new(snapshot.text.as_str().to_owned()),
-        )
-    });
-    if *revision != snapshot.revision {
-        if parser.text() != snapshot.text.as_str() {
-            parser.update(&snapshot.text);
-        }
-        *revision = snapshot.revision;
-    }
-    parser
 }

@@ -11,18 +11,16 @@ use flemma_providers::{
     FileAccess, OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
 };
 use flemma_schema::Capability;
-use flemma_tools::ConversationError;
+use flemma_tools::transcript::TranscriptError;
 use futures_util::StreamExt as _;
 
-use super::{Control, Session, SessionError, SessionEvent, refresh};
+use super::{Control, Session, SessionError, SessionEvent};
 
 /// The abort marker's line (spec §1.10, `request.aborted`).
 const ABORT_MARKER: &str = "<!-- flemma:aborted: Response interrupted by the user. -->";
 /// How the message of the abort marker under a response the stream cut begins (the marker is
 /// spec §1.10's; its message says why the response is incomplete).
 pub(crate) const INCOMPLETE: &str = "Response incomplete";
-/// How often a removal is computed again when the conversation keeps changing.
-const EDIT_ATTEMPTS: usize = 8;
 
 /// How a response ended.
 pub(super) enum Response {
@@ -230,72 +228,77 @@ impl Session {
         self.emit(ui);
     }
 
-    /// The request for the conversation as it is now, and its autopilot options.
+    /// The request for the conversation as it is now, and its autopilot options: built
+    /// from the executor's [`Transcript`](flemma_tools::transcript::Transcript) (its parse
+    /// and its evaluation of the frontmatter, shared with the tool cycle).
     async fn prepare(&self) -> Result<(Request, AutopilotOptions), SessionError> {
         let inner = &self.inner;
+        let transcript = inner.transcript();
+        let registry = transcript.registry();
         // The tool list is part of the prompt-cache prefix: it waits for the tool sources
         // (spec §4.3), and a request never goes out with a tool set other than the one the
         // conversation asked for (spec §5.4-§5.6).
-        inner.registry.ready().await;
-        let snapshot = inner.conversation.snapshot().await?;
-        let mut cache = inner.parsed.lock().await;
-        let doc = refresh(&mut cache, &snapshot).document();
-        let mut config = inner.config.clone();
-        let variables = match &doc.frontmatter {
-            Some(fm) => config.apply_frontmatter(&fm.language, &fm.code, fm.span.start_line + 1)?,
-            None => serde_json::Map::new(),
-        };
-        let evaluation = inner.registry.evaluate(&mut config)?;
-        evaluation.check()?;
-        let options = evaluation.options;
-        let names = inner.registry.names();
-        let mut request_options = inner.provider.request_options(&options);
-        request_options.tools = inner.registry.specs_for_prompt(&options);
+        registry.ready().await;
+        let evaluated = transcript.evaluated().await?;
+        evaluated.check()?;
+        let options = evaluated.options();
+        let names = registry.names();
+        let mut request_options = inner.provider.request_options(options);
+        request_options.tools = registry.specs_for_prompt(options);
         let template_tools = names
             .iter()
-            .filter(|n| {
-                inner
-                    .registry
-                    .has_capability(n.as_str(), Capability::EmitsTemplate)
-            })
+            .filter(|n| registry.has_capability(n.as_str(), Capability::EmitsTemplate))
             .map(ToString::to_string);
         let mut builder = PromptBuilder::new()
             .engine(std::sync::Arc::clone(&inner.engine))
-            .variables(variables)
+            .variables(evaluated.variables().clone())
             .template_tools(template_tools);
         // `@./file` references and `__dirname` follow the conversation's file, resolved
         // (a relative path from a host's own `Conversation` included).
-        if let Some(path) = inner.conversation.path() {
+        if let Some(path) = transcript.conversation().path() {
             builder = builder.chat_path(flemma_config::conversation_path(path));
         }
         // References and `include()` read inside the project and the store unless
         // `templates.file_access` says otherwise.
-        let store = inner.executor.store_directory(&options);
+        let store = transcript.store_directory(options);
         builder = builder.file_access(FileAccess::from_options(
             &options.templates,
             store.as_deref(),
         ));
-        let prompt = builder.build(doc);
-        for diagnostic in &prompt.diagnostics {
+        let (built, diagnostics) = transcript
+            .read(|doc, _| {
+                let prompt = builder.build(doc);
+                let error = prompt
+                    .diagnostics
+                    .iter()
+                    .find(|d| d.severity == Severity::Error)
+                    .map(|d| SessionError::Template {
+                        line: d.line,
+                        message: d.message.clone(),
+                    });
+                let built = match error {
+                    Some(error) => Err(error),
+                    None => Ok(inner.provider.build_request(&prompt, &request_options)),
+                };
+                (built, prompt.diagnostics.clone())
+            })
+            .await?;
+        for diagnostic in &diagnostics {
             if diagnostic.severity == Severity::Error {
-                return Err(SessionError::Template {
-                    line: diagnostic.line,
-                    message: diagnostic.message.clone(),
-                });
+                break;
             }
             self.emit(SessionEvent::Warning(format!(
                 "line {}: {}",
                 diagnostic.line, diagnostic.message
             )));
         }
-        let request = inner.provider.build_request(&prompt, &request_options);
-        Ok((request, options.tools.autopilot.clone()))
+        Ok((built?, options.tools.autopilot.clone()))
     }
 
     /// Appends `@Assistant:` (after a blank line unless the text ends with one); returns
     /// whether the blank line was added.
     async fn write_header(&self) -> Result<bool, SessionError> {
-        let snapshot = self.inner.conversation.snapshot().await?;
+        let snapshot = self.conversation().snapshot().await?;
         let text = snapshot.text.as_str();
         let body = text.strip_suffix('\n').unwrap_or(text);
         let body = body.strip_suffix('\r').unwrap_or(body);
@@ -347,72 +350,81 @@ impl Session {
     /// again; returns whether it did. A cut response with complete tool uses is left to the
     /// tool cycle instead (spec §7.1: its calls are answered with the marker's message).
     pub(super) async fn drop_incomplete_response(&self) -> Result<bool, SessionError> {
-        let conversation = &self.inner.conversation;
-        for _ in 0..EDIT_ATTEMPTS {
-            let snapshot = conversation.snapshot().await?;
-            let doc = flemma_ast::parse(snapshot.text.as_str());
-            let [.., asked, last] = doc.messages.as_slice() else {
-                return Ok(false);
-            };
-            let incomplete = last.role == Role::Assistant
-                && last.is_aborted()
-                && last.tool_uses().next().is_none()
-                && last.segments.iter().rev().find_map(|s| match s {
-                    Segment::Aborted(a) => Some(a.message.starts_with(INCOMPLETE)),
-                    _ => None,
-                }) == Some(true);
-            if !incomplete || asked.role != Role::You {
-                return Ok(false);
-            }
-            let lines: Vec<&str> = snapshot.text.split_inclusive('\n').collect();
-            let mut first = last.span.start_line.saturating_sub(1) as usize;
-            // The blank line written before `@Assistant:` goes with it.
-            if first > 0 && lines.get(first - 1).is_some_and(|l| l.trim().is_empty()) {
-                first -= 1;
-            }
-            let edit = TextEdit::replace(first as u32 + 1, lines.len() as u32, Vec::new());
-            match conversation.apply(snapshot.revision, &[edit]).await {
-                Ok(_) => {
-                    self.emit(SessionEvent::Warning(
-                        "the last response was incomplete: it was removed and the request is sent again"
-                            .to_owned(),
-                    ));
-                    return Ok(true);
+        let removed = self
+            .inner
+            .transcript()
+            .edit(|doc, text| {
+                let [.., asked, last] = doc.messages.as_slice() else {
+                    return Ok(Vec::new());
+                };
+                let incomplete = last.role == Role::Assistant
+                    && last.is_aborted()
+                    && last.tool_uses().next().is_none()
+                    && last.segments.iter().rev().find_map(|s| match s {
+                        Segment::Aborted(a) => Some(a.message.starts_with(INCOMPLETE)),
+                        _ => None,
+                    }) == Some(true);
+                if !incomplete || asked.role != Role::You {
+                    return Ok(Vec::new());
                 }
-                Err(ConversationError::Stale { .. }) => {}
-                Err(other) => return Err(other.into()),
+                let lines: Vec<&str> = text.split_inclusive('\n').collect();
+                let mut first = last.span.start_line.saturating_sub(1) as usize;
+                // The blank line written before `@Assistant:` goes with it.
+                if first > 0 && lines.get(first - 1).is_some_and(|l| l.trim().is_empty()) {
+                    first -= 1;
+                }
+                Ok(vec![TextEdit::replace(
+                    first as u32 + 1,
+                    lines.len() as u32,
+                    Vec::new(),
+                )])
+            })
+            .await;
+        match removed {
+            Ok(Some(_)) => {
+                self.emit(SessionEvent::Warning(
+                    "the last response was incomplete: it was removed and the request is sent again"
+                        .to_owned(),
+                ));
+                Ok(true)
             }
+            // Nothing to remove, or the text kept changing: left as it is.
+            Ok(None) | Err(TranscriptError::Busy) => Ok(false),
+            Err(other) => Err(other.into()),
         }
-        Ok(false)
     }
 
     /// Removes the `@Assistant:` header written for a response that brought nothing (and the
     /// blank line written before it), unless someone wrote after it meanwhile.
     async fn remove_header(&self, separator: bool) -> Result<(), SessionError> {
-        let conversation = &self.inner.conversation;
-        for _ in 0..EDIT_ATTEMPTS {
-            let snapshot = conversation.snapshot().await?;
-            let lines: Vec<&str> = snapshot.text.split_inclusive('\n').collect();
-            let Some(last) = lines.iter().rposition(|l| !l.trim().is_empty()) else {
-                return Ok(());
-            };
-            if lines[last].trim_end() != "@Assistant:" {
-                return Ok(());
-            }
-            let blank_before = last > 0 && lines[last - 1].trim().is_empty();
-            let first = if separator && blank_before {
-                last - 1
-            } else {
-                last
-            };
-            let edit = TextEdit::replace(first as u32 + 1, lines.len() as u32, Vec::new());
-            match conversation.apply(snapshot.revision, &[edit]).await {
-                Ok(_) => return Ok(()),
-                Err(ConversationError::Stale { .. }) => {}
-                Err(other) => return Err(other.into()),
-            }
+        let removed = self
+            .inner
+            .transcript()
+            .edit(|_, text| {
+                let lines: Vec<&str> = text.split_inclusive('\n').collect();
+                let Some(last) = lines.iter().rposition(|l| !l.trim().is_empty()) else {
+                    return Ok(Vec::new());
+                };
+                if lines[last].trim_end() != "@Assistant:" {
+                    return Ok(Vec::new());
+                }
+                let blank_before = last > 0 && lines[last - 1].trim().is_empty();
+                let first = if separator && blank_before {
+                    last - 1
+                } else {
+                    last
+                };
+                Ok(vec![TextEdit::replace(
+                    first as u32 + 1,
+                    lines.len() as u32,
+                    Vec::new(),
+                )])
+            })
+            .await;
+        match removed {
+            Ok(_) | Err(TranscriptError::Busy) => Ok(()),
+            Err(other) => Err(other.into()),
         }
-        Ok(())
     }
 }
 

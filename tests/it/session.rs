@@ -214,7 +214,7 @@ async fn an_approver_decides_the_pending_calls() {
         Turn::text("6, and no 9."),
     ]));
     let session = Session::builder(chat.clone(), registry(), provider.clone())
-        .approver(Arc::new(NoMultiplication))
+        .executor(|e| e.approver(Arc::new(NoMultiplication)))
         .build();
     let mut events = session.subscribe();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
@@ -667,7 +667,7 @@ async fn a_full_queue_reports_the_count_of_missed_events() {
             Arc::new(ScriptedProvider::new(turns())),
         )
         .flush_interval(Duration::ZERO)
-        .conversation_id(format!("missed-all-{}", std::process::id()))
+        .executor(|e| e.conversation_id(format!("missed-all-{}", std::process::id())))
         .build();
         let mut events = session.subscribe();
         session.run().await.unwrap();
@@ -680,7 +680,7 @@ async fn a_full_queue_reports_the_count_of_missed_events() {
         Arc::new(ScriptedProvider::new(turns())),
     )
     .flush_interval(Duration::ZERO)
-    .conversation_id(format!("missed-some-{}", std::process::id()))
+    .executor(|e| e.conversation_id(format!("missed-some-{}", std::process::id())))
     .event_capacity(3)
     .build();
     let mut events = session.subscribe();
@@ -731,4 +731,99 @@ async fn a_misspelled_tool_is_a_typed_error_and_nothing_is_sent() {
     assert_eq!(errors[0].frontmatter_line(), Some(4));
     assert!(provider.requests().is_empty());
     assert_eq!(chat.text(), text);
+}
+
+/// The session's in-flight guard (spec §7.5 step 2) holds for its executor too: a host that
+/// calls `session.executor().cycle()` while a request streams is refused, as
+/// `session.cycle()` is.
+#[tokio::test]
+async fn the_executor_of_a_session_refuses_a_cycle_while_a_request_is_in_flight() {
+    let chat = chat(&[], "Hello.");
+    let provider = Arc::new(ScriptedProvider::new([
+        Turn::text("one \ntwo").with_delay(Duration::from_secs(1))
+    ]));
+    let executor = flemma::tools::Executor::builder(chat.clone(), registry());
+    let session = Session::from_executor(executor, provider)
+        .flush_interval(Duration::ZERO)
+        .build();
+    let mut events = session.subscribe();
+    let running = tokio::spawn({
+        let session = session.clone();
+        async move { session.run().await }
+    });
+    wait_for(&mut events, |e| matches!(e, SessionEvent::TextDelta(_))).await;
+    assert!(session.is_request_in_flight());
+    let refused = session.executor().cycle().await.unwrap_err();
+    assert!(
+        matches!(
+            &refused,
+            flemma::tools::ExecutorError::Refused(message)
+                if message == "Cannot execute tool while API request is in flight"
+        ),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        session.cycle().await,
+        Err(SessionError::ToolWhileRequest)
+    ));
+    assert_eq!(running.await.unwrap().unwrap(), Stop::Finished);
+    // Once the request is done, the executor cycles again.
+    session.executor().cycle().await.unwrap();
+}
+
+/// The frontmatter is evaluated once while it does not change: a run of two requests and
+/// their tool cycles (a call, its result, the answer) evaluates it once, the cycles' options
+/// and the requests' shared through the executor's transcript.
+#[tokio::test]
+async fn a_run_evaluates_an_unchanged_frontmatter_once() {
+    let chat = chat(&["calculator"], "Compute.");
+    let (session, provider) = session(
+        &chat,
+        vec![
+            Turn::tool_use("calculator", json!({"expression": "2 + 2"})),
+            Turn::text("4."),
+        ],
+    );
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.remaining(), 0);
+    assert!(chat.text().contains("```\n4\n```"), "{}", chat.text());
+    let transcript = session.executor().transcript();
+    assert_eq!(transcript.frontmatter_evaluations(), 1);
+    // A changed frontmatter is evaluated again, once.
+    chat.set_text(chat.text().replace(
+        "\"auto_approve\"",
+        "\"max_concurrent\": 1, \"auto_approve\"",
+    ));
+    session.executor().cycle().await.unwrap();
+    session.executor().cycle().await.unwrap();
+    assert_eq!(transcript.frontmatter_evaluations(), 2);
+}
+
+/// Memory conversations nobody named get ids of their own, so two of them in one process do
+/// not share a store (nor the job journal and claims under it).
+#[test]
+fn memory_conversations_get_a_store_of_their_own() {
+    let options = flemma::config::Config::new().options().unwrap();
+    let directory = |text: &str| {
+        flemma::tools::Executor::builder(
+            Arc::new(MemoryConversation::new(text)),
+            flemma::tools::ToolRegistry::new(),
+        )
+        .build()
+        .store_directory(&options)
+        .unwrap()
+    };
+    assert_ne!(directory("@You:\nOne.\n"), directory("@You:\nTwo.\n"));
+    // Named ones keep their names.
+    let named = |id: &str| {
+        flemma::tools::Executor::builder(
+            Arc::new(MemoryConversation::new("@You:\nHi.\n")),
+            flemma::tools::ToolRegistry::new(),
+        )
+        .conversation_id(id)
+        .build()
+        .store_directory(&options)
+        .unwrap()
+    };
+    assert_eq!(named("7"), named("7"));
 }

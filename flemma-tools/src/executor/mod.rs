@@ -50,7 +50,12 @@ struct Setup {
     registry: ToolRegistry,
     chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
+    /// Asked before every cycle; a message refuses it.
+    guard: Option<CycleGuard>,
 }
+
+/// A host's check before each cycle (see [`ExecutorBuilder::cycle_guard`]).
+type CycleGuard = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// What a builder holds before the transcript is built.
 struct Parts {
@@ -58,6 +63,7 @@ struct Parts {
     sandbox: SandboxBackends,
     chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
+    guard: Option<CycleGuard>,
 }
 
 /// Builds an [`Executor`]; see [`Executor::builder`].
@@ -171,6 +177,37 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Asks `guard` at the start of every [`cycle`](Executor::cycle): a message refuses the
+    /// cycle with [`ExecutorError::Refused`] before anything is read or written. A
+    /// flemma `Session` refuses its executor's cycles this way while its
+    /// request is in flight (spec §7.5 step 2), so that no caller bypasses that guard.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use flemma_tools::{Executor, ExecutorError, MemoryConversation, ToolRegistry};
+    ///
+    /// let busy = Arc::new(AtomicBool::new(true));
+    /// let flag = Arc::clone(&busy);
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let executor = Executor::builder(chat, ToolRegistry::new())
+    ///     .cycle_guard(move || flag.load(Ordering::SeqCst).then(|| "busy".to_owned()))
+    ///     .build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let refused = runtime.block_on(executor.cycle()).unwrap_err();
+    /// assert!(matches!(refused, ExecutorError::Refused(m) if m == "busy"));
+    /// busy.store(false, Ordering::SeqCst);
+    /// assert!(runtime.block_on(executor.cycle()).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cycle_guard(
+        mut self,
+        guard: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.parts.guard = Some(Arc::new(guard));
+        self
+    }
+
     /// The executor.
     pub fn build(self) -> Executor {
         let events = Arc::new(crate::fanout::Fanout::new(self.event_capacity));
@@ -182,6 +219,7 @@ impl ExecutorBuilder {
             sandbox,
             chain,
             approver,
+            guard,
         } = self.parts;
         let transcript = Arc::new(transcript.sandbox_backends(sandbox).build());
         Executor {
@@ -190,6 +228,7 @@ impl ExecutorBuilder {
                 transcript,
                 chain,
                 approver,
+                guard,
             },
             jobs: Arc::new(JobShared::new(Arc::clone(&events))),
             events,
@@ -281,6 +320,7 @@ impl Executor {
                 sandbox: SandboxBackends::new(),
                 chain: None,
                 approver: None,
+                guard: None,
             },
             event_capacity: crate::fanout::DEFAULT_CAPACITY,
             forwards: Vec::new(),
@@ -370,6 +410,9 @@ impl Executor {
             "flemma.cycle",
             conversation = %self.setup.transcript.conversation_id()
         );
+        if let Some(refusal) = self.setup.guard.as_ref().and_then(|guard| guard()) {
+            return Err(ExecutorError::Refused(refusal));
+        }
         async {
             // Tools still loading (an MCP server's list) must not be answered `Unknown tool`.
             self.setup.registry.ready().await;

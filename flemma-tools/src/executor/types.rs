@@ -38,6 +38,11 @@ pub enum ExecutorError {
     /// journal cannot be used.
     #[error("{0}")]
     Job(String),
+    /// The host's [`cycle_guard`](super::ExecutorBuilder::cycle_guard) refused the cycle
+    /// (a session while its request is in flight: `Cannot execute tool while API request is
+    /// in flight`).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// What the host's [`Approver`] answers for a pending call.

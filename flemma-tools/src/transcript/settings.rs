@@ -52,6 +52,30 @@ impl Evaluated {
         &self.variables
     }
 
+    /// What is wrong with the names the options give (empty while a tool source loads).
+    pub fn diagnostics(&self) -> &[OptionDiagnostic] {
+        &self.diagnostics
+    }
+
+    /// The options' errors, as [`Evaluation::check`](crate::Evaluation::check).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Finalize`](flemma_config::ConfigError::Finalize) with every error.
+    pub fn check(&self) -> Result<(), flemma_config::ConfigError> {
+        let errors: Vec<OptionDiagnostic> = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity() == flemma_config::Severity::Error)
+            .cloned()
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(flemma_config::ConfigError::Finalize { errors })
+        }
+    }
+
     /// The evaluation as [`ToolRegistry::evaluate`](crate::ToolRegistry::evaluate) returns
     /// it (a copy).
     pub fn evaluation(&self) -> crate::Evaluation {
