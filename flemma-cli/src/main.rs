@@ -466,26 +466,30 @@ fn request(
 ) -> Result<u8, Failure> {
     use flemma::providers::{PromptBuilder, ProviderKind, RequestOptions};
     let input = Input::read(file)?;
-    let doc = flemma::ast::parse(&input.text);
-    let mut config = settings.load()?;
-    let variables = options::apply_frontmatter(&mut config, &doc)
-        .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
     let registry = tools::registry()?;
-    let opts = options::evaluate(&mut config, &registry, &input.name)?;
+    // One parse and one evaluation of the frontmatter, as a session's transcript has them.
+    let transcript = options::transcript(
+        &input.text,
+        input.path(),
+        settings.load()?,
+        registry.clone(),
+    );
+    let evaluated = options::evaluated(&transcript, &input.name)?;
+    let opts = evaluated.options();
     let kind = match provider {
         ProviderArg::Anthropic => ProviderKind::Anthropic,
         ProviderArg::Openai => ProviderKind::OpenAiResponses,
         ProviderArg::OpenaiChat => ProviderKind::OpenAiChat,
         ProviderArg::Vertex => ProviderKind::Vertex,
     };
-    let mut request_options = RequestOptions::from_options(&opts, kind);
+    let mut request_options = RequestOptions::from_options(opts, kind);
     if let Some(model) = model {
         request_options.model = model;
     }
-    request_options.tools = registry.specs_for_prompt(&opts);
+    request_options.tools = registry.specs_for_prompt(opts);
     let mut builder = PromptBuilder::new()
         .engine(template_engine(templates)?)
-        .variables(variables);
+        .variables(evaluated.variables().clone());
     if let Some(path) = input.path() {
         builder = builder.chat_path(flemma::config::conversation_path(path));
     }
@@ -498,6 +502,9 @@ fn request(
         &opts.templates,
         store.as_deref(),
     ));
+    let (doc, _) = tools::runtime()?
+        .block_on(transcript.document())
+        .map_err(|e| failed(e.into()))?;
     let prompt = builder.build(&doc);
     // A call in progress (or whose host died) would be sent as an empty result.
     if input.path().is_some() {

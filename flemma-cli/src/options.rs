@@ -168,6 +168,57 @@ pub(crate) fn evaluate(
     Ok(evaluation.options)
 }
 
+/// The options of a text as a [`Transcript`](flemma::tools::transcript::Transcript) of it
+/// evaluates them (its frontmatter applied once), with the failures and warnings
+/// [`apply_frontmatter`] and [`evaluate`] give.
+pub(crate) fn evaluated(
+    transcript: &flemma::tools::transcript::Transcript,
+    name: &str,
+) -> Result<std::sync::Arc<flemma::tools::transcript::Evaluated>, Failure> {
+    use flemma::tools::transcript::TranscriptError;
+    let runtime = crate::tools::runtime()?;
+    let evaluated = runtime
+        .block_on(transcript.evaluated())
+        .map_err(|e| match e {
+            TranscriptError::Frontmatter(e) => frontmatter_failure(name, &e),
+            TranscriptError::Config(e) => failed(anyhow::Error::new(e).context(name.to_owned())),
+            other => failed(anyhow::Error::new(other).context(name.to_owned())),
+        })?;
+    let diagnostics = evaluated.diagnostics();
+    warn(
+        name,
+        diagnostics
+            .iter()
+            .filter(|d| d.severity() == flemma::config::Severity::Warning),
+    );
+    let errors: Vec<OptionDiagnostic> = diagnostics
+        .iter()
+        .filter(|d| d.severity() == flemma::config::Severity::Error)
+        .cloned()
+        .collect();
+    if !errors.is_empty() {
+        return Err(options_failure(name, &errors));
+    }
+    Ok(evaluated)
+}
+
+/// A transcript of `text` (read from `path`, if a file) under the CLI's options.
+pub(crate) fn transcript(
+    text: &str,
+    path: Option<&Path>,
+    config: Config,
+    registry: flemma::tools::ToolRegistry,
+) -> flemma::tools::transcript::Transcript {
+    let mut chat = flemma::tools::MemoryConversation::new(text);
+    if let Some(path) = path {
+        chat = chat.with_path(path);
+    }
+    flemma::tools::transcript::Transcript::builder(std::sync::Arc::new(chat), registry)
+        .config(config)
+        .conversation_id("1")
+        .build()
+}
+
 /// Whether the built-in tool declares `auto_approves_if_sandboxed` (`bash`).
 fn auto_approves_if_sandboxed(tool: &ToolName) -> bool {
     builtin::has_capability(tool.as_str(), Capability::AutoApprovesIfSandboxed)

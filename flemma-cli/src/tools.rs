@@ -37,18 +37,24 @@ pub(crate) fn tools(
     json: bool,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let mut config = settings.load()?;
-    // Without a file, a diagnostic has a place of its own (the options file, `--set`).
-    let mut name = String::from("options");
-    if let Some(file) = file {
-        let input = Input::read(file)?;
-        options::apply_frontmatter(&mut config, &flemma::ast::parse(&input.text))
-            .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
-        name = input.name;
-    }
+    let config = settings.load()?;
     let registry = registry()?;
-    let options = options::evaluate(&mut config, &registry, &name)?;
-    let specs = registry.specs_for_prompt(&options);
+    let specs = match file {
+        Some(file) => {
+            // The options as a transcript of the file evaluates them.
+            let input = Input::read(file)?;
+            let transcript =
+                options::transcript(&input.text, input.path(), config, registry.clone());
+            let evaluated = options::evaluated(&transcript, &input.name)?;
+            registry.specs_for_prompt(evaluated.options())
+        }
+        None => {
+            // Without a file, a diagnostic has a place of its own (the options file, `--set`).
+            let mut config = config;
+            let options = options::evaluate(&mut config, &registry, "options")?;
+            registry.specs_for_prompt(&options)
+        }
+    };
     if json {
         let list: Vec<_> = specs
             .iter()
