@@ -75,36 +75,7 @@ impl Executor {
         &self,
         settings: &Settings,
     ) -> Result<Vec<Placed>, ExecutorError> {
-        let unanswered: Vec<(ToolUseId, ToolName, Value, bool)> = self
-            .with_document(|doc, _| {
-                let answered: foldhash::HashSet<&str> = doc
-                    .messages
-                    .iter()
-                    .flat_map(flemma_ast::Message::tool_results)
-                    .map(|r| r.tool_use_id.as_str())
-                    .collect();
-                let mut calls: Vec<(ToolUseId, ToolName, Value, bool)> = Vec::new();
-                for message in doc.messages.iter().filter(|m| m.role == Role::Assistant) {
-                    let aborted = message
-                        .segments
-                        .iter()
-                        .any(|s| matches!(s, Segment::Aborted(_)));
-                    for tool_use in message.tool_uses() {
-                        if !answered.contains(tool_use.id.as_str())
-                            && !calls.iter().any(|(id, ..)| id == &tool_use.id)
-                        {
-                            calls.push((
-                                tool_use.id.clone(),
-                                tool_use.name.clone(),
-                                Value::Object(tool_use.input().clone()),
-                                aborted,
-                            ));
-                        }
-                    }
-                }
-                calls
-            })
-            .await?;
+        let unanswered = self.with_document(|doc, _| unanswered(doc)).await?;
         if unanswered.is_empty() {
             return Ok(Vec::new());
         }
@@ -202,8 +173,22 @@ impl Executor {
         }
         // Pending calls go to the approver, when there is one.
         let mut run: VecDeque<Call> = plan.approved.into();
+        completed.extend(self.ask_approver(plan.pending, &mut run, writer).await?);
+        completed.extend(self.run_calls(run, settings).await?);
+        Ok(completed)
+    }
+
+    /// Asks the host's approver about the pending calls (when it has one): the approved join
+    /// `run`, the rejected get their error (the host's reason as `User feedback: <reason>`).
+    async fn ask_approver(
+        &self,
+        pending: Vec<Call>,
+        run: &mut VecDeque<Call>,
+        writer: flemma_ast::writer::WriterOptions,
+    ) -> Result<Vec<Completed>, ExecutorError> {
+        let mut completed = Vec::new();
         if let Some(approver) = &self.setup.approver {
-            for call in plan.pending {
+            for call in pending {
                 let preview = self.preview(&call.tool, &call.input);
                 self.emit(Event::ApprovalAsked {
                     id: call.id.clone(),
@@ -243,7 +228,6 @@ impl Executor {
                 }
             }
         }
-        completed.extend(self.run_calls(run, settings).await?);
         Ok(completed)
     }
 
@@ -291,4 +275,35 @@ pub(super) fn rename_in_header(
     let at = line.find(&old)?;
     let renamed = format!("{}`{new}`{}", &line[..at], &line[at + old.len()..]);
     Some(TextEdit::replace(line_no, line_no, vec![renamed]))
+}
+
+/// Every tool use without a result, once, in document order: its id, tool, input, and whether
+/// its response was interrupted (an abort marker in its message).
+fn unanswered(doc: &flemma_ast::Document) -> Vec<(ToolUseId, ToolName, Value, bool)> {
+    let answered: foldhash::HashSet<&str> = doc
+        .messages
+        .iter()
+        .flat_map(flemma_ast::Message::tool_results)
+        .map(|r| r.tool_use_id.as_str())
+        .collect();
+    let mut calls: Vec<(ToolUseId, ToolName, Value, bool)> = Vec::new();
+    // Each id once (a repeated id is the same call), without a scan of the calls per use.
+    let mut seen: foldhash::HashSet<&str> = foldhash::HashSet::default();
+    for message in doc.messages.iter().filter(|m| m.role == Role::Assistant) {
+        let aborted = message
+            .segments
+            .iter()
+            .any(|s| matches!(s, Segment::Aborted(_)));
+        for tool_use in message.tool_uses() {
+            if !answered.contains(tool_use.id.as_str()) && seen.insert(tool_use.id.as_str()) {
+                calls.push((
+                    tool_use.id.clone(),
+                    tool_use.name.clone(),
+                    Value::Object(tool_use.input().clone()),
+                    aborted,
+                ));
+            }
+        }
+    }
+    calls
 }

@@ -14,7 +14,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::plan::tool_cwd;
-use super::{Call, Completed, Executor, ExecutorError, Finished, RunningCall, Settings, jobs};
+use super::{
+    Call, Completed, Executor, ExecutorError, Finished, RunningCall, Settings, claim, jobs,
+};
 use crate::context::ExecutionContext;
 use crate::events::Event;
 use crate::messages as msg;
@@ -57,24 +59,9 @@ impl Executor {
                 // The calls that start now lose their `(approved)` suffix in one edit
                 // (spec §7.5 step 7), then run.
                 let free = limit.saturating_sub(tasks.len()).min(queue.len());
-                // Each is claimed first: a call another host claimed is left to it.
-                let starting = self
-                    .claim_calls(queue.drain(..free).collect(), settings)
+                let starting = queue.drain(..free).collect();
+                self.start_calls(starting, &mut tasks, &mut held, settings)
                     .await?;
-                let (starting, claims): (Vec<Call>, Vec<_>) = starting.into_iter().unzip();
-                if !starting.is_empty() {
-                    self.clear_suffixes(&starting).await?;
-                }
-                for (call, claim) in starting.into_iter().zip(claims) {
-                    let id = call.id.clone();
-                    if let Some((task, moved)) = self.start(call, settings).await? {
-                        held.insert(id.clone(), claim);
-                        tasks.spawn(run_movable(id, task, moved));
-                    } else {
-                        // A job now, which its journal keeps.
-                        self.release_claim(claim, settings).await;
-                    }
-                }
                 if tasks.is_empty() {
                     // Calls that went to the background take no slot: start the next ones.
                     if queue.is_empty() {
@@ -85,37 +72,7 @@ impl Executor {
                 let Some(joined) = tasks.join_next().await else {
                     break;
                 };
-                // Every other call that finished meanwhile is written with it, in one edit:
-                // one re-parse and one write of the conversation per batch, not per call. Only
-                // calls already finished join the batch, so no result waits for a slow one.
-                let mut batch = Vec::new();
-                let mut next = Some(joined);
-                while let Some(joined) = next {
-                    // Tasks catch their tools' panics, so a join error means the runtime is
-                    // shutting down; nothing to write then.
-                    match joined {
-                        Ok(Joined::Done(finished)) => {
-                            self.running_calls().remove(&finished.id);
-                            let claim = held.remove(&finished.id).flatten();
-                            batch.push((finished, claim));
-                        }
-                        Ok(Joined::Moved(id)) => {
-                            self.release_claim(held.remove(&id).flatten(), settings)
-                                .await;
-                        }
-                        Err(_) => {}
-                        Ok(Joined::Failed(id)) => {
-                            self.running_calls().remove(&id);
-                        }
-                    }
-                    next = tasks.try_join_next();
-                    if next.is_none() && !tasks.is_empty() {
-                        // Let calls that are ready to end, end (without waiting for any that
-                        // are not): they join this batch; stop when none did.
-                        tokio::task::yield_now().await;
-                        next = tasks.try_join_next();
-                    }
-                }
+                let batch = self.batch(joined, &mut tasks, &mut held, settings).await;
                 if !batch.is_empty() {
                     completed.extend(self.finish_all(batch, settings).await?);
                 }
@@ -132,6 +89,76 @@ impl Executor {
         }
         completed.sort_by_key(|c: &Completed| order.get(&c.id).copied());
         result.map(|()| completed)
+    }
+
+    /// Claims and starts `starting`: a call another host claimed is left to it; the rest
+    /// lose their `(approved)` suffix in one edit (spec §7.5 step 7), then run, each in a
+    /// task of `tasks` holding its claim in `held` (a call that became a job releases its
+    /// claim: its journal keeps it).
+    async fn start_calls(
+        &self,
+        starting: Vec<Call>,
+        tasks: &mut JoinSet<Joined>,
+        held: &mut HashMap<ToolUseId, Option<claim::Held>>,
+        settings: &Settings,
+    ) -> Result<(), ExecutorError> {
+        let starting = self.claim_calls(starting, settings).await?;
+        let (starting, claims): (Vec<Call>, Vec<_>) = starting.into_iter().unzip();
+        if !starting.is_empty() {
+            self.clear_suffixes(&starting).await?;
+        }
+        for (call, claim) in starting.into_iter().zip(claims) {
+            let id = call.id.clone();
+            if let Some((task, moved)) = self.start(call, settings).await? {
+                held.insert(id.clone(), claim);
+                tasks.spawn(run_movable(id, task, moved));
+            } else {
+                self.release_claim(claim, settings).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The calls that finished with `joined`: every other call that finished meanwhile is
+    /// written with it, in one edit (one re-parse and one write of the conversation per
+    /// batch, not per call). Only calls already finished join the batch, so no result waits
+    /// for a slow one.
+    async fn batch(
+        &self,
+        joined: Result<Joined, tokio::task::JoinError>,
+        tasks: &mut JoinSet<Joined>,
+        held: &mut HashMap<ToolUseId, Option<claim::Held>>,
+        settings: &Settings,
+    ) -> Vec<(Finished, Option<claim::Held>)> {
+        let mut batch = Vec::new();
+        let mut next = Some(joined);
+        while let Some(joined) = next {
+            // Tasks catch their tools' panics, so a join error means the runtime is shutting
+            // down; nothing to write then.
+            match joined {
+                Ok(Joined::Done(finished)) => {
+                    self.running_calls().remove(&finished.id);
+                    let claim = held.remove(&finished.id).flatten();
+                    batch.push((finished, claim));
+                }
+                Ok(Joined::Moved(id)) => {
+                    self.release_claim(held.remove(&id).flatten(), settings)
+                        .await;
+                }
+                Err(_) => {}
+                Ok(Joined::Failed(id)) => {
+                    self.running_calls().remove(&id);
+                }
+            }
+            next = tasks.try_join_next();
+            if next.is_none() && !tasks.is_empty() {
+                // Let calls that are ready to end, end (without waiting for any that are
+                // not): they join this batch; stop when none did.
+                tokio::task::yield_now().await;
+                next = tasks.try_join_next();
+            }
+        }
+        batch
     }
 
     /// Removes the `(approved)` suffix of calls about to start, in one edit.
@@ -221,6 +248,24 @@ impl Executor {
                 jobs::Started::Finished(finished) => Ok(Some(ready(finished))),
             };
         }
+        let call = Call { id, tool, input };
+        self.start_foreground(call, found, directives.save_to, backgroundable, settings)
+            .await
+            .map(Some)
+    }
+
+    /// Starts a foreground call: registered as running (with its hand-over to the
+    /// background when `backgroundable`), announced, its context built; the future that runs
+    /// it.
+    async fn start_foreground(
+        &self,
+        call: Call,
+        found: Arc<dyn Tool>,
+        save_to: Option<String>,
+        backgroundable: bool,
+        settings: &Settings,
+    ) -> Result<(CallFuture, Moved), ExecutorError> {
+        let Call { id, tool, input } = call;
         let token = CancellationToken::new();
         let (sender, moved) = tokio::sync::oneshot::channel();
         self.running_calls().insert(
@@ -230,7 +275,7 @@ impl Executor {
                 tool: tool.clone(),
                 handoff: backgroundable.then(|| jobs::Handoff {
                     token: token.clone(),
-                    save_to: directives.save_to.clone(),
+                    save_to: save_to.clone(),
                     sender,
                 }),
             },
@@ -244,13 +289,12 @@ impl Executor {
         let ctx = self
             .context(&id, &tool, found.definition(), settings, token.clone())
             .await?;
-        let save_to = directives.save_to;
         let span = tracing::debug_span!("flemma.tool", id = %id, tool = %tool);
         let future = tracing::Instrument::instrument(
             run_one(found, id, tool, input, ctx, token, save_to),
             span,
         );
-        Ok(Some((Box::pin(future), moved)))
+        Ok((Box::pin(future), moved))
     }
 
     pub(super) async fn context(
