@@ -39,21 +39,17 @@ pub(crate) fn tools(
 ) -> Result<u8, Failure> {
     let config = settings.load()?;
     let registry = registry()?;
-    let specs = match file {
-        Some(file) => {
-            // The options as a transcript of the file evaluates them.
-            let input = Input::read(file)?;
-            let transcript =
-                options::transcript(&input.text, input.path(), config, registry.clone());
-            let evaluated = options::evaluated(&transcript, &input.name)?;
-            registry.specs_for_prompt(evaluated.options())
-        }
-        None => {
-            // Without a file, a diagnostic has a place of its own (the options file, `--set`).
-            let mut config = config;
-            let options = options::evaluate(&mut config, &registry, "options")?;
-            registry.specs_for_prompt(&options)
-        }
+    let specs = if let Some(file) = file {
+        // The options as a transcript of the file evaluates them.
+        let input = Input::read(file)?;
+        let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
+        let evaluated = options::evaluated(&transcript, &input.name)?;
+        registry.specs_for_prompt(evaluated.options())
+    } else {
+        // Without a file, a diagnostic has a place of its own (the options file, `--set`).
+        let mut config = config;
+        let options = options::evaluate(&mut config, &registry, "options")?;
+        registry.specs_for_prompt(&options)
     };
     if json {
         let list: Vec<_> = specs
