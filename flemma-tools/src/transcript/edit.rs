@@ -11,7 +11,7 @@ impl Transcript {
     /// Computes edits from the current document (and its text) and applies them as one
     /// change, computing them again (up to [`EDIT_ATTEMPTS`] times) when the conversation
     /// changed in between. Returns the revision written, or `None` when `f` had nothing to
-    /// change.
+    /// change. `f` runs under the transcript's lock, as [`read`](Self::read)'s does.
     ///
     /// # Errors
     ///

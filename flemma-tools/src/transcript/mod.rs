@@ -230,7 +230,8 @@ impl Transcript {
     }
 
     /// Reads the conversation, parses it (incrementally) and hands the document and its
-    /// revision to `f`.
+    /// revision to `f`. `f` runs under the transcript's lock: it must not call the
+    /// transcript (nor [`ExecutionContext::document`](crate::ExecutionContext::document)).
     ///
     /// # Errors
     ///
