@@ -6,6 +6,7 @@
 //! for approval, `max_turns` is exceeded or the user cancels.
 
 mod autopilot;
+mod error;
 mod events;
 mod respond;
 
@@ -13,74 +14,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use flemma_config::{ConfigError, FrontmatterError};
-use flemma_providers::{MiniJinjaEngine, Provider, SendError, TemplateEngine};
-use flemma_tools::transcript::{Transcript, TranscriptError};
+use flemma_providers::{MiniJinjaEngine, Provider, TemplateEngine};
+use flemma_tools::transcript::Transcript;
 use flemma_tools::{
-    Conversation, ConversationError, CycleReport, Executor, ExecutorBuilder, ExecutorError,
-    ToolRegistry,
+    Conversation, CycleReport, Executor, ExecutorBuilder, ExecutorError, ToolRegistry,
 };
 use tokio_util::sync::CancellationToken;
 
 pub use autopilot::{AutopilotState, Stop};
+pub use error::SessionError;
 pub use events::{SessionEvent, SessionEvents};
 
 use autopilot::{Action, Autopilot, Trigger};
 use events::Subscribers;
-
-/// What went wrong in a run. A tool's failure is a result the model sees, not one of these.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionError {
-    /// A run was asked for while a request streams (spec §7.1 guard).
-    #[error("A request is already in progress. Use <C-c> to cancel it first.")]
-    RequestInFlight,
-    /// A tool cycle was asked for while a request streams (spec §7.5 step 2).
-    #[error("Cannot execute tool while API request is in flight")]
-    ToolWhileRequest,
-    /// A run was asked for while another run executes tools.
-    #[error("the session is already running its tool cycle")]
-    AlreadyRunning,
-    /// The tool cycle failed (the conversation, the frontmatter, the options).
-    #[error("the tool cycle failed")]
-    Executor(#[from] ExecutorError),
-    /// The conversation could not be read or written.
-    #[error("the conversation could not be read or written")]
-    Conversation(#[from] ConversationError),
-    /// The conversation's frontmatter does not evaluate.
-    #[error("the frontmatter does not evaluate")]
-    Frontmatter(#[from] FrontmatterError),
-    /// The options do not resolve.
-    #[error("the options do not resolve")]
-    Config(#[from] ConfigError),
-    /// A template in the conversation failed; nothing was sent.
-    #[error("line {line}: {message}")]
-    Template {
-        /// The line of the template.
-        line: u32,
-        /// What failed.
-        message: String,
-    },
-    /// The request could not be sent or its response not received.
-    #[error("the {provider} request failed")]
-    Send {
-        /// The provider's name.
-        provider: String,
-        /// The cause.
-        #[source]
-        source: SendError,
-    },
-    /// The provider reported an error while streaming, or the stream broke or stalled; what
-    /// had arrived stays in the conversation under the abort marker `<!-- flemma:aborted:
-    /// Response incomplete: <message>. -->`, and the next run sends the request again.
-    #[error("the {provider} response failed: {message}")]
-    Stream {
-        /// The provider's name.
-        provider: String,
-        /// The provider's message.
-        message: String,
-    },
-}
 
 /// What [`Session::cancel`] cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,17 +40,6 @@ pub enum Cancelled {
     Resume,
     /// Nothing was running.
     Nothing,
-}
-
-impl From<TranscriptError> for SessionError {
-    fn from(error: TranscriptError) -> Self {
-        match error {
-            TranscriptError::Conversation(e) => Self::Conversation(e),
-            TranscriptError::Frontmatter(e) => Self::Frontmatter(e),
-            TranscriptError::Config(e) => Self::Config(e),
-            other => Self::Executor(other.into()),
-        }
-    }
 }
 
 /// Builds a [`Session`]; see [`Session::builder`].

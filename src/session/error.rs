@@ -1,0 +1,71 @@
+//! [`SessionError`]: what goes wrong in a run.
+
+use flemma_config::{ConfigError, FrontmatterError};
+use flemma_providers::SendError;
+use flemma_tools::transcript::TranscriptError;
+use flemma_tools::{ConversationError, ExecutorError};
+
+/// What went wrong in a run. A tool's failure is a result the model sees, not one of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// A run was asked for while a request streams (spec §7.1 guard).
+    #[error("A request is already in progress. Use <C-c> to cancel it first.")]
+    RequestInFlight,
+    /// A tool cycle was asked for while a request streams (spec §7.5 step 2).
+    #[error("Cannot execute tool while API request is in flight")]
+    ToolWhileRequest,
+    /// A run was asked for while another run executes tools.
+    #[error("the session is already running its tool cycle")]
+    AlreadyRunning,
+    /// The tool cycle failed (the conversation, the frontmatter, the options).
+    #[error("the tool cycle failed")]
+    Executor(#[from] ExecutorError),
+    /// The conversation could not be read or written.
+    #[error("the conversation could not be read or written")]
+    Conversation(#[from] ConversationError),
+    /// The conversation's frontmatter does not evaluate.
+    #[error("the frontmatter does not evaluate")]
+    Frontmatter(#[from] FrontmatterError),
+    /// The options do not resolve.
+    #[error("the options do not resolve")]
+    Config(#[from] ConfigError),
+    /// A template in the conversation failed; nothing was sent.
+    #[error("line {line}: {message}")]
+    Template {
+        /// The line of the template.
+        line: u32,
+        /// What failed.
+        message: String,
+    },
+    /// The request could not be sent or its response not received.
+    #[error("the {provider} request failed")]
+    Send {
+        /// The provider's name.
+        provider: String,
+        /// The cause.
+        #[source]
+        source: SendError,
+    },
+    /// The provider reported an error while streaming, or the stream broke or stalled; what
+    /// had arrived stays in the conversation under the abort marker `<!-- flemma:aborted:
+    /// Response incomplete: <message>. -->`, and the next run sends the request again.
+    #[error("the {provider} response failed: {message}")]
+    Stream {
+        /// The provider's name.
+        provider: String,
+        /// The provider's message.
+        message: String,
+    },
+}
+
+impl From<TranscriptError> for SessionError {
+    fn from(error: TranscriptError) -> Self {
+        match error {
+            TranscriptError::Conversation(e) => Self::Conversation(e),
+            TranscriptError::Frontmatter(e) => Self::Frontmatter(e),
+            TranscriptError::Config(e) => Self::Config(e),
+            other => Self::Executor(other.into()),
+        }
+    }
+}
