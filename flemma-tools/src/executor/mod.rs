@@ -29,8 +29,6 @@ mod jobs;
 mod plan;
 mod types;
 
-pub(crate) use jobs::JobShared;
-
 pub use claim::CallClaim;
 pub use types::{Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall};
 
@@ -179,7 +177,7 @@ impl ExecutorBuilder {
         }
         Executor {
             setup: self.setup,
-            jobs: Arc::new(JobShared::new(Arc::clone(&events))),
+            jobs: Arc::new(crate::jobs::table::Jobs::new(Arc::clone(&events))),
             events,
             cache: tokio::sync::Mutex::new(None),
             running: Mutex::new(HashMap::new()),
@@ -200,7 +198,7 @@ pub struct Executor {
     /// Foreground calls running now, by id.
     running: Mutex<HashMap<ToolUseId, RunningCall>>,
     /// Background jobs.
-    jobs: Arc<JobShared>,
+    jobs: Arc<crate::jobs::table::Jobs>,
     /// Whether orphan recovery ran (the first cycle runs it).
     recovered: std::sync::atomic::AtomicBool,
     /// This executor as the holder of call claims (one execution per call across hosts).
@@ -227,7 +225,7 @@ impl std::fmt::Debug for Executor {
 }
 
 /// Everything a cycle needs from the options of the moment.
-struct Settings {
+pub(crate) struct Settings {
     /// The host's layers with the frontmatter (the approval chain reads its op logs).
     config: Config,
     options: Arc<Options>,
@@ -239,8 +237,6 @@ struct Settings {
     store: Option<Arc<Store>>,
     sandbox: Sandbox,
     sandbox_available: bool,
-    /// The job journal under the store directory.
-    journal: Option<crate::jobs::journal::Journal>,
     /// Where the conversation's call claims are kept.
     claims: claim::Table,
 }
@@ -594,11 +590,8 @@ impl Executor {
             chat.as_deref(),
             &self.setup.conversation_id,
         )?;
-        let journal = store
-            .directory()
-            .ok()
-            .map(|dir| crate::jobs::journal::Journal::new(&dir));
-        self.jobs.set_journal(journal.clone());
+        self.jobs
+            .use_store_directory(store.directory().ok().as_deref());
         let claims = claim::Table::of(&self.setup.conversation, store.directory().ok().as_deref());
         let sandbox_available = self.setup.sandbox.is_available(&options.sandbox);
         // The policy is resolved with the sandbox off too: its read-only files (the
@@ -622,7 +615,6 @@ impl Executor {
             store: Some(Arc::new(store)),
             sandbox,
             sandbox_available,
-            journal,
             claims,
         })
     }

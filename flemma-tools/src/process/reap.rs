@@ -12,10 +12,15 @@
 //! Each matching process is signalled through a pidfd opened before it is checked, so a pid
 //! reused between the check and the signal is never hit.
 
+use std::time::Duration;
+
 use rustix::process::{Pid, Signal};
 
 #[cfg(target_os = "linux")]
-use crate::procfs::Stat;
+use super::procfs::Stat;
+
+/// How long processes get between `SIGTERM` and `SIGKILL`.
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
 
 /// The environment variable that marks a call's processes.
 pub(crate) const MARKER_VAR: &str = "FLEMMA_TOOL_CALL";
@@ -150,6 +155,28 @@ impl Members {
         environ
             .split(|&b| b == 0)
             .any(|entry| entry == wanted.as_bytes())
+    }
+}
+
+/// `SIGTERM` to every member, up to [`GRACE`] for them to go, then `SIGKILL`.
+pub(crate) async fn stop_all(members: &Members) {
+    members.signal(Signal::TERM);
+    let deadline = tokio::time::Instant::now() + GRACE;
+    // Most processes go at once: look again soon, then less often.
+    let mut pause = Duration::from_millis(1);
+    while members.any_alive() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+    if members.any_alive() {
+        members.signal(Signal::KILL);
+        // Let the kernel finish them so callers see them gone.
+        for _ in 0..50 {
+            if !members.any_alive() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 }
 
