@@ -220,7 +220,7 @@ pub(crate) trait JobJournal: Send + Sync + std::fmt::Debug {
 }
 
 /// The journal of one conversation in files: `<store directory>/jobs/<job id>.json`, written
-/// atomically ([`flemma_store::write_atomic`]) under a lock on `jobs/.lock`; every file
+/// atomically ([`flemma_store::write_atomic`]) under a lock on the store directory; every file
 /// operation runs on the blocking pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FileJournal {
@@ -267,15 +267,11 @@ fn write(dir: &Path, record: &JobRecord) -> std::io::Result<()> {
         .map_err(std::io::Error::other)
 }
 
-/// `jobs/.lock` locked (`flock`): not the directory itself, which
-/// [`flemma_store::write_atomic`] locks for its rename.
+/// The journal's lock: `flock` on the store directory, `jobs/`'s parent (not on `jobs/`
+/// itself, which [`flemma_store::write_atomic`] locks for its rename of an entry).
 fn lock(dir: &Path) -> std::io::Result<std::fs::File> {
     std::fs::create_dir_all(dir)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(".lock"))?;
+    let file = std::fs::File::open(dir.parent().unwrap_or(dir))?;
     #[cfg(unix)]
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
     Ok(file)

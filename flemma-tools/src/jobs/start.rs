@@ -234,8 +234,8 @@ fn placeholder_edits<E: From<JobFault>>(
         Err(flemma_ast::AstError::UnknownToolResult { .. }) => return Ok(Vec::new()),
         Err(error) => return Err(JobFault::Edit(error).into()),
     };
-    let body = writer::rewrite_fence_body(doc, id.as_str(), text, writer)
-        .map_err(JobFault::Edit)?;
+    let body =
+        writer::rewrite_fence_body(doc, id.as_str(), text, writer).map_err(JobFault::Edit)?;
     Ok(vec![header, body])
 }
 
