@@ -11,13 +11,22 @@
 //!
 //! Each matching process is signalled through a pidfd opened before it is checked, so a pid
 //! reused between the check and the signal is never hit.
+//!
+//! Every member started after the call's command, and the kernel gives pids out in turn
+//! (the next free one after the last it gave, wrapping at `pid_max`). So a call whose
+//! command was just started ([`Members::spawned`]) only looks at the pids given out since:
+//! those between its command's pid and the last pid given out (`/proc/loadavg`), probed one
+//! by one when they are few, else picked from the listing of `/proc`. That holds while the
+//! pid counter has not gone all the way round since, which the forks counted since
+//! (`/proc/stat`) rule out; when they cannot, every process is looked at, as for
+//! [`Members::new`].
 
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal};
 
 #[cfg(target_os = "linux")]
-use super::procfs::Stat;
+use super::procfs::{Allocation, Stat, pid_max};
 
 /// How long processes get between `SIGTERM` and `SIGKILL`.
 pub(crate) const GRACE: Duration = Duration::from_secs(1);
@@ -33,10 +42,71 @@ pub(crate) struct Members {
     /// The command's start time (clock ticks after boot): processes started earlier are not
     /// descendants, so their environment is not read.
     since: u64,
+    /// The forks counted when the command had just started ([`Members::spawned`]): the
+    /// members are among the pids given out since.
+    forks: Option<u64>,
+}
+
+/// The pids after `after` up to `last`, wrapping at `max`: those given out in turn after
+/// `after` was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Window {
+    after: i32,
+    last: i32,
+    max: i32,
+}
+
+/// At most this many pids given out since the command are probed one by one; more are
+/// picked from the listing of `/proc`.
+const PROBED: i32 = 64;
+
+/// Tasks that hold a pid besides those `/proc/loadavg` counts (exited group and session
+/// leaders whose ids are in use), and the forks between the command's start and the count:
+/// a margin against the pid counter's full turn.
+const TURN_MARGIN: u64 = 4096;
+
+impl Window {
+    fn contains(self, pid: i32) -> bool {
+        if self.last >= self.after {
+            pid > self.after && pid <= self.last
+        } else {
+            pid > self.after || pid <= self.last
+        }
+    }
+
+    fn len(self) -> i32 {
+        if self.last >= self.after {
+            self.last - self.after
+        } else {
+            (self.max - 1 - self.after).saturating_add(self.last)
+        }
+    }
+
+    fn pids(self) -> impl Iterator<Item = i32> {
+        let wrapped = self.last < self.after;
+        let high =
+            (self.after.saturating_add(1))..=(if wrapped { self.max - 1 } else { self.last });
+        let low = 1..=(if wrapped { self.last } else { 0 });
+        high.chain(low)
+    }
 }
 
 impl Members {
-    /// The members of the call whose command is `pid`, marked with `marker`.
+    /// The members of the call whose command `pid` was just spawned, marked with `marker`:
+    /// only the pids given out from now on are looked at (see the [module docs](self)).
+    pub(crate) fn spawned(session: i32, marker: String) -> Self {
+        #[cfg(target_os = "linux")]
+        let forks = super::procfs::forks();
+        #[cfg(not(target_os = "linux"))]
+        let forks = None;
+        Self {
+            forks,
+            ..Self::new(session, marker)
+        }
+    }
+
+    /// The members of the call whose command is `pid`, marked with `marker`, whenever it
+    /// started: every process is looked at.
     pub(crate) fn new(session: i32, marker: String) -> Self {
         #[cfg(target_os = "linux")]
         let since = std::fs::read(format!("/proc/{session}/stat"))
@@ -49,7 +119,28 @@ impl Members {
             session,
             marker,
             since,
+            forks: None,
         }
+    }
+
+    /// The pids the members can have, when fewer than all: those given out since the
+    /// command, unless the pid counter may have gone all the way round since.
+    #[cfg(target_os = "linux")]
+    fn window(&self) -> Option<Window> {
+        let forks = self.forks?;
+        let now = Allocation::now()?;
+        let max = pid_max()?;
+        let given = now.forks.checked_sub(forks)?;
+        // The counter moves by the pids it gives out and the pids in use it skips.
+        let moved = given
+            .saturating_add(now.tasks.saturating_mul(2))
+            .saturating_add(TURN_MARGIN);
+        // From the command itself on: a shell may `exec` its last command.
+        (moved < u64::try_from(max).ok()? / 2).then_some(Window {
+            after: self.session.saturating_sub(1),
+            last: now.last_pid,
+            max,
+        })
     }
 
     /// Sends `signal` to the process group and to every other member; returns how many
@@ -94,6 +185,7 @@ impl Members {
     #[cfg(target_os = "linux")]
     fn signal_scanned(&self, signal: Signal) -> usize {
         let mut count = 0;
+        let session = self.session_is_ours();
         for pid in self.scan() {
             let Some(raw) = Pid::from_raw(pid) else {
                 continue;
@@ -103,7 +195,7 @@ impl Members {
             else {
                 continue;
             };
-            if self.is_member(pid, self.session_is_ours()) {
+            if self.is_member(pid, session) {
                 let _ = rustix::process::pidfd_send_signal(&fd, signal);
                 count += 1;
             }
@@ -116,27 +208,41 @@ impl Members {
         0
     }
 
-    /// The pids of the living members.
+    /// The pids of the living members: of the pids given out since the command when known
+    /// (probed, or picked from the listing of `/proc`), else of every process.
     #[cfg(target_os = "linux")]
-    fn scan(&self) -> impl Iterator<Item = i32> + '_ {
+    fn scan(&self) -> Box<dyn Iterator<Item = i32> + '_> {
         let own = std::process::id();
         let session = self.session_is_ours();
-        std::fs::read_dir("/proc")
+        let not_own = move |pid: &i32| u32::try_from(*pid).ok() != Some(own);
+        let window = self.window();
+        if let Some(window) = window.filter(|w| w.len() <= PROBED) {
+            // `/proc/<tid>` of a thread answers too: only a thread group's leader counts,
+            // as in the listing.
+            return Box::new(
+                window
+                    .pids()
+                    .filter(not_own)
+                    .filter(move |&pid| self.is_member(pid, session) && is_leader(pid)),
+            );
+        }
+        let listed = std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(move |&pid| u32::try_from(pid).ok() != Some(own))
-            .filter(move |&pid| self.is_member(pid, session))
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok());
+        Box::new(
+            listed
+                .filter(move |&pid| window.is_none_or(|w| w.contains(pid)))
+                .filter(not_own)
+                .filter(move |&pid| self.is_member(pid, session)),
+        )
     }
 
     /// Alive (not a zombie) and in the session (when the session id is still the call's) or
     /// marked.
     #[cfg(target_os = "linux")]
     fn is_member(&self, pid: i32, session: bool) -> bool {
-        let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        let Some(stat) = Stat::parse(&stat) else {
+        let Some(stat) = Stat::of(pid) else {
             return false;
         };
         if stat.state == b'Z' || stat.state == b'X' {
@@ -156,6 +262,20 @@ impl Members {
             .split(|&b| b == 0)
             .any(|entry| entry == wanted.as_bytes())
     }
+}
+
+/// Whether `pid` is a thread group's leader (a process, as `/proc` lists them), not one of
+/// its other threads: `Tgid` of `/proc/<pid>/status`.
+#[cfg(target_os = "linux")]
+fn is_leader(pid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Tgid:"))
+        .and_then(|tgid| tgid.trim().parse::<i32>().ok())
+        == Some(pid)
 }
 
 /// `SIGTERM` to every member, up to [`GRACE`] for them to go, then `SIGKILL`.
@@ -200,6 +320,7 @@ mod tests {
             session: pid,
             marker: "not-this-one".into(),
             since: started.saturating_sub(1),
+            forks: None,
         };
         assert!(!stale.session_is_ours());
         stale.signal(Signal::KILL);
@@ -227,5 +348,75 @@ mod tests {
                 .scan()
                 .any(|p| u32::try_from(p).ok() == Some(std::process::id()))
         );
+    }
+
+    #[test]
+    fn windows_wrap_at_pid_max() {
+        let plain = Window {
+            after: 100,
+            last: 103,
+            max: 1000,
+        };
+        assert_eq!(plain.pids().collect::<Vec<_>>(), [101, 102, 103]);
+        assert_eq!(plain.len(), 3);
+        assert!(plain.contains(103) && !plain.contains(100) && !plain.contains(104));
+        let wrapped = Window {
+            after: 997,
+            last: 2,
+            max: 1000,
+        };
+        assert_eq!(wrapped.pids().collect::<Vec<_>>(), [998, 999, 1, 2]);
+        assert_eq!(wrapped.len(), 4);
+        assert!(wrapped.contains(999) && wrapped.contains(1) && !wrapped.contains(3));
+        assert!(!wrapped.contains(997) && !wrapped.contains(500));
+        let none = Window {
+            after: 5,
+            last: 5,
+            max: 1000,
+        };
+        assert_eq!(none.pids().count(), 0);
+    }
+
+    #[test]
+    fn only_processes_started_after_the_command_are_read() {
+        use std::os::unix::process::CommandExt as _;
+        // Started before the command: never looked at, though it lives on.
+        let mut older = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let older_pid = i32::try_from(older.id()).unwrap_or_default();
+        let marker = format!("reap-window-{}", std::process::id());
+        // The command leaves an escapee in a session of its own, marked.
+        let mut command = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 31 >/dev/null 2>&1 &"])
+            .env(MARKER_VAR, &marker)
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pid = i32::try_from(command.id()).unwrap_or_default();
+        let members = Members::spawned(pid, marker);
+        let _ = command.wait();
+        super::super::procfs::tests::READS.with(|r| r.borrow_mut().clear());
+        let found = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            members.any_alive()
+        });
+        assert!(found, "the escapee was not found");
+        let read = super::super::procfs::tests::READS.with(|r| r.borrow().clone());
+        assert!(!read.contains(&older_pid), "an older process was read");
+        assert!(!read.contains(&1), "pid 1 was read");
+        members.signal(Signal::KILL);
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            !members.any_alive()
+        });
+        assert!(gone, "the escapee survived");
+        assert!(
+            matches!(older.try_wait(), Ok(None)),
+            "the older process was stopped"
+        );
+        let _ = older.kill();
+        let _ = older.wait();
     }
 }

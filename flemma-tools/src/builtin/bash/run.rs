@@ -92,7 +92,7 @@ pub(crate) async fn run(
     let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(std::io::Error::other("the command has no process id"));
     };
-    let members = Members::new(pid, command.marker);
+    let members = Members::spawned(pid, command.marker);
     let mut guard = Guard {
         members: Some(members.clone()),
     };
