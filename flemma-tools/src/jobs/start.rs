@@ -66,25 +66,9 @@ impl Jobs {
         let mut spawned = None;
         #[cfg(unix)]
         if let (Some(detach), Some(journal)) = (found.detach(), journal.as_ref()) {
-            let command = match detach.command(&input, &ctx) {
-                Ok(command) => command,
+            match spawn_detached(detach, &input, &ctx, &**journal, &mut record) {
+                Ok(child) => spawned = Some(child),
                 Err(output) => return Ok(Started::Finished(output)),
-            };
-            let marker = format!("{job_id}.{}.{started_at}", std::process::id());
-            let output = journal.output_path(job_id.as_str());
-            let exit = journal.exit_path(job_id.as_str());
-            match super::detached::spawn(&command, &output, &exit, &marker) {
-                Ok(process) => {
-                    record.process = Some(process.process);
-                    record.marker = Some(marker);
-                    record.timeout_seconds = command.timeout.map(|t| t.as_secs_f64());
-                    record.deadline = command.timeout.map(|t| started_at + t.as_secs_f64());
-                    spawned = Some(process.child);
-                }
-                Err(error) => {
-                    tracing::warn!(tool_id = %id, %error, "background command not started");
-                    return Ok(Started::Finished(ToolOutput::error(msg::JOB_START)));
-                }
             }
         }
         if let Some(journal) = &journal
@@ -201,6 +185,37 @@ impl Jobs {
                 continue;
             }
             return Ok(());
+        }
+    }
+}
+
+/// Starts a detached call's own process (its output and exit status in the journal's files)
+/// and records it in `record`; the call's result instead when it cannot start.
+#[cfg(unix)]
+fn spawn_detached(
+    detach: &dyn super::Detach,
+    input: &Value,
+    ctx: &crate::context::ExecutionContext,
+    journal: &dyn super::journal::JobJournal,
+    record: &mut JobRecord,
+) -> Result<tokio::process::Child, ToolOutput> {
+    let command = detach.command(input, ctx)?;
+    let job_id = &record.job_id;
+    let started_at = record.started_at;
+    let marker = format!("{job_id}.{}.{started_at}", std::process::id());
+    let output = journal.output_path(job_id);
+    let exit = journal.exit_path(job_id);
+    match super::detached::spawn(&command, &output, &exit, &marker) {
+        Ok(process) => {
+            record.process = Some(process.process);
+            record.marker = Some(marker);
+            record.timeout_seconds = command.timeout.map(|t| t.as_secs_f64());
+            record.deadline = command.timeout.map(|t| started_at + t.as_secs_f64());
+            Ok(process.child)
+        }
+        Err(error) => {
+            tracing::warn!(tool_id = %record.tool_id, %error, "background command not started");
+            Err(ToolOutput::error(msg::JOB_START))
         }
     }
 }
