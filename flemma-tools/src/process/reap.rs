@@ -397,13 +397,13 @@ mod tests {
         let pid = i32::try_from(command.id()).unwrap_or_default();
         let members = Members::spawned(pid, marker);
         let _ = command.wait();
-        super::super::procfs::tests::READS.with(|r| r.borrow_mut().clear());
+        crate::process::procfs::tests::READS.with(|r| r.borrow_mut().clear());
         let found = (0..200).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(5));
             members.any_alive()
         });
         assert!(found, "the escapee was not found");
-        let read = super::super::procfs::tests::READS.with(|r| r.borrow().clone());
+        let read = crate::process::procfs::tests::READS.with(|r| r.borrow().clone());
         assert!(!read.contains(&older_pid), "an older process was read");
         assert!(!read.contains(&1), "pid 1 was read");
         members.signal(Signal::KILL);
