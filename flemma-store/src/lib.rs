@@ -37,6 +37,7 @@ mod path;
 mod preview;
 mod store;
 mod write;
+mod writes;
 
 pub use body::ResultBody;
 pub use error::StoreError;
@@ -48,3 +49,4 @@ pub use path::{
 pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};
 pub use write::{AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic};
+pub use writes::{FileWrites, StoreWrites};

@@ -15,7 +15,8 @@ use crate::path::{
     resolve_chat,
 };
 use crate::preview::{format_size, head_preview};
-use crate::write::{AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic};
+use crate::write::{AtomicWriter, BackupStrategy, NoBackup, VersionBackup};
+use crate::writes::{FileWrites, StoreWrites};
 
 #[cfg(feature = "tokio")]
 mod nonblocking;
@@ -100,6 +101,7 @@ pub struct Store {
     preview_bytes: usize,
     materialize: bool,
     env: EnvLookup,
+    writes: Arc<dyn StoreWrites>,
 }
 
 impl fmt::Debug for Store {
@@ -110,6 +112,7 @@ impl fmt::Debug for Store {
             .field("conversation", &self.conversation)
             .field("backup", &self.backup)
             .field("materialize", &self.materialize)
+            .field("writes", &self.writes)
             .finish_non_exhaustive()
     }
 }
@@ -168,6 +171,7 @@ impl Store {
             preview_bytes: usize::try_from(options.preview.bytes).unwrap_or(usize::MAX),
             materialize: options.materialize,
             env: Arc::new(|name| std::env::var(name).ok()),
+            writes: Arc::new(FileWrites),
         })
     }
 
@@ -175,6 +179,13 @@ impl Store {
     #[must_use]
     pub fn with_env(mut self, env: EnvLookup) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Writes through `writes` instead of to files ([`FileWrites`]).
+    #[must_use]
+    pub fn with_writes(mut self, writes: Arc<dyn StoreWrites>) -> Self {
+        self.writes = writes;
         self
     }
 
@@ -252,12 +263,13 @@ impl Store {
     /// Writes a result to its store path with the configured backup strategy (truncation
     /// overflow, materialisation).
     ///
-    /// This blocks the calling thread for two fsyncs (see [`write_atomic`]); async callers use
+    /// This blocks the calling thread for two fsyncs (see [`write_atomic`](crate::write_atomic), with
+    /// the default [`FileWrites`]); async callers use
     /// `Store::write_result_async` (feature `tokio`) or their own blocking pool.
     ///
     /// # Errors
     ///
-    /// As [`write_atomic`], and path errors.
+    /// As [`StoreWrites::write`], and path errors.
     pub fn write_result<'a>(
         &self,
         id: impl Into<ResultId<'a>>,
@@ -265,7 +277,7 @@ impl Store {
         content: &str,
     ) -> Result<PathBuf, StoreError> {
         let path = self.path_for(id, name)?;
-        write_atomic(&path, content.as_bytes(), &*self.backup)
+        self.writes.write(&path, content.as_bytes(), &*self.backup)
     }
 
     /// A streaming write of a result to its store path: the content is written in pieces
@@ -293,7 +305,7 @@ impl Store {
     /// Materialises a finished result (spec §11.5) when `tools.store.materialize` was on in
     /// the options given to [`Store::new`]: writes [`ResultBody::render`] to the result's
     /// store path and returns it; `Ok(None)` when materialisation is off (nothing is rendered
-    /// or written then). Blocks as [`write_atomic`] does; `Store::materialize_async` (feature
+    /// or written then). Blocks as [`Store::write_result`] does; `Store::materialize_async` (feature
     /// `tokio`) does not.
     ///
     /// The executor skips it when truncation already wrote the overflow file or when
@@ -362,7 +374,7 @@ impl Store {
     }
 
     /// Redirects a successful result to `save_to` (spec §11.6). Never loses the content: on
-    /// any failure the full content comes back with a notice. Blocks as [`write_atomic`]
+    /// any failure the full content comes back with a notice. Blocks as [`Store::write_result`]
     /// does; `Store::save_to_async` (feature `tokio`) does not.
     pub fn save_to(
         &self,
@@ -371,7 +383,9 @@ impl Store {
         sandbox: Option<&dyn WritablePaths>,
     ) -> SaveOutcome {
         let saved = self.save_to_target(save_to, sandbox).and_then(|dest| {
-            let path = write_atomic(&dest, content.as_bytes(), &*self.backup)?;
+            let path = self
+                .writes
+                .write(&dest, content.as_bytes(), &*self.backup)?;
             let stub = self.saved_stub(&path, content);
             Ok((path, stub))
         });

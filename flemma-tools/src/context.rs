@@ -45,7 +45,7 @@ struct Inner {
     store: Option<Arc<Store>>,
     cancel: CancellationToken,
     /// The executor's jobs (for `flemma.jobs.status`).
-    jobs: Option<Arc<crate::executor::JobShared>>,
+    jobs: Option<Arc<dyn crate::jobs::lookup::JobLookup>>,
     /// Where a bound truncation wrote the full output, so completion does not store it twice.
     overflow: Mutex<Option<PathBuf>>,
     /// Why the full output could not be written to the store, when it could not.
@@ -73,7 +73,7 @@ pub struct ExecutionContextBuilder {
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: Option<CancellationToken>,
-    jobs: Option<Arc<crate::executor::JobShared>>,
+    jobs: Option<Arc<dyn crate::jobs::lookup::JobLookup>>,
 }
 
 impl ExecutionContext {
@@ -172,7 +172,7 @@ impl ExecutionContext {
     }
 
     /// The executor's jobs, for `flemma.jobs.status`.
-    pub(crate) fn jobs(&self) -> Option<&Arc<crate::executor::JobShared>> {
+    pub(crate) fn jobs(&self) -> Option<&Arc<dyn crate::jobs::lookup::JobLookup>> {
         self.inner.jobs.as_ref()
     }
 
@@ -371,7 +371,10 @@ impl ExecutionContextBuilder {
     }
 
     /// The executor's jobs, for `flemma.jobs.status`.
-    pub(crate) fn jobs(mut self, jobs: Arc<crate::executor::JobShared>) -> Self {
+    pub(crate) fn jobs<J: crate::jobs::lookup::JobLookup + 'static>(
+        mut self,
+        jobs: Arc<J>,
+    ) -> Self {
         self.jobs = Some(jobs);
         self
     }

@@ -50,8 +50,7 @@ mod messages;
 mod module;
 mod output;
 pub mod preview;
-#[cfg(target_os = "linux")]
-mod procfs;
+mod process;
 mod protect;
 mod registry;
 pub mod sandbox;

@@ -11,7 +11,6 @@ use super::{SaveOutcome, Store, WritablePaths, not_saved};
 use crate::body::ResultBody;
 use crate::error::StoreError;
 use crate::path::ResultId;
-use crate::write::write_atomic;
 
 impl Store {
     /// [`Store::write_result`] without blocking the caller: the write runs on Tokio's
@@ -50,10 +49,10 @@ impl Store {
         content: String,
     ) -> Result<PathBuf, StoreError> {
         let path = self.path_for(id, name)?;
-        let backup = Arc::clone(&self.backup);
+        let (backup, writes) = (Arc::clone(&self.backup), Arc::clone(&self.writes));
         let target = path.clone();
         blocking(&path, move || {
-            write_atomic(&target, content.as_bytes(), &*backup)
+            writes.write(&target, content.as_bytes(), &*backup)
         })
         .await
     }
@@ -101,10 +100,14 @@ impl Store {
         };
         // Shared with the blocking task, so that it comes back even if the task never ran.
         let content = Arc::new(content);
-        let (backup, shared, target) =
-            (Arc::clone(&self.backup), Arc::clone(&content), dest.clone());
+        let (backup, writes, shared, target) = (
+            Arc::clone(&self.backup),
+            Arc::clone(&self.writes),
+            Arc::clone(&content),
+            dest.clone(),
+        );
         let written = blocking(&dest, move || {
-            write_atomic(&target, shared.as_bytes(), &*backup)
+            writes.write(&target, shared.as_bytes(), &*backup)
         })
         .await;
         match written {

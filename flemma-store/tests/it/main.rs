@@ -19,6 +19,7 @@ mod nonblocking;
 mod paths;
 mod save_to;
 mod security;
+mod writes;
 
 use std::collections::HashMap;
 use std::fs;

@@ -27,8 +27,6 @@ mod plan;
 mod run;
 mod types;
 
-pub(crate) use jobs::JobShared;
-
 pub use claim::CallClaim;
 pub use types::{Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall};
 
@@ -230,7 +228,7 @@ impl ExecutorBuilder {
                 approver,
                 guard,
             },
-            jobs: Arc::new(JobShared::new(Arc::clone(&events))),
+            jobs: Arc::new(crate::jobs::table::Jobs::new(Arc::clone(&events))),
             events,
             running: Mutex::new(HashMap::new()),
             recovered: std::sync::atomic::AtomicBool::new(false),
@@ -248,7 +246,7 @@ pub struct Executor {
     /// Foreground calls running now, by id.
     running: Mutex<HashMap<ToolUseId, RunningCall>>,
     /// Background jobs.
-    jobs: Arc<JobShared>,
+    jobs: Arc<crate::jobs::table::Jobs>,
     /// Whether orphan recovery ran (the first cycle runs it).
     recovered: std::sync::atomic::AtomicBool,
     /// This executor as the holder of call claims (one execution per call across hosts).
@@ -277,10 +275,8 @@ impl std::fmt::Debug for Executor {
 /// Everything a cycle needs from the options of the moment: the transcript's
 /// [`Settings`](crate::transcript::Settings) (reached through `Deref`: the options, the
 /// store, the sandbox, the writer's options) and the executor's own journal and claims.
-struct Settings {
+pub(crate) struct Settings {
     shared: Arc<crate::transcript::Settings>,
-    /// The job journal under the store directory.
-    journal: Option<crate::jobs::journal::Journal>,
     /// Where the conversation's call claims are kept.
     claims: claim::Table,
 }
@@ -558,12 +554,10 @@ impl Executor {
     async fn settings(&self) -> Result<Settings, ExecutorError> {
         let shared = self.setup.transcript.settings().await?;
         let store_dir = shared.store.as_ref().and_then(|s| s.directory().ok());
-        let journal = store_dir.as_deref().map(crate::jobs::journal::Journal::new);
-        self.jobs.set_journal(journal.clone());
+        self.jobs.use_store_directory(store_dir.as_deref());
         let claims = claim::Table::of(self.conversation(), store_dir.as_deref());
         Ok(Settings {
             shared,
-            journal,
             claims,
         })
     }

@@ -34,22 +34,25 @@
 //! [`Executor::drain_jobs`]: crate::Executor::drain_jobs
 //! [`Executor::recover`]: crate::Executor::recover
 
-pub(crate) mod journal;
+mod deliver;
+mod detach;
 #[cfg(unix)]
-pub(crate) mod process;
+pub(crate) mod detached;
+pub(crate) mod host;
+pub(crate) mod journal;
+pub(crate) mod lookup;
+mod recover;
+pub(crate) mod start;
 pub(crate) mod status;
-
-use std::path::PathBuf;
-use std::time::Duration;
+pub(crate) mod table;
+#[cfg(unix)]
+mod watch;
 
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::context::ExecutionContext;
-use crate::output::ToolOutput;
-
-pub use journal::ProcessRef;
+pub use crate::process::ProcessRef;
+pub use detach::{Detach, DetachedCommand, DetachedEnding};
 pub use status::JobsStatus;
 
 /// Where a job is in its life.
@@ -128,59 +131,6 @@ pub struct Recovery {
     pub finished: Vec<JobId>,
     /// Jobs that are gone without a result: marked lost.
     pub lost: Vec<JobId>,
-}
-
-/// A command a tool runs as a process of its own when its call goes to the background, so the
-/// job survives the host (see the [module docs](self)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DetachedCommand {
-    /// The command line, already wrapped by the sandbox.
-    pub argv: Vec<String>,
-    /// The working directory.
-    pub cwd: PathBuf,
-    /// The whole environment, later entries winning: the host's is not inherited, so a tool
-    /// starts from [`ExecutionContext::environment`] (the host's under `tools.env`) and adds
-    /// its own variables.
-    pub env: Vec<(String, String)>,
-    /// Stopped (with its output kept) when this passes; watched by whichever host watches the
-    /// job.
-    pub timeout: Option<Duration>,
-}
-
-/// How a detached command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DetachedEnding {
-    /// It exited with this code (`128 + n` when killed by signal `n`).
-    Exited(i32),
-    /// Its timeout passed and it was stopped.
-    TimedOut,
-    /// The job was cancelled.
-    Cancelled,
-}
-
-/// A tool whose calls can run detached from the host in the background (the built-in `bash`):
-/// the executor runs [`Detach::command`] as its own process with output to a file, records its
-/// exit status, and turns that into the call's result with [`Detach::result`], possibly in
-/// another process than the one that started it.
-pub trait Detach: Send + Sync {
-    /// The command for a call; `Err` is the call's result when it cannot run (no command, a
-    /// sandbox error).
-    ///
-    /// # Errors
-    ///
-    /// The result to write instead of starting anything.
-    fn command(&self, input: &Value, ctx: &ExecutionContext)
-    -> Result<DetachedCommand, ToolOutput>;
-
-    /// The call's result from its output file (everything the command wrote to standard
-    /// output and standard error) and how it ended.
-    fn result(
-        &self,
-        input: &Value,
-        ctx: &ExecutionContext,
-        output: &std::path::Path,
-        ending: DetachedEnding,
-    ) -> ToolOutput;
 }
 
 /// The characters of a job id's random part (spec §8.2).

@@ -5,7 +5,6 @@ use serde_json::{Map, Value, json};
 
 use crate::context::ExecutionContext;
 use crate::definition::ToolDefinition;
-use crate::jobs::JobState;
 use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::Preview;
@@ -47,7 +46,7 @@ impl Tool for JobsStatus {
             .unwrap_or_default()
             .trim()
             .to_owned();
-        ToolOutput::text(status(&job_id, ctx).to_string())
+        ToolOutput::text(status(&job_id, ctx).await.to_string())
     }
 
     fn preview(&self, input: &Value, _max_len: usize) -> Option<Preview> {
@@ -58,43 +57,25 @@ impl Tool for JobsStatus {
 
 /// The lookup order of spec §8.7: the executor's jobs (running, or finished with the
 /// delivery pending), a job running in another host (the journal), then the conversation.
-fn status(job_id: &str, ctx: &ExecutionContext) -> Value {
+async fn status(job_id: &str, ctx: &ExecutionContext) -> Value {
     let mut out = Map::new();
-    let live = ctx.jobs().and_then(|jobs| jobs.live_status(job_id));
-    if let Some(live) = live {
-        let state = if live.delivery_pending {
+    let found = match ctx.jobs() {
+        Some(jobs) => jobs.job_status(job_id).await,
+        None => None,
+    };
+    if let Some(found) = found {
+        let state = if found.delivery_pending {
             msg::JOB_STATE_DELIVERY_PENDING
         } else {
             msg::JOB_STATE_RUNNING
         };
         out.insert("status".into(), json!(state));
         out.insert("job_id".into(), json!(job_id));
-        out.insert("tool_id".into(), json!(live.tool_id.as_str()));
-        out.insert("tool_name".into(), json!(live.tool.as_str()));
-        out.insert("elapsed_seconds".into(), json!(whole(live.elapsed_seconds)));
-        return Value::Object(out);
-    }
-    let journaled = ctx
-        .jobs()
-        .and_then(|jobs| jobs.journal())
-        .and_then(|journal| journal.read(job_id));
-    if let Some(record) = journaled.filter(|r| {
-        r.state == JobState::Running && r.owner.is_some_and(|o| o.is_alive())
-            || r.state == JobState::Completed
-    }) {
-        let state = if record.state == JobState::Running {
-            msg::JOB_STATE_RUNNING
-        } else {
-            msg::JOB_STATE_DELIVERY_PENDING
-        };
-        let end = record.completed_at.unwrap_or_else(super::now_seconds);
-        out.insert("status".into(), json!(state));
-        out.insert("job_id".into(), json!(job_id));
-        out.insert("tool_id".into(), json!(record.tool_id));
-        out.insert("tool_name".into(), json!(record.tool));
+        out.insert("tool_id".into(), json!(found.tool_id));
+        out.insert("tool_name".into(), json!(found.tool));
         out.insert(
             "elapsed_seconds".into(),
-            json!(whole(end - record.started_at)),
+            json!(whole(found.elapsed_seconds)),
         );
         return Value::Object(out);
     }

@@ -4,7 +4,7 @@
 //! call's working directory, with standard input from `/dev/null`, in its own session and
 //! process group, and with the host's environment under `tools.env` (without credentials by
 //! default, see [`ExecutionContext::environment`]) plus `GIT_PAGER=cat`, `PAGER=cat`,
-//! `tools.bash.env`, `FLEMMA_TOOLS_STORE_PATH` and the call's marker (see [`reap`]).
+//! `tools.bash.env`, `FLEMMA_TOOLS_STORE_PATH` and the call's marker (see [`crate::process::reap`]).
 //!
 //! The output is the terminal text ([`terminal`]) with trailing whitespace trimmed,
 //! tail-truncated with overflow to the store; an output too large for memory streams to the
@@ -13,7 +13,6 @@
 //! escapees, a grace period, then `SIGKILL`.
 
 mod collect;
-pub(crate) mod reap;
 pub(crate) mod run;
 mod terminal;
 
@@ -108,7 +107,7 @@ impl Tool for Bash {
     /// The call's own timeout (`input.timeout` or the context's), after which the command
     /// is stopped.
     fn time_limit(&self, input: &Value, ctx: &ExecutionContext) -> Option<Duration> {
-        Some(timeout_of(input, ctx).0 + run::GRACE)
+        Some(timeout_of(input, ctx).0 + crate::process::reap::GRACE)
     }
 }
 

@@ -10,11 +10,8 @@ use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 
 use super::collect::Collector;
-use super::reap::{MARKER_VAR, Members};
 use super::terminal::TerminalText;
-
-/// How long processes get between `SIGTERM` and `SIGKILL`.
-pub(crate) const GRACE: Duration = Duration::from_secs(1);
+use crate::process::reap::{MARKER_VAR, Members, stop_all};
 /// How long output is still read after the command ended and its processes are gone.
 const DRAIN: Duration = Duration::from_millis(500);
 /// The terminal's size: rows, columns.
@@ -27,7 +24,7 @@ pub(crate) struct Command {
     pub(crate) cwd: PathBuf,
     /// The whole environment (nothing is inherited), later entries winning.
     pub(crate) env: Vec<(String, String)>,
-    /// This call's marker (see [`super::reap`]).
+    /// This call's marker (see [`crate::process::reap`]).
     pub(crate) marker: String,
 }
 
@@ -65,7 +62,7 @@ impl Drop for Guard {
 
 /// Runs `command`, feeding its terminal text to `collector`, until it exits, `timeout`
 /// passes or `cancel` fires; then makes sure none of its processes is left (`SIGTERM`,
-/// [`GRACE`], `SIGKILL`) and reads what is left of the output.
+/// [`GRACE`](crate::process::reap::GRACE), `SIGKILL`) and reads what is left of the output.
 ///
 /// # Errors
 ///
@@ -95,7 +92,7 @@ pub(crate) async fn run(
     let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(std::io::Error::other("the command has no process id"));
     };
-    let members = Members::new(pid, command.marker);
+    let members = Members::spawned(pid, command.marker);
     let mut guard = Guard {
         members: Some(members.clone()),
     };
@@ -184,28 +181,6 @@ fn raw_output(pty: &pty_process::Pty) -> std::io::Result<()> {
     termios.output_modes.remove(OutputModes::OPOST);
     tcsetattr(pty, OptionalActions::Now, &termios)?;
     Ok(())
-}
-
-/// `SIGTERM` to every member, up to [`GRACE`] for them to go, then `SIGKILL`.
-pub(crate) async fn stop_all(members: &Members) {
-    members.signal(Signal::TERM);
-    let deadline = tokio::time::Instant::now() + GRACE;
-    // Most processes go at once: look again soon, then less often.
-    let mut pause = Duration::from_millis(1);
-    while members.any_alive() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-    if members.any_alive() {
-        members.signal(Signal::KILL);
-        // Let the kernel finish them so callers see them gone.
-        for _ in 0..50 {
-            if !members.any_alive() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    }
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::journal::ProcessRef;
 use super::{DetachedCommand, now_seconds};
-use crate::builtin::bash::reap::{MARKER_VAR, Members};
+use crate::process::ProcessRef;
+use crate::process::reap::{MARKER_VAR, Members, stop_all};
 
 /// The wrapper: runs `"$@"`, then records its status in `$1` atomically.
 const WRAPPER: &str = r#"exit_file=$1; shift; "$@"; code=$?; printf '%s\n' "$code" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file""#;
@@ -144,5 +144,5 @@ async fn stop(job: &Watch<'_>) {
         return;
     }
     let members = Members::new(job.process.pid, job.marker.unwrap_or_default().to_owned());
-    crate::builtin::bash::run::stop_all(&members).await;
+    stop_all(&members).await;
 }
