@@ -620,25 +620,9 @@ impl DiagnosticKind {
     }
 }
 
-/// How serious a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// The document cannot be used as written.
-    Error,
-    /// Something was skipped or kept as text; the rest is usable.
-    Warning,
-}
-
-impl Severity {
-    /// The word as in the JSON contract.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
+/// How serious a diagnostic is: the one severity of every flemma diagnostic, owned by
+/// `flemma-ids` and the same type as `flemma_config::Severity`.
+pub use flemma_ids::Severity;
 
 /// Something the parser found wrong, with the line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -79,6 +79,11 @@ impl<'a> Source<'a> {
         crate::LineSpan::new(self.number(first), self.number(last))
     }
 
+    /// The byte offset where line `i` starts.
+    pub(crate) fn start(&self, i: usize) -> usize {
+        self.lines[i].0
+    }
+
     /// Line `i` (0-based), without its terminator.
     pub(crate) fn line(&self, i: usize) -> &'a str {
         let (start, end) = self.lines[i];

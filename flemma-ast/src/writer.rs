@@ -27,7 +27,7 @@ use crate::ast::{Document, Message, Role, Segment, ToolStatus};
 pub use crate::edit::{LineIndex, TextEdit, apply_edits, apply_edits_in_place};
 use crate::error::AstError;
 use crate::messages as msg;
-use crate::query::{ToolPair, build_tool_sibling_table, find_job_result};
+use crate::query::{ToolIndex, ToolPair, build_tool_sibling_table, find_job_result};
 use flemma_ids::{JobId, ToolName, ToolUseId};
 
 /// Options that change what the writer produces.
@@ -431,7 +431,55 @@ pub fn write_result(
     body: &ResultBody,
     opts: WriterOptions,
 ) -> Result<TextEdit, AstError> {
-    let span = result_span(doc, tool_use_id)?;
+    write_at(result_span(doc, tool_use_id)?, tool_use_id, body, opts)
+}
+
+/// [`write_result`] finding the result block through `index` (built from `doc`, as
+/// [`IncrementalParser::tool_index`](crate::IncrementalParser::tool_index) keeps one) instead of
+/// a scan of the document: writing many results into a large document costs each result, not
+/// the document.
+///
+/// # Errors
+///
+/// [`AstError::UnknownToolResult`] when the tool use has no result block.
+///
+/// ```
+/// use flemma_ast::writer::{self, ResultBody, WriterOptions};
+/// use flemma_ast::{IncrementalParser, ToolStatus};
+///
+/// let mut parser = IncrementalParser::new(
+///     "@Assistant:\n**Tool Use:** `bash` (`t1`)\n```json\n{}\n```\n\n\
+///      @You:\n**Tool Result:** `t1` (approved)\n```\n```\n",
+/// );
+/// let body = ResultBody::Success("ok".into());
+/// let edit = writer::write_result_in(parser.document(), parser.tool_index(), "t1", &body, WriterOptions::default())?;
+/// parser.apply_edits(&[edit])?;
+/// assert!(parser.text().ends_with("**Tool Result:** `t1`\n```\nok\n```\n"));
+/// # Ok::<(), flemma_ast::AstError>(())
+/// ```
+pub fn write_result_in(
+    doc: &Document,
+    index: &ToolIndex,
+    tool_use_id: &str,
+    body: &ResultBody,
+    opts: WriterOptions,
+) -> Result<TextEdit, AstError> {
+    let span = index
+        .last_tool_result(doc, tool_use_id)
+        .map(|found| found.node.span)
+        .ok_or_else(|| AstError::UnknownToolResult {
+            id: tool_use_id.to_owned(),
+        })?;
+    write_at(span, tool_use_id, body, opts)
+}
+
+/// The edit replacing the block at `span` with a final result.
+fn write_at(
+    span: crate::LineSpan,
+    tool_use_id: &str,
+    body: &ResultBody,
+    opts: WriterOptions,
+) -> Result<TextEdit, AstError> {
     let (content, language, is_error) = body.render();
     let header = result_header(tool_use_id, is_error.then_some("error"));
     Ok(TextEdit::replace(

@@ -1199,9 +1199,11 @@ impl Executor {
             self.edit(|doc| {
                 missing.clear();
                 let mut edits = Vec::with_capacity(pending.len());
+                // One scan for the batch, not one per result.
+                let index = flemma_ast::ToolIndex::new(doc);
                 for &entry in &pending {
                     let (id, body) = entry;
-                    match writer::write_result(doc, id.as_str(), body, writer) {
+                    match writer::write_result_in(doc, &index, id.as_str(), body, writer) {
                         Ok(edit) => edits.push(edit),
                         // Put back below (once); after that, nowhere to write.
                         Err(flemma_ast::AstError::UnknownToolResult { .. }) => {
