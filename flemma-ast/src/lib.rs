@@ -42,6 +42,7 @@ pub mod modeline;
 mod parser;
 mod print;
 mod query;
+mod results;
 mod source;
 mod template;
 pub mod writer;

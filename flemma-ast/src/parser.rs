@@ -1,9 +1,10 @@
 //! The document parser: frontmatter, message segmentation and per-role content (spec §1).
 
 use crate::ast::{Diagnostic, Document, Frontmatter, LineSpan, Message, Role, Segment, Text};
-use crate::content::{Body, Unit, UnitTrack, parse_assistant, parse_you};
+use crate::content::{Body, parse_assistant};
 use crate::error::AstError;
 use crate::line;
+use crate::results::{Unit, UnitTrack, parse_you};
 use crate::source::{Source, trim_cr};
 use crate::template::parse_segments;
 

@@ -5,11 +5,11 @@ mod units;
 use std::sync::OnceLock;
 
 use crate::ast::Document;
-use crate::content::Unit;
 use crate::edit::{self, TextEdit};
 use crate::error::AstError;
 use crate::parser::{LineIter, Output, parse_body_until, parse_frontmatter};
 use crate::query::ToolIndex;
+use crate::results::Unit;
 use units::shift_message;
 
 /// Keeps a text and its parsed document current while the text changes.
@@ -81,7 +81,7 @@ impl IncrementalParser {
     pub fn new(text: impl Into<String>) -> Self {
         let mut parser = Self {
             text: String::new(),
-            doc: crate::parse(""),
+            doc: crate::parser::parse(""),
             markers: Vec::new(),
             units: Vec::new(),
             index: OnceLock::new(),

@@ -3,9 +3,10 @@
 //! 10,000 costs that result, not the message.
 
 use crate::ast::{Document, Message, Role, Segment};
-use crate::content::{Body, Unit, UnitTrack, parse_you};
+use crate::content::Body;
 use crate::line;
 use crate::parser::LineIter;
+use crate::results::{Unit, UnitTrack, parse_you};
 use crate::source::Source;
 
 /// What the incremental parser holds: the changed text, and the document, message markers and

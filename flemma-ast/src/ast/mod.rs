@@ -5,7 +5,15 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use crate::modeline::Modeline;
-use flemma_ids::{JobId, ToolName, ToolUseId};
+use flemma_ids::{JobId, ToolUseId};
+
+mod diagnostic;
+mod span;
+mod tool;
+
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use span::{FenceLayout, LineSpan, TextSpan};
+pub use tool::{JsonObject, ToolStatus, ToolUse};
 
 /// A parsed transcript.
 ///
@@ -30,58 +38,6 @@ impl Document {
     /// Whether the parser reported no diagnostics.
     pub fn is_clean(&self) -> bool {
         self.diagnostics.is_empty()
-    }
-}
-
-/// A line range, 1-based and inclusive on both ends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct LineSpan {
-    /// First line.
-    pub start_line: u32,
-    /// Last line.
-    pub end_line: u32,
-}
-
-impl LineSpan {
-    /// A span covering `start_line..=end_line`.
-    pub fn new(start_line: u32, end_line: u32) -> Self {
-        Self {
-            start_line,
-            end_line,
-        }
-    }
-
-    /// Whether `line` lies inside the span.
-    pub fn contains_line(&self, line: u32) -> bool {
-        (self.start_line..=self.end_line).contains(&line)
-    }
-}
-
-/// A span inside text: 1-based lines and 1-based inclusive byte columns.
-///
-/// An empty segment has `end_col == start_col - 1`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct TextSpan {
-    /// First line.
-    pub start_line: u32,
-    /// Byte column of the first byte on `start_line`.
-    pub start_col: u32,
-    /// Last line.
-    pub end_line: u32,
-    /// Byte column of the last byte on `end_line`.
-    pub end_col: u32,
-}
-
-impl TextSpan {
-    /// The covered lines.
-    pub fn lines(&self) -> LineSpan {
-        LineSpan::new(self.start_line, self.end_line)
-    }
-
-    /// Whether (`line`, `col`) lies inside the span.
-    pub fn contains(&self, line: u32, col: u32) -> bool {
-        (self.start_line, self.start_col) <= (line, col)
-            && (line, col) <= (self.end_line, self.end_col)
     }
 }
 
@@ -292,202 +248,6 @@ pub struct Thinking {
     pub span: LineSpan,
 }
 
-/// How a fenced block was written, kept so printing reproduces it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FenceLayout {
-    /// The language word after the opening backticks (`json`), if any.
-    pub language: Option<String>,
-    /// Whatever follows the language word after whitespace, if anything.
-    pub info: Option<String>,
-    /// Text glued to the language word without whitespace (the `**x**` of ```` ```json**x** ````),
-    /// kept verbatim so that printing does not change what the line means. When set, `info`
-    /// is `None`.
-    pub glued: Option<String>,
-    /// Whether a blank line separates the header from the fence.
-    pub blank_after_header: bool,
-    /// Backticks of the fence as written; `0` lets the printer size it to the content.
-    ///
-    /// Kept because a fence's length can matter to the lines around it: a block fenced with
-    /// one backtick inside a message-level ```` ``` ```` region does not close that region,
-    /// where a three-backtick fence would.
-    pub ticks: usize,
-    /// Backticks of the closing fence as written; it may be longer than the opener's.
-    /// Ignored when [`ticks`](Self::ticks) is `0` or this is shorter than it.
-    pub closing_ticks: usize,
-}
-
-/// A JSON object, as tool inputs are.
-pub type JsonObject = serde_json::Map<String, serde_json::Value>;
-
-/// A `**Tool Use:**` block: the model asking for a tool.
-///
-/// The input is kept as written and decoded on first use: the parser only checks that it is a
-/// JSON object, which keeps parsing large transcripts fast and lean.
-#[derive(Debug, Clone)]
-pub struct ToolUse {
-    /// The call id.
-    pub id: ToolUseId,
-    /// The tool name as written.
-    pub name: ToolName,
-    /// How the fence was written.
-    pub layout: FenceLayout,
-    /// From the header to the closing fence.
-    pub span: LineSpan,
-    /// The fence content exactly as written (a JSON object).
-    raw_input: String,
-    decoded: std::sync::OnceLock<JsonObject>,
-}
-
-impl ToolUse {
-    /// A tool use with `input` written as one line of JSON, the way the harness writes it.
-    ///
-    /// ```
-    /// use flemma_ast::{LineSpan, ToolName, ToolUse, ToolUseId};
-    /// let input = serde_json::json!({"command": "ls"}).as_object().cloned().unwrap();
-    /// let call = ToolUse::new(ToolUseId::new("t1")?, ToolName::new("bash")?, input, LineSpan::new(1, 4));
-    /// assert_eq!(call.raw_input(), r#"{"command":"ls"}"#);
-    /// assert_eq!(call.input()["command"], "ls");
-    /// # Ok::<(), flemma_ast::InvalidId>(())
-    /// ```
-    pub fn new(id: ToolUseId, name: ToolName, input: JsonObject, span: LineSpan) -> Self {
-        let raw_input = serde_json::to_string(&input).unwrap_or_else(|_| "{}".to_owned());
-        Self {
-            id,
-            name,
-            layout: FenceLayout {
-                language: Some("json".to_owned()),
-                info: None,
-                glued: None,
-                blank_after_header: true,
-                ticks: 0,
-                closing_ticks: 0,
-            },
-            span,
-            raw_input,
-            decoded: std::sync::OnceLock::from(input),
-        }
-    }
-
-    /// Wraps fence content the parser has checked to be a JSON object.
-    pub(crate) fn from_checked(
-        id: ToolUseId,
-        name: ToolName,
-        raw_input: String,
-        layout: FenceLayout,
-        span: LineSpan,
-    ) -> Self {
-        Self {
-            id,
-            name,
-            layout,
-            span,
-            raw_input,
-            decoded: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// The decoded input object (JSON `null` values are kept).
-    ///
-    /// A parsed tool use always decodes: the parser checks its text with the same decoder
-    /// and the same nesting limit ([`MAX_INPUT_DEPTH`](crate::MAX_INPUT_DEPTH)), and keeps
-    /// anything it refuses as a malformed segment with a diagnostic, so no call is ever run
-    /// with an input other than the one written. The empty object below is never reached.
-    pub fn input(&self) -> &JsonObject {
-        self.decoded
-            .get_or_init(|| serde_json::from_str(&self.raw_input).unwrap_or_default())
-    }
-
-    /// The fence content exactly as written.
-    pub fn raw_input(&self) -> &str {
-        &self.raw_input
-    }
-
-    /// The `label` input field, when it is a string.
-    pub fn label(&self) -> Option<&str> {
-        self.input()
-            .get("label")
-            .and_then(serde_json::Value::as_str)
-    }
-}
-
-impl PartialEq for ToolUse {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-            && self.name == other.name
-            && self.layout == other.layout
-            && self.span == other.span
-            && (self.raw_input == other.raw_input || self.input() == other.input())
-    }
-}
-
-impl Serialize for ToolUse {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut s = serializer.serialize_struct("ToolUse", 4)?;
-        s.serialize_field("id", &self.id)?;
-        s.serialize_field("name", &self.name)?;
-        s.serialize_field("input", self.input())?;
-        s.serialize_field("span", &self.span)?;
-        s.end()
-    }
-}
-
-/// The status word in a `**Tool Result:**` header suffix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// Waiting for a human decision; blocks sending.
-    Pending,
-    /// Approved, waiting to run.
-    Approved,
-    /// Rejected by the user.
-    Rejected,
-    /// Blocked by policy.
-    Denied,
-    /// The response that asked for the tool was interrupted.
-    Aborted,
-    /// A final error result.
-    Error,
-}
-
-impl ToolStatus {
-    /// Reads a status word or one of its aliases (`reject`, `deny`).
-    pub fn from_word(word: &str) -> Option<Self> {
-        Some(match word {
-            "pending" => ToolStatus::Pending,
-            "approved" => ToolStatus::Approved,
-            "rejected" | "reject" => ToolStatus::Rejected,
-            "denied" | "deny" => ToolStatus::Denied,
-            "aborted" => ToolStatus::Aborted,
-            "error" => ToolStatus::Error,
-            _ => return None,
-        })
-    }
-
-    /// The canonical word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Pending => "pending",
-            ToolStatus::Approved => "approved",
-            ToolStatus::Rejected => "rejected",
-            ToolStatus::Denied => "denied",
-            ToolStatus::Aborted => "aborted",
-            ToolStatus::Error => "error",
-        }
-    }
-
-    /// Whether this is a lifecycle placeholder status (everything but `error`).
-    pub fn is_lifecycle(self) -> bool {
-        self != ToolStatus::Error
-    }
-}
-
-impl fmt::Display for ToolStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A `**Tool Result:**` block.
 ///
 /// Serializes with its template [`segments`](Self::segments) included.
@@ -594,58 +354,4 @@ pub struct Malformed {
     pub text: String,
     /// Where they stand.
     pub span: LineSpan,
-}
-
-/// Which construct a diagnostic is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DiagnosticKind {
-    /// A `**Tool Use:**` block.
-    ToolUse,
-    /// A `**Tool Result:**` block.
-    ToolResult,
-    /// A `<thinking>` block.
-    Thinking,
-}
-
-impl DiagnosticKind {
-    /// The kind's name as in the JSON contract.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiagnosticKind::ToolUse => "tool_use",
-            DiagnosticKind::ToolResult => "tool_result",
-            DiagnosticKind::Thinking => "thinking",
-        }
-    }
-}
-
-/// How serious a diagnostic is: the one severity of every flemma diagnostic, owned by
-/// `flemma-ids` and the same type as `flemma_config::Severity`.
-pub use flemma_ids::Severity;
-
-/// Something the parser found wrong, with the line it starts on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Diagnostic {
-    /// The construct concerned.
-    pub kind: DiagnosticKind,
-    /// How serious it is.
-    pub severity: Severity,
-    /// The exact text (spec §1.13).
-    pub message: String,
-    /// The 1-based line the construct starts on.
-    pub line: u32,
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}: {} ({}): {}",
-            self.line,
-            self.severity.as_str(),
-            self.kind.as_str(),
-            self.message
-        )
-    }
 }
