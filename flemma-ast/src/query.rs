@@ -152,6 +152,7 @@ pub struct ToolIndex {
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
     tool_use: Option<(u32, u32)>,
+    last_use: Option<(u32, u32)>,
     first_result: Option<(u32, u32)>,
     last_result: Option<(u32, u32)>,
 }
@@ -168,6 +169,7 @@ impl ToolIndex {
                     if slot.tool_use.is_none() {
                         slot.tool_use = at;
                     }
+                    slot.last_use = at;
                 }
                 Segment::ToolResult(r) => {
                     let slot = slots.entry(r.tool_use_id.clone()).or_default();
@@ -189,6 +191,28 @@ impl ToolIndex {
             Segment::ToolUse(u) if u.id == id => Some(&**u),
             _ => None,
         })
+    }
+
+    /// The tool use with `id` when the document has exactly one: `Some(Some(_))`; `Some(None)`
+    /// when it has none; `None` when several tool uses share the id (which one a caller wants
+    /// then depends on where it looks from).
+    #[allow(
+        clippy::option_option,
+        reason = "none, one, or several: the caller scans only in the last case"
+    )]
+    pub fn only_tool_use<'d>(
+        &self,
+        doc: &'d Document,
+        id: &str,
+    ) -> Option<Option<SegmentRef<'d, ToolUse>>> {
+        let Some(slot) = self.slots.get(id) else {
+            return Some(None);
+        };
+        match (slot.tool_use, slot.last_use) {
+            (None, _) => Some(None),
+            (Some(first), Some(last)) if first != last => None,
+            (Some(_), _) => Some(self.tool_use(doc, id)),
+        }
     }
 
     /// The first tool result answering `id`, as [`find_tool_result_by_id`].

@@ -193,13 +193,12 @@ pub fn write_result_in(
     body: &ResultBody,
     opts: WriterOptions,
 ) -> Result<TextEdit, AstError> {
-    let span = index
-        .last_tool_result(doc, tool_use_id)
-        .map(|found| found.node.span)
-        .ok_or_else(|| AstError::UnknownToolResult {
-            id: tool_use_id.to_owned(),
-        })?;
-    write_at(span, tool_use_id, body, opts)
+    write_at(
+        indexed_span(doc, index, tool_use_id)?,
+        tool_use_id,
+        body,
+        opts,
+    )
 }
 
 /// The edit replacing the block at `span` with a final result.
@@ -264,6 +263,60 @@ pub fn set_modeline(
         span.start_line,
         vec![result_header(tool_use_id, Some(modeline))],
     ))
+}
+
+/// [`set_status`] finding the result block through `index` (built from `doc`) instead of a
+/// scan, as [`write_result_in`] does.
+///
+/// # Errors
+///
+/// [`AstError::UnknownToolResult`] when the tool use has no result block.
+pub fn set_status_in(
+    doc: &Document,
+    index: &ToolIndex,
+    tool_use_id: &str,
+    status: Option<ToolStatus>,
+) -> Result<TextEdit, AstError> {
+    set_modeline_in(
+        doc,
+        index,
+        tool_use_id,
+        status.map_or("", ToolStatus::as_str),
+    )
+}
+
+/// [`set_modeline`] finding the result block through `index` (built from `doc`) instead of a
+/// scan, as [`write_result_in`] does.
+///
+/// # Errors
+///
+/// [`AstError::UnknownToolResult`] when the tool use has no result block.
+pub fn set_modeline_in(
+    doc: &Document,
+    index: &ToolIndex,
+    tool_use_id: &str,
+    modeline: &str,
+) -> Result<TextEdit, AstError> {
+    let span = indexed_span(doc, index, tool_use_id)?;
+    Ok(TextEdit::replace(
+        span.start_line,
+        span.start_line,
+        vec![result_header(tool_use_id, Some(modeline))],
+    ))
+}
+
+/// The span of the last result block answering `tool_use_id`, through `index`.
+fn indexed_span(
+    doc: &Document,
+    index: &ToolIndex,
+    tool_use_id: &str,
+) -> Result<LineSpan, AstError> {
+    index
+        .last_tool_result(doc, tool_use_id)
+        .map(|found| found.node.span)
+        .ok_or_else(|| AstError::UnknownToolResult {
+            id: tool_use_id.to_owned(),
+        })
 }
 
 /// Keeps a result's header and replaces its body with `content` in a fresh fence.

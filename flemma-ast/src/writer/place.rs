@@ -122,6 +122,10 @@ fn place_all(
 ) -> Result<Vec<TextEdit>, AstError> {
     let mut groups: BTreeMap<(u32, Anchor), Group> = BTreeMap::new();
     let mut seen = HashSet::new();
+    // Where each tool use stands in its message, per message: one scan of a message, however
+    // many of its calls get a placeholder.
+    let mut positions: foldhash::HashMap<usize, foldhash::HashMap<&ToolUseId, usize>> =
+        foldhash::HashMap::default();
     for (order, &(id, status)) in placeholders.iter().enumerate() {
         let pair = table.get(id).copied().unwrap_or_default();
         let (Some(tool_use), Some(use_message)) = (pair.tool_use, pair.use_message) else {
@@ -131,7 +135,14 @@ fn place_all(
             continue;
         }
         let assistant = &doc.messages[use_message];
-        let index_of = |id: &ToolUseId| assistant.tool_uses().position(|u| u.id == *id);
+        let position = positions.entry(use_message).or_insert_with(|| {
+            let mut map = foldhash::HashMap::default();
+            for (i, u) in assistant.tool_uses().enumerate() {
+                map.entry(&u.id).or_insert(i);
+            }
+            map
+        });
+        let index_of = |id: &ToolUseId| position.get(id).copied();
         let k = index_of(&tool_use.id).unwrap_or(0);
         let key = match doc
             .messages
