@@ -527,6 +527,29 @@ proptest! {
                 prop_assert_eq!(first, flemma_ast::find_tool_result_by_id(&full, id).map(|r| r.node));
                 let tool_use = index.tool_use(&full, id).map(|r| r.node);
                 prop_assert_eq!(tool_use, pair.tool_use);
+                // The writer finds through the index what it finds by a scan.
+                let opts = WriterOptions::default();
+                let body = writer::ResultBody::Success("x".into());
+                prop_assert_eq!(
+                    writer::write_result_in(&full, index, id, &body, opts).ok(),
+                    writer::write_result(&full, id, &body, opts).ok()
+                );
+                prop_assert_eq!(
+                    writer::set_status_in(&full, index, id, Some(ToolStatus::Pending)).ok(),
+                    writer::set_status(&full, id, Some(ToolStatus::Pending)).ok()
+                );
+                prop_assert_eq!(
+                    writer::set_modeline_in(&full, index, id, "job=job_x").ok(),
+                    writer::set_modeline(&full, id, "job=job_x").ok()
+                );
+                let uses: Vec<_> = full.messages.iter().flat_map(|m| m.tool_uses()).filter(|u| u.id == id).collect();
+                let only = index.only_tool_use(&full, id).map(|found| found.map(|r| r.node));
+                let expected_only = match uses.as_slice() {
+                    [] => Some(None),
+                    [one] => Some(Some(*one)),
+                    _ => None,
+                };
+                prop_assert_eq!(only, expected_only);
             }
         }
     }

@@ -662,6 +662,7 @@ impl Executor {
                     .map(|r| r.tool_use_id.as_str())
                     .collect();
                 let mut calls: Vec<(ToolUseId, ToolName, Value, bool)> = Vec::new();
+                let mut listed: foldhash::HashSet<&str> = foldhash::HashSet::default();
                 for message in doc.messages.iter().filter(|m| m.role == Role::Assistant) {
                     let aborted = message
                         .segments
@@ -669,7 +670,7 @@ impl Executor {
                         .any(|s| matches!(s, Segment::Aborted(_)));
                     for tool_use in message.tool_uses() {
                         if !answered.contains(tool_use.id.as_str())
-                            && !calls.iter().any(|(id, ..)| id == &tool_use.id)
+                            && listed.insert(tool_use.id.as_str())
                         {
                             calls.push((
                                 tool_use.id.clone(),
