@@ -35,86 +35,26 @@ pub(super) fn reparse_in_message(
     old_end: usize,
     new_end: usize,
 ) -> Option<usize> {
-    let State {
-        text,
-        doc,
-        markers,
-        units,
-    } = state;
-    let old_len = text.len() - new_end + old_end;
-    let line_start = memchr::memrchr(b'\n', &text.as_bytes()[..first]).map_or(0, |i| i + 1);
-    let i = markers
-        .partition_point(|&m| m < line_start)
-        .checked_sub(1)?;
-    if doc.messages[i].role != Role::You {
-        return None;
-    }
-    let marker = markers[i];
-    let old_units = &units[i];
-    // The last unit that starts before the changed line, then the first unit that looked at
-    // that line or later (the units before it are as they were).
-    let last_before = match old_units.partition_point(|u| marker + u.offset < line_start) {
-        // The change starts on the first line after the marker: the first unit's.
-        0 if line_start > marker && !old_units.is_empty() => 0,
-        n => n.checked_sub(1)?,
+    let change = Change {
+        old_end,
+        new_end,
+        old_len: state.text.len() - new_end + old_end,
     };
-    let from = marker + old_units[last_before].offset;
-    let changed_line = old_units[last_before].line
-        + memchr::memchr_iter(b'\n', &text.as_bytes()[from..line_start]).count() as u32;
-    let c = old_units
-        .partition_point(|u| u.reach < changed_line)
-        .min(last_before);
-    if old_end > markers.get(i + 1).copied().unwrap_or(old_len) {
-        return None;
-    }
+    let (i, c) = resume_point(&state, first, &change)?;
+    let scan = scan(&state, i, c, &change)?;
+    let old_units = &state.units[i];
     let resume = old_units[c];
-    let marker_line = doc.messages[i].span.start_line;
-    let base = (marker_line + resume.line) as usize - 1;
-
-    // The lines from the resume point to the first old unit that starts where it started, with
-    // the same fence open (or to the message's end).
-    let mut lines = LineIter::new(text, marker + resume.offset, base);
-    let mut fence = resume.fence;
-    let mut table = Vec::new();
-    let mut same_from = None;
-    let mut next_marker = false;
-    while let Some(at) = lines.peek() {
-        if at.start >= new_end
-            && let Ok(u) = old_units
-                .binary_search_by_key(&(at.start - new_end + old_end), |u| marker + u.offset)
-            && old_units[u].fence == fence
-        {
-            same_from = Some((u, lines.str(at)));
-            break;
+    let marker = state.markers[i];
+    let marker_line = state.doc.messages[i].span.start_line;
+    let src = Source::from_parts(state.text, scan.base, scan.table);
+    let end = if scan.same_from.is_some() {
+        src.len()
+    } else {
+        let mut end = src.len();
+        while end > 0 && src.line(end - 1).is_empty() {
+            end -= 1;
         }
-        let (after, is_marker) = line::message_fence(fence, lines.str(at));
-        if is_marker {
-            // The message must end where it did: at the next message's marker.
-            let old = (at.start >= new_end).then(|| at.start - new_end + old_end);
-            if old.is_none() || old != markers.get(i + 1).copied() {
-                return None;
-            }
-            next_marker = true;
-            break;
-        }
-        fence = after;
-        table.push((at.start, at.end));
-        lines.advance(at);
-    }
-    if same_from.is_none() && !next_marker && i + 1 != markers.len() {
-        return None;
-    }
-
-    let src = Source::from_parts(text, base, table);
-    let end = match same_from {
-        Some(_) => src.len(),
-        None => {
-            let mut end = src.len();
-            while end > 0 && src.line(end - 1).is_empty() {
-                end -= 1;
-            }
-            end
-        }
+        end
     };
     if end == 0 {
         // The content may end before the resume point: not this function's case.
@@ -122,23 +62,17 @@ pub(super) fn reparse_in_message(
     }
     let body = Body::new(&src, 0, end);
     let mut diagnostics = Vec::new();
+    let floor = c.checked_sub(1).map_or(0, |b| old_units[b].reach);
     let mut track = UnitTrack::new(
         (marker, marker_line),
         (resume.segment, resume.diagnostic),
         0,
         0,
-        (
-            resume.fence,
-            c.checked_sub(1).map_or(0, |b| old_units[b].reach),
-        ),
+        (resume.fence, floor),
     );
-    let segments = parse_you(
-        &body,
-        &mut diagnostics,
-        Some(&mut track),
-        same_from.is_none(),
-    );
-    if let Some((_, stop_line)) = same_from {
+    let message_end = scan.same_from.is_none();
+    let segments = parse_you(&body, &mut diagnostics, Some(&mut track), message_end);
+    if let Some((_, stop_line)) = scan.same_from {
         // What was parsed must end at that unit as the whole message would: no block read to
         // the end of the lines parsed (it would read on in the message), and no text run
         // running into a unit that is a text run too (they would be one).
@@ -147,68 +81,215 @@ pub(super) fn reparse_in_message(
             return None;
         }
     }
-
-    // Where the old parse reached the same point, in lines, and what follows it.
-    let message = &doc.messages[i];
-    let (old_line, seg_end, diag_end, unit_end) = match same_from {
-        Some((u, _)) => {
-            let unit = old_units[u];
-            (
-                (marker_line + unit.line) as usize - 1,
-                unit.segment as usize,
-                unit.diagnostic as usize,
-                u,
-            )
-        }
-        None => {
-            let first_diag = doc
-                .diagnostics
-                .partition_point(|d| d.line < message.span.start_line);
-            let end_diag = doc
-                .diagnostics
-                .partition_point(|d| d.line <= message.span.end_line);
-            let old_line = match doc.messages.get(i + 1) {
-                Some(next) => next.span.start_line as usize - 1,
-                None => doc.line_count as usize,
-            };
-            (
-                old_line,
-                message.segments.len(),
-                end_diag - first_diag,
-                old_units.len(),
-            )
-        }
+    let parsed = Parsed {
+        message: i,
+        unit: c,
+        same_from: scan.same_from.map(|(u, _)| u),
+        new_line: scan.stop_line,
+        segments,
+        diagnostics,
+        units: track.units,
     };
-    let shift = (lines.number as i64 - old_line as i64) as i32;
+    splice(state, parsed, &change);
+    Some(scan.stop - (marker + resume.offset))
+}
+
+/// The extent of a change: the text from `new_end` on is the previous text from `old_end` on,
+/// which was `old_len` bytes long.
+struct Change {
+    old_end: usize,
+    new_end: usize,
+    old_len: usize,
+}
+
+impl Change {
+    /// The offset in the previous text of `at`, a byte at or after the change.
+    fn old(&self, at: usize) -> Option<usize> {
+        (at >= self.new_end).then(|| at - self.new_end + self.old_end)
+    }
+}
+
+/// The `@You:` message holding the line before the change and the unit to resume at: the
+/// first that looked at the changed line or later (those before it are as they were).
+fn resume_point(state: &State<'_>, first: usize, change: &Change) -> Option<(usize, usize)> {
+    let text = state.text;
+    let line_start = memchr::memrchr(b'\n', &text.as_bytes()[..first]).map_or(0, |i| i + 1);
+    let i = state
+        .markers
+        .partition_point(|&m| m < line_start)
+        .checked_sub(1)?;
+    if state.doc.messages[i].role != Role::You {
+        return None;
+    }
+    let marker = state.markers[i];
+    let next = state.markers.get(i + 1).copied().unwrap_or(change.old_len);
+    if change.old_end > next {
+        return None;
+    }
+    let units = &state.units[i];
+    let last_before = match units.partition_point(|u| marker + u.offset < line_start) {
+        // The change starts on the first line after the marker: the first unit's.
+        0 if line_start > marker && !units.is_empty() => 0,
+        n => n.checked_sub(1)?,
+    };
+    let from = marker + units[last_before].offset;
+    let newlines = memchr::memchr_iter(b'\n', &text.as_bytes()[from..line_start]).count();
+    let changed_line = units[last_before].line + u32::try_from(newlines).ok()?;
+    let c = units
+        .partition_point(|u| u.reach < changed_line)
+        .min(last_before);
+    Some((i, c))
+}
+
+/// The lines from a resume point on, up to where the message is as before.
+struct Scan<'t> {
+    /// 0-based line of the first.
+    base: usize,
+    table: Vec<(usize, usize)>,
+    /// The old unit from which the message is as before, and its first line; `None` when the
+    /// scan reached the message's end (which is where it was).
+    same_from: Option<(usize, &'t str)>,
+    /// Byte offset and 0-based line where the scan stopped.
+    stop: usize,
+    stop_line: usize,
+}
+
+/// Collects the lines from unit `c` of message `i` to the first old unit that starts where it
+/// started with the same fence open, or to the message's end, which must be where it was.
+fn scan<'t>(state: &State<'t>, i: usize, c: usize, change: &Change) -> Option<Scan<'t>> {
+    let marker = state.markers[i];
+    let units = &state.units[i];
+    let resume = units[c];
+    let base = (state.doc.messages[i].span.start_line + resume.line) as usize - 1;
+    let mut lines = LineIter::new(state.text, marker + resume.offset, base);
+    let mut fence = resume.fence;
+    let mut table = Vec::new();
+    let mut same_from = None;
+    let mut at_marker = false;
+    while let Some(at) = lines.peek() {
+        if let Some(old) = change.old(at.start)
+            && let Ok(u) = units.binary_search_by_key(&old, |u| marker + u.offset)
+            && units[u].fence == fence
+        {
+            same_from = Some((u, lines.str(at)));
+            break;
+        }
+        let (after, is_marker) = line::message_fence(fence, lines.str(at));
+        if is_marker {
+            // The message must end where it did: at the next message's marker.
+            if change.old(at.start).is_none()
+                || change.old(at.start) != state.markers.get(i + 1).copied()
+            {
+                return None;
+            }
+            at_marker = true;
+            break;
+        }
+        fence = after;
+        table.push((at.start, at.end));
+        lines.advance(at);
+    }
+    if same_from.is_none() && !at_marker && i + 1 != state.markers.len() {
+        return None;
+    }
+    Some(Scan {
+        base,
+        table,
+        same_from,
+        stop: lines.pos(),
+        stop_line: lines.number,
+    })
+}
+
+/// What a partial parse of message `message` from unit `unit` produced.
+struct Parsed {
+    message: usize,
+    unit: usize,
+    /// The old unit it stopped at (`None`: it reached the message's end).
+    same_from: Option<usize>,
+    /// The 0-based line where it stopped.
+    new_line: usize,
+    segments: Vec<Segment>,
+    diagnostics: Vec<crate::ast::Diagnostic>,
+    units: Vec<Unit>,
+}
+
+/// Puts what was parsed in place of what it replaces and moves what follows.
+fn splice(state: State<'_>, parsed: Parsed, change: &Change) {
+    let State {
+        doc,
+        markers,
+        units,
+        ..
+    } = state;
+    let Parsed {
+        message: i,
+        unit: c,
+        same_from,
+        new_line,
+        segments,
+        diagnostics,
+        units: new_units,
+    } = parsed;
+    let old_units = &units[i];
+    let resume = old_units[c];
+    let message = &doc.messages[i];
+    let marker_line = message.span.start_line;
     let first_diag = doc
         .diagnostics
         .partition_point(|d| d.line < message.span.start_line);
-
+    // Where the old parse reached the same point, in lines, and what follows it.
+    let (old_line, seg_end, diag_end, unit_end) = if let Some(u) = same_from {
+        let unit = old_units[u];
+        (
+            (marker_line + unit.line) as usize - 1,
+            unit.segment as usize,
+            unit.diagnostic as usize,
+            u,
+        )
+    } else {
+        let end_diag = doc
+            .diagnostics
+            .partition_point(|d| d.line <= message.span.end_line);
+        let old_line = match doc.messages.get(i + 1) {
+            Some(next) => next.span.start_line as usize - 1,
+            None => doc.line_count as usize,
+        };
+        (
+            old_line,
+            message.segments.len(),
+            end_diag - first_diag,
+            old_units.len(),
+        )
+    };
+    let shift = line_delta(new_line, old_line);
     let seg_start = resume.segment as usize;
-    let parsed_segments = segments.len();
+    let (parsed_segments, parsed_diagnostics, parsed_units) =
+        (segments.len(), diagnostics.len(), new_units.len());
     let message = &mut doc.messages[i];
     message.segments.splice(seg_start..seg_end, segments);
     message.span.end_line = message.span.end_line.wrapping_add_signed(shift);
-    let parsed_diagnostics = diagnostics.len();
     let diag_start = first_diag + resume.diagnostic as usize;
     doc.diagnostics
         .splice(diag_start..first_diag + diag_end, diagnostics);
-    let parsed_units = track.units.len();
-    units[i].splice(c..unit_end, track.units);
-    let segment_delta = (seg_start + parsed_segments) as i64 - seg_end as i64;
-    let diagnostic_delta =
-        (resume.diagnostic as usize + parsed_diagnostics) as i64 - diag_end as i64;
+    units[i].splice(c..unit_end, new_units);
+    // Counts after the stop move from the old ends to the new ones.
+    let (old_seg, new_seg) = (seg_end as u32, (seg_start + parsed_segments) as u32);
+    let (old_diag, new_diag) = (
+        diag_end as u32,
+        resume.diagnostic + parsed_diagnostics as u32,
+    );
     for unit in &mut units[i][c + parsed_units..] {
-        unit.offset = unit.offset + new_end - old_end;
+        unit.offset = unit.offset + change.new_end - change.old_end;
         unit.line = unit.line.wrapping_add_signed(shift);
         if unit.reach != u32::MAX {
             unit.reach = unit.reach.wrapping_add_signed(shift);
         }
-        unit.segment = (i64::from(unit.segment) + segment_delta) as u32;
-        unit.diagnostic = (i64::from(unit.diagnostic) + diagnostic_delta) as u32;
+        unit.segment = unit.segment - old_seg + new_seg;
+        unit.diagnostic = unit.diagnostic - old_diag + new_diag;
     }
     for marker in &mut markers[i + 1..] {
-        *marker = *marker + new_end - old_end;
+        *marker = *marker + change.new_end - change.old_end;
     }
     if shift != 0 {
         let message = &mut doc.messages[i];
@@ -223,7 +304,15 @@ pub(super) fn reparse_in_message(
         }
         doc.line_count = doc.line_count.wrapping_add_signed(shift);
     }
-    Some(lines.pos() - (marker + resume.offset))
+}
+
+/// `new - old` for line numbers (which fit in `i32`: lines are counted in `u32`).
+fn line_delta(new: usize, old: usize) -> i32 {
+    if new >= old {
+        i32::try_from(new - old).unwrap_or(i32::MAX)
+    } else {
+        i32::try_from(old - new).map_or(i32::MIN, |d| -d)
+    }
 }
 
 /// Moves every position in `message` by `by` lines.

@@ -160,7 +160,12 @@ pub fn write_result(
     body: &ResultBody,
     opts: WriterOptions,
 ) -> Result<TextEdit, AstError> {
-    write_at(result_span(doc, tool_use_id)?, tool_use_id, body, opts)
+    Ok(write_at(
+        result_span(doc, tool_use_id)?,
+        tool_use_id,
+        body,
+        opts,
+    ))
 }
 
 /// [`write_result`] finding the result block through `index` (built from `doc`, as
@@ -193,28 +198,19 @@ pub fn write_result_in(
     body: &ResultBody,
     opts: WriterOptions,
 ) -> Result<TextEdit, AstError> {
-    write_at(
-        indexed_span(doc, index, tool_use_id)?,
-        tool_use_id,
-        body,
-        opts,
-    )
+    let span = indexed_span(doc, index, tool_use_id)?;
+    Ok(write_at(span, tool_use_id, body, opts))
 }
 
 /// The edit replacing the block at `span` with a final result.
-fn write_at(
-    span: LineSpan,
-    tool_use_id: &str,
-    body: &ResultBody,
-    opts: WriterOptions,
-) -> Result<TextEdit, AstError> {
+fn write_at(span: LineSpan, tool_use_id: &str, body: &ResultBody, opts: WriterOptions) -> TextEdit {
     let (content, language, is_error) = body.render();
     let header = result_header(tool_use_id, is_error.then_some("error"));
-    Ok(TextEdit::replace(
+    TextEdit::replace(
         span.start_line,
         span.end_line,
         block_lines(header, &content, language, opts),
-    ))
+    )
 }
 
 /// The span of the last result block answering `tool_use_id`. Searched from the end: the

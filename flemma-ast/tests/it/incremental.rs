@@ -1,6 +1,8 @@
 //! Incremental parsing equals a full parse: for appended text in any chunking, for line edits
 //! anywhere (`apply_edits`) and for any change of the text (`update`), same-length ones included.
 
+use std::fmt::Write as _;
+
 use flemma_ast::writer::{self, WriterOptions};
 use flemma_ast::{IncrementalParser, Reparse, TextEdit, ToolStatus, apply_edits, parse};
 use pretty_assertions::assert_eq;
@@ -542,7 +544,12 @@ proptest! {
                     writer::set_modeline_in(&full, index, id, "job=job_x").ok(),
                     writer::set_modeline(&full, id, "job=job_x").ok()
                 );
-                let uses: Vec<_> = full.messages.iter().flat_map(|m| m.tool_uses()).filter(|u| u.id == id).collect();
+                let uses: Vec<_> = full
+                    .messages
+                    .iter()
+                    .flat_map(flemma_ast::Message::tool_uses)
+                    .filter(|u| u.id == id)
+                    .collect();
                 let only = index.only_tool_use(&full, id).map(|found| found.map(|r| r.node));
                 let expected_only = match uses.as_slice() {
                     [] => Some(None),
@@ -562,13 +569,14 @@ fn writing_results_one_by_one_reparses_only_their_blocks() {
     let calls = 400;
     let mut text = String::from("@Assistant:\n");
     for i in 0..calls {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "**Tool Use:** `noop` (`t{i}`)\n```json\n{{}}\n```\n\n"
-        ));
+        );
     }
     text.push_str("@You:\n");
     for i in 0..calls {
-        text.push_str(&format!("**Tool Result:** `t{i}` (approved)\n```\n```\n\n"));
+        let _ = write!(text, "**Tool Result:** `t{i}` (approved)\n```\n```\n\n");
     }
     let mut parser = IncrementalParser::new(text.as_str());
     let opts = WriterOptions::default();
