@@ -226,8 +226,28 @@ impl Plan {
         if let Some(eol) = self.virtual_eol {
             text.push_str(eol);
         }
-        for splice in self.splices.iter().rev() {
-            text.replace_range(splice.start..splice.end, &splice.text);
+        // Splicing in place moves the bytes after each splice that changes the length; past
+        // one text's worth of moves (many splices: a batch of results), one copy is cheaper.
+        let moved: usize = self
+            .splices
+            .iter()
+            .filter(|s| s.text.len() != s.end - s.start)
+            .map(|s| text.len() - s.end)
+            .sum();
+        if moved > text.len() {
+            let mut out = String::with_capacity(text.len() + self.added());
+            let mut next = 0;
+            for splice in &self.splices {
+                out.push_str(&text[next..splice.start]);
+                out.push_str(&splice.text);
+                next = splice.end;
+            }
+            out.push_str(&text[next..]);
+            *text = out;
+        } else {
+            for splice in self.splices.iter().rev() {
+                text.replace_range(splice.start..splice.end, &splice.text);
+            }
         }
         self.finish(text);
     }

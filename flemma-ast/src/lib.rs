@@ -30,16 +30,19 @@
 //! ```
 
 mod ast;
+mod content;
 mod edit;
 mod error;
 pub mod grammar;
 mod incremental;
+mod input;
 mod line;
 mod messages;
 pub mod modeline;
 mod parser;
 mod print;
 mod query;
+mod results;
 mod source;
 mod template;
 pub mod writer;
@@ -72,7 +75,7 @@ pub fn parse_template(text: &str, base_line: u32) -> Vec<Segment> {
     template::parse_segments(text, base_line)
 }
 pub use query::{
-    SegmentRef, ToolPair, ToolUseInfo, build_tool_sibling_table, build_tool_use_index,
+    SegmentRef, ToolIndex, ToolPair, ToolUseInfo, build_tool_sibling_table, build_tool_use_index,
     find_job_result, find_message_at_line, find_segment_at_position, find_tool_result_by_id,
     find_tool_sibling, find_tool_use_by_id,
 };

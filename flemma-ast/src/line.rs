@@ -222,6 +222,29 @@ pub(crate) fn leading_ticks(line: &str) -> usize {
     line.bytes().take_while(|&b| b == b'`').count()
 }
 
+/// One line through the message segmenter (spec §1.3): the message-level fence open after it
+/// (its backticks, 0 for none) given the one open before it (`fence`), and whether the line is a
+/// role marker outside a fence (which starts the next message).
+pub(crate) fn message_fence(fence: u32, text: &str) -> (u32, bool) {
+    match text.as_bytes().first() {
+        Some(b'`') if fence > 0 => {
+            if closes_fence(text, fence as usize) {
+                (0, false)
+            } else {
+                (fence, false)
+            }
+        }
+        Some(b'`') => {
+            let opened = fence_open(text)
+                .filter(FenceOpen::opens_message_fence)
+                .map_or(0, |f| u32::try_from(f.ticks).unwrap_or(u32::MAX));
+            (opened, false)
+        }
+        Some(b'@') if fence == 0 => (0, role_marker(text).is_some()),
+        _ => (fence, false),
+    }
+}
+
 /// Whether the line closes a fence opened with `min_ticks` backticks.
 pub(crate) fn closes_fence(line: &str, min_ticks: usize) -> bool {
     let ticks = leading_ticks(line);

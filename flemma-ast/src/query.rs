@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::ast::{Document, JobResult, Message, Segment, ToolResult, ToolUse};
-use flemma_ids::ToolName;
+use flemma_ids::{ToolName, ToolUseId};
 
 /// A node found in a document, with the message that holds it.
 #[derive(Debug, Clone, Copy)]
@@ -118,6 +118,146 @@ pub fn build_tool_sibling_table(doc: &Document) -> foldhash::HashMap<&str, ToolP
         }
     }
     table
+}
+
+/// Where the tool uses and results of a document stand, by id: the look-ups of
+/// [`find_tool_use_by_id`] and [`find_tool_result_by_id`] (and the last result, which the
+/// [`writer`](crate::writer) rewrites) without a scan of the document.
+///
+/// Built by one scan of a document ([`ToolIndex::new`]), or kept by an
+/// [`IncrementalParser`](crate::IncrementalParser) for its document
+/// ([`tool_index`](crate::IncrementalParser::tool_index)). An index describes the document it
+/// was built from: given another, its look-ups find nothing or what stands at the same places,
+/// never a node of another id.
+///
+/// ```
+/// use flemma_ast::{ToolIndex, parse};
+///
+/// let doc = parse(
+///     "@Assistant:\n**Tool Use:** `bash` (`t1`)\n```json\n{}\n```\n\n\
+///      @You:\n**Tool Result:** `t1` (pending)\n```\n```\n\n**Tool Result:** `t1`\n```\nok\n```\n",
+/// );
+/// let index = ToolIndex::new(&doc);
+/// assert_eq!(index.tool_use(&doc, "t1").unwrap().node.name.as_str(), "bash");
+/// assert_eq!(index.tool_result(&doc, "t1").unwrap().segment_index, 0);
+/// assert_eq!(index.last_tool_result(&doc, "t1").unwrap().node.content, "ok");
+/// assert!(index.tool_use(&doc, "t2").is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ToolIndex {
+    slots: foldhash::HashMap<ToolUseId, Slot>,
+}
+
+/// Positions `(message, segment)` of one id's first tool use and first and last results.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    tool_use: Option<(u32, u32)>,
+    last_use: Option<(u32, u32)>,
+    first_result: Option<(u32, u32)>,
+    last_result: Option<(u32, u32)>,
+}
+
+impl ToolIndex {
+    /// Indexes `doc` (one scan).
+    pub fn new(doc: &Document) -> Self {
+        let mut slots: foldhash::HashMap<ToolUseId, Slot> = foldhash::HashMap::default();
+        for s in segments(doc) {
+            let at = Some((s.message_index as u32, s.segment_index as u32));
+            match s.node {
+                Segment::ToolUse(u) => {
+                    let slot = slots.entry(u.id.clone()).or_default();
+                    if slot.tool_use.is_none() {
+                        slot.tool_use = at;
+                    }
+                    slot.last_use = at;
+                }
+                Segment::ToolResult(r) => {
+                    let slot = slots.entry(r.tool_use_id.clone()).or_default();
+                    if slot.first_result.is_none() {
+                        slot.first_result = at;
+                    }
+                    slot.last_result = at;
+                }
+                _ => {}
+            }
+        }
+        Self { slots }
+    }
+
+    /// The tool use with `id` (the first, as [`find_tool_use_by_id`]).
+    pub fn tool_use<'d>(&self, doc: &'d Document, id: &str) -> Option<SegmentRef<'d, ToolUse>> {
+        let at = self.slots.get(id)?.tool_use?;
+        found(doc, at, |s| match s {
+            Segment::ToolUse(u) if u.id == id => Some(&**u),
+            _ => None,
+        })
+    }
+
+    /// The tool use with `id` when the document has exactly one: `Some(Some(_))`; `Some(None)`
+    /// when it has none; `None` when several tool uses share the id (which one a caller wants
+    /// then depends on where it looks from).
+    #[allow(
+        clippy::option_option,
+        reason = "none, one, or several: the caller scans only in the last case"
+    )]
+    pub fn only_tool_use<'d>(
+        &self,
+        doc: &'d Document,
+        id: &str,
+    ) -> Option<Option<SegmentRef<'d, ToolUse>>> {
+        let Some(slot) = self.slots.get(id) else {
+            return Some(None);
+        };
+        match (slot.tool_use, slot.last_use) {
+            (None, _) => Some(None),
+            (Some(first), Some(last)) if first != last => None,
+            (Some(_), _) => Some(self.tool_use(doc, id)),
+        }
+    }
+
+    /// The first tool result answering `id`, as [`find_tool_result_by_id`].
+    pub fn tool_result<'d>(
+        &self,
+        doc: &'d Document,
+        id: &str,
+    ) -> Option<SegmentRef<'d, ToolResult>> {
+        let at = self.slots.get(id)?.first_result?;
+        found(doc, at, |s| result_with(s, id))
+    }
+
+    /// The last tool result answering `id`: the block the [`writer`](crate::writer) rewrites.
+    pub fn last_tool_result<'d>(
+        &self,
+        doc: &'d Document,
+        id: &str,
+    ) -> Option<SegmentRef<'d, ToolResult>> {
+        let at = self.slots.get(id)?.last_result?;
+        found(doc, at, |s| result_with(s, id))
+    }
+}
+
+fn result_with<'d>(segment: &'d Segment, id: &str) -> Option<&'d ToolResult> {
+    match segment {
+        Segment::ToolResult(r) if r.tool_use_id == id => Some(&**r),
+        _ => None,
+    }
+}
+
+/// The node at `(message, segment)`, when `pick` accepts it.
+fn found<'d, T>(
+    doc: &'d Document,
+    (message_index, segment_index): (u32, u32),
+    pick: impl FnOnce(&'d Segment) -> Option<&'d T>,
+) -> Option<SegmentRef<'d, T>> {
+    let (message_index, segment_index) = (message_index as usize, segment_index as usize);
+    let message = doc.messages.get(message_index)?;
+    let node = pick(message.segments.get(segment_index)?)?;
+    Some(SegmentRef {
+        node,
+        message,
+        message_index,
+        segment_index,
+    })
 }
 
 /// The job result with `job_id`.

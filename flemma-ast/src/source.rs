@@ -75,8 +75,13 @@ impl<'a> Source<'a> {
     }
 
     /// The document span of lines `first..=last`.
-    pub(crate) fn span(&self, first: usize, last: usize) -> crate::LineSpan {
-        crate::LineSpan::new(self.number(first), self.number(last))
+    pub(crate) fn span(&self, first: usize, last: usize) -> crate::ast::LineSpan {
+        crate::ast::LineSpan::new(self.number(first), self.number(last))
+    }
+
+    /// The byte offset where line `i` starts.
+    pub(crate) fn start(&self, i: usize) -> usize {
+        self.lines[i].0
     }
 
     /// Line `i` (0-based), without its terminator.

@@ -11,31 +11,10 @@ use serde_json::{Map, Value};
 use crate::config::{Config, Layer};
 use crate::error::FinalizeIssue;
 
-/// How serious a [`FinalizeIssue`] is (see [`FinalizeIssue::severity`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Severity {
-    /// The conversation must not run with these options: its tool set would not be the one
-    /// it asked for.
-    Error,
-    /// Worth showing; nothing is stopped.
-    Warning,
-}
-
-impl Severity {
-    /// `error` or `warning`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// How serious a [`FinalizeIssue`] is (see [`FinalizeIssue::severity`]): the one severity of
+/// every flemma diagnostic, owned by `flemma-ids` (the crate all flemma crates share) and the
+/// same type as `flemma_ast::Severity`.
+pub use flemma_ids::Severity;
 
 /// Where an option was written.
 #[derive(Debug, Clone, PartialEq, Eq)]

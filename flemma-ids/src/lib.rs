@@ -35,9 +35,11 @@
 mod error;
 mod id;
 mod name;
+mod severity;
 mod wire;
 
 pub use error::InvalidId;
 pub use id::{JobId, ToolUseId};
 pub use name::ToolName;
+pub use severity::Severity;
 pub use wire::{decode_tool_name, encode_tool_name};

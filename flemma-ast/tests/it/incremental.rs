@@ -1,6 +1,8 @@
 //! Incremental parsing equals a full parse: for appended text in any chunking, for line edits
 //! anywhere (`apply_edits`) and for any change of the text (`update`), same-length ones included.
 
+use std::fmt::Write as _;
+
 use flemma_ast::writer::{self, WriterOptions};
 use flemma_ast::{IncrementalParser, Reparse, TextEdit, ToolStatus, apply_edits, parse};
 use pretty_assertions::assert_eq;
@@ -343,4 +345,254 @@ fn an_unclosed_frontmatter_opener_is_reparsed_from_the_start() {
     assert_eq!(parser.update(&text), Reparse::Full);
     assert!(parser.document().frontmatter.is_some());
     assert_eq!(parser.document(), &parse(&text));
+}
+
+/// Lines a result block's content (or the text between blocks) may hold: fences of every
+/// length, markers, headers, templates, blank and whitespace lines.
+const CONTENT: &[&str] = &[
+    "ok",
+    "",
+    "  ",
+    "```",
+    "````",
+    "```json",
+    "`",
+    "@You:",
+    "@Assistant:",
+    "**Tool Result:** `t0`",
+    "**Job Result:** `job_a`",
+    "text {{ a }}",
+    "{% if x %}",
+];
+
+/// A results message: `@Assistant:` with `uses` tool uses, then `@You:` with a block per use in
+/// one of several shapes (pending, approved, final, error, with a blank line, a longer fence,
+/// no fence at all), content drawn from [`CONTENT`], and text between some blocks; sometimes a
+/// message after it.
+fn results_transcript() -> impl Strategy<Value = String> {
+    let block = (
+        0..7u8,
+        prop::collection::vec(prop::sample::select(CONTENT), 0..3),
+        prop::option::of(prop::sample::select(CONTENT)),
+    );
+    (prop::collection::vec(block, 1..12), 0..3u8, any::<bool>()).prop_map(
+        |(blocks, after, crlf)| {
+            let mut lines: Vec<String> = vec!["@Assistant:".into()];
+            for i in 0..blocks.len() {
+                lines.push(format!("**Tool Use:** `noop` (`t{i}`)"));
+                lines.extend(["```json".into(), "{}".into(), "```".into(), String::new()]);
+            }
+            lines.push("@You:".into());
+            for (i, (shape, content, between)) in blocks.iter().enumerate() {
+                let header = match shape {
+                    0 => format!("**Tool Result:** `t{i}` (pending)"),
+                    1 => format!("**Tool Result:** `t{i}` (approved)"),
+                    2 | 5 | 6 => format!("**Tool Result:** `t{i}`"),
+                    3 => format!("**Tool Result:** `t{i}` (error)"),
+                    _ => format!("**Tool Result:** `t{i}` (job=job_{i})"),
+                };
+                lines.push(header);
+                if *shape == 4 {
+                    lines.push(String::new());
+                }
+                let fence = if *shape == 5 { "````" } else { "```" };
+                if *shape != 6 {
+                    lines.push(fence.into());
+                    lines.extend(content.iter().map(|l| (*l).to_owned()));
+                    lines.push(fence.into());
+                }
+                lines.push(String::new());
+                if let Some(text) = between {
+                    lines.push((*text).to_owned());
+                    lines.push(String::new());
+                }
+            }
+            match after {
+                0 => {}
+                1 => lines.extend(["@Assistant:".into(), "Done.".into()]),
+                _ => lines.extend(["@You:".into(), "Thanks.".into(), String::new()]),
+            }
+            let eol = if crlf { "\r\n" } else { "\n" };
+            let mut text = lines.join(eol);
+            text.push_str(eol);
+            text
+        },
+    )
+}
+
+/// An edit of a results transcript: a writer edit on one block (a final result, a status, a
+/// new body) or lines from [`CONTENT`] replacing some lines anywhere.
+fn results_edit() -> impl Strategy<Value = (u8, usize, u32, Vec<String>)> {
+    (
+        0..5u8,
+        any::<usize>(),
+        0..4u32,
+        prop::collection::vec(prop::sample::select(CONTENT).prop_map(str::to_owned), 0..4),
+    )
+}
+
+fn results_edits_for(
+    doc: &flemma_ast::Document,
+    raw: &[(u8, usize, u32, Vec<String>)],
+) -> Vec<TextEdit> {
+    let opts = WriterOptions::default();
+    let ids: Vec<String> = flemma_ast::build_tool_sibling_table(doc)
+        .into_iter()
+        .filter(|(_, pair)| pair.tool_result.is_some())
+        .map(|(id, _)| id.to_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut edits = Vec::new();
+    let mut lines_edits = Vec::new();
+    for (kind, at, len, new) in raw {
+        let id = (!ids.is_empty()).then(|| ids[at % ids.len()].as_str());
+        let edit = match (kind, id) {
+            (0, Some(id)) => {
+                writer::write_result(doc, id, &writer::ResultBody::Success(new.join("\n")), opts)
+                    .ok()
+            }
+            (1, Some(id)) => writer::set_status(doc, id, Some(ToolStatus::Rejected)).ok(),
+            (2, Some(id)) => writer::rewrite_fence_body(doc, id, &new.join("\n"), opts).ok(),
+            _ => {
+                lines_edits.push((*at, *len, new.clone()));
+                None
+            }
+        };
+        edits.extend(edit);
+    }
+    // Keep the edits apart: writer edits first, then line edits that overlap none of them.
+    edits.sort_by_key(|e| (e.start, e.end));
+    let mut kept: Vec<TextEdit> = Vec::new();
+    for e in edits {
+        if kept
+            .last()
+            .is_none_or(|k| e.start >= k.end.max(k.start + 1))
+        {
+            kept.push(e);
+        }
+    }
+    for e in edits_for(doc.line_count, &lines_edits) {
+        let free = kept
+            .iter()
+            .all(|k| e.end.max(e.start + 1) <= k.start || e.start >= k.end.max(k.start + 1));
+        if free {
+            kept.push(e);
+        }
+    }
+    kept
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Rounds of edits inside and around a message of results (the writer's, and any lines
+    /// anywhere), applied through the incremental parser, which re-parses only the blocks
+    /// they touch: its document is the full parse of its text, and its tool index finds what a
+    /// scan finds.
+    #[test]
+    fn edits_of_a_results_message_equal_a_full_parse(
+        text in results_transcript(),
+        rounds in prop::collection::vec(prop::collection::vec(results_edit(), 1..4), 1..6),
+    ) {
+        let mut parser = IncrementalParser::new(text.as_str());
+        let mut expected = text;
+        for raw in rounds {
+            let edits = results_edits_for(parser.document(), &raw);
+            let before = expected.clone();
+            expected = apply_edits(&expected, &edits).unwrap();
+            parser.apply_edits(&edits).unwrap();
+            prop_assert_eq!(parser.text(), expected.as_str());
+            let full = parse(&expected);
+            if parser.document() != &full {
+                let got = parser.document();
+                let at = (0..got.messages.len().max(full.messages.len()))
+                    .find(|&i| got.messages.get(i) != full.messages.get(i));
+                let show = |d: &flemma_ast::Document| at.map(|i| format!("{:#?}", d.messages.get(i)));
+                prop_assert!(
+                    false,
+                    "after {:?} on\n{:?}\nmessage {:?}: got {}\nexpected {}\ndiagnostics {:?} vs {:?}",
+                    edits,
+                    before,
+                    at,
+                    show(got).unwrap_or_default(),
+                    show(&full).unwrap_or_default(),
+                    got.diagnostics,
+                    full.diagnostics
+                );
+            }
+            let index = parser.tool_index();
+            for (id, pair) in flemma_ast::build_tool_sibling_table(&full) {
+                let last = index.last_tool_result(&full, id).map(|r| r.node);
+                prop_assert_eq!(last, pair.tool_result);
+                let first = index.tool_result(&full, id).map(|r| r.node);
+                prop_assert_eq!(first, flemma_ast::find_tool_result_by_id(&full, id).map(|r| r.node));
+                let tool_use = index.tool_use(&full, id).map(|r| r.node);
+                prop_assert_eq!(tool_use, pair.tool_use);
+                // The writer finds through the index what it finds by a scan.
+                let opts = WriterOptions::default();
+                let body = writer::ResultBody::Success("x".into());
+                prop_assert_eq!(
+                    writer::write_result_in(&full, index, id, &body, opts).ok(),
+                    writer::write_result(&full, id, &body, opts).ok()
+                );
+                prop_assert_eq!(
+                    writer::set_status_in(&full, index, id, Some(ToolStatus::Pending)).ok(),
+                    writer::set_status(&full, id, Some(ToolStatus::Pending)).ok()
+                );
+                prop_assert_eq!(
+                    writer::set_modeline_in(&full, index, id, "job=job_x").ok(),
+                    writer::set_modeline(&full, id, "job=job_x").ok()
+                );
+                let uses: Vec<_> = full
+                    .messages
+                    .iter()
+                    .flat_map(flemma_ast::Message::tool_uses)
+                    .filter(|u| u.id == id)
+                    .collect();
+                let only = index.only_tool_use(&full, id).map(|found| found.map(|r| r.node));
+                let expected_only = match uses.as_slice() {
+                    [] => Some(None),
+                    [one] => Some(Some(*one)),
+                    _ => None,
+                };
+                prop_assert_eq!(only, expected_only);
+            }
+        }
+    }
+}
+
+/// Writing each result of a message of many results re-parses that result, not the message:
+/// the cost of a write does not grow with the number of results.
+#[test]
+fn writing_results_one_by_one_reparses_only_their_blocks() {
+    let calls = 400;
+    let mut text = String::from("@Assistant:\n");
+    for i in 0..calls {
+        let _ = write!(
+            text,
+            "**Tool Use:** `noop` (`t{i}`)\n```json\n{{}}\n```\n\n"
+        );
+    }
+    text.push_str("@You:\n");
+    for i in 0..calls {
+        let _ = write!(text, "**Tool Result:** `t{i}` (approved)\n```\n```\n\n");
+    }
+    let mut parser = IncrementalParser::new(text.as_str());
+    let opts = WriterOptions::default();
+    for i in (0..calls).rev().step_by(7).chain((0..calls).step_by(5)) {
+        let id = format!("t{i}");
+        let body = writer::ResultBody::Success(format!("ok {i}"));
+        let edit =
+            writer::write_result_in(parser.document(), parser.tool_index(), &id, &body, opts)
+                .unwrap();
+        assert_eq!(parser.apply_edits(&[edit]).unwrap(), Reparse::Incremental);
+        // The block and the one after it (where the parse finds the old text again).
+        assert!(
+            parser.reparsed_bytes() < 200,
+            "writing {id} re-parsed {} bytes",
+            parser.reparsed_bytes()
+        );
+    }
+    assert_eq!(parser.document(), &parse(parser.text()));
 }

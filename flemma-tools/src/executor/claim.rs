@@ -337,8 +337,8 @@ fn in_progress(doc: &Document, id: &str) -> bool {
 
 /// Whether the call `id` is still to run: its block is empty and `(approved)`, or
 /// `(pending)` (the host's approver just approved it).
-fn still_approved(doc: &Document, id: &str) -> bool {
-    flemma_ast::find_tool_result_by_id(doc, id).is_some_and(|r| {
+fn still_approved(doc: &Document, index: &flemma_ast::ToolIndex, id: &str) -> bool {
+    index.tool_result(doc, id).is_some_and(|r| {
         matches!(
             r.node.status,
             Some(ToolStatus::Approved | ToolStatus::Pending)
@@ -372,9 +372,10 @@ impl Executor {
         };
         let approved: HashSet<String> = self
             .with_document(|doc, _| {
+                let index = flemma_ast::ToolIndex::new(doc);
                 calls
                     .iter()
-                    .filter(|c| still_approved(doc, c.id.as_str()))
+                    .filter(|c| still_approved(doc, &index, c.id.as_str()))
                     .map(|c| c.id.as_str().to_owned())
                     .collect()
             })

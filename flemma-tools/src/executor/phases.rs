@@ -142,10 +142,13 @@ impl Executor {
         if !plan.settle.is_empty() {
             self.edit(|doc| {
                 let mut edits = Vec::new();
+                let index = flemma_ast::ToolIndex::new(doc);
                 for (id, _, body) in &plan.settle {
                     let edit = match body {
-                        None => writer::set_status(doc, id.as_str(), None),
-                        Some(body) => writer::write_result(doc, id.as_str(), body, writer),
+                        None => writer::set_status_in(doc, &index, id.as_str(), None),
+                        Some(body) => {
+                            writer::write_result_in(doc, &index, id.as_str(), body, writer)
+                        }
                     };
                     match edit {
                         Ok(edit) => edits.push(edit),

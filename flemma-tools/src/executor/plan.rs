@@ -38,6 +38,7 @@ pub(super) fn plan<T>(doc: &Document, running: &HashMap<ToolUseId, T>) -> Plan {
     // Lifecycle results are few and recent: each looks for its tool use backwards from its own
     // message, instead of indexing the whole transcript.
     let mut groups: Vec<(u32, &flemma_ast::ToolResult, &flemma_ast::ToolUse, usize)> = Vec::new();
+    let tool_index = flemma_ast::ToolIndex::new(doc);
     for (index, message) in doc.messages.iter().enumerate() {
         for result in message.tool_results() {
             if !result.status.is_some_and(ToolStatus::is_lifecycle) {
@@ -45,20 +46,22 @@ pub(super) fn plan<T>(doc: &Document, running: &HashMap<ToolUseId, T>) -> Plan {
             }
             let id = result.tool_use_id.as_str();
             // Only the last result of a tool use counts.
-            let later = doc.messages[index..]
-                .iter()
-                .flat_map(flemma_ast::Message::tool_results)
-                .skip_while(|r| !std::ptr::eq(*r, result))
-                .skip(1)
-                .any(|r| r.tool_use_id == id);
-            if later {
+            let last = tool_index.last_tool_result(doc, id);
+            if !last.is_some_and(|r| std::ptr::eq(r.node, result)) {
                 continue;
             }
-            let found = doc.messages[..=index]
-                .iter()
-                .enumerate()
-                .rev()
-                .find_map(|(i, m)| m.tool_uses().find(|u| u.id == id).map(|u| (u, i)));
+            // The nearest tool use at or before the result's message.
+            let found = match tool_index.only_tool_use(doc, id) {
+                Some(Some(only)) => {
+                    (only.message_index <= index).then_some((only.node, only.message_index))
+                }
+                Some(None) => None,
+                None => doc.messages[..=index]
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find_map(|(i, m)| m.tool_uses().find(|u| u.id == id).map(|u| (u, i))),
+            };
             if let Some((tool_use, use_message)) = found {
                 groups.push((tool_use.span.start_line, result, tool_use, use_message));
             }

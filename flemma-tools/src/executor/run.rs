@@ -165,13 +165,17 @@ impl Executor {
     pub(super) async fn clear_suffixes(&self, calls: &[Call]) -> Result<(), ExecutorError> {
         self.edit(|doc| {
             let mut edits = Vec::with_capacity(calls.len());
+            let index = flemma_ast::ToolIndex::new(doc);
             for call in calls {
                 // A re-run keeps its job id, so its Job Result is replaced in place (§7.5 5).
-                let job = flemma_ast::find_tool_result_by_id(doc, call.id.as_str())
+                let job = index
+                    .tool_result(doc, call.id.as_str())
                     .and_then(|r| r.node.job_id().map(|j| format!("job={j}")));
                 let cleared = match &job {
-                    Some(modeline) => writer::set_modeline(doc, call.id.as_str(), modeline),
-                    None => writer::set_status(doc, call.id.as_str(), None),
+                    Some(modeline) => {
+                        writer::set_modeline_in(doc, &index, call.id.as_str(), modeline)
+                    }
+                    None => writer::set_status_in(doc, &index, call.id.as_str(), None),
                 };
                 match cleared {
                     Ok(edit) => edits.push(edit),

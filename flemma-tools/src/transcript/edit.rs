@@ -87,9 +87,11 @@ impl Transcript {
             self.edit(|doc, _| {
                 missing.clear();
                 let mut edits = Vec::with_capacity(pending.len());
+                // One scan for the batch, not one per result.
+                let index = flemma_ast::ToolIndex::new(doc);
                 for &entry in &pending {
                     let (id, body) = entry;
-                    match writer::write_result(doc, id.as_str(), body, writer) {
+                    match writer::write_result_in(doc, &index, id.as_str(), body, writer) {
                         Ok(edit) => edits.push(edit),
                         // Put back below (once); after that, nowhere to write.
                         Err(AstError::UnknownToolResult { .. }) => missing.push(entry),

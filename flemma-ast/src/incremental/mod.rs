@@ -1,19 +1,30 @@
 //! Incremental parsing: a document kept equal to a full parse of a changing text (spec §1.15).
 
-use crate::ast::{Document, Message, Segment};
+mod units;
+
+use std::sync::OnceLock;
+
+use crate::ast::Document;
 use crate::edit::{self, TextEdit};
 use crate::error::AstError;
 use crate::parser::{LineIter, Output, parse_body_until, parse_frontmatter};
+use crate::query::ToolIndex;
+use crate::results::Unit;
+use units::shift_message;
 
 /// Keeps a text and its parsed document current while the text changes.
 ///
 /// The parser owns a copy of the text. A change re-parses from the last message that starts
 /// before the first changed line, and stops at the first message after the change that starts
 /// where a message of the previous parse started (same bytes from there to the end): those
-/// messages are reused with their lines shifted. So the cost of a change is the size of the
-/// messages it touches, not of the transcript, and the document always equals
-/// [`parse`](crate::parse) of [`text`](Self::text): nothing is assumed unchanged that is not
-/// byte for byte the same.
+/// messages are reused with their lines shifted. Inside a `@You:` message (where results are
+/// written) it goes further: a change there re-parses from the text run or result block before
+/// it to the first one after it that is unchanged, so writing one result into a message of
+/// 10,000 costs that result. So the cost of a change is the size of what it touches, not of the
+/// transcript or of the message, and the document always equals [`parse`](crate::parse) of
+/// [`text`](Self::text): nothing is assumed unchanged that is not byte for byte the same.
+///
+/// [`tool_index`](Self::tool_index) finds tool uses and results by id without a scan.
 ///
 /// - [`apply_edits`](Self::apply_edits) takes the [`TextEdit`]s the [`writer`](crate::writer)
 ///   produces (or any others), applies them to the text as [`apply_edits`](crate::apply_edits)
@@ -47,6 +58,12 @@ pub struct IncrementalParser {
     doc: Document,
     /// Byte offset of each message's marker line, one per message of `doc`.
     markers: Vec<usize>,
+    /// The units of each message of `doc` (empty but for `@You:` messages).
+    units: Vec<Vec<Unit>>,
+    /// The tool index of `doc`, built when first asked for after a change.
+    index: OnceLock<ToolIndex>,
+    /// Bytes the last change parsed.
+    reparsed: usize,
 }
 
 /// How much of the text a change made the [`IncrementalParser`] parse.
@@ -64,8 +81,11 @@ impl IncrementalParser {
     pub fn new(text: impl Into<String>) -> Self {
         let mut parser = Self {
             text: String::new(),
-            doc: crate::parse(""),
+            doc: crate::parser::parse(""),
             markers: Vec::new(),
+            units: Vec::new(),
+            index: OnceLock::new(),
+            reparsed: 0,
         };
         parser.reset(text);
         parser
@@ -74,6 +94,41 @@ impl IncrementalParser {
     /// The current document: always equal to [`parse`](crate::parse) of [`text`](Self::text).
     pub fn document(&self) -> &Document {
         &self.doc
+    }
+
+    /// Where each tool use and its results stand in the [`document`](Self::document), by id:
+    /// built by one scan the first time it is asked for after a change, then kept until the
+    /// next change.
+    ///
+    /// ```
+    /// use flemma_ast::IncrementalParser;
+    ///
+    /// let parser = IncrementalParser::new(
+    ///     "@Assistant:\n**Tool Use:** `bash` (`t1`)\n```json\n{}\n```\n\n\
+    ///      @You:\n**Tool Result:** `t1`\n```\nok\n```\n",
+    /// );
+    /// let doc = parser.document();
+    /// let result = parser.tool_index().last_tool_result(doc, "t1").unwrap();
+    /// assert_eq!((result.node.content.as_str(), result.message_index), ("ok", 1));
+    /// ```
+    pub fn tool_index(&self) -> &ToolIndex {
+        self.index.get_or_init(|| ToolIndex::new(&self.doc))
+    }
+
+    /// How many bytes of the text the last change parsed again (the whole text after
+    /// [`new`](Self::new) and [`reset`](Self::reset)): what a change cost, for hosts and tests
+    /// that watch it.
+    ///
+    /// ```
+    /// use flemma_ast::IncrementalParser;
+    ///
+    /// let mut parser = IncrementalParser::new("@You:\nOne.\n\n@Assistant:\nTwo.\n");
+    /// assert_eq!(parser.reparsed_bytes(), parser.text().len());
+    /// parser.append("Three.\n");
+    /// assert_eq!(parser.reparsed_bytes(), "@Assistant:\nTwo.\nThree.\n".len());
+    /// ```
+    pub fn reparsed_bytes(&self) -> usize {
+        self.reparsed
     }
 
     /// The current text.
@@ -97,6 +152,7 @@ impl IncrementalParser {
             line_count: 0,
         };
         self.markers.clear();
+        self.units.clear();
         self.reparse(0, 0, self.text.len());
     }
 
@@ -125,7 +181,17 @@ impl IncrementalParser {
                 .messages
                 .partition_point(|m| m.span.start_line <= line);
             match i.checked_sub(1) {
-                Some(i) => (self.markers[i], self.doc.messages[i].span.start_line),
+                Some(i) => {
+                    let start = self.doc.messages[i].span.start_line;
+                    let units = &self.units[i];
+                    match units
+                        .partition_point(|u| start + u.line <= line)
+                        .checked_sub(1)
+                    {
+                        Some(u) => (self.markers[i] + units[u].offset, start + units[u].line),
+                        None => (self.markers[i], start),
+                    }
+                }
                 None => (0, 1),
             }
         };
@@ -181,6 +247,7 @@ impl IncrementalParser {
     /// `new_end` on is the previous text from `old_end` on. `self.doc` and `self.markers` still
     /// describe the previous text.
     fn reparse(&mut self, first: usize, old_end: usize, new_end: usize) -> Reparse {
+        self.index = OnceLock::new();
         let text = self.text.as_str();
         // Lines before the changed one are intact; the message holding the line just before
         // it may grow or shrink, so parsing resumes at that message.
@@ -188,6 +255,18 @@ impl IncrementalParser {
         let before = self.markers.partition_point(|&m| m < line_start);
         // Without a frontmatter, an opener on line 1 could be closed by any changed line.
         let open_frontmatter = self.doc.frontmatter.is_none() && text.starts_with("```");
+        if !open_frontmatter {
+            let state = units::State {
+                text,
+                doc: &mut self.doc,
+                markers: &mut self.markers,
+                units: &mut self.units,
+            };
+            if let Some(parsed) = units::reparse_in_message(state, first, old_end, new_end) {
+                self.reparsed = parsed;
+                return Reparse::Incremental;
+            }
+        }
         let resume = before.checked_sub(1).filter(|_| !open_frontmatter);
         let mut lines = match resume {
             Some(i) => LineIter::new(
@@ -202,7 +281,10 @@ impl IncrementalParser {
             None => Some(parse_frontmatter(text, &mut lines)),
         };
         let old_markers = &self.markers;
-        let mut out = Output::default();
+        let mut out = Output {
+            track_units: true,
+            ..Output::default()
+        };
         let preamble = parse_body_until(text, lines, &mut out, |offset| {
             offset >= new_end
                 && old_markers
@@ -210,6 +292,8 @@ impl IncrementalParser {
                     .is_ok()
         });
 
+        let parse_start = resume.map_or(0, |i| self.markers[i]);
+        self.reparsed = out.stopped.map_or(text.len(), |(offset, _)| offset) - parse_start;
         let keep = resume.unwrap_or(0);
         let kept_diagnostics = match resume {
             Some(i) => {
@@ -232,6 +316,7 @@ impl IncrementalParser {
         let parsed = out.messages.len();
         self.doc.messages.splice(keep..reused, out.messages);
         self.markers.splice(keep..reused, out.markers);
+        self.units.splice(keep..reused, out.units);
         let parsed_diagnostics = out.diagnostics.len();
         self.doc
             .diagnostics
@@ -260,38 +345,6 @@ impl IncrementalParser {
         } else {
             Reparse::Incremental
         }
-    }
-}
-
-/// Moves every position in `message` by `by` lines.
-fn shift_message(message: &mut Message, by: i32) {
-    let line = |l: &mut u32| *l = l.wrapping_add_signed(by);
-    line(&mut message.span.start_line);
-    line(&mut message.span.end_line);
-    for segment in &mut message.segments {
-        let span = match segment {
-            Segment::Text(t) => match &mut t.span {
-                Some(s) => {
-                    line(&mut s.start_line);
-                    line(&mut s.end_line);
-                    continue;
-                }
-                None => continue,
-            },
-            Segment::Expression(t) | Segment::Code(t) => {
-                line(&mut t.span.start_line);
-                line(&mut t.span.end_line);
-                continue;
-            }
-            Segment::Thinking(t) => &mut t.span,
-            Segment::ToolUse(t) => &mut t.span,
-            Segment::ToolResult(t) => &mut t.span,
-            Segment::JobResult(t) => &mut t.span,
-            Segment::Aborted(t) => &mut t.span,
-            Segment::Malformed(t) => &mut t.span,
-        };
-        line(&mut span.start_line);
-        line(&mut span.end_line);
     }
 }
 
@@ -325,3 +378,6 @@ fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
         .position(|(x, y)| x != y)
         .unwrap_or(max - n)
 }
+
+#[cfg(test)]
+mod tests;
