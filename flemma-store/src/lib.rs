@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod append;
 mod body;
 mod error;
 mod path;
@@ -38,6 +39,7 @@ mod preview;
 mod store;
 mod write;
 
+pub use append::{Appended, append_if_unchanged, sync_data};
 pub use body::ResultBody;
 pub use error::StoreError;
 pub use flemma_ids::{JobId, ToolName, ToolUseId};
