@@ -113,7 +113,8 @@ fn holds(file: &mut File, expected: &[u8]) -> io::Result<bool> {
 #[cfg(unix)]
 fn same_file(path: &Path, metadata: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    std::fs::metadata(path).is_ok_and(|now| now.ino() == metadata.ino() && now.dev() == metadata.dev())
+    std::fs::metadata(path)
+        .is_ok_and(|now| now.ino() == metadata.ino() && now.dev() == metadata.dev())
 }
 
 /// Whether `path` still names the file `metadata` describes (not checked here).

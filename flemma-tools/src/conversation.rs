@@ -427,8 +427,7 @@ impl FileConversation {
             path: self.path.clone(),
             source,
         };
-        if buffered && text.len() > current.text.len() && text.starts_with(current.text.as_str())
-        {
+        if buffered && text.len() > current.text.len() && text.starts_with(current.text.as_str()) {
             let old = Arc::clone(&current.text);
             let tail = text.as_bytes()[old.len()..].to_vec();
             let appended = tokio::task::spawn_blocking(move || {

@@ -316,11 +316,7 @@ impl Session {
     ///
     /// [`Conversation::sync`]: flemma_tools::Conversation::sync
     async fn append(&self, text: &str) -> Result<(), SessionError> {
-        with_durability(
-            Durability::Buffered,
-            self.inner.executor.append_lines(text),
-        )
-        .await?;
+        with_durability(Durability::Buffered, self.inner.executor.append_lines(text)).await?;
         Ok(())
     }
 

@@ -10,6 +10,7 @@ mod bash;
 mod bash_load;
 mod claims;
 mod cycle;
+mod durability;
 mod executor;
 mod files;
 mod jobs;
