@@ -392,6 +392,7 @@ impl FileConversation {
     /// The cached snapshot while the file's metadata match it; else the file read again, at a
     /// new revision when its text changed.
     async fn current(&self, state: &mut FileState) -> Result<Snapshot, ConversationError> {
+        // One `stat` on this thread (a hand-off to the blocking pool would cost more than it).
         if let (Some(snapshot), Some(stamp)) = (&state.snapshot, state.stamp)
             && std::fs::metadata(&self.path).is_ok_and(|m| Stamp::of(&m) == stamp)
         {
