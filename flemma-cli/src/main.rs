@@ -150,9 +150,9 @@ enum Command {
         file: PathBuf,
     },
     /// Run the agent loop on FILE until it is idle, waits for approval, exceeds
-    /// `--max-turns` or is cancelled (Ctrl-C; twice cancels everything). FILE is rewritten
-    /// atomically as the response streams and the tools finish; edits made meanwhile are
-    /// kept. Exit 130 when cancelled.
+    /// `--max-turns` or is cancelled (Ctrl-C; twice cancels everything). FILE is appended to
+    /// as the response streams and rewritten atomically as the tools finish; edits made
+    /// meanwhile are kept. Exit 130 when cancelled.
     Run {
         /// The `.chat` file.
         file: PathBuf,

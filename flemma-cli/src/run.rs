@@ -87,6 +87,10 @@ impl Conversation for Redirected {
         self.output.apply(revision, edits).await
     }
 
+    async fn sync(&self) -> Result<(), ConversationError> {
+        self.output.sync().await
+    }
+
     fn path(&self) -> Option<&Path> {
         Some(&self.origin)
     }

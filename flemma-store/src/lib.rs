@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod append;
 mod body;
 mod error;
 mod path;
@@ -39,6 +40,7 @@ mod store;
 mod write;
 mod writes;
 
+pub use append::{Appended, append_if_unchanged, sync_data};
 pub use body::ResultBody;
 pub use error::StoreError;
 pub use flemma_ids::{JobId, ToolName, ToolUseId};

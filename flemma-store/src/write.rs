@@ -115,13 +115,13 @@ fn temp_path(path: &Path) -> PathBuf {
 
 /// An exclusive lock serialising the writers of one directory, released on drop.
 #[derive(Debug)]
-struct DirLock {
+pub(crate) struct DirLock {
     _file: File,
 }
 
 impl DirLock {
     /// Locks `dir` itself, or the fallback lock file where the directory cannot be locked.
-    fn acquire(dir: &Path) -> io::Result<Self> {
+    pub(crate) fn acquire(dir: &Path) -> io::Result<Self> {
         if let Ok(file) = File::open(dir)
             && lock(&file).is_ok()
         {

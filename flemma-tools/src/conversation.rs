@@ -31,6 +31,55 @@ pub struct Snapshot {
     pub revision: Revision,
 }
 
+/// How much a change must survive a crash of the machine: what a [`Conversation`] is asked for
+/// by the code around its [`apply`](Conversation::apply), see [`with_durability`].
+///
+/// The contract of the shipped [`FileConversation`]: a `Durable` change is on stable storage
+/// when `apply` returns, and a crash (or a kill) during it leaves the old text or the new one,
+/// never a mix. A `Buffered` change that only appends text is written in place without a
+/// sync: the text before it is never touched, and a crash may keep any prefix of what it
+/// appended (none, some or all of it) until the next durable change or
+/// [`sync`](Conversation::sync) makes it durable. A `Buffered` change that does more than
+/// append is made `Durable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// On stable storage when `apply` returns (the default).
+    #[default]
+    Durable,
+    /// Written, made durable later: text that is written again after a crash anyway (a
+    /// streamed response's lines while it streams; after a crash the request is sent again).
+    Buffered,
+}
+
+tokio::task_local! {
+    static DURABILITY: Durability;
+}
+
+/// Runs `f` with the changes it applies (in this task) asking for `durability`; outside such a
+/// scope every change is [`Durability::Durable`]. The session writes a streamed response
+/// under [`Durability::Buffered`] and calls [`Conversation::sync`] when it is complete.
+///
+/// ```
+/// use flemma_tools::{Durability, current_durability, with_durability};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// assert_eq!(current_durability(), Durability::Durable);
+/// let inside = with_durability(Durability::Buffered, async { current_durability() }).await;
+/// assert_eq!(inside, Durability::Buffered);
+/// # });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn with_durability<F: std::future::Future>(durability: Durability, f: F) -> F::Output {
+    DURABILITY.scope(durability, f).await
+}
+
+/// The durability asked of changes applied now (see [`with_durability`]): what a
+/// [`Conversation`] implementation reads in its `apply`.
+pub fn current_durability() -> Durability {
+    DURABILITY.try_with(|d| *d).unwrap_or_default()
+}
+
 /// Why a conversation could not be read or edited.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -111,6 +160,18 @@ pub trait Conversation: Send + Sync {
     /// default (see [`default_conversation_id`](crate::transcript::default_conversation_id)).
     fn default_id(&self) -> Option<&str> {
         None
+    }
+
+    /// Makes every change applied so far durable (see [`Durability`]): the session calls it
+    /// when a response is complete, before its calls run or the turn goes to the user. A
+    /// conversation whose every change is durable when `apply` returns has nothing to do
+    /// (the default).
+    ///
+    /// # Errors
+    ///
+    /// When the text cannot be stored.
+    async fn sync(&self) -> Result<(), ConversationError> {
+        Ok(())
     }
 
     /// Called before tools start running on the conversation and after the last one ends, so
@@ -253,19 +314,65 @@ impl Conversation for MemoryConversation {
     }
 }
 
-/// A conversation in a `.chat` file, written back atomically (temporary file, fsync, rename).
+/// A conversation in a `.chat` file.
 ///
-/// The file is read again before every change: when it no longer holds the text the edits
-/// were computed against (someone else wrote it), the change is refused as
-/// [`ConversationError::Stale`] and the executor recomputes it on the new text. The file is
-/// compared once more under the lock every [`write_atomic`](flemma_store::write_atomic) of its
-/// directory takes, right before the rename, so two hosts of this library never write over
-/// each other's change; other writers (editors do not honour advisory locks) can, in a window
-/// the length of one rename.
+/// Changes are written back atomically and durably (temporary file, fsync, rename, fsync of
+/// the directory), except appends asked for as [`Durability::Buffered`], which are written in
+/// place without a sync until [`sync`](Conversation::sync) or the next durable change (see
+/// [`Durability`] for what a crash leaves in either case).
+///
+/// The text is read once per change of the file: a snapshot is taken from memory while the
+/// file's metadata (size, modification and change times, inode) still match the last read or
+/// append; a change the metadata cannot show (same size, within one tick of the file
+/// system's clock after this conversation's own write) is seen at the latest by the next
+/// `apply`, which compares the file's content under the lock and refuses as
+/// [`ConversationError::Stale`] — an edit made by someone else is never overwritten. That
+/// comparison happens under the lock every [`write_atomic`](flemma_store::write_atomic) of the
+/// directory takes, right before the rename (or the append), so two hosts of this library
+/// never write over each other's change; other writers (editors do not honour advisory locks)
+/// can, in a window the length of one rename.
 #[derive(Debug)]
 pub struct FileConversation {
     path: PathBuf,
-    state: tokio::sync::Mutex<Option<Snapshot>>,
+    state: tokio::sync::Mutex<FileState>,
+}
+
+/// What a [`FileConversation`] knows of its file.
+#[derive(Debug, Default)]
+struct FileState {
+    /// The text last read or written.
+    snapshot: Option<Snapshot>,
+    /// The file's metadata when it held `snapshot`'s text; `None`: read it again to know.
+    stamp: Option<Stamp>,
+    /// Text was appended without a sync since the last durable write.
+    unsynced: bool,
+}
+
+/// The metadata that changes when a file's content does (a rename over it included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    unix: (u64, u64, i64, i64),
+}
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            #[cfg(unix)]
+            unix: (
+                metadata.dev(),
+                metadata.ino(),
+                metadata.ctime(),
+                metadata.ctime_nsec(),
+            ),
+        }
+    }
 }
 
 impl FileConversation {
@@ -276,29 +383,45 @@ impl FileConversation {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: flemma_config::conversation_path(&path.into()),
-            state: tokio::sync::Mutex::new(None),
+            state: tokio::sync::Mutex::new(FileState::default()),
         }
     }
 
-    async fn read(&self) -> Result<String, ConversationError> {
+    /// The file's text and its metadata before it was read.
+    async fn read(&self) -> Result<(String, Stamp), ConversationError> {
         let path = self.path.clone();
-        let bytes = tokio::task::spawn_blocking(move || std::fs::read(&path))
-            .await
-            .map_err(ConversationError::Task)?
-            .map_err(|source| ConversationError::Read {
-                path: self.path.clone(),
-                source,
-            })?;
-        String::from_utf8(bytes).map_err(|source| ConversationError::NotUtf8 {
+        let (bytes, stamp) = tokio::task::spawn_blocking(move || {
+            use std::io::Read as _;
+            let mut file = std::fs::File::open(&path)?;
+            let stamp = Stamp::of(&file.metadata()?);
+            let mut bytes = Vec::with_capacity(usize::try_from(stamp.len).unwrap_or(0) + 1);
+            file.read_to_end(&mut bytes)?;
+            Ok::<_, std::io::Error>((bytes, stamp))
+        })
+        .await
+        .map_err(ConversationError::Task)?
+        .map_err(|source| ConversationError::Read {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        let text = String::from_utf8(bytes).map_err(|source| ConversationError::NotUtf8 {
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok((text, stamp))
     }
 
-    /// The cached snapshot, moved to a new revision when the file changed.
-    async fn current(&self, cached: &mut Option<Snapshot>) -> Result<Snapshot, ConversationError> {
-        let text = self.read().await?;
-        let snapshot = match cached.take() {
+    /// The cached snapshot while the file's metadata match it; else the file read again, at a
+    /// new revision when its text changed.
+    async fn current(&self, state: &mut FileState) -> Result<Snapshot, ConversationError> {
+        // One `stat` on this thread (a hand-off to the blocking pool would cost more than it).
+        if let (Some(snapshot), Some(stamp)) = (&state.snapshot, state.stamp)
+            && std::fs::metadata(&self.path).is_ok_and(|m| Stamp::of(&m) == stamp)
+        {
+            return Ok(snapshot.clone());
+        }
+        let (text, stamp) = self.read().await?;
+        let snapshot = match state.snapshot.take() {
             Some(old) if old.text.as_str() == text => old,
             Some(old) => Snapshot {
                 text: Arc::new(text),
@@ -309,9 +432,68 @@ impl FileConversation {
                 revision: Revision(0),
             },
         };
-        *cached = Some(snapshot.clone());
+        state.snapshot = Some(snapshot.clone());
+        state.stamp = Some(stamp);
         Ok(snapshot)
     }
+
+    /// Writes `text`, computed from `current`, as one change: appended in place when that is
+    /// all it does and `buffered`, else rewritten durably.
+    async fn write(
+        &self,
+        current: &Snapshot,
+        text: &str,
+        buffered: bool,
+    ) -> Result<Written, ConversationError> {
+        let path = self.path.clone();
+        let write_error = |source| ConversationError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        if buffered && text.len() > current.text.len() && text.starts_with(current.text.as_str()) {
+            let old = Arc::clone(&current.text);
+            let tail = text.as_bytes()[old.len()..].to_vec();
+            let appended = tokio::task::spawn_blocking(move || {
+                flemma_store::append_if_unchanged(&path, old.as_bytes(), &tail)
+            })
+            .await
+            .map_err(ConversationError::Task)?
+            .map_err(write_error)?;
+            return Ok(match appended {
+                flemma_store::Appended::Done(metadata) => Written::Appended(Stamp::of(&metadata)),
+                _ => Written::Changed,
+            });
+        }
+        let bytes = text.as_bytes().to_vec();
+        let unchanged = Unchanged(Arc::clone(&current.text));
+        let written = tokio::task::spawn_blocking(move || {
+            flemma_store::write_atomic(&path, &bytes, &unchanged)
+        })
+        .await
+        .map_err(ConversationError::Task)?;
+        match written {
+            Ok(_) => Ok(Written::Rewritten),
+            // Another writer replaced the file since it was read.
+            Err(flemma_store::StoreError::Backup { source, .. })
+                if source
+                    .get_ref()
+                    .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Changed>) =>
+            {
+                Ok(Written::Changed)
+            }
+            Err(source) => Err(write_error(source)),
+        }
+    }
+}
+
+/// How [`FileConversation::write`] wrote a change.
+enum Written {
+    /// Appended in place, not synced; the file's metadata after it.
+    Appended(Stamp),
+    /// Rewritten atomically and durably.
+    Rewritten,
+    /// Not written: the file no longer held the text the change was computed from.
+    Changed,
 }
 
 /// The "backup" of a conversation write: run under the directory's write lock right before the
@@ -337,8 +519,8 @@ impl flemma_store::BackupStrategy for Unchanged {
 #[async_trait::async_trait]
 impl Conversation for FileConversation {
     async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
-        let mut cached = self.state.lock().await;
-        self.current(&mut cached).await
+        let mut state = self.state.lock().await;
+        self.current(&mut state).await
     }
 
     async fn apply(
@@ -346,8 +528,12 @@ impl Conversation for FileConversation {
         revision: Revision,
         edits: &[TextEdit],
     ) -> Result<Snapshot, ConversationError> {
-        let mut cached = self.state.lock().await;
-        let current = self.current(&mut cached).await?;
+        let mut state = self.state.lock().await;
+        // The text the caller's revision names; the file is compared with it under the lock.
+        let current = match &state.snapshot {
+            Some(snapshot) => snapshot.clone(),
+            None => self.current(&mut state).await?,
+        };
         if current.revision != revision {
             return Err(ConversationError::Stale {
                 expected: revision,
@@ -359,32 +545,25 @@ impl Conversation for FileConversation {
         }
         let text =
             flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
-        let path = self.path.clone();
-        let bytes = text.clone().into_bytes();
-        let unchanged = Unchanged(Arc::clone(&current.text));
-        let written = tokio::task::spawn_blocking(move || {
-            flemma_store::write_atomic(&path, &bytes, &unchanged)
-        })
-        .await
-        .map_err(ConversationError::Task)?;
-        match written {
-            Ok(_) => {}
-            // Another writer replaced the file since it was read.
-            Err(flemma_store::StoreError::Backup { source, .. })
-                if source
-                    .get_ref()
-                    .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Changed>) =>
-            {
-                // The next read sees the new text and moves the revision on.
+        let buffered = current_durability() == Durability::Buffered;
+        match self.write(&current, &text, buffered).await? {
+            Written::Appended(stamp) => {
+                state.stamp = Some(stamp);
+                state.unsynced = true;
+            }
+            Written::Rewritten => {
+                // Synced, text appended before included; the next snapshot reads the file
+                // once for its metadata.
+                state.stamp = None;
+                state.unsynced = false;
+            }
+            Written::Changed => {
+                // Another writer changed the file since it was read: the next read sees the
+                // new text and moves the revision on.
+                state.stamp = None;
                 return Err(ConversationError::Stale {
                     expected: revision,
                     actual: Revision(revision.0 + 1),
-                });
-            }
-            Err(source) => {
-                return Err(ConversationError::Write {
-                    path: self.path.clone(),
-                    source,
                 });
             }
         }
@@ -392,8 +571,25 @@ impl Conversation for FileConversation {
             text: Arc::new(text),
             revision: Revision(revision.0 + 1),
         };
-        *cached = Some(snapshot.clone());
+        state.snapshot = Some(snapshot.clone());
         Ok(snapshot)
+    }
+
+    async fn sync(&self) -> Result<(), ConversationError> {
+        let mut state = self.state.lock().await;
+        if !state.unsynced {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || flemma_store::sync_data(&path))
+            .await
+            .map_err(ConversationError::Task)?
+            .map_err(|source| ConversationError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        state.unsynced = false;
+        Ok(())
     }
 
     fn path(&self) -> Option<&Path> {

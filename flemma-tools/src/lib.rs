@@ -67,7 +67,8 @@ pub use async_trait::async_trait;
 pub use builtin::register_builtins;
 pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use conversation::{
-    Conversation, ConversationError, FileConversation, MemoryConversation, Revision, Snapshot,
+    Conversation, ConversationError, Durability, FileConversation, MemoryConversation, Revision,
+    Snapshot, current_durability, with_durability,
 };
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use events::{Event, Placed};

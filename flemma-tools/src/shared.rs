@@ -59,6 +59,10 @@ macro_rules! shared {
                 (**self).apply(revision, edits).await
             }
 
+            async fn sync(&self) -> Result<(), ConversationError> {
+                (**self).sync().await
+            }
+
             fn path(&self) -> Option<&Path> {
                 (**self).path()
             }

@@ -12,6 +12,7 @@ use flemma_providers::{
 };
 use flemma_schema::Capability;
 use flemma_tools::transcript::TranscriptError;
+use flemma_tools::{Durability, with_durability};
 use futures_util::StreamExt as _;
 
 use super::{Control, Session, SessionError, SessionEvent};
@@ -110,10 +111,8 @@ impl Session {
         if cancelled {
             if arrived {
                 self.flush(&mut out, true).await?;
-                self.inner
-                    .executor
-                    .append_lines(&format!("\n{ABORT_MARKER}"))
-                    .await?;
+                self.append(&format!("\n{ABORT_MARKER}")).await?;
+                self.inner.executor.conversation().sync().await?;
             } else {
                 self.remove_header(separator).await?;
             }
@@ -125,10 +124,9 @@ impl Session {
                 // What arrived stays, marked incomplete: the next run sends the request
                 // again (see `drop_incomplete_response`).
                 self.flush(&mut out, true).await?;
-                self.inner
-                    .executor
-                    .append_lines(&format!("\n{}", incomplete_marker(&message)))
+                self.append(&format!("\n{}", incomplete_marker(&message)))
                     .await?;
+                self.inner.executor.conversation().sync().await?;
             } else {
                 self.remove_header(separator).await?;
             }
@@ -147,8 +145,10 @@ impl Session {
             self.flush(&mut out, true).await?;
             if out.tool_uses == 0 {
                 // The user's turn.
-                self.inner.executor.append_lines("\n@You:").await?;
+                self.append("\n@You:").await?;
             }
+            // The response is complete: durable before its calls run or the user answers.
+            self.inner.executor.conversation().sync().await?;
         } else {
             self.remove_header(separator).await?;
             self.emit(SessionEvent::Warning(format!(
@@ -309,8 +309,19 @@ impl Session {
         } else {
             "@Assistant:"
         };
-        self.inner.executor.append_lines(header).await?;
+        self.append(header).await?;
         Ok(separator)
+    }
+
+    /// Appends lines of the response being written, [`Durability::Buffered`]: nothing of a
+    /// response is durable before [`Conversation::sync`] at its end (a crash before then
+    /// loses at most the lines since the request was sent, the text before is never touched;
+    /// see README's decisions on durability).
+    ///
+    /// [`Conversation::sync`]: flemma_tools::Conversation::sync
+    async fn append(&self, text: &str) -> Result<(), SessionError> {
+        with_durability(Durability::Buffered, self.inner.executor.append_lines(text)).await?;
+        Ok(())
     }
 
     /// Writes the complete lines of the response (all of it when `last`), keeping trailing
@@ -333,7 +344,7 @@ impl Session {
             return Ok(());
         }
         let written = lines.len();
-        self.inner.executor.append_lines(lines).await?;
+        self.append(lines).await?;
         out.flushed = true;
         // The line's terminator goes with it; later blank lines stay pending.
         let rest = (written + 1).min(out.pending.len());

@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod durability;
 mod file_access;
 mod http;
 mod session;

@@ -11,6 +11,7 @@ mod bash_load;
 mod claims;
 mod cycle;
 mod cycle_many;
+mod durability;
 mod executor;
 mod files;
 mod jobs;

@@ -1,0 +1,177 @@
+//! Appending to a file in place, under the lock [`write_atomic`](crate::write_atomic) takes,
+//! when it still holds the expected content: the cheap write of text that is re-sent after a
+//! crash anyway (a streamed response's lines), where an atomic rewrite would copy, sync and
+//! rename the whole file for a few bytes.
+//!
+//! The bytes already in the file are never touched: a crash (or a kill) during an append
+//! leaves the old content followed by a prefix of the appended bytes, never less than the old
+//! content. Nothing is synced: [`sync_data`] makes the appended bytes durable when the caller
+//! reaches a point that must survive a crash.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read as _, Seek as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use crate::error::StoreError;
+use crate::write::DirLock;
+
+/// What [`append_if_unchanged`] did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Appended {
+    /// The bytes were appended; the file's metadata after the append (from the written
+    /// descriptor, under the lock).
+    Done(std::fs::Metadata),
+    /// The file no longer held the expected content (or was replaced meanwhile): nothing was
+    /// appended to it.
+    Changed,
+}
+
+/// Appends `tail` to `path` when the file holds exactly `expected`, without syncing.
+///
+/// The check and the append happen under the lock of `path`'s directory that
+/// [`write_atomic`](crate::write_atomic) takes, so two writers of this crate never append to
+/// or replace a file the other just changed. When the file was replaced by a rename while the
+/// bytes were written (an editor, which takes no lock), the append went to the old file and
+/// [`Appended::Changed`] is returned: the file at `path` was not changed by this call. A
+/// failed write is cut back to `expected`.
+///
+/// # Errors
+///
+/// [`StoreError::Open`] when the file cannot be opened (a missing file included),
+/// [`StoreError::Lock`] and [`StoreError::Write`].
+///
+/// ```
+/// use flemma_store::{Appended, append_if_unchanged};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-append-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("log.txt");
+/// std::fs::write(&path, "one\n")?;
+/// assert!(matches!(append_if_unchanged(&path, b"one\n", b"two\n")?, Appended::Done(_)));
+/// // The file is no longer `one\n`: nothing is appended.
+/// assert!(matches!(append_if_unchanged(&path, b"one\n", b"three\n")?, Appended::Changed));
+/// assert_eq!(std::fs::read_to_string(&path)?, "one\ntwo\n");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn append_if_unchanged(
+    path: &Path,
+    expected: &[u8],
+    tail: &[u8],
+) -> Result<Appended, StoreError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let write_error = |source| StoreError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let lock = DirLock::acquire(&dir).map_err(|source| StoreError::Lock {
+        dir: dir.clone(),
+        source,
+    })?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+    if !holds(&mut file, expected).map_err(write_error)? {
+        return Ok(Appended::Changed);
+    }
+    let len = expected.len() as u64;
+    let written = file
+        .seek(io::SeekFrom::Start(len))
+        .and_then(|_| file.write_all(tail));
+    if let Err(source) = written {
+        // No half-written tail left behind.
+        let _ = file.set_len(len);
+        return Err(write_error(source));
+    }
+    let metadata = file.metadata().map_err(write_error)?;
+    if !same_file(path, &metadata) {
+        return Ok(Appended::Changed);
+    }
+    drop(lock);
+    Ok(Appended::Done(metadata))
+}
+
+/// Whether `file` holds exactly `expected` (one read of the whole file).
+fn holds(file: &mut File, expected: &[u8]) -> io::Result<bool> {
+    if file.metadata()?.len() != expected.len() as u64 {
+        return Ok(false);
+    }
+    let mut content = Vec::with_capacity(expected.len() + 1);
+    file.read_to_end(&mut content)?;
+    Ok(content == expected)
+}
+
+/// Whether `path` still names the file `metadata` describes.
+#[cfg(unix)]
+fn same_file(path: &Path, metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path)
+        .is_ok_and(|now| now.ino() == metadata.ino() && now.dev() == metadata.dev())
+}
+
+/// Whether `path` still names the file `metadata` describes (not checked here).
+#[cfg(not(unix))]
+fn same_file(_path: &Path, _metadata: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Makes what was written to `path` durable (`fdatasync`): the point after which appends made
+/// with [`append_if_unchanged`] survive a crash.
+///
+/// # Errors
+///
+/// [`StoreError::Open`] and [`StoreError::Write`].
+pub fn sync_data(path: &Path) -> Result<(), StoreError> {
+    let file = File::open(path).map_err(|source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    file.sync_data().map_err(|source| StoreError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "flemma-store-unit-append-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        dir
+    }
+
+    #[test]
+    fn appends_only_to_the_expected_content_and_creates_no_file() {
+        let dir = scratch("expected");
+        let path = dir.join("t.chat");
+        std::fs::write(&path, "a\n").unwrap_or_else(|e| panic!("{e}"));
+        let done = append_if_unchanged(&path, b"a\n", b"b\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(done, Appended::Done(m) if m.len() == 4));
+        // Same length, other bytes: refused.
+        let refused =
+            append_if_unchanged(&path, b"x\ny\n", b"c\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(refused, Appended::Changed));
+        assert_eq!(
+            std::fs::read_to_string(&path).ok().as_deref(),
+            Some("a\nb\n")
+        );
+        sync_data(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::fs::read_dir(&dir).map(Iterator::count).ok(), Some(1));
+        assert!(append_if_unchanged(&dir.join("missing"), b"", b"x").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

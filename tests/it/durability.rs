@@ -1,0 +1,111 @@
+//! The session's durability points (README, "Durability of the transcript"): a streamed
+//! response is appended `Buffered` and synced once when complete, before its calls run or the
+//! turn goes to the user; everything else, the results above all, is written `Durable`.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flemma::ast::TextEdit;
+use flemma::providers::{ScriptedProvider, Turn};
+use flemma::tools::{
+    Conversation, ConversationError, Durability, MemoryConversation, Revision, Snapshot,
+    current_durability,
+};
+use flemma::{Session, Stop, async_trait};
+use serde_json::json;
+
+use crate::{chat, registry};
+
+/// What the conversation was asked to do, in order.
+#[derive(Debug, Clone, PartialEq)]
+enum Write {
+    /// A change, its durability, the text before and after it.
+    Apply(Durability, String, String),
+    Sync,
+}
+
+/// A memory conversation recording every change with the durability it was asked for.
+struct Recording {
+    inner: Arc<MemoryConversation>,
+    log: Mutex<Vec<Write>>,
+}
+
+#[async_trait]
+impl Conversation for Recording {
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
+        self.inner.snapshot().await
+    }
+
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+    ) -> Result<Snapshot, ConversationError> {
+        let before = self.inner.text();
+        let applied = self.inner.apply(revision, edits).await?;
+        self.log.lock().unwrap().push(Write::Apply(
+            current_durability(),
+            before,
+            applied.text.as_str().to_owned(),
+        ));
+        Ok(applied)
+    }
+
+    async fn sync(&self) -> Result<(), ConversationError> {
+        self.log.lock().unwrap().push(Write::Sync);
+        Ok(())
+    }
+
+    fn path(&self) -> Option<&Path> {
+        self.inner.path()
+    }
+}
+
+#[tokio::test]
+async fn a_response_is_buffered_then_synced_and_results_are_durable() {
+    let recording = Arc::new(Recording {
+        inner: chat(&["calculator"], "What is 6 * 7?"),
+        log: Mutex::new(Vec::new()),
+    });
+    let provider = Arc::new(ScriptedProvider::new([
+        Turn::text("Let me compute.\nNow.")
+            .with_tool_use("calculator", json!({"expression": "6 * 7"})),
+        Turn::text("It is\n42."),
+    ]));
+    let session = Session::builder(recording.clone(), registry(), provider)
+        .flush_interval(Duration::ZERO)
+        .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let log = recording.log.lock().unwrap().clone();
+    let syncs: Vec<usize> = (0..log.len()).filter(|&i| log[i] == Write::Sync).collect();
+    // One sync per response, the last write of all after the final answer.
+    assert_eq!(syncs.len(), 2, "{log:#?}");
+    assert_eq!(syncs[1], log.len() - 1, "{log:#?}");
+    for (i, write) in log.iter().enumerate() {
+        let Write::Apply(durability, before, after) = write else {
+            continue;
+        };
+        if *durability == Durability::Buffered {
+            // Buffered changes only ever append, and never a result.
+            let added = after.strip_prefix(before.as_str()).unwrap_or_else(|| {
+                panic!("a buffered change that does not append: {before:?} -> {after:?}")
+            });
+            assert!(!added.contains("**Tool Result:**"), "{added:?}");
+        }
+        if after.contains("```\n42\n```") && !before.contains("```\n42\n```") {
+            // The result, durable, after the first response was synced.
+            assert_eq!(*durability, Durability::Durable);
+            assert!(syncs[0] < i, "{log:#?}");
+        }
+    }
+    let buffered = |needle: &str| {
+        log.iter().any(|w| {
+            matches!(w, Write::Apply(Durability::Buffered, b, a)
+                if a.contains(needle) && !b.contains(needle))
+        })
+    };
+    // The headers and the streamed lines of both responses were buffered.
+    assert!(buffered("@Assistant:\nLet me compute."), "{log:#?}");
+    assert!(buffered("It is\n42."), "{log:#?}");
+}
