@@ -110,7 +110,6 @@ fn killed_writers_leave_old_or_new_content() {
     let path = tmp.join("out.txt");
     write_atomic(&path, &generation(0), &NoBackup).unwrap();
     let exe = std::env::current_exe().unwrap();
-    let started = Instant::now();
     let mut previous = marker(0);
     let mut changed = 0;
     let mut torn_temporaries = 0;
@@ -170,10 +169,5 @@ fn killed_writers_leave_old_or_new_content() {
     assert!(
         torn_temporaries > 0,
         "no writer was ever killed mid-write ({changed} rounds changed the file)"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "took {:?}",
-        started.elapsed()
     );
 }
