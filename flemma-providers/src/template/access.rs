@@ -119,8 +119,9 @@ impl FileAccess {
                 let inside = |p: &Path| roots.iter().any(|root| p.starts_with(root));
                 match lookups.canonicalize(path) {
                     Ok(real) if inside(&real) => Ok(()),
-                    // A missing file under a root is reported as missing, not as denied.
-                    Err(source) if inside(&normalize(path)) => Err(TemplateError::Read {
+                    // A missing file under a root is reported as missing, not as denied
+                    // (`path` comes from `Scope::resolve`: `.` and `..` are folded already).
+                    Err(source) if inside(path) => Err(TemplateError::Read {
                         path: path.to_owned(),
                         source,
                     }),
@@ -131,6 +132,10 @@ impl FileAccess {
     }
 }
 
+/// A map keyed by paths (foldhash: the keys come from one build and are hashed once per
+/// reference).
+type PathMap<V> = HashMap<PathBuf, V, foldhash::fast::RandomState>;
+
 /// What a build learnt about the file system: the directories found missing, and the real
 /// paths of those that exist. One failed `stat` of `src/` answers every reference under it,
 /// and a reference in a directory already resolved costs one `lstat` of the file, instead of
@@ -139,10 +144,10 @@ impl FileAccess {
 /// are when it looks.
 #[derive(Default)]
 pub(crate) struct Lookups {
-    /// Directory → the error its `stat` gave (a "not found").
-    missing: HashMap<PathBuf, i32>,
+    /// Directory → the error its `canonicalize` gave (a "not found").
+    missing: PathMap<i32>,
     /// Directory → its real path (symbolic links resolved).
-    real: HashMap<PathBuf, PathBuf>,
+    real: PathMap<PathBuf>,
 }
 
 impl Lookups {
@@ -155,13 +160,13 @@ impl Lookups {
         ) else {
             return std::fs::canonicalize(path);
         };
-        if let Some(code) = parent
-            .ancestors()
-            .find_map(|dir| self.missing.get(dir).copied())
-        {
-            return Err(std::io::Error::from_raw_os_error(code));
-        }
         if !self.real.contains_key(parent) {
+            if let Some(code) = parent
+                .ancestors()
+                .find_map(|dir| self.missing.get(dir).copied())
+            {
+                return Err(std::io::Error::from_raw_os_error(code));
+            }
             match std::fs::canonicalize(parent) {
                 Ok(real) => {
                     self.real.insert(parent.to_owned(), real);
