@@ -97,7 +97,10 @@ pub use transport::{
     stream_events_with, with_cancel,
 };
 pub use vertex::VertexDecoder;
-pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};
+pub use wire::normalize_tool_id;
+/// The wire codec of tool names, defined by `flemma-ids` (its canonical path).
+#[doc(no_inline)]
+pub use wire::{decode_tool_name, encode_tool_name};
 pub use writer::ResponseWriter;
 
 /// The error a decoder reports when the stream ends before the response completed.
