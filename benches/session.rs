@@ -24,7 +24,8 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput};
 use flemma::config::{Config, Layer, Options};
 use flemma::providers::{
-    LuaEngine, Prompt, Provider, Request, RequestOptions, ScriptedProvider, SendFuture, Turn,
+    EventStream, LuaEngine, Prompt, Provider, Request, RequestOptions, ScriptedProvider, SendError,
+    Turn,
 };
 use flemma::tools::{
     Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
@@ -75,6 +76,7 @@ fn script() -> ScriptedProvider {
 #[derive(Debug)]
 struct NoBody(ScriptedProvider);
 
+#[flemma::async_trait]
 impl Provider for NoBody {
     fn name(&self) -> &str {
         self.0.name()
@@ -87,8 +89,8 @@ impl Provider for NoBody {
             body: String::new(),
         }
     }
-    fn stream(&self, request: Request) -> SendFuture<'_> {
-        self.0.stream(request)
+    async fn stream(&self, request: Request) -> Result<EventStream, SendError> {
+        self.0.stream(request).await
     }
 }
 

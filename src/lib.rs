@@ -10,6 +10,22 @@
 //! let doc = flemma::ast::parse("@You:\nHello!\n");
 //! assert_eq!(doc.messages[0].role, flemma::ast::Role::You);
 //! ```
+//!
+//! # One path per name
+//!
+//! Every item has one canonical path: the module of the crate that defines it.
+//! [`ToolName`](ids::ToolName), [`ToolUseId`](ids::ToolUseId) and [`JobId`](ids::JobId) are
+//! `flemma::ids::…`; [`Executor`](tools::Executor) is `flemma::tools::Executor`;
+//! [`Provider`](providers::Provider) is `flemma::providers::Provider`; the options are
+//! `flemma::config::…`. Some crates re-export a few items of the crates below them (for
+//! instance `flemma_ast::ToolName`, `flemma_store::JobId`) so that a user of that crate alone
+//! needs no second dependency; through the facade, write the canonical path, which is the one
+//! these docs link to. The facade's top level holds only what no crate module does: the agent
+//! loop ([`Session`] and its types) and [`async_trait`], the attribute the SDK's traits
+//! ([`Tool`](tools::Tool), [`Conversation`](tools::Conversation),
+//! [`Approver`](tools::Approver), [`Resolver`](approval::Resolver),
+//! [`Provider`](providers::Provider), [`TokenSource`](providers::TokenSource)) are written
+//! with. No name is re-exported at two places of the top level.
 
 mod session;
 
@@ -19,8 +35,11 @@ pub use session::{
 };
 
 /// The attribute for implementing [`Tool`](tools::Tool), [`Conversation`](tools::Conversation),
-/// [`Approver`](tools::Approver) and [`Resolver`](approval::Resolver) with `async fn`s, so an
-/// application needs no `async-trait` dependency of its own:
+/// [`Approver`](tools::Approver), [`Resolver`](approval::Resolver),
+/// [`Provider`](providers::Provider) and [`TokenSource`](providers::TokenSource) with
+/// `async fn`s, so an application needs no `async-trait` dependency of its own (the one
+/// `async-trait` of the workspace; `flemma_tools::async_trait`, `flemma_approval::async_trait`
+/// and `flemma_providers::async_trait` are the same macro):
 ///
 /// ```
 /// use flemma::async_trait;

@@ -46,6 +46,9 @@ pub use config::{
 pub use diagnostic::{OptionDiagnostic, Origin, Severity};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 pub use error::{ConfigError, FinalizeIssue, FrontmatterError, PolicyError, TomlError};
+/// The tool-name type, defined by `flemma-ids` (its canonical path; re-exported for the option
+/// signatures that take it).
+#[doc(no_inline)]
 pub use flemma_ids::ToolName;
 pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};

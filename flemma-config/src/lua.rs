@@ -8,6 +8,7 @@
 //! `require` or `print`; memory and instruction count are bounded. The globals the script
 //! defines (`recipient = "Ada"`) are returned as template variables.
 
+mod chunks;
 mod policy;
 
 use std::cell::RefCell;
@@ -349,7 +350,10 @@ struct Evaluated {
     before: std::collections::HashSet<String>,
 }
 
-/// Runs a frontmatter chunk in a fresh sandbox.
+/// The frontmatter chunks compiled so far.
+static FRONTMATTER: chunks::Chunks = chunks::Chunks::new("=frontmatter");
+
+/// Runs a frontmatter chunk in a fresh sandbox (compiled once per source: see [`chunks`]).
 fn evaluate(code: &str) -> mlua::Result<Evaluated> {
     let log: Log = Rc::new(RefCell::new(Vec::new()));
     let lua = sandbox()?;
@@ -357,7 +361,7 @@ fn evaluate(code: &str) -> mlua::Result<Evaluated> {
     flemma.set("opt", OptProxy::root(&log))?;
     lua.globals().set("flemma", flemma)?;
     let before = global_names(&lua);
-    lua.load(code).set_name("=frontmatter").exec()?;
+    FRONTMATTER.load(&lua, code)?.call::<()>(())?;
     Ok(Evaluated { lua, log, before })
 }
 

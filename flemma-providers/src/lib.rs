@@ -64,6 +64,10 @@ mod writer;
 pub use adapters::{anthropic_request, openai_responses_request};
 pub use adapters::{chat_completions_request, vertex_request};
 pub use anthropic::AnthropicDecoder;
+/// The attribute [`Provider`] and [`TokenSource`] are written with (`#[async_trait] impl
+/// Provider for … { async fn stream(…) … }`), so that an implementation needs no
+/// `async-trait` dependency of its own.
+pub use async_trait::async_trait;
 pub use body::RequestBody;
 pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};
@@ -93,7 +97,10 @@ pub use transport::{
     stream_events_with, with_cancel,
 };
 pub use vertex::VertexDecoder;
-pub use wire::{decode_tool_name, encode_tool_name, normalize_tool_id};
+pub use wire::normalize_tool_id;
+/// The wire codec of tool names, defined by `flemma-ids` (its canonical path).
+#[doc(no_inline)]
+pub use wire::{decode_tool_name, encode_tool_name};
 pub use writer::ResponseWriter;
 
 /// The error a decoder reports when the stream ends before the response completed.

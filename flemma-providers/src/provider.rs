@@ -68,7 +68,8 @@ impl SendError {
 /// What [`Provider::stream_observed`] tells about each retry, when it is scheduled.
 pub type OnRetry = Arc<dyn Fn(&Retry) + Send + Sync>;
 
-/// The future [`Provider::stream`] returns.
+/// The future [`Provider::stream`] and [`Provider::stream_observed`] return, as
+/// [`async_trait`](crate::async_trait) boxes it (to name it, or to build one by hand).
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendError>> + Send + 'a>>;
 
 /// A language-model API: turns a [`Prompt`] into a [`Request`] and a request into a stream of
@@ -76,6 +77,10 @@ pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendEr
 ///
 /// Dropping the [`EventStream`] (or the future) cancels the request. The stream ends after
 /// [`StreamEvent::Done`], or after a [`StreamEvent::Error`] when the response broke off.
+///
+/// The async methods are written with [`async_trait`](crate::async_trait), like the SDK's
+/// other traits (`Tool`, `Conversation`, `Approver`, `Resolver`): an implementation writes
+/// `#[async_trait] impl Provider for … { async fn stream(…) … }`.
 ///
 /// ```
 /// use flemma_providers::{Provider, ScriptedProvider, Turn, build_prompt};
@@ -92,6 +97,7 @@ pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendEr
 /// assert!(events.iter().any(|e| matches!(e, flemma_providers::StreamEvent::Text { text } if text == "Hello!")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[async_trait::async_trait]
 pub trait Provider: fmt::Debug + Send + Sync {
     /// A short name for messages (`anthropic`, `scripted`).
     fn name(&self) -> &str;
@@ -104,14 +110,26 @@ pub trait Provider: fmt::Debug + Send + Sync {
     fn build_request(&self, prompt: &Prompt<'_>, options: &RequestOptions) -> Request;
 
     /// Sends `request` and streams the response.
-    fn stream(&self, request: Request) -> SendFuture<'_>;
+    ///
+    /// # Errors
+    ///
+    /// A [`SendError`] when no response could be streamed.
+    async fn stream(&self, request: Request) -> Result<EventStream, SendError>;
 
     /// [`Provider::stream`], calling `on_retry` when a failed attempt is retried (before the
     /// wait), so that a UI can show `retrying in 3 s: HTTP 429`. The default ignores
     /// `on_retry` (a provider that does not retry).
-    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
+    ///
+    /// # Errors
+    ///
+    /// As [`Provider::stream`].
+    async fn stream_observed(
+        &self,
+        request: Request,
+        on_retry: OnRetry,
+    ) -> Result<EventStream, SendError> {
         let _ = on_retry;
-        self.stream(request)
+        self.stream(request).await
     }
 }
 
@@ -119,6 +137,7 @@ pub trait Provider: fmt::Debug + Send + Sync {
 /// the pointee.
 macro_rules! forward_provider {
     ($($pointer:ident),+) => {$(
+        #[async_trait::async_trait]
         impl<P: Provider + ?Sized> Provider for $pointer<P> {
             fn name(&self) -> &str {
                 (**self).name()
@@ -132,12 +151,16 @@ macro_rules! forward_provider {
                 (**self).build_request(prompt, options)
             }
 
-            fn stream(&self, request: Request) -> SendFuture<'_> {
-                (**self).stream(request)
+            async fn stream(&self, request: Request) -> Result<EventStream, SendError> {
+                (**self).stream(request).await
             }
 
-            fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
-                (**self).stream_observed(request, on_retry)
+            async fn stream_observed(
+                &self,
+                request: Request,
+                on_retry: OnRetry,
+            ) -> Result<EventStream, SendError> {
+                (**self).stream_observed(request, on_retry).await
             }
         }
     )+};
@@ -345,6 +368,7 @@ impl HttpProvider {
     }
 }
 
+#[async_trait::async_trait]
 impl Provider for HttpProvider {
     fn name(&self) -> &str {
         self.endpoint.kind().name()
@@ -360,22 +384,25 @@ impl Provider for HttpProvider {
         }
     }
 
-    fn stream(&self, request: Request) -> SendFuture<'_> {
+    async fn stream(&self, request: Request) -> Result<EventStream, SendError> {
         self.stream_observed(request, Arc::new(|_: &Retry| {}))
+            .await
     }
 
-    fn stream_observed(&self, request: Request, on_retry: OnRetry) -> SendFuture<'_> {
-        Box::pin(async move {
-            let chunks = self
-                .transport
-                .post_stream_observed(&self.endpoint, request.body, on_retry.as_ref())
-                .await?;
-            let decoder = match &self.decoder {
-                Some(factory) => factory(),
-                None => self.endpoint.kind().decoder(),
-            };
-            Ok(EventStream::decode(chunks, decoder))
-        })
+    async fn stream_observed(
+        &self,
+        request: Request,
+        on_retry: OnRetry,
+    ) -> Result<EventStream, SendError> {
+        let chunks = self
+            .transport
+            .post_stream_observed(&self.endpoint, request.body, on_retry.as_ref())
+            .await?;
+        let decoder = match &self.decoder {
+            Some(factory) => factory(),
+            None => self.endpoint.kind().decoder(),
+        };
+        Ok(EventStream::decode(chunks, decoder))
     }
 }
 

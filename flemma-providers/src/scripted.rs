@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::event::{StopReason, StreamEvent};
 use crate::prompt::Prompt;
-use crate::provider::{EventStream, Provider, Request, SendFuture};
+use crate::provider::{EventStream, Provider, Request, SendError};
 use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
 use crate::transport::ProviderKind;
@@ -482,6 +482,7 @@ fn kind_of_file(name: &str) -> ProviderKind {
     }
 }
 
+#[async_trait::async_trait]
 impl Provider for ScriptedProvider {
     fn name(&self) -> &'static str {
         "scripted"
@@ -501,35 +502,33 @@ impl Provider for ScriptedProvider {
         }
     }
 
-    fn stream(&self, request: Request) -> SendFuture<'_> {
-        Box::pin(async move {
-            let (turn, number) = {
-                let mut replay = self.replay();
-                replay.requests.push(request.body);
-                let turn = replay
-                    .turns
-                    .pop_front()
-                    .ok_or(ReplayError::Exhausted { turns: self.total })?;
-                replay.served += 1;
-                (turn, replay.served)
-            };
-            let events = match &turn.recording {
-                Some(path) => self.recorded(&turn, path)?,
-                None => turn.events(number),
-            };
-            if turn.delay_ms == 0 {
-                return Ok(EventStream::from_events(events));
-            }
-            let delay = Duration::from_millis(turn.delay_ms);
-            Ok(EventStream::new(futures_util::stream::unfold(
-                events.into_iter(),
-                move |mut events| async move {
-                    let event = events.next()?;
-                    tokio::time::sleep(delay).await;
-                    Some((event, events))
-                },
-            )))
-        })
+    async fn stream(&self, request: Request) -> Result<EventStream, SendError> {
+        let (turn, number) = {
+            let mut replay = self.replay();
+            replay.requests.push(request.body);
+            let turn = replay
+                .turns
+                .pop_front()
+                .ok_or(ReplayError::Exhausted { turns: self.total })?;
+            replay.served += 1;
+            (turn, replay.served)
+        };
+        let events = match &turn.recording {
+            Some(path) => self.recorded(&turn, path)?,
+            None => turn.events(number),
+        };
+        if turn.delay_ms == 0 {
+            return Ok(EventStream::from_events(events));
+        }
+        let delay = Duration::from_millis(turn.delay_ms);
+        Ok(EventStream::new(futures_util::stream::unfold(
+            events.into_iter(),
+            move |mut events| async move {
+                let event = events.next()?;
+                tokio::time::sleep(delay).await;
+                Some((event, events))
+            },
+        )))
     }
 }
 

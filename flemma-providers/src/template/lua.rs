@@ -98,9 +98,8 @@ impl TemplateEngine for LuaEngine {
                 })?;
                 globals.set("__flemma_file", file)?;
             }
-            lua.load(program.source.as_str())
-                .set_name("=template")
-                .eval::<String>()
+            // The program ends with a `return`: a chunk, compiled once per source.
+            TEMPLATES.load(&lua, &program.source)?.call::<String>(())
         };
         run().map_err(|err| {
             raised.borrow_mut().take().unwrap_or_else(|| {
@@ -116,6 +115,9 @@ impl TemplateEngine for LuaEngine {
         })
     }
 }
+
+/// The template programs compiled so far (see [`chunks`](super::chunks)).
+static TEMPLATES: super::chunks::Chunks = super::chunks::Chunks::new("=template");
 
 /// Lua: statements appending to a local buffer; padding is blank lines.
 struct LuaSyntax;

@@ -496,15 +496,16 @@ struct Tokens {
     refreshes: std::sync::atomic::AtomicU32,
 }
 
+#[flemma_providers::async_trait]
 impl flemma_providers::TokenSource for Tokens {
-    fn token(&self, refresh: bool) -> flemma_providers::TokenFuture<'_> {
+    async fn token(&self, refresh: bool) -> Result<ApiKey, flemma_providers::TokenError> {
         use std::sync::atomic::Ordering;
         if refresh {
             self.refreshes.fetch_add(1, Ordering::SeqCst);
             self.issued.fetch_add(1, Ordering::SeqCst);
         }
         let n = self.issued.load(Ordering::SeqCst) + 1;
-        Box::pin(async move { Ok(ApiKey::new(format!("token-{n}"))) })
+        Ok(ApiKey::new(format!("token-{n}")))
     }
 }
 
@@ -562,14 +563,13 @@ async fn an_expired_token_is_refreshed_once() {
 #[derive(Debug)]
 struct Broken;
 
+#[flemma_providers::async_trait]
 impl flemma_providers::TokenSource for Broken {
-    fn token(&self, _refresh: bool) -> flemma_providers::TokenFuture<'_> {
-        Box::pin(async {
-            Err(flemma_providers::TokenError::new(
-                "metadata server unreachable",
-                Some(Box::new(std::io::Error::other("connection refused"))),
-            ))
-        })
+    async fn token(&self, _refresh: bool) -> Result<ApiKey, flemma_providers::TokenError> {
+        Err(flemma_providers::TokenError::new(
+            "metadata server unreachable",
+            Some(Box::new(std::io::Error::other("connection refused"))),
+        ))
     }
 }
 

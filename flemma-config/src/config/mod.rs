@@ -1,19 +1,23 @@
 //! The layered option store (spec §5.2): four layers of operation logs, replayed on read.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod builder;
+mod lists;
+mod policy;
 
-use flemma_ids::{ToolName, ToolUseId};
+use std::path::{Path, PathBuf};
+
+use flemma_ids::ToolName;
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{Locator, Origin};
-use crate::error::{ConfigError, PolicyError};
-use crate::glob::GlobList;
+use crate::error::ConfigError;
 use crate::listops::{ListOp, OpKind, expand_op, parse_list, strings};
 use crate::options::Options;
 use crate::presets::Presets;
 use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path, tool_table};
+
+pub use builder::ConfigBuilder;
+pub use policy::{AutoApprovePolicy, PolicyContext, PolicyDecision};
 
 /// The option that takes a function (spec §6.3).
 const AUTO_APPROVE: &str = "tools.auto_approve";
@@ -80,108 +84,6 @@ impl Layer {
                 Layer::Defaults,
             ]
         }
-    }
-}
-
-/// What an `auto_approve` policy decides about one call: a closure given to
-/// [`ConfigBuilder::auto_approve_policy`], or the function a Lua frontmatter assigns to
-/// `tools.auto_approve` (spec §6.3: `true`, `false`, `"deny"`, `nil`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyDecision {
-    /// Run without asking (Lua `true`).
-    Approve,
-    /// Ask the user (Lua `false`).
-    RequireApproval,
-    /// Refuse, with an optional reason (Lua `"deny"`).
-    Deny(Option<String>),
-    /// No opinion (Lua `nil`): the list, then the later resolvers, decide.
-    Pass,
-    /// The policy could not decide (the function raised an error, ran too long or returned
-    /// something else). The config resolver asks for approval then (fail closed, spec §6.3)
-    /// and reports the error.
-    Failed(PolicyError),
-}
-
-/// What an `auto_approve` policy is told about a call besides its tool and input: the `ctx`
-/// of spec §6.1 (`bufnr` has no equivalent here: there are no buffers).
-#[derive(Debug, Clone, Copy, Default)]
-#[non_exhaustive]
-pub struct PolicyContext<'a> {
-    /// The call's id (`toolu_01…`), when there is one.
-    pub tool_id: Option<&'a ToolUseId>,
-}
-
-impl<'a> PolicyContext<'a> {
-    /// The context of the call `tool_id`.
-    pub fn new(tool_id: Option<&'a ToolUseId>) -> Self {
-        Self { tool_id }
-    }
-}
-
-/// A policy deciding `tools.auto_approve` for a call: `(tool name, input, context)`.
-///
-/// Two kinds share it: the host's closure ([`Config::set_auto_approve_policy`], consulted
-/// before the option's value), and a function as the option's value
-/// ([`Config::set_auto_approve_function`], what a Lua frontmatter's
-/// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes).
-///
-/// ```
-/// use flemma_config::{AutoApprovePolicy, PolicyContext, PolicyDecision, ToolName};
-/// use flemma_ids::ToolUseId;
-///
-/// let policy = AutoApprovePolicy::with_context(|tool, _input, ctx| match ctx.tool_id {
-///     Some(_) if tool == "grep" => PolicyDecision::Approve,
-///     _ => PolicyDecision::Pass,
-/// });
-/// let id = ToolUseId::new("toolu_01")?;
-/// let grep = ToolName::new("grep")?;
-/// let input = serde_json::json!({});
-/// assert_eq!(policy.decide(&grep, &input, &PolicyContext::new(Some(&id))), PolicyDecision::Approve);
-/// assert_eq!(policy.decide(&grep, &input, &PolicyContext::default()), PolicyDecision::Pass);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone)]
-pub struct AutoApprovePolicy(Arc<PolicyFn>);
-
-/// The closure behind an [`AutoApprovePolicy`].
-type PolicyFn = dyn Fn(&ToolName, &Value, &PolicyContext<'_>) -> PolicyDecision + Send + Sync;
-
-impl AutoApprovePolicy {
-    /// Wraps a closure of the tool name and input.
-    pub fn new(f: impl Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync + 'static) -> Self {
-        Self(Arc::new(
-            move |tool: &ToolName, input: &Value, _: &PolicyContext<'_>| f(tool, input),
-        ))
-    }
-
-    /// Wraps a closure of the tool name, input and [`PolicyContext`].
-    pub fn with_context(
-        f: impl Fn(&ToolName, &Value, &PolicyContext<'_>) -> PolicyDecision + Send + Sync + 'static,
-    ) -> Self {
-        Self(Arc::new(f))
-    }
-
-    /// Asks the policy about one call.
-    pub fn decide(
-        &self,
-        tool: &ToolName,
-        input: &Value,
-        ctx: &PolicyContext<'_>,
-    ) -> PolicyDecision {
-        (self.0)(tool, input, ctx)
-    }
-}
-
-impl fmt::Debug for AutoApprovePolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AutoApprovePolicy(..)")
-    }
-}
-
-/// Two policies are equal when they are the same closure (clones of one another).
-impl PartialEq for AutoApprovePolicy {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -614,153 +516,6 @@ impl Config {
         tables
     }
 
-    fn list_path(path: &str) -> Result<String, ConfigError> {
-        let resolved = resolve_path(path, false)?;
-        if resolved.kind == OptionKind::List {
-            Ok(resolved.path)
-        } else {
-            Err(ConfigError::NotAList {
-                path: path.to_owned(),
-            })
-        }
-    }
-
-    fn list_op(&mut self, layer: Layer, path: &str, op: ListOp) -> Result<(), ConfigError> {
-        let resolved = Self::list_path(path)?;
-        self.push(layer, Entry::ListOp { path: resolved, op }, path);
-        Ok(())
-    }
-
-    /// Appends an item to a list option (moving it to the end if present).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::UnknownOption`] or [`ConfigError::NotAList`].
-    pub fn append(&mut self, layer: Layer, path: &str, item: &str) -> Result<(), ConfigError> {
-        self.list_op(layer, path, ListOp::Append(item.to_owned()))
-    }
-
-    /// Prepends an item to a list option (moving it to the front if present).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::UnknownOption`] or [`ConfigError::NotAList`].
-    pub fn prepend(&mut self, layer: Layer, path: &str, item: &str) -> Result<(), ConfigError> {
-        self.list_op(layer, path, ListOp::Prepend(item.to_owned()))
-    }
-
-    /// Removes the first equal item from a list option.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::UnknownOption`] or [`ConfigError::NotAList`].
-    pub fn remove(&mut self, layer: Layer, path: &str, item: &str) -> Result<(), ConfigError> {
-        self.list_op(layer, path, ListOp::Remove(item.to_owned()))
-    }
-
-    /// Forgets everything a layer says (a conversation's frontmatter is re-evaluated whole).
-    pub fn clear_layer(&mut self, layer: Layer) {
-        self.layers[layer.index()].clear();
-        self.origins[layer.index()].clear();
-        self.generation = next_generation();
-    }
-
-    /// The operations a layer holds for a list path, presets expanded.
-    fn layer_ops(&self, layer: Layer, path: &str) -> Vec<ListOp> {
-        let expand = |name: &str| self.presets.expand(name, path);
-        let mut ops = Vec::new();
-        for entry in self.layers[layer.index()]
-            .iter()
-            .filter(|e| e.path() == path)
-        {
-            match entry {
-                Entry::ListWrite { items, .. } => {
-                    for op in parse_list(path, items, &expand).unwrap_or_default() {
-                        ops.extend(expand_op(&op, &expand));
-                    }
-                }
-                Entry::ListOp { op, .. } => ops.extend(expand_op(op, &expand)),
-                // A function replaces the list (spec §5.2 "takes ownership").
-                Entry::Function { .. } => ops.push(ListOp::Set(Vec::new())),
-                Entry::Scalar { .. } => {}
-            }
-        }
-        ops
-    }
-
-    /// Replays a list option through every layer.
-    pub fn list(&self, path: &str) -> ResolvedList {
-        self.list_with_tools(path, &[])
-    }
-
-    /// Replays a list option, expanding globs in `tools` against the registered tool names.
-    pub fn list_with_tools(&self, path: &str, registered: &[ToolName]) -> ResolvedList {
-        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
-        let mut items: Vec<String> = Vec::new();
-        let mut contributors: Vec<Layer> = Vec::new();
-        let expand_globs = path == "tools" && !registered.is_empty();
-        for layer in Layer::ALL {
-            for op in self.layer_ops(layer, &path) {
-                let values = |v: &str| -> Vec<String> {
-                    if expand_globs && v.contains('*') {
-                        // Compiled once per pattern, not once per registered name.
-                        let glob = GlobList::new([v]);
-                        let mut matched: Vec<String> = registered
-                            .iter()
-                            .filter(|n| glob.is_match(n.as_str()))
-                            .map(|n| n.as_str().to_owned())
-                            .collect();
-                        matched.sort();
-                        if !matched.is_empty() {
-                            return matched;
-                        }
-                    }
-                    vec![v.to_owned()]
-                };
-                let contributed = match op {
-                    ListOp::Set(set) => {
-                        items = set.iter().flat_map(|v| values(v)).collect();
-                        contributors.clear();
-                        true
-                    }
-                    ListOp::Append(v) => {
-                        for v in values(&v) {
-                            items.retain(|i| *i != v);
-                            items.push(v);
-                        }
-                        true
-                    }
-                    ListOp::Prepend(v) => {
-                        for v in values(&v) {
-                            items.retain(|i| *i != v);
-                            items.insert(0, v);
-                        }
-                        true
-                    }
-                    ListOp::Remove(v) => {
-                        let mut removed = false;
-                        for v in values(&v) {
-                            if let Some(at) = items.iter().position(|i| *i == v) {
-                                items.remove(at);
-                                removed = true;
-                            }
-                        }
-                        removed
-                    }
-                };
-                if contributed && !contributors.contains(&layer) {
-                    contributors.push(layer);
-                }
-            }
-        }
-        let source = contributors
-            .iter()
-            .map(|l| l.letter().to_string())
-            .collect::<Vec<_>>()
-            .join("+");
-        ResolvedList { items, source }
-    }
-
     /// The value of a scalar option: the highest layer's last set, else the default; `null`
     /// for a key of a tool's table that no layer sets.
     ///
@@ -921,122 +676,5 @@ fn insert_path(tree: &mut Map<String, Value>, path: &str, value: Value) {
         }
         let Value::Object(next) = child else { return };
         node = next;
-    }
-}
-
-/// Builds the SETUP layer of a [`Config`] in code; every write is checked once, in
-/// [`build`](ConfigBuilder::build).
-///
-/// ```
-/// use flemma_config::{Config, PolicyDecision};
-///
-/// let config = Config::builder()
-///     .set("tools.max_concurrent", 4)
-///     .append("tools.auto_approve", "bash")
-///     .remove("tools.auto_approve", "write")
-///     .auto_approve_policy(|tool, _input| {
-///         if tool == "deploy" { PolicyDecision::Deny(None) } else { PolicyDecision::Pass }
-///     })
-///     .build()?;
-/// let options = config.options()?;
-/// assert_eq!(options.tools.max_concurrent, 4);
-/// assert!(options.tools.auto_approve.contains(&"bash".to_owned()));
-/// assert!(!options.tools.auto_approve.contains(&"write".to_owned()));
-///
-/// let typo = Config::builder().set("tools.max_concurent", 4).build();
-/// assert!(typo.unwrap_err().to_string().contains("did you mean `tools.max_concurrent`"));
-/// # Ok::<(), flemma_config::ConfigError>(())
-/// ```
-#[derive(Debug, Default)]
-#[must_use]
-pub struct ConfigBuilder {
-    writes: Vec<BuilderWrite>,
-    presets: Vec<(String, crate::presets::Preset)>,
-    policy: Option<AutoApprovePolicy>,
-}
-
-#[derive(Debug)]
-enum BuilderWrite {
-    Set(String, Value),
-    Op(String, ListOp),
-}
-
-impl Config {
-    /// Starts building a configuration's SETUP layer.
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::default()
-    }
-}
-
-impl ConfigBuilder {
-    /// Sets an option (see [`Config::set`]).
-    pub fn set(mut self, path: &str, value: impl Into<Value>) -> Self {
-        self.writes
-            .push(BuilderWrite::Set(path.to_owned(), value.into()));
-        self
-    }
-
-    /// Appends to a list option.
-    pub fn append(mut self, path: &str, item: &str) -> Self {
-        self.writes.push(BuilderWrite::Op(
-            path.to_owned(),
-            ListOp::Append(item.to_owned()),
-        ));
-        self
-    }
-
-    /// Prepends to a list option.
-    pub fn prepend(mut self, path: &str, item: &str) -> Self {
-        self.writes.push(BuilderWrite::Op(
-            path.to_owned(),
-            ListOp::Prepend(item.to_owned()),
-        ));
-        self
-    }
-
-    /// Removes from a list option.
-    pub fn remove(mut self, path: &str, item: &str) -> Self {
-        self.writes.push(BuilderWrite::Op(
-            path.to_owned(),
-            ListOp::Remove(item.to_owned()),
-        ));
-        self
-    }
-
-    /// Adds or overrides a preset.
-    pub fn preset(mut self, name: &str, preset: crate::presets::Preset) -> Self {
-        self.presets.push((name.to_owned(), preset));
-        self
-    }
-
-    /// Sets the closure policy for `tools.auto_approve`.
-    pub fn auto_approve_policy(
-        mut self,
-        f: impl Fn(&ToolName, &Value) -> PolicyDecision + Send + Sync + 'static,
-    ) -> Self {
-        self.policy = Some(AutoApprovePolicy::new(f));
-        self
-    }
-
-    /// Checks every write and produces the configuration.
-    ///
-    /// # Errors
-    ///
-    /// The first invalid write: [`ConfigError::UnknownOption`], [`ConfigError::Type`],
-    /// [`ConfigError::InvalidListItem`], [`ConfigError::NotAList`] or
-    /// [`ConfigError::InvalidPreset`].
-    pub fn build(self) -> Result<Config, ConfigError> {
-        let mut config = Config::new();
-        for (name, preset) in self.presets {
-            config.presets_mut().insert(name, preset)?;
-        }
-        for write in self.writes {
-            match write {
-                BuilderWrite::Set(path, value) => config.set(Layer::Setup, &path, value)?,
-                BuilderWrite::Op(path, op) => config.list_op(Layer::Setup, &path, op)?,
-            }
-        }
-        config.set_auto_approve_policy(self.policy);
-        Ok(config)
     }
 }

@@ -1,0 +1,86 @@
+//! What goes wrong in a template.
+
+use std::path::PathBuf;
+
+use super::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH};
+
+/// What went wrong in a template.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// The template does not compile or fails to evaluate.
+    #[error("{message}")]
+    Render {
+        /// The line (of the transcript, or of the included file) when known.
+        line: Option<u32>,
+        /// What the engine said.
+        message: String,
+        /// The engine's error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// A file could not be read.
+    #[error("cannot read '{}'", path.display())]
+    Read {
+        /// The resolved path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file included as text is not UTF-8.
+    #[error("'{}' is not UTF-8 text (include it with binary=true)", path.display())]
+    NotText {
+        /// The resolved path.
+        path: PathBuf,
+    },
+    /// A file includes itself, directly or not.
+    #[error("circular include: {}", chain.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" -> "))]
+    Cycle {
+        /// The include chain, ending with the file included again.
+        chain: Vec<PathBuf>,
+    },
+    /// The builder's [`FileAccess`](super::FileAccess) does not allow reading the file.
+    #[error(
+        "reading '{}' is not allowed here: it is outside the conversation's project and store \
+         (templates.file_access = \"any\" or templates.allowed_roots widens it)",
+        path.display()
+    )]
+    Denied {
+        /// The resolved path.
+        path: PathBuf,
+    },
+    /// A file is larger than [`MAX_FILE_BYTES`].
+    #[error("'{}' is {size} bytes, more than the {MAX_FILE_BYTES} bytes a file may have", path.display())]
+    TooLarge {
+        /// The resolved path.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// Includes nest deeper than 32 files.
+    #[error("includes nest deeper than {MAX_INCLUDE_DEPTH} files at '{}'", path.display())]
+    TooDeep {
+        /// The file that would have been one too many.
+        path: PathBuf,
+    },
+}
+
+impl TemplateError {
+    /// A [`TemplateError::Render`] without a source.
+    pub fn render(line: Option<u32>, message: impl Into<String>) -> Self {
+        TemplateError::Render {
+            line,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The line the error points at, when known.
+    pub fn line(&self) -> Option<u32> {
+        match self {
+            TemplateError::Render { line, .. } => *line,
+            _ => None,
+        }
+    }
+}
