@@ -556,9 +556,6 @@ impl Executor {
         let store_dir = shared.store.as_ref().and_then(|s| s.directory().ok());
         self.jobs.use_store_directory(store_dir.as_deref());
         let claims = claim::Table::of(self.conversation(), store_dir.as_deref());
-        Ok(Settings {
-            shared,
-            claims,
-        })
+        Ok(Settings { shared, claims })
     }
 }
