@@ -61,6 +61,15 @@ struct Output {
     tool_uses: usize,
 }
 
+/// How a response ends: what is known once its stream is over.
+struct Ending {
+    provider: String,
+    /// A blank line was written before the header (removed with it).
+    separator: bool,
+    /// Some of the response reached the conversation (or is waiting to).
+    arrived: bool,
+}
+
 impl Session {
     /// Sends the conversation and streams the response into it.
     pub(super) async fn respond(
@@ -73,28 +82,11 @@ impl Session {
         let (request, autopilot) = self.prepare().await?;
         self.emit(SessionEvent::RequestSending { turn });
         let separator = self.write_header().await?;
-        let inner = std::sync::Arc::clone(&self.inner);
-        let on_retry: OnRetry = std::sync::Arc::new(move |retry: &Retry| {
-            inner
-                .subscribers
-                .emit(SessionEvent::Retrying(retry.clone()));
-        });
-        let started = tokio::select! {
-            biased;
-            () = control.token.cancelled() => None,
-            stream = self.inner.provider.stream_observed(request, on_retry) => Some(stream),
-        };
-        let mut stream = match started {
-            None => {
-                self.remove_header(separator).await?;
-                self.emit(SessionEvent::RequestAborted);
-                return Ok(Response::Cancelled);
-            }
-            Some(Err(source)) => {
-                self.remove_header(separator).await?;
-                return Err(SessionError::Send { provider, source });
-            }
-            Some(Ok(stream)) => stream,
+        let Some(mut stream) = self
+            .open_stream(control, request, &provider, separator)
+            .await?
+        else {
+            return Ok(Response::Cancelled);
         };
         let mut out = Output {
             writer: ResponseWriter::new(),
@@ -107,54 +99,32 @@ impl Session {
         drop(stream);
         let tail = out.writer.finish();
         out.pending.push_str(&tail);
-        let arrived = out.flushed || !out.pending.trim().is_empty();
+        let ending = Ending {
+            provider,
+            separator,
+            arrived: out.flushed || !out.pending.trim().is_empty(),
+        };
         if cancelled {
-            if arrived {
-                self.flush(&mut out, true).await?;
-                self.append(&format!("\n{ABORT_MARKER}")).await?;
-                self.inner.executor.conversation().sync().await?;
-            } else {
-                self.remove_header(separator).await?;
-            }
+            self.end_cut(&mut out, &ending, &format!("\n{ABORT_MARKER}"))
+                .await?;
             self.emit(SessionEvent::RequestAborted);
             return Ok(Response::Cancelled);
         }
         if let Some(message) = out.writer.error().map(str::to_owned) {
-            if arrived {
-                // What arrived stays, marked incomplete: the next run sends the request
-                // again (see `drop_incomplete_response`).
-                self.flush(&mut out, true).await?;
-                self.append(&format!("\n{}", incomplete_marker(&message)))
-                    .await?;
-                self.inner.executor.conversation().sync().await?;
-            } else {
-                self.remove_header(separator).await?;
-            }
-            return Err(SessionError::Stream { provider, message });
+            // What arrived stays, marked incomplete: the next run sends the request again
+            // (see `drop_incomplete_response`).
+            self.end_cut(
+                &mut out,
+                &ending,
+                &format!("\n{}", incomplete_marker(&message)),
+            )
+            .await?;
+            return Err(SessionError::Stream {
+                provider: ending.provider,
+                message,
+            });
         }
-        for warning in out.writer.warnings() {
-            self.emit(SessionEvent::Warning(warning.clone()));
-        }
-        if out.writer.stop() == Some(&StopReason::MaxTokens) && out.writer.warnings().is_empty() {
-            // Spec 13.2: a response cut by `max_tokens` is a truncation warning for the user.
-            self.emit(SessionEvent::Warning(format!(
-                "the {provider} response was cut off at max_tokens"
-            )));
-        }
-        if arrived {
-            self.flush(&mut out, true).await?;
-            if out.tool_uses == 0 {
-                // The user's turn.
-                self.append("\n@You:").await?;
-            }
-            // The response is complete: durable before its calls run or the user answers.
-            self.inner.executor.conversation().sync().await?;
-        } else {
-            self.remove_header(separator).await?;
-            self.emit(SessionEvent::Warning(format!(
-                "the {provider} response was empty"
-            )));
-        }
+        self.end_complete(&mut out, &ending).await?;
         self.emit(SessionEvent::TurnFinished {
             turn,
             stop: out.writer.stop().cloned(),
@@ -164,6 +134,90 @@ impl Session {
             tool_uses: out.tool_uses,
             autopilot,
         })
+    }
+
+    /// Sends the request; `None` when the user cancelled before the stream started (the
+    /// header is removed then, and `RequestAborted` emitted).
+    async fn open_stream(
+        &self,
+        control: &Control,
+        request: Request,
+        provider: &str,
+        separator: bool,
+    ) -> Result<Option<flemma_providers::EventStream>, SessionError> {
+        let inner = std::sync::Arc::clone(&self.inner);
+        let on_retry: OnRetry = std::sync::Arc::new(move |retry: &Retry| {
+            inner
+                .subscribers
+                .emit(SessionEvent::Retrying(retry.clone()));
+        });
+        let started = tokio::select! {
+            biased;
+            () = control.token.cancelled() => None,
+            stream = self.inner.provider.stream_observed(request, on_retry) => Some(stream),
+        };
+        match started {
+            None => {
+                self.remove_header(separator).await?;
+                self.emit(SessionEvent::RequestAborted);
+                Ok(None)
+            }
+            Some(Err(source)) => {
+                self.remove_header(separator).await?;
+                Err(SessionError::Send {
+                    provider: provider.to_owned(),
+                    source,
+                })
+            }
+            Some(Ok(stream)) => Ok(Some(stream)),
+        }
+    }
+
+    /// Ends a response cut short (cancelled, or a stream error): what arrived stays, followed
+    /// by `marker`, and is made durable; nothing arrived: the header goes.
+    async fn end_cut(
+        &self,
+        out: &mut Output,
+        ending: &Ending,
+        marker: &str,
+    ) -> Result<(), SessionError> {
+        if ending.arrived {
+            self.flush(out, true).await?;
+            self.append(marker).await?;
+            self.inner.executor.conversation().sync().await?;
+        } else {
+            self.remove_header(ending.separator).await?;
+        }
+        Ok(())
+    }
+
+    /// Ends a complete response: its warnings shown, the user's `@You:` when it asked for no
+    /// tool, and the response made durable before its calls run or the user answers.
+    async fn end_complete(&self, out: &mut Output, ending: &Ending) -> Result<(), SessionError> {
+        let provider = &ending.provider;
+        for warning in out.writer.warnings() {
+            self.emit(SessionEvent::Warning(warning.clone()));
+        }
+        if out.writer.stop() == Some(&StopReason::MaxTokens) && out.writer.warnings().is_empty() {
+            // Spec 13.2: a response cut by `max_tokens` is a truncation warning for the user.
+            self.emit(SessionEvent::Warning(format!(
+                "the {provider} response was cut off at max_tokens"
+            )));
+        }
+        if ending.arrived {
+            self.flush(out, true).await?;
+            if out.tool_uses == 0 {
+                // The user's turn.
+                self.append("\n@You:").await?;
+            }
+            self.inner.executor.conversation().sync().await?;
+        } else {
+            self.remove_header(ending.separator).await?;
+            self.emit(SessionEvent::Warning(format!(
+                "the {provider} response was empty"
+            )));
+        }
+        Ok(())
     }
 
     /// Writes the stream's events into the conversation; returns whether the user cancelled.
