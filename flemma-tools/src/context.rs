@@ -37,10 +37,7 @@ struct Inner {
     text: Arc<String>,
     document: std::sync::OnceLock<Arc<Document>>,
     /// The transcript that parsed `text` (at that revision): its document is shared instead.
-    parsed: Option<(
-        std::sync::Weak<crate::transcript::Transcript>,
-        crate::Revision,
-    )>,
+    parsed: Option<(std::sync::Weak<dyn ParsedDocuments>, crate::Revision)>,
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: CancellationToken,
@@ -50,6 +47,15 @@ struct Inner {
     overflow: Mutex<Option<PathBuf>>,
     /// Why the full output could not be written to the store, when it could not.
     overflow_error: Mutex<Option<Arc<flemma_store::StoreError>>>,
+}
+
+/// Where a call's parsed document comes from: the transcript that parsed the call's text
+/// (`crate::transcript::Transcript`), seen only through this, so the context does not depend
+/// on the transcript's module.
+pub(crate) trait ParsedDocuments: Send + Sync {
+    /// The document at `revision` while that is the revision parsed; `None` once the text
+    /// changed.
+    fn document_at(&self, revision: crate::Revision) -> Option<Arc<Document>>;
 }
 
 /// Builds an [`ExecutionContext`]; the executor does this for every call, tests and hosts
@@ -66,10 +72,7 @@ pub struct ExecutionContextBuilder {
     tool_defaults: Option<serde_json::Map<String, Value>>,
     text: Option<Arc<String>>,
     document: Option<Arc<Document>>,
-    parsed: Option<(
-        std::sync::Weak<crate::transcript::Transcript>,
-        crate::Revision,
-    )>,
+    parsed: Option<(std::sync::Weak<dyn ParsedDocuments>, crate::Revision)>,
     sandbox: Sandbox,
     store: Option<Arc<Store>>,
     cancel: Option<CancellationToken>,
@@ -350,10 +353,10 @@ impl ExecutionContextBuilder {
     /// shared parse while the conversation is at that revision.
     pub(crate) fn transcript(
         mut self,
-        transcript: &Arc<crate::transcript::Transcript>,
+        transcript: Arc<dyn ParsedDocuments>,
         revision: crate::Revision,
     ) -> Self {
-        self.parsed = Some((Arc::downgrade(transcript), revision));
+        self.parsed = Some((Arc::downgrade(&transcript), revision));
         self
     }
 

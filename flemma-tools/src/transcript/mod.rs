@@ -276,6 +276,12 @@ impl Transcript {
     }
 }
 
+impl crate::context::ParsedDocuments for Transcript {
+    fn document_at(&self, revision: Revision) -> Option<Arc<Document>> {
+        Transcript::document_at(self, revision)
+    }
+}
+
 /// The parsed document, shared (copied out of the parser once per revision).
 fn shared(parsed: &mut Parsed) -> Arc<Document> {
     Arc::clone(
