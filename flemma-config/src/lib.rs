@@ -52,6 +52,12 @@ pub use error::{ConfigError, FinalizeIssue, FrontmatterError, PolicyError, TomlE
 pub use flemma_ids::ToolName;
 pub use glob::{GlobList, glob_match};
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
+/// The cache of compiled Lua chunks that flemma-config's frontmatter uses, shared with
+/// flemma-providers' Lua templates (one cache implementation, not part of the supported API:
+/// it names mlua's types).
+#[cfg(feature = "lua")]
+#[doc(hidden)]
+pub use lua::chunks::Chunks as LuaChunks;
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
     FileAccessMode, HttpOptions, LsOptions, Options, PreviewOptions, SandboxBackends,

@@ -8,7 +8,7 @@
 //! `require` or `print`; memory and instruction count are bounded. The globals the script
 //! defines (`recipient = "Ada"`) are returned as template variables.
 
-mod chunks;
+pub(crate) mod chunks;
 mod policy;
 
 use std::cell::RefCell;

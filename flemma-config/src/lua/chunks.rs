@@ -1,4 +1,5 @@
-//! Compiled frontmatter chunks, cached by their source.
+//! Compiled Lua chunks, cached by their source: the frontmatter's here, and flemma-providers'
+//! Lua templates through `flemma_config::LuaChunks`.
 //!
 //! Compiling is pure: the same source always gives the same bytecode. Evaluating is not (a
 //! frontmatter may read `os.time`, a policy is asked per call), so every run still gets a
@@ -13,7 +14,7 @@ use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua};
 
 /// The sources and bytecode the cache holds at most, together; past it the cache starts
-/// again (frontmatters are small: this is thousands of them).
+/// again (frontmatters and template programs are small: this is thousands of them).
 const MAX_BYTES: usize = 8 << 20;
 
 #[derive(Default)]
@@ -24,14 +25,23 @@ struct Cache {
 }
 
 /// A cache of the chunks compiled under one chunk name.
-pub(crate) struct Chunks {
+pub struct Chunks {
     name: &'static str,
     cache: OnceLock<Mutex<Cache>>,
 }
 
+impl std::fmt::Debug for Chunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chunks")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Chunks {
-    /// The cache of chunks named `name` (`=frontmatter`: errors read `frontmatter:3: …`).
-    pub(crate) const fn new(name: &'static str) -> Self {
+    /// The cache of chunks named `name` (`=frontmatter`: errors read `frontmatter:3: …`;
+    /// `=template` for templates).
+    pub const fn new(name: &'static str) -> Self {
         Self {
             name,
             cache: OnceLock::new(),
@@ -51,7 +61,7 @@ impl Chunks {
     /// # Errors
     ///
     /// Lua's syntax error for the source (not cached: it is compiled again next time).
-    pub(crate) fn load(&self, lua: &Lua, source: &str) -> mlua::Result<Function> {
+    pub fn load(&self, lua: &Lua, source: &str) -> mlua::Result<Function> {
         let cached = self.cache().chunks.get(source).cloned();
         if let Some(bytecode) = cached {
             return lua

@@ -116,8 +116,8 @@ impl TemplateEngine for LuaEngine {
     }
 }
 
-/// The template programs compiled so far (see [`chunks`](super::chunks)).
-static TEMPLATES: super::chunks::Chunks = super::chunks::Chunks::new("=template");
+/// The template programs compiled so far (compiled once per program, evaluated per render).
+static TEMPLATES: flemma_config::LuaChunks = flemma_config::LuaChunks::new("=template");
 
 /// Lua: statements appending to a local buffer; padding is blank lines.
 struct LuaSyntax;

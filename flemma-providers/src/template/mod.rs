@@ -15,8 +15,6 @@
 //! back into a [`Part::File`](crate::Part::File).
 
 mod access;
-#[cfg(feature = "lua")]
-mod chunks;
 mod error;
 mod file;
 mod fileref;
