@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::PolicyError;
 
 /// What an `auto_approve` policy decides about one call: a closure given to
-/// [`ConfigBuilder::auto_approve_policy`], or the function a Lua frontmatter assigns to
+/// [`ConfigBuilder::auto_approve_policy`](crate::ConfigBuilder::auto_approve_policy), or the function a Lua frontmatter assigns to
 /// `tools.auto_approve` (spec §6.3: `true`, `false`, `"deny"`, `nil`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicyDecision {
@@ -45,9 +45,9 @@ impl<'a> PolicyContext<'a> {
 
 /// A policy deciding `tools.auto_approve` for a call: `(tool name, input, context)`.
 ///
-/// Two kinds share it: the host's closure ([`Config::set_auto_approve_policy`], consulted
+/// Two kinds share it: the host's closure ([`Config::set_auto_approve_policy`](crate::Config::set_auto_approve_policy), consulted
 /// before the option's value), and a function as the option's value
-/// ([`Config::set_auto_approve_function`], what a Lua frontmatter's
+/// ([`Config::set_auto_approve_function`](crate::Config::set_auto_approve_function), what a Lua frontmatter's
 /// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes).
 ///
 /// ```

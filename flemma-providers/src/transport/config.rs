@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Timeouts and retries of an [`HttpTransport`].
+/// Timeouts and retries of an [`HttpTransport`](super::HttpTransport).
 ///
 /// Three timeouts, each for one way a request can stall:
 ///
@@ -12,7 +12,7 @@ use std::time::Duration;
 ///   body (so it covers the headers too). Nothing has arrived yet, so it is retried.
 /// * `idle_timeout`: between two chunks of the body once it began. Not retried: part of
 ///   the response has reached the caller; the stream ends with a
-///   [`TransportError::Timeout`] of [`Timeout::Idle`].
+///   [`TransportError::Timeout`](super::TransportError::Timeout) of [`Timeout::Idle`].
 ///
 /// The defaults (10 s, 60 s, 60 s) are long enough for a slow network and a model that
 /// thinks before it speaks (the providers answer a streaming request with headers and a first

@@ -93,7 +93,7 @@ pub enum TransportError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
-    /// The endpoint's [`TokenSource`] failed.
+    /// The endpoint's [`TokenSource`](super::TokenSource) failed.
     #[error(transparent)]
     Token(TokenError),
 }
