@@ -351,12 +351,13 @@ impl ExecutionContextBuilder {
 
     /// The transcript that parsed the [`text`](Self::text) at `revision`: the document is its
     /// shared parse while the conversation is at that revision.
-    pub(crate) fn transcript(
+    pub(crate) fn transcript<T: ParsedDocuments + 'static>(
         mut self,
-        transcript: Arc<dyn ParsedDocuments>,
+        transcript: &Arc<T>,
         revision: crate::Revision,
     ) -> Self {
-        self.parsed = Some((Arc::downgrade(&transcript), revision));
+        let weak: std::sync::Weak<T> = Arc::downgrade(transcript);
+        self.parsed = Some((weak, revision));
         self
     }
 

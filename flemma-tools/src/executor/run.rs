@@ -332,7 +332,7 @@ impl Executor {
         let snapshot = self.setup.transcript.snapshot().await?;
         builder = builder
             .text(snapshot.text)
-            .transcript(self.setup.transcript.clone(), snapshot.revision);
+            .transcript(&self.setup.transcript, snapshot.revision);
         Ok(builder.build()?)
     }
 
