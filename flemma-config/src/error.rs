@@ -142,6 +142,9 @@ impl TomlError {
     }
 }
 
+/// The message of a frontmatter error whose source is the [`ConfigError`] of a write.
+pub(crate) const INVALID_OPTION: &str = "invalid option";
+
 /// A problem found in a conversation's frontmatter, with its line in the transcript.
 ///
 /// `message` says what went wrong; the cause, when there is one (the JSON parser's error, the
@@ -254,121 +257,3 @@ impl std::fmt::Display for PolicyError {
 }
 
 impl std::error::Error for PolicyError {}
-
-/// A warning or error found when the options are finalized against the registered tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FinalizeIssue {
-    /// A glob in `tools` that matches no registered tool.
-    GlobMatchedNothing {
-        /// The pattern.
-        pattern: String,
-    },
-    /// A name in `tools` that is not a registered tool.
-    UnknownTool {
-        /// The name.
-        name: String,
-        /// The closest registered name.
-        suggestion: Option<String>,
-    },
-    /// A `$preset` reference to a preset that does not exist.
-    UnknownPreset {
-        /// The option whose list held the reference.
-        path: String,
-        /// The reference.
-        name: String,
-        /// The closest preset name.
-        suggestion: Option<String>,
-    },
-    /// A preset naming a tool that is not registered (spec §5.6; a warning).
-    PresetUnknownTool {
-        /// The preset (with its `$`).
-        preset: String,
-        /// The tool name, operators stripped.
-        tool: String,
-        /// The preset field (`auto_approve` or `tools`).
-        field: &'static str,
-    },
-    /// Options set for a tool that is not registered (`tools.<name>.<key>`).
-    UnknownToolOptions {
-        /// The tool name of the table.
-        tool: String,
-        /// The closest registered name.
-        suggestion: Option<String>,
-    },
-}
-
-impl FinalizeIssue {
-    /// Whether the issue stops a conversation (spec §5.4, §5.6): a name or glob in `tools`
-    /// that matches no tool, and an unknown preset in `tools`, are errors (the tool set would
-    /// silently differ from the one asked for); an unknown preset in another list
-    /// (`tools.auto_approve`: it approves nothing, spec §5.3 "warn"), a preset naming an
-    /// unknown tool and options for an unknown tool are warnings.
-    ///
-    /// ```
-    /// use flemma_config::{FinalizeIssue, Severity};
-    ///
-    /// let typo = FinalizeIssue::UnknownTool { name: "reed".into(), suggestion: Some("read".into()) };
-    /// assert_eq!(typo.severity(), Severity::Error);
-    /// assert_eq!(typo.to_string(), "Unknown tool 'reed' -- did you mean 'read'?");
-    /// let preset = FinalizeIssue::UnknownPreset {
-    ///     path: "tools.auto_approve".into(),
-    ///     name: "$redonly".into(),
-    ///     suggestion: Some("$readonly".into()),
-    /// };
-    /// assert_eq!(preset.severity(), Severity::Warning);
-    /// ```
-    pub fn severity(&self) -> crate::Severity {
-        match self {
-            FinalizeIssue::GlobMatchedNothing { .. } | FinalizeIssue::UnknownTool { .. } => {
-                crate::Severity::Error
-            }
-            FinalizeIssue::UnknownPreset { path, .. } if path == "tools" => crate::Severity::Error,
-            FinalizeIssue::UnknownPreset { .. }
-            | FinalizeIssue::PresetUnknownTool { .. }
-            | FinalizeIssue::UnknownToolOptions { .. } => crate::Severity::Warning,
-        }
-    }
-}
-
-impl std::fmt::Display for FinalizeIssue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hint = |s: &Option<String>| {
-            s.as_ref()
-                .map(|s| format!(" -- did you mean '{s}'?"))
-                .unwrap_or_default()
-        };
-        match self {
-            FinalizeIssue::GlobMatchedNothing { pattern } => {
-                write!(f, "Glob pattern '{pattern}' matched no tools")
-            }
-            FinalizeIssue::UnknownTool { name, suggestion } => {
-                write!(f, "Unknown tool '{name}'{}", hint(suggestion))
-            }
-            FinalizeIssue::UnknownPreset {
-                path,
-                name,
-                suggestion,
-            } => {
-                write!(f, "Unknown preset '{name}' in {path}{}", hint(suggestion))
-            }
-            FinalizeIssue::PresetUnknownTool {
-                preset,
-                tool,
-                field,
-            } => {
-                write!(
-                    f,
-                    "Preset '{preset}' references unknown tool '{tool}' in {field}"
-                )
-            }
-            FinalizeIssue::UnknownToolOptions { tool, suggestion } => {
-                write!(
-                    f,
-                    "Options for unknown tool '{tool}' in tools.{tool}{}",
-                    hint(suggestion)
-                )
-            }
-        }
-    }
-}

@@ -29,7 +29,9 @@ mod diagnostic;
 mod env;
 mod error;
 mod glob;
+mod layer;
 mod listops;
+mod locator;
 #[cfg(feature = "lua")]
 mod lua;
 mod options;
@@ -41,16 +43,17 @@ mod sources;
 mod suggest;
 
 pub use config::{
-    AutoApprovePolicy, Config, ConfigBuilder, Layer, PolicyContext, PolicyDecision, ResolvedList,
+    AutoApprovePolicy, Config, ConfigBuilder, PolicyContext, PolicyDecision, ResolvedList,
 };
-pub use diagnostic::{OptionDiagnostic, Origin, Severity};
+pub use diagnostic::{FinalizeIssue, OptionDiagnostic, Origin, Severity};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
-pub use error::{ConfigError, FinalizeIssue, FrontmatterError, PolicyError, TomlError};
+pub use error::{ConfigError, FrontmatterError, PolicyError, TomlError};
 /// The tool-name type, defined by `flemma-ids` (its canonical path; re-exported for the option
 /// signatures that take it).
 #[doc(no_inline)]
 pub use flemma_ids::ToolName;
 pub use glob::{GlobList, glob_match};
+pub use layer::Layer;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 /// The cache of compiled Lua chunks that flemma-config's frontmatter uses, shared with
 /// flemma-providers' Lua templates (one cache implementation, not part of the supported API:

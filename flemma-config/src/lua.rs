@@ -20,8 +20,9 @@ use mlua::{
 };
 use serde_json::{Map, Number, Value};
 
-use crate::config::{Config, Layer};
+use crate::config::Config;
 use crate::error::FrontmatterError;
+use crate::layer::Layer;
 
 /// Instructions a frontmatter may run (counted in steps of 1,000).
 const INSTRUCTION_BUDGET: u32 = 10_000;
@@ -412,7 +413,7 @@ pub(crate) fn apply(
         .then(|| code.into());
     let mut functions: Vec<String> = Vec::new();
     for (write, line) in writes {
-        config.locate_writes(crate::diagnostic::Locator::line(at(line)));
+        config.locate_writes(crate::locator::Locator::line(at(line)));
         let result = match write {
             Write::Set(path, value) => config.set(Layer::Frontmatter, &path, value),
             Write::Function(path, _) => {
@@ -428,7 +429,7 @@ pub(crate) fn apply(
             Write::Remove(path, item) => config.remove(Layer::Frontmatter, &path, &item),
         };
         result.map_err(|e| {
-            FrontmatterError::with_source(at(line), crate::sources::INVALID_OPTION, e)
+            FrontmatterError::with_source(at(line), crate::error::INVALID_OPTION, e)
         })?;
     }
     Ok(variables)

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use flemma_ids::ToolName;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ConfigError, FinalizeIssue};
+use crate::diagnostic::FinalizeIssue;
+use crate::error::ConfigError;
 use crate::listops::is_preset_ref;
 
 /// A preset: lists spread into `tools` / `tools.auto_approve` by `$name`, and provider settings.

@@ -4,9 +4,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::config::{Config, Layer};
-use crate::diagnostic::Locator;
-use crate::error::{ConfigError, FrontmatterError, TomlError};
+use crate::config::Config;
+use crate::error::{ConfigError, FrontmatterError, INVALID_OPTION, TomlError};
+use crate::layer::Layer;
+use crate::locator::Locator;
 use crate::presets::Preset;
 
 impl Config {
@@ -86,7 +87,7 @@ impl Config {
         // Each write (and preset) keeps the file and the line of its key, for the diagnostics.
         let located = Locator::File {
             path: origin.to_owned(),
-            keys: std::sync::Arc::new(crate::diagnostic::toml_key_lines(text)),
+            keys: std::sync::Arc::new(crate::locator::toml_key_lines(text)),
         };
         if let Some(presets) = map.get("presets") {
             loaded.load_presets(presets, &located).map_err(in_file)?;
@@ -211,7 +212,7 @@ impl Config {
                 ));
             };
             self.locate_writes(Locator::Frontmatter {
-                keys: std::sync::Arc::new(crate::diagnostic::json_key_lines(
+                keys: std::sync::Arc::new(crate::locator::json_key_lines(
                     code,
                     first_line,
                     (line - first_line) as usize,
@@ -230,9 +231,6 @@ impl Config {
         Ok(variables)
     }
 }
-
-/// The message of a frontmatter error whose source is the [`ConfigError`] of a write.
-pub(crate) const INVALID_OPTION: &str = "invalid option";
 
 /// The 0-based code line of the key an option error is about: the first line, from the
 /// `"flemma"` key's line `from` on, that holds the option's last path segment as a JSON key

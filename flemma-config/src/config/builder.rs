@@ -3,8 +3,9 @@
 use flemma_ids::ToolName;
 use serde_json::Value;
 
-use super::{AutoApprovePolicy, Config, Layer, PolicyDecision};
+use super::{AutoApprovePolicy, Config, PolicyDecision};
 use crate::error::ConfigError;
+use crate::layer::Layer;
 use crate::listops::ListOp;
 
 /// Builds the SETUP layer of a [`Config`] in code; every write is checked once, in

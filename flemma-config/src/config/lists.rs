@@ -2,9 +2,10 @@
 
 use flemma_ids::ToolName;
 
-use super::{Config, Entry, Layer, ResolvedList, next_generation};
+use super::{Config, Entry, ResolvedList, next_generation};
 use crate::error::ConfigError;
 use crate::glob::GlobList;
+use crate::layer::Layer;
 use crate::listops::{ListOp, expand_op, parse_list};
 use crate::schema::{OptionKind, resolve_path};
 

@@ -1,20 +1,23 @@
 //! The layered option store (spec §5.2): four layers of operation logs, replayed on read.
 
 mod builder;
+mod diagnostics;
 mod lists;
 mod policy;
+mod typed;
 
 use std::path::{Path, PathBuf};
 
 use flemma_ids::ToolName;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::diagnostic::{Locator, Origin};
+use crate::diagnostic::Origin;
 use crate::error::ConfigError;
-use crate::listops::{ListOp, OpKind, expand_op, parse_list, strings};
-use crate::options::Options;
+use crate::layer::Layer;
+use crate::listops::{ListOp, OpKind, parse_list, strings};
+use crate::locator::Locator;
 use crate::presets::Presets;
-use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path, tool_table};
+use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path};
 
 pub use builder::ConfigBuilder;
 pub use policy::{AutoApprovePolicy, PolicyContext, PolicyDecision};
@@ -26,65 +29,6 @@ const AUTO_APPROVE: &str = "tools.auto_approve";
 fn next_generation() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Where an option was set, lowest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Layer {
-    /// Built-in defaults, and every registered tool in `tools`.
-    Defaults,
-    /// The application's setup: `flemma.toml`, the builder.
-    Setup,
-    /// Changes while running (`--set`, commands).
-    Runtime,
-    /// The conversation's own frontmatter.
-    Frontmatter,
-}
-
-impl Layer {
-    const ALL: [Layer; 4] = [
-        Layer::Defaults,
-        Layer::Setup,
-        Layer::Runtime,
-        Layer::Frontmatter,
-    ];
-
-    /// The letter used in source indicators (`D`, `S`, `R`, `F`).
-    pub fn letter(self) -> char {
-        match self {
-            Layer::Defaults => 'D',
-            Layer::Setup => 'S',
-            Layer::Runtime => 'R',
-            Layer::Frontmatter => 'F',
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The layers in the order a scalar at `path` is looked up, highest precedence first.
-    ///
-    /// The frontmatter is the highest layer, except for `sandbox.enabled`, where a runtime
-    /// override (`:Flemma sandbox:enable|disable`, `--set`) beats the frontmatter, which beats
-    /// the setup (spec §14.1).
-    fn lookup_order(path: &str) -> [Layer; 4] {
-        if path == "sandbox.enabled" {
-            [
-                Layer::Runtime,
-                Layer::Frontmatter,
-                Layer::Setup,
-                Layer::Defaults,
-            ]
-        } else {
-            [
-                Layer::Frontmatter,
-                Layer::Runtime,
-                Layer::Setup,
-                Layer::Defaults,
-            ]
-        }
-    }
 }
 
 /// One logged write.
@@ -461,61 +405,6 @@ impl Config {
         self.generation = next_generation();
     }
 
-    /// The values every write to a list path gives, `$presets` expanded (unknown ones left
-    /// as written), with where each write was made; lowest layer first, in order.
-    pub(crate) fn written_values(&self, path: &str) -> Vec<(Vec<String>, Origin)> {
-        let expand = |name: &str| self.presets.expand(name, path);
-        let mut out = Vec::new();
-        for layer in Layer::ALL {
-            for (entry, origin) in self.layers[layer.index()]
-                .iter()
-                .zip(&self.origins[layer.index()])
-                .filter(|(e, _)| e.path() == path)
-            {
-                let ops = match entry {
-                    Entry::ListWrite { items, .. } => parse_list(path, items, &expand)
-                        .unwrap_or_default()
-                        .iter()
-                        .flat_map(|op| expand_op(op, &expand))
-                        .collect(),
-                    Entry::ListOp { op, .. } => expand_op(op, &expand),
-                    // A function names no tools to check.
-                    Entry::Scalar { .. } | Entry::Function { .. } => Vec::new(),
-                };
-                let values = ops
-                    .into_iter()
-                    .flat_map(|op| match op {
-                        ListOp::Set(items) => items,
-                        ListOp::Append(v) | ListOp::Prepend(v) | ListOp::Remove(v) => vec![v],
-                    })
-                    .collect();
-                out.push((values, origin.clone()));
-            }
-        }
-        out
-    }
-
-    /// The tools whose tables of options are set (`tools.<name>.<key>`), each once, with
-    /// where it was first set.
-    pub(crate) fn tool_tables(&self) -> Vec<(String, Origin)> {
-        let mut tables: Vec<(String, Origin)> = Vec::new();
-        for (entry, origin) in self
-            .layers
-            .iter()
-            .flatten()
-            .zip(self.origins.iter().flatten())
-        {
-            if let Entry::Scalar { path, .. } = entry
-                && let Ok(segments) = crate::path::split(path)
-                && let Some(tool) = tool_table(&segments)
-                && !tables.iter().any(|(t, _)| t == tool)
-            {
-                tables.push((tool.to_owned(), origin.clone()));
-            }
-        }
-        tables
-    }
-
     /// The value of a scalar option: the highest layer's last set, else the default; `null`
     /// for a key of a tool's table that no layer sets.
     ///
@@ -605,76 +494,5 @@ impl Config {
                     ListOp::Append(i) | ListOp::Prepend(i) | ListOp::Remove(i) => i == v,
                 })
         })
-    }
-
-    /// The typed options (`tools` globs left as written; see [`Config::options_with_tools`]).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::Decode`] when the layers combine into a value the option cannot take.
-    pub fn options(&self) -> Result<Options, ConfigError> {
-        self.options_with_tools(&[])
-    }
-
-    /// The typed options, globs in `tools` expanded against the registered tool names.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::Decode`] when the layers combine into a value the option cannot take.
-    pub fn options_with_tools(&self, registered: &[ToolName]) -> Result<Options, ConfigError> {
-        let mut tree = Map::new();
-        for def in OPTIONS {
-            let value = if def.kind == OptionKind::List {
-                Value::from(self.list_with_tools(def.path, registered).items)
-            } else {
-                self.value_at(def.path)
-            };
-            let path = if def.path == "tools" {
-                "tools.list"
-            } else {
-                def.path
-            };
-            insert_path(&mut tree, path, value);
-        }
-        // Free-form paths (provider parameters, tables of other tools, keyed by full name).
-        for layer in Layer::ALL {
-            for entry in &self.layers[layer.index()] {
-                if let Entry::Scalar { path, .. } = entry
-                    && !OPTIONS.iter().any(|d| d.path == path)
-                {
-                    insert_path(&mut tree, path, self.value_at(path));
-                }
-            }
-        }
-        let tools = self.list_with_tools("tools", registered);
-        let mut options: Options =
-            serde_json::from_value(Value::Object(tree)).map_err(|source| ConfigError::Decode {
-                what: "options".to_owned(),
-                source,
-            })?;
-        options.tools.list_is_explicit = tools.is_explicit();
-        Ok(options)
-    }
-}
-
-/// Inserts `value` at a resolved path, one tree level per segment (`tools."mcp.fs".cwd` is
-/// `tools` → `mcp.fs` → `cwd`).
-fn insert_path(tree: &mut Map<String, Value>, path: &str, value: Value) {
-    let segments = crate::path::split(path).unwrap_or_default();
-    let mut parts = segments.into_iter().peekable();
-    let mut node = tree;
-    while let Some(part) = parts.next() {
-        if parts.peek().is_none() {
-            node.insert(part.to_owned(), value);
-            return;
-        }
-        let child = node
-            .entry(part.to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !child.is_object() {
-            *child = Value::Object(Map::new());
-        }
-        let Value::Object(next) = child else { return };
-        node = next;
     }
 }
