@@ -367,7 +367,7 @@ mod tests {
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Error {
-                message: crate::STREAM_CUT.to_owned()
+                message: crate::event::STREAM_CUT.to_owned()
             })
         );
     }

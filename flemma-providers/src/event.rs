@@ -4,6 +4,9 @@ use serde::Serialize;
 
 use crate::sse::SseEvent;
 
+/// The error a decoder reports when the stream ends before the response completed.
+pub const STREAM_CUT: &str = "the stream ended before the response completed";
+
 /// Why a response ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -109,13 +112,13 @@ pub trait StreamDecoder: Send {
 }
 
 /// What a decoder's `finish` yields: nothing after a completed response, else the
-/// [`STREAM_CUT`](crate::STREAM_CUT) error.
+/// [`STREAM_CUT`] error.
 pub(crate) fn cut_unless(done: bool) -> Vec<StreamEvent> {
     if done {
         Vec::new()
     } else {
         vec![StreamEvent::Error {
-            message: crate::STREAM_CUT.to_owned(),
+            message: STREAM_CUT.to_owned(),
         }]
     }
 }

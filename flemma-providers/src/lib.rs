@@ -46,6 +46,7 @@ mod body;
 mod chat;
 mod error;
 mod event;
+mod kind;
 mod openai;
 mod prompt;
 mod provider;
@@ -61,8 +62,10 @@ mod vertex;
 mod wire;
 mod writer;
 
-pub use adapters::{anthropic_request, openai_responses_request};
-pub use adapters::{chat_completions_request, vertex_request};
+pub use adapters::anthropic::anthropic_request;
+pub use adapters::chat::chat_completions_request;
+pub use adapters::openai::openai_responses_request;
+pub use adapters::vertex::vertex_request;
 pub use anthropic::AnthropicDecoder;
 /// The attribute [`Provider`] and [`TokenSource`] are written with (`#[async_trait] impl
 /// Provider for … { async fn stream(…) … }`), so that an implementation needs no
@@ -71,11 +74,13 @@ pub use async_trait::async_trait;
 pub use body::RequestBody;
 pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};
-pub use event::{StopReason, StreamDecoder, StreamEvent};
+pub use event::{STREAM_CUT, StopReason, StreamDecoder, StreamEvent};
+pub use kind::ProviderKind;
 pub use openai::OpenAiResponsesDecoder;
+pub use prompt::builder::{PromptBuilder, build_prompt};
 pub use prompt::{
-    NO_RESULT_PROVIDED, Part, Prompt, PromptBuilder, PromptDiagnostic, PromptDiagnosticKind,
-    PromptMessage, PromptRole, ThinkingSignature, build_prompt,
+    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind, PromptMessage,
+    PromptRole, ThinkingSignature,
 };
 pub use provider::{EventStream, HttpProvider, OnRetry, Provider, Request, SendError, SendFuture};
 pub use request::{
@@ -85,15 +90,16 @@ pub use scripted::{
     ReplayError, ScriptError, ScriptedProvider, ScriptedToolUse, ScriptedUsage, Turn,
 };
 pub use sse::{SseDecoder, SseEvent};
+pub use template::jinja::MiniJinjaEngine;
 #[cfg(feature = "lua")]
-pub use template::LuaEngine;
+pub use template::lua::LuaEngine;
 pub use template::{
-    FileAccess, FilePart, FileReference, MAX_FILE_BYTES, MiniJinjaEngine, Scope, TemplateEngine,
-    TemplateError, TemplatePiece, detect_mime,
+    FileAccess, FilePart, FileReference, MAX_FILE_BYTES, Scope, TemplateEngine, TemplateError,
+    TemplatePiece, detect_mime,
 };
 pub use transport::{
-    ApiKey, Endpoint, HttpError, HttpTransport, ProviderKind, ResponseStream, Retry, RetryReason,
-    Timeout, TokenError, TokenFuture, TokenSource, TransportConfig, TransportError, stream_events,
+    ApiKey, Endpoint, HttpError, HttpTransport, ResponseStream, Retry, RetryReason, Timeout,
+    TokenError, TokenFuture, TokenSource, TransportConfig, TransportError, stream_events,
     stream_events_with, with_cancel,
 };
 pub use vertex::VertexDecoder;
@@ -102,6 +108,3 @@ pub use wire::normalize_tool_id;
 #[doc(no_inline)]
 pub use wire::{decode_tool_name, encode_tool_name};
 pub use writer::ResponseWriter;
-
-/// The error a decoder reports when the stream ends before the response completed.
-pub const STREAM_CUT: &str = "the stream ended before the response completed";

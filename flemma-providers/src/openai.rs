@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Error {
-                message: crate::STREAM_CUT.to_owned()
+                message: crate::event::STREAM_CUT.to_owned()
             })
         );
         assert!(!events.iter().any(|e| matches!(e, StreamEvent::Done { .. })));

@@ -13,12 +13,11 @@ use flemma_config::Options;
 use futures_util::Stream;
 
 use crate::event::{StreamDecoder, StreamEvent};
+use crate::kind::ProviderKind;
 use crate::prompt::Prompt;
 use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
-use crate::transport::{
-    Endpoint, HttpTransport, ProviderKind, Retry, TransportConfig, TransportError,
-};
+use crate::transport::{Endpoint, HttpTransport, Retry, TransportConfig, TransportError};
 
 /// A request ready to send: the provider's JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -403,30 +402,6 @@ impl Provider for HttpProvider {
             None => self.endpoint.kind().decoder(),
         };
         Ok(EventStream::decode(chunks, decoder))
-    }
-}
-
-impl ProviderKind {
-    /// The provider's name on the command line: `anthropic`, `openai`, `openai-chat`,
-    /// `vertex`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::OpenAiResponses => "openai",
-            ProviderKind::OpenAiChat => "openai-chat",
-            ProviderKind::Vertex => "vertex",
-        }
-    }
-
-    /// The kind named `name` ([`ProviderKind::name`]).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "anthropic" => ProviderKind::Anthropic,
-            "openai" => ProviderKind::OpenAiResponses,
-            "openai-chat" => ProviderKind::OpenAiChat,
-            "vertex" => ProviderKind::Vertex,
-            _ => return None,
-        })
     }
 }
 

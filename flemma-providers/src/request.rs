@@ -5,7 +5,7 @@ use flemma_schema::ToolSpec;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::ProviderKind;
+use crate::kind::ProviderKind;
 
 /// The unified thinking level (`minimal | low | medium | high | max`) or an explicit budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,19 +252,6 @@ impl RequestOptions {
                     .as_deref()
                     .unwrap_or_else(|| kind.default_model()),
             )
-        }
-    }
-}
-
-impl ProviderKind {
-    /// The model a request uses when none is chosen: `claude-sonnet-4-5`, `gpt-5`, `gpt-4.1`
-    /// (Chat Completions), `gemini-2.5-pro`.
-    pub fn default_model(self) -> &'static str {
-        match self {
-            ProviderKind::Anthropic => "claude-sonnet-4-5",
-            ProviderKind::OpenAiResponses => "gpt-5",
-            ProviderKind::OpenAiChat => "gpt-4.1",
-            ProviderKind::Vertex => "gemini-2.5-pro",
         }
     }
 }

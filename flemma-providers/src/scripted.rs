@@ -10,11 +10,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::event::{StopReason, StreamEvent};
+use crate::kind::ProviderKind;
 use crate::prompt::Prompt;
 use crate::provider::{EventStream, Provider, Request, SendError};
 use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
-use crate::transport::ProviderKind;
 use crate::vertex::VertexDecoder;
 use crate::wire::encode_tool_name;
 

@@ -1,15 +1,10 @@
 //! Request bodies: a provider-neutral [`Prompt`](crate::Prompt) encoded for each provider
 //! (spec §13).
 
-mod anthropic;
-mod chat;
-mod openai;
-mod vertex;
-
-pub use anthropic::anthropic_request;
-pub use chat::chat_completions_request;
-pub use openai::openai_responses_request;
-pub use vertex::vertex_request;
+pub(crate) mod anthropic;
+pub(crate) mod chat;
+pub(crate) mod openai;
+pub(crate) mod vertex;
 
 use flemma_schema::Dialect;
 use serde_json::Value;

@@ -14,7 +14,8 @@ use super::{
     NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind, PromptMessage,
     PromptRole, ThinkingSignature,
 };
-use crate::template::{FileAccess, FilePart, MiniJinjaEngine, Scope, TemplateEngine};
+use crate::template::jinja::MiniJinjaEngine;
+use crate::template::{FileAccess, FilePart, Scope, TemplateEngine};
 use crate::text::Joined;
 
 /// Builds prompts: the template engine, the conversation's path and variables, and which

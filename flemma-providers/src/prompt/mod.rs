@@ -10,14 +10,12 @@
 //! [`PromptBuilder::engine`] says otherwise); `@./file` references in them become
 //! [`Part::File`]s.
 
-mod builder;
+pub(crate) mod builder;
 
 use std::borrow::Cow;
 
 use flemma_ast::{JsonObject, Severity};
 use serde::Serialize;
-
-pub use builder::{PromptBuilder, build_prompt};
 
 use crate::template::FilePart;
 

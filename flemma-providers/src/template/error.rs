@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH};
+use super::limits::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH};
 
 /// What went wrong in a template.
 #[derive(Debug, thiserror::Error)]

@@ -18,9 +18,10 @@ mod access;
 mod error;
 mod file;
 mod fileref;
-mod jinja;
+pub(crate) mod jinja;
+mod limits;
 #[cfg(feature = "lua")]
-mod lua;
+pub(crate) mod lua;
 mod scope;
 
 use std::fmt;
@@ -31,18 +32,10 @@ pub use access::FileAccess;
 pub use error::TemplateError;
 pub use file::{FilePart, detect_mime};
 pub use fileref::FileReference;
-pub use jinja::MiniJinjaEngine;
-#[cfg(feature = "lua")]
-pub use lua::LuaEngine;
+pub use limits::MAX_FILE_BYTES;
 pub use scope::Scope;
 
 use fileref::Chunk;
-
-/// How deep `include()` may nest.
-const MAX_INCLUDE_DEPTH: usize = 32;
-
-/// The largest file `include()` or an `@./file` reference reads (providers take far less).
-pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Opens the marker of a file part in rendered text.
 const MARKER_OPEN: &str = "\u{E000}flemma-file:";

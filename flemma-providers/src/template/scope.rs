@@ -9,9 +9,10 @@ use flemma_ast::Segment;
 use serde_json::{Map, Value};
 
 use super::access::{Lookups, expand_home, normalize};
+use super::limits::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH};
 use super::{
-    FileAccess, FilePart, FileReference, MARKER_CLOSE, MARKER_OPEN, MAX_FILE_BYTES,
-    MAX_INCLUDE_DEPTH, TemplateEngine, TemplateError, TemplatePiece, fileref, pieces,
+    FileAccess, FilePart, FileReference, MARKER_CLOSE, MARKER_OPEN, TemplateEngine, TemplateError,
+    TemplatePiece, fileref, pieces,
 };
 use crate::prompt::Part;
 

@@ -1,4 +1,5 @@
-//! Endpoints: where a request goes, its key or token source, the provider kinds.
+//! Endpoints: where a request goes, its key or token source, the provider kinds' request
+//! bodies and decoders.
 
 use std::fmt;
 use std::future::Future;
@@ -10,6 +11,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use super::TransportError;
 use crate::body::RequestBody;
 use crate::event::StreamDecoder;
+use crate::kind::ProviderKind;
 use crate::prompt::Prompt;
 use crate::request::RequestOptions;
 use crate::{AnthropicDecoder, ChatCompletionsDecoder, OpenAiResponsesDecoder, VertexDecoder};
@@ -41,19 +43,8 @@ impl fmt::Display for ApiKey {
     }
 }
 
-/// The wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
-    /// Anthropic Messages.
-    Anthropic,
-    /// OpenAI Responses.
-    OpenAiResponses,
-    /// OpenAI Chat Completions (and compatible servers).
-    OpenAiChat,
-    /// Google Vertex AI (Gemini).
-    Vertex,
-}
-
+// `ProviderKind` is defined in `kind.rs` (the request options name it); its methods are here,
+// beside the endpoints, since they name every adapter and decoder.
 impl ProviderKind {
     /// The request body of `prompt` in this provider's format ([`anthropic_request`](crate::anthropic_request),
     /// [`openai_responses_request`](crate::openai_responses_request),

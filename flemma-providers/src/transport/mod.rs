@@ -22,7 +22,7 @@ use reqwest::header::HeaderMap;
 use crate::error::error_from_body;
 
 pub use config::{Retry, RetryReason, Timeout, TransportConfig};
-pub use endpoint::{ApiKey, Endpoint, ProviderKind, TokenError, TokenFuture, TokenSource};
+pub use endpoint::{ApiKey, Endpoint, TokenError, TokenFuture, TokenSource};
 pub use error::{HttpError, TransportError};
 pub use stream::{ResponseStream, stream_events, stream_events_with, with_cancel};
 
