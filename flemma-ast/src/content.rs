@@ -139,6 +139,34 @@ impl<'s, 'a> Body<'s, 'a> {
         close
     }
 
+    /// Reads the fenced block of the header on line `header` ([`Body::read_block`]). Without
+    /// one, the header and the lines read are kept as [`Segment::Malformed`] with the warning
+    /// `no_fence` (no fence follows the header) or `unclosed` (the fence never closes), and
+    /// the line to continue at is the error.
+    pub(crate) fn read_block_or_malformed(
+        &self,
+        header: usize,
+        kind: DiagnosticKind,
+        no_fence: &str,
+        unclosed: &str,
+        segments: &mut Vec<Segment>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<Block, usize> {
+        match self.read_block(header) {
+            BlockRead::Block(block) => Ok(block),
+            BlockRead::Missing { resume } => {
+                diagnostics.push(warning(kind, no_fence, self.src.number(header)));
+                segments.push(self.malformed(header, resume - 1));
+                Err(resume)
+            }
+            BlockRead::Unclosed => {
+                diagnostics.push(warning(kind, unclosed, self.src.number(header)));
+                segments.push(self.malformed(header, self.end - 1));
+                Err(self.end)
+            }
+        }
+    }
+
     pub(crate) fn malformed(&self, first: usize, last: usize) -> Segment {
         Segment::Malformed(Malformed {
             text: self.src.join(first, last),
@@ -311,48 +339,37 @@ fn tool_use(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> usize {
     let kind = DiagnosticKind::ToolUse;
-    match body.read_block(header) {
-        BlockRead::Missing { resume } => {
-            diagnostics.push(warning(
-                kind,
-                msg::TOOL_USE_NO_FENCE,
-                body.src.number(header),
-            ));
-            segments.push(body.malformed(header, resume - 1));
-            resume
-        }
-        BlockRead::Unclosed => {
-            diagnostics.push(warning(
-                kind,
-                msg::TOOL_USE_UNCLOSED,
-                body.src.number(header),
-            ));
-            segments.push(body.malformed(header, body.end - 1));
-            body.end
-        }
-        BlockRead::Block(block) => {
-            let checked = ToolName::read(name)
-                .and_then(|name| Ok((ToolUseId::from_header(id)?, name)))
-                .map_err(|err| format!("{}{err}", msg::TOOL_USE_HEADER_PREFIX))
-                .and_then(|ids| {
-                    check_input(block.layout.language.as_deref(), &block.content)
-                        .map(|()| ids)
-                        .map_err(|detail| format!("{}{detail}", msg::TOOL_USE_PARSE_PREFIX))
-                });
-            match checked {
-                Ok((id, name)) => segments.push(Segment::ToolUse(Box::new(ToolUse::from_checked(
-                    id,
-                    name,
-                    block.content,
-                    block.layout,
-                    body.src.span(header, block.close),
-                )))),
-                Err(message) => {
-                    diagnostics.push(warning(kind, message, body.src.number(header)));
-                    segments.push(body.malformed(header, block.close));
-                }
-            }
-            block.close + 1
+    let block = match body.read_block_or_malformed(
+        header,
+        kind,
+        msg::TOOL_USE_NO_FENCE,
+        msg::TOOL_USE_UNCLOSED,
+        segments,
+        diagnostics,
+    ) {
+        Ok(block) => block,
+        Err(resume) => return resume,
+    };
+    let checked = ToolName::read(name)
+        .and_then(|name| Ok((ToolUseId::from_header(id)?, name)))
+        .map_err(|err| format!("{}{err}", msg::TOOL_USE_HEADER_PREFIX))
+        .and_then(|ids| {
+            check_input(block.layout.language.as_deref(), &block.content)
+                .map(|()| ids)
+                .map_err(|detail| format!("{}{detail}", msg::TOOL_USE_PARSE_PREFIX))
+        });
+    match checked {
+        Ok((id, name)) => segments.push(Segment::ToolUse(Box::new(ToolUse::from_checked(
+            id,
+            name,
+            block.content,
+            block.layout,
+            body.src.span(header, block.close),
+        )))),
+        Err(message) => {
+            diagnostics.push(warning(kind, message, body.src.number(header)));
+            segments.push(body.malformed(header, block.close));
         }
     }
+    block.close + 1
 }

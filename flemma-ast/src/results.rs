@@ -4,7 +4,7 @@
 use crate::ast::{
     Diagnostic, DiagnosticKind, JobResult, JobStatus, Segment, ToolResult, ToolStatus,
 };
-use crate::content::{BlockRead, Body, TextRun, warning};
+use crate::content::{BlockRead, Body, TextRun};
 use crate::line::{self, ResultHeader, ResultKind};
 use crate::messages as msg;
 use crate::modeline::{self, Key, Modeline, Value};
@@ -196,43 +196,31 @@ fn tool_result(
     segments: &mut Vec<Segment>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> usize {
-    let kind = DiagnosticKind::ToolResult;
-    match body.read_block(header_line) {
-        BlockRead::Missing { resume } => {
-            diagnostics.push(warning(
-                kind,
-                msg::TOOL_RESULT_NO_FENCE,
-                body.src.number(header_line),
-            ));
-            segments.push(body.malformed(header_line, resume - 1));
-            resume
-        }
-        BlockRead::Unclosed => {
-            diagnostics.push(warning(
-                kind,
-                msg::TOOL_RESULT_UNCLOSED,
-                body.src.number(header_line),
-            ));
-            segments.push(body.malformed(header_line, body.end - 1));
-            body.end
-        }
-        BlockRead::Block(block) => {
-            // The fence language (`json`, `yaml`, ...) is not interpreted (spec §1.7): the
-            // content is kept verbatim and never decoded, so it cannot be malformed.
-            let (status, meta) = status_and_meta(header.modeline);
-            segments.push(Segment::ToolResult(Box::new(ToolResult {
-                // The header grammar only yields non-empty single-line ids.
-                tool_use_id: ToolUseId::from_header(header.id)
-                    .unwrap_or_else(|_| ToolUseId::sanitized(header.id)),
-                status,
-                meta,
-                content: block.content,
-                layout: block.layout,
-                span: body.src.span(header_line, block.close),
-            })));
-            block.close + 1
-        }
-    }
+    let block = match body.read_block_or_malformed(
+        header_line,
+        DiagnosticKind::ToolResult,
+        msg::TOOL_RESULT_NO_FENCE,
+        msg::TOOL_RESULT_UNCLOSED,
+        segments,
+        diagnostics,
+    ) {
+        Ok(block) => block,
+        Err(resume) => return resume,
+    };
+    // The fence language (`json`, `yaml`, ...) is not interpreted (spec §1.7): the
+    // content is kept verbatim and never decoded, so it cannot be malformed.
+    let (status, meta) = status_and_meta(header.modeline);
+    segments.push(Segment::ToolResult(Box::new(ToolResult {
+        // The header grammar only yields non-empty single-line ids.
+        tool_use_id: ToolUseId::from_header(header.id)
+            .unwrap_or_else(|_| ToolUseId::sanitized(header.id)),
+        status,
+        meta,
+        content: block.content,
+        layout: block.layout,
+        span: body.src.span(header_line, block.close),
+    })));
+    block.close + 1
 }
 
 fn job_result(
