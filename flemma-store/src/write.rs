@@ -103,6 +103,19 @@ fn copy_new(from: &Path, to: &Path) -> io::Result<()> {
     copied
 }
 
+/// The directory `path` is written in (`.` for a bare file name), created when missing.
+fn create_parent(path: &Path) -> Result<PathBuf, StoreError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+        dir: dir.clone(),
+        source,
+    })?;
+    Ok(dir)
+}
+
 fn temp_path(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
@@ -208,14 +221,7 @@ pub fn write_atomic(
     content: &[u8],
     backup: &dyn BackupStrategy,
 ) -> Result<PathBuf, StoreError> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
-        dir: dir.clone(),
-        source,
-    })?;
+    let dir = create_parent(path)?;
     let temp = temp_path(path);
     let result = replace(path, &dir, &temp, content, backup);
     if result.is_err() {
@@ -330,14 +336,7 @@ impl AtomicWriter {
         path: &Path,
         backup: std::sync::Arc<dyn BackupStrategy>,
     ) -> Result<Self, StoreError> {
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
-            dir: dir.clone(),
-            source,
-        })?;
+        let dir = create_parent(path)?;
         let temp = temp_path(path);
         let file = OpenOptions::new()
             .write(true)
