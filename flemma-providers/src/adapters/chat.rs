@@ -53,14 +53,7 @@ pub fn chat_completions_request<'a>(
     if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
     }
-    let tools: Vec<Json<'a>> = super::declarations(options, Dialect::OpenAiChat)
-        .into_iter()
-        .map(Json::from)
-        .collect();
-    if !tools.is_empty() {
-        body.insert("tools", Json::Array(tools));
-        body.insert("tool_choice", Json::from("auto"));
-    }
+    super::insert_tools(&mut body, options, Dialect::OpenAiChat);
 
     let mut messages = Vec::new();
     if let Some(system) = &prompt.system {

@@ -9,6 +9,7 @@ pub(crate) mod vertex;
 use flemma_schema::Dialect;
 use serde_json::Value;
 
+use crate::body::Json;
 use crate::prompt::{Part, PromptMessage, PromptRole};
 use crate::request::RequestOptions;
 use crate::template::FilePart;
@@ -22,6 +23,19 @@ fn declarations(options: &RequestOptions, dialect: Dialect) -> Vec<Value> {
         .iter()
         .filter_map(|spec| spec.to_provider(dialect).ok())
         .collect()
+}
+
+/// Sets `tools` to the offered tools declared in `dialect`, with `tool_choice: "auto"`, when
+/// any is offered (the OpenAI formats).
+fn insert_tools(body: &mut Json<'_>, options: &RequestOptions, dialect: Dialect) {
+    let tools: Vec<Json<'_>> = declarations(options, dialect)
+        .into_iter()
+        .map(Json::from)
+        .collect();
+    if !tools.is_empty() {
+        body.insert("tools", Json::Array(tools));
+        body.insert("tool_choice", Json::from("auto"));
+    }
 }
 
 /// The prefix of the synthetic tool-call ids the Vertex decoder makes.

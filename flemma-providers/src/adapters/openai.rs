@@ -64,14 +64,7 @@ pub fn openai_responses_request<'a>(
     } else if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
     }
-    let tools: Vec<Json<'a>> = super::declarations(options, Dialect::OpenAiResponses)
-        .into_iter()
-        .map(Json::from)
-        .collect();
-    if !tools.is_empty() {
-        body.insert("tools", Json::Array(tools));
-        body.insert("tool_choice", Json::from("auto"));
-    }
+    super::insert_tools(&mut body, options, Dialect::OpenAiResponses);
     let mut input = Vec::new();
     if let Some(system) = &prompt.system {
         input.push(obj! {"role": "developer", "content": system});
