@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::dsl::{Kind, Schema};
+use crate::dsl::{Kind, Object, Schema};
 use crate::error::{SchemaError, Trail};
 use crate::validate::Validator;
 
@@ -88,41 +88,7 @@ fn emit(node: &Schema, mode: Mode, path: &Trail<'_>) -> Result<Keywords, SchemaE
             );
             out
         }
-        Kind::Object(object) => {
-            if mode == Mode::Strict && !object.strict {
-                return Err(SchemaError::OpenObjectInStrict {
-                    path: path.to_path(),
-                });
-            }
-            let mut properties = Map::with_capacity(object.fields.len());
-            let mut required = Vec::with_capacity(object.fields.len());
-            let props_path = path.key("properties");
-            for (name, field) in &object.fields {
-                let field_path = props_path.key(name);
-                let emitted = if let Kind::Optional(inner) = &field.kind {
-                    if mode == Mode::Strict {
-                        return Err(SchemaError::OptionalInStrict {
-                            path: field_path.to_path(),
-                        });
-                    }
-                    // The optional wrapper's description is lost (spec §3.3).
-                    emit(inner, mode, &field_path)?
-                } else {
-                    required.push(Value::String(name.clone()));
-                    emit(field, mode, &field_path)?
-                };
-                properties.insert(name.clone(), into_value(emitted));
-            }
-            let mut out = typed("object");
-            out.insert("properties", Value::Object(properties));
-            if !required.is_empty() {
-                out.insert("required", Value::Array(required));
-            }
-            if object.strict {
-                out.insert("additionalProperties", false.into());
-            }
-            out
-        }
+        Kind::Object(object) => emit_object(object, mode, path)?,
         Kind::Optional(inner) => emit(inner, mode, path)?,
         Kind::Nullable(inner) => nullable_keywords(emit(inner, mode, path)?),
         Kind::Union(branches) => {
@@ -156,6 +122,44 @@ fn emit(node: &Schema, mode: Mode, path: &Trail<'_>) -> Result<Keywords, SchemaE
     if let Some(default) = &node.default {
         check_default(&out, default, path)?;
         out.insert("default", sorted(default));
+    }
+    Ok(out)
+}
+
+/// The keywords of an object: its properties, the required ones, and `additionalProperties:
+/// false` when it is strict.
+fn emit_object(object: &Object, mode: Mode, path: &Trail<'_>) -> Result<Keywords, SchemaError> {
+    if mode == Mode::Strict && !object.strict {
+        return Err(SchemaError::OpenObjectInStrict {
+            path: path.to_path(),
+        });
+    }
+    let mut properties = Map::with_capacity(object.fields.len());
+    let mut required = Vec::with_capacity(object.fields.len());
+    let props_path = path.key("properties");
+    for (name, field) in &object.fields {
+        let field_path = props_path.key(name);
+        let emitted = if let Kind::Optional(inner) = &field.kind {
+            if mode == Mode::Strict {
+                return Err(SchemaError::OptionalInStrict {
+                    path: field_path.to_path(),
+                });
+            }
+            // The optional wrapper's description is lost (spec §3.3).
+            emit(inner, mode, &field_path)?
+        } else {
+            required.push(Value::String(name.clone()));
+            emit(field, mode, &field_path)?
+        };
+        properties.insert(name.clone(), into_value(emitted));
+    }
+    let mut out = typed("object");
+    out.insert("properties", Value::Object(properties));
+    if !required.is_empty() {
+        out.insert("required", Value::Array(required));
+    }
+    if object.strict {
+        out.insert("additionalProperties", false.into());
     }
     Ok(out)
 }
