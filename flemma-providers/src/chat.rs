@@ -148,6 +148,38 @@ impl ChatCompletionsDecoder {
         self.done = true;
         out.push(StreamEvent::Done { stop });
     }
+
+    /// The text, reasoning and tool-call deltas of a choice.
+    fn delta(&mut self, delta: &Value, out: &mut Vec<StreamEvent>) {
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                out.push(StreamEvent::Thinking {
+                    text: text.to_owned(),
+                });
+            }
+        }
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            out.push(StreamEvent::Text {
+                text: text.to_owned(),
+            });
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.tool_call_delta(call, out);
+        }
+    }
 }
 
 impl StreamDecoder for ChatCompletionsDecoder {
@@ -187,35 +219,7 @@ impl StreamDecoder for ChatCompletionsDecoder {
         if !self.done
             && let Some(choice) = choice
         {
-            let delta = &choice["delta"];
-            for key in ["reasoning_content", "reasoning"] {
-                if let Some(text) = delta
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    out.push(StreamEvent::Thinking {
-                        text: text.to_owned(),
-                    });
-                }
-            }
-            if let Some(text) = delta
-                .get("content")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                out.push(StreamEvent::Text {
-                    text: text.to_owned(),
-                });
-            }
-            for call in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                self.tool_call_delta(call, &mut out);
-            }
+            self.delta(&choice["delta"], &mut out);
         }
         // Moonshot reports usage inside the finishing choice as well as in the last chunk.
         if let Some(usage) = choice.and_then(|c| c.get("usage")) {

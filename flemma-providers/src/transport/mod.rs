@@ -112,63 +112,18 @@ impl HttpTransport {
                 Ok(stream) => return Ok(stream),
                 Err(failure) => failure,
             };
-            let (reason, delay) = match failure {
-                Failure::Status(response) => {
-                    let status = response.status().as_u16();
-                    if status == 401 && !refreshed && endpoint.refreshes() {
-                        // The token expired: one retry with a fresh one.
-                        refreshed = true;
-                        drop(response);
-                        headers = endpoint.headers(&endpoint.key(true).await?)?;
-                        continue;
-                    }
-                    if !(retry_left && (status == 429 || status >= 500)) {
-                        let text = response.text().await.unwrap_or_default();
-                        return Err(TransportError::Provider {
-                            attempts,
-                            source: error_from_body(status, &text),
-                        });
-                    }
-                    let delay = retry_after(&response).unwrap_or_else(|| self.backoff(attempts));
-                    (RetryReason::Status(status), delay)
-                }
-                Failure::Send(e) if e.is_connect() => {
-                    let timeout = Timeout::Connect(self.config.connect_timeout);
-                    if !retry_left {
-                        return Err(if e.is_timeout() {
-                            TransportError::Timeout { timeout, attempts }
-                        } else {
-                            TransportError::Connect {
-                                attempts,
-                                source: HttpError(e),
-                            }
-                        });
-                    }
-                    let reason = if e.is_timeout() {
-                        RetryReason::Timeout(timeout)
-                    } else {
-                        RetryReason::Connect
-                    };
-                    (reason, self.backoff(attempts))
-                }
-                Failure::Send(e) | Failure::Body(e) => {
-                    // A request error that is not a closed connection is not worth a retry.
-                    let closed = e.is_request() || e.is_body() || e.is_decode();
-                    if !(retry_left && closed) {
-                        return Err(TransportError::Request {
-                            attempts,
-                            source: HttpError(e),
-                        });
-                    }
-                    (RetryReason::Closed, self.backoff(attempts))
-                }
-                Failure::NoFirstByte => {
-                    let timeout = Timeout::FirstByte(self.config.first_byte_timeout);
-                    if !retry_left {
-                        return Err(TransportError::Timeout { timeout, attempts });
-                    }
-                    (RetryReason::Timeout(timeout), self.backoff(attempts))
-                }
+            let Some((reason, delay)) = self
+                .after_failure(
+                    endpoint,
+                    failure,
+                    attempts,
+                    retry_left,
+                    &mut refreshed,
+                    &mut headers,
+                )
+                .await?
+            else {
+                continue;
             };
             on_retry(&Retry {
                 attempt: attempts + 1,
@@ -178,6 +133,79 @@ impl HttpTransport {
             });
             tokio::time::sleep(delay).await;
         }
+    }
+
+    /// What follows a failed attempt: `Some` reason and wait of a retry, `None` for a retry
+    /// at once with a refreshed token (`refreshed`, `headers` updated), or the error when the
+    /// failure is not retried.
+    async fn after_failure(
+        &self,
+        endpoint: &Endpoint,
+        failure: Failure,
+        attempts: u32,
+        retry_left: bool,
+        refreshed: &mut bool,
+        headers: &mut HeaderMap,
+    ) -> Result<Option<(RetryReason, Duration)>, TransportError> {
+        let (reason, delay) = match failure {
+            Failure::Status(response) => {
+                let status = response.status().as_u16();
+                if status == 401 && !*refreshed && endpoint.refreshes() {
+                    // The token expired: one retry with a fresh one.
+                    *refreshed = true;
+                    drop(response);
+                    *headers = endpoint.headers(&endpoint.key(true).await?)?;
+                    return Ok(None);
+                }
+                if !(retry_left && (status == 429 || status >= 500)) {
+                    let text = response.text().await.unwrap_or_default();
+                    return Err(TransportError::Provider {
+                        attempts,
+                        source: error_from_body(status, &text),
+                    });
+                }
+                let delay = retry_after(&response).unwrap_or_else(|| self.backoff(attempts));
+                (RetryReason::Status(status), delay)
+            }
+            Failure::Send(e) if e.is_connect() => {
+                let timeout = Timeout::Connect(self.config.connect_timeout);
+                if !retry_left {
+                    return Err(if e.is_timeout() {
+                        TransportError::Timeout { timeout, attempts }
+                    } else {
+                        TransportError::Connect {
+                            attempts,
+                            source: HttpError(e),
+                        }
+                    });
+                }
+                let reason = if e.is_timeout() {
+                    RetryReason::Timeout(timeout)
+                } else {
+                    RetryReason::Connect
+                };
+                (reason, self.backoff(attempts))
+            }
+            Failure::Send(e) | Failure::Body(e) => {
+                // A request error that is not a closed connection is not worth a retry.
+                let closed = e.is_request() || e.is_body() || e.is_decode();
+                if !(retry_left && closed) {
+                    return Err(TransportError::Request {
+                        attempts,
+                        source: HttpError(e),
+                    });
+                }
+                (RetryReason::Closed, self.backoff(attempts))
+            }
+            Failure::NoFirstByte => {
+                let timeout = Timeout::FirstByte(self.config.first_byte_timeout);
+                if !retry_left {
+                    return Err(TransportError::Timeout { timeout, attempts });
+                }
+                (RetryReason::Timeout(timeout), self.backoff(attempts))
+            }
+        };
+        Ok(Some((reason, delay)))
     }
 
     /// One attempt: the request, its headers and the first chunk of its body, within
