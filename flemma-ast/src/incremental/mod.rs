@@ -294,6 +294,34 @@ impl IncrementalParser {
 
         let parse_start = resume.map_or(0, |i| self.markers[i]);
         self.reparsed = out.stopped.map_or(text.len(), |(offset, _)| offset) - parse_start;
+        let (stopped, line_count) = (out.stopped, out.line_count);
+        let line_shift = self.splice(out, resume, old_end, new_end);
+        if let Some(frontmatter) = frontmatter {
+            self.doc.frontmatter = frontmatter;
+            self.doc.preamble = preamble;
+        }
+        self.doc.line_count = match stopped {
+            Some(_) => self.doc.line_count.wrapping_add_signed(line_shift),
+            None => line_count,
+        };
+        if resume.is_none() && stopped.is_none() {
+            Reparse::Full
+        } else {
+            Reparse::Incremental
+        }
+    }
+
+    /// Puts the messages, markers, units and diagnostics `out` parsed (from message `resume`
+    /// on, else from the start) in place of the old ones up to the old message the parse
+    /// stopped at, and shifts the lines and offsets of the messages after it; returns the line
+    /// shift.
+    fn splice(
+        &mut self,
+        out: Output,
+        resume: Option<usize>,
+        old_end: usize,
+        new_end: usize,
+    ) -> i32 {
         let keep = resume.unwrap_or(0);
         let kept_diagnostics = match resume {
             Some(i) => {
@@ -332,19 +360,7 @@ impl IncrementalParser {
         for marker in &mut self.markers[keep + parsed..] {
             *marker = *marker + new_end - old_end;
         }
-        if let Some(frontmatter) = frontmatter {
-            self.doc.frontmatter = frontmatter;
-            self.doc.preamble = preamble;
-        }
-        self.doc.line_count = match out.stopped {
-            Some(_) => self.doc.line_count.wrapping_add_signed(line_shift),
-            None => out.line_count,
-        };
-        if resume.is_none() && out.stopped.is_none() {
-            Reparse::Full
-        } else {
-            Reparse::Incremental
-        }
+        line_shift
     }
 }
 

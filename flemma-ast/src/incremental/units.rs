@@ -234,34 +234,11 @@ fn splice(state: State<'_>, parsed: Parsed, change: &Change) {
     let old_units = &units[i];
     let resume = old_units[c];
     let message = &doc.messages[i];
-    let marker_line = message.span.start_line;
     let first_diag = doc
         .diagnostics
         .partition_point(|d| d.line < message.span.start_line);
-    // Where the old parse reached the same point, in lines, and what follows it.
-    let (old_line, seg_end, diag_end, unit_end) = if let Some(u) = same_from {
-        let unit = old_units[u];
-        (
-            (marker_line + unit.line) as usize - 1,
-            unit.segment as usize,
-            unit.diagnostic as usize,
-            u,
-        )
-    } else {
-        let end_diag = doc
-            .diagnostics
-            .partition_point(|d| d.line <= message.span.end_line);
-        let old_line = match doc.messages.get(i + 1) {
-            Some(next) => next.span.start_line as usize - 1,
-            None => doc.line_count as usize,
-        };
-        (
-            old_line,
-            message.segments.len(),
-            end_diag - first_diag,
-            old_units.len(),
-        )
-    };
+    let (old_line, seg_end, diag_end, unit_end) =
+        old_reach(doc, old_units, i, same_from, first_diag);
     let shift = line_delta(new_line, old_line);
     let seg_start = resume.segment as usize;
     let (parsed_segments, parsed_diagnostics, parsed_units) =
@@ -303,6 +280,42 @@ fn splice(state: State<'_>, parsed: Parsed, change: &Change) {
             d.line = d.line.wrapping_add_signed(shift);
         }
         doc.line_count = doc.line_count.wrapping_add_signed(shift);
+    }
+}
+
+/// Where the old parse of message `i` reached the point the new one stopped at (unit
+/// `same_from`, else the message's end): its 0-based line, and the message's segment,
+/// diagnostic (counted from `first_diag`) and unit there.
+fn old_reach(
+    doc: &Document,
+    old_units: &[Unit],
+    i: usize,
+    same_from: Option<usize>,
+    first_diag: usize,
+) -> (usize, usize, usize, usize) {
+    let message = &doc.messages[i];
+    if let Some(u) = same_from {
+        let unit = old_units[u];
+        (
+            (message.span.start_line + unit.line) as usize - 1,
+            unit.segment as usize,
+            unit.diagnostic as usize,
+            u,
+        )
+    } else {
+        let end_diag = doc
+            .diagnostics
+            .partition_point(|d| d.line <= message.span.end_line);
+        let old_line = match doc.messages.get(i + 1) {
+            Some(next) => next.span.start_line as usize - 1,
+            None => doc.line_count as usize,
+        };
+        (
+            old_line,
+            message.segments.len(),
+            end_diag - first_diag,
+            old_units.len(),
+        )
     }
 }
 
