@@ -307,42 +307,47 @@ pub fn parse(input: &str) -> Modeline {
 
 /// Splits on whitespace outside quotes; quote characters stay in the tokens.
 fn split_tokens(input: &str) -> Vec<&str> {
-    let bytes = input.as_bytes();
     let mut tokens = Vec::new();
     let mut start = None;
-    let mut quote = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(q) => {
-                if b == b'\\' && i + 1 < bytes.len() && (bytes[i + 1] == q || bytes[i + 1] == b'\\')
-                {
-                    i += 1;
-                } else if b == q {
-                    quote = None;
-                }
-            }
-            None if is_space(b) => {
-                if let Some(s) = start.take() {
-                    tokens.push(&input[s..i]);
-                }
-            }
-            None => {
-                if start.is_none() {
-                    start = Some(i);
-                }
-                if b == b'"' || b == b'\'' {
-                    quote = Some(b);
-                }
-            }
+    for (i, b, outside) in outside_quotes(input.as_bytes()) {
+        if !outside {
+            continue;
         }
-        i += 1;
+        if is_space(b) {
+            if let Some(s) = start.take() {
+                tokens.push(&input[s..i]);
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
     }
     if let Some(s) = start {
         tokens.push(&input[s..]);
     }
     tokens
+}
+
+/// Each byte with its offset and whether it is outside quotes (`"…"`, `'…'`, inside which `\`
+/// escapes the quote and itself): an opening quote is outside, the rest of its string inside.
+fn outside_quotes(bytes: &[u8]) -> impl Iterator<Item = (usize, u8, bool)> + '_ {
+    let mut quote = None;
+    let mut escaped = false;
+    bytes.iter().enumerate().map(move |(i, &b)| {
+        let Some(q) = quote else {
+            if b == b'"' || b == b'\'' {
+                quote = Some(b);
+            }
+            return (i, b, true);
+        };
+        if escaped {
+            escaped = false;
+        } else if b == b'\\' && bytes.get(i + 1).is_some_and(|&n| n == q || n == b'\\') {
+            escaped = true;
+        } else if b == q {
+            quote = None;
+        }
+        (i, b, false)
+    })
 }
 
 /// `^([A-Za-z0-9_]+)=(.*)$`
@@ -414,28 +419,10 @@ fn unescape(inner: &str, quote: u8) -> String {
 }
 
 fn commas_outside_quotes(raw: &str) -> Vec<usize> {
-    let bytes = raw.as_bytes();
-    let mut commas = Vec::new();
-    let mut quote = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(q) => {
-                if b == b'\\' && i + 1 < bytes.len() && (bytes[i + 1] == q || bytes[i + 1] == b'\\')
-                {
-                    i += 1;
-                } else if b == q {
-                    quote = None;
-                }
-            }
-            None if b == b'"' || b == b'\'' => quote = Some(b),
-            None if b == b',' => commas.push(i),
-            None => {}
-        }
-        i += 1;
-    }
-    commas
+    outside_quotes(raw.as_bytes())
+        .filter(|&(_, b, outside)| outside && b == b',')
+        .map(|(i, ..)| i)
+        .collect()
 }
 
 fn coerce(raw: &str) -> Value {
