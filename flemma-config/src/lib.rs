@@ -42,9 +42,8 @@ mod schema;
 mod sources;
 mod suggest;
 
-pub use config::{
-    AutoApprovePolicy, Config, ConfigBuilder, PolicyContext, PolicyDecision, ResolvedList,
-};
+pub use config::builder::ConfigBuilder;
+pub use config::{AutoApprovePolicy, Config, PolicyContext, PolicyDecision, ResolvedList};
 pub use diagnostic::{FinalizeIssue, OptionDiagnostic, Origin, Severity};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 pub use error::{ConfigError, FrontmatterError, PolicyError, TomlError};

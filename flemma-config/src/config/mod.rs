@@ -1,6 +1,6 @@
 //! The layered option store (spec §5.2): four layers of operation logs, replayed on read.
 
-mod builder;
+pub(crate) mod builder;
 mod diagnostics;
 mod lists;
 mod policy;
@@ -19,7 +19,6 @@ use crate::locator::Locator;
 use crate::presets::Presets;
 use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path};
 
-pub use builder::ConfigBuilder;
 pub use policy::{AutoApprovePolicy, PolicyContext, PolicyDecision};
 
 /// The option that takes a function (spec §6.3).
