@@ -1,0 +1,1 @@
+//! MCP servers as tool sources of a flemma [`ToolRegistry`](flemma_tools::ToolRegistry).
