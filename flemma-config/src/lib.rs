@@ -37,6 +37,7 @@ mod path;
 mod presets;
 mod project;
 mod schema;
+mod sections;
 mod sources;
 mod suggest;
 
@@ -66,4 +67,5 @@ pub use options::{
 pub use presets::{Preset, Presets};
 pub use project::{conversation_dir, conversation_path, project_root, project_root_with_home};
 pub use schema::OptionKind;
+pub use sections::HOST_SECTIONS;
 pub use suggest::did_you_mean;
