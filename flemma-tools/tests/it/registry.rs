@@ -273,7 +273,7 @@ struct Noticing;
 
 #[async_trait::async_trait]
 impl ToolSource for Noticing {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "noticing"
     }
 
