@@ -131,6 +131,8 @@ impl McpServerHandle {
 pub struct McpServer {
     config: McpServerConfig,
     shared: Arc<Shared>,
+    /// A connection the host made itself ([`McpServer::with_peer`]).
+    given: Option<Peer<RoleClient>>,
 }
 
 impl fmt::Debug for McpServer {
@@ -151,7 +153,11 @@ impl McpServer {
             pid: RwLock::new(None),
             client: tokio::sync::Mutex::new(None),
         });
-        Self { config, shared }
+        Self {
+            config,
+            shared,
+            given: None,
+        }
     }
 
     /// A handle on the server, to follow its state after the source moved into a registry.
@@ -161,24 +167,41 @@ impl McpServer {
         }
     }
 
-    async fn start(&self) -> Result<(Client, Vec<rmcp::model::Tool>), McpError> {
-        let client = connect(&self.config, &|pid| {
-            *self
-                .shared
-                .pid
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = Some(pid);
-        })
-        .await?;
-        let tools = client
-            .peer()
+    /// A source on a connection the host already made with rmcp (any client handler, any
+    /// transport): the tools are listed through `peer`, and calls go through it. The
+    /// transport fields of `config` are not used; the host keeps its `RunningService` alive
+    /// and ends it.
+    pub fn with_peer(config: McpServerConfig, peer: Peer<RoleClient>) -> Self {
+        let mut server = Self::new(config);
+        server.given = Some(peer);
+        server
+    }
+
+    async fn start(
+        &self,
+    ) -> Result<(Option<Client>, Peer<RoleClient>, Vec<rmcp::model::Tool>), McpError> {
+        let (client, peer) = if let Some(peer) = &self.given {
+            (None, peer.clone())
+        } else {
+            let client = connect(&self.config, &|pid| {
+                *self
+                    .shared
+                    .pid
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(pid);
+            })
+            .await?;
+            let peer = client.peer().clone();
+            (Some(client), peer)
+        };
+        let tools = peer
             .list_all_tools()
             .await
             .map_err(|source| McpError::List {
                 server: self.config.name().to_owned(),
                 source: Box::new(source),
             })?;
-        Ok((client, tools))
+        Ok((client, peer, tools))
     }
 
     /// Registers the tools `include`/`exclude` keep; returns their names.
@@ -271,7 +294,7 @@ impl ToolSource for McpServer {
                 timeout,
             }),
         };
-        let (client, tools) = match started {
+        let (client, peer, tools) = match started {
             Ok(started) => started,
             Err(error) => {
                 let text = chain(&error);
@@ -283,8 +306,8 @@ impl ToolSource for McpServer {
             .shared
             .peer
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(client.peer().clone());
-        *self.shared.client.lock().await = Some(client);
+            .unwrap_or_else(PoisonError::into_inner) = Some(peer);
+        *self.shared.client.lock().await = client;
         let tools = self.register(&registrar, &tools);
         self.shared.set_state(McpServerState::Running { tools });
         Ok(())

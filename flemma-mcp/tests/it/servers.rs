@@ -142,3 +142,33 @@ async fn a_call_after_shutdown_is_an_error_result() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_host_can_hand_in_a_connection_it_made_with_rmcp() {
+    use rmcp::ServiceExt;
+
+    let mut command = tokio::process::Command::new(crate::support::everything_bin());
+    command.arg("stdio");
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let config = flemma_mcp::McpServerConfig::stdio("mine", "never-started").unwrap();
+    let registry = flemma_tools::ToolRegistry::new();
+    let server = flemma_mcp::McpServer::with_peer(config, client.peer().clone());
+    let handle = server.handle();
+    registry
+        .add_source(server, Duration::from_secs(30))
+        .unwrap();
+    registry.ready().await;
+    assert!(registry.take_warnings().is_empty());
+    assert!(registry.contains("mine.get-sum"));
+    assert_eq!(
+        call(&registry, "mine.echo", json!({"message": "given"})).await,
+        ToolOutput::text("Echo: given")
+    );
+    // No process of its own: the host's connection serves the calls.
+    assert_eq!(handle.pid(), None);
+    client.cancel().await.unwrap();
+}
