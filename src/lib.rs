@@ -61,6 +61,8 @@ pub use flemma_approval as approval;
 pub use flemma_ast as ast;
 pub use flemma_config as config;
 pub use flemma_ids as ids;
+#[cfg(feature = "mcp")]
+pub use flemma_mcp as mcp;
 pub use flemma_providers as providers;
 pub use flemma_schema as schema;
 pub use flemma_store as store;

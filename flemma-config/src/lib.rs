@@ -39,6 +39,7 @@ mod path;
 mod presets;
 mod project;
 mod schema;
+mod sections;
 mod sources;
 mod suggest;
 
@@ -68,4 +69,5 @@ pub use options::{
 pub use presets::{Preset, Presets};
 pub use project::{conversation_dir, conversation_path, project_root, project_root_with_home};
 pub use schema::OptionKind;
+pub use sections::HOST_SECTIONS;
 pub use suggest::did_you_mean;

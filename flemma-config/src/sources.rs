@@ -16,7 +16,9 @@ impl Config {
     /// The file's keys are the option paths (`[tools] max_concurrent = 4`, or dotted keys);
     /// the `tools` list itself is `tools.list` inside a `[tools]` table (or `tools = [...]` when
     /// the file has no `[tools]` table); presets are tables under `[presets."$name"]` with
-    /// `auto_approve`, `tools`, `provider`, `model` and `parameters`.
+    /// `auto_approve`, `tools`, `provider`, `model` and `parameters`. The host sections
+    /// ([`HOST_SECTIONS`](crate::HOST_SECTIONS): `[mcp]`) are not options: they are kept
+    /// as written for the crate that reads them ([`Config::section`]).
     ///
     /// ```toml
     /// model = "claude-sonnet-4-5"
@@ -94,7 +96,9 @@ impl Config {
         }
         loaded.locate_writes(located);
         for (key, value) in map {
-            if key != "presets" {
+            if crate::sections::HOST_SECTIONS.contains(&key.as_str()) {
+                loaded.merge_section(&key, value, origin);
+            } else if key != "presets" {
                 loaded.set(Layer::Setup, &key, value).map_err(in_file)?;
             }
         }

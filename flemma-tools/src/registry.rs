@@ -29,6 +29,14 @@ pub enum RegistryWarning {
         /// Its error (`Timed out after <n>s` for a timeout).
         error: String,
     },
+    /// Something a source noticed while registering (a tool it skipped, a name it had to
+    /// change): `<source>: <message>`, from [`Registrar::warn`].
+    Source {
+        /// The source's name.
+        source: String,
+        /// What it noticed.
+        message: String,
+    },
 }
 
 impl fmt::Display for RegistryWarning {
@@ -41,6 +49,7 @@ impl fmt::Display for RegistryWarning {
             RegistryWarning::SourceFailed { error, .. } => {
                 write!(f, "Async tool source failed: {error}")
             }
+            RegistryWarning::Source { source, message } => write!(f, "{source}: {message}"),
         }
     }
 }
@@ -509,6 +518,18 @@ impl Registrar {
         }
         self.registry.register(tool);
         true
+    }
+
+    /// Reports something the source noticed as a [`RegistryWarning::Source`] (traced, and
+    /// returned by [`ToolRegistry::take_warnings`]), unless the registry was cleared since
+    /// the source started.
+    pub fn warn(&self, message: impl Into<String>) {
+        if self.registry.read().generation == self.generation {
+            self.registry.warn(RegistryWarning::Source {
+                source: self.source.clone(),
+                message: message.into(),
+            });
+        }
     }
 
     /// Marks the source done now, with an error to report or none. Only the first call

@@ -108,6 +108,8 @@ pub struct Config {
     generation: u64,
     /// Files tools may not write: the options files loaded, and those hosts add.
     protected: Vec<PathBuf>,
+    /// Host sections of the options files (`[mcp]`), kept for the crates that read them.
+    pub(crate) sections: crate::sections::Sections,
 }
 
 impl Default for Config {
@@ -138,6 +140,7 @@ impl Config {
             policy: None,
             generation: next_generation(),
             protected: Vec::new(),
+            sections: crate::sections::Sections::new(),
         }
     }
 

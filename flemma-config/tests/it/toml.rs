@@ -289,3 +289,31 @@ fn empty_tables_are_accepted() {
     let err = load("[sandbx]\n").unwrap_err();
     assert!(chain(&err).contains("unknown option `sandbx`"), "{err}");
 }
+
+#[test]
+fn the_mcp_section_is_kept_for_its_crate_and_merged_across_files() {
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            "model = \"m\"\n[mcp.servers.fs]\ncommand = \"mcp-fs\"\nargs = [\"/srv\"]\n[mcp.servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+            Path::new("a.toml"),
+        )
+        .unwrap();
+    config
+        .load_toml_str(
+            "[mcp.servers.fs]\nargs = [\"/data\"]\nenabled = false\n",
+            Path::new("b.toml"),
+        )
+        .unwrap();
+    assert_eq!(
+        config.section("mcp"),
+        Some(&json!({"servers": {
+            "fs": {"command": "mcp-fs", "args": ["/data"], "enabled": false},
+            "web": {"url": "http://127.0.0.1:1/mcp"},
+        }}))
+    );
+    assert_eq!(config.section_origin("mcp"), Some(Path::new("b.toml")));
+    // Not an option: the options are untouched, and `mcp.*` is no option path.
+    assert_eq!(config.options().unwrap().model.as_deref(), Some("m"));
+    assert!(config.section("tools").is_none());
+}

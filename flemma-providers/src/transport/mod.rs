@@ -48,6 +48,18 @@ enum Failure {
     NoFirstByte,
 }
 
+/// rustls on the process's default provider (ring, installed by [`HttpTransport::new`]
+/// unless another was installed first) trusting the Mozilla roots of `webpki-roots`: no
+/// system certificate store is read, as with reqwest 0.12's `webpki-roots` feature.
+fn tls_config() -> rustls::ClientConfig {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
 impl HttpTransport {
     /// A transport with `config`; TLS is rustls with the ring provider.
     ///
@@ -58,6 +70,7 @@ impl HttpTransport {
         // reqwest is built without a default provider; another provider installed first wins.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config())
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|e| TransportError::Client(HttpError(e)))?;

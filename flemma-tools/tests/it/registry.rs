@@ -268,3 +268,38 @@ fn a_source_needs_a_runtime() {
         .unwrap_err();
     assert_eq!(err.to_string(), "tool source 'x' needs a tokio runtime");
 }
+
+struct Noticing;
+
+#[async_trait::async_trait]
+impl ToolSource for Noticing {
+    fn name(&self) -> &'static str {
+        "noticing"
+    }
+
+    async fn resolve(&self, registrar: Registrar) -> Result<(), BoxError> {
+        registrar.warn("tool 'a b' registered as 'noticing.a_b'");
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_source_reports_what_it_noticed_under_its_name() {
+    let registry = ToolRegistry::new();
+    registry
+        .add_source(Noticing, Duration::from_secs(5))
+        .unwrap();
+    registry.ready().await;
+    let warnings = registry.take_warnings();
+    assert_eq!(
+        warnings,
+        [RegistryWarning::Source {
+            source: "noticing".into(),
+            message: "tool 'a b' registered as 'noticing.a_b'".into(),
+        }]
+    );
+    assert_eq!(
+        warnings[0].to_string(),
+        "noticing: tool 'a b' registered as 'noticing.a_b'"
+    );
+}

@@ -1,0 +1,82 @@
+//! Host sections of `flemma.toml`: top-level tables that are not options but belong to a crate
+//! above this one (`[mcp]`, read by flemma-mcp), kept as loaded for that crate to parse.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::Config;
+
+/// The top-level keys of `flemma.toml` kept as host sections instead of options.
+pub const HOST_SECTIONS: &[&str] = &["mcp"];
+
+/// One host section: its merged value and the last file that wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Section {
+    value: Value,
+    path: PathBuf,
+}
+
+/// Merges `value` into `into`: tables key by key (recursively), anything else replaces.
+fn merge(into: &mut Value, value: Value) {
+    match (into, value) {
+        (Value::Object(into), Value::Object(value)) => {
+            for (key, value) in value {
+                match into.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        into.insert(key, value);
+                    }
+                }
+            }
+        }
+        (into, value) => *into = value,
+    }
+}
+
+impl Config {
+    /// A host section of the options files loaded (see [`HOST_SECTIONS`]): `[mcp]` and the
+    /// tables below it, as TOML values converted to JSON. Files loaded later merge into it
+    /// table by table (a key written again replaces the earlier value). `None` when no file
+    /// had the section.
+    ///
+    /// ```
+    /// let mut config = flemma_config::Config::new();
+    /// config.load_toml_str("[mcp.servers.fs]\ncommand = \"mcp-fs\"\n", "flemma.toml".as_ref())?;
+    /// let command = config.section("mcp").map(|mcp| mcp["servers"]["fs"]["command"].clone());
+    /// assert_eq!(command, Some("mcp-fs".into()));
+    /// assert!(config.section("other").is_none());
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    pub fn section(&self, name: &str) -> Option<&Value> {
+        self.sections.get(name).map(|s| &s.value)
+    }
+
+    /// The last file that wrote the host section `name`, for error messages.
+    pub fn section_origin(&self, name: &str) -> Option<&Path> {
+        self.sections.get(name).map(|s| s.path.as_path())
+    }
+
+    /// Keeps `value` as (part of) the host section `name`, written by `path`.
+    pub(crate) fn merge_section(&mut self, name: &str, value: Value, path: &Path) {
+        match self.sections.get_mut(name) {
+            Some(section) => {
+                merge(&mut section.value, value);
+                path.clone_into(&mut section.path);
+            }
+            None => {
+                self.sections.insert(
+                    name.to_owned(),
+                    Section {
+                        value,
+                        path: path.to_owned(),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// The host sections of a [`Config`], by name.
+pub(crate) type Sections = BTreeMap<String, Section>;

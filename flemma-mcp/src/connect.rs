@@ -1,0 +1,185 @@
+//! Starting a server: the child process or the HTTP transport, the MCP handshake, and the
+//! `${NAME}` references of `env` and `headers`.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use tokio::io::AsyncBufReadExt;
+
+use crate::config::{McpServerConfig, McpTransport};
+use crate::error::McpError;
+
+/// The client side of one connection: says who flemma is, ignores what it does not use.
+#[derive(Debug, Clone)]
+pub(crate) struct Handler;
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("flemma", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A running connection to a server.
+pub(crate) type Client = RunningService<RoleClient, Handler>;
+
+/// Starts `server` and completes the MCP handshake (no timeout: the caller puts one around);
+/// `started` is told a stdio server's process id.
+pub(crate) async fn connect(
+    server: &McpServerConfig,
+    started: &(dyn Fn(u32) + Send + Sync),
+) -> Result<Client, McpError> {
+    let name = server.name();
+    let initialize = |source| McpError::Initialize {
+        server: name.to_owned(),
+        source: Box::new(source),
+    };
+    match &server.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args);
+            for (key, value) in env {
+                cmd.env(key, expand(name, &format!("env.{key}"), value)?);
+            }
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|source| McpError::Spawn {
+                    server: name.to_owned(),
+                    command: command.clone(),
+                    source,
+                })?;
+            if let Some(pid) = transport.id() {
+                started(pid);
+            }
+            if let Some(stderr) = stderr {
+                tokio::spawn(trace_stderr(name.to_owned(), stderr));
+            }
+            Handler.serve(transport).await.map_err(initialize)
+        }
+        McpTransport::Http { url, headers } => {
+            let transport = http_transport(name, url, headers)?;
+            Handler.serve(transport).await.map_err(initialize)
+        }
+    }
+}
+
+/// Each line the server writes on stderr, as a `tracing` event (never the transcript).
+async fn trace_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "flemma_mcp::stderr", server = %server, "{line}");
+    }
+}
+
+fn http_transport(
+    name: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    for (key, value) in headers {
+        let field = format!("headers.{key}");
+        let invalid = || McpError::Header {
+            server: name.to_owned(),
+            header: key.clone(),
+        };
+        let header = http::HeaderName::try_from(key.as_str()).map_err(|_| invalid())?;
+        let mut value =
+            http::HeaderValue::try_from(expand(name, &field, value)?).map_err(|_| invalid())?;
+        value.set_sensitive(true);
+        config.custom_headers.insert(header, value);
+    }
+    Ok(StreamableHttpClientTransport::with_client(
+        http_client(name)?,
+        config,
+    ))
+}
+
+/// reqwest with rustls on ring (installed as the process default unless another provider
+/// was first), trusting the platform's certificate store (MCP servers are often internal).
+fn http_client(name: &str) -> Result<reqwest::Client, McpError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .build()
+        .map_err(|source| McpError::HttpClient {
+            server: name.to_owned(),
+            source: Arc::new(source),
+        })
+}
+
+/// `value` with each `${NAME}` replaced by the environment variable `NAME`.
+///
+/// # Errors
+///
+/// [`McpError::MissingEnv`] for a variable that is not set; [`McpError::BadReference`] for a
+/// `${` without its `}`.
+pub(crate) fn expand(server: &str, field: &str, value: &str) -> Result<String, McpError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(McpError::BadReference {
+                server: server.to_owned(),
+                field: field.to_owned(),
+            });
+        };
+        let variable = &after[..end];
+        let resolved = std::env::var(variable).map_err(|_| McpError::MissingEnv {
+            server: server.to_owned(),
+            field: field.to_owned(),
+            variable: variable.to_owned(),
+        })?;
+        out.push_str(&resolved);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_environment_variables() {
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(
+            expand("s", "env.P", "x${PATH}y").ok(),
+            Some(format!("x{path}y"))
+        );
+        assert_eq!(expand("s", "env.P", "plain").ok().as_deref(), Some("plain"));
+        let missing = expand(
+            "s",
+            "headers.Authorization",
+            "Bearer ${FLEMMA_MCP_NO_SUCH_VAR}",
+        );
+        assert_eq!(
+            missing.map_err(|e| e.to_string()),
+            Err("MCP server 's': `headers.Authorization` names the environment variable FLEMMA_MCP_NO_SUCH_VAR, which is not set".to_owned())
+        );
+        assert!(matches!(
+            expand("s", "env.P", "${OPEN"),
+            Err(McpError::BadReference { .. })
+        ));
+    }
+}

@@ -1,0 +1,137 @@
+//! Servers that fail: a command that does not exist, a process that never answers
+//! `initialize`, a call that outlives `tool_timeout`, a server killed during a call.
+
+use std::time::{Duration, Instant};
+
+use flemma_mcp::{McpServerConfig, McpServerState};
+use flemma_tools::{RegistryWarning, ToolOutput};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::support::{call, everything, registry_with};
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_a_warning_naming_it_and_the_rest_goes_on() {
+    let broken = McpServerConfig::stdio("broken", "/nonexistent/flemma-mcp-test-server").unwrap();
+    let (registry, handles) = registry_with(vec![broken, everything()]).await;
+    assert!(registry.contains("everything.echo"));
+    assert!(
+        !registry
+            .names()
+            .iter()
+            .any(|n| n.as_str().starts_with("broken."))
+    );
+    let warnings = registry.take_warnings();
+    let [RegistryWarning::SourceFailed { source, error }] = warnings.as_slice() else {
+        panic!("one source failure expected: {warnings:?}");
+    };
+    assert_eq!(source, "broken");
+    assert_eq!(
+        error,
+        "MCP server 'broken': could not start `/nonexistent/flemma-mcp-test-server`: No such file or directory (os error 2)"
+    );
+    assert_eq!(
+        warnings[0].to_string(),
+        format!("Async tool source failed: {error}")
+    );
+    assert_eq!(handles[0].state(), McpServerState::Failed(error.clone()));
+}
+
+#[tokio::test]
+async fn a_process_that_never_answers_initialize_times_out_by_its_startup_timeout() {
+    // `sleep` reads nothing and writes nothing: the handshake never completes.
+    let silent = McpServerConfig::stdio("silent", "sleep")
+        .unwrap()
+        .with_args(["60"])
+        .with_startup_timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let (registry, handles) = registry_with(vec![silent]).await;
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    let warnings: Vec<String> = registry
+        .take_warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "Async tool source failed: MCP server 'silent': did not start and list its tools within 0.5s"
+        ]
+    );
+    assert!(registry.names().is_empty());
+    // The process is ended with the connection it never completed.
+    let pid = handles[0].pid().unwrap();
+    let gone = async {
+        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), gone)
+        .await
+        .unwrap_or_else(|_| panic!("the server process {pid} still runs"));
+}
+
+#[tokio::test]
+async fn a_call_longer_than_tool_timeout_ends_with_an_error_result() {
+    let server = everything().with_tool_timeout(Duration::from_millis(800));
+    let (registry, _) = registry_with(vec![server]).await;
+    let started = Instant::now();
+    let out = call(
+        &registry,
+        "everything.trigger-long-running-operation",
+        json!({"duration": 20, "steps": 4}),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        out,
+        ToolOutput::error(
+            "MCP tool 'trigger-long-running-operation' of server 'everything' timed out after 0.8s"
+        )
+    );
+    // The connection still serves the next call.
+    assert_eq!(
+        call(&registry, "everything.echo", json!({"message": "after"})).await,
+        ToolOutput::text("Echo: after")
+    );
+}
+
+#[tokio::test]
+async fn a_server_killed_during_a_call_gives_an_error_result() {
+    let (registry, handles) = registry_with(vec![everything()]).await;
+    let pid = handles[0].pid().unwrap();
+    let pending = {
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            call(
+                &registry,
+                "everything.trigger-long-running-operation",
+                json!({"duration": 20, "steps": 4}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // This test's own server, by its process id.
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = tokio::time::timeout(Duration::from_secs(10), pending)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out,
+        ToolOutput::error(
+            "MCP server 'everything' closed the connection during the call (did it exit?)"
+        )
+    );
+    // Later calls say the server is gone.
+    assert_eq!(
+        call(&registry, "everything.echo", json!({"message": "hi"})).await,
+        ToolOutput::error("MCP server 'everything' is not running")
+    );
+}

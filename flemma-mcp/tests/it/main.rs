@@ -1,0 +1,15 @@
+//! flemma-mcp against real MCP servers: `@modelcontextprotocol/server-everything` (pinned in
+//! `tests/mcp/package.json`, installed by `scripts/test` with `npm ci`), and real processes
+//! that are no MCP server at all.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail loudly"
+)]
+
+mod config;
+mod cycle;
+mod failures;
+mod servers;
+mod support;
