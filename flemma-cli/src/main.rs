@@ -5,20 +5,25 @@
 //! once; a closed standard output ends the command quietly with 0.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod commands;
+mod failure;
 mod input;
 mod log;
 mod notices;
 mod options;
 mod render;
+mod request;
 mod run;
 mod tools;
 
-use input::Input;
+use commands::SourceArg;
+use failure::Failure;
+use request::{ProviderArg, TemplatesArg};
 
 /// Parse, check and format `.chat` transcripts.
 #[derive(Debug, Parser)]
@@ -202,28 +207,6 @@ enum StoreCommand {
     },
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum ProviderArg {
-    Anthropic,
-    Openai,
-    OpenaiChat,
-    Vertex,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum TemplatesArg {
-    /// Jinja (minijinja).
-    Jinja,
-    /// Lua (needs the `lua` feature).
-    Lua,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum SourceArg {
-    Tool,
-    Job,
-}
-
 #[derive(Debug, Subcommand)]
 enum ApprovalCommand {
     /// Decide a call of TOOL in FILE's conversation and show every resolver consulted, then
@@ -241,52 +224,6 @@ enum ApprovalCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// A failure with the exit code it maps to and the error to print, if any.
-#[derive(Debug)]
-struct Failure {
-    code: u8,
-    error: Option<anyhow::Error>,
-}
-
-impl Failure {
-    /// A usage or I/O error (exit 2).
-    fn usage(error: anyhow::Error) -> Self {
-        Self {
-            code: 2,
-            error: Some(error),
-        }
-    }
-}
-
-/// A command that ran but failed (exit 1).
-fn failed(error: anyhow::Error) -> Failure {
-    Failure {
-        code: 1,
-        error: Some(error),
-    }
-}
-
-impl From<input::InputError> for Failure {
-    fn from(error: input::InputError) -> Self {
-        Self::usage(error.into())
-    }
-}
-
-/// A failed write to standard output (the commands' `?` on their writes). A closed pipe
-/// (`flemma parse big.chat | head -1`) is how the reader says it has read enough: the command
-/// ends quietly with success.
-impl From<std::io::Error> for Failure {
-    fn from(error: std::io::Error) -> Self {
-        if error.kind() == std::io::ErrorKind::BrokenPipe {
-            return Self {
-                code: 0,
-                error: None,
-            };
-        }
-        Self::usage(anyhow::Error::new(error).context("cannot write to standard output"))
-    }
 }
 
 /// The command line parser: [`Cli`] with `--set` on every subcommand as its own argument.
@@ -349,49 +286,18 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             if let Some(error) = failure.error {
-                let _ = writeln!(std::io::stderr(), "flemma: {}", describe(&error));
+                let _ = writeln!(std::io::stderr(), "flemma: {}", failure::describe(&error));
             }
             ExitCode::from(failure.code)
         }
     }
 }
 
-/// The error and its causes joined by `: `, each cause once: a cause whose text the message
-/// before it already holds (`cannot read x: No such file` over `No such file`) is left out, and
-/// so is a message the next one only restates at more length (`the request failed` over `the
-/// request failed after 4 attempt(s)`).
-fn describe(error: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if text.is_empty() || parts.last().is_some_and(|last| last.contains(&text)) {
-            continue;
-        }
-        if parts
-            .last()
-            .is_some_and(|last| text.starts_with(last.as_str()))
-        {
-            parts.pop();
-        }
-        parts.push(text);
-    }
-    parts.join(": ")
-}
-
 fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match command {
-        Command::Parse { file, json } => {
-            let input = Input::read(&file)?;
-            let doc = flemma::ast::parse(&input.text);
-            if json {
-                render::json(&mut out, &doc)?;
-            } else {
-                render::tree(&mut out, &doc)?;
-            }
-            Ok(0)
-        }
-        Command::Check { file, json } => check(&mut out, &file, json, settings),
+        Command::Parse { file, json } => commands::parse(&mut out, &file, json),
+        Command::Check { file, json } => commands::check(&mut out, &file, json, settings),
         Command::Approval {
             command:
                 ApprovalCommand::Explain {
@@ -400,14 +306,14 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                     input,
                     json,
                 },
-        } => explain(&mut out, &file, &tool, &input, json, settings),
-        Command::Fmt { file, check, json } => fmt(&mut out, &file, check, json),
+        } => commands::explain(&mut out, &file, &tool, &input, json, settings),
+        Command::Fmt { file, check, json } => commands::fmt(&mut out, &file, check, json),
         Command::Request {
             file,
             provider,
             model,
             templates,
-        } => request(&mut out, &file, provider, model, templates, settings),
+        } => request::request(&mut out, &file, provider, model, templates, settings),
         Command::Store {
             command:
                 StoreCommand::Path {
@@ -417,7 +323,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                     source,
                     json,
                 },
-        } => store_path(&mut out, &file, &tool, &id, source, json, settings),
+        } => commands::store_path(&mut out, &file, &tool, &id, source, json, settings),
         Command::Tools { file, json } => tools::tools(&mut out, file.as_deref(), json, settings),
         Command::Cycle { file, json, wait } => tools::cycle(&mut out, &file, json, wait, settings),
         Command::Jobs { file, json } => tools::jobs(&mut out, &file, json, settings),
@@ -448,345 +354,5 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             },
             settings,
         ),
-    }
-}
-
-/// `flemma request`: the body a provider would receive, built from the file, its frontmatter
-/// and the options; the built-in tools are offered as `flemma tools` lists them (every
-/// enabled tool, as the conversation's `tools` operations change them; a misspelled name
-/// stops the command). Templates and `@./file` references are rendered; the body is printed
-/// even when a template fails, and the exit code is then 1.
-fn request(
-    out: &mut impl Write,
-    file: &Path,
-    provider: ProviderArg,
-    model: Option<String>,
-    templates: Option<TemplatesArg>,
-    settings: &options::Settings,
-) -> Result<u8, Failure> {
-    use flemma::providers::{PromptBuilder, ProviderKind, RequestOptions};
-    let input = Input::read(file)?;
-    let registry = tools::registry()?;
-    // One parse and one evaluation of the frontmatter, as a session's transcript has them.
-    let transcript = options::transcript(
-        &input.text,
-        input.path(),
-        settings.load()?,
-        registry.clone(),
-    );
-    let evaluated = options::evaluated(&transcript, &input.name)?;
-    let opts = evaluated.options();
-    let kind = match provider {
-        ProviderArg::Anthropic => ProviderKind::Anthropic,
-        ProviderArg::Openai => ProviderKind::OpenAiResponses,
-        ProviderArg::OpenaiChat => ProviderKind::OpenAiChat,
-        ProviderArg::Vertex => ProviderKind::Vertex,
-    };
-    let mut request_options = RequestOptions::from_options(opts, kind);
-    if let Some(model) = model {
-        request_options.model = model;
-    }
-    request_options.tools = registry.specs_for_prompt(opts);
-    let mut builder = PromptBuilder::new()
-        .engine(template_engine(templates)?)
-        .variables(evaluated.variables().clone());
-    if let Some(path) = input.path() {
-        builder = builder.chat_path(flemma::config::conversation_path(path));
-    }
-    // References and `include()` read inside the project and the store unless
-    // `templates.file_access` says otherwise.
-    let store = flemma::store::Store::new(&opts.tools.store, input.path(), "1")
-        .and_then(|store| store.directory())
-        .ok();
-    builder = builder.file_access(flemma::providers::FileAccess::from_options(
-        &opts.templates,
-        store.as_deref(),
-    ));
-    let (doc, _) = tools::runtime()?
-        .block_on(transcript.document())
-        .map_err(|e| failed(e.into()))?;
-    let prompt = builder.build(&doc);
-    // A call in progress (or whose host died) would be sent as an empty result.
-    if input.path().is_some() {
-        for d in tools::in_progress_diagnostics(file, &doc, settings) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{}:{}: warning: {}",
-                input.name,
-                d.line,
-                d.message
-            );
-        }
-    }
-    for d in &prompt.diagnostics {
-        let _ = writeln!(
-            std::io::stderr(),
-            "{}:{}: {}: {}",
-            input.name,
-            d.line,
-            d.severity.as_str(),
-            d.message
-        );
-    }
-    let body = kind.request(&prompt, &request_options);
-    writeln!(out, "{body}")?;
-    Ok(u8::from(prompt.has_errors()))
-}
-
-/// The template engine `flemma request` renders with.
-#[cfg_attr(
-    feature = "lua",
-    expect(
-        clippy::unnecessary_wraps,
-        reason = "only a build without the lua feature can refuse --templates lua"
-    )
-)]
-pub(crate) fn template_engine(
-    choice: Option<TemplatesArg>,
-) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
-    let lua = cfg!(feature = "lua");
-    match choice.unwrap_or(if lua {
-        TemplatesArg::Lua
-    } else {
-        TemplatesArg::Jinja
-    }) {
-        TemplatesArg::Jinja => Ok(std::sync::Arc::new(
-            flemma::providers::MiniJinjaEngine::new(),
-        )),
-        #[cfg(feature = "lua")]
-        TemplatesArg::Lua => Ok(std::sync::Arc::new(flemma::providers::LuaEngine::new())),
-        #[cfg(not(feature = "lua"))]
-        TemplatesArg::Lua => Err(Failure::usage(anyhow::anyhow!(
-            "--templates lua needs flemma built with the `lua` feature"
-        ))),
-    }
-}
-
-/// `flemma store path`.
-fn store_path(
-    out: &mut impl Write,
-    file: &Path,
-    tool: &str,
-    id: &str,
-    source: SourceArg,
-    json: bool,
-    settings: &options::Settings,
-) -> Result<u8, Failure> {
-    let chat = flemma::config::conversation_path(file);
-    let mut config = settings.load()?;
-    // The conversation's own frontmatter may override `tools.store`.
-    if chat.is_file() {
-        let input = Input::read(file)?;
-        options::apply_frontmatter(&mut config, &flemma::ast::parse(&input.text))
-            .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
-    }
-    let store_options = config.options().map_err(|e| failed(e.into()))?.tools.store;
-    let store = flemma::store::Store::new(&store_options, Some(&chat), "1")
-        .map_err(|e| failed(e.into()))?;
-    let usage = |e: flemma::ast::InvalidId| Failure::usage(e.into());
-    let tool = flemma::ast::ToolName::read(tool).map_err(usage)?;
-    let path = match source {
-        SourceArg::Tool => {
-            let id = flemma::ast::ToolUseId::new(id).map_err(usage)?;
-            store.path_for(&id, Some(&tool))
-        }
-        SourceArg::Job => {
-            let id = flemma::ast::JobId::new(id).map_err(usage)?;
-            store.path_for(&id, Some(&tool))
-        }
-    }
-    .map_err(|e| failed(e.into()))?;
-    if json {
-        render::json(out, &serde_json::json!({ "path": path }))?;
-    } else {
-        writeln!(out, "{}", path.display())?;
-    }
-    Ok(0)
-}
-
-/// `flemma check`: parser diagnostics, frontmatter errors and what is wrong with the tool
-/// names, globs and presets the options give (one line each, `PLACE: severity: kind:
-/// message`); exit 1 when there are any.
-fn check(
-    out: &mut impl Write,
-    file: &Path,
-    json: bool,
-    settings: &options::Settings,
-) -> Result<u8, Failure> {
-    let input = Input::read(file)?;
-    let mut doc = flemma::ast::parse(&input.text);
-    let mut config = settings.load()?;
-    let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
-    // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
-    let found = tools::registry()?
-        .evaluate(&mut config)
-        .map(|evaluation| evaluation.diagnostics)
-        .map_err(|e| failed(anyhow::Error::new(e).context(input.name.clone())))?;
-    // Calls that run in another process, or whose host died mid-run.
-    if input.path().is_some() {
-        let in_progress = tools::in_progress_diagnostics(file, &doc, settings);
-        doc.diagnostics.extend(in_progress);
-    }
-    if json {
-        let mut diagnostics =
-            serde_json::to_value(&doc.diagnostics).map_err(|e| failed(e.into()))?;
-        if let Some(list) = diagnostics.as_array_mut() {
-            for (at, d) in found.iter().enumerate() {
-                let mut value = serde_json::json!({
-                    "kind": options::kind(d),
-                    "severity": d.severity().as_str(),
-                    "message": d.issue.to_string(),
-                    "line": d.frontmatter_line(),
-                });
-                // A place outside the transcript: the options file and its line, `--set`.
-                if d.frontmatter_line().is_none() {
-                    value["place"] = options::place(&input.name, d).into();
-                }
-                list.insert(at, value);
-            }
-            if let Some(err) = &frontmatter {
-                list.insert(
-                    0,
-                    serde_json::json!({"kind": "frontmatter", "severity": "error", "message": options::describe(err), "line": err.line}),
-                );
-            }
-        }
-        render::json(
-            out,
-            &serde_json::json!({ "file": input.name, "diagnostics": diagnostics }),
-        )?;
-    } else {
-        if let Some(err) = &frontmatter {
-            writeln!(
-                out,
-                "{}:{}: error: frontmatter: {}",
-                input.name,
-                err.line,
-                options::describe(err)
-            )?;
-        }
-        for d in &found {
-            writeln!(
-                out,
-                "{}: {}: {}: {}",
-                options::place(&input.name, d),
-                d.severity(),
-                options::kind(d),
-                d.issue
-            )?;
-        }
-        for d in &doc.diagnostics {
-            writeln!(
-                out,
-                "{}:{}: {}: {}: {}",
-                input.name,
-                d.line,
-                d.severity.as_str(),
-                d.kind.as_str(),
-                d.message
-            )?;
-        }
-    }
-    Ok(u8::from(
-        !doc.diagnostics.is_empty() || frontmatter.is_some() || !found.is_empty(),
-    ))
-}
-
-/// `flemma approval explain`.
-fn explain(
-    out: &mut impl Write,
-    file: &Path,
-    tool: &str,
-    input: &str,
-    json: bool,
-    settings: &options::Settings,
-) -> Result<u8, Failure> {
-    let text = Input::read(file)?;
-    let call_input: serde_json::Value = serde_json::from_str(input)
-        .map_err(|e| Failure::usage(anyhow::Error::new(e).context("--input is not JSON")))?;
-    let doc = flemma::ast::parse(&text.text);
-    let mut config = settings.load()?;
-    options::apply_frontmatter(&mut config, &doc)
-        .map_err(|e| options::frontmatter_failure(&text.name, &e))?;
-    let explanation = options::explain(&config, tool, &call_input).map_err(failed)?;
-    let chat = text.path().map(flemma::config::conversation_path);
-    let writable = options::writable(&config, chat.as_deref()).map_err(failed)?;
-    if json {
-        let mut value = serde_json::to_value(&explanation).map_err(|e| failed(e.into()))?;
-        if let Some(object) = value.as_object_mut() {
-            let writable = serde_json::to_value(&writable).map_err(|e| failed(e.into()))?;
-            object.insert("writable".to_owned(), writable);
-        }
-        render::json(out, &value)?;
-    } else {
-        render::explanation(out, tool, &explanation)?;
-        render::writable(out, &writable)?;
-    }
-    Ok(0)
-}
-
-/// `flemma fmt`.
-fn fmt(out: &mut impl Write, file: &Path, check: bool, json: bool) -> Result<u8, Failure> {
-    let input = Input::read(file)?;
-    let formatted = input.with_line_ending(&flemma::ast::print(&flemma::ast::parse(&input.text)));
-    let changed = formatted != input.text;
-    if json {
-        render::json(
-            out,
-            &serde_json::json!({ "file": input.name, "changed": changed }),
-        )?;
-    }
-    if check {
-        if changed && !json {
-            writeln!(out, "{}: not in canonical form", input.name)?;
-        }
-        return Ok(u8::from(changed));
-    }
-    if input.is_stdin() {
-        if !json {
-            out.write_all(formatted.as_bytes())?;
-        }
-    } else if changed {
-        input
-            .write_back(&formatted)
-            .map_err(|e| Failure::usage(e.into()))?;
-    }
-    Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::describe;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("the request failed after 4 attempt(s)")]
-    struct Attempts;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("the request failed")]
-    struct Request(#[source] Attempts);
-
-    /// A cause that prints its own source as well as keeping it.
-    #[derive(Debug, thiserror::Error)]
-    #[error("cannot open x: {0}")]
-    struct Inlined(#[source] std::io::Error);
-
-    #[test]
-    fn each_cause_is_shown_once() {
-        let error = anyhow::Error::new(Request(Attempts)).context("the anthropic request failed");
-        assert_eq!(
-            format!("{error:#}"),
-            "the anthropic request failed: the request failed: the request failed after 4 attempt(s)"
-        );
-        assert_eq!(
-            describe(&error),
-            "the anthropic request failed: the request failed after 4 attempt(s)"
-        );
-        let error = anyhow::Error::new(Inlined(std::io::Error::other("denied"))).context("a.chat");
-        assert_eq!(
-            format!("{error:#}"),
-            "a.chat: cannot open x: denied: denied"
-        );
-        assert_eq!(describe(&error), "a.chat: cannot open x: denied");
     }
 }

@@ -9,7 +9,8 @@ use flemma::config::{Config, ConfigError, FrontmatterError, Layer, OptionDiagnos
 use flemma::schema::{Capability, builtin};
 use flemma::tools::sandbox::SandboxBackends;
 
-use crate::{Failure, failed};
+use crate::failure::{Failure, failed};
+use crate::render::Writable;
 
 /// The options file read from the working directory when `--config` is not given.
 const DEFAULT_CONFIG: &str = "flemma.toml";
@@ -248,21 +249,6 @@ pub(crate) fn explain(
     };
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     Ok(runtime.block_on(Chain::with_builtins().explain(&call, &ctx)))
-}
-
-/// What the tools of a conversation may write: the sandbox's resolved writable set.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct Writable {
-    /// Whether the set is enforced (`sandbox.enabled` and a backend available).
-    pub(crate) enforced: bool,
-    /// Why not, when it is not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) reason: Option<&'static str>,
-    /// The writable paths: absolute, resolved, none under another.
-    pub(crate) paths: Vec<PathBuf>,
-    /// The files tools may not write, sandboxed or not: the conversation's file and the
-    /// options files (`sandbox.policy.protect_conversation`).
-    pub(crate) read_only: Vec<PathBuf>,
 }
 
 /// The writable set of the conversation in `chat` (resolved; `None` for standard input), as

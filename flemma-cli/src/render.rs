@@ -1,6 +1,7 @@
 //! Rendering documents for people (a tree) and for programs (JSON).
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use flemma::ast::{Document, LineSpan, Segment};
 
@@ -115,7 +116,7 @@ pub(crate) fn explanation(
 }
 
 /// The writable set under an explanation.
-pub(crate) fn writable(out: &mut impl Write, w: &crate::options::Writable) -> io::Result<()> {
+pub(crate) fn writable(out: &mut impl Write, w: &Writable) -> io::Result<()> {
     match w.reason {
         None => writeln!(out, "writable: tools may write only under")?,
         Some(reason) => writeln!(
@@ -136,4 +137,19 @@ pub(crate) fn writable(out: &mut impl Write, w: &crate::options::Writable) -> io
         }
     }
     Ok(())
+}
+
+/// What the tools of a conversation may write: the sandbox's resolved writable set.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Writable {
+    /// Whether the set is enforced (`sandbox.enabled` and a backend available).
+    pub(crate) enforced: bool,
+    /// Why not, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<&'static str>,
+    /// The writable paths: absolute, resolved, none under another.
+    pub(crate) paths: Vec<PathBuf>,
+    /// The files tools may not write, sandboxed or not: the conversation's file and the
+    /// options files (`sandbox.policy.protect_conversation`).
+    pub(crate) read_only: Vec<PathBuf>,
 }

@@ -7,8 +7,7 @@
 //! second Ctrl-C cancels everything; SIGTERM and SIGHUP cancel like Ctrl-C; the command then
 //! exits within [`GRACE`] whatever is stuck.
 
-use std::collections::HashMap;
-use std::io::{IsTerminal as _, Write};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,20 +16,22 @@ use flemma::approval::async_trait;
 use flemma::config::Layer;
 use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
 use flemma::tools::{
-    Answer, Approver, Conversation, ConversationError, Event, FileConversation, PendingCall,
-    Revision, Snapshot,
+    Answer, Approver, Conversation, ConversationError, FileConversation, PendingCall, Revision,
+    Snapshot,
 };
-use flemma::{Session, SessionEvent, Stop};
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use flemma::{Session, Stop};
+use indicatif::{MultiProgress, ProgressDrawTarget};
 
+use crate::failure::{Failure, failed};
 use crate::options::Settings;
-use crate::{Failure, failed};
 
 mod ask;
 mod results;
 mod signals;
+mod ui;
 
 use signals::Signal;
+use ui::Ui;
 
 /// `--provider`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -176,23 +177,16 @@ impl Approver for ApproveAll {
     }
 }
 
-/// `flemma run FILE`.
-pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
-    let mut config = settings.load()?;
-    if let Some(model) = &args.model {
-        config
-            .set(Layer::Runtime, "model", model.as_str())
-            .map_err(|e| Failure::usage(e.into()))?;
-    }
-    let provider = provider(args, args.model.as_deref(), &config)?;
-    let conversation = conversation(args)?;
-    let tty = std::io::stderr().is_terminal();
-    let progress = MultiProgress::with_draw_target(if tty {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    });
-    crate::log::attach(&progress);
+/// The session of `flemma run`, with the approver `--approve` asks for: whether pending
+/// calls are decided here (else they wait in the file), and the prompt that asks, if any.
+fn session(
+    args: &RunArgs,
+    config: flemma::config::Config,
+    conversation: Arc<dyn Conversation>,
+    provider: Arc<dyn Provider>,
+    tty: bool,
+    progress: &MultiProgress,
+) -> Result<(Session, bool, Option<ask::Prompt>), Failure> {
     let mut asks = false;
     let mut prompt = None;
     let mut executor = flemma::tools::Executor::builder(conversation, crate::tools::registry()?)
@@ -211,26 +205,34 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
         }
         ApproveMode::Ask | ApproveMode::None => {}
     }
-    let mut builder =
-        Session::from_executor(executor, provider).template_engine(crate::template_engine(None)?);
+    let mut builder = Session::from_executor(executor, provider)
+        .template_engine(crate::request::template_engine(None)?);
     if let Some(max_turns) = args.max_turns {
         builder = builder.max_turns(max_turns);
     }
-    let session = builder.build();
+    Ok((builder.build(), asks, prompt))
+}
+
+/// `flemma run FILE`.
+pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
+    let mut config = settings.load()?;
+    if let Some(model) = &args.model {
+        config
+            .set(Layer::Runtime, "model", model.as_str())
+            .map_err(|e| Failure::usage(e.into()))?;
+    }
+    let provider = provider(args, args.model.as_deref(), &config)?;
+    let conversation = conversation(args)?;
+    let tty = std::io::stderr().is_terminal();
+    let progress = MultiProgress::with_draw_target(if tty {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    crate::log::attach(&progress);
+    let (session, asks, prompt) = session(args, config, conversation, provider, tty, &progress)?;
     let written = args.output.as_deref().unwrap_or(&args.file);
-    let mut ui = Ui {
-        tty,
-        progress,
-        running: HashMap::new(),
-        previews: HashMap::new(),
-        waiting: None,
-        line_open: false,
-        paragraph: Paragraph::None,
-        path: written.to_owned(),
-        file: written.display().to_string(),
-        asks,
-        usage: None,
-    };
+    let mut ui = Ui::new(tty, progress, written, asks);
     let runtime = crate::tools::runtime()?;
     let driven = runtime.block_on(drive(&session, &mut ui, prompt));
     // A tool stuck in a blocking call (a read that never returns) must not keep the command
@@ -240,6 +242,11 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     ui.clear_waiting();
     let driven = driven
         .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot listen for signals")))?;
+    finish(driven, &mut ui)
+}
+
+/// The exit code of a run that ended as `driven` did, after its last status line.
+fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
     let code = |stop: Stop| match driven.signal {
         Some(signal) => signal.exit_code(),
         None if stop == Stop::Cancelled => 130,
@@ -377,237 +384,4 @@ fn stop_word(stop: Stop) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
-}
-
-/// Where stdout's text stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Paragraph {
-    /// No text yet.
-    None,
-    /// The current response's text is being written.
-    Open,
-    /// A new response began after text: its text starts after a blank line.
-    Next,
-}
-
-/// What the terminal shows.
-struct Ui {
-    tty: bool,
-    progress: MultiProgress,
-    /// The running calls: their spinner (on a terminal) and preview.
-    running: HashMap<String, (Option<ProgressBar>, String)>,
-    /// The previews of calls put to the user, for the line of their result.
-    previews: HashMap<String, String>,
-    /// The spinner shown while a request waits for its first token.
-    waiting: Option<ProgressBar>,
-    /// Whether stdout's last line is unfinished.
-    line_open: bool,
-    /// Where stdout's text stands, to set each response's text apart.
-    paragraph: Paragraph,
-    /// The transcript written, read back for the results shown.
-    path: PathBuf,
-    file: String,
-    /// Whether pending calls are put to the user (else they wait in the file).
-    asks: bool,
-    /// The last token counts of the response (providers report them more than once).
-    usage: Option<(Option<u64>, Option<u64>)>,
-}
-
-impl Ui {
-    fn spinner(&self, message: String) -> ProgressBar {
-        let bar = self.progress.add(ProgressBar::new_spinner());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
-            bar.set_style(style);
-        }
-        bar.set_message(message);
-        bar.enable_steady_tick(Duration::from_millis(100));
-        bar
-    }
-
-    /// A status line on stderr (above the spinners on a terminal).
-    fn status(&mut self, line: &str) {
-        self.end_text_line();
-        if self.tty {
-            self.progress.suspend(|| {
-                let _ = writeln!(std::io::stderr(), "{line}");
-            });
-        } else {
-            let _ = writeln!(std::io::stderr(), "{line}");
-        }
-    }
-
-    fn text(&mut self, text: &str) {
-        self.clear_waiting();
-        if text.is_empty() {
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        if self.paragraph == Paragraph::Next {
-            // Each response's text is a paragraph of its own.
-            let _ = writeln!(out);
-        }
-        self.paragraph = Paragraph::Open;
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-        self.line_open = !text.ends_with('\n');
-    }
-
-    fn end_text_line(&mut self) {
-        if self.line_open {
-            let _ = writeln!(std::io::stdout());
-            self.line_open = false;
-        }
-    }
-
-    /// The first lines of a result block, under its status line.
-    fn result(&mut self, block: results::Block<'_>) {
-        let Some(lines) = results::excerpt(&self.path, block) else {
-            return;
-        };
-        for line in lines {
-            if self.tty {
-                // Dimmed, so that the status lines stand out.
-                self.status(&format!("\x1b[2m    {line}\x1b[0m"));
-            } else {
-                self.status(&format!("    {line}"));
-            }
-        }
-    }
-
-    /// After a question went unanswered: the calls left pending and how to decide them.
-    fn left_pending(&mut self) {
-        for (tool, id) in results::pending(&self.path) {
-            let file = &self.file;
-            self.status(&format!(
-                "pending: {tool} {id} (flemma approve {file} {id}, or flemma reject {file} {id})"
-            ));
-        }
-    }
-
-    fn clear_waiting(&mut self) {
-        if let Some(bar) = self.waiting.take() {
-            bar.finish_and_clear();
-        }
-    }
-
-    fn show(&mut self, event: &SessionEvent) {
-        match event {
-            SessionEvent::RequestSending { turn } => {
-                if self.paragraph == Paragraph::Open {
-                    self.paragraph = Paragraph::Next;
-                }
-                if self.tty {
-                    self.waiting = Some(self.spinner(format!("request {turn}: waiting…")));
-                } else {
-                    self.status(&format!("request {turn}"));
-                }
-            }
-            SessionEvent::TextDelta(text) => self.text(text),
-            SessionEvent::Retrying(retry) => {
-                // `retrying in 3 s: HTTP 429 (attempt 2 of 4)`, above the waiting spinner.
-                self.status(&retry.to_string());
-            }
-            SessionEvent::ThinkingDelta(_) | SessionEvent::ToolCallStarted { .. } => {
-                if let Some(bar) = &self.waiting {
-                    bar.set_message("the model is working…");
-                }
-            }
-            SessionEvent::TurnFinished { .. } => {
-                self.clear_waiting();
-                self.end_text_line();
-                if let Some((input, output)) = self.usage.take() {
-                    let count =
-                        |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
-                    self.status(&format!(
-                        "tokens: {} in, {} out",
-                        count(input),
-                        count(output)
-                    ));
-                }
-            }
-            SessionEvent::Usage {
-                input_tokens,
-                output_tokens,
-            } => self.usage = Some((*input_tokens, *output_tokens)),
-            SessionEvent::RequestAborted => self.status("request cancelled"),
-            SessionEvent::Warning(warning) => self.status(&crate::notices::warning_line(warning)),
-            SessionEvent::Tool(event) => self.tool(event),
-            SessionEvent::ResumeScheduled { delay_ms } => {
-                self.status(&format!("jobs delivered: resuming in {delay_ms} ms"));
-            }
-            SessionEvent::ResumeCancelled => self.status("resume cancelled"),
-            SessionEvent::Resumed => self.status("resumed"),
-            SessionEvent::Missed { count } => {
-                self.status(&crate::notices::warning_line(&crate::notices::missed(
-                    *count,
-                )));
-            }
-            _ => {}
-        }
-    }
-
-    fn tool(&mut self, event: &Event) {
-        match event {
-            Event::ToolExecuting { id, preview, .. } => {
-                let bar = if self.tty {
-                    Some(self.spinner(preview.clone()))
-                } else {
-                    self.status(&format!("running: {preview}"));
-                    None
-                };
-                self.running.insert(id.to_string(), (bar, preview.clone()));
-            }
-            Event::ApprovalAsked { id, preview, .. } => {
-                self.previews.insert(id.to_string(), preview.clone());
-            }
-            Event::ToolCompleted { id, tool, success } => {
-                let mark = if *success { "ok" } else { "error" };
-                let asked = self.previews.remove(id.as_str());
-                let line = match (self.running.remove(id.as_str()), asked) {
-                    (Some((bar, preview)), _) => {
-                        if let Some(bar) = bar {
-                            bar.finish_and_clear();
-                        }
-                        format!("{mark}: {preview}")
-                    }
-                    (None, Some(preview)) => format!("{mark}: {preview}"),
-                    (None, None) => format!("{mark}: {tool} ({id})"),
-                };
-                self.status(&line);
-                self.result(results::Block::Tool(id.as_str()));
-            }
-            Event::PlaceholdersPlaced(placed) if !self.asks => {
-                for p in placed
-                    .iter()
-                    .filter(|p| p.status == flemma::ast::ToolStatus::Pending)
-                {
-                    let (tool, id, file) = (&p.tool, &p.id, &self.file);
-                    let line = format!(
-                        "pending: {tool} {id} (flemma approve {file} {id}, or flemma reject {file} {id})"
-                    );
-                    self.status(&line);
-                }
-            }
-            Event::JobSubmitted {
-                job_id, tool_id, ..
-            } => {
-                // Its call's spinner goes: it runs on in the background.
-                if let Some((Some(bar), _)) = self.running.remove(tool_id.as_str()) {
-                    bar.finish_and_clear();
-                }
-                self.status(&format!("background: {tool_id} is job {job_id}"));
-            }
-            Event::JobDelivered(done) => {
-                let mark = if done.success { "ok" } else { "error" };
-                self.status(&format!("{mark}: job {} ({})", done.job_id, done.tool));
-                self.result(results::Block::Job(done.job_id.as_str()));
-            }
-            // Warnings and what recovery found: the line every command shows.
-            other => {
-                if let Some(notice) = crate::notices::Notice::of(other) {
-                    self.status(&notice.line());
-                }
-            }
-        }
-    }
 }

@@ -9,10 +9,10 @@ use flemma::tools::jobs::{Delivered, JobPlacement};
 use flemma::tools::{CycleReport, Executor, FileConversation, ToolRegistry};
 use serde_json::json;
 
+use crate::failure::{Failure, failed};
 use crate::input::Input;
 use crate::notices::{self, Notices};
 use crate::options::{self, Settings};
-use crate::{Failure, failed};
 
 /// The tools the command offers: the built-ins implemented so far.
 pub(crate) fn registry() -> Result<ToolRegistry, Failure> {

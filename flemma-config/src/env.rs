@@ -21,6 +21,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -168,8 +169,12 @@ impl EnvPolicy {
         &self,
         host: I,
     ) -> Vec<(String, String)> {
-        let defaults = patterns(DEFAULT_EXCLUDES.iter().copied());
-        let core = patterns(CORE_VARS.iter().copied());
+        // The built-in lists are compiled once per process; the policy's own (often empty)
+        // per call.
+        static DEFAULTS: LazyLock<GlobList> =
+            LazyLock::new(|| patterns(DEFAULT_EXCLUDES.iter().copied()));
+        static CORE: LazyLock<GlobList> = LazyLock::new(|| patterns(CORE_VARS.iter().copied()));
+        let (defaults, core) = (&*DEFAULTS, &*CORE);
         let exclude = patterns(self.exclude.iter().map(String::as_str));
         let include_only = patterns(self.include_only.iter().map(String::as_str));
         let keep = patterns(self.keep.iter().map(String::as_str));

@@ -71,27 +71,9 @@ pub(crate) async fn run(
     command: Command,
     timeout: Duration,
     cancel: CancellationToken,
-    mut collector: Collector,
+    collector: Collector,
 ) -> std::io::Result<(Ending, Collector)> {
-    let (pty, pts) = pty_process::open().map_err(to_io)?;
-    pty.resize(pty_process::Size::new(SIZE.0, SIZE.1))
-        .map_err(to_io)?;
-    raw_output(&pty)?;
-    let Some((program, args)) = command.argv.split_first() else {
-        return Err(std::io::Error::other("empty command line"));
-    };
-    let mut child = pty_process::Command::new(program)
-        .args(args)
-        .current_dir(&command.cwd)
-        .env_clear()
-        .envs(command.env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, &command.marker)
-        .stdin(Stdio::null())
-        .spawn(pts)
-        .map_err(to_io)?;
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return Err(std::io::Error::other("the command has no process id"));
-    };
+    let (mut child, pty, pid) = spawn(&command)?;
     let members = Members::spawned(pid, command.marker);
     let mut guard = Guard {
         members: Some(members.clone()),
@@ -104,37 +86,11 @@ pub(crate) async fn run(
     // `atexit` handler; `exec >/dev/null 2>&1` does it long before): had the reader's end
     // of the terminal been the only one, the command would often be killed by that `SIGHUP`
     // between its last write and its exit, and reported as exiting with code 129.
-    let (mut pty, hold_open) = pty.into_split();
+    let (pty, hold_open) = pty.into_split();
 
     // The reader owns the collector until it is told to stop or the terminal closes.
     let stop = CancellationToken::new();
-    let reader = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let mut filter = TerminalText::new();
-            let mut buf = vec![0_u8; 16 * 1024];
-            let mut text = Vec::with_capacity(16 * 1024);
-            loop {
-                let read = tokio::select! {
-                    biased;
-                    read = pty.read(&mut buf) => read,
-                    () = stop.cancelled() => break,
-                };
-                match read {
-                    // EIO: every process holding the terminal is gone.
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        filter.feed(&buf[..n], &mut text);
-                        collector.push(&text);
-                        text.clear();
-                    }
-                }
-            }
-            filter.finish(&mut text);
-            collector.push(&text);
-            collector
-        })
-    };
+    let mut reader = tokio::spawn(read_output(pty, stop.clone(), collector));
 
     let ending = tokio::select! {
         status = child.wait() => Ending::Exited(status.map_or(-1, exit_code)),
@@ -161,7 +117,6 @@ pub(crate) async fn run(
 
     // The terminal closes once every process holding it is gone; a process outside the
     // call that inherited it would keep it open, so the wait is bounded.
-    let mut reader = reader;
     let collector = if let Ok(done) = tokio::time::timeout(DRAIN, &mut reader).await {
         done
     } else {
@@ -170,6 +125,62 @@ pub(crate) async fn run(
     }
     .map_err(std::io::Error::other)?;
     Ok((ending, collector))
+}
+
+/// Opens the pseudo-terminal and starts `command` on it: the child, the master side and the
+/// child's process id.
+fn spawn(command: &Command) -> std::io::Result<(tokio::process::Child, pty_process::Pty, i32)> {
+    let (pty, pts) = pty_process::open().map_err(to_io)?;
+    pty.resize(pty_process::Size::new(SIZE.0, SIZE.1))
+        .map_err(to_io)?;
+    raw_output(&pty)?;
+    let Some((program, args)) = command.argv.split_first() else {
+        return Err(std::io::Error::other("empty command line"));
+    };
+    let child = pty_process::Command::new(program)
+        .args(args)
+        .current_dir(&command.cwd)
+        .env_clear()
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .env(MARKER_VAR, &command.marker)
+        .stdin(Stdio::null())
+        .spawn(pts)
+        .map_err(to_io)?;
+    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        return Err(std::io::Error::other("the command has no process id"));
+    };
+    Ok((child, pty, pid))
+}
+
+/// Feeds the terminal's text to `collector` until the terminal closes or `stop` fires, and
+/// hands the collector back.
+async fn read_output(
+    mut pty: pty_process::OwnedReadPty,
+    stop: CancellationToken,
+    mut collector: Collector,
+) -> Collector {
+    let mut filter = TerminalText::new();
+    let mut buf = vec![0_u8; 16 * 1024];
+    let mut text = Vec::with_capacity(16 * 1024);
+    loop {
+        let read = tokio::select! {
+            biased;
+            read = pty.read(&mut buf) => read,
+            () = stop.cancelled() => break,
+        };
+        match read {
+            // EIO: every process holding the terminal is gone.
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                filter.feed(&buf[..n], &mut text);
+                collector.push(&text);
+                text.clear();
+            }
+        }
+    }
+    filter.finish(&mut text);
+    collector.push(&text);
+    collector
 }
 
 /// Turns the terminal's output processing off (`stty -opost`): `\n` stays `\n` instead of

@@ -1,0 +1,135 @@
+//! `flemma request`: the exact request body a provider would receive for a file.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::failure::{Failure, failed};
+use crate::input::Input;
+use crate::{options, tools};
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ProviderArg {
+    Anthropic,
+    Openai,
+    OpenaiChat,
+    Vertex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TemplatesArg {
+    /// Jinja (minijinja).
+    Jinja,
+    /// Lua (needs the `lua` feature).
+    Lua,
+}
+
+/// `flemma request`: the body a provider would receive, built from the file, its frontmatter
+/// and the options; the built-in tools are offered as `flemma tools` lists them (every
+/// enabled tool, as the conversation's `tools` operations change them; a misspelled name
+/// stops the command). Templates and `@./file` references are rendered; the body is printed
+/// even when a template fails, and the exit code is then 1.
+pub(crate) fn request(
+    out: &mut impl Write,
+    file: &Path,
+    provider: ProviderArg,
+    model: Option<String>,
+    templates: Option<TemplatesArg>,
+    settings: &options::Settings,
+) -> Result<u8, Failure> {
+    use flemma::providers::{PromptBuilder, ProviderKind, RequestOptions};
+    let input = Input::read(file)?;
+    let registry = tools::registry()?;
+    // One parse and one evaluation of the frontmatter, as a session's transcript has them.
+    let transcript = options::transcript(
+        &input.text,
+        input.path(),
+        settings.load()?,
+        registry.clone(),
+    );
+    let evaluated = options::evaluated(&transcript, &input.name)?;
+    let opts = evaluated.options();
+    let kind = match provider {
+        ProviderArg::Anthropic => ProviderKind::Anthropic,
+        ProviderArg::Openai => ProviderKind::OpenAiResponses,
+        ProviderArg::OpenaiChat => ProviderKind::OpenAiChat,
+        ProviderArg::Vertex => ProviderKind::Vertex,
+    };
+    let mut request_options = RequestOptions::from_options(opts, kind);
+    if let Some(model) = model {
+        request_options.model = model;
+    }
+    request_options.tools = registry.specs_for_prompt(opts);
+    let mut builder = PromptBuilder::new()
+        .engine(template_engine(templates)?)
+        .variables(evaluated.variables().clone());
+    if let Some(path) = input.path() {
+        builder = builder.chat_path(flemma::config::conversation_path(path));
+    }
+    // References and `include()` read inside the project and the store unless
+    // `templates.file_access` says otherwise.
+    let store = flemma::store::Store::new(&opts.tools.store, input.path(), "1")
+        .and_then(|store| store.directory())
+        .ok();
+    builder = builder.file_access(flemma::providers::FileAccess::from_options(
+        &opts.templates,
+        store.as_deref(),
+    ));
+    let (doc, _) = tools::runtime()?
+        .block_on(transcript.document())
+        .map_err(|e| failed(e.into()))?;
+    let prompt = builder.build(&doc);
+    // A call in progress (or whose host died) would be sent as an empty result.
+    if input.path().is_some() {
+        for d in tools::in_progress_diagnostics(file, &doc, settings) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}:{}: warning: {}",
+                input.name,
+                d.line,
+                d.message
+            );
+        }
+    }
+    for d in &prompt.diagnostics {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}:{}: {}: {}",
+            input.name,
+            d.line,
+            d.severity.as_str(),
+            d.message
+        );
+    }
+    let body = kind.request(&prompt, &request_options);
+    writeln!(out, "{body}")?;
+    Ok(u8::from(prompt.has_errors()))
+}
+
+/// The template engine `flemma request` renders with.
+#[cfg_attr(
+    feature = "lua",
+    expect(
+        clippy::unnecessary_wraps,
+        reason = "only a build without the lua feature can refuse --templates lua"
+    )
+)]
+pub(crate) fn template_engine(
+    choice: Option<TemplatesArg>,
+) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
+    let lua = cfg!(feature = "lua");
+    match choice.unwrap_or(if lua {
+        TemplatesArg::Lua
+    } else {
+        TemplatesArg::Jinja
+    }) {
+        TemplatesArg::Jinja => Ok(std::sync::Arc::new(
+            flemma::providers::MiniJinjaEngine::new(),
+        )),
+        #[cfg(feature = "lua")]
+        TemplatesArg::Lua => Ok(std::sync::Arc::new(flemma::providers::LuaEngine::new())),
+        #[cfg(not(feature = "lua"))]
+        TemplatesArg::Lua => Err(Failure::usage(anyhow::anyhow!(
+            "--templates lua needs flemma built with the `lua` feature"
+        ))),
+    }
+}
