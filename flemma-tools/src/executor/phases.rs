@@ -13,9 +13,9 @@ use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
 use super::plan::{Available, has_content, plan};
-use super::{
-    Answer, Call, Completed, Executor, ExecutorError, Next, PendingCall, Settings, actions,
-};
+use super::state::{Call, Executor, Settings};
+use super::types::{Answer, Completed, ExecutorError, Next, PendingCall};
+use crate::actions;
 use crate::events::{Event, Placed};
 use crate::messages as msg;
 

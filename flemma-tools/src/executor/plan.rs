@@ -10,7 +10,7 @@ use flemma_config::Options;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
-use super::Call;
+use super::state::Call;
 use crate::messages as msg;
 
 /// The sandbox backend's availability, for the approval chain.

@@ -13,10 +13,10 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::claim::table::Held;
 use super::plan::tool_cwd;
-use super::{
-    Call, Completed, Executor, ExecutorError, Finished, RunningCall, Settings, claim, jobs,
-};
+use super::state::{Call, Executor, Finished, Handoff, RunningCall, Settings, Started};
+use super::types::{Completed, ExecutorError};
 use crate::context::ExecutionContext;
 use crate::events::Event;
 use crate::messages as msg;
@@ -99,7 +99,7 @@ impl Executor {
         &self,
         starting: Vec<Call>,
         tasks: &mut JoinSet<Joined>,
-        held: &mut HashMap<ToolUseId, Option<claim::Held>>,
+        held: &mut HashMap<ToolUseId, Option<Held>>,
         settings: &Settings,
     ) -> Result<(), ExecutorError> {
         let starting = self.claim_calls(starting, settings).await?;
@@ -127,9 +127,9 @@ impl Executor {
         &self,
         joined: Result<Joined, tokio::task::JoinError>,
         tasks: &mut JoinSet<Joined>,
-        held: &mut HashMap<ToolUseId, Option<claim::Held>>,
+        held: &mut HashMap<ToolUseId, Option<Held>>,
         settings: &Settings,
-    ) -> Vec<(Finished, Option<claim::Held>)> {
+    ) -> Vec<(Finished, Option<Held>)> {
         let mut batch = Vec::new();
         let mut next = Some(joined);
         while let Some(joined) = next {
@@ -248,8 +248,8 @@ impl Executor {
                 .start_job(call, found, settings, directives.save_to)
                 .await?
             {
-                jobs::Started::Job => Ok(None),
-                jobs::Started::Finished(finished) => Ok(Some(ready(finished))),
+                Started::Job => Ok(None),
+                Started::Finished(finished) => Ok(Some(ready(finished))),
             };
         }
         let call = Call { id, tool, input };
@@ -277,7 +277,7 @@ impl Executor {
             RunningCall {
                 token: token.clone(),
                 tool: tool.clone(),
-                handoff: backgroundable.then(|| jobs::Handoff {
+                handoff: backgroundable.then(|| Handoff {
                     token: token.clone(),
                     save_to: save_to.clone(),
                     sender,

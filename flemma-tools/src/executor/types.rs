@@ -7,7 +7,7 @@ use crate::actions::ActionError;
 use crate::conversation::ConversationError;
 use crate::events::Placed;
 
-use super::EDIT_ATTEMPTS;
+use crate::transcript::EDIT_ATTEMPTS;
 
 /// Errors of the harness itself (a tool's failure is a result, not one of these).
 #[derive(Debug, thiserror::Error)]
