@@ -361,6 +361,53 @@ fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
     });
 }
 
+/// A job whose result block the user removed (here: while no host ran) gets its placeholder
+/// back when a host takes it over: the block is put back, then given `job=` and its text.
+#[test]
+fn a_job_whose_result_block_was_removed_gets_its_placeholder_back() {
+    let text = format!(
+        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
+        sleep_use("toolu_1", 10, true)
+    );
+    let (conversation, first) = executor("replaced-placeholder", &text, test_registry());
+    let rt = runtime();
+    let placeholder = rt.block_on(async {
+        first.cycle().await.unwrap();
+        first.job_finished().await;
+        conversation.text()
+    });
+    // The job finished and is journaled; its host goes away before delivering it (the
+    // journal then names no live owner).
+    drop(first);
+    let job = placeholder.split("(job=").nth(1).unwrap()[..12].to_owned();
+    let entry = std::env::temp_dir()
+        .join(format!(
+            "flemma-jobs-it-{}-replaced-placeholder",
+            std::process::id()
+        ))
+        .join(format!(".flemma/notes.chat/jobs/{job}.json"));
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
+    assert_eq!(record["state"], "completed");
+    record.as_object_mut().unwrap().remove("owner");
+    std::fs::write(&entry, record.to_string()).unwrap();
+    let header =
+        format!("**Tool Result:** `toolu_1` (job={job})\n```\nRunning as a background job.");
+    let block = placeholder.find("\n@You:\n\n**Tool Result:**").unwrap();
+    conversation.set_text(placeholder[..=block].to_owned());
+    assert!(!conversation.text().contains("**Tool Result:**"));
+    let second = Executor::builder(conversation.clone(), test_registry()).build();
+    rt.block_on(async {
+        // Recovery puts the placeholder back, then delivers the job.
+        let recovery = second.recover().await.unwrap();
+        assert_eq!(recovery.finished, [job.as_str()]);
+        let text = conversation.text();
+        assert_eq!(text.matches("**Tool Result:**").count(), 1, "{text}");
+        assert!(text.contains(&header), "{text}");
+        assert_eq!(text.matches("**Job Result:**").count(), 1, "{text}");
+    });
+}
+
 #[test]
 fn a_re_run_job_replaces_its_job_result_in_place() {
     let text = format!(
