@@ -27,7 +27,6 @@ impl From<JobFault> for ExecutorError {
     fn from(fault: JobFault) -> Self {
         match fault {
             JobFault::Refused(text) => ExecutorError::Job(text),
-            JobFault::Edit(error) => ExecutorError::Edit(error),
         }
     }
 }
@@ -38,6 +37,10 @@ impl JobHost for Executor {
 
     async fn settings(&self) -> Result<Settings, ExecutorError> {
         Executor::settings(self).await
+    }
+
+    fn transcript(&self) -> &crate::transcript::Transcript {
+        &self.setup.transcript
     }
 
     fn writer(&self, settings: &Settings) -> WriterOptions {

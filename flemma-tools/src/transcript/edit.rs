@@ -1,7 +1,7 @@
 //! The one revision-checked edit loop, and the result writes built on it.
 
 use flemma_ast::writer::{self, ResultBody, WriterOptions};
-use flemma_ast::{AstError, Document, TextEdit, ToolStatus};
+use flemma_ast::{AstError, Document, TextEdit, ToolIndex, ToolStatus};
 use flemma_ids::ToolUseId;
 
 use super::{EDIT_ATTEMPTS, Transcript, TranscriptError, refresh};
@@ -80,21 +80,53 @@ impl Transcript {
         results: &[(ToolUseId, ResultBody)],
         writer: WriterOptions,
     ) -> Result<(), TranscriptError> {
-        let mut pending: Vec<&(ToolUseId, ResultBody)> = results.iter().collect();
+        let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+        self.edit_blocks(&ids, writer, |doc, index, at, edits| {
+            let (id, body) = &results[at];
+            edits.push(writer::write_result_in(
+                doc,
+                index,
+                id.as_str(),
+                body,
+                writer,
+            )?);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Edits the result blocks of `ids` in one edit: `f` pushes the edits of the block of
+    /// `ids[at]` (an [`AstError::UnknownToolResult`]: the block went away). Blocks the user
+    /// removed get an `(approved)` placeholder first (all of them in one more edit), then `f`
+    /// again; a block whose tool use is gone too is left out: there is nowhere to put it.
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit); `f`'s other errors as [`TranscriptError::Edit`].
+    pub(crate) async fn edit_blocks(
+        &self,
+        ids: &[&str],
+        writer: WriterOptions,
+        mut f: impl FnMut(&Document, &ToolIndex, usize, &mut Vec<TextEdit>) -> Result<(), AstError>,
+    ) -> Result<(), TranscriptError> {
+        let mut pending: Vec<usize> = (0..ids.len()).collect();
         let mut placed_again = false;
         loop {
             let mut missing = Vec::new();
             self.edit(|doc, _| {
                 missing.clear();
                 let mut edits = Vec::with_capacity(pending.len());
-                // One scan for the batch, not one per result.
-                let index = flemma_ast::ToolIndex::new(doc);
-                for &entry in &pending {
-                    let (id, body) = entry;
-                    match writer::write_result_in(doc, &index, id.as_str(), body, writer) {
-                        Ok(edit) => edits.push(edit),
+                // One scan for the batch, not one per block.
+                let index = ToolIndex::new(doc);
+                for &at in &pending {
+                    let before = edits.len();
+                    match f(doc, &index, at, &mut edits) {
+                        Ok(()) => {}
                         // Put back below (once); after that, nowhere to write.
-                        Err(AstError::UnknownToolResult { .. }) => missing.push(entry),
+                        Err(AstError::UnknownToolResult { .. }) => {
+                            edits.truncate(before);
+                            missing.push(at);
+                        }
                         Err(error) => return Err(TranscriptError::Edit(error)),
                     }
                 }
@@ -107,7 +139,7 @@ impl Transcript {
             placed_again = true;
             let batch: Vec<(&str, ToolStatus)> = missing
                 .iter()
-                .map(|(id, _)| (id.as_str(), ToolStatus::Approved))
+                .map(|&at| (ids[at], ToolStatus::Approved))
                 .collect();
             self.place(&batch, writer).await?;
             pending = missing;
