@@ -13,6 +13,8 @@ use crate::actions;
 use crate::conversation::Conversation;
 use crate::events::Event;
 use crate::transcript::Transcript;
+#[cfg(doc)]
+use crate::transcript::TranscriptError;
 
 impl Executor {
     /// Follows what the executor does from now on: every event in order, in a queue of its
@@ -168,7 +170,8 @@ impl Executor {
     ///
     /// # Errors
     ///
-    /// [`ExecutorError::Conversation`] when the conversation cannot be read or written.
+    /// [`ExecutorError::Transcript`] ([`TranscriptError::Conversation`]) when the
+    /// conversation cannot be read or written.
     pub async fn append_lines(&self, text: &str) -> Result<(), ExecutorError> {
         let lines: Vec<String> = text
             .strip_suffix('\n')
@@ -181,14 +184,15 @@ impl Executor {
     }
 
     /// The conversation's options as the next cycle evaluates them: the host's layers, the
-    /// frontmatter, the registry's tools ([`ToolRegistry::evaluate`]). A host shows its
+    /// frontmatter, the registry's tools ([`ToolRegistry::evaluate`](crate::ToolRegistry::evaluate)). A host shows its
     /// [`diagnostics`](crate::Evaluation::diagnostics) without running anything; a
     /// [`cycle`](Self::cycle) stops on its errors.
     ///
     /// # Errors
     ///
-    /// [`ExecutorError::Conversation`], [`ExecutorError::Frontmatter`],
-    /// [`ExecutorError::Config`] when the options do not evaluate at all.
+    /// [`ExecutorError::Transcript`] ([`TranscriptError::Conversation`],
+    /// [`TranscriptError::Frontmatter`], [`TranscriptError::Config`]) when the options do not
+    /// evaluate at all.
     pub async fn evaluate_options(&self) -> Result<crate::Evaluation, ExecutorError> {
         Ok(self.setup.transcript.evaluated().await?.evaluation())
     }

@@ -18,6 +18,7 @@ use super::types::{Answer, Completed, ExecutorError, Next, PendingCall};
 use crate::actions;
 use crate::events::{Event, Placed};
 use crate::messages as msg;
+use crate::transcript::TranscriptError;
 
 impl Executor {
     /// Stops on the errors of the options (spec §5.4-§5.6: a tool set other than the one
@@ -154,7 +155,7 @@ impl Executor {
                         Ok(edit) => edits.push(edit),
                         // The block went away meanwhile: nothing to settle.
                         Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
-                        Err(error) => return Err(ExecutorError::Edit(error)),
+                        Err(error) => return Err(TranscriptError::Edit(error).into()),
                     }
                 }
                 Ok(edits)

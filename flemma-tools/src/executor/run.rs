@@ -23,6 +23,7 @@ use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::{generic_preview, render_preview};
 use crate::tool::Tool;
+use crate::transcript::TranscriptError;
 
 /// The width previews are rendered to in events.
 const PREVIEW_WIDTH: usize = 120;
@@ -181,7 +182,7 @@ impl Executor {
                     Ok(edit) => edits.push(edit),
                     // The block went away: the result puts it back.
                     Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
-                    Err(error) => return Err(ExecutorError::Edit(error)),
+                    Err(error) => return Err(TranscriptError::Edit(error).into()),
                 }
             }
             Ok(edits)

@@ -34,6 +34,7 @@ use super::types::{Completed, ExecutorError};
 use crate::events::Event;
 use crate::jobs::ProcessRef;
 use crate::messages as msg;
+use crate::transcript::TranscriptError;
 
 /// A call claimed by a host, as [`Executor::claims`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,7 +208,7 @@ impl Executor {
                     match writer::write_result(doc, &record.tool_id, &body, writer) {
                         Ok(edit) => edits.push(edit),
                         Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
-                        Err(error) => return Err(ExecutorError::Edit(error)),
+                        Err(error) => return Err(TranscriptError::Edit(error).into()),
                     }
                 }
                 Ok(edits)
