@@ -16,7 +16,7 @@ use super::state::{Call, Executor, Finished, Settings, Started};
 use super::types::ExecutorError;
 use crate::context::ExecutionContext;
 use crate::events::Event;
-use crate::jobs::host::{JobFault, JobHost, RunFuture};
+use crate::jobs::host::{HostedCall, JobFault, JobHost, RunFuture};
 use crate::jobs::start::JobCall;
 use crate::jobs::table::Delivery;
 use crate::jobs::{Delivered, JobInfo, Recovery};
@@ -91,20 +91,9 @@ impl JobHost for Executor {
         self.setup.registry.get(name.as_str())
     }
 
-    fn run(
-        &self,
-        found: Arc<dyn Tool>,
-        id: ToolUseId,
-        tool: ToolName,
-        input: Value,
-        ctx: ExecutionContext,
-        token: CancellationToken,
-    ) -> RunFuture {
-        Box::pin(async move {
-            run_one(found, id, tool, input, ctx, token, None)
-                .await
-                .output
-        })
+    fn run(&self, c: HostedCall) -> RunFuture {
+        let run = run_one(c.found, c.id, c.tool, c.input, c.ctx, c.token, None);
+        Box::pin(async move { run.await.output })
     }
 
     async fn result_text(&self, settings: &Settings, item: &Delivery) -> String {

@@ -26,6 +26,19 @@ pub(crate) enum JobFault {
     Refused(String),
 }
 
+/// A job's call as the host runs it in its runtime.
+pub(crate) struct HostedCall {
+    /// The registered tool.
+    pub(crate) found: Arc<dyn Tool>,
+    pub(crate) id: ToolUseId,
+    pub(crate) tool: ToolName,
+    pub(crate) input: Value,
+    /// Its context (built by [`JobHost::context`]).
+    pub(crate) ctx: ExecutionContext,
+    /// Cancels it.
+    pub(crate) token: CancellationToken,
+}
+
 /// A call's future, as the host runs it: its output.
 pub(crate) type RunFuture = std::pin::Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
 
@@ -76,15 +89,7 @@ pub(crate) trait JobHost: Send + Sync {
     fn tool(&self, name: &ToolName) -> Option<Arc<dyn Tool>>;
 
     /// Runs a call in the host's runtime (time limit, panics caught, truncation).
-    fn run(
-        &self,
-        found: Arc<dyn Tool>,
-        id: ToolUseId,
-        tool: ToolName,
-        input: Value,
-        ctx: ExecutionContext,
-        token: CancellationToken,
-    ) -> RunFuture;
+    fn run(&self, call: HostedCall) -> RunFuture;
 
     /// The text a delivered Job Result holds: stored (`source = "job"`) or saved to its
     /// `flemma.save_to`, as `settings` say.

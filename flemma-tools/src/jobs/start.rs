@@ -9,7 +9,7 @@ use flemma_ids::{JobId, ToolName, ToolUseId};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::host::JobHost;
+use super::host::{HostedCall, JobHost};
 use super::journal::JobRecord;
 use super::table::{Jobs, LiveJob};
 use super::{crash_point, new_job_id};
@@ -98,7 +98,14 @@ impl Jobs {
             tokio::spawn(watcher.run(Some(found), ctx, token, Arc::clone(self)));
             return Ok(Started::Job);
         }
-        let run = host.run(found, id, tool, input, ctx, token);
+        let run = host.run(HostedCall {
+            found,
+            id,
+            tool,
+            input,
+            ctx,
+            token,
+        });
         let jobs = Arc::clone(self);
         tokio::spawn(async move {
             let output = run.await;
