@@ -28,6 +28,14 @@ fn uses(tool: &str, inputs: &[&str]) -> String {
     text
 }
 
+/// Asserts that `text` holds each of `parts`, showing it when one is missing.
+#[track_caller]
+fn assert_contains(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from:\n{text}");
+    }
+}
+
 /// Starts a cycle in a task of its own and hands it back once each of the calls `ids` runs.
 pub(crate) async fn cycle_running(
     executor: &Arc<Executor>,
@@ -148,11 +156,9 @@ async fn cancel_ends_a_running_call_with_the_spec_text() {
         .unwrap();
     assert!(!executor.cancel("toolu_00"), "no longer running");
     let after = conversation.text();
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_00` (error)\n```\nUser aborted tool execution.\n```"
-        ),
-        "{after}"
+    assert_contains(
+        &after,
+        &["**Tool Result:** `toolu_00` (error)\n```\nUser aborted tool execution.\n```"],
     );
     assert!(after.contains("slept 10"), "{after}");
     assert_eq!(report.completed.len(), 2);
@@ -210,21 +216,13 @@ async fn an_approver_decides_pending_calls() {
     let report = executor.cycle().await.unwrap();
     assert_eq!(report.next, Next::Send);
     let after = conversation.text();
-    assert!(
-        after.contains("**Tool Result:** `toolu_00`\n```\nyes\n```"),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: No: echo: {text: \"no\"}\n```"
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_02` (error)\n```\nThis tool has been rejected by the user.\n```"
-        ),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00`\n```\nyes\n```",
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: No: echo: {text: \"no\"}\n```",
+            "**Tool Result:** `toolu_02` (error)\n```\nThis tool has been rejected by the user.\n```",
+        ],
     );
     let mut asked = 0;
     while let Some(event) = events.try_recv() {
@@ -257,15 +255,12 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
         .await
         .unwrap();
     let after = conversation.text();
-    assert!(
-        after.contains("**Tool Result:** `toolu_00` (approved)\n```\n```"),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_01` (rejected)\n```\nUser feedback: Use the other tool.\n```"
-        ),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00` (approved)\n```\n```",
+            "**Tool Result:** `toolu_01` (rejected)\n```\nUser feedback: Use the other tool.\n```",
+        ],
     );
     executor.approve_all_pending().await.unwrap();
     let err = executor.approve_all_pending().await.unwrap_err();
@@ -278,19 +273,13 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
     let report = executor.cycle().await.unwrap();
     assert_eq!(report.next, Next::Send);
     let after = conversation.text();
-    assert!(
-        after.contains("**Tool Result:** `toolu_00`\n```\na\n```"),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: Use the other tool.\n```"
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains("**Tool Result:** `toolu_02`\n```\nc\n```"),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00`\n```\na\n```",
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: Use the other tool.\n```",
+            "**Tool Result:** `toolu_02`\n```\nc\n```",
+        ],
     );
     let err = executor.approve("toolu_00").await.unwrap_err();
     assert_eq!(err.to_string(), "Tool toolu_00 has already completed");
@@ -364,9 +353,9 @@ async fn a_file_edited_while_a_tool_runs_keeps_both_edits() {
     cycle.await.unwrap().unwrap();
     let after = std::fs::read_to_string(&path).unwrap();
     assert!(after.contains("Run it, please."), "{after}");
-    assert!(
-        after.contains("**Tool Result:** `toolu_00`\n```\nslept 400\n```"),
-        "{after}"
+    assert_contains(
+        &after,
+        &["**Tool Result:** `toolu_00`\n```\nslept 400\n```"],
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -454,15 +443,12 @@ async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
     // The failing resolver is skipped: the built-in chain then asks (pending).
     assert_eq!(statuses, ["denied", "approved", "pending", "approved"]);
     let after = conversation.text();
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy.\n```"
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains("**Tool Result:** `toolu_ping`\n```\npong\n```"),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy.\n```",
+            "**Tool Result:** `toolu_ping`\n```\npong\n```",
+        ],
     );
     let mut warnings = Vec::new();
     while let Some(event) = events.try_recv() {
