@@ -132,7 +132,7 @@ impl Executor {
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
         let plan = self
-            .with_document(|doc, _| plan(doc, &self.running_calls()))
+            .with_index(|doc, index| plan(doc, index, &self.running_calls()))
             .await?;
         let mut completed = Vec::new();
         if plan.protected > 0 {
@@ -141,14 +141,13 @@ impl Executor {
         // Pasted results, denied, rejected and aborted calls: one batch.
         let writer = settings.writer;
         if !plan.settle.is_empty() {
-            self.edit(|doc| {
+            self.edit_indexed(|doc, index| {
                 let mut edits = Vec::new();
-                let index = flemma_ast::ToolIndex::new(doc);
                 for (id, _, body) in &plan.settle {
                     let edit = match body {
-                        None => writer::set_status_in(doc, &index, id.as_str(), None),
+                        None => writer::set_status_in(doc, index, id.as_str(), None),
                         Some(body) => {
-                            writer::write_result_in(doc, &index, id.as_str(), body, writer)
+                            writer::write_result_in(doc, index, id.as_str(), body, writer)
                         }
                     };
                     match edit {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use flemma_approval::SandboxStatus;
 use flemma_ast::writer::ResultBody;
-use flemma_ast::{Document, Segment, ToolStatus};
+use flemma_ast::{Document, Segment, ToolIndex, ToolStatus};
 use flemma_config::Options;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
@@ -39,11 +39,10 @@ type Lifecycle<'d> = (&'d flemma_ast::ToolResult, &'d flemma_ast::ToolUse, usize
 
 /// The last result of each tool use whose status is a lifecycle status, with its tool use, in
 /// the order of the tool uses.
-fn lifecycle_results(doc: &Document) -> Vec<Lifecycle<'_>> {
+fn lifecycle_results<'d>(doc: &'d Document, tool_index: &ToolIndex) -> Vec<Lifecycle<'d>> {
     // Lifecycle results are few and recent: each looks for its tool use backwards from its own
     // message, instead of indexing the whole transcript.
     let mut groups: Vec<(u32, Lifecycle<'_>)> = Vec::new();
-    let tool_index = flemma_ast::ToolIndex::new(doc);
     for (index, message) in doc.messages.iter().enumerate() {
         for result in message.tool_results() {
             if !result.status.is_some_and(ToolStatus::is_lifecycle) {
@@ -78,14 +77,18 @@ fn lifecycle_results(doc: &Document) -> Vec<Lifecycle<'_>> {
 
 /// Phase 2's work in `doc`: results to settle, pending and approved calls (those in
 /// `running` left out), and approved blocks with content.
-pub(super) fn plan<T>(doc: &Document, running: &HashMap<ToolUseId, T>) -> Plan {
+pub(super) fn plan<T>(
+    doc: &Document,
+    tool_index: &ToolIndex,
+    running: &HashMap<ToolUseId, T>,
+) -> Plan {
     let mut plan = Plan {
         settle: Vec::new(),
         pending: Vec::new(),
         approved: Vec::new(),
         protected: 0,
     };
-    for (result, tool_use, message) in lifecycle_results(doc) {
+    for (result, tool_use, message) in lifecycle_results(doc, tool_index) {
         let id = tool_use.id.clone();
         let tool = tool_use.name.clone();
         let has_content = !result.content.trim().is_empty();

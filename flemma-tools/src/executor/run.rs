@@ -164,9 +164,8 @@ impl Executor {
 
     /// Removes the `(approved)` suffix of calls about to start, in one edit.
     pub(super) async fn clear_suffixes(&self, calls: &[Call]) -> Result<(), ExecutorError> {
-        self.edit(|doc| {
+        self.edit_indexed(|doc, index| {
             let mut edits = Vec::with_capacity(calls.len());
-            let index = flemma_ast::ToolIndex::new(doc);
             for call in calls {
                 // A re-run keeps its job id, so its Job Result is replaced in place (§7.5 5).
                 let job = index
@@ -174,9 +173,9 @@ impl Executor {
                     .and_then(|r| r.node.job_id().map(|j| format!("job={j}")));
                 let cleared = match &job {
                     Some(modeline) => {
-                        writer::set_modeline_in(doc, &index, call.id.as_str(), modeline)
+                        writer::set_modeline_in(doc, index, call.id.as_str(), modeline)
                     }
-                    None => writer::set_status_in(doc, &index, call.id.as_str(), None),
+                    None => writer::set_status_in(doc, index, call.id.as_str(), None),
                 };
                 match cleared {
                     Ok(edit) => edits.push(edit),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use flemma_approval::Chain;
-use flemma_ast::{Document, TextEdit};
+use flemma_ast::{Document, TextEdit, ToolIndex};
 use flemma_config::OptionDiagnostic;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
@@ -163,6 +163,23 @@ impl Executor {
         mut f: impl FnMut(&Document) -> Result<Vec<TextEdit>, ExecutorError>,
     ) -> Result<(), ExecutorError> {
         self.edit_text(|doc, _| f(doc)).await
+    }
+
+    /// [`with_document`](Self::with_document) with the document's tool index (one per
+    /// revision, shared).
+    pub(super) async fn with_index<T>(
+        &self,
+        f: impl FnOnce(&Document, &ToolIndex) -> T,
+    ) -> Result<T, ExecutorError> {
+        Ok(self.setup.transcript.read_indexed(f).await?)
+    }
+
+    /// [`edit`](Self::edit) with the document's tool index (one per revision, shared).
+    pub(super) async fn edit_indexed(
+        &self,
+        f: impl FnMut(&Document, &ToolIndex) -> Result<Vec<TextEdit>, ExecutorError>,
+    ) -> Result<(), ExecutorError> {
+        self.setup.transcript.edit_indexed(f).await.map(|_| ())
     }
 
     /// [`edit`](Self::edit) for edits that need the text as well.

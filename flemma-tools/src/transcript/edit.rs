@@ -1,7 +1,7 @@
 //! The one revision-checked edit loop, and the result writes built on it.
 
 use flemma_ast::writer::{self, ResultBody, WriterOptions};
-use flemma_ast::{AstError, Document, TextEdit, ToolIndex, ToolStatus};
+use flemma_ast::{AstError, Document, IncrementalParser, TextEdit, ToolIndex, ToolStatus};
 use flemma_ids::ToolUseId;
 
 use super::{EDIT_ATTEMPTS, Transcript, TranscriptError, refresh};
@@ -22,6 +22,29 @@ impl Transcript {
         &self,
         mut f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, E>,
     ) -> Result<Option<Revision>, E> {
+        self.edit_parsed(|parser| f(parser.document(), parser.text()))
+            .await
+    }
+
+    /// [`edit`](Self::edit) with the document's [`ToolIndex`] (built once per revision by the
+    /// parser, shared by every reader and edit at that revision) instead of its text.
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit).
+    pub(crate) async fn edit_indexed<E: From<TranscriptError>>(
+        &self,
+        mut f: impl FnMut(&Document, &ToolIndex) -> Result<Vec<TextEdit>, E>,
+    ) -> Result<Option<Revision>, E> {
+        self.edit_parsed(|parser| f(parser.document(), parser.tool_index()))
+            .await
+    }
+
+    /// The loop of [`edit`](Self::edit), `f` handed the parser at the revision it edits.
+    async fn edit_parsed<E: From<TranscriptError>>(
+        &self,
+        mut f: impl FnMut(&IncrementalParser) -> Result<Vec<TextEdit>, E>,
+    ) -> Result<Option<Revision>, E> {
         let _one_at_a_time = self.editing.lock().await;
         for _ in 0..EDIT_ATTEMPTS {
             let snapshot = self
@@ -31,8 +54,7 @@ impl Transcript {
                 .map_err(TranscriptError::from)?;
             let edits = {
                 let mut parsed = self.lock_parsed();
-                let parsed = refresh(&mut parsed, &snapshot);
-                f(parsed.parser.document(), parsed.parser.text())?
+                f(&refresh(&mut parsed, &snapshot).parser)?
             };
             if edits.is_empty() {
                 return Ok(None);
@@ -113,14 +135,12 @@ impl Transcript {
         let mut placed_again = false;
         loop {
             let mut missing = Vec::new();
-            self.edit(|doc, _| {
+            self.edit_indexed(|doc, index| {
                 missing.clear();
                 let mut edits = Vec::with_capacity(pending.len());
-                // One scan for the batch, not one per block.
-                let index = ToolIndex::new(doc);
                 for &at in &pending {
                     let before = edits.len();
-                    match f(doc, &index, at, &mut edits) {
+                    match f(doc, index, at, &mut edits) {
                         Ok(()) => {}
                         // Put back below (once); after that, nowhere to write.
                         Err(AstError::UnknownToolResult { .. }) => {

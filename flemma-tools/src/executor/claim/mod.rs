@@ -90,11 +90,10 @@ impl Executor {
             }
         };
         let approved: HashSet<String> = self
-            .with_document(|doc, _| {
-                let index = flemma_ast::ToolIndex::new(doc);
+            .with_index(|doc, index| {
                 calls
                     .iter()
-                    .filter(|c| still_approved(doc, &index, c.id.as_str()))
+                    .filter(|c| still_approved(doc, index, c.id.as_str()))
                     .map(|c| c.id.as_str().to_owned())
                     .collect()
             })
