@@ -136,9 +136,9 @@ impl ExecutorBuilder {
     }
 
     /// Asks `guard` at the start of every [`cycle`](Executor::cycle): a message refuses the
-    /// cycle with [`ExecutorError::Refused`] before anything is read or written. A
-    /// flemma `Session` refuses its executor's cycles this way while its
-    /// request is in flight (spec §7.5 step 2), so that no caller bypasses that guard.
+    /// cycle with [`ExecutorError::Refused`](super::ExecutorError::Refused) before anything
+    /// is read or written. A flemma `Session` refuses its executor's cycles this way while
+    /// its request is in flight (spec §7.5 step 2), so that no caller bypasses that guard.
     ///
     /// ```
     /// use std::sync::Arc;

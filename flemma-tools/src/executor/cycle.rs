@@ -18,7 +18,7 @@ use crate::transcript::TranscriptError;
 
 impl Executor {
     /// Follows what the executor does from now on: every event in order, in a queue of its
-    /// own; one that falls [`event_capacity`](ExecutorBuilder::event_capacity) events behind
+    /// own; one that falls [`event_capacity`](super::ExecutorBuilder::event_capacity) events behind
     /// reads [`Event::Missed`] in place of those that did not fit.
     pub fn subscribe(&self) -> crate::fanout::Subscription<Event> {
         self.events.subscribe()

@@ -1,4 +1,5 @@
-//! The executor: the three-phase cycle of spec §7.1 over one [`Conversation`](crate::Conversation).
+//! The executor: the three-phase cycle of spec §7.1 over one
+//! [`Conversation`](crate::Conversation).
 //!
 //! Phase 1 gives every tool use without a result a placeholder (`approved`, `pending`,
 //! `denied`, or `aborted` in an interrupted response), all in one batch of edits. Phase 2
