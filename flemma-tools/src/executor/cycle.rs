@@ -16,6 +16,10 @@ use crate::transcript::Transcript;
 #[cfg(doc)]
 use crate::transcript::TranscriptError;
 
+/// The cycle's spans and events keep the target they had before the executor's files were
+/// split (`RUST_LOG=flemma_tools::executor=debug`, and what `flemma -vv` shows).
+const LOG_TARGET: &str = "flemma_tools::executor";
+
 impl Executor {
     /// Follows what the executor does from now on: every event in order, in a queue of its
     /// own; one that falls [`event_capacity`](super::ExecutorBuilder::event_capacity) events behind
@@ -75,6 +79,7 @@ impl Executor {
     pub async fn cycle(&self) -> Result<CycleReport, ExecutorError> {
         use tracing::Instrument as _;
         let span = tracing::debug_span!(
+            target: LOG_TARGET,
             "flemma.cycle",
             conversation = %self.setup.transcript.conversation_id()
         );
@@ -94,12 +99,12 @@ impl Executor {
             let lost = self.settle_claims(&settings).await?;
             let placed = self
                 .phase_one(&settings)
-                .instrument(tracing::debug_span!("flemma.phase_one"))
+                .instrument(tracing::debug_span!(target: LOG_TARGET, "flemma.phase_one"))
                 .await?;
             let mut completed = lost;
             completed.extend(
                 self.phase_two(&settings)
-                    .instrument(tracing::debug_span!("flemma.phase_two"))
+                    .instrument(tracing::debug_span!(target: LOG_TARGET, "flemma.phase_two"))
                     .await?,
             );
             // A delivery point (spec §8.5): no foreground call runs now.
@@ -113,6 +118,7 @@ impl Executor {
                 next = Next::Running;
             }
             tracing::debug!(
+                target: LOG_TARGET,
                 placed = placed.len(),
                 completed = completed.len(),
                 ?next,
