@@ -36,11 +36,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{BatchSize, Bencher, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
 use flemma::tools::{
-    Executor, FileConversation, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry,
-    tool_fn,
+    Conversation, Executor, FileConversation, MemoryConversation, ToolDefinition, ToolOutput,
+    ToolRegistry, tool_fn,
 };
 use serde_json::json;
 
@@ -94,6 +94,32 @@ fn sizes(var: &str, default: &[usize]) -> Vec<usize> {
     }
 }
 
+/// An executor of `noop` on `conversation`.
+fn executor(conversation: Arc<dyn Conversation>, max_concurrent: u64) -> Executor {
+    Executor::builder(conversation, registry())
+        .config(config(max_concurrent))
+        .build()
+}
+
+/// Times one cycle of each executor `setup` gives (set-up not timed); each cycle completes
+/// `count` calls.
+fn bench_cycle(
+    b: &mut Bencher<'_>,
+    runtime: &tokio::runtime::Runtime,
+    count: usize,
+    setup: impl FnMut() -> Executor,
+) {
+    b.iter_batched(
+        setup,
+        |executor| {
+            let report = runtime.block_on(executor.cycle()).expect("cycle");
+            assert_eq!(report.completed.len(), count);
+            executor
+        },
+        BatchSize::PerIteration,
+    );
+}
+
 /// `count` calls of `noop` in one assistant message after one user message.
 fn many(count: usize) -> String {
     "@You:\nRun them all.\n".to_owned() + &calls(0, count)
@@ -112,45 +138,23 @@ fn main() {
     let mut group = c.benchmark_group("cycle");
 
     group.bench_function("one_tool_10mb", |b| {
-        b.iter_batched(
-            || {
-                let conversation = Arc::new(MemoryConversation::new(base.clone()));
-                let executor = Executor::builder(conversation, registry())
-                    .config(config(2))
-                    .build();
-                runtime.block_on(async {
-                    // Parse once (and settle whatever the generated transcript holds), then
-                    // append the call the way a streamed response does.
-                    executor.cycle().await.expect("warm-up cycle");
-                    executor.append_lines(&calls(0, 1)).await.expect("append");
-                });
-                executor
-            },
-            |executor| {
-                let report = runtime.block_on(executor.cycle()).expect("cycle");
-                assert_eq!(report.completed.len(), 1);
-                executor
-            },
-            BatchSize::PerIteration,
-        );
+        bench_cycle(b, &runtime, 1, || {
+            let executor = executor(Arc::new(MemoryConversation::new(base.clone())), 2);
+            runtime.block_on(async {
+                // Parse once (and settle whatever the generated transcript holds), then
+                // append the call the way a streamed response does.
+                executor.cycle().await.expect("warm-up cycle");
+                executor.append_lines(&calls(0, 1)).await.expect("append");
+            });
+            executor
+        });
     });
 
     let short = many(100);
     group.bench_function("hundred_tools", |b| {
-        b.iter_batched(
-            || {
-                let conversation = Arc::new(MemoryConversation::new(short.clone()));
-                Executor::builder(conversation, registry())
-                    .config(config(0))
-                    .build()
-            },
-            |executor| {
-                let report = runtime.block_on(executor.cycle()).expect("cycle");
-                assert_eq!(report.completed.len(), 100);
-                executor
-            },
-            BatchSize::PerIteration,
-        );
+        bench_cycle(b, &runtime, 100, || {
+            executor(Arc::new(MemoryConversation::new(short.clone())), 0)
+        });
     });
     group.finish();
 
@@ -170,20 +174,9 @@ fn many_calls(c: &mut Criterion, runtime: &tokio::runtime::Runtime) {
         let text = many(count);
         group.throughput(Throughput::Elements(count as u64));
         group.bench_function(BenchmarkId::from_parameter(count), |b| {
-            b.iter_batched(
-                || {
-                    let conversation = Arc::new(MemoryConversation::new(text.clone()));
-                    Executor::builder(conversation, registry())
-                        .config(config(0))
-                        .build()
-                },
-                |executor| {
-                    let report = runtime.block_on(executor.cycle()).expect("cycle");
-                    assert_eq!(report.completed.len(), count);
-                    executor
-                },
-                BatchSize::PerIteration,
-            );
+            bench_cycle(b, runtime, count, || {
+                executor(Arc::new(MemoryConversation::new(text.clone())), 0)
+            });
         });
     }
     group.finish();
@@ -200,26 +193,15 @@ fn many_calls(c: &mut Criterion, runtime: &tokio::runtime::Runtime) {
         let text = many(count);
         group.throughput(Throughput::Elements(count as u64));
         group.bench_function(BenchmarkId::from_parameter(count), |b| {
-            b.iter_batched(
-                || {
-                    // A fresh directory each time: no store or claims left from a run before.
-                    run += 1;
-                    let dir = root.join(run.to_string());
-                    std::fs::create_dir_all(&dir).expect("bench directory");
-                    let file = dir.join("many.chat");
-                    std::fs::write(&file, &text).expect("transcript");
-                    let conversation = Arc::new(FileConversation::new(file));
-                    Executor::builder(conversation, registry())
-                        .config(config(0))
-                        .build()
-                },
-                |executor| {
-                    let report = runtime.block_on(executor.cycle()).expect("cycle");
-                    assert_eq!(report.completed.len(), count);
-                    executor
-                },
-                BatchSize::PerIteration,
-            );
+            bench_cycle(b, runtime, count, || {
+                // A fresh directory each time: no store or claims left from a run before.
+                run += 1;
+                let dir = root.join(run.to_string());
+                std::fs::create_dir_all(&dir).expect("bench directory");
+                let file = dir.join("many.chat");
+                std::fs::write(&file, &text).expect("transcript");
+                executor(Arc::new(FileConversation::new(file)), 0)
+            });
         });
     }
     group.finish();

@@ -89,15 +89,16 @@ fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
 
 /// Maps an executor error to a failure that names the file.
 fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure {
-    use flemma::tools::ExecutorError;
+    use flemma::tools::ExecutorError::Transcript;
+    use flemma::tools::transcript::TranscriptError;
     match error {
-        ExecutorError::Frontmatter(e) => {
+        Transcript(TranscriptError::Frontmatter(e)) => {
             options::frontmatter_failure(&file.display().to_string(), &e)
         }
-        ExecutorError::Config(flemma::config::ConfigError::Finalize { errors }) => {
+        Transcript(TranscriptError::Config(flemma::config::ConfigError::Finalize { errors })) => {
             options::options_failure(&file.display().to_string(), &errors)
         }
-        ExecutorError::Conversation(e) => Failure::usage(anyhow::Error::new(e)),
+        Transcript(TranscriptError::Conversation(e)) => Failure::usage(anyhow::Error::new(e)),
         other => failed(anyhow::Error::new(other).context(file.display().to_string())),
     }
 }

@@ -16,8 +16,9 @@
 //! job outlives its host. Each cycle evaluates the conversation's options with
 //! [`ToolRegistry::evaluate`]: its tool set starts from every enabled tool, and a misspelled
 //! tool name, a glob that matches nothing or an unknown preset in `tools` stops the cycle with
-//! [`ExecutorError::Config`] ([`flemma_config::ConfigError::Finalize`], each mistake with its
-//! frontmatter line); warnings come as [`Event::Warning`].
+//! [`ExecutorError::Transcript`] ([`TranscriptError::Config`](transcript::TranscriptError::Config)
+//! holding [`flemma_config::ConfigError::Finalize`], each mistake with its frontmatter line);
+//! warnings come as [`Event::Warning`].
 //!
 //! ```
 //! use flemma_tools::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};

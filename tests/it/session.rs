@@ -718,8 +718,10 @@ async fn a_misspelled_tool_is_a_typed_error_and_nothing_is_sent() {
     let chat = conversation(text);
     let (session, provider) = session(&chat, vec![Turn::text("Hello.")]);
     let error = session.run().await.unwrap_err();
-    let SessionError::Executor(flemma::tools::ExecutorError::Config(
-        flemma::config::ConfigError::Finalize { errors },
+    let SessionError::Executor(flemma::tools::ExecutorError::Transcript(
+        flemma::tools::transcript::TranscriptError::Config(flemma::config::ConfigError::Finalize {
+            errors,
+        }),
     )) = &error
     else {
         panic!("{error:?}")

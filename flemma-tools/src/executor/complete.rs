@@ -7,7 +7,9 @@ use flemma_ast::writer::{ResultBody, WriterOptions};
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use flemma_store::{SaveOutcome, Store};
 
-use super::{Completed, Executor, ExecutorError, Finished, Settings, claim};
+use super::claim::table::Held;
+use super::state::{Executor, Finished, Settings};
+use super::types::{Completed, ExecutorError};
 use crate::events::Event;
 use crate::output::ToolOutput;
 use crate::sandbox::Sandbox;
@@ -35,7 +37,7 @@ impl Executor {
     /// `flemma.save_to` for each, then their results in one edit, then their claims released.
     pub(super) async fn finish_all(
         &self,
-        batch: Vec<(Finished, Option<claim::Held>)>,
+        batch: Vec<(Finished, Option<Held>)>,
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
         let mut results = Vec::with_capacity(batch.len());

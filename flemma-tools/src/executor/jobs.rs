@@ -10,36 +10,23 @@ use flemma_store::Store;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{Executor, ExecutorError, Finished, Settings, run_one};
+use super::complete::{Completion, StoreId};
+use super::run::run_one;
+use super::state::{Call, Executor, Finished, Settings, Started};
+use super::types::ExecutorError;
 use crate::context::ExecutionContext;
 use crate::events::Event;
-use crate::jobs::host::{JobFault, JobHost, RunFuture};
+use crate::jobs::host::{HostedCall, JobFault, JobHost, RunFuture};
 use crate::jobs::start::JobCall;
 use crate::jobs::table::Delivery;
 use crate::jobs::{Delivered, JobInfo, Recovery};
 use crate::messages as msg;
 use crate::tool::Tool;
 
-/// What starting a background call gave.
-pub(super) enum Started {
-    /// The job runs.
-    Job,
-    /// The call ended at once (no command, a sandbox error, a spawn failure).
-    Finished(Finished),
-}
-
-/// The hand-over of a running foreground call to the background.
-pub(super) struct Handoff {
-    pub(super) token: CancellationToken,
-    pub(super) save_to: Option<String>,
-    pub(super) sender: tokio::sync::oneshot::Sender<Box<dyn FnOnce(Finished) + Send>>,
-}
-
 impl From<JobFault> for ExecutorError {
     fn from(fault: JobFault) -> Self {
         match fault {
             JobFault::Refused(text) => ExecutorError::Job(text),
-            JobFault::Edit(error) => ExecutorError::Edit(error),
         }
     }
 }
@@ -50,6 +37,10 @@ impl JobHost for Executor {
 
     async fn settings(&self) -> Result<Settings, ExecutorError> {
         Executor::settings(self).await
+    }
+
+    fn transcript(&self) -> &crate::transcript::Transcript {
+        &self.setup.transcript
     }
 
     fn writer(&self, settings: &Settings) -> WriterOptions {
@@ -100,20 +91,9 @@ impl JobHost for Executor {
         self.setup.registry.get(name.as_str())
     }
 
-    fn run(
-        &self,
-        found: Arc<dyn Tool>,
-        id: ToolUseId,
-        tool: ToolName,
-        input: Value,
-        ctx: ExecutionContext,
-        token: CancellationToken,
-    ) -> RunFuture {
-        Box::pin(async move {
-            run_one(found, id, tool, input, ctx, token, None)
-                .await
-                .output
-        })
+    fn run(&self, c: HostedCall) -> RunFuture {
+        let run = run_one(c.found, c.id, c.tool, c.input, c.ctx, c.token, None);
+        Box::pin(async move { run.await.output })
     }
 
     async fn result_text(&self, settings: &Settings, item: &Delivery) -> String {
@@ -130,12 +110,12 @@ impl Executor {
     /// task or detached process.
     pub(super) async fn start_job(
         &self,
-        call: super::Call,
+        call: Call,
         found: Arc<dyn Tool>,
         settings: &Settings,
         save_to: Option<String>,
     ) -> Result<Started, ExecutorError> {
-        let super::Call { id, tool, input } = call;
+        let Call { id, tool, input } = call;
         let job = JobCall {
             id: id.clone(),
             tool: tool.clone(),
@@ -243,8 +223,8 @@ impl Executor {
     async fn store_job(&self, store: &Arc<Store>, item: &Delivery, settings: &Settings) -> String {
         let text = &item.outcome.text;
         let save = item.save_to.clone().filter(|_| item.outcome.success);
-        let completion = super::complete::Completion {
-            id: super::complete::StoreId::Job(item.job_id.clone()),
+        let completion = Completion {
+            id: StoreId::Job(item.job_id.clone()),
             tool: item.tool.clone(),
             materialize: (save.is_none() && store.materializes())
                 .then(|| (text.clone(), item.outcome.success)),

@@ -13,11 +13,12 @@ use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
 use super::plan::{Available, has_content, plan};
-use super::{
-    Answer, Call, Completed, Executor, ExecutorError, Next, PendingCall, Settings, actions,
-};
+use super::state::{Call, Executor, Settings};
+use super::types::{Answer, Completed, ExecutorError, Next, PendingCall};
+use crate::actions;
 use crate::events::{Event, Placed};
 use crate::messages as msg;
+use crate::transcript::TranscriptError;
 
 impl Executor {
     /// Stops on the errors of the options (spec §5.4-§5.6: a tool set other than the one
@@ -131,7 +132,7 @@ impl Executor {
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
         let plan = self
-            .with_document(|doc, _| plan(doc, &self.running_calls()))
+            .with_index(|doc, index| plan(doc, index, &self.running_calls()))
             .await?;
         let mut completed = Vec::new();
         if plan.protected > 0 {
@@ -140,21 +141,20 @@ impl Executor {
         // Pasted results, denied, rejected and aborted calls: one batch.
         let writer = settings.writer;
         if !plan.settle.is_empty() {
-            self.edit(|doc| {
+            self.edit_indexed(|doc, index| {
                 let mut edits = Vec::new();
-                let index = flemma_ast::ToolIndex::new(doc);
                 for (id, _, body) in &plan.settle {
                     let edit = match body {
-                        None => writer::set_status_in(doc, &index, id.as_str(), None),
+                        None => writer::set_status_in(doc, index, id.as_str(), None),
                         Some(body) => {
-                            writer::write_result_in(doc, &index, id.as_str(), body, writer)
+                            writer::write_result_in(doc, index, id.as_str(), body, writer)
                         }
                     };
                     match edit {
                         Ok(edit) => edits.push(edit),
                         // The block went away meanwhile: nothing to settle.
                         Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
-                        Err(error) => return Err(ExecutorError::Edit(error)),
+                        Err(error) => return Err(TranscriptError::Edit(error).into()),
                     }
                 }
                 Ok(edits)

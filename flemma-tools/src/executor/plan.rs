@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 
 use flemma_approval::SandboxStatus;
 use flemma_ast::writer::ResultBody;
-use flemma_ast::{Document, Segment, ToolStatus};
+use flemma_ast::{Document, Segment, ToolIndex, ToolStatus};
 use flemma_config::Options;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
-use super::Call;
+use super::state::Call;
 use crate::messages as msg;
 
 /// The sandbox backend's availability, for the approval chain.
@@ -34,11 +34,15 @@ pub(super) struct Plan {
     pub(super) protected: usize,
 }
 
-pub(super) fn plan<T>(doc: &Document, running: &HashMap<ToolUseId, T>) -> Plan {
+/// A lifecycle result, its tool use and the index of the tool use's message.
+type Lifecycle<'d> = (&'d flemma_ast::ToolResult, &'d flemma_ast::ToolUse, usize);
+
+/// The last result of each tool use whose status is a lifecycle status, with its tool use, in
+/// the order of the tool uses.
+fn lifecycle_results<'d>(doc: &'d Document, tool_index: &ToolIndex) -> Vec<Lifecycle<'d>> {
     // Lifecycle results are few and recent: each looks for its tool use backwards from its own
     // message, instead of indexing the whole transcript.
-    let mut groups: Vec<(u32, &flemma_ast::ToolResult, &flemma_ast::ToolUse, usize)> = Vec::new();
-    let tool_index = flemma_ast::ToolIndex::new(doc);
+    let mut groups: Vec<(u32, Lifecycle<'_>)> = Vec::new();
     for (index, message) in doc.messages.iter().enumerate() {
         for result in message.tool_results() {
             if !result.status.is_some_and(ToolStatus::is_lifecycle) {
@@ -63,18 +67,28 @@ pub(super) fn plan<T>(doc: &Document, running: &HashMap<ToolUseId, T>) -> Plan {
                     .find_map(|(i, m)| m.tool_uses().find(|u| u.id == id).map(|u| (u, i))),
             };
             if let Some((tool_use, use_message)) = found {
-                groups.push((tool_use.span.start_line, result, tool_use, use_message));
+                groups.push((tool_use.span.start_line, (result, tool_use, use_message)));
             }
         }
     }
-    groups.sort_by_key(|(line, ..)| *line);
+    groups.sort_by_key(|(line, _)| *line);
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// Phase 2's work in `doc`: results to settle, pending and approved calls (those in
+/// `running` left out), and approved blocks with content.
+pub(super) fn plan<T>(
+    doc: &Document,
+    tool_index: &ToolIndex,
+    running: &HashMap<ToolUseId, T>,
+) -> Plan {
     let mut plan = Plan {
         settle: Vec::new(),
         pending: Vec::new(),
         approved: Vec::new(),
         protected: 0,
     };
-    for (_, result, tool_use, message) in groups {
+    for (result, tool_use, message) in lifecycle_results(doc, tool_index) {
         let id = tool_use.id.clone();
         let tool = tool_use.name.clone();
         let has_content = !result.content.trim().is_empty();

@@ -13,16 +13,17 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::claim::table::Held;
 use super::plan::tool_cwd;
-use super::{
-    Call, Completed, Executor, ExecutorError, Finished, RunningCall, Settings, claim, jobs,
-};
+use super::state::{Call, Executor, Finished, Handoff, RunningCall, Settings, Started};
+use super::types::{Completed, ExecutorError};
 use crate::context::ExecutionContext;
 use crate::events::Event;
 use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::{generic_preview, render_preview};
 use crate::tool::Tool;
+use crate::transcript::TranscriptError;
 
 /// The width previews are rendered to in events.
 const PREVIEW_WIDTH: usize = 120;
@@ -99,7 +100,7 @@ impl Executor {
         &self,
         starting: Vec<Call>,
         tasks: &mut JoinSet<Joined>,
-        held: &mut HashMap<ToolUseId, Option<claim::Held>>,
+        held: &mut HashMap<ToolUseId, Option<Held>>,
         settings: &Settings,
     ) -> Result<(), ExecutorError> {
         let starting = self.claim_calls(starting, settings).await?;
@@ -127,9 +128,9 @@ impl Executor {
         &self,
         joined: Result<Joined, tokio::task::JoinError>,
         tasks: &mut JoinSet<Joined>,
-        held: &mut HashMap<ToolUseId, Option<claim::Held>>,
+        held: &mut HashMap<ToolUseId, Option<Held>>,
         settings: &Settings,
-    ) -> Vec<(Finished, Option<claim::Held>)> {
+    ) -> Vec<(Finished, Option<Held>)> {
         let mut batch = Vec::new();
         let mut next = Some(joined);
         while let Some(joined) = next {
@@ -163,9 +164,8 @@ impl Executor {
 
     /// Removes the `(approved)` suffix of calls about to start, in one edit.
     pub(super) async fn clear_suffixes(&self, calls: &[Call]) -> Result<(), ExecutorError> {
-        self.edit(|doc| {
+        self.edit_indexed(|doc, index| {
             let mut edits = Vec::with_capacity(calls.len());
-            let index = flemma_ast::ToolIndex::new(doc);
             for call in calls {
                 // A re-run keeps its job id, so its Job Result is replaced in place (§7.5 5).
                 let job = index
@@ -173,15 +173,15 @@ impl Executor {
                     .and_then(|r| r.node.job_id().map(|j| format!("job={j}")));
                 let cleared = match &job {
                     Some(modeline) => {
-                        writer::set_modeline_in(doc, &index, call.id.as_str(), modeline)
+                        writer::set_modeline_in(doc, index, call.id.as_str(), modeline)
                     }
-                    None => writer::set_status_in(doc, &index, call.id.as_str(), None),
+                    None => writer::set_status_in(doc, index, call.id.as_str(), None),
                 };
                 match cleared {
                     Ok(edit) => edits.push(edit),
                     // The block went away: the result puts it back.
                     Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
-                    Err(error) => return Err(ExecutorError::Edit(error)),
+                    Err(error) => return Err(TranscriptError::Edit(error).into()),
                 }
             }
             Ok(edits)
@@ -248,8 +248,8 @@ impl Executor {
                 .start_job(call, found, settings, directives.save_to)
                 .await?
             {
-                jobs::Started::Job => Ok(None),
-                jobs::Started::Finished(finished) => Ok(Some(ready(finished))),
+                Started::Job => Ok(None),
+                Started::Finished(finished) => Ok(Some(ready(finished))),
             };
         }
         let call = Call { id, tool, input };
@@ -277,7 +277,7 @@ impl Executor {
             RunningCall {
                 token: token.clone(),
                 tool: tool.clone(),
-                handoff: backgroundable.then(|| jobs::Handoff {
+                handoff: backgroundable.then(|| Handoff {
                     token: token.clone(),
                     save_to: save_to.clone(),
                     sender,

@@ -7,30 +7,18 @@ use crate::actions::ActionError;
 use crate::conversation::ConversationError;
 use crate::events::Placed;
 
-use super::EDIT_ATTEMPTS;
+use crate::transcript::TranscriptError;
 
 /// Errors of the harness itself (a tool's failure is a result, not one of these).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExecutorError {
-    /// The conversation could not be read or written.
-    #[error("the conversation could not be read or written")]
-    Conversation(#[from] ConversationError),
-    /// The conversation's frontmatter does not evaluate.
-    #[error("the frontmatter does not evaluate")]
-    Frontmatter(#[from] flemma_config::FrontmatterError),
-    /// The options do not resolve.
-    #[error("the options do not resolve")]
-    Config(#[from] flemma_config::ConfigError),
-    /// The store options are unusable.
-    #[error("the result store is misconfigured")]
-    Store(#[from] flemma_store::StoreError),
-    /// The conversation kept changing while an edit was computed.
-    #[error("the conversation kept changing; gave up after {EDIT_ATTEMPTS} attempts")]
-    Busy,
-    /// An edit the executor computed does not apply (a bug; please report it).
-    #[error("an edit did not apply")]
-    Edit(#[source] flemma_ast::AstError),
+    /// The conversation could not be read, evaluated or edited: it cannot be read or
+    /// written, its frontmatter or options do not evaluate, the store options are unusable,
+    /// it kept changing while an edit was computed, or an edit did not apply (the
+    /// [`Transcript`](crate::transcript::Transcript)'s error, with its message and causes).
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
     /// A user action does not apply (`Tool not found: <id>`, …).
     #[error(transparent)]
     Action(#[from] ActionError),
@@ -44,6 +32,24 @@ pub enum ExecutorError {
     #[error("{0}")]
     Refused(String),
 }
+
+/// The transcript's causes, as an executor's error.
+macro_rules! through_transcript {
+    ($($error:ty),*) => {$(
+        impl From<$error> for ExecutorError {
+            fn from(error: $error) -> Self {
+                Self::Transcript(error.into())
+            }
+        }
+    )*};
+}
+
+through_transcript!(
+    ConversationError,
+    flemma_config::FrontmatterError,
+    flemma_config::ConfigError,
+    flemma_store::StoreError
+);
 
 /// What the host's [`Approver`] answers for a pending call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,18 +135,4 @@ pub struct CycleReport {
     pub completed: Vec<Completed>,
     /// What the host should do next.
     pub next: Next,
-}
-
-impl From<crate::transcript::TranscriptError> for ExecutorError {
-    fn from(error: crate::transcript::TranscriptError) -> Self {
-        use crate::transcript::TranscriptError;
-        match error {
-            TranscriptError::Conversation(e) => Self::Conversation(e),
-            TranscriptError::Frontmatter(e) => Self::Frontmatter(e),
-            TranscriptError::Config(e) => Self::Config(e),
-            TranscriptError::Store(e) => Self::Store(e),
-            TranscriptError::Busy => Self::Busy,
-            TranscriptError::Edit(e) => Self::Edit(e),
-        }
-    }
 }

@@ -15,16 +15,28 @@ use super::table::Delivery;
 use crate::context::ExecutionContext;
 use crate::output::ToolOutput;
 use crate::tool::Tool;
+use crate::transcript::{Transcript, TranscriptError};
 
-/// A job action that does not apply, or an edit of the jobs that does not: the host turns it
-/// into its own error.
+/// A job action that does not apply: the host turns it into its own error (an edit that does
+/// not apply is the transcript's [`TranscriptError::Edit`]).
 #[derive(Debug)]
 pub(crate) enum JobFault {
     /// `Tool <id> is not currently executing` and the other texts of spec §8.1, or the
     /// journal cannot be used.
     Refused(String),
-    /// An edit computed by the jobs does not apply (a bug).
-    Edit(flemma_ast::AstError),
+}
+
+/// A job's call as the host runs it in its runtime.
+pub(crate) struct HostedCall {
+    /// The registered tool.
+    pub(crate) found: Arc<dyn Tool>,
+    pub(crate) id: ToolUseId,
+    pub(crate) tool: ToolName,
+    pub(crate) input: Value,
+    /// Its context (built by [`JobHost::context`]).
+    pub(crate) ctx: ExecutionContext,
+    /// Cancels it.
+    pub(crate) token: CancellationToken,
 }
 
 /// A call's future, as the host runs it: its output.
@@ -35,7 +47,10 @@ pub(crate) trait JobHost: Send + Sync {
     /// The options of the moment (evaluated once per cycle or delivery).
     type Settings: Send + Sync;
     /// The host's error.
-    type Error: From<JobFault> + Send;
+    type Error: From<JobFault> + From<TranscriptError> + Send;
+
+    /// The conversation's transcript (its edit loop).
+    fn transcript(&self) -> &Transcript;
 
     /// The options of the moment.
     fn settings(&self) -> impl Future<Output = Result<Self::Settings, Self::Error>> + Send;
@@ -74,15 +89,7 @@ pub(crate) trait JobHost: Send + Sync {
     fn tool(&self, name: &ToolName) -> Option<Arc<dyn Tool>>;
 
     /// Runs a call in the host's runtime (time limit, panics caught, truncation).
-    fn run(
-        &self,
-        found: Arc<dyn Tool>,
-        id: ToolUseId,
-        tool: ToolName,
-        input: Value,
-        ctx: ExecutionContext,
-        token: CancellationToken,
-    ) -> RunFuture;
+    fn run(&self, call: HostedCall) -> RunFuture;
 
     /// The text a delivered Job Result holds: stored (`source = "job"`) or saved to its
     /// `flemma.save_to`, as `settings` say.

@@ -9,7 +9,7 @@ use flemma_ids::{JobId, ToolName, ToolUseId};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::host::{JobFault, JobHost};
+use super::host::{HostedCall, JobHost};
 use super::journal::JobRecord;
 use super::table::{Jobs, LiveJob};
 use super::{crash_point, new_job_id};
@@ -98,7 +98,14 @@ impl Jobs {
             tokio::spawn(watcher.run(Some(found), ctx, token, Arc::clone(self)));
             return Ok(Started::Job);
         }
-        let run = host.run(found, id, tool, input, ctx, token);
+        let run = host.run(HostedCall {
+            found,
+            id,
+            tool,
+            input,
+            ctx,
+            token,
+        });
         let jobs = Arc::clone(self);
         tokio::spawn(async move {
             let output = run.await;
@@ -173,19 +180,14 @@ impl Jobs {
         };
         let writer = host.writer(settings);
         let modeline = format!("job={job_id}");
-        let mut placed = false;
-        loop {
-            let mut missing = false;
-            host.edit(|doc| {
-                placeholder_edits(doc, id, &modeline, &text, writer, placed, &mut missing)
+        host.transcript()
+            .edit_blocks(&[id.as_str()], writer, |doc, _, _, edits| {
+                edits.push(writer::set_modeline(doc, id.as_str(), &modeline)?);
+                edits.push(writer::rewrite_fence_body(doc, id.as_str(), &text, writer)?);
+                Ok(())
             })
             .await?;
-            if missing && !placed {
-                placed = true;
-                continue;
-            }
-            return Ok(());
-        }
+        Ok(())
     }
 }
 
@@ -218,40 +220,6 @@ fn spawn_detached(
             Err(ToolOutput::error(msg::JOB_START))
         }
     }
-}
-
-/// The placeholder's edits: its header and body; when the result block is gone (and was not
-/// put back yet), the block in `approved` instead, and `missing` set.
-fn placeholder_edits<E: From<JobFault>>(
-    doc: &Document,
-    id: &ToolUseId,
-    modeline: &str,
-    text: &str,
-    writer: writer::WriterOptions,
-    placed: bool,
-    missing: &mut bool,
-) -> Result<Vec<flemma_ast::TextEdit>, E> {
-    let header = match writer::set_modeline(doc, id.as_str(), modeline) {
-        Ok(edit) => edit,
-        Err(flemma_ast::AstError::UnknownToolResult { .. }) if !placed => {
-            *missing = true;
-            return writer::insert_placeholders(
-                doc,
-                &[(id.as_str(), flemma_ast::ToolStatus::Approved)],
-                writer,
-            )
-            .or_else(|e| match e {
-                flemma_ast::AstError::UnknownToolUse { .. } => Ok(Vec::new()),
-                other => Err(other),
-            })
-            .map_err(|e| JobFault::Edit(e).into());
-        }
-        Err(flemma_ast::AstError::UnknownToolResult { .. }) => return Ok(Vec::new()),
-        Err(error) => return Err(JobFault::Edit(error).into()),
-    };
-    let body =
-        writer::rewrite_fence_body(doc, id.as_str(), text, writer).map_err(JobFault::Edit)?;
-    Ok(vec![header, body])
 }
 
 /// Every job id the document references: `meta.job` of tool results and Job Result ids.

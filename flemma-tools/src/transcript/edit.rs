@@ -1,7 +1,7 @@
 //! The one revision-checked edit loop, and the result writes built on it.
 
 use flemma_ast::writer::{self, ResultBody, WriterOptions};
-use flemma_ast::{AstError, Document, TextEdit, ToolStatus};
+use flemma_ast::{AstError, Document, IncrementalParser, TextEdit, ToolIndex, ToolStatus};
 use flemma_ids::ToolUseId;
 
 use super::{EDIT_ATTEMPTS, Transcript, TranscriptError, refresh};
@@ -22,6 +22,29 @@ impl Transcript {
         &self,
         mut f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, E>,
     ) -> Result<Option<Revision>, E> {
+        self.edit_parsed(|parser| f(parser.document(), parser.text()))
+            .await
+    }
+
+    /// [`edit`](Self::edit) with the document's [`ToolIndex`] (built once per revision by the
+    /// parser, shared by every reader and edit at that revision) instead of its text.
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit).
+    pub(crate) async fn edit_indexed<E: From<TranscriptError>>(
+        &self,
+        mut f: impl FnMut(&Document, &ToolIndex) -> Result<Vec<TextEdit>, E>,
+    ) -> Result<Option<Revision>, E> {
+        self.edit_parsed(|parser| f(parser.document(), parser.tool_index()))
+            .await
+    }
+
+    /// The loop of [`edit`](Self::edit), `f` handed the parser at the revision it edits.
+    async fn edit_parsed<E: From<TranscriptError>>(
+        &self,
+        mut f: impl FnMut(&IncrementalParser) -> Result<Vec<TextEdit>, E>,
+    ) -> Result<Option<Revision>, E> {
         let _one_at_a_time = self.editing.lock().await;
         for _ in 0..EDIT_ATTEMPTS {
             let snapshot = self
@@ -31,8 +54,7 @@ impl Transcript {
                 .map_err(TranscriptError::from)?;
             let edits = {
                 let mut parsed = self.lock_parsed();
-                let parsed = refresh(&mut parsed, &snapshot);
-                f(parsed.parser.document(), parsed.parser.text())?
+                f(&refresh(&mut parsed, &snapshot).parser)?
             };
             if edits.is_empty() {
                 return Ok(None);
@@ -80,21 +102,51 @@ impl Transcript {
         results: &[(ToolUseId, ResultBody)],
         writer: WriterOptions,
     ) -> Result<(), TranscriptError> {
-        let mut pending: Vec<&(ToolUseId, ResultBody)> = results.iter().collect();
+        let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+        self.edit_blocks(&ids, writer, |doc, index, at, edits| {
+            let (id, body) = &results[at];
+            edits.push(writer::write_result_in(
+                doc,
+                index,
+                id.as_str(),
+                body,
+                writer,
+            )?);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Edits the result blocks of `ids` in one edit: `f` pushes the edits of the block of
+    /// `ids[at]` (an [`AstError::UnknownToolResult`]: the block went away). Blocks the user
+    /// removed get an `(approved)` placeholder first (all of them in one more edit), then `f`
+    /// again; a block whose tool use is gone too is left out: there is nowhere to put it.
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit); `f`'s other errors as [`TranscriptError::Edit`].
+    pub(crate) async fn edit_blocks(
+        &self,
+        ids: &[&str],
+        writer: WriterOptions,
+        mut f: impl FnMut(&Document, &ToolIndex, usize, &mut Vec<TextEdit>) -> Result<(), AstError>,
+    ) -> Result<(), TranscriptError> {
+        let mut pending: Vec<usize> = (0..ids.len()).collect();
         let mut placed_again = false;
         loop {
             let mut missing = Vec::new();
-            self.edit(|doc, _| {
+            self.edit_indexed(|doc, index| {
                 missing.clear();
                 let mut edits = Vec::with_capacity(pending.len());
-                // One scan for the batch, not one per result.
-                let index = flemma_ast::ToolIndex::new(doc);
-                for &entry in &pending {
-                    let (id, body) = entry;
-                    match writer::write_result_in(doc, &index, id.as_str(), body, writer) {
-                        Ok(edit) => edits.push(edit),
+                for &at in &pending {
+                    let before = edits.len();
+                    match f(doc, index, at, &mut edits) {
+                        Ok(()) => {}
                         // Put back below (once); after that, nowhere to write.
-                        Err(AstError::UnknownToolResult { .. }) => missing.push(entry),
+                        Err(AstError::UnknownToolResult { .. }) => {
+                            edits.truncate(before);
+                            missing.push(at);
+                        }
                         Err(error) => return Err(TranscriptError::Edit(error)),
                     }
                 }
@@ -107,7 +159,7 @@ impl Transcript {
             placed_again = true;
             let batch: Vec<(&str, ToolStatus)> = missing
                 .iter()
-                .map(|(id, _)| (id.as_str(), ToolStatus::Approved))
+                .map(|&at| (ids[at], ToolStatus::Approved))
                 .collect();
             self.place(&batch, writer).await?;
             pending = missing;

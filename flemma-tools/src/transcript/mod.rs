@@ -246,6 +246,22 @@ impl Transcript {
         Ok(f(parsed.parser.document(), snapshot.revision))
     }
 
+    /// [`read`](Self::read) with the document's [`ToolIndex`](flemma_ast::ToolIndex) (built
+    /// once per revision by the parser, shared by every reader and edit at that revision).
+    ///
+    /// # Errors
+    ///
+    /// When the conversation cannot be read.
+    pub(crate) async fn read_indexed<T>(
+        &self,
+        f: impl FnOnce(&Document, &flemma_ast::ToolIndex) -> T,
+    ) -> Result<T, ConversationError> {
+        let snapshot = self.conversation.snapshot().await?;
+        let mut parsed = self.lock_parsed();
+        let parser = &refresh(&mut parsed, &snapshot).parser;
+        Ok(f(parser.document(), parser.tool_index()))
+    }
+
     /// The conversation as it is now, parsed and shared: every caller at the same revision
     /// gets the same `Arc` (the document is copied out of the parser once per revision, and
     /// only when asked for).

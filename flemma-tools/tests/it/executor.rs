@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use flemma_tools::{
-    ActionError, Answer, Approver, Event, Executor, ExecutorError, FileConversation,
+    ActionError, Answer, Approver, CycleReport, Event, Executor, ExecutorError, FileConversation,
     MemoryConversation, Next, PendingCall, ToolDefinition, ToolOutput, ToolRegistry, async_tool_fn,
 };
 use proptest::prelude::*;
@@ -26,6 +26,35 @@ fn uses(tool: &str, inputs: &[&str]) -> String {
         );
     }
     text
+}
+
+/// Asserts that `text` holds each of `parts`, showing it when one is missing.
+#[track_caller]
+fn assert_contains(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from:\n{text}");
+    }
+}
+
+/// Starts a cycle in a task of its own and hands it back once each of the calls `ids` runs.
+pub(crate) async fn cycle_running(
+    executor: &Arc<Executor>,
+    ids: &[&str],
+) -> tokio::task::JoinHandle<Result<CycleReport, ExecutorError>> {
+    let mut events = executor.subscribe();
+    let cycle = tokio::spawn({
+        let executor = Arc::clone(executor);
+        async move { executor.cycle().await }
+    });
+    let mut waiting = ids.to_vec();
+    while !waiting.is_empty() {
+        match events.recv().await {
+            Some(Event::ToolExecuting { id, .. }) => waiting.retain(|w| id != *w),
+            Some(_) => {}
+            None => panic!("the events ended before {waiting:?} ran"),
+        }
+    }
+    cycle
 }
 
 /// A tool that records how many of its calls run at once.
@@ -116,19 +145,8 @@ async fn cancel_ends_a_running_call_with_the_spec_text() {
     );
     let conversation = Arc::new(MemoryConversation::new(text));
     let executor = Arc::new(Executor::builder(conversation.clone(), registry).build());
-    let mut events = executor.subscribe();
-    let cycle = tokio::spawn({
-        let executor = Arc::clone(&executor);
-        async move { executor.cycle().await }
-    });
     // Wait until the long call runs, then cancel it.
-    loop {
-        if let Some(Event::ToolExecuting { id, .. }) = events.recv().await
-            && id == "toolu_00"
-        {
-            break;
-        }
-    }
+    let cycle = cycle_running(&executor, &["toolu_00"]).await;
     assert!(executor.is_running("toolu_00"));
     assert!(executor.cancel("toolu_00"));
     let report = tokio::time::timeout(Duration::from_secs(5), cycle)
@@ -138,11 +156,9 @@ async fn cancel_ends_a_running_call_with_the_spec_text() {
         .unwrap();
     assert!(!executor.cancel("toolu_00"), "no longer running");
     let after = conversation.text();
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_00` (error)\n```\nUser aborted tool execution.\n```"
-        ),
-        "{after}"
+    assert_contains(
+        &after,
+        &["**Tool Result:** `toolu_00` (error)\n```\nUser aborted tool execution.\n```"],
     );
     assert!(after.contains("slept 10"), "{after}");
     assert_eq!(report.completed.len(), 2);
@@ -153,17 +169,7 @@ async fn cancel_all_ends_every_call() {
     let text = format!("{APPROVE_ALL}{}", uses("sleep", &[r#"{"ms":60000}"#; 2]));
     let conversation = Arc::new(MemoryConversation::new(text));
     let executor = Arc::new(Executor::builder(conversation.clone(), test_registry()).build());
-    let mut events = executor.subscribe();
-    let cycle = tokio::spawn({
-        let executor = Arc::clone(&executor);
-        async move { executor.cycle().await }
-    });
-    let mut started = 0;
-    while started < 2 {
-        if let Some(Event::ToolExecuting { .. }) = events.recv().await {
-            started += 1;
-        }
-    }
+    let cycle = cycle_running(&executor, &["toolu_00", "toolu_01"]).await;
     executor.cancel_all();
     tokio::time::timeout(Duration::from_secs(5), cycle)
         .await
@@ -210,21 +216,13 @@ async fn an_approver_decides_pending_calls() {
     let report = executor.cycle().await.unwrap();
     assert_eq!(report.next, Next::Send);
     let after = conversation.text();
-    assert!(
-        after.contains("**Tool Result:** `toolu_00`\n```\nyes\n```"),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: No: echo: {text: \"no\"}\n```"
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_02` (error)\n```\nThis tool has been rejected by the user.\n```"
-        ),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00`\n```\nyes\n```",
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: No: echo: {text: \"no\"}\n```",
+            "**Tool Result:** `toolu_02` (error)\n```\nThis tool has been rejected by the user.\n```",
+        ],
     );
     let mut asked = 0;
     while let Some(event) = events.try_recv() {
@@ -257,15 +255,12 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
         .await
         .unwrap();
     let after = conversation.text();
-    assert!(
-        after.contains("**Tool Result:** `toolu_00` (approved)\n```\n```"),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_01` (rejected)\n```\nUser feedback: Use the other tool.\n```"
-        ),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00` (approved)\n```\n```",
+            "**Tool Result:** `toolu_01` (rejected)\n```\nUser feedback: Use the other tool.\n```",
+        ],
     );
     executor.approve_all_pending().await.unwrap();
     let err = executor.approve_all_pending().await.unwrap_err();
@@ -278,19 +273,13 @@ async fn user_actions_rewrite_the_status_and_report_the_spec_errors() {
     let report = executor.cycle().await.unwrap();
     assert_eq!(report.next, Next::Send);
     let after = conversation.text();
-    assert!(
-        after.contains("**Tool Result:** `toolu_00`\n```\na\n```"),
-        "{after}"
-    );
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: Use the other tool.\n```"
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains("**Tool Result:** `toolu_02`\n```\nc\n```"),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00`\n```\na\n```",
+            "**Tool Result:** `toolu_01` (error)\n```\nUser feedback: Use the other tool.\n```",
+            "**Tool Result:** `toolu_02`\n```\nc\n```",
+        ],
     );
     let err = executor.approve("toolu_00").await.unwrap_err();
     assert_eq!(err.to_string(), "Tool toolu_00 has already completed");
@@ -357,25 +346,16 @@ async fn a_file_edited_while_a_tool_runs_keeps_both_edits() {
     std::fs::write(&path, &text).unwrap();
     let conversation = Arc::new(FileConversation::new(&path));
     let executor = Arc::new(Executor::builder(conversation, test_registry()).build());
-    let mut events = executor.subscribe();
-    let cycle = tokio::spawn({
-        let executor = Arc::clone(&executor);
-        async move { executor.cycle().await }
-    });
-    loop {
-        if let Some(Event::ToolExecuting { .. }) = events.recv().await {
-            break;
-        }
-    }
+    let cycle = cycle_running(&executor, &["toolu_00"]).await;
     // The user edits the file (above the blocks) while the tool runs.
     let current = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, current.replace("Run it.", "Run it, please.")).unwrap();
     cycle.await.unwrap().unwrap();
     let after = std::fs::read_to_string(&path).unwrap();
     assert!(after.contains("Run it, please."), "{after}");
-    assert!(
-        after.contains("**Tool Result:** `toolu_00`\n```\nslept 400\n```"),
-        "{after}"
+    assert_contains(
+        &after,
+        &["**Tool Result:** `toolu_00`\n```\nslept 400\n```"],
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -463,15 +443,12 @@ async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
     // The failing resolver is skipped: the built-in chain then asks (pending).
     assert_eq!(statuses, ["denied", "approved", "pending", "approved"]);
     let after = conversation.text();
-    assert!(
-        after.contains(
-            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy.\n```"
-        ),
-        "{after}"
-    );
-    assert!(
-        after.contains("**Tool Result:** `toolu_ping`\n```\npong\n```"),
-        "{after}"
+    assert_contains(
+        &after,
+        &[
+            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy.\n```",
+            "**Tool Result:** `toolu_ping`\n```\npong\n```",
+        ],
     );
     let mut warnings = Vec::new();
     while let Some(event) = events.try_recv() {
@@ -614,14 +591,26 @@ async fn a_cycle_waits_for_tool_sources_before_answering_calls() {
     assert!(specs.iter().any(|s| s.name == "late.tool"));
 }
 
-/// A conversation that records when the executor locks it.
-struct Recording {
+/// A conversation that records what the executor does to it: the changes applied to it, and
+/// when it locks it.
+struct Watched {
     inner: MemoryConversation,
+    applied: AtomicUsize,
     locks: std::sync::Mutex<Vec<bool>>,
 }
 
+impl Watched {
+    fn new(text: String) -> Arc<Self> {
+        Arc::new(Self {
+            inner: MemoryConversation::new(text),
+            applied: AtomicUsize::new(0),
+            locks: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+}
+
 #[async_trait::async_trait]
-impl flemma_tools::Conversation for Recording {
+impl flemma_tools::Conversation for Watched {
     async fn snapshot(&self) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
         self.inner.snapshot().await
     }
@@ -631,6 +620,7 @@ impl flemma_tools::Conversation for Recording {
         revision: flemma_tools::Revision,
         edits: &[flemma_ast::TextEdit],
     ) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
+        self.applied.fetch_add(1, Ordering::SeqCst);
         self.inner.apply(revision, edits).await
     }
 
@@ -643,10 +633,7 @@ impl flemma_tools::Conversation for Recording {
 async fn the_conversation_is_locked_while_calls_run_and_unlocked_after() {
     use flemma_tools::Conversation as _;
     let text = format!("{APPROVE_ALL}{}", uses("nope", &["{}"]));
-    let conversation = Arc::new(Recording {
-        inner: MemoryConversation::new(text),
-        locks: std::sync::Mutex::new(Vec::new()),
-    });
+    let conversation = Watched::new(text);
     let executor = Executor::builder(conversation.clone(), test_registry()).build();
     executor.cycle().await.unwrap();
     // Even a call that ends at once (an unknown tool) locks and unlocks once.
@@ -662,28 +649,6 @@ async fn the_conversation_is_locked_while_calls_run_and_unlocked_after() {
             .text
             .contains("Unknown tool: nope")
     );
-}
-
-/// A conversation that counts the changes applied to it.
-struct Counting {
-    inner: MemoryConversation,
-    applied: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl flemma_tools::Conversation for Counting {
-    async fn snapshot(&self) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
-        self.inner.snapshot().await
-    }
-
-    async fn apply(
-        &self,
-        revision: flemma_tools::Revision,
-        edits: &[flemma_ast::TextEdit],
-    ) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
-        self.applied.fetch_add(1, Ordering::SeqCst);
-        self.inner.apply(revision, edits).await
-    }
 }
 
 /// Issue 19: the results of calls that finished together are written in one change (one
@@ -709,10 +674,7 @@ async fn calls_that_finish_together_are_written_in_a_few_changes() {
             "**Tool Use:** `noop` (`toolu_{i:05}`)\n```json\n{{}}\n```\n"
         );
     }
-    let conversation = Arc::new(Counting {
-        inner: MemoryConversation::new(text),
-        applied: AtomicUsize::new(0),
-    });
+    let conversation = Watched::new(text);
     let executor = Executor::builder(conversation.clone(), registry).build();
     let report = executor.cycle().await.unwrap();
     assert_eq!(report.completed.len(), CALLS);

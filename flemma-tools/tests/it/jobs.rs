@@ -10,6 +10,7 @@ use flemma_tools::jobs::{JobPlacement, JobState, JobsStatus};
 use flemma_tools::{Event, Executor, MemoryConversation, Next, ToolRegistry};
 
 use crate::cycle::test_registry;
+use crate::executor::cycle_running;
 
 fn dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("flemma-jobs-it-{}-{name}", std::process::id()));
@@ -59,6 +60,14 @@ fn mask(text: &str) -> String {
 const APPROVE_ALL: &str =
     "```json\n{\"flemma\": {\"tools\": {\"require_approval\": false}}}\n```\n";
 
+/// A conversation that approves everything and waits for one background `sleep` call.
+fn waiting(id: &str, ms: u64) -> String {
+    format!(
+        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
+        sleep_use(id, ms, true)
+    )
+}
+
 fn sleep_use(id: &str, ms: u64, background: bool) -> String {
     format!(
         "**Tool Use:** `sleep` (`{id}`)\n```json\n{{\"ms\": {ms}, \"flemma.background\": {background}}}\n```\n"
@@ -67,10 +76,7 @@ fn sleep_use(id: &str, ms: u64, background: bool) -> String {
 
 #[test]
 fn a_model_initiated_job_gets_an_untracked_placeholder_then_its_job_result() {
-    let text = format!(
-        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-        sleep_use("toolu_1", 50, true)
-    );
+    let text = waiting("toolu_1", 50);
     let (conversation, executor) = executor("untracked", &text, test_registry());
     runtime().block_on(async {
         let report = executor.cycle().await.unwrap();
@@ -92,10 +98,7 @@ fn a_model_initiated_job_gets_an_untracked_placeholder_then_its_job_result() {
 fn with_the_status_tool_in_the_set_the_placeholder_is_tracked_and_the_three_lookups_answer() {
     let registry = test_registry();
     registry.register(JobsStatus::new().unwrap());
-    let text = format!(
-        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-        sleep_use("toolu_1", 400, true)
-    );
+    let text = waiting("toolu_1", 400);
     let (conversation, executor) = executor("tracked", &text, registry);
     runtime().block_on(async {
         let mut events = executor.subscribe();
@@ -187,10 +190,7 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
         assert_eq!(second[0].placement, JobPlacement::Displaced);
         let displaced = mask(&conversation.text());
         // After an assistant message, a new @You: message at the end.
-        let text = format!(
-            "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-            sleep_use("toolu_3", 100, true)
-        );
+        let text = waiting("toolu_3", 100);
         conversation.set_text(text);
         executor.cycle().await.unwrap();
         executor
@@ -208,10 +208,7 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
 
 #[test]
 fn a_cancelled_job_says_user_aborted() {
-    let text = format!(
-        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-        sleep_use("toolu_1", 60_000, true)
-    );
+    let text = waiting("toolu_1", 60_000);
     let (conversation, executor) = executor("cancel", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
@@ -257,18 +254,7 @@ fn the_host_moves_a_running_call_to_the_background() {
         // Errors of spec §8.1 first.
         let error = executor.background("toolu_9").await.unwrap_err();
         assert_eq!(error.to_string(), "Tool toolu_9 is not currently executing");
-        let mut events = executor.subscribe();
-        let cycle = tokio::spawn({
-            let executor = Arc::clone(&executor);
-            async move { executor.cycle().await }
-        });
-        loop {
-            if let Some(Event::ToolExecuting { id, .. }) = events.recv().await
-                && id == "toolu_1"
-            {
-                break;
-            }
-        }
+        let cycle = cycle_running(&executor, &["toolu_1"]).await;
         let job = executor.background("toolu_1").await.unwrap();
         let again = executor.background("toolu_1").await.unwrap_err();
         assert_eq!(
@@ -336,10 +322,7 @@ fn an_unjournaled_job_with_its_job_result_is_delivered() {
 
 #[test]
 fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
-    let text = format!(
-        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-        sleep_use("toolu_1", 300, true)
-    );
+    let text = waiting("toolu_1", 300);
     let (conversation, executor) = executor("readopt", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
@@ -361,12 +344,53 @@ fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
     });
 }
 
+/// A job whose result block the user removed (here: while no host ran) gets its placeholder
+/// back when a host takes it over: the block is put back, then given `job=` and its text.
+#[test]
+fn a_job_whose_result_block_was_removed_gets_its_placeholder_back() {
+    let text = waiting("toolu_1", 10);
+    let (conversation, first) = executor("replaced-placeholder", &text, test_registry());
+    let rt = runtime();
+    let placeholder = rt.block_on(async {
+        first.cycle().await.unwrap();
+        first.job_finished().await;
+        conversation.text()
+    });
+    // The job finished and is journaled; its host goes away before delivering it (the
+    // journal then names no live owner).
+    drop(first);
+    let job = placeholder.split("(job=").nth(1).unwrap()[..12].to_owned();
+    let entry = std::env::temp_dir()
+        .join(format!(
+            "flemma-jobs-it-{}-replaced-placeholder",
+            std::process::id()
+        ))
+        .join(format!(".flemma/notes.chat/jobs/{job}.json"));
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
+    assert_eq!(record["state"], "completed");
+    record.as_object_mut().unwrap().remove("owner");
+    std::fs::write(&entry, record.to_string()).unwrap();
+    let header =
+        format!("**Tool Result:** `toolu_1` (job={job})\n```\nRunning as a background job.");
+    let block = placeholder.find("\n@You:\n\n**Tool Result:**").unwrap();
+    conversation.set_text(placeholder[..=block].to_owned());
+    assert!(!conversation.text().contains("**Tool Result:**"));
+    let second = Executor::builder(conversation.clone(), test_registry()).build();
+    rt.block_on(async {
+        // Recovery puts the placeholder back, then delivers the job.
+        let recovery = second.recover().await.unwrap();
+        assert_eq!(recovery.finished, [job.as_str()]);
+        let text = conversation.text();
+        assert_eq!(text.matches("**Tool Result:**").count(), 1, "{text}");
+        assert!(text.contains(&header), "{text}");
+        assert_eq!(text.matches("**Job Result:**").count(), 1, "{text}");
+    });
+}
+
 #[test]
 fn a_re_run_job_replaces_its_job_result_in_place() {
-    let text = format!(
-        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-        sleep_use("toolu_1", 10, true)
-    );
+    let text = waiting("toolu_1", 10);
     let (conversation, executor) = executor("rerun", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
@@ -408,10 +432,7 @@ fn a_re_run_job_replaces_its_job_result_in_place() {
 
 #[test]
 fn a_host_can_wait_for_the_next_finished_job_without_delivering_it() {
-    let text = format!(
-        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}",
-        sleep_use("toolu_1", 200, true)
-    );
+    let text = waiting("toolu_1", 200);
     let (conversation, executor) = executor("finished", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();

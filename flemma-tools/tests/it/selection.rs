@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma_config::{Config, ConfigError, Layer, Origin, Preset, Severity};
+use flemma_tools::transcript::TranscriptError;
 use flemma_tools::{
     Event, Executor, ExecutorError, FnTool, MemoryConversation, Registrar, ToolDefinition,
     ToolOutput, ToolRegistry, ToolSource, tool_fn,
@@ -366,7 +367,9 @@ async fn a_cycle_stops_on_a_misspelled_tool_and_writes_nothing() {
     let conversation = Arc::new(MemoryConversation::new(text));
     let executor = Executor::builder(conversation.clone(), registry()).build();
     let error = executor.cycle().await.unwrap_err();
-    let ExecutorError::Config(ConfigError::Finalize { errors }) = &error else {
+    let ExecutorError::Transcript(TranscriptError::Config(ConfigError::Finalize { errors })) =
+        &error
+    else {
         panic!("{error:?}")
     };
     assert_eq!(errors[0].frontmatter_line(), Some(2));

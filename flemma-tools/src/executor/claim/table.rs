@@ -1,0 +1,352 @@
+//! The claim table: the records of who runs which call, the executors of this process
+//! that may hold claims, and where a conversation's claims are kept (a directory beside the
+//! job journal, or a table of this process), under a lock.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::Conversation;
+use crate::jobs::ProcessRef;
+
+/// The directory of a file conversation's claims, under its store directory.
+const CLAIMS_DIR: &str = "calls";
+
+/// One claim, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ClaimRecord {
+    pub(crate) tool_id: String,
+    pub(crate) tool: String,
+    /// The process that holds it; `None` where the platform does not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<ProcessRef>,
+    /// The executor within that process.
+    pub(crate) host: u64,
+    /// Seconds since the Unix epoch.
+    pub(crate) claimed_at: f64,
+}
+
+impl ClaimRecord {
+    /// Whether its owner still holds it: another process that still runs, or an executor of
+    /// this process that still holds the call.
+    pub(crate) fn is_live(&self) -> bool {
+        let me = ProcessRef::current();
+        match self.owner {
+            Some(owner) if Some(owner) != me => owner.is_alive(),
+            _ => host_holds(self.host, &self.tool_id),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hosts: the executors of this process that may hold claims.
+
+/// This executor as a claimant: its id and the calls it holds now.
+#[derive(Debug)]
+pub(crate) struct Claimant {
+    inner: Arc<HostInner>,
+}
+
+#[derive(Debug)]
+struct HostInner {
+    id: u64,
+    held: Mutex<HashSet<String>>,
+}
+
+/// The executors of this process, by id.
+static HOSTS: LazyLock<Mutex<HashMap<u64, Weak<HostInner>>>> = LazyLock::new(Mutex::default);
+static NEXT_HOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn hosts() -> std::sync::MutexGuard<'static, HashMap<u64, Weak<HostInner>>> {
+    HOSTS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether the executor `host` of this process holds the call `id`.
+pub(crate) fn host_holds(host: u64, id: &str) -> bool {
+    let found = hosts().get(&host).and_then(Weak::upgrade);
+    found.is_some_and(|h| h.held().contains(id))
+}
+
+impl HostInner {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Claimant {
+    pub(crate) fn new() -> Self {
+        let id = NEXT_HOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let inner = Arc::new(HostInner {
+            id,
+            held: Mutex::default(),
+        });
+        hosts().insert(id, Arc::downgrade(&inner));
+        Self { inner }
+    }
+
+    /// This executor's id among the claimants of this process.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    pub(crate) fn hold(&self, id: &str) -> Held {
+        self.inner.held().insert(id.to_owned());
+        Held {
+            host: Arc::clone(&self.inner),
+            id: id.to_owned(),
+        }
+    }
+}
+
+impl Drop for Claimant {
+    fn drop(&mut self) {
+        hosts().remove(&self.inner.id);
+    }
+}
+
+/// A call this executor holds; dropping it (the call ended, or its cycle was dropped) lets go
+/// of it in this process, so that a claim still on record reads as its owner's gone.
+#[derive(Debug)]
+pub(crate) struct Held {
+    host: Arc<HostInner>,
+    pub(crate) id: String,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.host.held().remove(&self.id);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tables: where a conversation's claims are kept.
+
+/// Where one conversation's claims are kept.
+#[derive(Debug, Clone)]
+pub(crate) enum Table {
+    /// `<store directory>/calls/`, for a conversation in a file.
+    Dir(PathBuf),
+    /// This process's table, for a conversation without a file (keyed by its address, and
+    /// checked against a weak reference so a new conversation at a reused address is not
+    /// taken for an old one).
+    Memory(usize, Weak<dyn Conversation>),
+}
+
+type MemoryClaims = HashMap<usize, (Weak<dyn Conversation>, HashMap<String, ClaimRecord>)>;
+
+/// The claims of the conversations without a file, in this process.
+static MEMORY: LazyLock<tokio::sync::Mutex<MemoryClaims>> = LazyLock::new(Default::default);
+
+impl Table {
+    /// The table of `conversation`, whose store directory is `store_dir`.
+    pub(crate) fn of(conversation: &Arc<dyn Conversation>, store_dir: Option<&Path>) -> Self {
+        match (conversation.path(), store_dir) {
+            (Some(_), Some(dir)) => Table::Dir(dir.join(CLAIMS_DIR)),
+            _ => Table::Memory(
+                Arc::as_ptr(conversation).cast::<()>().addr(),
+                Arc::downgrade(conversation),
+            ),
+        }
+    }
+
+    /// Takes the table's lock (`flock` on the directory, in the blocking pool so that other
+    /// executors of this process keep running).
+    pub(crate) async fn lock(&self) -> std::io::Result<Locked> {
+        match self {
+            Table::Dir(dir) => {
+                let dir = dir.clone();
+                let file = tokio::task::spawn_blocking({
+                    let dir = dir.clone();
+                    move || lock_dir(&dir)
+                })
+                .await
+                .map_err(std::io::Error::other)??;
+                Ok(Locked::Dir { _file: file, dir })
+            }
+            Table::Memory(key, conversation) => {
+                let mut table = MEMORY.lock().await;
+                // Tables of conversations that are gone go with them.
+                table.retain(|_, (weak, _)| weak.strong_count() > 0);
+                let fresh = table
+                    .get(key)
+                    .is_none_or(|(weak, _)| !Weak::ptr_eq(weak, conversation));
+                if fresh {
+                    table.insert(*key, (Weak::clone(conversation), HashMap::new()));
+                }
+                Ok(Locked::Memory { table, key: *key })
+            }
+        }
+    }
+
+    /// The claims on record, read without the lock (a quick look before taking it).
+    pub(crate) async fn peek(&self) -> Vec<ClaimRecord> {
+        match self {
+            Table::Dir(dir) => {
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || read_dir(&dir))
+                    .await
+                    .unwrap_or_default()
+            }
+            Table::Memory(key, conversation) => MEMORY
+                .lock()
+                .await
+                .get(key)
+                .filter(|(weak, _)| Weak::ptr_eq(weak, conversation))
+                .map(|(_, claims)| claims.values().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+fn lock_dir(dir: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::create_dir_all(dir)?;
+    let file = std::fs::File::open(dir)?;
+    #[cfg(unix)]
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    Ok(file)
+}
+
+fn read_dir(dir: &Path) -> Vec<ClaimRecord> {
+    crate::jobs::journal::read_json_dir(dir, "call claim")
+}
+
+/// A table under its lock.
+pub(crate) enum Locked {
+    Dir {
+        _file: std::fs::File,
+        dir: PathBuf,
+    },
+    Memory {
+        table: tokio::sync::MutexGuard<'static, MemoryClaims>,
+        key: usize,
+    },
+}
+
+impl Locked {
+    /// `<id>.json`, escaped, and shortened like store file names when the id is too long for
+    /// the file system (`flemma_store::shorten`: a readable prefix and a hash of the whole id).
+    fn file_name(id: &str) -> String {
+        let name = format!("{}.json", crate::jobs::journal::escape(id));
+        flemma_store::shorten(&name, flemma_store::MAX_FILE_NAME).into_owned()
+    }
+
+    fn file(dir: &Path, id: &str) -> PathBuf {
+        dir.join(Self::file_name(id))
+    }
+
+    pub(crate) fn all(&self) -> Vec<ClaimRecord> {
+        match self {
+            Locked::Dir { dir, .. } => read_dir(dir),
+            Locked::Memory { table, key } => table
+                .get(key)
+                .map(|(_, claims)| claims.values().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<ClaimRecord> {
+        match self {
+            Locked::Dir { dir, .. } => {
+                let bytes = std::fs::read(Self::file(dir, id)).ok()?;
+                serde_json::from_slice(&bytes).ok()
+            }
+            Locked::Memory { table, key } => table.get(key)?.1.get(id).cloned(),
+        }
+    }
+
+    /// Records a claim (atomically: a temporary file renamed over it).
+    pub(crate) fn put(&mut self, record: ClaimRecord) -> std::io::Result<()> {
+        match self {
+            Locked::Dir { dir, .. } => {
+                let path = Self::file(dir, &record.tool_id);
+                let tmp = dir.join(format!(
+                    ".{}.{}.tmp",
+                    Self::file_name(&record.tool_id),
+                    std::process::id()
+                ));
+                let bytes = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;
+                std::fs::write(&tmp, bytes)?;
+                std::fs::rename(&tmp, &path)
+            }
+            Locked::Memory { table, key } => {
+                if let Some((_, claims)) = table.get_mut(key) {
+                    claims.insert(record.tool_id.clone(), record);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, id: &str) -> std::io::Result<()> {
+        match self {
+            Locked::Dir { dir, .. } => match std::fs::remove_file(Self::file(dir, id)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            Locked::Memory { table, key } => {
+                if let Some((_, claims)) = table.get_mut(key) {
+                    claims.remove(id);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(host: u64, owner: Option<ProcessRef>) -> ClaimRecord {
+        ClaimRecord {
+            tool_id: "toolu_1".to_owned(),
+            tool: "bash".to_owned(),
+            owner,
+            host,
+            claimed_at: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_claim_is_live_only_while_its_executor_holds_the_call() {
+        let claimant = Claimant::new();
+        let me = ProcessRef::current();
+        let claim = record(claimant.inner.id, me);
+        assert!(!claim.is_live());
+        let held = claimant.hold("toolu_1");
+        assert!(claim.is_live());
+        drop(held);
+        assert!(!claim.is_live());
+        let held = claimant.hold("toolu_1");
+        drop(claimant);
+        // The executor went away with the call held.
+        assert!(!claim.is_live());
+        drop(held);
+    }
+
+    #[test]
+    fn a_claim_of_a_process_that_is_gone_or_was_replaced_is_not_live() {
+        let Some(me) = ProcessRef::current() else {
+            return;
+        };
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        // The same pid with another start time: the pid went to another process.
+        let reused = ProcessRef {
+            start_time: me.start_time + 1,
+            ..me
+        };
+        assert!(!record(0, Some(reused)).is_live());
+        // The parent process (the test runner's shell or cargo) lives.
+        #[cfg(unix)]
+        if let Some(parent) = i32::try_from(std::os::unix::process::parent_id())
+            .ok()
+            .and_then(ProcessRef::of)
+        {
+            assert!(record(0, Some(parent)).is_live());
+        }
+    }
+}
