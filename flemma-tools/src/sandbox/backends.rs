@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use flemma_config::SandboxOptions;
 
-use super::{Bwrap, Sandbox, SandboxBackend, SandboxError, SandboxPolicy};
+use super::backend::{SandboxBackend, SandboxError};
+use super::bwrap::Bwrap;
+use super::confined::Sandbox;
+use super::policy::SandboxPolicy;
 
 /// The priority of a backend registered without one (spec §14.3).
 pub const DEFAULT_PRIORITY: i32 = 50;

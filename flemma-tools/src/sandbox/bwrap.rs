@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use flemma_config::SandboxOptions;
 
-use super::{SandboxBackend, SandboxError, SandboxPolicy};
+use super::backend::{SandboxBackend, SandboxError};
+use super::policy::SandboxPolicy;
 
 /// `Bubblewrap sandbox requires Linux …` (spec §14.4).
 pub(crate) const REQUIRES_LINUX: &str = "Bubblewrap sandbox requires Linux (user namespaces). No sandbox backend is available for this platform.";
