@@ -1,5 +1,6 @@
 //! Phase 3: build the request from the conversation, stream the response into it.
 
+use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -321,7 +322,7 @@ impl Session {
         ));
         let (built, diagnostics) = transcript
             .read(|doc, _| {
-                let prompt = builder.build(doc);
+                let mut prompt = builder.build(doc);
                 let error = prompt
                     .diagnostics
                     .iter()
@@ -334,17 +335,18 @@ impl Session {
                     Some(error) => Err(error),
                     None => Ok(inner.provider.build_request(&prompt, &request_options)),
                 };
-                (built, prompt.diagnostics.clone())
+                // The request owns its body: the diagnostics can leave the prompt.
+                (built, std::mem::take(&mut prompt.diagnostics))
             })
             .await?;
         for diagnostic in &diagnostics {
             if diagnostic.severity == Severity::Error {
                 break;
             }
-            self.emit(SessionEvent::Warning(format!(
-                "line {}: {}",
-                diagnostic.line, diagnostic.message
-            )));
+            let mut warning = String::with_capacity(16 + diagnostic.message.len());
+            let _ = write!(warning, "line {}: ", diagnostic.line);
+            warning.push_str(&diagnostic.message);
+            self.emit(SessionEvent::Warning(warning));
         }
         Ok((built?, options.tools.autopilot.clone()))
     }

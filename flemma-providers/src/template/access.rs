@@ -115,6 +115,11 @@ impl FileAccess {
             FileAccess::Any => Ok(()),
             FileAccess::None => Err(denied()),
             // The roots were made canonical when the scope was built.
+            // No directory to be inside: every path is refused, whatever the file system
+            // says (the decision `inside` below reaches for any answer of `canonicalize`).
+            FileAccess::Within(roots) | FileAccess::Project(roots) if roots.is_empty() => {
+                Err(denied())
+            }
             FileAccess::Within(roots) | FileAccess::Project(roots) => {
                 let inside = |p: &Path| roots.iter().any(|root| p.starts_with(root));
                 match lookups.canonicalize(path) {
@@ -132,9 +137,16 @@ impl FileAccess {
     }
 }
 
-/// A map keyed by paths (foldhash: the keys come from one build and are hashed once per
-/// reference).
-type PathMap<V> = HashMap<PathBuf, V, foldhash::fast::RandomState>;
+/// A map keyed by the bytes of paths (foldhash: the keys come from one build and are hashed
+/// once per reference). Bytes rather than `Path`s: a `Path` hashes component by component,
+/// which showed in profiles; the paths looked up are folded by [`normalize`] (or come from
+/// `canonicalize`), so equal paths have equal bytes.
+type PathMap<V> = HashMap<Box<[u8]>, V, foldhash::fast::RandomState>;
+
+/// The bytes a [`PathMap`] is keyed by.
+fn key(path: &Path) -> &[u8] {
+    path.as_os_str().as_encoded_bytes()
+}
 
 /// What a build learnt about the file system: the directories found missing, and the real
 /// paths of those that exist. One failed `stat` of `src/` answers every reference under it,
@@ -160,28 +172,29 @@ impl Lookups {
         ) else {
             return std::fs::canonicalize(path);
         };
-        if !self.real.contains_key(parent) {
-            if let Some(code) = parent
-                .ancestors()
-                .find_map(|dir| self.missing.get(dir).copied())
+        if !self.real.contains_key(key(parent)) {
+            if !self.missing.is_empty()
+                && let Some(code) = parent
+                    .ancestors()
+                    .find_map(|dir| self.missing.get(key(dir)).copied())
             {
                 return Err(std::io::Error::from_raw_os_error(code));
             }
             match std::fs::canonicalize(parent) {
                 Ok(real) => {
-                    self.real.insert(parent.to_owned(), real);
+                    self.real.insert(key(parent).into(), real);
                 }
                 Err(err) => {
                     if err.kind() == std::io::ErrorKind::NotFound
                         && let Some(code) = err.raw_os_error()
                     {
-                        self.missing.insert(parent.to_owned(), code);
+                        self.missing.insert(key(parent).into(), code);
                     }
                     return Err(err);
                 }
             }
         }
-        let Some(real_parent) = self.real.get(parent) else {
+        let Some(real_parent) = self.real.get(key(parent)) else {
             return std::fs::canonicalize(path);
         };
         let candidate = real_parent.join(name);
@@ -286,7 +299,7 @@ mod tests {
                 }
             }
         }
-        assert!(lookups.missing.contains_key(&dir.join("missing")));
+        assert!(lookups.missing.contains_key(key(&dir.join("missing"))));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -29,8 +29,15 @@ pub(crate) fn has_reference(text: &str) -> bool {
 
 /// Splits `text`, whose first line is `first_line`, into text and file references, in
 /// order. Adjacent text is not merged, and text chunks are never empty.
+#[cfg(test)]
 pub(crate) fn split(text: &str, first_line: u32) -> Vec<Chunk<'_>> {
     let mut chunks = Vec::new();
+    split_into(text, first_line, |chunk| chunks.push(chunk));
+    chunks
+}
+
+/// [`split`], each chunk handed to `push` in order.
+pub(crate) fn split_into<'a>(text: &'a str, first_line: u32, mut push: impl FnMut(Chunk<'a>)) {
     let mut text_start = 0;
     let mut search = 0;
     let (mut line, mut counted) = (first_line, 0);
@@ -44,16 +51,15 @@ pub(crate) fn split(text: &str, first_line: u32) -> Vec<Chunk<'_>> {
         counted = at;
         reference.line = line;
         if at > text_start {
-            chunks.push(Chunk::Text(&text[text_start..at]));
+            push(Chunk::Text(&text[text_start..at]));
         }
-        chunks.push(Chunk::Ref(reference));
+        push(Chunk::Ref(reference));
         text_start = end;
         search = end;
     }
     if text_start < text.len() {
-        chunks.push(Chunk::Text(&text[text_start..]));
+        push(Chunk::Text(&text[text_start..]));
     }
-    chunks
 }
 
 /// The reference whose `@` is at byte `at`, and the byte where it ends (trailing punctuation
