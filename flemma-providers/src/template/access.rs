@@ -1,6 +1,7 @@
 //! Which files templates and `@./file` references may read, and the paths they name.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
 
 use super::TemplateError;
@@ -166,10 +167,7 @@ impl Lookups {
     /// What `std::fs::canonicalize(path)` gives: the real path, or the error (a "not found"
     /// when a directory on the way, or the file, is missing).
     fn canonicalize(&mut self, path: &Path) -> std::io::Result<PathBuf> {
-        let (Some(parent), Some(name)) = (
-            path.parent().filter(|p| !p.as_os_str().is_empty()),
-            path.file_name(),
-        ) else {
+        let Some((parent, name)) = parent_and_name(path) else {
             return std::fs::canonicalize(path);
         };
         if !self.real.contains_key(key(parent)) {
@@ -197,7 +195,7 @@ impl Lookups {
         let Some(real_parent) = self.real.get(key(parent)) else {
             return std::fs::canonicalize(path);
         };
-        let candidate = real_parent.join(name);
+        let candidate = join(real_parent, name);
         // In a resolved directory, a file that is not a symbolic link is its own real path;
         // a link (or anything unexpected) is resolved in full.
         match std::fs::symlink_metadata(&candidate) {
@@ -206,6 +204,37 @@ impl Lookups {
             _ => std::fs::canonicalize(path),
         }
     }
+}
+
+/// The directory of `path` (not empty) and its last name (a name, not `.` or `..`): on Unix
+/// split at the last `/` (what `Path::parent` and `Path::file_name` give for a folded
+/// path, without parsing its components), elsewhere with those.
+fn parent_and_name(path: &Path) -> Option<(&Path, &OsStr)> {
+    #[cfg(unix)]
+    if let Some(text) = path.to_str() {
+        let at = text.rfind('/')?;
+        let name = &text[at + 1..];
+        if !matches!(name, "" | "." | "..") {
+            let parent = if at == 0 { "/" } else { &text[..at] };
+            return Some((Path::new(parent), OsStr::new(name)));
+        }
+    }
+    Some((
+        path.parent().filter(|p| !p.as_os_str().is_empty())?,
+        path.file_name()?,
+    ))
+}
+
+/// `dir/name`, `name` being one name.
+fn join(dir: &Path, name: &OsStr) -> PathBuf {
+    let dir = dir.as_os_str();
+    let mut joined = OsString::with_capacity(dir.len() + 1 + name.len());
+    joined.push(dir);
+    if !dir.as_encoded_bytes().ends_with(b"/") {
+        joined.push(std::path::MAIN_SEPARATOR_STR);
+    }
+    joined.push(name);
+    PathBuf::from(joined)
 }
 
 /// `~` and `~/…` with the home directory; other paths as they are.
@@ -284,6 +313,12 @@ mod tests {
             "real/to_a",
             "real/dangling",
             "real/dangling/x",
+            "real/sub/../a.txt",
+            "real/./a.txt",
+            "real//a.txt",
+            "real/sub/.",
+            "real/sub/..",
+            "real/sub/",
         ];
         let mut lookups = Lookups::default();
         // Twice: the second round is answered from what the first learnt.

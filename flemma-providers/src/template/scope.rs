@@ -217,7 +217,7 @@ impl Scope {
                 message.push_str("File reference ");
                 message.push_str(reference.written);
                 message.push_str(" not attached: ");
-                let _ = write!(message, "{err}");
+                err.write_message(&mut message);
                 let mut source = std::error::Error::source(&err);
                 while let Some(cause) = source {
                     let _ = write!(message, ": {cause}");
