@@ -1,6 +1,5 @@
 //! Phase 3: build the request from the conversation, stream the response into it.
 
-use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -17,6 +16,22 @@ use flemma_tools::{Durability, with_durability};
 use futures_util::StreamExt as _;
 
 use super::{Control, Session, SessionError, SessionEvent};
+
+/// Appends `n` in decimal (what `write!(out, "{n}")` writes, without the formatter).
+fn push_decimal(out: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
 
 /// The abort marker's line (spec §1.10, `request.aborted`).
 const ABORT_MARKER: &str = "<!-- flemma:aborted: Response interrupted by the user. -->";
@@ -344,7 +359,9 @@ impl Session {
                 break;
             }
             let mut warning = String::with_capacity(16 + diagnostic.message.len());
-            let _ = write!(warning, "line {}: ", diagnostic.line);
+            warning.push_str("line ");
+            push_decimal(&mut warning, diagnostic.line);
+            warning.push_str(": ");
             warning.push_str(&diagnostic.message);
             self.emit(SessionEvent::Warning(warning));
         }
@@ -505,4 +522,16 @@ fn incomplete_marker(cause: &str) -> String {
         .replace("-->", "->");
     let cause = cause.trim_end_matches('.');
     format!("<!-- flemma:aborted: {INCOMPLETE}: {cause}. -->")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals_are_written_as_the_formatter_writes_them() {
+        for n in [0, 7, 10, 99, 100, 4_096, 65_535, 1_000_000, u32::MAX] {
+            let mut out = String::from("line ");
+            super::push_decimal(&mut out, n);
+            assert_eq!(out, format!("line {n}"));
+        }
+    }
 }

@@ -212,7 +212,7 @@ impl Lookups {
 fn parent_and_name(path: &Path) -> Option<(&Path, &OsStr)> {
     #[cfg(unix)]
     if let Some(text) = path.to_str() {
-        let at = text.rfind('/')?;
+        let at = memchr::memrchr(b'/', text.as_bytes())?;
         let name = &text[at + 1..];
         if !matches!(name, "" | "." | "..") {
             let parent = if at == 0 { "/" } else { &text[..at] };

@@ -83,7 +83,7 @@ fn reference_at(text: &str, at: usize) -> Option<(FileReference<'_>, usize)> {
     if token.len() <= prefix_len {
         return None;
     }
-    let (path, mime) = match token.find(";type=") {
+    let (path, mime) = match type_at(token) {
         Some(i) => (&token[..i], Some(&token[i + ";type=".len()..])),
         None => (token, None),
     };
@@ -112,6 +112,11 @@ fn reference_at(text: &str, at: usize) -> Option<(FileReference<'_>, usize)> {
         line: 0,
     };
     Some((reference, at + 1 + kept))
+}
+
+/// Where `;type=` starts in `token` (`str::find` without its searcher's set-up).
+fn type_at(token: &str) -> Option<usize> {
+    memchr::memchr_iter(b';', token.as_bytes()).find(|&at| token[at..].starts_with(";type="))
 }
 
 /// Decodes `%XX` escapes; the text as is when it has none or they do not decode to UTF-8.

@@ -213,7 +213,7 @@ impl Scope {
             Err(err) => {
                 // `File reference <written> not attached: <the error and its causes>`, written
                 // into one string.
-                let mut message = String::with_capacity(128 + 2 * reference.written.len());
+                let mut message = String::with_capacity(256 + 2 * reference.written.len());
                 message.push_str("File reference ");
                 message.push_str(reference.written);
                 message.push_str(" not attached: ");
