@@ -426,7 +426,8 @@ fn references_reach_the_same_decision_however_often_their_directories_are_looked
             cannot("src/a.txt/x")
         ),
     ];
-    assert_eq!(diagnostic_messages(&prompt), once.repeat(5));
+    let five: Vec<String> = (0..5).flat_map(|_| once.iter().cloned()).collect();
+    assert_eq!(diagnostic_messages(&prompt), five);
 
     // With no directory to read from, an existing file is refused as well, and so is a
     // missing one: refused, not missing.
