@@ -1,6 +1,6 @@
 //! Which files templates and `@./file` references may read, and the paths they name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
 
@@ -182,7 +182,7 @@ struct Dir {
     names: Option<PathMap<bool>>,
     /// The names, ASCII-lowercased: a name missing from `names` but found here may exist on
     /// a file system that ignores case, and is looked up.
-    folded: PathMap<()>,
+    folded: HashSet<Box<[u8]>, foldhash::fast::RandomState>,
     /// The error an `lstat` of a name it lacks gave (a "not found"), once one did.
     absent: Option<i32>,
 }
@@ -194,7 +194,7 @@ impl Dir {
             looked: 0,
             listed: false,
             names: None,
-            folded: PathMap::default(),
+            folded: HashSet::default(),
             absent: None,
         }
     }
@@ -214,7 +214,7 @@ impl Dir {
             }
             let name = entry.file_name();
             let bytes = name.as_encoded_bytes();
-            self.folded.insert(bytes.to_ascii_lowercase().into(), ());
+            self.folded.insert(bytes.to_ascii_lowercase().into());
             names.insert(bytes.into(), kind.is_symlink());
         }
         self.names = Some(names);
@@ -228,7 +228,7 @@ impl Dir {
         if let Some(symlink) = self.names.as_ref()?.get(bytes) {
             return Some(Ok(*symlink));
         }
-        let plain = bytes.is_ascii() && !self.folded.contains_key(&*bytes.to_ascii_lowercase());
+        let plain = bytes.is_ascii() && !self.folded.contains(&*bytes.to_ascii_lowercase());
         plain.then_some(Err(self.absent?))
     }
 }
