@@ -15,8 +15,18 @@ pub use flemma_ids::{decode_tool_name, encode_tool_name};
 /// );
 /// ```
 pub fn normalize_tool_id(id: &str) -> Cow<'_, str> {
-    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
-    if id.len() <= 64 && id.bytes().all(valid) && !id.ends_with('_') {
+    // A request checks every id it sends: one table look-up per byte.
+    const VALID: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            table[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+            b += 1;
+        }
+        table
+    };
+    if id.len() <= 64 && id.bytes().all(|b| VALID[usize::from(b)]) && !id.ends_with('_') {
         return Cow::Borrowed(id);
     }
     let mut out: String = id
@@ -39,6 +49,16 @@ pub fn normalize_tool_id(id: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_keeps_exactly_ascii_alphanumerics_underscores_and_dashes() {
+        for c in (0..=0x7f_u8).map(char::from).chain(['\u{e9}', '\u{1F600}']) {
+            let id = format!("a{c}b");
+            let kept = c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            let expected = if kept { id.clone() } else { "a_b".to_owned() };
+            assert_eq!(normalize_tool_id(&id), expected, "{c:?}");
+        }
+    }
 
     #[test]
     fn ids_and_names() {

@@ -17,6 +17,22 @@ use futures_util::StreamExt as _;
 
 use super::{Control, Session, SessionError, SessionEvent};
 
+/// Appends `n` in decimal (what `write!(out, "{n}")` writes, without the formatter).
+fn push_decimal(out: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 /// The abort marker's line (spec §1.10, `request.aborted`).
 const ABORT_MARKER: &str = "<!-- flemma:aborted: Response interrupted by the user. -->";
 /// How the message of the abort marker under a response the stream cut begins (the marker is
@@ -321,7 +337,7 @@ impl Session {
         ));
         let (built, diagnostics) = transcript
             .read(|doc, _| {
-                let prompt = builder.build(doc);
+                let mut prompt = builder.build(doc);
                 let error = prompt
                     .diagnostics
                     .iter()
@@ -334,17 +350,20 @@ impl Session {
                     Some(error) => Err(error),
                     None => Ok(inner.provider.build_request(&prompt, &request_options)),
                 };
-                (built, prompt.diagnostics.clone())
+                // The request owns its body: the diagnostics can leave the prompt.
+                (built, std::mem::take(&mut prompt.diagnostics))
             })
             .await?;
         for diagnostic in &diagnostics {
             if diagnostic.severity == Severity::Error {
                 break;
             }
-            self.emit(SessionEvent::Warning(format!(
-                "line {}: {}",
-                diagnostic.line, diagnostic.message
-            )));
+            let mut warning = String::with_capacity(16 + diagnostic.message.len());
+            warning.push_str("line ");
+            push_decimal(&mut warning, diagnostic.line);
+            warning.push_str(": ");
+            warning.push_str(&diagnostic.message);
+            self.emit(SessionEvent::Warning(warning));
         }
         Ok((built?, options.tools.autopilot.clone()))
     }
@@ -503,4 +522,16 @@ fn incomplete_marker(cause: &str) -> String {
         .replace("-->", "->");
     let cause = cause.trim_end_matches('.');
     format!("<!-- flemma:aborted: {INCOMPLETE}: {cause}. -->")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals_are_written_as_the_formatter_writes_them() {
+        for n in [0, 7, 10, 99, 100, 4_096, 65_535, 1_000_000, u32::MAX] {
+            let mut out = String::from("line ");
+            super::push_decimal(&mut out, n);
+            assert_eq!(out, format!("line {n}"));
+        }
+    }
 }

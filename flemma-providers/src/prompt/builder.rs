@@ -228,30 +228,39 @@ type IdMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// What the builder looks up across the document, gathered in one pass.
 struct Context<'d> {
-    /// Tool use id → tool name (the first tool use with the id).
-    tool_names: IdMap<&'d str, &'d str>,
+    /// Tool use id → what the document says of it. One map for the names and the final
+    /// results, so that each id is hashed once per segment that names it.
+    ids: IdMap<&'d str, IdInfo<'d>>,
     /// Job id → (tool use id, tool name) of the tool result that started it.
     jobs: IdMap<&'d str, (&'d str, &'d str)>,
-    /// The ids of the tool uses that have a final result.
-    resolved: HashSet<&'d str, foldhash::fast::RandomState>,
+}
+
+/// What the document says of one tool use id.
+#[derive(Default, Clone, Copy)]
+struct IdInfo<'d> {
+    /// The tool name of the first tool use with the id.
+    name: Option<&'d str>,
+    /// Whether a final result has the id.
+    resolved: bool,
 }
 
 impl<'d> Context<'d> {
     fn new(doc: &'d Document) -> Self {
-        let mut tool_names = IdMap::default();
-        let mut resolved = HashSet::default();
+        let mut ids: IdMap<&'d str, IdInfo<'d>> = IdMap::default();
         let mut started = Vec::new();
         for message in &doc.messages {
             for segment in &message.segments {
                 match segment {
                     Segment::ToolUse(u) => {
-                        tool_names.entry(u.id.as_str()).or_insert(u.name.as_str());
+                        let info = ids.entry(u.id.as_str()).or_default();
+                        info.name = info.name.or(Some(u.name.as_str()));
                     }
                     Segment::ToolResult(r) => {
+                        let job_id = r.job_id();
                         if r.is_final() {
-                            resolved.insert(r.tool_use_id.as_str());
+                            ids.entry(r.tool_use_id.as_str()).or_default().resolved = true;
                         }
-                        if let Some(job_id) = r.job_id() {
+                        if let Some(job_id) = job_id {
                             started.push((job_id, r.tool_use_id.as_str()));
                         }
                     }
@@ -261,14 +270,25 @@ impl<'d> Context<'d> {
         }
         let mut jobs = IdMap::default();
         for (job_id, id) in started {
-            let name = tool_names.get(id).copied().unwrap_or("unknown");
+            let name = ids.get(id).and_then(|i| i.name).unwrap_or("unknown");
             jobs.entry(job_id).or_insert((id, name));
         }
-        Self {
-            tool_names,
-            jobs,
-            resolved,
-        }
+        Self { ids, jobs }
+    }
+
+    /// The tool name of the first tool use with `id`.
+    fn tool_name(&self, id: &str) -> Option<&'d str> {
+        self.ids.get(id).and_then(|i| i.name)
+    }
+
+    /// Whether a final result has `id`.
+    fn resolved(&self, id: &str) -> bool {
+        self.ids.get(id).is_some_and(|i| i.resolved)
+    }
+
+    /// Whether every tool use has a final result.
+    fn all_resolved(&self) -> bool {
+        self.ids.values().all(|i| i.name.is_none() || i.resolved)
     }
 }
 
@@ -445,7 +465,7 @@ fn tool_result_part<'d>(
         return None;
     }
     let id = result.tool_use_id.as_str();
-    let name = context.tool_names.get(id).copied();
+    let name = context.tool_name(id);
     let parts = if name.is_some_and(|n| builder.template_tools.contains(n)) {
         let segments = result.segments();
         render_run(&segments, result.span.start_line, builder, diagnostics)
@@ -550,18 +570,14 @@ fn unresolved_results<'d>(
     context: &Context<'d>,
     diagnostics: &mut Vec<PromptDiagnostic>,
 ) -> Vec<Part<'d>> {
-    if context
-        .tool_names
-        .keys()
-        .all(|id| context.resolved.contains(id))
-    {
+    if context.all_resolved() {
         return Vec::new();
     }
     let mut seen = HashSet::new();
     let mut parts = Vec::new();
     for tool_use in doc.messages.iter().flat_map(Message::tool_uses) {
         let id = tool_use.id.as_str();
-        if context.resolved.contains(id) || !seen.insert(id) {
+        if context.resolved(id) || !seen.insert(id) {
             continue;
         }
         let name = tool_use.name.as_str();

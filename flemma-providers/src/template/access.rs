@@ -1,6 +1,7 @@
 //! Which files templates and `@./file` references may read, and the paths they name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
 
 use super::TemplateError;
@@ -115,6 +116,11 @@ impl FileAccess {
             FileAccess::Any => Ok(()),
             FileAccess::None => Err(denied()),
             // The roots were made canonical when the scope was built.
+            // No directory to be inside: every path is refused, whatever the file system
+            // says (the decision `inside` below reaches for any answer of `canonicalize`).
+            FileAccess::Within(roots) | FileAccess::Project(roots) if roots.is_empty() => {
+                Err(denied())
+            }
             FileAccess::Within(roots) | FileAccess::Project(roots) => {
                 let inside = |p: &Path| roots.iter().any(|root| p.starts_with(root));
                 match lookups.canonicalize(path) {
@@ -132,67 +138,186 @@ impl FileAccess {
     }
 }
 
-/// A map keyed by paths (foldhash: the keys come from one build and are hashed once per
-/// reference).
-type PathMap<V> = HashMap<PathBuf, V, foldhash::fast::RandomState>;
+/// A map keyed by the bytes of paths (foldhash: the keys come from one build and are hashed
+/// once per reference). Bytes rather than `Path`s: a `Path` hashes component by component,
+/// which showed in profiles; the paths looked up are folded by [`normalize`] (or come from
+/// `canonicalize`), so equal paths have equal bytes.
+type PathMap<V> = HashMap<Box<[u8]>, V, foldhash::fast::RandomState>;
 
-/// What a build learnt about the file system: the directories found missing, and the real
-/// paths of those that exist. One failed `stat` of `src/` answers every reference under it,
-/// and a reference in a directory already resolved costs one `lstat` of the file, instead of
-/// a `canonicalize` (a `getcwd` and a `readlink` per path component) per reference. Kept for
-/// one build only: a file may appear between two requests, and a build sees the files as they
-/// are when it looks.
+/// The bytes a [`PathMap`] is keyed by.
+fn key(path: &Path) -> &[u8] {
+    path.as_os_str().as_encoded_bytes()
+}
+
+/// How many references look into a directory before it is listed.
+const LIST_AFTER: u32 = 8;
+/// The most names a listed directory may have (a larger one is not listed).
+const MAX_LISTED: usize = 4096;
+
+/// What a build learnt about the file system: the directories found missing, the real paths
+/// of those that exist and, for a directory many references look into, its names. One
+/// failed `stat` of `src/` answers every reference under it, a reference in a directory
+/// already resolved costs one `lstat` of the file instead of a `canonicalize` (a `getcwd` and
+/// a `readlink` per path component), and once the directory is listed, none. Kept for one
+/// build only: a file may appear between two requests, and a build sees the files as they
+/// are when it looks (a file created in a directory after the build listed it is not seen
+/// until the next build, as a directory created after the build found it missing is not).
 #[derive(Default)]
 pub(crate) struct Lookups {
     /// Directory → the error its `canonicalize` gave (a "not found").
     missing: PathMap<i32>,
-    /// Directory → its real path (symbolic links resolved).
-    real: PathMap<PathBuf>,
+    /// Directory → what is known of it.
+    real: PathMap<Dir>,
+}
+
+/// A directory found to exist.
+struct Dir {
+    /// Its real path (symbolic links resolved).
+    real: PathBuf,
+    /// How many references looked into it.
+    looked: u32,
+    /// Whether it was listed (or tried to be).
+    listed: bool,
+    /// Its names when listed: name → whether it is a symbolic link.
+    names: Option<PathMap<bool>>,
+    /// The names, ASCII-lowercased: a name missing from `names` but found here may exist on
+    /// a file system that ignores case, and is looked up.
+    folded: HashSet<Box<[u8]>, foldhash::fast::RandomState>,
+    /// The error an `lstat` of a name it lacks gave (a "not found"), once one did.
+    absent: Option<i32>,
+}
+
+impl Dir {
+    fn new(real: PathBuf) -> Self {
+        Self {
+            real,
+            looked: 0,
+            listed: false,
+            names: None,
+            folded: HashSet::default(),
+            absent: None,
+        }
+    }
+
+    /// Lists the directory, unless it has too many names or cannot be read.
+    fn list(&mut self) {
+        self.listed = true;
+        let Ok(entries) = std::fs::read_dir(&self.real) else {
+            return;
+        };
+        let mut names = PathMap::default();
+        for entry in entries {
+            let Ok(entry) = entry else { return };
+            let Ok(kind) = entry.file_type() else { return };
+            if names.len() == MAX_LISTED {
+                return;
+            }
+            let name = entry.file_name();
+            let bytes = name.as_encoded_bytes();
+            self.folded.insert(bytes.to_ascii_lowercase().into());
+            names.insert(bytes.into(), kind.is_symlink());
+        }
+        self.names = Some(names);
+    }
+
+    /// What the listing says of `name`: `Some(Ok(is_symlink))` when listed, `Some(Err(code))`
+    /// when surely absent (a plain ASCII name, no name equal to it but for case, and an
+    /// `lstat` already told the error), `None` when only a look-up can tell.
+    fn listed(&self, name: &OsStr) -> Option<Result<bool, i32>> {
+        let bytes = name.as_encoded_bytes();
+        if let Some(symlink) = self.names.as_ref()?.get(bytes) {
+            return Some(Ok(*symlink));
+        }
+        let plain = bytes.is_ascii() && !self.folded.contains(&*bytes.to_ascii_lowercase());
+        plain.then_some(Err(self.absent?))
+    }
 }
 
 impl Lookups {
     /// What `std::fs::canonicalize(path)` gives: the real path, or the error (a "not found"
     /// when a directory on the way, or the file, is missing).
     fn canonicalize(&mut self, path: &Path) -> std::io::Result<PathBuf> {
-        let (Some(parent), Some(name)) = (
-            path.parent().filter(|p| !p.as_os_str().is_empty()),
-            path.file_name(),
-        ) else {
+        let Some((parent, name)) = parent_and_name(path) else {
             return std::fs::canonicalize(path);
         };
-        if !self.real.contains_key(parent) {
-            if let Some(code) = parent
-                .ancestors()
-                .find_map(|dir| self.missing.get(dir).copied())
+        if !self.real.contains_key(key(parent)) {
+            if !self.missing.is_empty()
+                && let Some(code) = parent
+                    .ancestors()
+                    .find_map(|dir| self.missing.get(key(dir)).copied())
             {
                 return Err(std::io::Error::from_raw_os_error(code));
             }
             match std::fs::canonicalize(parent) {
                 Ok(real) => {
-                    self.real.insert(parent.to_owned(), real);
+                    self.real.insert(key(parent).into(), Dir::new(real));
                 }
                 Err(err) => {
                     if err.kind() == std::io::ErrorKind::NotFound
                         && let Some(code) = err.raw_os_error()
                     {
-                        self.missing.insert(parent.to_owned(), code);
+                        self.missing.insert(key(parent).into(), code);
                     }
                     return Err(err);
                 }
             }
         }
-        let Some(real_parent) = self.real.get(parent) else {
+        let Some(dir) = self.real.get_mut(key(parent)) else {
             return std::fs::canonicalize(path);
         };
-        let candidate = real_parent.join(name);
+        dir.looked += 1;
+        if !dir.listed && dir.looked > LIST_AFTER {
+            dir.list();
+        }
+        let candidate = join(&dir.real, name);
         // In a resolved directory, a file that is not a symbolic link is its own real path;
         // a link (or anything unexpected) is resolved in full.
+        match dir.listed(name) {
+            Some(Ok(false)) => return Ok(candidate),
+            Some(Ok(true)) => return std::fs::canonicalize(path),
+            Some(Err(code)) => return Err(std::io::Error::from_raw_os_error(code)),
+            None => {}
+        }
         match std::fs::symlink_metadata(&candidate) {
             Ok(meta) if !meta.file_type().is_symlink() => Ok(candidate),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(err),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                dir.absent = err.raw_os_error().or(dir.absent);
+                Err(err)
+            }
             _ => std::fs::canonicalize(path),
         }
     }
+}
+
+/// The directory of `path` (not empty) and its last name (a name, not `.` or `..`): on Unix
+/// split at the last `/` (what `Path::parent` and `Path::file_name` give for a folded
+/// path, without parsing its components), elsewhere with those.
+fn parent_and_name(path: &Path) -> Option<(&Path, &OsStr)> {
+    #[cfg(unix)]
+    if let Some(text) = path.to_str() {
+        let at = memchr::memrchr(b'/', text.as_bytes())?;
+        let name = &text[at + 1..];
+        if !matches!(name, "" | "." | "..") {
+            let parent = if at == 0 { "/" } else { &text[..at] };
+            return Some((Path::new(parent), OsStr::new(name)));
+        }
+    }
+    Some((
+        path.parent().filter(|p| !p.as_os_str().is_empty())?,
+        path.file_name()?,
+    ))
+}
+
+/// `dir/name`, `name` being one name.
+fn join(dir: &Path, name: &OsStr) -> PathBuf {
+    let dir = dir.as_os_str();
+    let mut joined = OsString::with_capacity(dir.len() + 1 + name.len());
+    joined.push(dir);
+    if !dir.as_encoded_bytes().ends_with(b"/") {
+        joined.push(std::path::MAIN_SEPARATOR_STR);
+    }
+    joined.push(name);
+    PathBuf::from(joined)
 }
 
 /// `~` and `~/…` with the home directory; other paths as they are.
@@ -271,10 +396,17 @@ mod tests {
             "real/to_a",
             "real/dangling",
             "real/dangling/x",
+            "real/sub/../a.txt",
+            "real/./a.txt",
+            "real//a.txt",
+            "real/sub/.",
+            "real/sub/..",
+            "real/sub/",
         ];
         let mut lookups = Lookups::default();
-        // Twice: the second round is answered from what the first learnt.
-        for _ in 0..2 {
+        // Again and again: the later rounds are answered from what the first learnt, and
+        // from the listings of the directories looked into more than `LIST_AFTER` times.
+        for _ in 0..(LIST_AFTER + 3) {
             for name in names {
                 let path = dir.join(name);
                 let expected = std::fs::canonicalize(&path);
@@ -286,7 +418,28 @@ mod tests {
                 }
             }
         }
-        assert!(lookups.missing.contains_key(&dir.join("missing")));
+        assert!(lookups.missing.contains_key(key(&dir.join("missing"))));
+        assert!(lookups.real[key(&dir.join("real"))].names.is_some());
+        // A file that appears after the listing is not seen by this build (as a directory
+        // found missing is not), and is by the next one.
+        std::fs::write(dir.join("real/new.txt"), "n").unwrap();
+        let new = dir.join("real/new.txt");
+        let missing = std::fs::read(dir.join("real/missing.txt")).unwrap_err();
+        let got = lookups.canonicalize(&new).map_err(|e| e.to_string());
+        assert_eq!(got, Err(missing.to_string()));
+        assert_eq!(
+            Lookups::default().canonicalize(&new).unwrap(),
+            std::fs::canonicalize(&new).unwrap()
+        );
+        // A name that differs from a listed one only by case (a file system may ignore
+        // case), or that is not ASCII, is looked up.
+        std::fs::write(dir.join("real/A.TXT"), "A").unwrap();
+        for name in ["real/A.TXT", "real/Missing.txt", "real/é.txt"] {
+            let path = dir.join(name);
+            let expected = std::fs::canonicalize(&path).map_err(|e| e.to_string());
+            let got = lookups.canonicalize(&path).map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{name}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -41,11 +41,7 @@ pub enum TemplateError {
         chain: Vec<PathBuf>,
     },
     /// The builder's [`FileAccess`](super::FileAccess) does not allow reading the file.
-    #[error(
-        "reading '{}' is not allowed here: it is outside the conversation's project and store \
-         (templates.file_access = \"any\" or templates.allowed_roots widens it)",
-        path.display()
-    )]
+    #[error("reading '{}{DENIED_TAIL}", path.display())]
     Denied {
         /// The resolved path.
         path: PathBuf,
@@ -66,7 +62,36 @@ pub enum TemplateError {
     },
 }
 
+/// What the message of [`TemplateError::Denied`] says after the path.
+const DENIED_TAIL: &str = "' is not allowed here: it is outside the conversation's project and \
+     store (templates.file_access = \"any\" or templates.allowed_roots widens it)";
+
 impl TemplateError {
+    /// Appends the message (what `Display` writes) to `out`; the two a file reference meets
+    /// most, a refused and an unreadable file, without the formatting machinery.
+    pub(crate) fn write_message(&self, out: &mut String) {
+        let path = match self {
+            TemplateError::Denied { path } | TemplateError::Read { path, .. } => path.to_str(),
+            _ => None,
+        };
+        match (self, path) {
+            (TemplateError::Denied { .. }, Some(path)) => {
+                out.push_str("reading '");
+                out.push_str(path);
+                out.push_str(DENIED_TAIL);
+            }
+            (TemplateError::Read { .. }, Some(path)) => {
+                out.push_str("cannot read '");
+                out.push_str(path);
+                out.push('\'');
+            }
+            _ => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{self}");
+            }
+        }
+    }
+
     /// A [`TemplateError::Render`] without a source.
     pub fn render(line: Option<u32>, message: impl Into<String>) -> Self {
         TemplateError::Render {
@@ -82,5 +107,33 @@ impl TemplateError {
             TemplateError::Render { line, .. } => *line,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_messages_are_the_displayed_ones() {
+        let path = PathBuf::from("./src/a b.rs");
+        for error in [
+            TemplateError::Denied { path: path.clone() },
+            TemplateError::Read {
+                path: path.clone(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+            TemplateError::NotText { path: path.clone() },
+            TemplateError::render(Some(3), "boom"),
+        ] {
+            let mut written = String::from("> ");
+            error.write_message(&mut written);
+            assert_eq!(written, format!("> {error}"));
+        }
+        assert!(
+            TemplateError::Denied { path }
+                .to_string()
+                .ends_with("is not allowed here: it is outside the conversation's project and store (templates.file_access = \"any\" or templates.allowed_roots widens it)")
+        );
     }
 }

@@ -29,8 +29,15 @@ pub(crate) fn has_reference(text: &str) -> bool {
 
 /// Splits `text`, whose first line is `first_line`, into text and file references, in
 /// order. Adjacent text is not merged, and text chunks are never empty.
+#[cfg(test)]
 pub(crate) fn split(text: &str, first_line: u32) -> Vec<Chunk<'_>> {
     let mut chunks = Vec::new();
+    split_into(text, first_line, |chunk| chunks.push(chunk));
+    chunks
+}
+
+/// [`split`], each chunk handed to `push` in order.
+pub(crate) fn split_into<'a>(text: &'a str, first_line: u32, mut push: impl FnMut(Chunk<'a>)) {
     let mut text_start = 0;
     let mut search = 0;
     let (mut line, mut counted) = (first_line, 0);
@@ -44,16 +51,15 @@ pub(crate) fn split(text: &str, first_line: u32) -> Vec<Chunk<'_>> {
         counted = at;
         reference.line = line;
         if at > text_start {
-            chunks.push(Chunk::Text(&text[text_start..at]));
+            push(Chunk::Text(&text[text_start..at]));
         }
-        chunks.push(Chunk::Ref(reference));
+        push(Chunk::Ref(reference));
         text_start = end;
         search = end;
     }
     if text_start < text.len() {
-        chunks.push(Chunk::Text(&text[text_start..]));
+        push(Chunk::Text(&text[text_start..]));
     }
-    chunks
 }
 
 /// The reference whose `@` is at byte `at`, and the byte where it ends (trailing punctuation
@@ -77,7 +83,7 @@ fn reference_at(text: &str, at: usize) -> Option<(FileReference<'_>, usize)> {
     if token.len() <= prefix_len {
         return None;
     }
-    let (path, mime) = match token.find(";type=") {
+    let (path, mime) = match type_at(token) {
         Some(i) => (&token[..i], Some(&token[i + ";type=".len()..])),
         None => (token, None),
     };
@@ -106,6 +112,11 @@ fn reference_at(text: &str, at: usize) -> Option<(FileReference<'_>, usize)> {
         line: 0,
     };
     Some((reference, at + 1 + kept))
+}
+
+/// Where `;type=` starts in `token` (`str::find` without its searcher's set-up).
+fn type_at(token: &str) -> Option<usize> {
+    memchr::memchr_iter(b';', token.as_bytes()).find(|&at| token[at..].starts_with(";type="))
 }
 
 /// Decodes `%XX` escapes; the text as is when it has none or they do not decode to UTF-8.

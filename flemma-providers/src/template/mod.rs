@@ -226,7 +226,8 @@ pub(crate) fn pieces(segments: &[Segment], references: bool) -> Vec<TemplatePiec
         Some(Segment::Expression(t) | Segment::Code(t)) => (t.trim_before, t.trim_after),
         _ => (false, false),
     };
-    let mut out = Vec::with_capacity(segments.len());
+    // Room for a reference and the text after it in each segment.
+    let mut out = Vec::with_capacity(segments.len() * 2 + 1);
     for (i, segment) in segments.iter().enumerate() {
         match segment {
             Segment::Text(text) => {
@@ -247,11 +248,12 @@ pub(crate) fn pieces(segments: &[Segment], references: bool) -> Vec<TemplatePiec
                     let first_line = start
                         + memchr::memchr_iter(b'\n', &text.value.as_bytes()[..skipped]).count()
                             as u32;
-                    let chunks = fileref::split(value, first_line);
-                    out.extend(chunks.into_iter().map(|chunk| match chunk {
-                        Chunk::Text(text) => TemplatePiece::Text(text),
-                        Chunk::Ref(reference) => TemplatePiece::File(reference),
-                    }));
+                    fileref::split_into(value, first_line, |chunk| {
+                        out.push(match chunk {
+                            Chunk::Text(text) => TemplatePiece::Text(text),
+                            Chunk::Ref(reference) => TemplatePiece::File(reference),
+                        });
+                    });
                 } else {
                     out.push(TemplatePiece::Text(value));
                 }

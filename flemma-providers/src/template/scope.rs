@@ -2,6 +2,7 @@
 //! `@./file` references.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -120,6 +121,14 @@ impl Scope {
     /// `path` resolved: `~/` is the home directory, absolute paths stay, relative paths join
     /// [`dirname`](Self::dirname); `.` and `..` are folded.
     pub fn resolve(&self, path: &str) -> PathBuf {
+        if let Some(relative) = plain_relative(path) {
+            // What `normalize` gives for it: `dirname` is folded already.
+            return if self.dirname.as_os_str() == "." {
+                PathBuf::from(relative)
+            } else {
+                self.dirname.join(relative)
+            };
+        }
         let path = expand_home(Path::new(path));
         if path.is_absolute() {
             normalize(&path)
@@ -203,13 +212,21 @@ impl Scope {
         match self.include_file(&reference.path, reference.mime) {
             Ok(marker) => marker,
             Err(err) => {
+                // `File reference <written> not attached: <the error and its causes>`, written
+                // into one string.
+                let mut message = String::with_capacity(256 + 2 * reference.written.len());
+                message.push_str("File reference ");
+                message.push_str(reference.written);
+                message.push_str(" not attached: ");
+                err.write_message(&mut message);
+                let mut source = std::error::Error::source(&err);
+                while let Some(cause) = source {
+                    let _ = write!(message, ": {cause}");
+                    source = cause.source();
+                }
                 self.state().warnings.push(Warning {
                     line: reference.line,
-                    message: format!(
-                        "File reference {} not attached: {}",
-                        reference.written,
-                        crate::error::chain(&err)
-                    ),
+                    message,
                 });
                 reference.written.to_owned()
             }
@@ -238,7 +255,15 @@ impl Scope {
         if !plain {
             return self.shared.engine.render(pieces, self);
         }
-        let mut out = String::new();
+        let texts: usize = pieces
+            .iter()
+            .map(|piece| match piece {
+                TemplatePiece::Text(text) => text.len(),
+                TemplatePiece::File(reference) => reference.written.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut out = String::with_capacity(texts + 64);
         for piece in pieces {
             match piece {
                 TemplatePiece::Text(text) => out.push_str(text),
@@ -294,6 +319,22 @@ impl Scope {
         };
         Ok((parts, warnings))
     }
+}
+
+/// `path` without its leading `./`s when what is left is a plain relative path: names
+/// joined by single slashes, none of them `.`, `..` or empty, not starting with `~` or `/`.
+/// Such a path joined to a folded directory is folded already.
+fn plain_relative(path: &str) -> Option<&str> {
+    let mut rest = path;
+    while let Some(after) = rest.strip_prefix("./") {
+        rest = after;
+    }
+    let plain = !rest.is_empty()
+        && !rest.starts_with('~')
+        && rest
+            .split('/')
+            .all(|name| !name.is_empty() && name != "." && name != "..");
+    plain.then_some(rest)
 }
 
 /// Reads a file of at most [`MAX_FILE_BYTES`].
@@ -359,6 +400,77 @@ fn split_markers(rendered: &str, first: usize, files: &[FilePart]) -> Vec<Part<'
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `resolve` gave before its shortcut for plain relative paths.
+    fn resolved_in_full(scope: &Scope, path: &str) -> PathBuf {
+        let path = expand_home(Path::new(path));
+        if path.is_absolute() {
+            normalize(&path)
+        } else {
+            normalize(&scope.dirname.join(path))
+        }
+    }
+
+    fn scopes() -> Vec<Scope> {
+        let engine: Arc<dyn TemplateEngine> = Arc::new(super::super::MiniJinjaEngine::new());
+        let at = |chat: Option<&str>| {
+            Scope::with_file_access(
+                Arc::clone(&engine),
+                chat.map(Path::new),
+                Map::new(),
+                FileAccess::Any,
+            )
+        };
+        vec![
+            at(None),
+            at(Some("/work/project/talk.chat")),
+            at(Some("talk.chat")),
+            at(Some("../up/talk.chat")),
+            at(Some("/talk.chat")),
+            at(Some("./a/./b/../talk.chat")),
+        ]
+    }
+
+    #[test]
+    fn resolving_a_plain_relative_path_folds_as_before() {
+        let paths = [
+            "./src/file_1.rs",
+            "src/file_1.rs",
+            "././x",
+            "./",
+            "./a/../b",
+            "./a/./b",
+            "./a//b",
+            "./a/b/",
+            "../x",
+            "~/x",
+            "~x/y",
+            "/abs/./x",
+            ".",
+            "..",
+            "./.hidden",
+            "./..x/y",
+        ];
+        for scope in scopes() {
+            for path in paths {
+                assert_eq!(
+                    scope.resolve(path),
+                    resolved_in_full(&scope, path),
+                    "{path} in {:?}",
+                    scope.dirname
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn resolve_agrees_with_folding_in_full(path in "[a./~]{0,12}") {
+            for scope in scopes() {
+                proptest::prop_assert_eq!(scope.resolve(&path), resolved_in_full(&scope, &path));
+            }
+        }
+    }
 
     #[test]
     fn markers_split_into_parts_and_unknown_markers_stay_text() {

@@ -354,6 +354,103 @@ fn file_access_keeps_reads_inside_a_directory() {
     assert!(format!("{:?}", prompt.messages).contains("secret"));
 }
 
+/// The messages of a prompt's diagnostics, in order.
+fn diagnostic_messages(prompt: &Prompt<'_>) -> Vec<String> {
+    prompt
+        .diagnostics
+        .iter()
+        .map(|d| d.message.clone())
+        .collect()
+}
+
+#[test]
+fn references_reach_the_same_decision_however_often_their_directories_are_looked_up() {
+    let dir = TempDir::new("lookups");
+    dir.write("outside/secret.txt", "hidden words");
+    dir.write("work/src/a.txt", "alpha");
+    dir.write("work/sub/b.txt", "beta");
+    let work = dir.join("work");
+    // A linked directory that leads out of bounds, one that stays inside, a linked file.
+    std::os::unix::fs::symlink(dir.join("outside"), work.join("out")).unwrap();
+    std::os::unix::fs::symlink(work.join("sub"), work.join("in")).unwrap();
+    std::os::unix::fs::symlink(work.join("src/a.txt"), work.join("src/to_a.txt")).unwrap();
+    // Each reference five times: the later ones are answered from what the build learnt
+    // (`src` is listed once references looked into it often).
+    let refs = "@./src/a.txt @./src/gone.txt @./gone/x.txt @./gone/deeper/y.txt \
+                @./out/secret.txt @./in/b.txt @./src/to_a.txt @./sub @./src/a.txt/x";
+    let chat = format!("@You:\n{}\n", [refs; 5].join("\n"));
+    let path = dir.write("work/talk.chat", &chat);
+    let doc = flemma_ast::parse(&chat);
+    let prompt = PromptBuilder::new()
+        .chat_path(&path)
+        .file_access(flemma_providers::FileAccess::within(work.clone()))
+        .build(&doc);
+    let texts: Vec<&str> = prompt.messages[0]
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::File(FilePart::TextFile { text, .. }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["alpha", "beta", "alpha"].repeat(5));
+    assert!(!format!("{:?}", prompt.messages).contains("hidden words"));
+    let io = |rest: &str| std::fs::read(work.join(rest)).unwrap_err().to_string();
+    let denied = |rest: &str| {
+        format!(
+            "reading '{}' is not allowed here: it is outside the conversation's project and store (templates.file_access = \"any\" or templates.allowed_roots widens it)",
+            work.join(rest).display()
+        )
+    };
+    let cannot = |rest: &str| format!("cannot read '{}': {}", work.join(rest).display(), io(rest));
+    let once = [
+        format!(
+            "File reference @./src/gone.txt not attached: {}",
+            cannot("src/gone.txt")
+        ),
+        format!(
+            "File reference @./gone/x.txt not attached: {}",
+            cannot("gone/x.txt")
+        ),
+        format!(
+            "File reference @./gone/deeper/y.txt not attached: {}",
+            cannot("gone/deeper/y.txt")
+        ),
+        format!(
+            "File reference @./out/secret.txt not attached: {}",
+            denied("out/secret.txt")
+        ),
+        format!("File reference @./sub not attached: {}", cannot("sub")),
+        format!(
+            "File reference @./src/a.txt/x not attached: {}",
+            cannot("src/a.txt/x")
+        ),
+    ];
+    let five: Vec<String> = (0..5).flat_map(|_| once.iter().cloned()).collect();
+    assert_eq!(diagnostic_messages(&prompt), five);
+
+    // With no directory to read from, an existing file is refused as well, and so is a
+    // missing one: refused, not missing.
+    let doc = flemma_ast::parse("@You:\n@./src/a.txt @./src/gone.txt\n");
+    let prompt = PromptBuilder::new()
+        .chat_path(&path)
+        .file_access(flemma_providers::FileAccess::Within(Vec::new()))
+        .build(&doc);
+    assert_eq!(
+        diagnostic_messages(&prompt),
+        [
+            format!(
+                "File reference @./src/a.txt not attached: {}",
+                denied("src/a.txt")
+            ),
+            format!(
+                "File reference @./src/gone.txt not attached: {}",
+                denied("src/gone.txt")
+            ),
+        ]
+    );
+}
+
 /// A project (a repository) whose conversation `read` a file of the project; the file's text
 /// (a template, since `read` emits templates) names files outside the project.
 fn read_result_project(dir: &TempDir, body: &str) -> std::path::PathBuf {
