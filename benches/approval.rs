@@ -19,8 +19,9 @@
 use std::hint::black_box;
 
 use criterion::Criterion;
-use flemma::approval::{ApprovalContext, Chain, Decision, ToolCall, ToolName, ToolUseId};
+use flemma::approval::{ApprovalContext, Chain, Decision, ToolCall};
 use flemma::config::{Config, Layer, Options};
+use flemma::ids::{ToolName, ToolUseId};
 use futures_util::FutureExt as _;
 use serde_json::json;
 

@@ -17,7 +17,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use criterion::Criterion;
-use flemma::store::{NoBackup, Store, ToolName, ToolUseId, write_atomic};
+use flemma::ids::{ToolName, ToolUseId};
+use flemma::store::{NoBackup, Store, write_atomic};
 
 fn plain(path: &PathBuf, tmp: &PathBuf, content: &[u8], sync: bool) {
     let mut file = std::fs::File::create(tmp).expect("create");

@@ -18,7 +18,7 @@
 //! `flemma::ids::…`; [`Executor`](tools::Executor) is `flemma::tools::Executor`;
 //! [`Provider`](providers::Provider) is `flemma::providers::Provider`; the options are
 //! `flemma::config::…`. Some crates re-export a few items of the crates below them (for
-//! instance `flemma_ast::ToolName`, `flemma_store::JobId`) so that a user of that crate alone
+//! instance `flemma_ids::ToolName`, `flemma_ids::JobId`) so that a user of that crate alone
 //! needs no second dependency; through the facade, write the canonical path, which is the one
 //! these docs link to. The facade's top level holds only what no crate module does: the agent
 //! loop ([`Session`] and its types) and [`async_trait`], the attribute the SDK's traits

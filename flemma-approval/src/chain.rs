@@ -95,7 +95,8 @@ impl fmt::Debug for Registration {
 /// executor, or `now_or_never`, runs it.
 ///
 /// ```
-/// use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall, ToolName};
+/// use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall};
+/// use flemma_ids::ToolName;
 /// use flemma_config::{Config, Layer};
 ///
 /// # #[tokio::main(flavor = "current_thread")]

@@ -17,7 +17,8 @@
 //! resolver that failed), which is what `flemma approval explain` prints.
 //!
 //! ```
-//! use flemma_approval::{ApprovalContext, Chain, Decision, ResolverError, ToolCall, ToolName, Verdict, resolver_fn};
+//! use flemma_approval::{ApprovalContext, Chain, Decision, ResolverError, ToolCall, Verdict, resolver_fn};
+//! use flemma_ids::ToolName;
 //! use flemma_config::Config;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -61,7 +62,6 @@ pub use chain::{
     Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
 };
 pub use error::{ApprovalError, ResolverError};
-pub use flemma_ids::{ToolName, ToolUseId};
 pub use resolver::{
     ApprovalContext, AsyncFnResolver, Decision, FnResolver, IntoVerdict, ResolveFuture, Resolver,
     SandboxStatus, ToolCall, ToolTraits, Verdict, async_resolver_fn, resolver_fn,

@@ -4,14 +4,14 @@
 use std::cell::{Cell, OnceCell};
 
 use crate::ast::{
-    Aborted, Diagnostic, DiagnosticKind, FenceLayout, Malformed, Segment, Severity, Signature,
-    Text, TextSpan, Thinking, ToolUse,
+    Aborted, Diagnostic, DiagnosticKind, FenceLayout, Malformed, Segment, Signature, Text,
+    TextSpan, Thinking, ToolUse,
 };
 use crate::input::check_input;
 use crate::line::{self, ThinkingTag};
 use crate::messages as msg;
 use crate::source::Source;
-use flemma_ids::{ToolName, ToolUseId};
+use flemma_ids::{Severity, ToolName, ToolUseId};
 
 /// The content lines `first..end` (0-based) of one message.
 #[derive(Debug)]

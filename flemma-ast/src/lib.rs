@@ -49,11 +49,10 @@ pub mod writer;
 
 pub use ast::{
     Aborted, Diagnostic, DiagnosticKind, Document, FenceLayout, Frontmatter, JobResult, JobStatus,
-    JsonObject, LineSpan, Malformed, Message, Role, Segment, Severity, Signature, Template, Text,
-    TextSpan, Thinking, ToolResult, ToolStatus, ToolUse,
+    JsonObject, LineSpan, Malformed, Message, Role, Segment, Signature, Template, Text, TextSpan,
+    Thinking, ToolResult, ToolStatus, ToolUse,
 };
 pub use error::AstError;
-pub use flemma_ids::{InvalidId, JobId, ToolName, ToolUseId};
 pub use incremental::{IncrementalParser, Reparse};
 pub use messages::ABORTED_BY_USER;
 pub use parser::{MAX_INPUT_DEPTH, parse, parse_bytes};

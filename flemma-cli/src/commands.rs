@@ -49,15 +49,15 @@ pub(crate) fn store_path(
     let store_options = config.options().map_err(|e| failed(e.into()))?.tools.store;
     let store = flemma::store::Store::new(&store_options, Some(&chat), "1")
         .map_err(|e| failed(e.into()))?;
-    let usage = |e: flemma::ast::InvalidId| Failure::usage(e.into());
-    let tool = flemma::ast::ToolName::read(tool).map_err(usage)?;
+    let usage = |e: flemma::ids::InvalidId| Failure::usage(e.into());
+    let tool = flemma::ids::ToolName::read(tool).map_err(usage)?;
     let path = match source {
         SourceArg::Tool => {
-            let id = flemma::ast::ToolUseId::new(id).map_err(usage)?;
+            let id = flemma::ids::ToolUseId::new(id).map_err(usage)?;
             store.path_for(&id, Some(&tool))
         }
         SourceArg::Job => {
-            let id = flemma::ast::JobId::new(id).map_err(usage)?;
+            let id = flemma::ids::JobId::new(id).map_err(usage)?;
             store.path_for(&id, Some(&tool))
         }
     }

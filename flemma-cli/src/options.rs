@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use flemma::approval::{ApprovalContext, Chain, Explanation, ToolCall, ToolName};
+use flemma::approval::{ApprovalContext, Chain, Explanation, ToolCall};
 use flemma::ast::Document;
 use flemma::config::{Config, ConfigError, FrontmatterError, Layer, OptionDiagnostic, Origin};
+use flemma::ids::ToolName;
 use flemma::schema::{Capability, builtin};
 use flemma::tools::sandbox::SandboxBackends;
 
@@ -190,11 +191,11 @@ pub(crate) fn evaluated(
         name,
         diagnostics
             .iter()
-            .filter(|d| d.severity() == flemma::config::Severity::Warning),
+            .filter(|d| d.severity() == flemma::ids::Severity::Warning),
     );
     let errors: Vec<OptionDiagnostic> = diagnostics
         .iter()
-        .filter(|d| d.severity() == flemma::config::Severity::Error)
+        .filter(|d| d.severity() == flemma::ids::Severity::Error)
         .cloned()
         .collect();
     if !errors.is_empty() {

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use flemma::tools::jobs::{Delivered, JobPlacement};
+use flemma::ast::writer::JobPlacement;
+use flemma::tools::jobs::Delivered;
 use flemma::tools::{CycleReport, Executor, FileConversation, ToolRegistry};
 use serde_json::json;
 
@@ -317,7 +318,7 @@ pub(crate) fn in_progress_diagnostics(
             };
             Some(flemma::ast::Diagnostic {
                 kind: flemma::ast::DiagnosticKind::ToolResult,
-                severity: flemma::ast::Severity::Warning,
+                severity: flemma::ids::Severity::Warning,
                 message,
                 line: result.span.start_line,
             })

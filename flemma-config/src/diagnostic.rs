@@ -9,8 +9,8 @@ use crate::layer::Layer;
 
 /// How serious a [`FinalizeIssue`] is (see [`FinalizeIssue::severity`]): the one severity of
 /// every flemma diagnostic, owned by `flemma-ids` (the crate all flemma crates share) and the
-/// same type as `flemma_ast::Severity`.
-pub use flemma_ids::Severity;
+/// same type as `flemma_ids::Severity`.
+use flemma_ids::Severity;
 
 /// Where an option was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +142,8 @@ impl FinalizeIssue {
     /// unknown tool and options for an unknown tool are warnings.
     ///
     /// ```
-    /// use flemma_config::{FinalizeIssue, Severity};
+    /// use flemma_config::FinalizeIssue;
+    /// use flemma_ids::Severity;
     ///
     /// let typo = FinalizeIssue::UnknownTool { name: "reed".into(), suggestion: Some("read".into()) };
     /// assert_eq!(typo.severity(), Severity::Error);

@@ -96,7 +96,7 @@ pub enum ConfigError {
         source: Box<ConfigError>,
     },
     /// The options name tools, globs or presets that do not exist once every tool source
-    /// has loaded (spec §5.4-§5.6): the [errors](crate::Severity::Error) of
+    /// has loaded (spec §5.4-§5.6): the [errors](flemma_ids::Severity::Error) of
     /// [`Config::diagnostics`](crate::Config::diagnostics), each with where it was written.
     /// A conversation with such a mistake is not run, rather than run with a tool set it did
     /// not ask for.

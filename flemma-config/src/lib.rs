@@ -45,13 +45,9 @@ mod suggest;
 
 pub use config::builder::ConfigBuilder;
 pub use config::{AutoApprovePolicy, Config, PolicyContext, PolicyDecision, ResolvedList};
-pub use diagnostic::{FinalizeIssue, OptionDiagnostic, Origin, Severity};
+pub use diagnostic::{FinalizeIssue, OptionDiagnostic, Origin};
 pub use env::{CORE_VARS, DEFAULT_EXCLUDES, EnvPolicy, Inherit};
 pub use error::{ConfigError, FrontmatterError, PolicyError, TomlError};
-/// The tool-name type, defined by `flemma-ids` (its canonical path; re-exported for the option
-/// signatures that take it).
-#[doc(no_inline)]
-pub use flemma_ids::ToolName;
 pub use glob::{GlobList, glob_match};
 pub use layer::Layer;
 pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};

@@ -57,7 +57,8 @@ impl Options {
     /// read from their fields ([`ToolsOptions::bash`], …) instead.
     ///
     /// ```
-    /// use flemma_config::{Config, Layer, ToolName};
+    /// use flemma_config::{Config, Layer};
+    /// use flemma_ids::ToolName;
     ///
     /// let mut config = Config::new();
     /// config.load_toml_str("[tools.\"mcp.fs.read\"]\ncwd = \"/srv\"\n", "flemma.toml".as_ref())?;

@@ -104,7 +104,4 @@ pub use transport::{
 };
 pub use vertex::VertexDecoder;
 pub use wire::normalize_tool_id;
-/// The wire codec of tool names, defined by `flemma-ids` (its canonical path).
-#[doc(no_inline)]
-pub use wire::{decode_tool_name, encode_tool_name};
 pub use writer::ResponseWriter;

@@ -16,7 +16,7 @@ use crate::provider::{EventStream, Provider, Request, SendError};
 use crate::request::RequestOptions;
 use crate::sse::SseDecoder;
 use crate::vertex::VertexDecoder;
-use crate::wire::encode_tool_name;
+use flemma_ids::encode_tool_name;
 
 /// Why a script could not be loaded.
 #[derive(Debug, thiserror::Error)]

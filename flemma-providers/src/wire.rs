@@ -2,8 +2,6 @@
 
 use std::borrow::Cow;
 
-pub use flemma_ids::{decode_tool_name, encode_tool_name};
-
 /// A tool-call id as Anthropic and OpenAI Responses accept it: every character outside
 /// `[A-Za-z0-9_-]` becomes `_`, the result is cut to 64 characters, then trailing `_` are
 /// stripped. (Chat Completions sends ids verbatim.)
@@ -49,6 +47,7 @@ pub fn normalize_tool_id(id: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flemma_ids::{decode_tool_name, encode_tool_name};
 
     #[test]
     fn the_table_keeps_exactly_ascii_alphanumerics_underscores_and_dashes() {

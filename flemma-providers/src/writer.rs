@@ -1,7 +1,7 @@
 //! Writes decoded events into `.chat` text, as the reference implementation does (spec §1.16).
 
 use flemma_ast::writer::{append_prefix, thinking_block, tool_use_block};
-use flemma_ast::{ToolName, ToolUseId};
+use flemma_ids::{ToolName, ToolUseId};
 
 use crate::event::{StopReason, StreamEvent};
 

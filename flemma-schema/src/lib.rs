@@ -13,7 +13,8 @@
 //!
 //! ```
 //! use flemma_schema::dsl::{number, object, string};
-//! use flemma_schema::{HarnessParameters, ToolName, ToolSpec, Validator};
+//! use flemma_schema::{HarnessParameters, ToolSpec, Validator};
+//! use flemma_ids::ToolName;
 //!
 //! let spec = ToolSpec::builder(ToolName::new("bash")?, "Run a command.")
 //!     .input(object([
@@ -55,7 +56,6 @@ pub use capability::{Capabilities, Capability};
 pub use dsl::Schema;
 pub use emit::Mode;
 pub use error::{JsonPath, SchemaError};
-pub use flemma_ids::ToolName;
 pub use harness::{
     BACKGROUND, Directives, HarnessParameters, SAVE_TO, inject_harness_parameters,
     strip_harness_parameters,

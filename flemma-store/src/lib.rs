@@ -12,7 +12,8 @@
 //! `materialize_async` and `save_to_async` run them on Tokio's blocking pool.
 //!
 //! ```
-//! use flemma_store::{SaveOutcome, Store, ToolName, ToolUseId};
+//! use flemma_store::{SaveOutcome, Store};
+//! use flemma_ids::{ToolName, ToolUseId};
 //!
 //! let dir = std::env::temp_dir().join(format!("flemma-store-lib-{}", std::process::id()));
 //! let chat = dir.join("notes.chat");
@@ -43,7 +44,6 @@ mod writes;
 pub use append::{Appended, append_if_unchanged, sync_data};
 pub use body::ResultBody;
 pub use error::StoreError;
-pub use flemma_ids::{JobId, ToolName, ToolUseId};
 pub use path::{
     CHAT_PRESET, MAX_FILE_NAME, PathFormat, PathInputs, ResultId, STATE_PRESET, Source,
     collapse_namespaces, dedupe_name, escape_id, expand_inline, flatten, shorten,

@@ -79,7 +79,8 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// The tool result store of one conversation.
 ///
 /// ```
-/// use flemma_store::{Store, ToolName, ToolUseId};
+/// use flemma_store::Store;
+/// use flemma_ids::{ToolName, ToolUseId};
 ///
 /// let options = flemma_config::Config::new().options()?.tools.store;
 /// let env = std::sync::Arc::new(|name: &str| (name == "HOME").then(|| "/home/ada".to_owned()));
@@ -316,7 +317,8 @@ impl Store {
     /// As [`Store::write_result`]; callers log it and inject the result anyway.
     ///
     /// ```
-    /// use flemma_store::{ResultBody, Store, ToolName, ToolUseId};
+    /// use flemma_store::{ResultBody, Store};
+    /// use flemma_ids::{ToolName, ToolUseId};
     ///
     /// let dir = std::env::temp_dir().join(format!("flemma-store-mat-{}", std::process::id()));
     /// let mut options = flemma_config::Config::new().options()?.tools.store;

@@ -20,7 +20,8 @@ use crate::write::{BackupStrategy, write_atomic};
 /// ```
 /// use std::path::{Path, PathBuf};
 /// use std::sync::{Arc, Mutex};
-/// use flemma_store::{BackupStrategy, Store, StoreError, StoreWrites, ToolName, ToolUseId};
+/// use flemma_store::{BackupStrategy, Store, StoreError, StoreWrites};
+/// use flemma_ids::{ToolName, ToolUseId};
 ///
 /// /// Keeps the writes in memory.
 /// #[derive(Debug, Default)]

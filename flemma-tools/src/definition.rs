@@ -46,7 +46,8 @@ impl fmt::Debug for Enabled {
 ///
 /// ```
 /// use flemma_schema::dsl::{object, string};
-/// use flemma_tools::{Capability, ToolDefinition};
+/// use flemma_tools::ToolDefinition;
+/// use flemma_schema::Capability;
 ///
 /// let def = ToolDefinition::builder("search", "Search the knowledge base.")?
 ///     .input(object([("query", string().describe("What to look for"))]))

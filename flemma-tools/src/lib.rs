@@ -77,7 +77,6 @@ pub use executor::{
     Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
     Next, PendingCall,
 };
-pub use flemma_schema::{Capabilities, Capability};
 pub use module::ToolModule;
 pub use output::{Output, ToolOutput};
 pub use protect::protect_host_process;

@@ -1,7 +1,8 @@
 //! A conversation's options against a registry: the tools enabled by default, globs expanded,
 //! the names checked (spec §5.1-§5.6).
 
-use flemma_config::{Config, ConfigError, OptionDiagnostic, Options, Severity};
+use flemma_config::{Config, ConfigError, OptionDiagnostic, Options};
+use flemma_ids::Severity;
 
 use crate::registry::ToolRegistry;
 

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use flemma_store::format_size;
+use flemma_store::format_size;
 
 /// The line budget of a truncated output (spec §10.1).
 pub const MAX_LINES: usize = 2000;

@@ -3,9 +3,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use flemma_ast::TextEdit;
 use flemma_ast::{Role, Segment};
-use flemma_ast::{Severity, TextEdit};
 use flemma_config::AutopilotOptions;
+use flemma_ids::Severity;
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_providers::{
     FileAccess, OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,

@@ -1,10 +1,9 @@
 //! The approval table: presets, globs, frontmatter intent, each sandbox condition, the
 //! catch-all, closure policies, failing and panicking resolvers and priority ties.
 
-use flemma_approval::{
-    ApprovalContext, Chain, ResolverError, ToolCall, ToolName, ToolUseId, Verdict, resolver_fn,
-};
+use flemma_approval::{ApprovalContext, Chain, ResolverError, ToolCall, Verdict, resolver_fn};
 use flemma_config::{AutoApprovePolicy, Config, Layer, PolicyDecision};
+use flemma_ids::{ToolName, ToolUseId};
 use serde_json::{Value, json};
 
 /// One row of the table.

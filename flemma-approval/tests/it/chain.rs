@@ -1,9 +1,8 @@
 //! Registration, ordering and the explain contract.
 
-use flemma_approval::{
-    ApprovalContext, ApprovalError, Chain, ToolCall, ToolName, Verdict, resolver_fn,
-};
+use flemma_approval::{ApprovalContext, ApprovalError, Chain, ToolCall, Verdict, resolver_fn};
 use flemma_config::Config;
+use flemma_ids::ToolName;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

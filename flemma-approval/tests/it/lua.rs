@@ -4,10 +4,10 @@
 //! §6.4: a function or `:set(...)`).
 
 use flemma_approval::{
-    ApprovalContext, CONFIG_RESOLVER, Chain, Decision, SANDBOX_RESOLVER, ToolCall, ToolName,
-    ToolUseId,
+    ApprovalContext, CONFIG_RESOLVER, Chain, Decision, SANDBOX_RESOLVER, ToolCall,
 };
 use flemma_config::Config;
+use flemma_ids::{ToolName, ToolUseId};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use flemma_approval::{
     ApprovalContext, CONFIG_RESOLVER, Chain, ConfigResolver, Decision, Resolver, ResolverError,
-    ToolCall, ToolName, Verdict, async_resolver_fn, async_trait, resolver_fn,
+    ToolCall, Verdict, async_resolver_fn, async_trait, resolver_fn,
 };
 use flemma_config::{Config, Layer, Options};
+use flemma_ids::ToolName;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};

@@ -29,8 +29,8 @@ impl DiagnosticKind {
 }
 
 /// How serious a diagnostic is: the one severity of every flemma diagnostic, owned by
-/// `flemma-ids` and the same type as `flemma_config::Severity`.
-pub use flemma_ids::Severity;
+/// `flemma-ids` and the same type as `flemma_ids::Severity`.
+use flemma_ids::Severity;
 
 /// Something the parser found wrong, with the line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

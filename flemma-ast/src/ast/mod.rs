@@ -11,7 +11,7 @@ mod diagnostic;
 mod span;
 mod tool;
 
-pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use span::{FenceLayout, LineSpan, TextSpan};
 pub use tool::{JsonObject, ToolStatus, ToolUse};
 

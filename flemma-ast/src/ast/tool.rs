@@ -33,12 +33,13 @@ impl ToolUse {
     /// A tool use with `input` written as one line of JSON, the way the harness writes it.
     ///
     /// ```
-    /// use flemma_ast::{LineSpan, ToolName, ToolUse, ToolUseId};
+    /// use flemma_ast::{LineSpan, ToolUse};
+    /// use flemma_ids::{ToolName, ToolUseId};
     /// let input = serde_json::json!({"command": "ls"}).as_object().cloned().unwrap();
     /// let call = ToolUse::new(ToolUseId::new("t1")?, ToolName::new("bash")?, input, LineSpan::new(1, 4));
     /// assert_eq!(call.raw_input(), r#"{"command":"ls"}"#);
     /// assert_eq!(call.input()["command"], "ls");
-    /// # Ok::<(), flemma_ast::InvalidId>(())
+    /// # Ok::<(), flemma_ids::InvalidId>(())
     /// ```
     pub fn new(id: ToolUseId, name: ToolName, input: JsonObject, span: LineSpan) -> Self {
         let raw_input = serde_json::to_string(&input).unwrap_or_else(|_| "{}".to_owned());

@@ -51,7 +51,8 @@ pub fn append_prefix(response_so_far: &str) -> &'static str {
 /// A `**Tool Use:**` block for a streamed response, prefix included (spec §1.16).
 ///
 /// ```
-/// use flemma_ast::{ToolName, ToolUseId, writer};
+/// use flemma_ast::writer;
+/// use flemma_ids::{ToolName, ToolUseId};
 /// let input = serde_json::json!({"command": "ls"});
 /// let block = writer::tool_use_block(
 ///     "Let me look.",
@@ -60,7 +61,7 @@ pub fn append_prefix(response_so_far: &str) -> &'static str {
 ///     input.as_object().unwrap(),
 /// );
 /// assert_eq!(block, "\n\n**Tool Use:** `bash` (`toolu_01`)\n\n```json\n{\"command\":\"ls\"}\n```\n");
-/// # Ok::<(), flemma_ast::InvalidId>(())
+/// # Ok::<(), flemma_ids::InvalidId>(())
 /// ```
 pub fn tool_use_block(
     response_so_far: &str,

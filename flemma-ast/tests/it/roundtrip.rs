@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use flemma_ast::writer::{self, ResultBody, WriterOptions};
-use flemma_ast::{JobId, ToolName, ToolStatus, ToolUseId, apply_edits, parse, parse_bytes, print};
+use flemma_ast::{ToolStatus, apply_edits, parse, parse_bytes, print};
+use flemma_ids::{JobId, ToolName, ToolUseId};
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 

@@ -6,10 +6,8 @@ use flemma_ast::writer::{
     self, JobPlacement, ResultBody, WriterOptions, abort_marker, append_prefix, fence_for,
     thinking_block,
 };
-use flemma_ast::{
-    AstError, IncrementalParser, JobId, TextEdit, ToolName, ToolStatus, ToolUseId, apply_edits,
-    parse,
-};
+use flemma_ast::{AstError, IncrementalParser, TextEdit, ToolStatus, apply_edits, parse};
+use flemma_ids::{JobId, ToolName, ToolUseId};
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 

@@ -26,7 +26,8 @@ impl Config {
     /// through `flemma_tools::ToolRegistry::evaluate`, which stops on the errors.
     ///
     /// ```
-    /// use flemma_config::{Config, Layer, Origin, Severity};
+    /// use flemma_config::{Config, Layer, Origin};
+    /// use flemma_ids::Severity;
     /// use flemma_ids::ToolName;
     ///
     /// let registered: Vec<ToolName> = ["bash", "read"].map(|n| ToolName::new(n).unwrap()).to_vec();

@@ -378,7 +378,8 @@ impl Config {
     /// evaluation (`flemma_tools::ToolRegistry::evaluate`), since tools come and go.
     ///
     /// ```
-    /// use flemma_config::{Config, Layer, ToolName};
+    /// use flemma_config::{Config, Layer};
+    /// use flemma_ids::ToolName;
     ///
     /// let mut config = Config::new();
     /// config.set_tool_defaults(["bash", "read", "write"].map(|n| ToolName::new(n).unwrap()));

@@ -51,7 +51,8 @@ impl<'a> PolicyContext<'a> {
 /// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes).
 ///
 /// ```
-/// use flemma_config::{AutoApprovePolicy, PolicyContext, PolicyDecision, ToolName};
+/// use flemma_config::{AutoApprovePolicy, PolicyContext, PolicyDecision};
+/// use flemma_ids::ToolName;
 /// use flemma_ids::ToolUseId;
 ///
 /// let policy = AutoApprovePolicy::with_context(|tool, _input, ctx| match ctx.tool_id {

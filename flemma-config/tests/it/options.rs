@@ -245,8 +245,8 @@ fn a_null_write_falls_back_to_the_layer_below() {
     assert_eq!(config.options().unwrap().model.as_deref(), Some("m1"));
 }
 
-fn calculator() -> flemma_config::ToolName {
-    flemma_config::ToolName::new("calculator").unwrap()
+fn calculator() -> flemma_ids::ToolName {
+    flemma_ids::ToolName::new("calculator").unwrap()
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! Spec §5.1-§5.6: a conversation's tool list starts from the DEFAULTS layer's enabled tools;
 //! the names it gives are checked, each diagnostic with where it was written.
 
-use flemma_config::{
-    Config, FinalizeIssue, Layer, OptionDiagnostic, Origin, Preset, Severity, ToolName,
-};
+use flemma_config::{Config, FinalizeIssue, Layer, OptionDiagnostic, Origin, Preset};
+use flemma_ids::Severity;
+use flemma_ids::ToolName;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

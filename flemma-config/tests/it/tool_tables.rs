@@ -2,7 +2,8 @@
 //! `Options::tool_options`, checked against the registered tools by `finalize`; unknown paths
 //! are errors with a did-you-mean.
 
-use flemma_config::{Config, ConfigError, FinalizeIssue, Layer, ToolName};
+use flemma_config::{Config, ConfigError, FinalizeIssue, Layer};
+use flemma_ids::ToolName;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

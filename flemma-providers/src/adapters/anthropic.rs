@@ -7,7 +7,8 @@ use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::{CacheRetention, ForeignThinking, RequestOptions};
 use crate::template::FilePart;
-use crate::wire::{encode_tool_name, normalize_tool_id};
+use crate::wire::normalize_tool_id;
+use flemma_ids::encode_tool_name;
 
 /// The output budget when the options set none.
 const DEFAULT_MAX_TOKENS: u64 = 8192;

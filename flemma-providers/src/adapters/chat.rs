@@ -9,7 +9,7 @@ use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::RequestOptions;
 use crate::template::FilePart;
 use crate::text::Joined;
-use crate::wire::encode_tool_name;
+use flemma_ids::encode_tool_name;
 
 /// Builds the streaming Chat Completions body of a prompt (spec §13.4).
 ///

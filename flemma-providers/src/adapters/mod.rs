@@ -13,7 +13,7 @@ use crate::body::Json;
 use crate::prompt::{Part, PromptMessage, PromptRole};
 use crate::request::RequestOptions;
 use crate::template::FilePart;
-use crate::wire::encode_tool_name;
+use flemma_ids::encode_tool_name;
 
 /// The offered tools declared in `dialect`, in the options' order. A tool whose declaration
 /// cannot be built (an unresolvable `$ref`) is left out.

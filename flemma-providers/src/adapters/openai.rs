@@ -11,7 +11,8 @@ use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
 use crate::request::{RequestOptions, Thinking, ThinkingLevel};
 use crate::template::FilePart;
-use crate::wire::{encode_tool_name, normalize_tool_id};
+use crate::wire::normalize_tool_id;
+use flemma_ids::encode_tool_name;
 
 /// Standard base64 that reads signatures with or without their `=` padding.
 const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(

@@ -10,7 +10,7 @@ use crate::prompt::{NO_RESULT_PROVIDED, Part, Prompt, PromptRole};
 use crate::request::{ForeignThinking, RequestOptions};
 use crate::template::FilePart;
 use crate::text::Joined;
-use crate::wire::encode_tool_name;
+use flemma_ids::encode_tool_name;
 
 /// Builds the Vertex / Gemini `generateContent` body of a prompt (spec §13.5).
 ///

@@ -5,9 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use flemma_ast::{
-    Document, JobResult, Message, Role, Segment, Severity, Template, ToolResult, ToolStatus,
-};
+use flemma_ast::{Document, JobResult, Message, Role, Segment, Template, ToolResult, ToolStatus};
+use flemma_ids::Severity;
 use serde_json::{Map, Value};
 
 use super::{

@@ -14,7 +14,8 @@ pub(crate) mod builder;
 
 use std::borrow::Cow;
 
-use flemma_ast::{JsonObject, Severity};
+use flemma_ast::JsonObject;
+use flemma_ids::Severity;
 use serde::Serialize;
 
 use crate::template::FilePart;

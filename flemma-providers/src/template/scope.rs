@@ -412,7 +412,7 @@ mod tests {
     }
 
     fn scopes() -> Vec<Scope> {
-        let engine: Arc<dyn TemplateEngine> = Arc::new(super::super::MiniJinjaEngine::new());
+        let engine: Arc<dyn TemplateEngine> = Arc::new(super::super::jinja::MiniJinjaEngine::new());
         let at = |chat: Option<&str>| {
             Scope::with_file_access(
                 Arc::clone(&engine),

@@ -49,7 +49,7 @@ pub(crate) fn prompt(name: &str) -> flemma_providers::Prompt<'static> {
 /// A strict `calculator` tool, as the peer transcripts use.
 pub(crate) fn calculator() -> flemma_schema::ToolSpec {
     flemma_schema::ToolSpec::builder(
-        flemma_schema::ToolName::new("calculator").unwrap(),
+        flemma_ids::ToolName::new("calculator").unwrap(),
         "Evaluate an arithmetic expression.",
     )
     .input(flemma_schema::dsl::object([(

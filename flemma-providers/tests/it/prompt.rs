@@ -65,7 +65,7 @@ fn synthetic(id: &str, name: &str) -> Part<'static> {
 fn unresolved(line: u32, id: &str, name: &str) -> PromptDiagnostic {
     PromptDiagnostic {
         kind: PromptDiagnosticKind::ToolUse,
-        severity: flemma_ast::Severity::Warning,
+        severity: flemma_ids::Severity::Warning,
         line,
         message: format!(
             "Tool call '{name}' ({id}) has no matching tool result. A synthetic 'No result provided' error response will be sent to the API."

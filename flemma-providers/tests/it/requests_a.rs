@@ -148,7 +148,7 @@ fn anthropic_cache_control_on_last_tool_only() {
     let mut opts = options("claude-sonnet-4-5");
     opts.tools.push(
         flemma_schema::ToolSpec::builder(
-            flemma_schema::ToolName::new("bash").unwrap(),
+            flemma_ids::ToolName::new("bash").unwrap(),
             "Run a command.",
         )
         .input(flemma_schema::dsl::object([(

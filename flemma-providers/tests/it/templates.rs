@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use flemma_ast::Severity;
+use flemma_ids::Severity;
 use flemma_providers::{
     FilePart, MiniJinjaEngine, Part, Prompt, PromptBuilder, PromptDiagnosticKind, PromptRole,
     anthropic_request, body_to_string, chat_completions_request, openai_responses_request,

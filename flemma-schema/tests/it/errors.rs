@@ -43,7 +43,7 @@ fn dsl_misuse_in_strict_mode() {
         "/properties/flag: default \"yes\" does not match the schema"
     );
     // A strict tool built from a misused DSL schema fails at build time.
-    let spec = ToolSpec::builder(flemma_schema::ToolName::new("t").unwrap(), "d")
+    let spec = ToolSpec::builder(flemma_ids::ToolName::new("t").unwrap(), "d")
         .input(optional)
         .strict(true)
         .build();
@@ -100,7 +100,7 @@ fn recursive_refs_cannot_be_inlined_for_gemini() {
     assert!(compile_strict(&raw, Dialect::OpenAiResponses).is_ok());
     let err = compile_strict(&raw, Dialect::Gemini).unwrap_err();
     assert!(matches!(err, SchemaError::RecursiveRef { .. }), "{err}");
-    let spec = ToolSpec::builder(flemma_schema::ToolName::new("t").unwrap(), "d")
+    let spec = ToolSpec::builder(flemma_ids::ToolName::new("t").unwrap(), "d")
         .input(InputSchema::Raw(raw))
         .build()
         .unwrap();
@@ -156,7 +156,7 @@ fn tool_names() {
         ("slack:channels", false),
         ("naïve", false),
     ] {
-        let result = flemma_schema::ToolName::new(name);
+        let result = flemma_ids::ToolName::new(name);
         assert_eq!(result.is_ok(), ok, "{name}: {result:?}");
     }
 }

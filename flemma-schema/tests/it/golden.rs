@@ -62,7 +62,7 @@ fn emission_is_deterministic_byte_for_byte() {
     }
     // Keys are sorted at every level, whatever the insertion order of a raw schema.
     let raw = serde_json::json!({"type": "object", "required": ["b"], "properties": {"b": {"type": "string"}, "a": {"type": "string"}}});
-    let spec = flemma_schema::ToolSpec::builder(flemma_schema::ToolName::new("t").unwrap(), "d")
+    let spec = flemma_schema::ToolSpec::builder(flemma_ids::ToolName::new("t").unwrap(), "d")
         .input(flemma_schema::InputSchema::Raw(raw))
         .build()
         .unwrap();
@@ -104,15 +104,13 @@ fn derived_schemas_of_builtin_input_types_equal_their_dsl_schemas() {
 
 #[test]
 fn output_schema_extends_the_description() {
-    let spec = flemma_schema::ToolSpec::builder(
-        flemma_schema::ToolName::new("calc").unwrap(),
-        "Evaluate.",
-    )
-    .output_schema(
-        serde_json::json!({"type": "object", "properties": {"value": {"type": "number"}}}),
-    )
-    .build()
-    .unwrap();
+    let spec =
+        flemma_schema::ToolSpec::builder(flemma_ids::ToolName::new("calc").unwrap(), "Evaluate.")
+            .output_schema(
+                serde_json::json!({"type": "object", "properties": {"value": {"type": "number"}}}),
+            )
+            .build()
+            .unwrap();
     assert_eq!(
         spec.description,
         "Evaluate.\n\nReturns (JSON Schema): {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"properties\":{\"value\":{\"type\":\"number\"}},\"type\":\"object\"}"

@@ -29,7 +29,8 @@ impl Store {
     /// When polled outside a Tokio runtime; a panic of the backup strategy is resumed here.
     ///
     /// ```
-    /// use flemma_store::{Store, ToolName, ToolUseId};
+    /// use flemma_store::Store;
+    /// use flemma_ids::{ToolName, ToolUseId};
     ///
     /// let dir = std::env::temp_dir().join(format!("flemma-store-async-{}", std::process::id()));
     /// let options = flemma_config::Config::new().options()?.tools.store;

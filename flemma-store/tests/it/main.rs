@@ -105,16 +105,16 @@ pub(crate) fn entries(dir: &Path) -> Vec<String> {
 }
 
 /// A tool use id (tests only pass valid ones).
-pub(crate) fn tid(id: &str) -> flemma_store::ToolUseId {
-    flemma_store::ToolUseId::new(id).unwrap()
+pub(crate) fn tid(id: &str) -> flemma_ids::ToolUseId {
+    flemma_ids::ToolUseId::new(id).unwrap()
 }
 
 /// A job id.
-pub(crate) fn jid(id: &str) -> flemma_store::JobId {
-    flemma_store::JobId::new(id).unwrap()
+pub(crate) fn jid(id: &str) -> flemma_ids::JobId {
+    flemma_ids::JobId::new(id).unwrap()
 }
 
 /// A tool name; the legacy `:` form is read as a transcript would.
-pub(crate) fn tn(name: &str) -> flemma_store::ToolName {
-    flemma_store::ToolName::read(name).unwrap()
+pub(crate) fn tn(name: &str) -> flemma_ids::ToolName {
+    flemma_ids::ToolName::read(name).unwrap()
 }

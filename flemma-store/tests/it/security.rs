@@ -5,7 +5,7 @@ use std::path::{Component, Path};
 
 use flemma_store::{Store, escape_id};
 
-use flemma_store::ToolUseId;
+use flemma_ids::ToolUseId;
 
 use crate::{TempDir, options, options_with_format, tn};
 

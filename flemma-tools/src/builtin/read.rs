@@ -14,7 +14,9 @@ use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::Preview;
 use crate::tool::Tool;
-use crate::truncate::{Limits, MAX_BYTES, TruncatedBy, format_size, truncate_head};
+use flemma_store::format_size;
+
+use crate::truncate::{Limits, MAX_BYTES, TruncatedBy, truncate_head};
 
 /// How much of a file's beginning decides whether it is binary.
 const SNIFF_BYTES: usize = 8192;

@@ -10,7 +10,7 @@ use crate::messages as msg;
 use crate::output::ToolOutput;
 use crate::preview::Preview;
 use crate::tool::Tool;
-use crate::truncate::format_size;
+use flemma_store::format_size;
 
 /// The built-in `write` tool.
 ///

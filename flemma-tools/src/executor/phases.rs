@@ -27,7 +27,7 @@ impl Executor {
         &self,
         diagnostics: &[OptionDiagnostic],
     ) -> Result<(), ExecutorError> {
-        use flemma_config::Severity;
+        use flemma_ids::Severity;
         let (errors, warnings): (Vec<_>, Vec<_>) = diagnostics
             .iter()
             .cloned()

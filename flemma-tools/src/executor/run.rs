@@ -237,7 +237,7 @@ impl Executor {
         };
         let definition = found.definition();
         let backgroundable = definition.is_async()
-            && !definition.has_capability(crate::Capability::DisablesBackground);
+            && !definition.has_capability(flemma_schema::Capability::DisablesBackground);
         if directives.background && backgroundable {
             let call = Call {
                 id: id.clone(),

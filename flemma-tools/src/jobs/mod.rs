@@ -48,6 +48,7 @@ pub(crate) mod table;
 #[cfg(unix)]
 mod watch;
 
+use flemma_ast::writer::JobPlacement;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use serde::{Deserialize, Serialize};
 
@@ -101,9 +102,6 @@ pub struct JobInfo {
     /// Seconds since it started (until it completed, for a finished job); `None` when unknown.
     pub elapsed_seconds: Option<f64>,
 }
-
-/// How a delivered Job Result was placed (spec §8.5).
-pub use flemma_ast::writer::JobPlacement;
 
 /// One Job Result written by a delivery point.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -78,4 +78,3 @@ impl SandboxBackend for PassThrough {
         Ok(argv)
     }
 }
-

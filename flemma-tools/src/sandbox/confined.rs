@@ -6,7 +6,7 @@ use std::sync::Arc;
 use flemma_config::SandboxOptions;
 
 use super::backend::{SandboxBackend, SandboxError};
-use super::policy::{SandboxPolicy, normalize, real_path};
+use super::policy::SandboxPolicy;
 
 /// The sandbox of one conversation: its backend, options and resolved policy, or none; and
 /// the files tools may not write, which hold with or without a sandbox.
@@ -129,4 +129,3 @@ impl flemma_store::WritablePaths for Sandbox {
         self.read_only_file(path, Path::new("/")).is_some()
     }
 }
-

@@ -5,7 +5,6 @@
 //! as given), the bubblewrap backend [`Bwrap`], the registry that selects a backend
 //! ([`SandboxBackends`], spec §14.3) and the policy resolution of spec §14.2.
 
-
 mod backend;
 mod backends;
 mod bwrap;
@@ -16,5 +15,5 @@ pub use backend::{PassThrough, SandboxBackend, SandboxError};
 pub use backends::{BWRAP_PRIORITY, DEFAULT_PRIORITY, SandboxBackends};
 pub use bwrap::Bwrap;
 pub use confined::Sandbox;
-pub(crate) use policy::{expand_path, expand_tilde, normalize, real_path};
 pub use policy::{PolicyInputs, SandboxPolicy};
+pub(crate) use policy::{expand_path, expand_tilde, normalize};

@@ -66,7 +66,7 @@ impl Evaluated {
         let errors: Vec<OptionDiagnostic> = self
             .diagnostics
             .iter()
-            .filter(|d| d.severity() == flemma_config::Severity::Error)
+            .filter(|d| d.severity() == flemma_ids::Severity::Error)
             .cloned()
             .collect();
         if errors.is_empty() {

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma_tools::jobs::{JobPlacement, JobState, JobsStatus};
+use flemma_ast::writer::JobPlacement;
+use flemma_tools::jobs::{JobState, JobsStatus};
 use flemma_tools::{Event, Executor, MemoryConversation, Next, ToolRegistry};
 
 use crate::cycle::test_registry;

@@ -3,9 +3,10 @@
 use std::time::Duration;
 
 use flemma_config::{Config, Layer};
+use flemma_schema::Capability;
 use flemma_tools::{
-    Capability, FnTool, Registrar, RegistryWarning, ToolDefinition, ToolOutput, ToolRegistry,
-    ToolSource, tool_fn,
+    FnTool, Registrar, RegistryWarning, ToolDefinition, ToolOutput, ToolRegistry, ToolSource,
+    tool_fn,
 };
 use serde_json::json;
 

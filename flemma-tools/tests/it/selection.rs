@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma_config::{Config, ConfigError, Layer, Origin, Preset, Severity};
+use flemma_config::{Config, ConfigError, Layer, Origin, Preset};
+use flemma_ids::Severity;
 use flemma_tools::transcript::TranscriptError;
 use flemma_tools::{
     Event, Executor, ExecutorError, FnTool, MemoryConversation, Registrar, ToolDefinition,

@@ -11,12 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use flemma_schema::Capability;
 use flemma_tools::builtin::{EditTool, LsTool, ReadTool, WriteTool};
 use flemma_tools::preview::render_preview;
 use flemma_tools::sandbox::{PassThrough, Sandbox, SandboxPolicy};
-use flemma_tools::{
-    Capability, ExecutionContext, Tool, ToolOutput, ToolRegistry, register_builtins,
-};
+use flemma_tools::{ExecutionContext, Tool, ToolOutput, ToolRegistry, register_builtins};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
