@@ -17,10 +17,11 @@
 //! [`ToolName`](ids::ToolName), [`ToolUseId`](ids::ToolUseId) and [`JobId`](ids::JobId) are
 //! `flemma::ids::…`; [`Executor`](tools::Executor) is `flemma::tools::Executor`;
 //! [`Provider`](providers::Provider) is `flemma::providers::Provider`; the options are
-//! `flemma::config::…`. Some crates re-export a few items of the crates below them (for
-//! instance `flemma_ids::ToolName`, `flemma_ids::JobId`) so that a user of that crate alone
-//! needs no second dependency; through the facade, write the canonical path, which is the one
-//! these docs link to. The facade's top level holds only what no crate module does: the agent
+//! `flemma::config::…`. No crate re-exports the items of the crates below it (a user of
+//! `flemma-ast` alone imports `ToolName` from `flemma-ids`), so each of these names has one
+//! path through the facade. The one exception is the `async_trait` attribute, which
+//! `flemma_tools`, `flemma_approval` and `flemma_providers` each re-export for the users of
+//! that crate alone (it is one macro). The facade's top level holds only what no crate module does: the agent
 //! loop ([`Session`] and its types) and [`async_trait`], the attribute the SDK's traits
 //! ([`Tool`](tools::Tool), [`Conversation`](tools::Conversation),
 //! [`Approver`](tools::Approver), [`Resolver`](approval::Resolver),
