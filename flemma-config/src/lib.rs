@@ -63,7 +63,9 @@ pub use options::{
     SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
-pub use project::{conversation_dir, conversation_path, project_root, project_root_with_home};
+pub use project::{
+    conversation_dir, conversation_path, fold_path, project_root, project_root_with_home,
+};
 pub use schema::OptionKind;
 pub use sections::HOST_SECTIONS;
 pub use suggest::did_you_mean;

@@ -85,6 +85,36 @@ pub fn conversation_path(file: &Path) -> PathBuf {
     }
 }
 
+/// `path` with `.` removed and `..` folded lexically, without touching the file system: a
+/// `..` folds the name before it, stops at the root (`/../x` is `/x`) and is kept where there is
+/// no name to fold (`../x` stays `../x`, `a/../../x` is `../x`). The one lexical folding of the
+/// workspace (sandbox policies, store paths, file references).
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(flemma_config::fold_path(Path::new("/a/./b/../c")), Path::new("/a/c"));
+/// assert_eq!(flemma_config::fold_path(Path::new("/../x")), Path::new("/x"));
+/// assert_eq!(flemma_config::fold_path(Path::new("a/../../x")), Path::new("../x"));
+/// ```
+#[must_use]
+pub fn fold_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// The project that holds a conversation whose (absolute, resolved) directory is `dir`: the
 /// nearest ancestor of `dir` (itself included) that holds a `.git` entry, else `dir` itself.
 /// A `.git` at `/` or at `$HOME` does not count (see the module docs).

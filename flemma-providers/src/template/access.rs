@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::TemplateError;
 
@@ -331,21 +331,7 @@ pub(super) fn expand_home(path: &Path) -> PathBuf {
 
 /// `.` and `..` folded without touching the file system.
 pub(super) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            // A `..` folds a name, never another `..` (`../../x` stays), and stops at `/`.
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(".."),
-            },
-            other => out.push(other),
-        }
-    }
+    let mut out = flemma_config::fold_path(path);
     if out.as_os_str().is_empty() {
         out.push(".");
     }

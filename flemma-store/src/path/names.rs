@@ -1,26 +1,12 @@
 //! The last steps of a store path (spec §11.3): `.` and `..` folded, the `flemma` namespaces
 //! collapsed, the tool name de-duplicated, segments shortened to what file systems take.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// Removes `.` segments and folds `..` lexically (a relative path stays relative: leading
-/// `..` are kept; `/..` is `/`).
+/// Removes `.` segments and folds `..` lexically ([`flemma_config::fold_path`]: a relative
+/// path stays relative, leading `..` are kept; `/..` is `/`).
 pub(crate) fn normalize(path: &str) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in Path::new(path).components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
-            },
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+    flemma_config::fold_path(Path::new(path))
 }
 
 /// Steps 4-6 of the pipeline on one string: normalize (`.` dropped, `..` folded), collapse the

@@ -1,7 +1,7 @@
 //! The resolved policy of spec §14.2: which paths a sandboxed call may write.
 
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use flemma_config::SandboxOptions;
 
@@ -292,25 +292,8 @@ pub(crate) fn expand_tilde(path: &str, env: &dyn Fn(&str) -> Option<String>) -> 
     }
 }
 
-/// Removes `.` and resolves `..` lexically; a relative path keeps the `..` it cannot resolve
-/// (`../x` stays `../x`), an absolute one stops at the root (`/../x` is `/x`).
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
-            },
-            other => out.push(other),
-        }
-    }
-    out
-}
+/// Removes `.` and resolves `..` lexically ([`flemma_config::fold_path`]).
+pub(crate) use flemma_config::fold_path as normalize;
 
 /// `path` with its deepest existing ancestor's symlinks resolved and the rest appended.
 pub(crate) fn real_path(path: &Path) -> PathBuf {
