@@ -6,6 +6,8 @@
 pub(crate) mod procfs;
 #[cfg(unix)]
 pub(crate) mod reap;
+#[cfg(target_os = "linux")]
+pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 

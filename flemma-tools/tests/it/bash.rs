@@ -141,6 +141,32 @@ async fn terminal_stdin_and_cwd() {
     );
 }
 
+/// The command leads a session of its own whose controlling terminal is its terminal (not
+/// the host's: `/dev/tty` is the call's terminal), gets `SIGPIPE` back at its default (the
+/// host ignores it), and starts with no signal blocked. (Only signals 1-31 are looked at:
+/// glibc's own two real-time signals, 32 and 33, may show as ignored in a fresh process.)
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn own_session_controlling_terminal_and_default_signals() {
+    let call = Call::new("session");
+    let out = call
+        .command(
+            "read -r _ _ _ _ sid _ tty _ < /proc/self/stat; \
+             [ \"$sid\" = $$ ] && echo session-leader; \
+             [ \"$tty\" != 0 ] && echo has-ctty; \
+             echo via-dev-tty >/dev/tty; \
+             cat /proc/self/status | while read -r k v; do \
+               case $k in SigIgn:|SigBlk:) echo \"$k $(( 0x$v & 0x7fffffff ))\";; esac; \
+             done; \
+             yes | head -c 1 >/dev/null; echo pipe-ok",
+        )
+        .await;
+    assert_eq!(
+        out,
+        ToolOutput::text("session-leader\nhas-ctty\nvia-dev-tty\nSigBlk: 0\nSigIgn: 0\npipe-ok")
+    );
+}
+
 #[tokio::test]
 async fn environment() {
     let mut call = Call::new("env");

@@ -2,6 +2,7 @@
 //! stopping everything it started.
 
 use std::path::PathBuf;
+#[cfg(not(target_os = "linux"))]
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ pub(crate) async fn run(
     let mut reader = tokio::spawn(read_output(pty, stop.clone(), collector));
 
     let ending = tokio::select! {
-        status = child.wait() => Ending::Exited(status.map_or(-1, exit_code)),
+        code = wait(&mut child) => Ending::Exited(code),
         () = tokio::time::sleep(timeout) => Ending::TimedOut,
         () = cancel.cancelled() => Ending::Cancelled,
     };
@@ -107,7 +108,7 @@ pub(crate) async fn run(
         }
         other => {
             stop_all(&members).await;
-            let _ = child.wait().await;
+            let _ = wait(&mut child).await;
             other
         }
     };
@@ -127,29 +128,79 @@ pub(crate) async fn run(
     Ok((ending, collector))
 }
 
+/// The started command.
+#[cfg(target_os = "linux")]
+type Child = crate::process::spawn::Child;
+#[cfg(not(target_os = "linux"))]
+type Child = tokio::process::Child;
+
 /// Opens the pseudo-terminal and starts `command` on it: the child, the master side and the
-/// child's process id.
-fn spawn(command: &Command) -> std::io::Result<(tokio::process::Child, pty_process::Pty, i32)> {
+/// child's process id. On Linux through `posix_spawn` ([`crate::process::spawn`]), elsewhere
+/// through `pty-process` (a fork with a `pre_exec` hook).
+fn spawn(command: &Command) -> std::io::Result<(Child, pty_process::Pty, i32)> {
     let (pty, pts) = pty_process::open().map_err(to_io)?;
     pty.resize(pty_process::Size::new(SIZE.0, SIZE.1))
         .map_err(to_io)?;
     raw_output(&pty)?;
-    let Some((program, args)) = command.argv.split_first() else {
+    if command.argv.is_empty() {
         return Err(std::io::Error::other("empty command line"));
-    };
-    let child = pty_process::Command::new(program)
-        .args(args)
-        .current_dir(&command.cwd)
-        .env_clear()
-        .envs(command.env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, &command.marker)
-        .stdin(Stdio::null())
-        .spawn(pts)
-        .map_err(to_io)?;
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return Err(std::io::Error::other("the command has no process id"));
-    };
-    Ok((child, pty, pid))
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // The child opens the slave by its name; this end must not stay open here, or the
+        // reader would never see the terminal close.
+        drop(pts);
+        let terminal = rustix::pty::ptsname(&pty, Vec::new())?;
+        let terminal = std::path::Path::new(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(terminal.as_bytes()),
+        );
+        let mut env: Vec<(&str, &str)> = command
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        env.push((MARKER_VAR, command.marker.as_str()));
+        let child = crate::process::spawn::spawn(&crate::process::spawn::Spec {
+            argv: &command.argv,
+            cwd: &command.cwd,
+            env,
+            terminal,
+        })?;
+        let pid = child.pid();
+        Ok((child, pty, pid))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let Some((program, args)) = command.argv.split_first() else {
+            return Err(std::io::Error::other("empty command line"));
+        };
+        let child = pty_process::Command::new(program)
+            .args(args)
+            .current_dir(&command.cwd)
+            .env_clear()
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
+            .env(MARKER_VAR, &command.marker)
+            .stdin(Stdio::null())
+            .spawn(pts)
+            .map_err(to_io)?;
+        let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+            return Err(std::io::Error::other("the command has no process id"));
+        };
+        Ok((child, pty, pid))
+    }
+}
+
+/// Waits for the command to exit: its code (`128 + n` when killed by signal `n`; -1 when
+/// the wait failed).
+async fn wait(child: &mut Child) -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        child.wait().await.unwrap_or(-1)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        child.wait().await.map_or(-1, exit_code)
+    }
 }
 
 /// Feeds the terminal's text to `collector` until the terminal closes or `stop` fires, and
@@ -194,6 +245,7 @@ fn raw_output(pty: &pty_process::Pty) -> std::io::Result<()> {
     Ok(())
 }
 
+#[cfg(not(target_os = "linux"))]
 fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt as _;
     status
