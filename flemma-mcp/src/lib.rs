@@ -45,4 +45,7 @@ pub use config::{
 pub use content::tool_output;
 pub use error::McpError;
 pub use naming::{MAX_WIRE_NAME, registered_name};
-pub use source::{McpServer, McpServerHandle, McpServerState, McpTool, add_servers};
+pub use source::{
+    McpServer, McpServerHandle, McpServerState, McpTool, RESTART_BACKOFF_FIRST,
+    RESTART_BACKOFF_MAX, add_servers, restart_backoff,
+};

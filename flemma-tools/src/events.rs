@@ -38,8 +38,9 @@ pub enum Event {
         /// The rendered preview.
         preview: String,
     },
-    /// A running call reported how far it got ([`ExecutionContext::report_progress`]
-    /// (crate::ExecutionContext::report_progress): an MCP server's `notifications/progress`).
+    /// A running call reported how far it got
+    /// ([`ExecutionContext::report_progress`](crate::ExecutionContext::report_progress); an
+    /// MCP server's `notifications/progress`).
     ToolProgress {
         /// The call.
         id: ToolUseId,

@@ -313,7 +313,7 @@ struct Keeper {
 
 #[async_trait::async_trait]
 impl ToolSource for Keeper {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "keeper"
     }
 
