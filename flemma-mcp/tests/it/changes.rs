@@ -109,3 +109,57 @@ async fn a_conversations_globs_see_the_new_tools_on_their_next_evaluation() {
         ["changing.beta", "changing.change", "changing.stable"]
     );
 }
+
+#[tokio::test]
+async fn a_host_that_made_the_connection_refreshes_the_tools_itself() {
+    use rmcp::ServiceExt;
+
+    let config = python_server("mine", "changing", &[]);
+    let flemma_mcp::McpTransport::Stdio { command, args, .. } = &config.transport else {
+        panic!("stdio expected");
+    };
+    let mut child = tokio::process::Command::new(command);
+    child.args(args);
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(child)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The host's handler gets the notifications, not flemma.
+    let client = ().serve(transport).await.unwrap();
+    let registry = flemma_tools::ToolRegistry::new();
+    let server = flemma_mcp::McpServer::with_peer(config.clone(), client.peer().clone());
+    let handle = server.handle();
+    registry
+        .add_source(server, std::time::Duration::from_secs(30))
+        .unwrap();
+    registry.ready().await;
+    assert_eq!(
+        registry.names(),
+        ["mine.alpha", "mine.change", "mine.stable"]
+    );
+    call(&registry, "mine.change", json!({})).await;
+    assert!(handle.refresh_tools().await.unwrap());
+    assert_eq!(
+        registry.names(),
+        ["mine.beta", "mine.change", "mine.stable"]
+    );
+    client.cancel().await.unwrap();
+    // The connection is gone: a listing fails and the tools stay.
+    assert!(handle.refresh_tools().await.is_err());
+    assert_eq!(
+        registry.names(),
+        ["mine.beta", "mine.change", "mine.stable"]
+    );
+    let warnings: Vec<String> = registry
+        .take_warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "mine: the tools were not listed again: MCP server 'mine': listing its tools failed"
+        ),
+        "{warnings:?}"
+    );
+}
