@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::AsyncBufReadExt;
@@ -14,9 +14,20 @@ use tokio::io::AsyncBufReadExt;
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::McpError;
 
-/// The client side of one connection: says who flemma is, ignores what it does not use.
-#[derive(Debug, Clone)]
-pub(crate) struct Handler;
+/// What a connection tells its server's source: the notifications flemma acts on.
+pub(crate) trait Listener: Send + Sync + 'static {
+    /// `notifications/progress` for a request of this connection.
+    fn progress(&self, params: ProgressNotificationParam);
+    /// `notifications/tools/list_changed`, on the connection `peer`.
+    fn tools_changed(&self, peer: rmcp::service::Peer<RoleClient>);
+}
+
+/// The client side of one connection: says who flemma is, hands progress and list changes to
+/// its [`Listener`], ignores what it does not use.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    pub(crate) listener: Arc<dyn Listener>,
+}
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
@@ -24,6 +35,18 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("flemma", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.listener.progress(params);
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.listener.tools_changed(context.peer);
     }
 }
 
@@ -34,6 +57,7 @@ pub(crate) type Client = RunningService<RoleClient, Handler>;
 /// `started` is told a stdio server's process id.
 pub(crate) async fn connect(
     server: &McpServerConfig,
+    handler: Handler,
     started: &(dyn Fn(u32) + Send + Sync),
 ) -> Result<Client, McpError> {
     let name = server.name();
@@ -70,11 +94,11 @@ pub(crate) async fn connect(
             if let Some(stderr) = stderr {
                 tokio::spawn(trace_stderr(name.to_owned(), stderr));
             }
-            Handler.serve(transport).await.map_err(initialize)
+            handler.serve(transport).await.map_err(initialize)
         }
         McpTransport::Http { url, headers } => {
             let transport = http_transport(name, url, headers)?;
-            Handler.serve(transport).await.map_err(initialize)
+            handler.serve(transport).await.map_err(initialize)
         }
     }
 }

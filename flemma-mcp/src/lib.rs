@@ -10,10 +10,31 @@
 //! for the listing like for every asynchronous source (spec §4.3); a server that fails or
 //! times out is a warning naming it, and the rest goes on.
 //!
-//! A call sends the input as the arguments and maps the result ([`tool_output`]); the call's
-//! cancel and `tool_timeout` drop the request, and rmcp then sends
-//! `notifications/cancelled`. A stdio server's stderr goes to `tracing` (target
-//! `flemma_mcp::stderr`), never to the transcript.
+//! The registry follows the server while it runs ([`McpServer`]):
+//! `notifications/tools/list_changed` lists its tools again and replaces them in one step
+//! (new ones added, gone ones removed, changed ones replaced; a conversation's globs see them
+//! on their next evaluation), and a listing already in flight never restores an older list:
+//! each listing takes a ticket when it starts, and its result is discarded when one that
+//! started later was applied first. A host that made the connection itself
+//! ([`McpServer::with_peer`]) calls [`McpServerHandle::refresh_tools`] instead.
+//!
+//! A call ([`McpTool`]) sends the input as the arguments and maps the result
+//! ([`tool_output`]), then truncates it like every tool output (spec §10.5, §12.9): from the
+//! head, 2,000 lines or 50 KB, with the notice `[Showing lines 1-N of M. Full output: PATH]`
+//! and the full text in the conversation's result store. Each request carries a progress
+//! token: a `notifications/progress` for it restarts the call's `tool_timeout` and is reported
+//! as an [`Event::ToolProgress`](flemma_tools::Event::ToolProgress)
+//! ([`ExecutionContext::report_progress`](flemma_tools::ExecutionContext::report_progress)).
+//! The executor's cancel, the `tool_timeout` passing without an answer or progress, and a
+//! call future dropped before its answer each send `notifications/cancelled` for the request.
+//! A server that closes the connection during a call (its process exited or was killed)
+//! gives that call an error result and is [`McpServerState::Lost`]: the next call starts it
+//! again, once [`restart_backoff`] has passed since the loss (0.5 s, then 1 s, 2 s, 4 s, …
+//! up to 30 s as losses and failed restarts repeat; a call that gets an answer resets it).
+//! [`McpServerHandle::state`] shows each of these states.
+//!
+//! A stdio server's stderr goes to `tracing` (target `flemma_mcp::stderr`), never to the
+//! transcript.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,13 +52,16 @@
 //! # }
 //! ```
 
+mod call;
 mod config;
 mod connect;
 mod content;
 mod error;
 mod naming;
+mod shared;
 mod source;
 
+pub use call::McpTool;
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,
     parse_servers, servers_of,
@@ -45,4 +69,5 @@ pub use config::{
 pub use content::tool_output;
 pub use error::McpError;
 pub use naming::{MAX_WIRE_NAME, registered_name};
-pub use source::{McpServer, McpServerHandle, McpServerState, McpTool, add_servers};
+pub use shared::{McpServerState, RESTART_BACKOFF_FIRST, RESTART_BACKOFF_MAX, restart_backoff};
+pub use source::{McpServer, McpServerHandle, add_servers};

@@ -47,6 +47,20 @@ struct Inner {
     overflow: Mutex<Option<PathBuf>>,
     /// Why the full output could not be written to the store, when it could not.
     overflow_error: Mutex<Option<Arc<flemma_store::StoreError>>>,
+    /// Where [`ExecutionContext::report_progress`] goes.
+    progress: Option<ProgressSink>,
+}
+
+/// Where a call's progress reports go (the executor: an [`Event::ToolProgress`]).
+///
+/// [`Event::ToolProgress`]: crate::Event::ToolProgress
+#[derive(Clone)]
+struct ProgressSink(Arc<dyn Fn(crate::ToolProgress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
 }
 
 /// Where a call's parsed document comes from: the transcript that parsed the call's text
@@ -77,6 +91,7 @@ pub struct ExecutionContextBuilder {
     store: Option<Arc<Store>>,
     cancel: Option<CancellationToken>,
     jobs: Option<Arc<dyn crate::jobs::lookup::JobLookup>>,
+    progress: Option<ProgressSink>,
 }
 
 impl ExecutionContext {
@@ -97,6 +112,7 @@ impl ExecutionContext {
             store: None,
             cancel: None,
             jobs: None,
+            progress: None,
         }
     }
 
@@ -177,6 +193,29 @@ impl ExecutionContext {
     /// The executor's jobs, for `flemma.jobs.status`.
     pub(crate) fn jobs(&self) -> Option<&Arc<dyn crate::jobs::lookup::JobLookup>> {
         self.inner.jobs.as_ref()
+    }
+
+    /// Reports how far the call got: the executor forwards it as an
+    /// [`Event::ToolProgress`](crate::Event::ToolProgress) naming the call (a context built
+    /// without [`on_progress`](ExecutionContextBuilder::on_progress) drops it).
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use flemma_tools::{ExecutionContext, ToolProgress};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// let ctx = ExecutionContext::builder("toolu_01".parse()?, "slow".parse()?)
+    ///     .on_progress(move |p| sink.lock().unwrap().push(p))
+    ///     .build()?;
+    /// ctx.report_progress(ToolProgress::new(1.0).with_total(3.0));
+    /// assert_eq!(seen.lock().unwrap().as_slice(), [ToolProgress::new(1.0).with_total(3.0)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn report_progress(&self, progress: crate::ToolProgress) {
+        if let Some(sink) = &self.inner.progress {
+            (sink.0)(progress);
+        }
     }
 
     /// Cancelled when the call is cancelled or times out; long-running tools stop on it.
@@ -383,6 +422,16 @@ impl ExecutionContextBuilder {
         self
     }
 
+    /// Where [`ExecutionContext::report_progress`] goes (default: nowhere). The executor sets
+    /// it to emit an [`Event::ToolProgress`](crate::Event::ToolProgress).
+    pub fn on_progress(
+        mut self,
+        sink: impl Fn(crate::ToolProgress) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(ProgressSink(Arc::new(sink)));
+        self
+    }
+
     /// The cancellation token (default: a new one).
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
@@ -451,6 +500,7 @@ impl ExecutionContextBuilder {
                 jobs: self.jobs,
                 overflow: Mutex::new(None),
                 overflow_error: Mutex::new(None),
+                progress: self.progress,
             }),
         })
     }

@@ -72,7 +72,7 @@ pub use conversation::{
     Snapshot, current_durability, with_durability,
 };
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
-pub use events::{Event, Placed};
+pub use events::{Event, Placed, ToolProgress};
 pub use executor::{
     Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
     Next, PendingCall,

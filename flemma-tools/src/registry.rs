@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use flemma_config::Options;
@@ -115,6 +115,11 @@ struct State {
     /// Sources started and not yet done; readiness is `pending == 0`.
     pending: usize,
     ready: watch::Sender<bool>,
+    /// The tools each source registered through its [`Registrar`], by the source's id, so
+    /// [`Registrar::replace`] removes only its own.
+    sources: BTreeMap<u64, BTreeMap<ToolName, Arc<dyn Tool>>>,
+    /// The id the next source gets.
+    next_source: u64,
 }
 
 impl Default for State {
@@ -124,6 +129,8 @@ impl Default for State {
             generation: 0,
             pending: 0,
             ready: watch::Sender::new(true),
+            sources: BTreeMap::new(),
+            next_source: 0,
         }
     }
 }
@@ -325,6 +332,7 @@ impl ToolRegistry {
     pub fn clear(&self) {
         let mut state = self.write();
         state.tools.clear();
+        state.sources.clear();
         state.generation += 1;
         state.pending = 0;
         state.ready.send_replace(true);
@@ -414,15 +422,17 @@ impl ToolRegistry {
             tokio::runtime::Handle::try_current().map_err(|_| RegistryError::NoRuntime {
                 source_name: source.name().to_owned(),
             })?;
-        let generation = {
+        let (generation, id) = {
             let mut state = self.write();
             state.pending += 1;
             state.ready.send_replace(false);
-            state.generation
+            state.next_source += 1;
+            (state.generation, state.next_source)
         };
         let registrar = Registrar {
-            registry: self.clone(),
+            registry: Arc::downgrade(&self.shared),
             generation,
+            id,
             source: source.name().to_owned(),
             done: Arc::new(AtomicBool::new(false)),
         };
@@ -492,10 +502,18 @@ impl flemma_approval::ToolTraits for ToolRegistry {
 }
 
 /// What a [`ToolSource`] registers through.
+///
+/// A source may keep a clone for as long as it runs and register, or
+/// [replace](Self::replace) its tools, at any time (an MCP server whose tool list changed).
+/// A registrar does not keep the registry alive: once every [`ToolRegistry`] handle is
+/// dropped, its calls do nothing (and `register`/`replace` return `false`), so a source
+/// that holds its registrar and is held by its tools forms no cycle.
 #[derive(Clone)]
 pub struct Registrar {
-    registry: ToolRegistry,
+    registry: Weak<Shared>,
     generation: u64,
+    /// Tells this source's tools from other sources' (names may repeat).
+    id: u64,
     source: String,
     done: Arc<AtomicBool>,
 }
@@ -510,13 +528,133 @@ impl fmt::Debug for Registrar {
 }
 
 impl Registrar {
+    /// The registry, while it exists and was not [cleared](ToolRegistry::clear) since the
+    /// source started.
+    fn current(&self) -> Option<ToolRegistry> {
+        let registry = ToolRegistry {
+            shared: self.registry.upgrade()?,
+        };
+        let current = registry.read().generation == self.generation;
+        current.then_some(registry)
+    }
+
     /// Registers a tool, unless the registry was [cleared](ToolRegistry::clear) since the
-    /// source started (then it is dropped and `false` returned).
+    /// source started or is gone (then it is dropped and `false` returned). A tool already
+    /// registered under that name is replaced, with a [`RegistryWarning::Redefined`].
     pub fn register(&self, tool: impl Tool) -> bool {
-        if self.registry.read().generation != self.generation {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// [`register`](Self::register) for a shared tool.
+    pub fn register_arc(&self, tool: Arc<dyn Tool>) -> bool {
+        let Some(registry) = self.current() else {
             return false;
+        };
+        let name = tool.definition().name().clone();
+        let replaced = {
+            let mut state = registry.write();
+            if state.generation != self.generation {
+                return false;
+            }
+            state
+                .sources
+                .entry(self.id)
+                .or_default()
+                .insert(name.clone(), Arc::clone(&tool));
+            state.tools.insert(name.clone(), tool).is_some()
+        };
+        if replaced {
+            registry.warn(RegistryWarning::Redefined(name));
         }
-        self.registry.register(tool);
+        true
+    }
+
+    /// Replaces the tools this source registered (through this registrar or its clones) with
+    /// `tools`, in one step: a reader of the registry sees the old set or the new one, never
+    /// a mix. A tool of the old set missing from `tools` is removed, one with the same name
+    /// is replaced (no warning: it is the source's own), a new one is added. A new name that
+    /// replaces a tool registered otherwise (by the host, another source) gives a
+    /// [`RegistryWarning::Redefined`] as [`register`](Self::register) does. A tool of the old
+    /// set that was since unregistered or replaced by someone else is left alone.
+    ///
+    /// Returns `false`, changing nothing, when the registry was
+    /// [cleared](ToolRegistry::clear) since the source started or is gone.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use async_trait::async_trait;
+    /// use flemma_tools::{Registrar, Tool, ToolDefinition, ToolOutput, ToolSource, tool_fn};
+    ///
+    /// fn tool(name: &str) -> Arc<dyn Tool> {
+    ///     let def = ToolDefinition::builder(name, "A remote tool.").unwrap().build().unwrap();
+    ///     Arc::new(tool_fn(def, |_, _| ToolOutput::text("ok")))
+    /// }
+    ///
+    /// /// Registers two tools, then hands its registrar to the host.
+    /// struct Remote(std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Registrar>>>);
+    ///
+    /// #[async_trait]
+    /// impl ToolSource for Remote {
+    ///     fn name(&self) -> &str { "remote" }
+    ///
+    ///     async fn resolve(&self, registrar: Registrar) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    ///         registrar.replace([tool("remote.a"), tool("remote.b")]);
+    ///         if let Some(keep) = self.0.lock().unwrap().take() {
+    ///             let _ = keep.send(registrar);
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// # runtime.block_on(async {
+    /// let registry = flemma_tools::ToolRegistry::new();
+    /// let (keep, kept) = tokio::sync::oneshot::channel();
+    /// registry.add_source(Remote(std::sync::Mutex::new(Some(keep))), std::time::Duration::from_secs(5))?;
+    /// registry.ready().await;
+    /// assert_eq!(registry.names(), ["remote.a", "remote.b"]);
+    /// // Later, the source's list changed: `b` is gone, `c` is new.
+    /// let registrar = kept.await?;
+    /// assert!(registrar.replace([tool("remote.a"), tool("remote.c")]));
+    /// assert_eq!(registry.names(), ["remote.a", "remote.c"]);
+    /// assert!(registry.take_warnings().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace(&self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> bool {
+        let Some(registry) = self.current() else {
+            return false;
+        };
+        let mut redefined = Vec::new();
+        {
+            let mut state = registry.write();
+            if state.generation != self.generation {
+                return false;
+            }
+            let old = state.sources.remove(&self.id).unwrap_or_default();
+            for (name, tool) in &old {
+                if state
+                    .tools
+                    .get(name)
+                    .is_some_and(|current| Arc::ptr_eq(current, tool))
+                {
+                    state.tools.remove(name);
+                }
+            }
+            let mut new = BTreeMap::new();
+            for tool in tools {
+                let name = tool.definition().name().clone();
+                new.insert(name.clone(), Arc::clone(&tool));
+                if state.tools.insert(name.clone(), tool).is_some() {
+                    redefined.push(name);
+                }
+            }
+            state.sources.insert(self.id, new);
+        }
+        for name in redefined {
+            registry.warn(RegistryWarning::Redefined(name));
+        }
         true
     }
 
@@ -524,8 +662,8 @@ impl Registrar {
     /// returned by [`ToolRegistry::take_warnings`]), unless the registry was cleared since
     /// the source started.
     pub fn warn(&self, message: impl Into<String>) {
-        if self.registry.read().generation == self.generation {
-            self.registry.warn(RegistryWarning::Source {
+        if let Some(registry) = self.current() {
+            registry.warn(RegistryWarning::Source {
                 source: self.source.clone(),
                 message: message.into(),
             });
@@ -535,9 +673,10 @@ impl Registrar {
     /// Marks the source done now, with an error to report or none. Only the first call
     /// counts; so does returning from [`ToolSource::resolve`].
     pub fn done(&self, error: Option<String>) {
-        if !self.done.swap(true, Ordering::AcqRel) {
-            self.registry
-                .source_done(self.generation, &self.source, error);
+        if !self.done.swap(true, Ordering::AcqRel)
+            && let Some(shared) = self.registry.upgrade()
+        {
+            ToolRegistry { shared }.source_done(self.generation, &self.source, error);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Servers that fail: a command that does not exist, a process that never answers
-//! `initialize`, a call that outlives `tool_timeout`, a server killed during a call.
+//! `initialize`, a call that outlives `tool_timeout`, a server killed during a call or between
+//! calls (and started again with backoff).
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,7 @@ use flemma_tools::{RegistryWarning, ToolOutput};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::support::{call, everything, registry_with};
+use crate::support::{call, everything, python_server, registry_with};
 
 #[tokio::test]
 async fn a_server_that_cannot_start_is_a_warning_naming_it_and_the_rest_goes_on() {
@@ -98,7 +99,7 @@ async fn a_call_longer_than_tool_timeout_ends_with_an_error_result() {
 }
 
 #[tokio::test]
-async fn a_server_killed_during_a_call_gives_an_error_result() {
+async fn a_server_killed_during_a_call_gives_an_error_result_and_the_next_call_starts_it_again() {
     let (registry, handles) = registry_with(vec![everything()]).await;
     let pid = handles[0].pid().unwrap();
     let pending = {
@@ -129,9 +130,120 @@ async fn a_server_killed_during_a_call_gives_an_error_result() {
             "MCP server 'everything' closed the connection during the call (did it exit?)"
         )
     );
-    // Later calls say the server is gone.
+    let lost_at = Instant::now();
+    let McpServerState::Lost {
+        error,
+        failures,
+        backoff,
+    } = handles[0].state()
+    else {
+        panic!("lost expected: {:?}", handles[0].state());
+    };
+    assert_eq!(
+        error,
+        "MCP server 'everything' closed the connection during a call"
+    );
+    assert_eq!((failures, backoff), (1, Duration::from_millis(500)));
+    // The next call starts a fresh process once the backoff has passed, and works.
     assert_eq!(
         call(&registry, "everything.echo", json!({"message": "hi"})).await,
-        ToolOutput::error("MCP server 'everything' is not running")
+        ToolOutput::text("Echo: hi")
+    );
+    assert!(lost_at.elapsed() >= Duration::from_millis(450));
+    let fresh = handles[0].pid().unwrap();
+    assert_ne!(fresh, pid);
+    assert!(matches!(handles[0].state(), McpServerState::Running { .. }));
+    assert_eq!(registry.names().len(), 13);
+    assert!(registry.take_warnings().is_empty());
+}
+
+#[tokio::test]
+async fn a_server_killed_between_calls_is_started_again_by_the_next_call() {
+    let (registry, handles) = registry_with(vec![everything()]).await;
+    let pid = handles[0].pid().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // Kill it a second time once restarted: the backoff doubles.
+    let started = Instant::now();
+    loop {
+        let out = call(&registry, "everything.echo", json!({"message": "1"})).await;
+        if out == ToolOutput::text("Echo: 1") {
+            break;
+        }
+        // The call may find the connection closing only as it sends.
+        assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
+    }
+    let second = handles[0].pid().unwrap();
+    assert_ne!(second, pid);
+    let pending = {
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            call(
+                &registry,
+                "everything.trigger-long-running-operation",
+                json!({"duration": 20, "steps": 4}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::process::Command::new("kill")
+        .args(["-KILL", &second.to_string()])
+        .status()
+        .unwrap();
+    let out = pending.await.unwrap();
+    assert!(!out.is_success());
+    // A call got an answer in between (the echo), so the count started again.
+    assert!(
+        matches!(handles[0].state(), McpServerState::Lost { failures: 1, .. }),
+        "{:?}",
+        handles[0].state()
+    );
+    assert_eq!(
+        call(&registry, "everything.echo", json!({"message": "2"})).await,
+        ToolOutput::text("Echo: 2")
+    );
+    assert_ne!(handles[0].pid().unwrap(), second);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_is_a_warning_naming_it_and_the_rest_goes_on() {
+    // `silent.py` reads the `initialize` request and never answers.
+    let silent =
+        python_server("silent", "silent", &[]).with_startup_timeout(Duration::from_millis(1500));
+    let started = Instant::now();
+    let (registry, handles) = registry_with(vec![silent, everything()]).await;
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let warnings: Vec<String> = registry
+        .take_warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "Async tool source failed: MCP server 'silent': did not start and list its tools within 1.5s"
+        ]
+    );
+    assert_eq!(
+        handles[0].state(),
+        McpServerState::Failed(
+            "MCP server 'silent': did not start and list its tools within 1.5s".to_owned()
+        )
+    );
+    assert!(matches!(handles[1].state(), McpServerState::Running { .. }));
+    assert!(registry.contains("everything.echo"));
+    assert!(
+        registry
+            .names()
+            .iter()
+            .all(|n| !n.as_str().starts_with("silent."))
+    );
+    assert_eq!(
+        call(&registry, "everything.echo", json!({"message": "on"})).await,
+        ToolOutput::text("Echo: on")
     );
 }

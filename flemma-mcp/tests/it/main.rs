@@ -8,6 +8,8 @@
     reason = "test helpers fail loudly"
 )]
 
+mod calls;
+mod changes;
 mod config;
 mod cycle;
 mod failures;

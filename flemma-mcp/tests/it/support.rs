@@ -56,3 +56,48 @@ pub(crate) async fn call(registry: &ToolRegistry, name: &str, input: Value) -> T
         .unwrap_or_else(|| panic!("{name} is not registered: {:?}", registry.names()));
     tool.execute(input, &context(name)).await
 }
+
+/// The Python of the venv `scripts/test` makes in `tests/mcp/.venv` (the pinned `mcp` SDK).
+/// Missing is a failure, not a skip.
+pub(crate) fn python() -> PathBuf {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test to install the Python MCP SDK (tests/mcp/requirements.txt)",
+        python.display()
+    );
+    python
+}
+
+/// The Python test server `tests/mcp/py/SCRIPT.py` over stdio, as server `name`.
+pub(crate) fn python_server(name: &str, script: &str, args: &[&str]) -> McpServerConfig {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/py")
+        .join(format!("{script}.py"));
+    let mut all = vec![script.to_string_lossy().into_owned()];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    McpServerConfig::stdio(name, python().to_string_lossy())
+        .unwrap()
+        .with_args(all)
+        .with_startup_timeout(Duration::from_secs(30))
+}
+
+/// A fresh directory for one test.
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flemma-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::canonicalize(&dir).unwrap()
+}
+
+/// Waits up to 10 s for `done`.
+pub(crate) async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

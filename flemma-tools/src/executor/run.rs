@@ -315,6 +315,15 @@ impl Executor {
             .sandbox(settings.sandbox.clone())
             .cancellation(token)
             .jobs(Arc::clone(&self.jobs));
+        let events = Arc::clone(&self.events);
+        let (call, name) = (id.clone(), tool.clone());
+        builder = builder.on_progress(move |progress| {
+            events.emit(Event::ToolProgress {
+                id: call.clone(),
+                tool: name.clone(),
+                progress,
+            });
+        });
         if let Some(defaults) = definition.config_defaults() {
             builder = builder.tool_defaults(defaults.clone());
         }

@@ -693,3 +693,61 @@ async fn calls_that_finish_together_are_written_in_a_few_changes() {
     let applied = conversation.applied.load(Ordering::SeqCst);
     assert!(applied <= 8, "{applied} changes for {CALLS} calls");
 }
+
+#[tokio::test]
+async fn a_tool_reports_progress_as_events_naming_its_call() {
+    let registry = ToolRegistry::new();
+    registry.register(async_tool_fn(
+        ToolDefinition::builder("steps", "Reports two steps.")
+            .unwrap()
+            .asynchronous(true)
+            .build()
+            .unwrap(),
+        |_, ctx| async move {
+            ctx.report_progress(flemma_tools::ToolProgress::new(1.0).with_total(2.0));
+            ctx.report_progress(
+                flemma_tools::ToolProgress::new(2.0)
+                    .with_total(2.0)
+                    .with_message("done"),
+            );
+            ToolOutput::text("ok")
+        },
+    ));
+    let text = format!("{APPROVE_ALL}{}", uses("steps", &["{}"]));
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), registry).build();
+    let mut events = executor.subscribe();
+    executor.cycle().await.unwrap();
+    assert_contains(
+        &conversation.text(),
+        &["**Tool Result:** `toolu_00`\n```\nok\n```"],
+    );
+    let mut progress = Vec::new();
+    while let Some(event) = events.try_recv() {
+        if let Event::ToolProgress {
+            id,
+            tool,
+            progress: p,
+        } = event
+        {
+            progress.push((id.to_string(), tool.to_string(), p));
+        }
+    }
+    assert_eq!(
+        progress,
+        [
+            (
+                "toolu_00".to_owned(),
+                "steps".to_owned(),
+                flemma_tools::ToolProgress::new(1.0).with_total(2.0)
+            ),
+            (
+                "toolu_00".to_owned(),
+                "steps".to_owned(),
+                flemma_tools::ToolProgress::new(2.0)
+                    .with_total(2.0)
+                    .with_message("done")
+            ),
+        ]
+    );
+}

@@ -304,3 +304,94 @@ async fn a_source_reports_what_it_noticed_under_its_name() {
         "noticing: tool 'a b' registered as 'noticing.a_b'"
     );
 }
+
+/// A source that registers `first` and hands its registrar out, to replace its tools later.
+struct Keeper {
+    first: Vec<&'static str>,
+    keep: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Registrar>>>,
+}
+
+#[async_trait::async_trait]
+impl ToolSource for Keeper {
+    fn name(&self) -> &'static str {
+        "keeper"
+    }
+
+    async fn resolve(&self, registrar: Registrar) -> Result<(), BoxError> {
+        let tools: Vec<std::sync::Arc<dyn flemma_tools::Tool>> = self
+            .first
+            .iter()
+            .map(|name| std::sync::Arc::new(tool(name)) as _)
+            .collect();
+        assert!(registrar.replace(tools));
+        if let Some(keep) = self.keep.lock().unwrap().take() {
+            let _ = keep.send(registrar);
+        }
+        Ok(())
+    }
+}
+
+async fn keeper(registry: &ToolRegistry, first: Vec<&'static str>) -> Registrar {
+    let (keep, kept) = tokio::sync::oneshot::channel();
+    let source = Keeper {
+        first,
+        keep: std::sync::Mutex::new(Some(keep)),
+    };
+    registry.add_source(source, Duration::from_secs(5)).unwrap();
+    registry.ready().await;
+    kept.await.unwrap()
+}
+
+fn arcs(names: &[&str]) -> Vec<std::sync::Arc<dyn flemma_tools::Tool>> {
+    names
+        .iter()
+        .map(|name| std::sync::Arc::new(tool(name)) as _)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_source_replaces_only_its_own_tools() {
+    let registry = ToolRegistry::new();
+    registry.register(tool("host"));
+    let one = keeper(&registry, vec!["s.a", "s.b"]).await;
+    let other = keeper(&registry, vec!["t.a"]).await;
+    assert_eq!(registry.names(), ["host", "s.a", "s.b", "t.a"]);
+    // `s.b` gone, `s.a` changed, `s.c` new; the host's and the other source's tools stay.
+    let before = registry.get("s.a").unwrap();
+    assert!(one.replace(arcs(&["s.a", "s.c"])));
+    assert_eq!(registry.names(), ["host", "s.a", "s.c", "t.a"]);
+    assert!(!std::sync::Arc::ptr_eq(
+        &before,
+        &registry.get("s.a").unwrap()
+    ));
+    assert!(registry.take_warnings().is_empty());
+    // A tool of the old set unregistered and registered again by the host is not removed.
+    registry.unregister("s.c");
+    registry.register(tool("s.c"));
+    assert!(one.replace(arcs(&[])));
+    assert_eq!(registry.names(), ["host", "s.c", "t.a"]);
+    // Taking a name registered otherwise is a redefinition.
+    assert!(other.replace(arcs(&["t.a", "host"])));
+    assert_eq!(
+        registry.take_warnings(),
+        [RegistryWarning::Redefined("host".parse().unwrap())]
+    );
+    // After `clear`, a registrar of the earlier generation changes nothing.
+    registry.clear();
+    assert!(!other.replace(arcs(&["t.z"])));
+    assert!(!other.register(tool("t.y")));
+    assert!(registry.names().is_empty());
+}
+
+#[tokio::test]
+async fn a_registrar_does_not_keep_the_registry_alive() {
+    let registry = ToolRegistry::new();
+    let registrar = keeper(&registry, vec!["s.a"]).await;
+    let tool_of = std::sync::Arc::downgrade(&registry.get("s.a").unwrap());
+    drop(registry);
+    // The registry and its tools are gone although the registrar lives.
+    assert!(tool_of.upgrade().is_none());
+    assert!(!registrar.replace(arcs(&["s.b"])));
+    registrar.warn("nobody listens");
+    registrar.done(None);
+}
