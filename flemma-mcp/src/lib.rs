@@ -38,6 +38,10 @@ mod error;
 mod naming;
 mod source;
 
+/// A conversation's tools served over MCP (`flemma mcp serve`; feature `serve`).
+#[cfg(feature = "serve")]
+pub mod serve;
+
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,
     parse_servers, servers_of,
