@@ -6,7 +6,8 @@ of `flemma mcp serve`.
 
 It reads the calls to make as JSON on stdin, `[{"name": ..., "arguments": {...}}, ...]`, and
 prints one JSON report on stdout: the server's name, the tools it lists (name, annotations,
-input schema) and each call's result (`isError` and its text content), in order. The test
+input schema) and each call's result (`isError` and its text content, or `protocolError`
+with the JSON-RPC error's message), in order. The test
 asserts on the report; this script checks nothing itself.
 """
 
@@ -17,6 +18,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 
 async def drive(read, write, calls):
@@ -27,7 +29,11 @@ async def drive(read, write, calls):
         tools = [tool.model_dump(by_alias=True, exclude_none=True) for tool in listed.tools]
         results = []
         for call in calls:
-            result = await session.call_tool(call["name"], call.get("arguments", {}))
+            try:
+                result = await session.call_tool(call["name"], call.get("arguments", {}))
+            except MCPError as error:
+                results.append({"protocolError": str(error)})
+                continue
             wire = result.model_dump(by_alias=True, exclude_none=True)
             text = "".join(part.get("text", "") for part in wire.get("content", []))
             results.append({"isError": bool(wire.get("isError")), "text": text})
