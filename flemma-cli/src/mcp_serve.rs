@@ -64,7 +64,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
     }
     let server = builder.build();
     let runtime = crate::tools::runtime()?;
-    let served = runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         let Some(addr) = args.http else {
             return server.serve_stdio().await;
         };
@@ -79,7 +79,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
     });
     // A tool stuck in a blocking call must not keep the command alive.
     runtime.shutdown_background();
-    served.map_err(|e| failed(anyhow::Error::new(e)))?;
+    outcome.map_err(|e| failed(anyhow::Error::new(e)))?;
     Ok(0)
 }
 

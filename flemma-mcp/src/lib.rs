@@ -15,6 +15,9 @@
 //! `notifications/cancelled`. A stdio server's stderr goes to `tracing` (target
 //! `flemma_mcp::stderr`), never to the transcript.
 //!
+//! With the feature `serve`, [`serve`] goes the other way: a conversation's tools served to an
+//! MCP client over stdio or streamable HTTP (`flemma mcp serve`).
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut config = flemma_config::Config::new();

@@ -1,6 +1,6 @@
 //! `flemma mcp serve` driven by a real MCP client: the Python SDK (`mcp`, pinned in
-//! tests/mcp/requirements.txt, installed into tests/mcp/.venv by `scripts/test`) running
-//! tests/mcp/py/serve_client.py, over stdio and over streamable HTTP. The sandbox is the real
+//! `tests/mcp/requirements.txt`, installed into `tests/mcp/.venv` by `scripts/test`) running
+//! `tests/mcp/py/serve_client.py`, over stdio and over streamable HTTP. The sandbox is the real
 //! bubblewrap (`scripts/test` installs it), as in `cycle_runs_bash_in_the_sandbox`.
 
 use std::io::{BufRead as _, BufReader, Write as _};
