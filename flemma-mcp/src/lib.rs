@@ -41,7 +41,6 @@ mod error;
 mod naming;
 mod source;
 
-/// A conversation's tools served over MCP (`flemma mcp serve`; feature `serve`).
 #[cfg(feature = "serve")]
 pub mod serve;
 

@@ -1,4 +1,4 @@
-//! A conversation's tools served over MCP (`flemma mcp serve`), so that another MCP client (an
+//! A conversation's tools served over MCP (`flemma mcp serve`; feature `serve`), so that another MCP client (an
 //! editor, another agent) can use flemma's sandboxed `bash`, its file tools and its in-process
 //! `grep` and `find`.
 //!
