@@ -1,5 +1,5 @@
-//! A conversation's tools served over MCP (`flemma mcp serve`; feature `serve`), so that another MCP client (an
-//! editor, another agent) can use flemma's sandboxed `bash`, its file tools and its in-process
+//! A conversation's tools served over MCP (`flemma mcp serve`; feature `serve`), so that
+//! another MCP client (an editor, another agent) can use flemma's sandboxed `bash`, its file tools and its in-process
 //! `grep` and `find`.
 //!
 //! A [`ToolServer`] is an rmcp server handler ([`rmcp::ServerHandler`]) over a
