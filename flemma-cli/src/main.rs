@@ -14,6 +14,8 @@ mod commands;
 mod failure;
 mod input;
 mod log;
+#[cfg(feature = "mcp")]
+mod mcp_serve;
 mod notices;
 mod options;
 mod render;
@@ -122,6 +124,12 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
+    /// MCP: flemma's tools for other MCP clients.
+    #[cfg(feature = "mcp")]
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// List the conversation's background jobs: running, completed (delivery pending),
     /// delivered or lost.
     Jobs {
@@ -184,6 +192,14 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         output: Option<PathBuf>,
     },
+}
+
+#[cfg(feature = "mcp")]
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// Serve FILE's tools (its tool set, approval chain and sandbox, as a cycle applies them)
+    /// to an MCP client over stdio, or streamable HTTP on a loopback address with `--http`.
+    Serve(mcp_serve::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -327,6 +343,14 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
         Command::Tools { file, json } => tools::tools(&mut out, file.as_deref(), json, settings),
         Command::Cycle { file, json, wait } => tools::cycle(&mut out, &file, json, wait, settings),
         Command::Jobs { file, json } => tools::jobs(&mut out, &file, json, settings),
+        #[cfg(feature = "mcp")]
+        Command::Mcp {
+            command: McpCommand::Serve(args),
+        } => {
+            // The MCP session over stdio writes standard output itself.
+            drop(out);
+            mcp_serve::serve(&args, settings)
+        }
         Command::Approve { file, id } => tools::act(&file, &tools::Action::Approve(&id), settings),
         Command::Reject { file, id, message } => tools::act(
             &file,

@@ -36,6 +36,9 @@
 //! A stdio server's stderr goes to `tracing` (target `flemma_mcp::stderr`), never to the
 //! transcript.
 //!
+//! With the feature `serve`, [`serve`] goes the other way: a conversation's tools served to an
+//! MCP client over stdio or streamable HTTP (`flemma mcp serve`).
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut config = flemma_config::Config::new();
@@ -62,6 +65,9 @@ mod shared;
 mod source;
 
 pub use call::McpTool;
+#[cfg(feature = "serve")]
+pub mod serve;
+
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,
     parse_servers, servers_of,

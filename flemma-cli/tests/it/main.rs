@@ -11,6 +11,8 @@ mod claims;
 mod input;
 #[cfg(unix)]
 mod jobs;
+#[cfg(all(unix, feature = "mcp"))]
+mod mcp_serve;
 mod notices;
 mod output;
 mod paths;

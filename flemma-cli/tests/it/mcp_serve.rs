@@ -1,0 +1,345 @@
+//! `flemma mcp serve` driven by a real MCP client: the Python SDK (`mcp`, pinned in
+//! `tests/mcp/requirements.txt`, installed into `tests/mcp/.venv` by `scripts/test`) running
+//! `tests/mcp/py/serve_client.py`, over stdio and over streamable HTTP. The sandbox is the real
+//! bubblewrap (`scripts/test` installs it), as in `cycle_runs_bash_in_the_sandbox`.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::{flemma, text};
+
+/// The repository's tests/mcp directory.
+fn mcp_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp")
+}
+
+/// The venv's python, with the pinned SDK.
+fn python() -> PathBuf {
+    let python = mcp_dir().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test, which installs tests/mcp/requirements.txt",
+        python.display()
+    );
+    python
+}
+
+/// A directory of its own for each test, with `notes.txt`, `src/a.txt` and the conversation
+/// `chat.chat` holding `chat`.
+fn workspace(test: &str, chat: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "flemma-cli-test-{}-mcp-serve-{test}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "hello world\nsecond line\n").unwrap();
+    std::fs::write(dir.join("src/a.txt"), "hello from src\n").unwrap();
+    let file = dir.join("chat.chat");
+    std::fs::write(&file, chat).unwrap();
+    file.canonicalize().unwrap()
+}
+
+/// Where the client reaches the server.
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// A `flemma mcp serve --http` child, killed when dropped (it serves until a signal).
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(args: &[&str], dir: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+            .args(["mcp", "serve"])
+            .args(args)
+            .args(["--http", "127.0.0.1:0"])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("flemma: serving MCP on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        assert!(url.ends_with("/mcp"), "{url}");
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the client against `flemma mcp serve ARGS` (in `dir`) and returns its report:
+/// `{"server", "tools": [...], "results": [...]}`.
+fn client(transport: Transport, args: &[&str], dir: &Path, calls: &Value) -> Value {
+    let script = mcp_dir().join("py/serve_client.py");
+    let mut command = Command::new(python());
+    command.arg(script).current_dir(dir);
+    let _server = match transport {
+        Transport::Stdio => {
+            command
+                .arg("stdio")
+                .arg(env!("CARGO_BIN_EXE_flemma"))
+                .args(["mcp", "serve"])
+                .args(args);
+            None
+        }
+        Transport::Http => {
+            let server = HttpServer::start(args, dir);
+            command.arg("http").arg(&server.url);
+            Some(server)
+        }
+    };
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(calls.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the client failed ({transport:?}): {}",
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+/// The results of a report, as `(isError, text)` pairs (a protocol error as `(true, message)`
+/// prefixed with `protocol: `).
+fn results(report: &Value) -> Vec<(bool, String)> {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| match r.get("protocolError") {
+            Some(message) => (true, format!("protocol: {}", message.as_str().unwrap())),
+            None => (
+                r["isError"].as_bool().unwrap(),
+                r["text"].as_str().unwrap().to_owned(),
+            ),
+        })
+        .collect()
+}
+
+/// Lists the tools (annotations from the built-ins' traits, schemas as the model sees them
+/// without `flemma.background`), then calls `read`, `grep`, a `bash` the sandbox resolver
+/// approves and bubblewrap confines, and a tool the conversation does not offer.
+fn lists_and_calls_read_grep_and_sandboxed_bash(transport: Transport, test: &str) {
+    let file = workspace(test, "@You:\nHello.\n");
+    let dir = file.parent().unwrap();
+    let before = std::fs::read_to_string(&file).unwrap();
+    let calls = json!([
+        {"name": "read", "arguments": {"path": "notes.txt"}},
+        {"name": "grep", "arguments": {"pattern": "hello", "path": "src"}},
+        {"name": "bash", "arguments": {
+            "command": "echo ok > inside.txt && pwd && echo no > /usr/flemma-mcp-serve-test.txt",
+            "label": "writing",
+        }},
+        {"name": "nope", "arguments": {}},
+    ]);
+    let report = client(transport, &[file.to_str().unwrap()], dir, &calls);
+    assert_eq!(report["server"], "flemma");
+    let tools = report["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["bash", "edit", "find", "grep", "ls", "read", "write"] {
+        assert!(names.contains(&name), "{name} not served: {names:?}");
+    }
+    let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
+    for name in ["read", "ls", "grep", "find"] {
+        assert_eq!(
+            tool(name)["annotations"]["readOnlyHint"],
+            true,
+            "{name}: {}",
+            tool(name)
+        );
+        assert_eq!(tool(name)["annotations"]["destructiveHint"], false);
+    }
+    for name in ["write", "edit", "bash"] {
+        assert_eq!(tool(name)["annotations"]["readOnlyHint"], false, "{name}");
+        assert_eq!(tool(name)["annotations"]["destructiveHint"], true, "{name}");
+    }
+    assert_eq!(tool("bash")["annotations"]["openWorldHint"], true);
+    let bash_schema = &tool("bash")["inputSchema"];
+    assert_eq!(bash_schema["properties"]["command"]["type"], "string");
+    assert!(
+        bash_schema["properties"].get("flemma.background").is_none(),
+        "{bash_schema}"
+    );
+    assert!(bash_schema["properties"].get("flemma.save_to").is_some());
+
+    let results = results(&report);
+    assert_eq!(results[0], (false, "hello world\nsecond line".to_owned()));
+    assert_eq!(
+        results[1],
+        (false, "src/a.txt:1:hello from src\n\n[1 match]".to_owned())
+    );
+    // Approved by the sandbox resolver (no rule names bash) and run under bubblewrap: the
+    // conversation's directory is writable and the working directory, /usr is not.
+    let (bash_failed, bash) = &results[2];
+    assert!(
+        *bash_failed && bash.contains("Read-only file system"),
+        "bubblewrap must be installed and able to create namespaces: {bash}"
+    );
+    assert!(bash.starts_with(&format!("{}\n", dir.display())), "{bash}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(!Path::new("/usr/flemma-mcp-serve-test.txt").exists());
+    assert!(
+        results[3].1.starts_with("protocol: unknown tool `nope`"),
+        "{:?}",
+        results[3]
+    );
+    // The served calls have a conversation of their own: the file is never written.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+}
+
+#[test]
+fn stdio_lists_tools_and_calls_read_grep_and_sandboxed_bash() {
+    lists_and_calls_read_grep_and_sandboxed_bash(Transport::Stdio, "stdio-calls");
+}
+
+#[test]
+fn http_lists_tools_and_calls_read_grep_and_sandboxed_bash() {
+    lists_and_calls_read_grep_and_sandboxed_bash(Transport::Http, "http-calls");
+}
+
+/// The frontmatter's policy: `grep` approved, `rm -rf` denied, any other bash pending (a Lua
+/// function takes bash from the sandbox resolver).
+#[cfg(feature = "lua")]
+const POLICY: &str = "```lua
+flemma.opt.tools.auto_approve = function(tool_name, input, ctx)
+  if tool_name == \"grep\" then return true end
+  if tool_name == \"bash\" and input.command:match(\"rm %-rf\") then return \"deny\" end
+  return false
+end
+```
+@You:
+Clean up.
+";
+
+/// Calls the policy approves, denies and leaves pending, served with `approve`.
+#[cfg(feature = "lua")]
+fn policy_calls(
+    transport: Transport,
+    test: &str,
+    approve: &[&str],
+) -> (PathBuf, Vec<(bool, String)>) {
+    let file = workspace(test, POLICY);
+    let dir = file.parent().unwrap().to_owned();
+    let calls = json!([
+        {"name": "grep", "arguments": {"pattern": "hello", "path": "src"}},
+        {"name": "bash", "arguments": {"command": "rm -rf src", "label": "cleaning"}},
+        {"name": "bash", "arguments": {"command": "ls src", "label": "listing"}},
+    ]);
+    let args: Vec<&str> = [file.to_str().unwrap()]
+        .into_iter()
+        .chain(approve.iter().copied())
+        .collect();
+    let report = client(transport, &args, &dir, &calls);
+    (dir, results(&report))
+}
+
+/// Without `--approve`, a pending call is refused with a clear error result, and a denied one
+/// is an error result with the chain's reason; neither runs.
+#[cfg(feature = "lua")]
+fn refuses_pending_and_denies(transport: Transport, test: &str) {
+    let (dir, results) = policy_calls(transport, test, &[]);
+    assert_eq!(
+        results[0],
+        (false, "src/a.txt:1:hello from src\n\n[1 match]".to_owned())
+    );
+    let (denied_is_error, denied) = &results[1];
+    assert!(*denied_is_error, "{denied}");
+    assert_eq!(
+        denied,
+        "The tool was denied by a policy.\nReason: denied by the resolver \
+         `urn:flemma:approval:config`"
+    );
+    let (pending_is_error, pending) = &results[2];
+    assert!(*pending_is_error, "{pending}");
+    assert!(
+        pending.starts_with("`bash` needs approval: ") && pending.contains("--approve all"),
+        "{pending}"
+    );
+    assert!(dir.join("src/a.txt").exists(), "the denied call ran");
+}
+
+/// With `--approve all`, the pending call runs (and its output is the result); the denied
+/// call is still denied: the mode approves what the chain leaves to a human, nothing else.
+#[cfg(feature = "lua")]
+fn approve_all_runs_the_pending_call(transport: Transport, test: &str) {
+    let (dir, results) = policy_calls(transport, test, &["--approve", "all"]);
+    assert!(!results[0].0, "{:?}", results[0]);
+    assert!(results[1].0, "{:?}", results[1]);
+    assert!(results[1].1.starts_with("The tool was denied by a policy."));
+    assert_eq!(results[2], (false, "a.txt".to_owned()));
+    assert!(dir.join("src/a.txt").exists(), "the denied call ran");
+}
+
+#[cfg(feature = "lua")]
+#[test]
+fn stdio_refuses_a_pending_call_and_gives_a_denied_call_the_chains_reason() {
+    refuses_pending_and_denies(Transport::Stdio, "stdio-pending");
+}
+
+#[cfg(feature = "lua")]
+#[test]
+fn http_refuses_a_pending_call_and_gives_a_denied_call_the_chains_reason() {
+    refuses_pending_and_denies(Transport::Http, "http-pending");
+}
+
+#[cfg(feature = "lua")]
+#[test]
+fn stdio_with_approve_all_runs_a_pending_call() {
+    approve_all_runs_the_pending_call(Transport::Stdio, "stdio-approve");
+}
+
+#[cfg(feature = "lua")]
+#[test]
+fn http_with_approve_all_runs_a_pending_call() {
+    approve_all_runs_the_pending_call(Transport::Http, "http-approve");
+}
+
+/// `--http` binds loopback addresses only, unless `--allow-remote` says otherwise.
+#[test]
+fn http_refuses_a_non_loopback_address() {
+    let out = flemma(&["mcp", "serve", "--http", "0.0.0.0:0"], None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .starts_with("flemma: refusing to serve on 0.0.0.0:0: not a loopback address"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = flemma(&["mcp", "serve", "--allow-remote"], None);
+    assert_eq!(out.status.code(), Some(2), "--allow-remote needs --http");
+}
