@@ -10,7 +10,10 @@
 //! for the listing like for every asynchronous source (spec §4.3); a server that fails or
 //! times out is a warning naming it, and the rest goes on.
 //!
-//! A call sends the input as the arguments and maps the result ([`tool_output`]); the call's
+//! A call sends the input as the arguments and maps the result ([`tool_output_in`]: text
+//! joined, images, audio and binary resources as placeholders naming their type and size and
+//! saved to the conversation's result store, `isError` as an error result, structured content
+//! as JSON); the call's
 //! cancel and `tool_timeout` drop the request, and rmcp then sends
 //! `notifications/cancelled`. A stdio server's stderr goes to `tracing` (target
 //! `flemma_mcp::stderr`), never to the transcript.
@@ -42,7 +45,7 @@ pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,
     parse_servers, servers_of,
 };
-pub use content::tool_output;
+pub use content::{tool_output, tool_output_in};
 pub use error::McpError;
 pub use naming::{MAX_WIRE_NAME, registered_name};
 pub use source::{McpServer, McpServerHandle, McpServerState, McpTool, add_servers};

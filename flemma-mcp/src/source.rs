@@ -335,7 +335,7 @@ pub fn add_servers(
 }
 
 /// One tool of a server, registered as `SERVER.tool`: a call sends `tools/call` with the input
-/// as the arguments, and maps the result ([`tool_output`](crate::tool_output)).
+/// as the arguments, and maps the result ([`tool_output_in`](crate::tool_output_in)).
 ///
 /// The call ends with an error result when the server is gone or closes the connection
 /// during the call, and when `tool_timeout` runs out; a timeout and the executor's cancel drop
@@ -361,7 +361,12 @@ impl McpTool {
         &self.shared.name
     }
 
-    async fn call(&self, peer: Peer<RoleClient>, input: Value) -> ToolOutput {
+    async fn call(
+        &self,
+        peer: Peer<RoleClient>,
+        input: Value,
+        ctx: &ExecutionContext,
+    ) -> ToolOutput {
         let arguments = match input {
             Value::Object(arguments) => arguments,
             Value::Null => serde_json::Map::new(),
@@ -371,7 +376,7 @@ impl McpTool {
         };
         let params = CallToolRequestParams::new(self.server_tool.clone()).with_arguments(arguments);
         match peer.call_tool(params).await {
-            Ok(result) => crate::tool_output(&result),
+            Ok(result) => crate::tool_output_in(&result, ctx).await,
             Err(rmcp::ServiceError::TransportClosed) => ToolOutput::error(format!(
                 "MCP server '{}' closed the connection during the call (did it exit?)",
                 self.server()
@@ -403,7 +408,7 @@ impl Tool for McpTool {
         };
         // Dropping the call (cancel, timeout) sends `notifications/cancelled` (rmcp).
         tokio::select! {
-            output = self.call(peer, input) => output,
+            output = self.call(peer, input, ctx) => output,
             () = ctx.cancellation().cancelled() => ToolOutput::error(ABORTED),
             () = tokio::time::sleep(self.timeout) => ToolOutput::error(format!(
                 "MCP tool '{}' of server '{}' timed out after {}s",

@@ -9,6 +9,7 @@
 )]
 
 mod config;
+mod content;
 mod cycle;
 mod failures;
 mod servers;
