@@ -12,5 +12,6 @@ mod config;
 mod content;
 mod cycle;
 mod failures;
+mod http;
 mod servers;
 mod support;
