@@ -37,8 +37,11 @@ use serde_json::Value;
 ///   the server gives them).
 /// - A content type newer than this crate is its JSON, so nothing is lost.
 /// - Structured content is the JSON result (a `json` fence) when the server sent no
-///   content; otherwise it is appended as JSON text unless a text block already holds the
-///   same JSON value (servers send it twice for older clients).
+///   content; otherwise it is appended as JSON text unless the text blocks already hold it:
+///   a text block that is the same JSON value (the copy the MCP spec asks servers to send
+///   for older clients), or text blocks that contain every string and number of it
+///   (server-filesystem sends its file's text and `{"content": TEXT}`; the other blocks'
+///   JSON counts too, for servers that repeat them there).
 /// - `isError: true` makes the text the failure's message (an error result).
 ///
 /// [`tool_output_in`] is the same, and saves binary content to the call's result store.
@@ -244,13 +247,7 @@ fn assemble(result: &CallToolResult, saved: impl Fn(usize) -> Option<PathBuf>) -
         if parts.is_empty() && result.is_error != Some(true) {
             return ToolOutput::json(structured.clone());
         }
-        let already = result.content.iter().any(|block| match block {
-            ContentBlock::Text(text) => {
-                serde_json::from_str::<Value>(&text.text).is_ok_and(|v| &v == structured)
-            }
-            _ => false,
-        });
-        if !already {
+        if !holds(&result.content, structured) {
             parts.push(structured.to_string());
         }
     }
@@ -259,6 +256,52 @@ fn assemble(result: &CallToolResult, saved: impl Fn(usize) -> Option<PathBuf>) -
         ToolOutput::error(text)
     } else {
         ToolOutput::text(text)
+    }
+}
+
+/// Whether the content already holds `structured`: a text block is the same JSON value (the
+/// copy the MCP spec asks servers to send), or the text blocks (and the other blocks' JSON)
+/// contain each string and number in it (server-filesystem's `{"content": TEXT}`, or its
+/// blocks repeated as `{"content": [BLOCKS]}`).
+fn holds(content: &[ContentBlock], structured: &Value) -> bool {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if content.is_empty() {
+        return false;
+    }
+    if texts
+        .iter()
+        .any(|text| serde_json::from_str::<Value>(text).is_ok_and(|v| &v == structured))
+    {
+        return true;
+    }
+    // The text, and the other blocks as JSON (a server may repeat its blocks there).
+    let mut joined = texts.join("\n");
+    for block in content
+        .iter()
+        .filter(|b| !matches!(b, ContentBlock::Text(_)))
+    {
+        joined.push('\n');
+        joined.push_str(&serde_json::to_string(block).unwrap_or_default());
+    }
+    let mut leaves = Vec::new();
+    scalar_leaves(structured, &mut leaves);
+    leaves.iter().all(|leaf| joined.contains(leaf.as_str()))
+}
+
+/// The strings and numbers of `value`, as text.
+fn scalar_leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => out.push(text.clone()),
+        Value::Number(number) => out.push(number.to_string()),
+        Value::Array(items) => items.iter().for_each(|item| scalar_leaves(item, out)),
+        Value::Object(fields) => fields.values().for_each(|field| scalar_leaves(field, out)),
+        Value::Bool(_) | Value::Null => {}
     }
 }
 
@@ -386,6 +429,17 @@ mod tests {
         let mut other = CallToolResult::success(vec![ContentBlock::text("sunny")]);
         other.structured_content = Some(value.clone());
         assert_eq!(tool_output(&other).result_text(), "sunny\n{\"t\":1}");
+
+        let mut wrapped = CallToolResult::success(vec![ContentBlock::text("a\nb")]);
+        wrapped.structured_content = Some(serde_json::json!({"content": "a\nb", "ok": true}));
+        assert_eq!(tool_output(&wrapped).result_text(), "a\nb");
+
+        let mut partly = CallToolResult::success(vec![ContentBlock::text("a, 3 lines")]);
+        partly.structured_content = Some(serde_json::json!({"content": "a", "lines": 4}));
+        assert_eq!(
+            tool_output(&partly).result_text(),
+            "a, 3 lines\n{\"content\":\"a\",\"lines\":4}"
+        );
 
         let mut failed = CallToolResult::error(vec![]);
         failed.structured_content = Some(value);

@@ -12,6 +12,7 @@ mod config;
 mod content;
 mod cycle;
 mod failures;
+mod filesystem;
 mod http;
 mod servers;
 mod support;
