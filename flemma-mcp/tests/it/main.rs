@@ -14,5 +14,6 @@ mod cycle;
 mod failures;
 mod filesystem;
 mod http;
+mod hundred;
 mod servers;
 mod support;
