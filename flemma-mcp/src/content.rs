@@ -1,19 +1,7 @@
 //! A `tools/call` result as a [`ToolOutput`]: text joined, binary content as short
 //! placeholders (saved to the conversation's result store when the call has one), `isError`
-//! as a failure, structured content as JSON.
-//!
-//! # Why binary content is a placeholder, not a file part
-//!
-//! In flemma a tool result carries a file part only one way (spec §1.12, §4.6): the result
-//! text holds a file reference (`@./photo.png;type=image/png`) and the tool declares
-//! `emits_template`, so that the request builder template-evaluates the whole result body.
-//! An MCP server's text is not flemma's to evaluate: a server that answers
-//! `{{ include('./.env') }}` or `@./secrets.txt` would have project files sent to the model.
-//! So MCP tools do not declare `emits_template`, and each image, audio clip and binary
-//! resource becomes a one-line placeholder naming its type and size. When the call has a
-//! result store ([`ExecutionContext::store`]), the bytes are written there too and the
-//! placeholder names the file, which the model can open with the built-in `read` tool
-//! (which does turn images and PDFs into file parts).
+//! as a failure, structured content as JSON (the crate documentation's "Results" section
+//! says why binary content is no file part).
 
 use std::path::{Path, PathBuf};
 
