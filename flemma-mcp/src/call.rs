@@ -21,7 +21,7 @@ use crate::error::chain;
 use crate::shared::{ABORTED, CANCEL_SEND, Live, Shared};
 
 /// One tool of a server, registered as `SERVER.tool`: a call sends `tools/call` with the input
-/// as the arguments, and maps the result ([`tool_output`](crate::tool_output)).
+/// as the arguments, and maps the result ([`tool_output_in`](crate::tool_output_in)).
 ///
 /// - The output (a success's text or JSON text, a failure's message) goes through the
 ///   execution context's [`truncate_with_overflow`](ExecutionContext::truncate_with_overflow)
@@ -151,7 +151,7 @@ impl McpTool {
                         Ok(Ok(result)) => {
                             self.shared.failures.store(0, Ordering::SeqCst);
                             match call_result(result) {
-                                Some(result) => crate::tool_output(&result),
+                                Some(result) => crate::tool_output_in(&result, ctx).await,
                                 None => ToolOutput::error(format!(
                                     "MCP server '{}' answered the call with something other than a tool result",
                                     self.server()

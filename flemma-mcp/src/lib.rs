@@ -19,7 +19,7 @@
 //! ([`McpServer::with_peer`]) calls [`McpServerHandle::refresh_tools`] instead.
 //!
 //! A call ([`McpTool`]) sends the input as the arguments and maps the result
-//! ([`tool_output`]), then truncates it like every tool output (spec §10.5, §12.9): from the
+//! ([`tool_output_in`]), then truncates it like every tool output (spec §10.5, §12.9): from the
 //! head, 2,000 lines or 50 KB, with the notice `[Showing lines 1-N of M. Full output: PATH]`
 //! and the full text in the conversation's result store. Each request carries a progress
 //! token: a `notifications/progress` for it restarts the call's `tool_timeout` and is reported
@@ -38,6 +38,34 @@
 //!
 //! With the feature `serve`, [`serve`] goes the other way: a conversation's tools served to an
 //! MCP client over stdio or streamable HTTP (`flemma mcp serve`).
+//!
+//! # Results
+//!
+//! - Text blocks are joined with newlines, whatever their annotations' `audience`.
+//! - Images, audio and embedded blob resources are one-line placeholders naming the type and
+//!   the size, `[image/png, 3.9KB]`, `[resource demo://x: application/gzip, 20B]`; when the
+//!   call has a result store (a conversation with a file) the bytes are written there too
+//!   and the placeholder ends `, saved to PATH]`. An embedded text resource is its URI line
+//!   then its text; a resource link is `[resource link: URI (NAME), MIME, SIZE]`.
+//! - `isError: true` is an error result (the text is the error).
+//! - Structured content is the JSON result when the server sent no content, else appended as
+//!   JSON text unless the content already holds it.
+//!
+//! Binary content is no file part of the request: in flemma a result carries file parts
+//! only when its tool declares `emits_template` (spec §4.6), and then the whole result text
+//! is template-evaluated, so a server answering `{{ include('./.env') }}` or `@./secret.txt`
+//! would have project files sent to the model. MCP tools therefore declare no
+//! `emits_template`; the model sees a saved image by calling the built-in `read` on the
+//! path the placeholder names (`read` turns images and PDFs into file parts).
+//!
+//! # Transports
+//!
+//! A stdio server is a child process (`command`, `args`, `env`, `cwd`); a streamable HTTP
+//! server is a `url` with `headers`. `${NAME}` in an `env` or `headers` value names an
+//! environment variable, read when connecting (never stored in the configuration; an unset
+//! one is a warning naming the server, the field and the variable). HTTP uses reqwest with
+//! rustls on ring and the platform's certificates; a server that is not listening is a
+//! warning naming it, at once, not after `startup_timeout`.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -72,7 +100,7 @@ pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,
     parse_servers, servers_of,
 };
-pub use content::tool_output;
+pub use content::{tool_output, tool_output_in};
 pub use error::McpError;
 pub use naming::{MAX_WIRE_NAME, registered_name};
 pub use shared::{McpServerState, RESTART_BACKOFF_FIRST, RESTART_BACKOFF_MAX, restart_backoff};

@@ -11,7 +11,11 @@
 mod calls;
 mod changes;
 mod config;
+mod content;
 mod cycle;
 mod failures;
+mod filesystem;
+mod http;
+mod hundred;
 mod servers;
 mod support;

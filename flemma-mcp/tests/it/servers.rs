@@ -71,64 +71,6 @@ async fn include_and_exclude_globs_pick_tools_by_their_server_names() {
 }
 
 #[tokio::test]
-async fn calls_map_text_images_structured_content_and_errors() {
-    let (registry, _) = registry_with(vec![everything()]).await;
-    assert_eq!(
-        call(&registry, "everything.echo", json!({"message": "hi"})).await,
-        ToolOutput::text("Echo: hi")
-    );
-    assert_eq!(
-        call(&registry, "everything.get-sum", json!({"a": 2, "b": 40}))
-            .await
-            .result_text(),
-        "The sum of 2 and 40 is 42."
-    );
-    // An image is a placeholder naming its type and size, between the texts.
-    assert_eq!(
-        call(&registry, "everything.get-tiny-image", json!({}))
-            .await
-            .result_text(),
-        "Here's the image you requested:\n[image: image/png, 4033 bytes]\nThe image above is the MCP logo."
-    );
-    // Structured content the text already holds is not repeated.
-    let weather = call(
-        &registry,
-        "everything.get-structured-content",
-        json!({"location": "New York"}),
-    )
-    .await;
-    let value: serde_json::Value = serde_json::from_str(&weather.result_text()).unwrap();
-    assert_eq!(value["temperature"], 33);
-    // `isError: true` (here the server's own input validation) is a failure for the model.
-    let failed = call(&registry, "everything.echo", json!({})).await;
-    assert!(!failed.is_success());
-    assert!(
-        failed
-            .result_text()
-            .contains("Invalid arguments for tool echo"),
-        "{failed:?}"
-    );
-}
-
-#[tokio::test]
-async fn an_embedded_blob_resource_is_a_placeholder() {
-    let (registry, _) = registry_with(vec![everything()]).await;
-    let out = call(
-        &registry,
-        "everything.get-resource-reference",
-        json!({"resourceType": "Blob", "resourceId": 2}),
-    )
-    .await;
-    let text = out.result_text();
-    assert!(out.is_success(), "{out:?}");
-    assert!(
-        text.contains("[resource demo://resource/dynamic/blob/2: "),
-        "{text}"
-    );
-    assert!(text.contains(" bytes]"), "{text}");
-}
-
-#[tokio::test]
 async fn a_call_after_shutdown_is_an_error_result() {
     let (registry, handles) = registry_with(vec![everything()]).await;
     handles[0].shutdown().await;
