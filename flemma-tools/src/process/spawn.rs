@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use nix::fcntl::OFlag;
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags};
-use nix::sys::signal::{SigSet, Signal as NixSignal};
+use nix::sys::signal::SigSet;
 use nix::sys::stat::Mode;
 use rustix::event::{EventfdFlags, epoll};
 use rustix::process::{WaitId, WaitIdOptions};
@@ -247,11 +247,10 @@ fn spawn_here(request: &Request) -> std::io::Result<i32> {
     actions.add_open(1, request.terminal.as_c_str(), OFlag::O_RDWR, Mode::empty())?;
     actions.add_dup2(1, 2)?;
     let mut attr = PosixSpawnAttr::init()?;
-    // The host ignores SIGPIPE (Rust's runtime does); the command gets the default back, as
-    // `std::process::Command` gives it, and starts with no signal blocked.
-    let mut defaults = SigSet::empty();
-    defaults.add(NixSignal::SIGPIPE);
-    attr.set_sigdefault(&defaults)?;
+    // Every signal at its default and none blocked, whatever the host ignores: Rust's
+    // runtime ignores SIGPIPE, and a host started under `nohup` ignores SIGHUP, which a
+    // command would otherwise inherit.
+    attr.set_sigdefault(&SigSet::all())?;
     attr.set_sigmask(&SigSet::empty())?;
     attr.set_flags(
         PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF

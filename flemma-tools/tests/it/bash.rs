@@ -142,8 +142,9 @@ async fn terminal_stdin_and_cwd() {
 }
 
 /// The command leads a session of its own whose controlling terminal is its terminal (not
-/// the host's: `/dev/tty` is the call's terminal), gets `SIGPIPE` back at its default (the
-/// host ignores it), and starts with no signal blocked. (Only signals 1-31 are looked at:
+/// the host's: `/dev/tty` is the call's terminal), and starts with every signal at its
+/// default and none blocked, whatever the host ignores (`SIGPIPE` for Rust's runtime, `SIGHUP`
+/// under `nohup`). (Only signals 1-31 are looked at:
 /// glibc's own two real-time signals, 32 and 33, may show as ignored in a fresh process.)
 #[cfg(target_os = "linux")]
 #[tokio::test]
