@@ -343,14 +343,8 @@ fn resolve(program: &str, path: Option<&str>, cwd: &Path) -> std::io::Result<Pat
             };
             cwd.join(dir).join(program)
         })
-        .find(|candidate| is_executable(candidate))
+        .find(|candidate| crate::sandbox::bwrap::is_executable(candidate))
         .ok_or_else(not_found)
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

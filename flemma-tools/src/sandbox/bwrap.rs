@@ -129,7 +129,7 @@ impl SandboxBackend for Bwrap {
 }
 
 /// Whether `path` is a file this user may execute (on Unix, an execute bit is set).
-fn is_executable(path: &Path) -> bool {
+pub(crate) fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;

@@ -7,7 +7,7 @@
 
 mod backend;
 mod backends;
-mod bwrap;
+pub(crate) mod bwrap;
 mod confined;
 mod policy;
 
