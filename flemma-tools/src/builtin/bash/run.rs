@@ -15,6 +15,8 @@ use super::terminal::TerminalText;
 use crate::process::reap::{MARKER_VAR, Members, stop_all};
 /// How long output is still read after the command ended and its processes are gone.
 const DRAIN: Duration = Duration::from_millis(500);
+/// How many reads of what is already buffered the reader still makes when told to stop.
+const LAST_READS: usize = 64;
 /// The terminal's size: rows, columns.
 const SIZE: (u16, u16) = (50, 200);
 
@@ -147,9 +149,6 @@ fn spawn(command: &Command) -> std::io::Result<(Child, pty_process::Pty, i32)> {
     }
     #[cfg(target_os = "linux")]
     {
-        // The child opens the slave by its name; this end must not stay open here, or the
-        // reader would never see the terminal close.
-        drop(pts);
         let terminal = rustix::pty::ptsname(&pty, Vec::new())?;
         let terminal = std::path::Path::new(
             <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(terminal.as_bytes()),
@@ -166,6 +165,11 @@ fn spawn(command: &Command) -> std::io::Result<(Child, pty_process::Pty, i32)> {
             env,
             terminal,
         })?;
+        // The child opened the slave by its name; this end must not stay open here, or the
+        // reader would never see the terminal close. It is closed only now: closed before the
+        // child had opened it, the master would report a hang-up, and tokio keeps a hang-up
+        // as a final state, so the reader would spin on `EAGAIN` until the first output.
+        drop(pts);
         let pid = child.pid();
         Ok((child, pty, pid))
     }
@@ -213,20 +217,32 @@ async fn read_output(
     let mut filter = TerminalText::new();
     let mut buf = vec![0_u8; 16 * 1024];
     let mut text = Vec::with_capacity(16 * 1024);
+    let mut feed = |bytes: &[u8]| {
+        filter.feed(bytes, &mut text);
+        collector.push(&text);
+        text.clear();
+    };
     loop {
         let read = tokio::select! {
             biased;
             read = pty.read(&mut buf) => read,
-            () = stop.cancelled() => break,
+            () = stop.cancelled() => {
+                // What the command wrote is all in the terminal's buffer by now: take it
+                // without waiting for more (a reader that was slow to run, on a loaded
+                // machine, must not lose it), up to a bound for a writer that goes on.
+                for _ in 0..LAST_READS {
+                    match tokio::time::timeout(Duration::ZERO, pty.read(&mut buf)).await {
+                        Ok(Ok(n)) if n > 0 => feed(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                break;
+            }
         };
         match read {
             // EIO: every process holding the terminal is gone.
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                filter.feed(&buf[..n], &mut text);
-                collector.push(&text);
-                text.clear();
-            }
+            Ok(n) => feed(&buf[..n]),
         }
     }
     filter.finish(&mut text);
