@@ -84,7 +84,10 @@ pub(crate) fn check(
     let mut config = settings.load()?;
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
     // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
-    let found = tools::registry()?
+    let registry = tools::registry(&config)?;
+    // The MCP servers' tools are names the options may give too.
+    tools::runtime()?.block_on(registry.ready());
+    let found = registry
         .evaluate(&mut config)
         .map(|evaluation| evaluation.diagnostics)
         .map_err(|e| failed(anyhow::Error::new(e).context(input.name.clone())))?;
@@ -204,7 +207,8 @@ pub(crate) fn explain(
     let mut config = settings.load()?;
     options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| options::frontmatter_failure(&text.name, &e))?;
-    let explanation = options::explain(&config, tool, &call_input).map_err(failed)?;
+    let registry = tools::registry(&config)?;
+    let explanation = options::explain(&config, &registry, tool, &call_input).map_err(failed)?;
     let chat = text.path().map(flemma::config::conversation_path);
     let writable = options::writable(&config, chat.as_deref()).map_err(failed)?;
     if json {

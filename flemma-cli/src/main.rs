@@ -15,6 +15,8 @@ mod failure;
 mod input;
 mod log;
 #[cfg(feature = "mcp")]
+mod mcp;
+#[cfg(feature = "mcp")]
 mod mcp_serve;
 mod notices;
 mod options;
@@ -124,7 +126,8 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
-    /// MCP: flemma's tools for other MCP clients.
+    /// MCP: the servers of `[mcp.servers]` as tool sources, and flemma's tools for other MCP
+    /// clients.
     #[cfg(feature = "mcp")]
     Mcp {
         #[command(subcommand)]
@@ -197,6 +200,17 @@ enum Command {
 #[cfg(feature = "mcp")]
 #[derive(Debug, Subcommand)]
 enum McpCommand {
+    /// The MCP servers of the options files (`[mcp.servers.NAME]`): each one's transport and
+    /// state, and its tools as the model sees them (registered as `SERVER.tool`); with FILE,
+    /// which of them the conversation offers.
+    List {
+        /// The `.chat` file whose frontmatter shapes the tool set.
+        file: Option<PathBuf>,
+        /// Print `[{"name", "transport", "state", "error", "tools": [{"name",
+        /// "description", "offered"}]}]`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve FILE's tools (its tool set, approval chain and sandbox, as a cycle applies them)
     /// to an MCP client over stdio, or streamable HTTP on a loopback address with `--http`.
     Serve(mcp_serve::ServeArgs),
@@ -298,7 +312,10 @@ fn main() -> ExitCode {
         config: cli.config,
         sets: cli.sets,
     };
-    match run(cli.command, &settings) {
+    let outcome = run(cli.command, &settings);
+    // The MCP servers stop, and the runtime is left behind.
+    tools::finish();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             if let Some(error) = failure.error {
@@ -343,6 +360,10 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
         Command::Tools { file, json } => tools::tools(&mut out, file.as_deref(), json, settings),
         Command::Cycle { file, json, wait } => tools::cycle(&mut out, &file, json, wait, settings),
         Command::Jobs { file, json } => tools::jobs(&mut out, &file, json, settings),
+        #[cfg(feature = "mcp")]
+        Command::Mcp {
+            command: McpCommand::List { file, json },
+        } => mcp::list(&mut out, file.as_deref(), json, settings),
         #[cfg(feature = "mcp")]
         Command::Mcp {
             command: McpCommand::Serve(args),

@@ -51,7 +51,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
         crate::input::Input::check(file)?;
     }
     let config = settings.load()?;
-    let mut builder = ToolServer::builder(crate::tools::registry()?)
+    let mut builder = ToolServer::builder(crate::tools::registry(&config)?)
         .config(config)
         // As `flemma cycle`: sandboxed when `sandbox.enabled` is on and bubblewrap can run.
         .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
@@ -77,8 +77,8 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
         );
         flemma::mcp::serve::serve_http(server, listener, stopped()).await
     });
-    // A tool stuck in a blocking call must not keep the command alive.
-    runtime.shutdown_background();
+    // A tool stuck in a blocking call must not keep the command alive (`tools::finish`).
+    drop(runtime);
     outcome.map_err(|e| failed(anyhow::Error::new(e)))?;
     Ok(0)
 }

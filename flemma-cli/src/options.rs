@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use flemma::approval::{ApprovalContext, Chain, Explanation, ToolCall};
+use flemma::approval::{ApprovalContext, Explanation, ToolCall};
 use flemma::ast::Document;
 use flemma::config::{Config, ConfigError, FrontmatterError, Layer, OptionDiagnostic, Origin};
 use flemma::ids::ToolName;
-use flemma::schema::{Capability, builtin};
 use flemma::tools::sandbox::SandboxBackends;
 
 use crate::failure::{Failure, failed};
@@ -221,14 +220,11 @@ pub(crate) fn transcript(
         .build()
 }
 
-/// Whether the built-in tool declares `auto_approves_if_sandboxed` (`bash`).
-fn auto_approves_if_sandboxed(tool: &ToolName) -> bool {
-    builtin::has_capability(tool.as_str(), Capability::AutoApprovesIfSandboxed)
-}
-
-/// Runs the built-in chain on one call.
+/// Runs the registry's chain (the built-in resolvers, and those of the MCP servers) on one
+/// call, once the registry's sources have registered their tools.
 pub(crate) fn explain(
     config: &Config,
+    registry: &flemma::tools::ToolRegistry,
     tool: &str,
     input: &serde_json::Value,
 ) -> anyhow::Result<Explanation> {
@@ -239,7 +235,7 @@ pub(crate) fn explain(
     let ctx = ApprovalContext {
         config,
         options: &options,
-        tools: &auto_approves_if_sandboxed,
+        tools: registry,
         sandbox: &available,
     };
     let tool = ToolName::read(tool)?;
@@ -248,8 +244,14 @@ pub(crate) fn explain(
         input,
         id: None,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-    Ok(runtime.block_on(Chain::with_builtins().explain(&call, &ctx)))
+    let runtime = crate::tools::runtime().map_err(|f| {
+        f.error
+            .unwrap_or_else(|| anyhow::anyhow!("cannot start the runtime"))
+    })?;
+    Ok(runtime.block_on(async {
+        registry.ready().await;
+        registry.approval_chain().explain(&call, &ctx).await
+    }))
 }
 
 /// The writable set of the conversation in `chat` (resolved; `None` for standard input), as

@@ -38,14 +38,10 @@ pub(crate) fn request(
 ) -> Result<u8, Failure> {
     use flemma::providers::{PromptBuilder, ProviderKind, RequestOptions};
     let input = Input::read(file)?;
-    let registry = tools::registry()?;
+    let config = settings.load()?;
+    let registry = tools::registry(&config)?;
     // One parse and one evaluation of the frontmatter, as a session's transcript has them.
-    let transcript = options::transcript(
-        &input.text,
-        input.path(),
-        settings.load()?,
-        registry.clone(),
-    );
+    let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
     let evaluated = options::evaluated(&transcript, &input.name)?;
     let opts = evaluated.options();
     let kind = match provider {

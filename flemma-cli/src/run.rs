@@ -189,7 +189,8 @@ fn session(
 ) -> Result<(Session, bool, Option<ask::Prompt>), Failure> {
     let mut asks = false;
     let mut prompt = None;
-    let mut executor = flemma::tools::Executor::builder(conversation, crate::tools::registry()?)
+    let registry = crate::tools::registry(&config)?;
+    let mut executor = flemma::tools::Executor::builder(conversation, registry)
         .config(config)
         .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins());
     match args.approve {
@@ -236,9 +237,10 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     let runtime = crate::tools::runtime()?;
     let driven = runtime.block_on(drive(&session, &mut ui, prompt));
     // A tool stuck in a blocking call (a read that never returns) must not keep the command
-    // alive: the runtime is left behind instead of waiting for its blocking threads.
+    // alive: the runtime is left behind instead of waiting for its blocking threads, when the
+    // command ends (`tools::finish`).
     drop(session);
-    runtime.shutdown_background();
+    drop(runtime);
     ui.clear_waiting();
     let driven = driven
         .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot listen for signals")))?;

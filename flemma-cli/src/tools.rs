@@ -3,9 +3,10 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use flemma::ast::writer::JobPlacement;
+use flemma::config::Config;
 use flemma::tools::jobs::Delivered;
 use flemma::tools::{CycleReport, Executor, FileConversation, ToolRegistry};
 use serde_json::json;
@@ -15,19 +16,59 @@ use crate::input::Input;
 use crate::notices::{self, Notices};
 use crate::options::{self, Settings};
 
-/// The tools the command offers: the built-ins implemented so far.
-pub(crate) fn registry() -> Result<ToolRegistry, Failure> {
+/// The tools the command offers: the built-ins, and with the `mcp` feature the tools of the
+/// MCP servers of `[mcp.servers]` in the options files ([`crate::mcp`]), started now (in the
+/// command's runtime) and stopped when the command ends ([`finish`]).
+pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
     let registry = ToolRegistry::new();
     flemma::tools::register_builtins(&registry).map_err(|e| failed(e.into()))?;
+    #[cfg(feature = "mcp")]
+    {
+        let runtime = runtime()?;
+        let _entered = runtime.enter();
+        crate::mcp::add_servers(&registry, config)?;
+    }
+    #[cfg(not(feature = "mcp"))]
+    let _ = config;
     Ok(registry)
 }
 
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    // Time for timeouts, I/O for the pseudo-terminals of `bash`.
-    tokio::runtime::Builder::new_current_thread()
+/// The command's one runtime, made on first use: the MCP servers' connections live on it,
+/// so every `block_on` of the command uses it.
+static RUNTIME: Mutex<Option<Arc<tokio::runtime::Runtime>>> = Mutex::new(None);
+
+/// The command's runtime (current-thread; time for timeouts, I/O for the pseudo-terminals of
+/// `bash` and the MCP servers' pipes).
+pub(crate) fn runtime() -> Result<Arc<tokio::runtime::Runtime>, Failure> {
+    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(runtime) = slot.as_ref() {
+        return Ok(Arc::clone(runtime));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot start the runtime")))
+        .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot start the runtime")))?;
+    let runtime = Arc::new(runtime);
+    *slot = Some(Arc::clone(&runtime));
+    Ok(runtime)
+}
+
+/// Ends the command's runtime: the MCP servers are stopped (a stdio server's process ended),
+/// then the runtime is left behind rather than waited for, so that a tool stuck in a blocking
+/// call (a read that never returns) does not keep the command alive.
+pub(crate) fn finish() {
+    let Some(runtime) = RUNTIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    else {
+        return;
+    };
+    #[cfg(feature = "mcp")]
+    runtime.block_on(crate::mcp::stop_servers());
+    if let Ok(runtime) = Arc::try_unwrap(runtime) {
+        runtime.shutdown_background();
+    }
 }
 
 /// `flemma tools [FILE] [--json]`: the conversation's tool set as the model sees it, sorted
@@ -39,7 +80,9 @@ pub(crate) fn tools(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let config = settings.load()?;
-    let registry = registry()?;
+    let registry = registry(&config)?;
+    // The MCP servers' tools are listed once they are known.
+    runtime()?.block_on(registry.ready());
     let specs = if let Some(file) = file {
         // The options as a transcript of the file evaluates them.
         let input = Input::read(file)?;
@@ -82,7 +125,7 @@ fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
     let conversation = Arc::new(FileConversation::new(file));
     // Commands run sandboxed when `sandbox.enabled` is on and a built-in backend
     // (bubblewrap) can run here; the approval chain sees the same answer.
-    Ok(Executor::builder(conversation, registry()?)
+    Ok(Executor::builder(conversation, registry(&config)?)
         .config(config)
         .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
         .build())

@@ -11,6 +11,8 @@ mod claims;
 mod input;
 #[cfg(unix)]
 mod jobs;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(all(unix, feature = "mcp"))]
 mod mcp_serve;
 mod notices;

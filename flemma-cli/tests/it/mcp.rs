@@ -1,0 +1,196 @@
+//! MCP servers of `flemma.toml` in the CLI's commands, run for real:
+//! `@modelcontextprotocol/server-everything` (pinned in `tests/mcp/package-lock.json`,
+//! installed by `scripts/test` with `npm ci`).
+
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::{flemma, text};
+
+/// The installed server-everything.
+fn everything_bin() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/node_modules/.bin/mcp-server-everything");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/test, which installs the MCP test servers",
+        bin.display()
+    );
+    bin
+}
+
+/// A directory of its own holding `flemma.toml` (server-everything as `everything`, only
+/// `echo` and `get-sum`, a server that cannot start as `broken`, and `extra` appended to
+/// the file) and `chat.chat` holding `chat`; returns the directory.
+fn workspace(test: &str, chat: &str, extra: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("flemma-cli-test-{}-mcp-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml = format!(
+        "[sandbox]\nenabled = false\n\n\
+         [mcp.servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\ninclude = [\"echo\", \"get-sum\"]\n\n\
+         [mcp.servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n\n{extra}",
+        everything_bin().display().to_string()
+    );
+    std::fs::write(dir.join("flemma.toml"), toml).unwrap();
+    std::fs::write(dir.join("chat.chat"), chat).unwrap();
+    dir
+}
+
+fn arg(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The output with the machine's paths replaced by placeholders.
+fn normalized(output: &str) -> String {
+    output.replace(
+        &everything_bin().display().to_string(),
+        "<mcp-server-everything>",
+    )
+}
+
+const CHAT: &str = "```lua\nflemma.opt.tools:remove(\"everything.get-sum\")\n```\n@You:\nhi\n";
+
+#[test]
+fn mcp_list_shows_each_server_its_state_and_its_tools_as_the_conversation_offers_them() {
+    let dir = workspace("list", CHAT, "");
+    let config = dir.join("flemma.toml");
+    let chat = dir.join("chat.chat");
+    let out = flemma(&["mcp", "list", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    insta::assert_snapshot!(normalized(&text(&out.stdout)));
+    // The failed server is a warning on stderr too.
+    assert!(
+        text(&out.stderr).contains("MCP server 'broken'"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = flemma(
+        &[
+            "mcp",
+            "list",
+            arg(&chat),
+            "--config",
+            arg(&config),
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let everything = &listed[1];
+    assert_eq!(everything["name"], "everything");
+    assert_eq!(everything["state"], "running");
+    let offered: Vec<(&str, bool)> = everything["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["offered"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        offered,
+        [("everything.echo", true), ("everything.get-sum", false)]
+    );
+    assert_eq!(listed[0]["name"], "broken");
+    assert_eq!(listed[0]["state"], "failed");
+    assert!(
+        listed[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not start")
+    );
+}
+
+#[test]
+fn the_servers_tools_are_in_the_tool_set_and_names_the_options_may_give() {
+    let dir = workspace("tools", CHAT, "");
+    let config = dir.join("flemma.toml");
+    let out = flemma(&["tools", "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let names: Vec<String> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|n| n.starts_with("everything."))
+        .collect();
+    assert_eq!(names, ["everything.echo", "everything.get-sum"]);
+
+    // `check` knows them: removing one is no misspelled name; a name the server does not
+    // have is.
+    let chat = dir.join("chat.chat");
+    let out = flemma(&["check", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    std::fs::write(
+        &chat,
+        "```lua\nflemma.opt.tools:append(\"everything.no-such-tool\")\n```\n@You:\nhi\n",
+    )
+    .unwrap();
+    let out = flemma(&["check", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("everything.no-such-tool"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_run_over_the_scripted_provider_calls_an_mcp_tool_end_to_end() {
+    let dir = workspace(
+        "run",
+        "@You:\nEcho something through the server.\n",
+        "[tools]\nauto_approve = [\"everything.echo\"]\n",
+    );
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"text": "Calling the server.", "tool_uses": [{"name": "everything.echo", "input": {"message": "hello over MCP"}}]},
+            {"text": "The server echoed it."}
+        ]}"#,
+    )
+    .unwrap();
+    let chat = dir.join("chat.chat");
+    let out = flemma(
+        &[
+            "run",
+            arg(&chat),
+            "--provider",
+            "scripted",
+            "--script",
+            arg(&script),
+            "--config",
+            arg(&dir.join("flemma.toml")),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = std::fs::read_to_string(&chat).unwrap();
+    assert!(after.contains("**Tool Use:** `everything.echo`"), "{after}");
+    let result = after.find("**Tool Result:**").expect("a tool result");
+    assert!(after[result..].contains("Echo: hello over MCP"), "{after}");
+    assert!(
+        after[result..].contains("@Assistant:\nThe server echoed it.\n"),
+        "{after}"
+    );
+}
+
+#[test]
+fn a_configuration_flemma_mcp_cannot_read_is_a_usage_error_naming_the_file() {
+    let dir = workspace(
+        "bad-config",
+        CHAT,
+        "[mcp.servers.nocommand]\nargs = [\"x\"]\n",
+    );
+    let config = dir.join("flemma.toml");
+    let out = flemma(&["tools", "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("flemma.toml") && stderr.contains("MCP server 'nocommand'"),
+        "{stderr}"
+    );
+}
