@@ -58,6 +58,33 @@
 //! `emits_template`; the model sees a saved image by calling the built-in `read` on the
 //! path the placeholder names (`read` turns images and PDFs into file parts).
 //!
+//! # Approval
+//!
+//! A server may send behaviour hints with each tool (its `annotations`): the handle keeps
+//! them by registered name, as of the listing applied last ([`McpServerHandle::hints`],
+//! [`McpServerHandle::tool_hints`], [`ToolHints`]), and [`register_hint_resolvers`] adds two
+//! resolvers reading them to a `flemma_approval::Chain`:
+//!
+//! - `readOnlyHint: true` (without `destructiveHint: true`): [`McpReadOnlyResolver`]
+//!   (`urn:flemma:approval:mcp-read-only`, priority 50) approves the call when the
+//!   conversation auto-approves the read-only built-ins (`read`, `find`, `grep` and `ls` each
+//!   match the resolved `tools.auto_approve`, as with `$readonly` and `$standard`, the
+//!   default), unless its frontmatter removes the tool from `tools.auto_approve` or sets
+//!   `tools.auto_approve` (the sandbox resolver's rule, spec §6.4).
+//! - `destructiveHint: true` (without `readOnlyHint: true`): [`McpDestructiveResolver`]
+//!   (`urn:flemma:approval:mcp-destructive`, priority 110, above the config resolver) asks for
+//!   approval unless the resolved `tools.auto_approve` holds the tool's registered name itself
+//!   (`fs.write_file`; then the config resolver approves it). A glob (`fs.*`),
+//!   `tools.require_approval = false`, an `auto_approve` function or the host's policy do not
+//!   approve it.
+//! - Tools without these hints (unannotated, `idempotentHint` and `openWorldHint` alone,
+//!   both read-only and destructive) follow the ordinary rules, as do tools of other sources.
+//!
+//! The hints are the server's claims, not facts: a server calling a tool read-only gets it
+//! approved only in a conversation whose user already chose to approve reading without asking
+//! (a preset with the read-only built-ins), and a tool the server calls destructive is
+//! approved only by naming it, never by a pattern written before the tool was known.
+//!
 //! # Transports
 //!
 //! A stdio server is a child process (`command`, `args`, `env`, `cwd`); a streamable HTTP
@@ -83,11 +110,13 @@
 //! # }
 //! ```
 
+mod approval;
 mod call;
 mod config;
 mod connect;
 mod content;
 mod error;
+mod hints;
 mod naming;
 mod shared;
 mod source;
@@ -96,12 +125,18 @@ pub use call::McpTool;
 #[cfg(feature = "serve")]
 pub mod serve;
 
+pub use approval::{
+    MCP_DESTRUCTIVE_PRIORITY, MCP_DESTRUCTIVE_RESOLVER, MCP_READ_ONLY_PRIORITY,
+    MCP_READ_ONLY_RESOLVER, McpDestructiveResolver, McpReadOnlyResolver, READ_ONLY_BUILTINS,
+    register_hint_resolvers,
+};
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,
     parse_servers, servers_of,
 };
 pub use content::{tool_output, tool_output_in};
 pub use error::McpError;
+pub use hints::ToolHints;
 pub use naming::{MAX_WIRE_NAME, registered_name};
 pub use shared::{McpServerState, RESTART_BACKOFF_FIRST, RESTART_BACKOFF_MAX, restart_backoff};
 pub use source::{McpServer, McpServerHandle, add_servers};

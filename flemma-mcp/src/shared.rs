@@ -20,6 +20,7 @@ use crate::call::McpTool;
 use crate::config::McpServerConfig;
 use crate::connect::{Client, Handler, Listener, connect};
 use crate::error::{McpError, chain};
+use crate::hints::ToolHints;
 use crate::naming::{Assigned, MAX_WIRE_NAME, assign};
 
 /// What a cancelled call answers (spec §15 `tool.aborted`).
@@ -152,6 +153,9 @@ pub(crate) struct Shared {
     /// One restart at a time.
     pub(crate) restart: tokio::sync::Mutex<()>,
     pub(crate) stopped: AtomicBool,
+    /// The hints of the registered tools, by registered name, as the applied listing sent
+    /// them (replaced whole with each listing).
+    pub(crate) hints: RwLock<HashMap<ToolName, ToolHints>>,
 }
 
 impl Shared {
@@ -171,6 +175,28 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The hints of the registered tool `tool`.
+    pub(crate) fn hints(&self, tool: &ToolName) -> Option<ToolHints> {
+        self.hints
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+            .copied()
+    }
+
+    /// The hints of every registered tool, sorted by name.
+    pub(crate) fn tool_hints(&self) -> Vec<(ToolName, ToolHints)> {
+        let mut all: Vec<(ToolName, ToolHints)> = self
+            .hints
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(name, hints)| (name.clone(), *hints))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
     }
 
     pub(crate) fn registrar(&self) -> Option<Registrar> {
@@ -302,15 +328,16 @@ impl Shared {
             .collect();
         let names: Vec<&str> = kept.iter().map(|t| t.name.as_ref()).collect();
         let mut registered = Vec::new();
+        let mut hints = HashMap::new();
         let mut set: Vec<Arc<dyn Tool>> = Vec::new();
         for assigned in assign(self.config.name(), &names) {
             if let Some(note) = &assigned.note {
                 registrar.warn(note.clone());
             }
-            let Some(tool) = kept.iter().find(|t| t.name == assigned.original.as_str()) else {
+            let Some(tool_def) = kept.iter().find(|t| t.name == assigned.original.as_str()) else {
                 continue;
             };
-            match self.tool(tool, &assigned) {
+            match self.tool(tool_def, &assigned) {
                 Ok(tool) => {
                     let wire = tool.definition.spec().wire_name().len();
                     if wire > MAX_WIRE_NAME {
@@ -319,6 +346,12 @@ impl Shared {
                             assigned.name
                         ));
                     }
+                    let tool_hints = tool_def
+                        .annotations
+                        .as_ref()
+                        .map(ToolHints::from)
+                        .unwrap_or_default();
+                    hints.insert(assigned.name.clone(), tool_hints);
                     registered.push(assigned.name.clone());
                     set.push(Arc::new(tool));
                 }
@@ -328,6 +361,8 @@ impl Shared {
                 )),
             }
         }
+        // The hints first: a tool is never registered without its hints.
+        *self.hints.write().unwrap_or_else(PoisonError::into_inner) = hints;
         registrar.replace(set);
         registered.sort();
         registered

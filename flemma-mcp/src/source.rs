@@ -6,11 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use flemma_ids::ToolName;
 use flemma_tools::{Registrar, RegistryError, ToolRegistry, ToolSource};
 use rmcp::service::{Peer, RoleClient};
 
 use crate::config::McpServerConfig;
 use crate::error::{McpError, chain};
+use crate::hints::ToolHints;
 use crate::shared::{Listings, McpServerState, REGISTRY_GRACE, Shared};
 
 /// A cheap handle on a server added to a registry: its state, for hosts and `flemma mcp list`.
@@ -47,6 +49,18 @@ impl McpServerHandle {
             .pid
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The hints the server sent with the registered tool `tool` (its `annotations`), as of
+    /// the listing applied last; `None` when `tool` is not one of this server's registered
+    /// tools. A tool sent without annotations has [`ToolHints::default`].
+    pub fn hints(&self, tool: &ToolName) -> Option<ToolHints> {
+        self.shared.hints(tool)
+    }
+
+    /// The hints of each of the server's registered tools, sorted by registered name.
+    pub fn tool_hints(&self) -> Vec<(ToolName, ToolHints)> {
+        self.shared.tool_hints()
     }
 
     /// Lists the server's tools again now and updates the registry, as
@@ -142,6 +156,7 @@ impl McpServer {
             lost_at: Mutex::new(None),
             restart: tokio::sync::Mutex::new(()),
             stopped: AtomicBool::new(false),
+            hints: RwLock::new(HashMap::new()),
         });
         Self { shared, given }
     }

@@ -25,7 +25,7 @@ fn filesystem_bin() -> PathBuf {
 }
 
 /// server-filesystem as server `fs`, allowed `dir` only.
-fn filesystem(dir: &std::path::Path) -> McpServerConfig {
+pub(crate) fn filesystem(dir: &std::path::Path) -> McpServerConfig {
     McpServerConfig::stdio("fs", filesystem_bin().to_string_lossy())
         .unwrap()
         .with_args([dir.to_string_lossy()])
@@ -33,7 +33,7 @@ fn filesystem(dir: &std::path::Path) -> McpServerConfig {
 }
 
 /// A temporary directory, its real path (the server compares real paths).
-fn allowed(name: &str) -> (TempDir, PathBuf) {
+pub(crate) fn allowed(name: &str) -> (TempDir, PathBuf) {
     let dir = TempDir::new(name);
     let real = dir.0.canonicalize().unwrap();
     (dir, real)

@@ -15,6 +15,7 @@ mod content;
 mod cycle;
 mod failures;
 mod filesystem;
+mod hints;
 mod http;
 mod hundred;
 mod servers;
