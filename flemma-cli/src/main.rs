@@ -207,7 +207,7 @@ enum McpCommand {
         /// The `.chat` file whose frontmatter shapes the tool set.
         file: Option<PathBuf>,
         /// Print `[{"name", "transport", "state", "error", "tools": [{"name",
-        /// "description", "offered"}]}]`.
+        /// "description", "hints", "offered"}]}]`.
         #[arg(long)]
         json: bool,
     },

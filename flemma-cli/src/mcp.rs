@@ -18,7 +18,7 @@ use flemma::mcp::{McpServerHandle, McpServerState, McpTransport};
 use flemma::tools::ToolRegistry;
 use serde_json::json;
 
-use crate::failure::Failure;
+use crate::failure::{Failure, failed};
 use crate::input::Input;
 use crate::options::{self, Settings};
 
@@ -57,6 +57,11 @@ pub(crate) fn add_servers(registry: &ToolRegistry, config: &Config) -> Result<()
     let handles = flemma::mcp::add_servers(registry, servers).map_err(|e| {
         Failure::usage(anyhow::Error::new(e).context("cannot start the MCP servers"))
     })?;
+    // The servers' annotations in the approval chain: read-only tools ride on the read-only
+    // preset, destructive ones wait unless `tools.auto_approve` names them exactly.
+    registry
+        .update_approval_chain(|chain| flemma::mcp::register_hint_resolvers(chain, &handles))
+        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the MCP servers")))?;
     let mut started = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
     for handle in handles {
         let transport = described
@@ -152,9 +157,11 @@ pub(crate) fn list(
                     .get(name.as_str())
                     .map(|t| t.definition().spec().description.clone())
                     .unwrap_or_default();
+                let hints = server.handle.hints(name).unwrap_or_default();
                 let mut tool = json!({
                     "name": name.as_str(),
                     "description": description,
+                    "hints": hints.describe(),
                 });
                 if let Some(offered) = &offered {
                     tool["offered"] = json!(offered.iter().any(|o| o == name.as_str()));
@@ -205,8 +212,9 @@ pub(crate) fn list(
             };
             writeln!(
                 out,
-                "  {}  {summary}{not_offered}",
-                tool["name"].as_str().unwrap_or_default()
+                "  {}  {summary}  [{}]{not_offered}",
+                tool["name"].as_str().unwrap_or_default(),
+                tool["hints"].as_str().unwrap_or_default()
             )?;
         }
     }

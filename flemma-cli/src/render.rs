@@ -97,6 +97,14 @@ pub(crate) fn explanation(
     {
         writeln!(out, "  reason: {reason}")?;
     }
+    // The built-ins' names fit in 32; a longer one (an MCP server's resolver) widens the column.
+    let width = e
+        .trace
+        .iter()
+        .map(|entry| entry.resolver.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(32);
     for entry in &e.trace {
         let result = serde_json::to_value(entry.result).ok();
         let result = result.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
@@ -107,7 +115,7 @@ pub(crate) fn explanation(
             .unwrap_or_default();
         writeln!(
             out,
-            "  {:>4}  {:<32} {result}{detail}",
+            "  {:>4}  {:<width$} {result}{detail}",
             entry.priority,
             entry.resolver.as_str()
         )?;

@@ -216,6 +216,11 @@ impl ToolSource for McpServer {
 /// Adds each enabled server to `registry` as a source (disabled ones are skipped) and
 /// returns their handles, in the order given.
 ///
+/// The servers' annotations take part in approval only once the handles are given to
+/// [`register_hint_resolvers`](crate::register_hint_resolvers), with every server of the
+/// registry in one call (`registry.update_approval_chain(|chain|
+/// flemma_mcp::register_hint_resolvers(chain, &handles))`), as `flemma` does.
+///
 /// # Errors
 ///
 /// [`RegistryError::NoRuntime`] outside a tokio runtime.

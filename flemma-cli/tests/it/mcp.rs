@@ -194,3 +194,101 @@ fn a_configuration_flemma_mcp_cannot_read_is_a_usage_error_naming_the_file() {
         "{stderr}"
     );
 }
+
+/// The installed server-filesystem.
+fn filesystem_bin() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/test",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn the_servers_hints_decide_in_the_chain_and_show_in_approval_explain() {
+    let dir = workspace(
+        "hints",
+        "@You:\nhi\n\n@Assistant:\n\
+         **Tool Use:** `everything.echo` (`toolu_echo`)\n```json\n{\"message\":\"read-only\"}\n```\n\
+         **Tool Use:** `fs.write_file` (`toolu_write`)\n```json\n{\"path\":\"PATH\",\"content\":\"x\"}\n```\n",
+        "",
+    );
+    let dir = dir.canonicalize().unwrap();
+    let written = dir.join("written.txt");
+    let chat = dir.join("chat.chat");
+    let text_of_chat = std::fs::read_to_string(&chat)
+        .unwrap()
+        .replace("PATH", arg(&written));
+    std::fs::write(&chat, text_of_chat).unwrap();
+    let mut toml = std::fs::read_to_string(dir.join("flemma.toml")).unwrap();
+    toml.push_str(&format!(
+        "[mcp.servers.fs]\ncommand = {:?}\nargs = [{:?}]\n\n[tools]\nauto_approve = [\"$standard\", \"fs.*\"]\n",
+        filesystem_bin().display().to_string(),
+        dir.display().to_string()
+    ));
+    let config = dir.join("flemma.toml");
+    std::fs::write(&config, toml).unwrap();
+
+    // echo says readOnlyHint: the default preset approves it; write_file says
+    // destructiveHint: `fs.*` does not approve it.
+    let explain = |tool: &str| {
+        let out = flemma(
+            &[
+                "approval",
+                "explain",
+                arg(&chat),
+                "--tool",
+                tool,
+                "--config",
+                arg(&config),
+                "--json",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let echo = explain("everything.echo");
+    assert_eq!(echo["decision"], "approve", "{echo}");
+    assert_eq!(
+        echo["resolver"], "urn:flemma:approval:mcp-read-only",
+        "{echo}"
+    );
+    let write = explain("fs.write_file");
+    assert_eq!(write["decision"], "require_approval", "{write}");
+    assert_eq!(
+        write["resolver"], "urn:flemma:approval:mcp-destructive",
+        "{write}"
+    );
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            arg(&chat),
+            "--tool",
+            "fs.write_file",
+            "--config",
+            arg(&config),
+        ],
+        None,
+    );
+    assert!(
+        text(&out.stdout).contains("destructiveHint: true"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A cycle runs echo and leaves write_file pending: nothing is written.
+    let out = flemma(&["cycle", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = std::fs::read_to_string(&chat).unwrap();
+    assert!(after.contains("Echo: read-only"), "{after}");
+    assert!(
+        after.contains("**Tool Result:** `toolu_write` (pending)"),
+        "{after}"
+    );
+    assert!(!written.exists());
+}
