@@ -224,11 +224,12 @@ fn the_servers_hints_decide_in_the_chain_and_show_in_approval_explain() {
         .replace("PATH", arg(&written));
     std::fs::write(&chat, text_of_chat).unwrap();
     let mut toml = std::fs::read_to_string(dir.join("flemma.toml")).unwrap();
-    toml.push_str(&format!(
+    let fs = format!(
         "[mcp.servers.fs]\ncommand = {:?}\nargs = [{:?}]\n\n[tools]\nauto_approve = [\"$standard\", \"fs.*\"]\n",
         filesystem_bin().display().to_string(),
         dir.display().to_string()
-    ));
+    );
+    toml.push_str(&fs);
     let config = dir.join("flemma.toml");
     std::fs::write(&config, toml).unwrap();
 
