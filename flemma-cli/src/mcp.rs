@@ -58,10 +58,13 @@ pub(crate) fn add_servers(registry: &ToolRegistry, config: &Config) -> Result<()
         Failure::usage(anyhow::Error::new(e).context("cannot start the MCP servers"))
     })?;
     // The servers' annotations in the approval chain: read-only tools ride on the read-only
-    // preset, destructive ones wait unless `tools.auto_approve` names them exactly.
-    registry
-        .update_approval_chain(|chain| flemma::mcp::register_hint_resolvers(chain, &handles))
-        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the MCP servers")))?;
+    // preset, destructive ones wait unless `tools.auto_approve` names them exactly. Without a
+    // server the chain stays the built-ins'.
+    if !handles.is_empty() {
+        registry
+            .update_approval_chain(|chain| flemma::mcp::register_hint_resolvers(chain, &handles))
+            .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the MCP servers")))?;
+    }
     let mut started = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
     for handle in handles {
         let transport = described

@@ -247,3 +247,70 @@ async fn a_server_that_never_answers_initialize_is_a_warning_naming_it_and_the_r
         ToolOutput::text("Echo: on")
     );
 }
+
+#[tokio::test]
+async fn a_restart_that_fails_is_an_error_result_and_backs_off_until_the_server_can_start() {
+    // The server runs through a script that can be taken away and put back.
+    let dir = std::env::temp_dir().join(format!("flemma-mcp-restart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("server.sh");
+    let body = format!(
+        "#!/bin/sh\nexec {:?} stdio\n",
+        crate::support::everything_bin().display().to_string()
+    );
+    let put_back = || {
+        std::fs::write(&script, &body).unwrap();
+        std::process::Command::new("chmod")
+            .args(["+x", script.to_str().unwrap()])
+            .status()
+            .unwrap();
+    };
+    put_back();
+    let flaky = McpServerConfig::stdio("flaky", script.to_string_lossy())
+        .unwrap()
+        .with_startup_timeout(Duration::from_secs(30));
+    let (registry, handles) = registry_with(vec![flaky]).await;
+    let pid = handles[0].pid().unwrap();
+
+    // Killed, and the command gone: the next call cannot start it again.
+    std::fs::remove_file(&script).unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    let started = Instant::now();
+    let failed = loop {
+        let out = call(&registry, "flaky.echo", json!({"message": "x"})).await;
+        if let ToolOutput::Failure { error, .. } = &out
+            && error.contains("could not be started again")
+        {
+            break error.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
+    };
+    assert!(
+        failed.starts_with("MCP server 'flaky' was lost"),
+        "{failed}"
+    );
+    // The loss and the failed restart: the next try waits 1 s.
+    assert!(
+        matches!(
+            handles[0].state(),
+            McpServerState::Lost { failures: 2, backoff, .. } if backoff == Duration::from_secs(1)
+        ),
+        "{:?}",
+        handles[0].state()
+    );
+
+    // Back again: the next call waits out the backoff, starts it and is answered.
+    put_back();
+    let before = Instant::now();
+    assert_eq!(
+        call(&registry, "flaky.echo", json!({"message": "back"})).await,
+        ToolOutput::text("Echo: back")
+    );
+    assert!(before.elapsed() < Duration::from_secs(30));
+    assert!(matches!(handles[0].state(), McpServerState::Running { .. }));
+    assert_ne!(handles[0].pid().unwrap(), pid);
+    let _ = std::fs::remove_dir_all(&dir);
+}
