@@ -84,9 +84,8 @@ pub(crate) fn check(
     let mut config = settings.load()?;
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
     // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
-    let registry = tools::registry(&config)?;
     // The MCP servers' tools are names the options may give too.
-    tools::runtime()?.block_on(registry.ready());
+    let registry = tools::ready_registry(&config)?;
     let found = registry
         .evaluate(&mut config)
         .map(|evaluation| evaluation.diagnostics)

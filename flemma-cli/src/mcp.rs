@@ -123,8 +123,7 @@ pub(crate) fn list(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let config = settings.load()?;
-    let registry = crate::tools::registry(&config)?;
-    crate::tools::runtime()?.block_on(registry.ready());
+    let registry = crate::tools::ready_registry(&config)?;
     let offered: Option<Vec<String>> = match file {
         Some(file) => {
             let input = Input::read(file)?;

@@ -33,6 +33,14 @@ pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
     Ok(registry)
 }
 
+/// [`registry`], once its sources (the MCP servers) have registered their tools or failed:
+/// for commands that list or check names rather than run a cycle (which waits by itself).
+pub(crate) fn ready_registry(config: &Config) -> Result<ToolRegistry, Failure> {
+    let registry = registry(config)?;
+    runtime()?.block_on(registry.ready());
+    Ok(registry)
+}
+
 /// The command's one runtime, made on first use: the MCP servers' connections live on it,
 /// so every `block_on` of the command uses it.
 static RUNTIME: Mutex<Option<Arc<tokio::runtime::Runtime>>> = Mutex::new(None);
@@ -80,9 +88,7 @@ pub(crate) fn tools(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let config = settings.load()?;
-    let registry = registry(&config)?;
-    // The MCP servers' tools are listed once they are known.
-    runtime()?.block_on(registry.ready());
+    let registry = ready_registry(&config)?;
     let specs = if let Some(file) = file {
         // The options as a transcript of the file evaluates them.
         let input = Input::read(file)?;
