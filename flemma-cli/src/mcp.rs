@@ -19,8 +19,7 @@ use flemma::tools::ToolRegistry;
 use serde_json::json;
 
 use crate::failure::{Failure, failed};
-use crate::input::Input;
-use crate::options::{self, Settings};
+use crate::options::Settings;
 
 /// The servers this command started, to list and to stop.
 static SERVERS: Mutex<Vec<Started>> = Mutex::new(Vec::new());
@@ -125,19 +124,12 @@ pub(crate) fn list(
     let config = settings.load()?;
     let registry = crate::tools::ready_registry(&config)?;
     let offered: Option<Vec<String>> = match file {
-        Some(file) => {
-            let input = Input::read(file)?;
-            let transcript =
-                options::transcript(&input.text, input.path(), config, registry.clone());
-            let evaluated = options::evaluated(&transcript, &input.name)?;
-            Some(
-                registry
-                    .specs_for_prompt(evaluated.options())
-                    .into_iter()
-                    .map(|s| s.name.to_string())
-                    .collect(),
-            )
-        }
+        Some(file) => Some(
+            crate::tools::specs_of(file, config, &registry)?
+                .into_iter()
+                .map(|s| s.name.to_string())
+                .collect(),
+        ),
         None => None,
     };
     let started = SERVERS

@@ -79,6 +79,19 @@ pub(crate) fn finish() {
     }
 }
 
+/// FILE's tool set as the model sees it: the options as a transcript of the file evaluates
+/// them (its frontmatter applied once).
+pub(crate) fn specs_of(
+    file: &Path,
+    config: Config,
+    registry: &ToolRegistry,
+) -> Result<Vec<flemma::schema::ToolSpec>, Failure> {
+    let input = Input::read(file)?;
+    let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
+    let evaluated = options::evaluated(&transcript, &input.name)?;
+    Ok(registry.specs_for_prompt(evaluated.options()))
+}
+
 /// `flemma tools [FILE] [--json]`: the conversation's tool set as the model sees it, sorted
 /// by name, harness parameters injected.
 pub(crate) fn tools(
@@ -90,11 +103,7 @@ pub(crate) fn tools(
     let config = settings.load()?;
     let registry = ready_registry(&config)?;
     let specs = if let Some(file) = file {
-        // The options as a transcript of the file evaluates them.
-        let input = Input::read(file)?;
-        let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
-        let evaluated = options::evaluated(&transcript, &input.name)?;
-        registry.specs_for_prompt(evaluated.options())
+        specs_of(file, config, &registry)?
     } else {
         // Without a file, a diagnostic has a place of its own (the options file, `--set`).
         let mut config = config;
