@@ -132,12 +132,26 @@ pub enum FinalizeIssue {
         /// The closest registered name.
         suggestion: Option<String>,
     },
+    /// A layer narrows an MCP server (`mcp.servers.<name>.*`) that the options files do not
+    /// configure: a misspelled name would leave the server it meant unnarrowed.
+    UnknownMcpServer {
+        /// The name.
+        name: String,
+        /// The closest configured server.
+        suggestion: Option<String>,
+    },
+    /// A layer sets `enabled = true` for an MCP server the options files disable: it stays
+    /// disabled (a warning).
+    McpServerStaysDisabled {
+        /// The server.
+        name: String,
+    },
 }
 
 impl FinalizeIssue {
     /// Whether the issue stops a conversation (spec §5.4, §5.6): a name or glob in `tools`
-    /// that matches no tool, and an unknown preset in `tools`, are errors (the tool set would
-    /// silently differ from the one asked for); an unknown preset in another list
+    /// that matches no tool, an unknown preset in `tools` and a narrowed MCP server that is not
+    /// configured are errors (the tool set would silently differ from the one asked for); an unknown preset in another list
     /// (`tools.auto_approve`: it approves nothing, spec §5.3 "warn"), a preset naming an
     /// unknown tool and options for an unknown tool are warnings.
     ///
@@ -157,13 +171,14 @@ impl FinalizeIssue {
     /// ```
     pub fn severity(&self) -> Severity {
         match self {
-            FinalizeIssue::GlobMatchedNothing { .. } | FinalizeIssue::UnknownTool { .. } => {
-                Severity::Error
-            }
+            FinalizeIssue::GlobMatchedNothing { .. }
+            | FinalizeIssue::UnknownTool { .. }
+            | FinalizeIssue::UnknownMcpServer { .. } => Severity::Error,
             FinalizeIssue::UnknownPreset { path, .. } if path == "tools" => Severity::Error,
             FinalizeIssue::UnknownPreset { .. }
             | FinalizeIssue::PresetUnknownTool { .. }
-            | FinalizeIssue::UnknownToolOptions { .. } => Severity::Warning,
+            | FinalizeIssue::UnknownToolOptions { .. }
+            | FinalizeIssue::McpServerStaysDisabled { .. } => Severity::Warning,
         }
     }
 }
@@ -204,6 +219,19 @@ impl std::fmt::Display for FinalizeIssue {
                     f,
                     "Options for unknown tool '{tool}' in tools.{tool}{}",
                     hint(suggestion)
+                )
+            }
+            FinalizeIssue::UnknownMcpServer { name, suggestion } => {
+                write!(
+                    f,
+                    "Unknown MCP server '{name}' in mcp.servers.{name} (only the servers of the options files can be narrowed){}",
+                    hint(suggestion)
+                )
+            }
+            FinalizeIssue::McpServerStaysDisabled { name } => {
+                write!(
+                    f,
+                    "MCP server '{name}' is disabled in the options files; `enabled = true` cannot start it"
                 )
             }
         }

@@ -59,8 +59,9 @@ pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 pub use lua::chunks::Chunks as LuaChunks;
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
-    FileAccessMode, HttpOptions, LsOptions, Options, PreviewOptions, SandboxBackends,
-    SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
+    FileAccessMode, HttpOptions, LsOptions, McpOptions, McpServerOptions, Options, PreviewOptions,
+    SandboxBackends, SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions,
+    ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use project::{

@@ -49,6 +49,12 @@ pub struct Options {
     /// `moonshot.*` overrides.
     #[serde(default)]
     pub moonshot: Map<String, Value>,
+    /// `mcp.servers.<name>.*`: how a layer above the options files (a frontmatter, `--set`)
+    /// narrows the MCP servers those files configure. The servers themselves are the
+    /// `[mcp]` host section ([`Config::section`](crate::Config::section)), which only the
+    /// options files write.
+    #[serde(default)]
+    pub mcp: McpOptions,
 }
 
 impl Options {
@@ -329,4 +335,100 @@ impl FileAccessMode {
             FileAccessMode::None => "none",
         }
     }
+}
+
+/// `mcp.*`: the narrowing of the MCP servers of the options files, by server name.
+///
+/// A conversation cannot define a server or change how one starts (`command`, `url`, …
+/// are [`ConfigError::Unsupported`](crate::ConfigError::Unsupported) outside the options
+/// files); it can only take tools away from one, or shorten its calls' timeout:
+///
+/// ```
+/// use flemma_config::{Config, ConfigError};
+///
+/// let mut config = Config::new();
+/// config.apply_frontmatter(
+///     "json",
+///     r#"{"flemma": {"mcp": {"servers": {
+///         "fs": {"exclude": ["write_*"], "tool_timeout": 5},
+///         "web": {"enabled": false}
+///     }}}}"#,
+///     2,
+/// )?;
+/// let mcp = config.options()?.mcp;
+/// assert!(mcp.allows("fs", "read_file"));
+/// assert!(!mcp.allows("fs", "write_file"));
+/// assert!(!mcp.allows("web", "fetch"));
+/// assert!(mcp.allows("other", "anything"), "a server no layer narrows keeps its tools");
+/// assert_eq!(mcp.tool_timeout("fs"), Some(std::time::Duration::from_secs(5)));
+///
+/// let defining = config.apply_frontmatter(
+///     "json",
+///     r#"{"flemma": {"mcp": {"servers": {"evil": {"command": "sh"}}}}}"#,
+///     2,
+/// );
+/// assert!(defining.is_err(), "a frontmatter cannot start a server");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct McpOptions {
+    /// The servers a layer narrows, by name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerOptions>,
+}
+
+impl McpOptions {
+    /// Whether the server `server` may offer its tool `tool` (the server's own name for it,
+    /// as `include` and `exclude` of `flemma.toml` match it): not when a layer sets
+    /// `enabled = false`, when its `include` is not empty and matches nothing, or when its
+    /// `exclude` matches.
+    pub fn allows(&self, server: &str, tool: &str) -> bool {
+        let Some(narrowed) = self.servers.get(server) else {
+            return true;
+        };
+        if narrowed.enabled == Some(false) {
+            return false;
+        }
+        let included = narrowed
+            .include
+            .as_ref()
+            .is_none_or(|globs| globs.is_empty() || crate::GlobList::new(globs).is_match(tool));
+        included && !crate::GlobList::new(&narrowed.exclude).is_match(tool)
+    }
+
+    /// Whether a layer disables the server (`enabled = false`).
+    pub fn disables(&self, server: &str) -> bool {
+        self.servers
+            .get(server)
+            .is_some_and(|s| s.enabled == Some(false))
+    }
+
+    /// The `tool_timeout` a layer sets for the server's calls, when it sets one; a call waits
+    /// for the shorter of it and the server's own.
+    pub fn tool_timeout(&self, server: &str) -> Option<std::time::Duration> {
+        let seconds = self.servers.get(server)?.tool_timeout?;
+        std::time::Duration::try_from_secs_f64(seconds)
+            .ok()
+            .filter(|d| !d.is_zero())
+    }
+}
+
+/// `mcp.servers.<name>.*`: how a layer narrows one server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct McpServerOptions {
+    /// `false` takes every tool of the server away; `true` changes nothing (a layer cannot
+    /// enable a server the options files disable).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// When set and not empty, only the tools matching one of these globs stay.
+    #[serde(default)]
+    pub include: Option<Vec<String>>,
+    /// Tools matching one of these globs go.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Seconds; a call waits for the shorter of this and the server's `tool_timeout`.
+    #[serde(default)]
+    pub tool_timeout: Option<f64>,
 }

@@ -175,6 +175,83 @@ pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(
      tools with their approval resolver",
 )];
 
+/// What a conversation may write about an MCP server of the options files
+/// (`mcp.servers.<name>.<field>`): it may narrow the server, never start or change one.
+pub(crate) const MCP_NARROWING: &[(&str, OptionKind)] = &[
+    ("enabled", OptionKind::Bool),
+    ("include", OptionKind::List),
+    ("exclude", OptionKind::List),
+    ("tool_timeout", OptionKind::Number),
+];
+
+/// The fields of an `[mcp.servers.<name>]` table that only the options files may write.
+const MCP_SETUP_ONLY: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "startup_timeout",
+];
+
+/// Why a layer of options cannot write how an MCP server starts.
+const MCP_SETUP_ONLY_INSTEAD: &str = "a conversation or a layer of options cannot define an MCP \
+     server or change how one starts; define servers in `[mcp.servers.<name>]` of flemma.toml. \
+     A frontmatter may narrow them: `enabled = false`, `include`, `exclude` and a shorter \
+     `tool_timeout`";
+
+/// The server of an `mcp.servers.<name>…` path, when `<name>` can be a server's name.
+pub(crate) fn mcp_server<'p>(segments: &[&'p str]) -> Option<&'p str> {
+    match segments {
+        ["mcp", "servers", name, ..] if !name.contains('.') && ToolName::new(*name).is_ok() => {
+            Some(*name)
+        }
+        _ => None,
+    }
+}
+
+/// Resolves `mcp.servers.<name>.<field>`: the narrowing fields; the fields that define a
+/// server are [`ConfigError::Unsupported`]; the rest is unknown.
+fn resolve_mcp(path: &str, segments: &[&str]) -> Option<Result<Resolved, ConfigError>> {
+    mcp_server(segments)?;
+    let (field, deeper) = match segments {
+        [_, _, _, field] => (*field, false),
+        [_, _, _, field, ..] => (*field, true),
+        _ => {
+            return Some(Err(ConfigError::UnknownOption {
+                path: path.to_owned(),
+                suggestion: None,
+            }));
+        }
+    };
+    // `env.PATH` and `headers.X` of a written table are refused as their field.
+    if MCP_SETUP_ONLY.contains(&field) {
+        return Some(Err(ConfigError::Unsupported {
+            path: segments[..4].join("."),
+            instead: MCP_SETUP_ONLY_INSTEAD,
+        }));
+    }
+    if deeper {
+        return Some(Err(ConfigError::UnknownOption {
+            path: path.to_owned(),
+            suggestion: None,
+        }));
+    }
+    if let Some((_, kind)) = MCP_NARROWING.iter().find(|(f, _)| *f == field) {
+        return Some(Ok(Resolved {
+            path: path.to_owned(),
+            kind: *kind,
+        }));
+    }
+    let prefix = &path[..path.len() - field.len()];
+    Some(Err(ConfigError::UnknownOption {
+        path: path.to_owned(),
+        suggestion: did_you_mean(field, MCP_NARROWING.iter().map(|(f, _)| *f))
+            .map(|f| format!("{prefix}{f}")),
+    }))
+}
+
 /// Paths under which any key is accepted: provider-specific parameters
 /// (`flemma.opt.anthropic.thinking_budget = 20000`, `parameters.<provider>.<key>`).
 pub(crate) const OPEN_PREFIXES: &[&str] = &[
@@ -228,6 +305,9 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
             kind: def.kind,
         });
     }
+    if let Some(resolved) = resolve_mcp(&canonical, &segments) {
+        return resolved;
+    }
     if OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) || tool_table(&segments).is_some() {
         return Ok(Resolved {
             path: path.to_owned(),
@@ -273,6 +353,12 @@ pub(crate) fn default_of(path: &str) -> Value {
 /// Whether a path names a table of options (`tools`, `sandbox.policy`, `parameters.openai`,
 /// `tools.<user tool>`), which an empty table may be written to.
 pub(crate) fn is_table_path(path: &str) -> bool {
+    let segments = crate::path::split(path).unwrap_or_default();
+    if matches!(segments.as_slice(), ["mcp"] | ["mcp", "servers"])
+        || (segments.len() == 3 && mcp_server(&segments).is_some())
+    {
+        return true;
+    }
     let prefix = format!("{path}.");
     OPTIONS.iter().any(|d| d.path.starts_with(&prefix))
         || resolve_path(&format!("{prefix}key"), false).is_ok()

@@ -1,5 +1,6 @@
-//! The two approval resolvers reading a server's [`ToolHints`]: [`McpReadOnlyResolver`] and
-//! [`McpDestructiveResolver`].
+//! The approval resolvers of MCP tools: the two reading a server's [`ToolHints`]
+//! ([`McpReadOnlyResolver`], [`McpDestructiveResolver`]) and [`McpNarrowedResolver`], which
+//! denies the tools a conversation's options take away.
 
 use std::sync::Arc;
 
@@ -22,6 +23,12 @@ pub const MCP_DESTRUCTIVE_RESOLVER: &str = "urn:flemma:approval:mcp-destructive"
 /// Priority of [`McpDestructiveResolver`]: above the config resolver (100), so a glob in
 /// `tools.auto_approve` cannot approve a destructive tool.
 pub const MCP_DESTRUCTIVE_PRIORITY: i32 = 110;
+
+/// Name of the resolver denying calls of tools the conversation's options take away.
+pub const MCP_NARROWED_RESOLVER: &str = "urn:flemma:approval:mcp-narrowed";
+/// Priority of [`McpNarrowedResolver`]: above every other built-in resolver, so that nothing
+/// approves (or asks about) a tool the conversation cannot use.
+pub const MCP_NARROWED_PRIORITY: i32 = 120;
 
 /// The read-only built-ins: a conversation auto-approving each of them (as the presets
 /// `$readonly` and `$standard` do) lets [`McpReadOnlyResolver`] approve read-only MCP tools.
@@ -166,9 +173,64 @@ impl Resolver for McpDestructiveResolver {
     }
 }
 
+/// `urn:flemma:approval:mcp-narrowed` (priority 120, above every other built-in resolver):
+/// denies a call of an MCP tool that the conversation's options take away
+/// (`mcp.servers.<name>.enabled = false`, or its `include`/`exclude`, written in a
+/// frontmatter or another layer above the options files; see
+/// [`McpOptions::allows`](flemma_config::McpOptions::allows)), so that the call is answered
+/// without asking anyone. Passes on every other call. (Without this resolver such a call is
+/// still never run: the executor answers `Tool '<name>' is not available in this
+/// conversation`.)
+#[derive(Debug, Clone)]
+pub struct McpNarrowedResolver {
+    servers: Servers,
+}
+
+impl McpNarrowedResolver {
+    /// A resolver looking tools up in `servers`.
+    pub fn new(servers: impl Into<Arc<[McpServerHandle]>>) -> Self {
+        Self {
+            servers: servers.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl Resolver for McpNarrowedResolver {
+    async fn resolve(
+        &self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        let Some((server, original)) = self
+            .servers
+            .iter()
+            .find_map(|server| server.original(call.name).map(|o| (server.name(), o)))
+        else {
+            return Ok(Verdict::pass());
+        };
+        let mcp = &ctx.options.mcp;
+        if mcp.allows(server, &original) {
+            return Ok(Verdict::pass());
+        }
+        let why = if mcp.disables(server) {
+            format!(
+                "the conversation disables MCP server '{server}' (mcp.servers.{server}.enabled = false)"
+            )
+        } else {
+            format!(
+                "the conversation's mcp.servers.{server}.include/exclude leave out the server's tool '{original}'"
+            )
+        };
+        Ok(Verdict::deny(Some(why.clone())).because(why))
+    }
+}
+
 /// Registers [`McpReadOnlyResolver`] (`urn:flemma:approval:mcp-read-only`, priority 50) and
-/// [`McpDestructiveResolver`] (`urn:flemma:approval:mcp-destructive`, priority 110) for
-/// `servers` in `chain`, replacing earlier registrations of those names.
+/// [`McpDestructiveResolver`] (`urn:flemma:approval:mcp-destructive`, priority 110), which
+/// read the servers' hints, and [`McpNarrowedResolver`] (`urn:flemma:approval:mcp-narrowed`,
+/// priority 120), which denies the tools a conversation takes away, for `servers` in
+/// `chain`, replacing earlier registrations of those names.
 ///
 /// # Errors
 ///
@@ -188,7 +250,14 @@ pub fn register_hint_resolvers(
     chain.register(
         MCP_DESTRUCTIVE_RESOLVER,
         MCP_DESTRUCTIVE_PRIORITY,
-        McpDestructiveResolver { servers },
+        McpDestructiveResolver {
+            servers: Arc::clone(&servers),
+        },
+    )?;
+    chain.register(
+        MCP_NARROWED_RESOLVER,
+        MCP_NARROWED_PRIORITY,
+        McpNarrowedResolver { servers },
     )?;
     Ok(())
 }

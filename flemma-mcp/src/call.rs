@@ -140,7 +140,13 @@ impl McpTool {
             peer: live.peer.clone(),
             id: Some(handle.id.clone()),
         };
-        let idle = tokio::time::sleep(self.timeout);
+        // A conversation may shorten the server's `tool_timeout`, never lengthen it.
+        let timeout = ctx
+            .options()
+            .mcp
+            .tool_timeout(self.server())
+            .map_or(self.timeout, |narrowed| narrowed.min(self.timeout));
+        let idle = tokio::time::sleep(timeout);
         tokio::pin!(idle);
         loop {
             tokio::select! {
@@ -172,11 +178,11 @@ impl McpTool {
                         "MCP tool '{}' of server '{}' timed out after {}s",
                         self.server_tool,
                         self.server(),
-                        self.timeout.as_secs_f64()
+                        timeout.as_secs_f64()
                     ));
                 }
                 Some(step) = progress.recv() => {
-                    idle.as_mut().reset(Instant::now() + self.timeout);
+                    idle.as_mut().reset(Instant::now() + timeout);
                     let mut report = ToolProgress::new(step.progress);
                     if let Some(total) = step.total {
                         report = report.with_total(total);

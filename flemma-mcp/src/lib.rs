@@ -36,6 +36,26 @@
 //! A stdio server's stderr goes to `tracing` (target `flemma_mcp::stderr`), never to the
 //! transcript.
 //!
+//! # What a conversation may change
+//!
+//! Only the options files (or the host's code) define servers: a transcript is not trusted to
+//! start a process or open a connection. A frontmatter (or another layer of options above the
+//! files, such as `--set`) may narrow a configured server for its conversation, under
+//! `mcp.servers.NAME` ([`flemma_config::McpOptions`]): `enabled = false` takes every tool of
+//! the server away, `include` keeps only the tools matching its globs, `exclude` takes the
+//! matching ones away (both match the server's own tool names, as in `flemma.toml`), and
+//! `tool_timeout` shortens the calls' timeout (a longer one is ignored). Writing `command`,
+//! `args`, `env`, `cwd`, `url`, `headers` or `startup_timeout` there is an error, and a
+//! narrowed server the options files do not configure stops the conversation (`Unknown MCP
+//! server`). A tool taken away is not offered, even when the `tools` list names it
+//! ([`ToolDefinitionBuilder::available_when`](flemma_tools::ToolDefinitionBuilder::available_when)),
+//! and a call of it never runs: [`McpNarrowedResolver`] denies it, and without that resolver
+//! the executor answers `Tool '<name>' is not available in this conversation`.
+//!
+//! ```json
+//! {"flemma": {"mcp": {"servers": {"fs": {"exclude": ["write_*", "move_*"]}, "web": {"enabled": false}}}}}
+//! ```
+//!
 //! With the feature `serve`, [`serve`] goes the other way: a conversation's tools served to an
 //! MCP client over stdio or streamable HTTP (`flemma mcp serve`).
 //!
@@ -63,7 +83,7 @@
 //! A server may send behaviour hints with each tool (its `annotations`): the handle keeps
 //! them by registered name, as of the listing applied last ([`McpServerHandle::hints`],
 //! [`McpServerHandle::tool_hints`], [`ToolHints`]), and [`register_hint_resolvers`] adds two
-//! resolvers reading them to a `flemma_approval::Chain`:
+//! resolvers reading them to a `flemma_approval::Chain` (with [`McpNarrowedResolver`], above):
 //!
 //! - `readOnlyHint: true` (without `destructiveHint: true`): [`McpReadOnlyResolver`]
 //!   (`urn:flemma:approval:mcp-read-only`, priority 50) approves the call when the
@@ -126,9 +146,9 @@ pub use call::McpTool;
 pub mod serve;
 
 pub use approval::{
-    MCP_DESTRUCTIVE_PRIORITY, MCP_DESTRUCTIVE_RESOLVER, MCP_READ_ONLY_PRIORITY,
-    MCP_READ_ONLY_RESOLVER, McpDestructiveResolver, McpReadOnlyResolver, READ_ONLY_BUILTINS,
-    register_hint_resolvers,
+    MCP_DESTRUCTIVE_PRIORITY, MCP_DESTRUCTIVE_RESOLVER, MCP_NARROWED_PRIORITY,
+    MCP_NARROWED_RESOLVER, MCP_READ_ONLY_PRIORITY, MCP_READ_ONLY_RESOLVER, McpDestructiveResolver,
+    McpNarrowedResolver, McpReadOnlyResolver, READ_ONLY_BUILTINS, register_hint_resolvers,
 };
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfigError, McpServerConfig, McpTransport,

@@ -155,7 +155,7 @@ pub(crate) struct Shared {
     pub(crate) stopped: AtomicBool,
     /// The hints of the registered tools, by registered name, as the applied listing sent
     /// them (replaced whole with each listing).
-    pub(crate) hints: RwLock<HashMap<ToolName, ToolHints>>,
+    pub(crate) hints: RwLock<HashMap<ToolName, (String, ToolHints)>>,
 }
 
 impl Shared {
@@ -183,7 +183,16 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(tool)
-            .copied()
+            .map(|(_, hints)| *hints)
+    }
+
+    /// The server's own name for its registered tool `tool`.
+    pub(crate) fn original(&self, tool: &ToolName) -> Option<String> {
+        self.hints
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+            .map(|(original, _)| original.clone())
     }
 
     /// The hints of every registered tool, sorted by name.
@@ -193,7 +202,7 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(name, hints)| (name.clone(), *hints))
+            .map(|(name, (_, hints))| (name.clone(), *hints))
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
@@ -351,7 +360,10 @@ impl Shared {
                         .as_ref()
                         .map(ToolHints::from)
                         .unwrap_or_default();
-                    hints.insert(assigned.name.clone(), tool_hints);
+                    hints.insert(
+                        assigned.name.clone(),
+                        (assigned.original.clone(), tool_hints),
+                    );
                     registered.push(assigned.name.clone());
                     set.push(Arc::new(tool));
                 }
@@ -390,6 +402,11 @@ impl Shared {
         if let Some(output) = &tool.output_schema {
             builder = builder.output_schema(Value::Object((**output).clone()));
         }
+        // A conversation's options may take the tool away (`mcp.servers.<name>` in a
+        // frontmatter), matched by the server's own name for it as `include` is.
+        let server = self.config.name().to_owned();
+        let original = assigned.original.clone();
+        let builder = builder.available_when(move |options| options.mcp.allows(&server, &original));
         let definition = builder.build().map_err(|e| e.to_string())?;
         Ok(McpTool {
             definition,

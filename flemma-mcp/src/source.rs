@@ -58,6 +58,13 @@ impl McpServerHandle {
         self.shared.hints(tool)
     }
 
+    /// The server's own name for its registered tool `tool` (what `include`, `exclude` and
+    /// [`McpOptions::allows`](flemma_config::McpOptions::allows) match); `None` when `tool`
+    /// is not one of this server's registered tools.
+    pub fn original(&self, tool: &ToolName) -> Option<String> {
+        self.shared.original(tool)
+    }
+
     /// The hints of each of the server's registered tools, sorted by registered name.
     pub fn tool_hints(&self) -> Vec<(ToolName, ToolHints)> {
         self.shared.tool_hints()

@@ -39,6 +39,29 @@ impl fmt::Debug for Enabled {
     }
 }
 
+/// Whether a conversation may use a tool at all (see [`ToolDefinitionBuilder::available_when`]).
+#[derive(Clone, Default)]
+struct Availability(Option<Predicate>);
+
+/// A decision from a conversation's options.
+type Predicate = Arc<dyn Fn(&Options) -> bool + Send + Sync>;
+
+impl Availability {
+    fn allows(&self, options: &Options) -> bool {
+        self.0.as_ref().is_none_or(|predicate| predicate(options))
+    }
+}
+
+impl fmt::Debug for Availability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "When(..)"
+        } else {
+            "Always"
+        })
+    }
+}
+
 /// A tool's name, description, input schema and traits (spec §4.1).
 ///
 /// Built with [`ToolDefinition::builder`]; building compiles the input schema once, so a
@@ -63,6 +86,7 @@ pub struct ToolDefinition {
     spec: ToolSpec,
     is_async: bool,
     enabled: Enabled,
+    available: Availability,
     executable: bool,
     capabilities: Capabilities,
     config_defaults: Option<Map<String, Value>>,
@@ -92,6 +116,7 @@ impl ToolDefinition {
             strict: false,
             is_async: false,
             enabled: Enabled::Always(true),
+            available: Availability::default(),
             executable: true,
             capabilities: Capabilities::NONE,
             config_defaults: None,
@@ -136,6 +161,12 @@ impl ToolDefinition {
         self.enabled.is_enabled(options)
     }
 
+    /// Whether a conversation with these options may use the tool at all (see
+    /// [`ToolDefinitionBuilder::available_when`]; `true` unless the tool sets a predicate).
+    pub fn is_available(&self, options: &Options) -> bool {
+        self.available.allows(options)
+    }
+
     /// Whether the tool can be executed (`executable = false` tools are offered but answer
     /// `Tool '<name>' is not executable`).
     pub fn is_executable(&self) -> bool {
@@ -170,6 +201,7 @@ pub struct ToolDefinitionBuilder {
     strict: bool,
     is_async: bool,
     enabled: Enabled,
+    available: Availability,
     executable: bool,
     capabilities: Capabilities,
     config_defaults: Option<Map<String, Value>>,
@@ -228,6 +260,41 @@ impl ToolDefinitionBuilder {
         self
     }
 
+    /// Decides whether a conversation may use the tool at all, whatever its `tools` list
+    /// says: a tool unavailable under a conversation's options is left out of its tool set
+    /// (even when the list names it), and a call of it is answered `Tool '<name>' is not
+    /// available in this conversation` without running. For options that may only take
+    /// tools away, such as a frontmatter narrowing an MCP server (`mcp.servers.<name>`).
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer};
+    /// use flemma_tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+    ///
+    /// let def = ToolDefinition::builder("fs.write_file", "Writes a file.")?
+    ///     .available_when(|options| options.mcp.allows("fs", "write_file"))
+    ///     .build()?;
+    /// let registry = ToolRegistry::new();
+    /// registry.register(tool_fn(def, |_, _| ToolOutput::text("written")));
+    ///
+    /// let mut config = Config::new();
+    /// config.set(Layer::Frontmatter, "tools", serde_json::json!(["fs.write_file"]))?;
+    /// let offered = |config: &mut Config| {
+    ///     let options = registry.evaluate(config).unwrap().options;
+    ///     registry.tool_set(&options).len()
+    /// };
+    /// assert_eq!(offered(&mut config), 1);
+    /// config.set(Layer::Frontmatter, "mcp.servers.fs.enabled", false)?;
+    /// assert_eq!(offered(&mut config), 0, "the list names it, the narrowing wins");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn available_when(
+        mut self,
+        predicate: impl Fn(&Options) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.available = Availability(Some(Arc::new(predicate)));
+        self
+    }
+
     /// `false` offers the tool but refuses to run it.
     pub fn executable(mut self, executable: bool) -> Self {
         self.executable = executable;
@@ -265,6 +332,7 @@ impl ToolDefinitionBuilder {
             spec: spec.build()?,
             is_async: self.is_async,
             enabled: self.enabled,
+            available: self.available,
             executable: self.executable,
             capabilities: self.capabilities,
             config_defaults: self.config_defaults,

@@ -23,6 +23,12 @@ pub(crate) fn not_executable(name: &str) -> String {
     format!("Tool '{name}' is not executable")
 }
 
+/// `Tool '<name>' is not available in this conversation`: a tool its options take away
+/// (not in the spec; [`ToolDefinitionBuilder::available_when`](crate::ToolDefinitionBuilder::available_when)).
+pub(crate) fn unavailable(name: &str) -> String {
+    format!("Tool '{name}' is not available in this conversation")
+}
+
 /// `Tool <id> is already executing` (spec §7.5).
 pub(crate) fn already_executing(id: &str) -> String {
     format!("Tool {id} is already executing")

@@ -350,7 +350,8 @@ impl ToolRegistry {
     }
 
     /// The tools one conversation offers (spec §5.1): those its `tools` list names when a
-    /// layer above the defaults shaped it (disabled ones included), else every enabled tool.
+    /// layer above the defaults shaped it (disabled ones included), else every enabled tool;
+    /// never one [unavailable](crate::ToolDefinitionBuilder::available_when) under `options`.
     /// Sorted by name; names that no tool has are skipped (read `options` from
     /// [`evaluate`](Self::evaluate), which sets the list's defaults and reports such names).
     pub fn tool_set(&self, options: &Options) -> Vec<Arc<dyn Tool>> {
@@ -361,6 +362,7 @@ impl ToolRegistry {
                 .list
                 .iter()
                 .filter_map(|name| state.tools.get(name.as_str()).cloned())
+                .filter(|t| t.definition().is_available(options))
                 .collect();
             named.sort_by(|a, b| a.definition().name().cmp(b.definition().name()));
             named.dedup_by(|a, b| a.definition().name() == b.definition().name());
@@ -370,6 +372,7 @@ impl ToolRegistry {
                 .tools
                 .values()
                 .filter(|t| t.definition().is_enabled(options))
+                .filter(|t| t.definition().is_available(options))
                 .cloned()
                 .collect()
         }

@@ -101,7 +101,9 @@ impl ToolRegistry {
         config.set_tool_defaults(
             tools
                 .iter()
-                .filter(|t| t.definition().is_enabled(&before))
+                .filter(|t| {
+                    t.definition().is_enabled(&before) && t.definition().is_available(&before)
+                })
                 .map(|t| t.definition().name().clone()),
         );
         let options = config.options_with_tools(&names)?;

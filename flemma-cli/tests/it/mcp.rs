@@ -293,3 +293,128 @@ fn the_servers_hints_decide_in_the_chain_and_show_in_approval_explain() {
     );
     assert!(!written.exists());
 }
+
+#[test]
+fn a_frontmatter_narrows_the_configured_servers_and_cannot_define_one() {
+    let narrowing = "```lua\nflemma.opt.mcp.servers.everything.exclude:append(\"get-sum\")\n```\n@You:\nhi\n\n@Assistant:\n\
+         **Tool Use:** `everything.get-sum` (`toolu_sum`)\n```json\n{\"a\": 1, \"b\": 2}\n```\n";
+    let dir = workspace(
+        "narrow",
+        narrowing,
+        "[tools]\nauto_approve = [\"everything.*\"]\n",
+    );
+    let config = dir.join("flemma.toml");
+    let chat = dir.join("chat.chat");
+    let out = flemma(&["tools", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let names: Vec<String> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|n| n.starts_with("everything."))
+        .collect();
+    assert_eq!(names, ["everything.echo"]);
+    let out = flemma(
+        &[
+            "mcp",
+            "list",
+            arg(&chat),
+            "--config",
+            arg(&config),
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let offered: Vec<(&str, bool)> = listed[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["offered"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        offered,
+        [("everything.echo", true), ("everything.get-sum", false)]
+    );
+    // `auto_approve` matches it, the narrowing denies it first, and the call never runs.
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            arg(&chat),
+            "--tool",
+            "everything.get-sum",
+            "--config",
+            arg(&config),
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let explained: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(explained["decision"], "deny", "{explained}");
+    assert_eq!(
+        explained["resolver"], "urn:flemma:approval:mcp-narrowed",
+        "{explained}"
+    );
+    let out = flemma(&["cycle", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = std::fs::read_to_string(&chat).unwrap();
+    let result = after
+        .find("**Tool Result:** `toolu_sum`")
+        .expect("a result");
+    assert!(
+        after[result..].contains("The tool was denied by a policy."),
+        "{after}"
+    );
+    assert!(!after[result..].contains("The sum of"), "{after}");
+}
+
+#[test]
+fn a_frontmatter_cannot_define_a_server_or_narrow_one_that_is_not_configured() {
+    let dir = workspace("define", CHAT, "");
+    let config = dir.join("flemma.toml");
+    let chat = dir.join("chat.chat");
+    // Defining a server, or changing how one starts, is an error; nothing starts.
+    let marker = dir.join("started");
+    for code in [
+        format!(
+            "flemma.opt.mcp.servers.evil.command = \"touch\"\nflemma.opt.mcp.servers.evil.args = {{\"{}\"}}",
+            marker.display()
+        ),
+        format!(
+            "flemma.opt.mcp.servers.everything.args = {{\"{}\"}}",
+            marker.display()
+        ),
+    ] {
+        std::fs::write(&chat, format!("```lua\n{code}\n```\n@You:\nhi\n")).unwrap();
+        for command in ["check", "cycle"] {
+            let out = flemma(&[command, arg(&chat), "--config", arg(&config)], None);
+            let output = format!("{}{}", text(&out.stdout), text(&out.stderr));
+            assert_ne!(out.status.code(), Some(0), "{command}: {output}");
+            assert!(
+                output.contains("cannot define an MCP server or change how one starts"),
+                "{command}: {output}"
+            );
+        }
+    }
+    assert!(
+        !marker.exists(),
+        "a process the frontmatter named was started"
+    );
+
+    // A misspelled server would leave the one meant unnarrowed: an error with a suggestion.
+    std::fs::write(
+        &chat,
+        "```json\n{\"flemma\": {\"mcp\": {\"servers\": {\"everthing\": {\"enabled\": false}}}}}\n```\n@You:\nhi\n",
+    )
+    .unwrap();
+    let out = flemma(&["check", arg(&chat), "--config", arg(&config)], None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Unknown MCP server 'everthing'")
+            && text(&out.stdout).contains("did you mean 'everything'?"),
+        "{}",
+        text(&out.stdout)
+    );
+}

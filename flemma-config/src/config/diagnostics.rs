@@ -20,7 +20,10 @@ impl Config {
     ///   tools`), so that a misspelled `:remove("wirte")` is an error, not a silent no-op;
     /// * `$preset` references that name no preset in `tools` and `tools.auto_approve`;
     /// * the tools the presets name ([`Presets::finalize`](crate::Presets::finalize));
-    /// * tables of options for tools that are not registered (`tools.<name>.<key>`).
+    /// * tables of options for tools that are not registered (`tools.<name>.<key>`);
+    /// * MCP servers a layer narrows (`mcp.servers.<name>.*`) that the `[mcp]` section of the
+    ///   options files does not configure, when there is one, and `enabled = true` for a
+    ///   server that section disables.
     ///
     /// Which of these stop a conversation is [`FinalizeIssue::severity`]; hosts usually go
     /// through `flemma_tools::ToolRegistry::evaluate`, which stops on the errors.
@@ -102,6 +105,31 @@ impl Config {
             };
             add(issue, origin);
         }
+        for (name, origin, enables) in self.narrowed_servers() {
+            // Only a host that configures servers in the options files can be checked.
+            let Some(servers) = self
+                .section("mcp")
+                .and_then(|mcp| mcp.get("servers"))
+                .and_then(serde_json::Value::as_object)
+            else {
+                continue;
+            };
+            match servers.get(&name) {
+                None => {
+                    let suggestion =
+                        crate::suggest::did_you_mean(&name, servers.keys().map(String::as_str))
+                            .map(str::to_owned);
+                    add(
+                        FinalizeIssue::UnknownMcpServer { name, suggestion },
+                        Some(origin),
+                    );
+                }
+                Some(server) if enables && server.get("enabled") == Some(&false.into()) => {
+                    add(FinalizeIssue::McpServerStaysDisabled { name }, Some(origin));
+                }
+                Some(_) => {}
+            }
+        }
         for (tool, origin) in self.tool_tables() {
             if !is_registered(&tool) {
                 let suggestion = suggest(&tool);
@@ -157,6 +185,29 @@ impl Config {
             }
         }
         out
+    }
+
+    /// The MCP servers the layers narrow (`mcp.servers.<name>.*`), in the order written, with
+    /// where and whether the write is `enabled = true`.
+    fn narrowed_servers(&self) -> Vec<(String, Origin, bool)> {
+        let mut servers = Vec::new();
+        for (entry, origin) in self
+            .layers
+            .iter()
+            .flatten()
+            .zip(self.origins.iter().flatten())
+        {
+            if let Ok(segments) = crate::path::split(entry.path())
+                && let Some(name) = crate::schema::mcp_server(&segments)
+            {
+                let enables = matches!(
+                    entry,
+                    Entry::Scalar { path, value } if path.ends_with(".enabled") && *value == true
+                );
+                servers.push((name.to_owned(), origin.clone(), enables));
+            }
+        }
+        servers
     }
 
     /// The tools whose tables of options are set (`tools.<name>.<key>`), each once, with

@@ -304,6 +304,10 @@ impl Config {
     ) -> Result<(), ConfigError> {
         let value = value.into();
         let resolved = resolve_path(path, value.is_boolean());
+        // An option that cannot be written here is refused whole, tables included.
+        if matches!(resolved, Err(ConfigError::Unsupported { .. })) {
+            return resolved.map(|_| ());
+        }
         let takes_tables = resolved
             .as_ref()
             .is_ok_and(|r| matches!(r.kind, OptionKind::StringMap | OptionKind::Any));
@@ -346,6 +350,19 @@ impl Config {
                 return Err(ConfigError::Type {
                     path: path.to_owned(),
                     expected: kind.describe(),
+                    found: value.to_string(),
+                });
+            }
+            // A server's `tool_timeout` narrowed by a layer: seconds a `Duration` can hold.
+            if path.starts_with("mcp.")
+                && path.ends_with(".tool_timeout")
+                && value
+                    .as_f64()
+                    .is_some_and(|s| std::time::Duration::try_from_secs_f64(s).is_err() || s == 0.0)
+            {
+                return Err(ConfigError::Type {
+                    path: path.to_owned(),
+                    expected: "a positive number of seconds",
                     found: value.to_string(),
                 });
             }

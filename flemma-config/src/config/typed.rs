@@ -49,6 +49,16 @@ impl Config {
                 }
             }
         }
+        // The lists of the MCP servers a layer narrows (`mcp.servers.<name>.include`).
+        for layer in Layer::ALL {
+            for entry in &self.layers[layer.index()] {
+                if let Entry::ListWrite { path, .. } | Entry::ListOp { path, .. } = entry
+                    && path.starts_with("mcp.")
+                {
+                    insert_path(&mut tree, path, Value::from(self.list(path).items));
+                }
+            }
+        }
         let tools = self.list_with_tools("tools", registered);
         let mut options: Options =
             serde_json::from_value(Value::Object(tree)).map_err(|source| ConfigError::Decode {

@@ -16,6 +16,7 @@ mod listops;
 mod lua;
 #[cfg(feature = "lua")]
 mod lua_policy;
+mod mcp_narrowing;
 mod options;
 mod presets;
 mod selection;

@@ -85,7 +85,8 @@ fn defaults_are_the_spec_defaults() {
             "anthropic": {},
             "openai": {},
             "vertex": {},
-            "moonshot": {}
+            "moonshot": {},
+            "mcp": {"servers": {}}
         })
     );
     assert!(!options.tools.list_is_explicit);

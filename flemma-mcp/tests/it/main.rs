@@ -18,5 +18,6 @@ mod filesystem;
 mod hints;
 mod http;
 mod hundred;
+mod narrowing;
 mod servers;
 mod support;

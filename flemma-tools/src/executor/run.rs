@@ -224,6 +224,9 @@ impl Executor {
         let early = match &found {
             _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),
             None => Some(refuse(msg::unknown_tool(tool.as_str()))),
+            Some(t) if !t.definition().is_available(&settings.options) => {
+                Some(refuse(msg::unavailable(tool.as_str())))
+            }
             Some(t) if !t.definition().is_executable() => {
                 Some(refuse(msg::not_executable(tool.as_str())))
             }

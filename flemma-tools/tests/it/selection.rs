@@ -403,3 +403,43 @@ async fn a_cycle_emits_each_option_warning_once() {
         ["line 2: Unknown preset '$redonly' in tools.auto_approve -- did you mean '$readonly'?"]
     );
 }
+
+/// A tool that counts its runs, available unless the options narrow the server `srv`.
+fn narrowed_tool(runs: Arc<std::sync::atomic::AtomicUsize>) -> FnTool {
+    let def = ToolDefinition::builder("srv.act", "Acts.")
+        .unwrap()
+        .available_when(|options| options.mcp.allows("srv", "act"));
+    tool_fn(def.build().unwrap(), move |_, _| {
+        runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ToolOutput::text("acted")
+    })
+}
+
+#[tokio::test]
+async fn an_unavailable_tool_is_never_offered_and_its_call_never_runs() {
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let registry = registry();
+    registry.register(narrowed_tool(Arc::clone(&runs)));
+    // Offered by default and when the list names it, until a layer takes it away.
+    assert!(tool_set(&registry, "json", "{}").contains(&"srv.act".to_owned()));
+    let named =
+        r#"{"flemma": {"tools": ["srv.act"], "mcp": {"servers": {"srv": {"enabled": false}}}}}"#;
+    assert_eq!(tool_set(&registry, "json", named), Vec::<String>::new());
+    let removed = r#"{"flemma": {"mcp": {"servers": {"srv": {"exclude": ["a*"]}}}}}"#;
+    assert_eq!(tool_set(&registry, "json", removed), all_but(""));
+
+    // Approved by the options, still refused: the executor answers without running it.
+    let text = format!(
+        "```json\n{}\n```\n@You:\nact\n\n@Assistant:\n**Tool Use:** `srv.act` (`toolu_01`)\n```json\n{{}}\n```\n",
+        r#"{"flemma": {"tools": {"auto_approve": ["srv.act"]}, "mcp": {"servers": {"srv": {"enabled": false}}}}}"#
+    );
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), registry).build();
+    executor.cycle().await.unwrap();
+    let after = conversation.text();
+    assert!(
+        after.contains("Tool 'srv.act' is not available in this conversation"),
+        "{after}"
+    );
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
