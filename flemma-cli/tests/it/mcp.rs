@@ -52,6 +52,35 @@ fn normalized(output: &str) -> String {
     )
 }
 
+/// The `everything.*` names of `flemma tools`' output.
+fn everything_names(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|n| n.starts_with("everything."))
+        .collect()
+}
+
+/// `flemma mcp list CHAT --json` with `config`, which must succeed.
+fn mcp_list_json(chat: &Path, config: &Path) -> Value {
+    let out = flemma(
+        &["mcp", "list", arg(chat), "--config", arg(config), "--json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each tool of a listed server, and whether the conversation offers it.
+fn offered(server: &Value) -> Vec<(&str, bool)> {
+    server["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["offered"].as_bool().unwrap()))
+        .collect()
+}
+
 const CHAT: &str = "```lua\nflemma.opt.tools:remove(\"everything.get-sum\")\n```\n@You:\nhi\n";
 
 #[test]
@@ -69,28 +98,11 @@ fn mcp_list_shows_each_server_its_state_and_its_tools_as_the_conversation_offers
         text(&out.stderr)
     );
 
-    let out = flemma(
-        &[
-            "mcp",
-            "list",
-            arg(&chat),
-            "--config",
-            arg(&config),
-            "--json",
-        ],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = mcp_list_json(&chat, &config);
     let everything = &listed[1];
     assert_eq!(everything["name"], "everything");
     assert_eq!(everything["state"], "running");
-    let offered: Vec<(&str, bool)> = everything["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["name"].as_str().unwrap(), t["offered"].as_bool().unwrap()))
-        .collect();
+    let offered = offered(everything);
     assert_eq!(
         offered,
         [("everything.echo", true), ("everything.get-sum", false)]
@@ -111,11 +123,7 @@ fn the_servers_tools_are_in_the_tool_set_and_names_the_options_may_give() {
     let config = dir.join("flemma.toml");
     let out = flemma(&["tools", "--config", arg(&config)], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let names: Vec<String> = text(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .filter(|n| n.starts_with("everything."))
-        .collect();
+    let names = everything_names(&text(&out.stdout));
     assert_eq!(names, ["everything.echo", "everything.get-sum"]);
 
     // `check` knows them: removing one is no misspelled name; a name the server does not
@@ -307,31 +315,10 @@ fn a_frontmatter_narrows_the_configured_servers_and_cannot_define_one() {
     let chat = dir.join("chat.chat");
     let out = flemma(&["tools", arg(&chat), "--config", arg(&config)], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let names: Vec<String> = text(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .filter(|n| n.starts_with("everything."))
-        .collect();
+    let names = everything_names(&text(&out.stdout));
     assert_eq!(names, ["everything.echo"]);
-    let out = flemma(
-        &[
-            "mcp",
-            "list",
-            arg(&chat),
-            "--config",
-            arg(&config),
-            "--json",
-        ],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let offered: Vec<(&str, bool)> = listed[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["name"].as_str().unwrap(), t["offered"].as_bool().unwrap()))
-        .collect();
+    let listed = mcp_list_json(&chat, &config);
+    let offered = offered(&listed[1]);
     assert_eq!(
         offered,
         [("everything.echo", true), ("everything.get-sum", false)]
