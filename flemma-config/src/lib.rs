@@ -68,5 +68,5 @@ pub use project::{
     conversation_dir, conversation_path, fold_path, project_root, project_root_with_home,
 };
 pub use schema::OptionKind;
-pub use sections::HOST_SECTIONS;
+pub use sections::{HOST_SECTIONS, MCP_SERVER_FIELDS};
 pub use suggest::did_you_mean;

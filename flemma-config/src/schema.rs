@@ -184,17 +184,6 @@ pub(crate) const MCP_NARROWING: &[(&str, OptionKind)] = &[
     ("tool_timeout", OptionKind::Number),
 ];
 
-/// The fields of an `[mcp.servers.<name>]` table that only the options files may write.
-const MCP_SETUP_ONLY: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "startup_timeout",
-];
-
 /// Why a layer of options cannot write how an MCP server starts.
 const MCP_SETUP_ONLY_INSTEAD: &str = "a conversation or a layer of options cannot define an MCP \
      server or change how one starts; define servers in `[mcp.servers.<name>]` of flemma.toml. \
@@ -226,7 +215,8 @@ fn resolve_mcp(path: &str, segments: &[&str]) -> Option<Result<Resolved, ConfigE
         }
     };
     // `env.PATH` and `headers.X` of a written table are refused as their field.
-    if MCP_SETUP_ONLY.contains(&field) {
+    let narrows = MCP_NARROWING.iter().any(|(f, _)| *f == field);
+    if !narrows && crate::sections::MCP_SERVER_FIELDS.contains(&field) {
         return Some(Err(ConfigError::Unsupported {
             path: segments[..4].join("."),
             instead: MCP_SETUP_ONLY_INSTEAD,

@@ -11,6 +11,24 @@ use crate::config::Config;
 /// The top-level keys of `flemma.toml` kept as host sections instead of options.
 pub const HOST_SECTIONS: &[&str] = &["mcp"];
 
+/// The fields of a server table `[mcp.servers.NAME]` of the `[mcp]` host section, as
+/// flemma-mcp reads them. Outside the options files a layer may write only the ones that
+/// narrow a server (`enabled`, `include`, `exclude`, `tool_timeout`; see
+/// [`McpOptions`](crate::McpOptions)); the others define how a server starts.
+pub const MCP_SERVER_FIELDS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "include",
+    "exclude",
+    "startup_timeout",
+    "tool_timeout",
+];
+
 /// One host section: its merged value and the last file that wrote it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Section {

@@ -363,19 +363,9 @@ impl Fields<'_> {
     }
 }
 
-const FIELDS: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "enabled",
-    "include",
-    "exclude",
-    "startup_timeout",
-    "tool_timeout",
-];
+/// The fields of a server table (one list, flemma-config's: it refuses the defining ones
+/// outside the options files).
+const FIELDS: &[&str] = flemma_config::MCP_SERVER_FIELDS;
 
 fn parse_server(name: &str, value: &Value) -> Result<McpServerConfig, McpConfigError> {
     check_name(name)?;
