@@ -40,6 +40,14 @@ fn result<'t>(text: &'t str, id: &str) -> &'t str {
     &rest[..end]
 }
 
+/// The text after one cycle of an executor over `registry` on [`transcript`]`(frontmatter, dir)`.
+async fn cycled(registry: ToolRegistry, frontmatter: &str, dir: &Path) -> String {
+    let conversation = Arc::new(MemoryConversation::new(transcript(frontmatter, dir)));
+    let executor = Executor::builder(conversation.clone(), registry).build();
+    executor.cycle().await.unwrap();
+    conversation.text()
+}
+
 /// The filesystem server on `dir` with the resolvers of `handles` in its registry's chain.
 async fn filesystem_with_resolvers(dir: &Path) -> (ToolRegistry, Vec<McpServerHandle>) {
     let (registry, handles) = registry_with(vec![filesystem(dir)]).await;
@@ -81,10 +89,7 @@ async fn an_excluded_tool_is_not_offered_and_its_call_is_denied_before_it_reache
         "still registered: other conversations use it"
     );
 
-    let conversation = Arc::new(MemoryConversation::new(transcript(frontmatter, &real)));
-    let executor = Executor::builder(conversation.clone(), registry).build();
-    executor.cycle().await.unwrap();
-    let text = conversation.text();
+    let text = cycled(registry, frontmatter, &real).await;
     // The narrowing resolver (120) denies before the destructive resolver (110) asks and
     // before `auto_approve` naming the tool exactly could approve it.
     assert!(
@@ -105,10 +110,7 @@ async fn without_the_resolver_a_call_of_a_tool_taken_away_is_refused_by_the_exec
     // The list names the tools, `auto_approve` approves them: the narrowing still wins.
     let frontmatter = r#"{"flemma": {"tools": {"list": ["fs.write_file", "fs.list_directory"], "auto_approve": ["fs.write_file", "fs.list_directory"]}, "mcp": {"servers": {"fs": {"enabled": false}}}}}"#;
     assert_eq!(offered(&registry, frontmatter), Vec::<String>::new());
-    let conversation = Arc::new(MemoryConversation::new(transcript(frontmatter, &real)));
-    let executor = Executor::builder(conversation.clone(), registry).build();
-    executor.cycle().await.unwrap();
-    let text = conversation.text();
+    let text = cycled(registry, frontmatter, &real).await;
     for (id, tool) in [
         ("toolu_w", "fs.write_file"),
         ("toolu_l", "fs.list_directory"),
@@ -135,10 +137,7 @@ async fn include_keeps_only_the_matching_tools_and_the_others_run_as_before() {
     let names = offered(&registry, frontmatter);
     assert!(!names.is_empty());
     assert!(names.iter().all(|n| n.starts_with("fs.list_")), "{names:?}");
-    let conversation = Arc::new(MemoryConversation::new(transcript(frontmatter, &real)));
-    let executor = Executor::builder(conversation.clone(), registry).build();
-    executor.cycle().await.unwrap();
-    let text = conversation.text();
+    let text = cycled(registry, frontmatter, &real).await;
     assert!(
         result(&text, "toolu_w").contains("The tool was denied by a policy."),
         "{text}"
