@@ -200,11 +200,28 @@ impl EnvPolicy {
 
     /// [`EnvPolicy::apply`] to the host process's own environment (variables whose name or
     /// value is not UTF-8 are left out).
+    ///
+    /// The last result is kept, with the policy and the host's variables it came from: a
+    /// call under the same policy and an unchanged environment (every call of a session,
+    /// as a rule) compares them instead of matching every name against every pattern again.
     pub fn apply_to_process(&self) -> Vec<(String, String)> {
-        self.apply(
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        )
+        type Applied = (EnvPolicy, Vec<(String, String)>, Vec<(String, String)>);
+        static LAST: std::sync::Mutex<Option<Applied>> = std::sync::Mutex::new(None);
+        let host: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let mut last = LAST
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((policy, seen, applied)) = last.as_ref()
+            && policy == self
+            && *seen == host
+        {
+            return applied.clone();
+        }
+        let applied = self.apply(host.iter().cloned());
+        *last = Some((self.clone(), host, applied.clone()));
+        applied
     }
 
     /// Whether the host variable `name` is left out of tool processes (`set` aside).
@@ -245,6 +262,33 @@ mod tests {
 
     fn names(env: &[(String, String)]) -> Vec<&str> {
         env.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    /// The kept result is never another policy's: alternating policies give what `apply`
+    /// gives for each.
+    #[test]
+    fn the_process_environment_follows_the_policy_of_each_call() {
+        let process = || -> Vec<(String, String)> {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        };
+        let policies = [
+            EnvPolicy::default(),
+            EnvPolicy::default().inherit(Inherit::None).set("ONLY", "1"),
+            EnvPolicy::default().exclude(["PATH"]),
+        ];
+        for policy in policies
+            .iter()
+            .chain(policies.iter().rev())
+            .chain(&policies)
+        {
+            assert_eq!(policy.apply_to_process(), policy.apply(process()));
+        }
+        assert_eq!(
+            policies[1].apply_to_process(),
+            vec![("ONLY".to_owned(), "1".to_owned())]
+        );
     }
 
     #[test]

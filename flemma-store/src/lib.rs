@@ -50,5 +50,7 @@ pub use path::{
 };
 pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};
-pub use write::{AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic};
+pub use write::{
+    AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic, write_atomic_metadata,
+};
 pub use writes::{FileWrites, StoreWrites};

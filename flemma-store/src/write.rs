@@ -221,18 +221,48 @@ pub fn write_atomic(
     content: &[u8],
     backup: &dyn BackupStrategy,
 ) -> Result<PathBuf, StoreError> {
+    write_atomic_metadata(path, content, backup).map(|_| path.to_owned())
+}
+
+/// [`write_atomic`], returning the metadata of the file it installed, read from that file
+/// (not from its path) right after the rename: a writer that replaces the file later changes
+/// what the path's metadata say (its inode, its change time), never these.
+///
+/// # Errors
+///
+/// As [`write_atomic`].
+///
+/// ```
+/// use flemma_store::{NoBackup, write_atomic_metadata};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-meta-{}", std::process::id()));
+/// let path = dir.join("out.txt");
+/// let written = write_atomic_metadata(&path, b"hello", &NoBackup)?;
+/// assert_eq!(written.len(), 5);
+/// # #[cfg(unix)]
+/// # {
+/// use std::os::unix::fs::MetadataExt as _;
+/// assert_eq!(written.ino(), std::fs::metadata(&path)?.ino());
+/// # }
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_atomic_metadata(
+    path: &Path,
+    content: &[u8],
+    backup: &dyn BackupStrategy,
+) -> Result<fs::Metadata, StoreError> {
     let dir = create_parent(path)?;
     let temp = temp_path(path);
     let result = replace(path, &dir, &temp, content, backup);
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
-    result?;
+    let metadata = result?;
     // Make the rename durable.
     if let Ok(dir) = File::open(&dir) {
         let _ = dir.sync_all();
     }
-    Ok(path.to_owned())
+    Ok(metadata)
 }
 
 /// Writes and syncs `temp`, then, under the directory lock, backs `path` up and renames
@@ -243,7 +273,7 @@ fn replace(
     temp: &Path,
     content: &[u8],
     backup: &dyn BackupStrategy,
-) -> Result<(), StoreError> {
+) -> Result<fs::Metadata, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
@@ -257,18 +287,19 @@ fn replace(
             source,
         })?;
     file.write_all(content).map_err(write_error)?;
-    install(path, dir, temp, file, backup)
+    install(path, dir, temp, &file, backup)
 }
 
 /// Syncs `file` (the open `temp`), then, under the directory lock, backs `path` up and
-/// renames `temp` over it. The caller removes `temp` on failure.
+/// renames `temp` over it; the installed file's metadata (after the rename, which changes
+/// its change time). The caller removes `temp` on failure.
 fn install(
     path: &Path,
     dir: &Path,
     temp: &Path,
-    file: File,
+    file: &File,
     backup: &dyn BackupStrategy,
-) -> Result<(), StoreError> {
+) -> Result<fs::Metadata, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
@@ -279,7 +310,6 @@ fn install(
             .map_err(write_error)?;
     }
     file.sync_all().map_err(write_error)?;
-    drop(file);
 
     let lock = DirLock::acquire(dir).map_err(|source| StoreError::Lock {
         dir: dir.to_owned(),
@@ -292,8 +322,11 @@ fn install(
         })?;
     }
     fs::rename(temp, path).map_err(write_error)?;
+    // The file itself, still open: what now stands at `path` unless another writer (one that
+    // does not take the lock) replaced it in the meantime, which then shows as a difference.
+    let metadata = file.metadata().map_err(write_error)?;
     drop(lock);
-    Ok(())
+    Ok(metadata)
 }
 
 /// An atomic write whose content arrives in pieces: a command's output streamed to the store
@@ -406,7 +439,7 @@ impl AtomicWriter {
                 source: io::Error::other("writer already committed"),
             });
         };
-        let result = install(&self.path, &self.dir, &self.temp, file, &*self.backup);
+        let result = install(&self.path, &self.dir, &self.temp, &file, &*self.backup);
         if result.is_err() {
             let _ = fs::remove_file(&self.temp);
         }

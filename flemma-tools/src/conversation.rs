@@ -467,12 +467,12 @@ impl FileConversation {
         let bytes = text.as_bytes().to_vec();
         let unchanged = Unchanged(Arc::clone(&current.text));
         let written = tokio::task::spawn_blocking(move || {
-            flemma_store::write_atomic(&path, &bytes, &unchanged)
+            flemma_store::write_atomic_metadata(&path, &bytes, &unchanged)
         })
         .await
         .map_err(ConversationError::Task)?;
         match written {
-            Ok(_) => Ok(Written::Rewritten),
+            Ok(metadata) => Ok(Written::Rewritten(Stamp::of(&metadata))),
             // Another writer replaced the file since it was read.
             Err(flemma_store::StoreError::Backup { source, .. })
                 if source
@@ -490,8 +490,8 @@ impl FileConversation {
 enum Written {
     /// Appended in place, not synced; the file's metadata after it.
     Appended(Stamp),
-    /// Rewritten atomically and durably.
-    Rewritten,
+    /// Rewritten atomically and durably; the installed file's metadata.
+    Rewritten(Stamp),
     /// Not written: the file no longer held the text the change was computed from.
     Changed,
 }
@@ -551,10 +551,10 @@ impl Conversation for FileConversation {
                 state.stamp = Some(stamp);
                 state.unsynced = true;
             }
-            Written::Rewritten => {
-                // Synced, text appended before included; the next snapshot reads the file
-                // once for its metadata.
-                state.stamp = None;
+            Written::Rewritten(stamp) => {
+                // Synced, text appended before included. The stamp is the installed file's
+                // own: a writer that replaces it afterwards shows as a change.
+                state.stamp = Some(stamp);
                 state.unsynced = false;
             }
             Written::Changed => {

@@ -1,5 +1,6 @@
 //! Phase 3: build the request from the conversation, stream the response into it.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -325,13 +326,29 @@ impl Session {
             .variables(evaluated.variables().clone())
             .template_tools(template_tools);
         // `@./file` references and `__dirname` follow the conversation's file, resolved
-        // (a relative path from a host's own `Conversation` included).
-        if let Some(path) = transcript.conversation().path() {
-            builder = builder.chat_path(flemma_config::conversation_path(path));
+        // (a relative path from a host's own `Conversation` included): as the cycle's
+        // settings have it when they are of these options.
+        let settings = transcript
+            .settings()
+            .await
+            .ok()
+            .filter(|settings| std::sync::Arc::ptr_eq(settings.options(), options));
+        let chat = match &settings {
+            Some(settings) => settings.chat().map(Path::to_path_buf),
+            None => transcript
+                .conversation()
+                .path()
+                .map(flemma_config::conversation_path),
+        };
+        if let Some(chat) = chat {
+            builder = builder.chat_path(chat);
         }
         // References and `include()` read inside the project and the store unless
         // `templates.file_access` says otherwise.
-        let store = transcript.store_directory(options);
+        let store = match &settings {
+            Some(settings) => settings.store_directory().map(Path::to_path_buf),
+            None => transcript.store_directory(options),
+        };
         builder = builder.file_access(FileAccess::from_options(
             &options.templates,
             store.as_deref(),

@@ -194,9 +194,9 @@ impl Executor {
     /// the frontmatter), the journal and the claims under its store.
     pub(super) async fn settings(&self) -> Result<Settings, ExecutorError> {
         let shared = self.setup.transcript.settings().await?;
-        let store_dir = shared.store.as_ref().and_then(|s| s.directory().ok());
-        self.jobs.use_store_directory(store_dir.as_deref());
-        let claims = Table::of(self.setup.transcript.conversation(), store_dir.as_deref());
+        let store_dir = shared.store_directory();
+        self.jobs.use_store_directory(store_dir);
+        let claims = Table::of(self.setup.transcript.conversation(), store_dir);
         Ok(Settings { shared, claims })
     }
 }

@@ -105,6 +105,8 @@ pub struct Settings {
     /// The path the conversation gave (the key of `chat`).
     given: Option<PathBuf>,
     pub(crate) store: Option<Arc<Store>>,
+    /// The store's directory (`None` when its path format does not render).
+    pub(crate) store_dir: Option<PathBuf>,
     pub(crate) sandbox: Sandbox,
     pub(crate) sandbox_available: bool,
 }
@@ -126,6 +128,12 @@ impl Settings {
     /// The result store.
     pub fn store(&self) -> Option<&Arc<Store>> {
         self.store.as_ref()
+    }
+
+    /// The store's directory, what tools see as `$FLEMMA_TOOLS_STORE_PATH` (`None` when the
+    /// store's path format does not render), rendered once with the settings.
+    pub fn store_directory(&self) -> Option<&std::path::Path> {
+        self.store_dir.as_deref()
     }
 
     /// The sandbox commands run in.
@@ -264,6 +272,7 @@ impl Transcript {
             chat,
             given,
             store: Some(Arc::new(store)),
+            store_dir,
             sandbox,
             sandbox_available,
         })
@@ -272,6 +281,17 @@ impl Transcript {
     /// The conversation's store directory under `options` (what tools see as
     /// `$FLEMMA_TOOLS_STORE_PATH`); `None` when the store's path format does not render.
     pub fn store_directory(&self, options: &Options) -> Option<PathBuf> {
+        // The settings of these options know it already.
+        if let Some(settings) = self
+            .settings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            && std::ptr::eq(Arc::as_ptr(&settings.evaluated.options), options)
+            && settings.given.as_deref() == self.conversation.path()
+        {
+            return settings.store_dir.clone();
+        }
         let chat = self.conversation.path();
         Store::new(&options.tools.store, chat, &self.conversation_id)
             .ok()?

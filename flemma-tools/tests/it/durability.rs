@@ -121,6 +121,48 @@ async fn a_snapshot_sees_a_write_made_after_its_own() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// After a durable rewrite the conversation knows the file it installed without reading it
+/// again; a change by another writer right after it, of the same length, in place or by a
+/// rename over it, is still seen by the next snapshot and refuses an edit made against the
+/// old text.
+#[tokio::test]
+async fn a_change_right_after_a_durable_rewrite_is_seen() {
+    let dir = scratch("after-rewrite");
+    let path = dir.join("t.chat");
+    std::fs::write(&path, "@You:\nhi\n").unwrap();
+    let chat = FileConversation::new(&path);
+    // In place, as an editor that truncates and writes.
+    append(&chat, Durability::Durable, "one").await;
+    let ours = chat.snapshot().await.unwrap();
+    assert_eq!(ours.text.as_str(), "@You:\nhi\none\n");
+    std::fs::write(&path, "@You:\nhi\nONE\n").unwrap();
+    let now = chat.snapshot().await.unwrap();
+    assert_eq!(now.text.as_str(), "@You:\nhi\nONE\n");
+    assert!(now.revision > ours.revision);
+    // By a rename over it, as an editor that saves through a temporary file.
+    append(&chat, Durability::Durable, "two").await;
+    let ours = chat.snapshot().await.unwrap();
+    let temp = dir.join("t.chat.tmp");
+    std::fs::write(&temp, "@You:\nhi\nONE\nTWO\n").unwrap();
+    std::fs::rename(&temp, &path).unwrap();
+    let stale = chat
+        .apply(ours.revision, &[TextEdit::insert(5, vec!["three".into()])])
+        .await;
+    // The edit was computed against a text the file no longer holds: refused, not written.
+    assert!(
+        matches!(stale, Err(ConversationError::Stale { .. })),
+        "{stale:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "@You:\nhi\nONE\nTWO\n"
+    );
+    assert_eq!(
+        chat.snapshot().await.unwrap().text.as_str(),
+        "@You:\nhi\nONE\nTWO\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
 /// The old text of the crash test: large, so that a kill lands inside a write.
 fn old_text() -> String {
     "@You:\n".to_owned() + &"old line of the user's text\n".repeat(40_000)
