@@ -234,6 +234,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     let (session, asks, prompt) = session(args, config, conversation, provider, tty, &progress)?;
     let written = args.output.as_deref().unwrap_or(&args.file);
     let mut ui = Ui::new(tty, progress, written, asks);
+    ui.results_from(std::sync::Arc::clone(session.executor().transcript()));
     let runtime = crate::tools::runtime()?;
     let driven = runtime.block_on(drive(&session, &mut ui, prompt));
     // A tool stuck in a blocking call (a read that never returns) must not keep the command

@@ -136,8 +136,16 @@ pub fn project_root(dir: &Path) -> PathBuf {
 
 /// [`project_root`] with the home directory given (tests, hosts with their own idea of home).
 pub fn project_root_with_home(dir: &Path, home: Option<&Path>) -> PathBuf {
+    // Home's identity once; each candidate is then one `stat`.
+    let home = home.map(|home| (home, DirId::of(home)));
     let too_wide = |candidate: &Path| {
-        candidate.parent().is_none() || home.is_some_and(|home| same_dir(candidate, home))
+        candidate.parent().is_none()
+            || home.as_ref().is_some_and(|(home, id)| {
+                candidate == *home
+                    || id
+                        .as_ref()
+                        .is_some_and(|id| DirId::of(candidate).as_ref() == Some(id))
+            })
     };
     for candidate in dir.ancestors() {
         if too_wide(candidate) {
@@ -150,13 +158,24 @@ pub fn project_root_with_home(dir: &Path, home: Option<&Path>) -> PathBuf {
     dir.to_owned()
 }
 
-fn same_dir(a: &Path, b: &Path) -> bool {
-    if a == b {
-        return true;
-    }
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+/// What tells two paths of one directory apart from paths of two: the device and inode where
+/// there are such (Unix), else the resolved path.
+#[derive(Debug, PartialEq, Eq)]
+struct DirId(#[cfg(unix)] (u64, u64), #[cfg(not(unix))] PathBuf);
+
+impl DirId {
+    /// `None` when `path` cannot be looked at.
+    fn of(path: &Path) -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            let metadata = std::fs::metadata(path).ok()?;
+            Some(Self((metadata.dev(), metadata.ino())))
+        }
+        #[cfg(not(unix))]
+        {
+            path.canonicalize().ok().map(Self)
+        }
     }
 }
 

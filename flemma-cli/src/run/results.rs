@@ -44,27 +44,26 @@ pub(super) fn lines(content: &str) -> Vec<String> {
     shown
 }
 
-fn document(path: &Path) -> Option<flemma::ast::Document> {
+pub(super) fn document(path: &Path) -> Option<flemma::ast::Document> {
     // The transcript is a regular file the run just wrote.
     let text = std::fs::read_to_string(path).ok()?;
     Some(flemma::ast::parse(&text))
 }
 
-/// The lines to show of `block` as the transcript holds it now.
-pub(super) fn excerpt(path: &Path, block: Block<'_>) -> Option<Vec<String>> {
-    let doc = document(path)?;
+/// The lines to show of `block` as `doc` holds it.
+pub(super) fn excerpt(doc: &flemma::ast::Document, block: Block<'_>) -> Option<Vec<String>> {
     let content = doc
         .messages
         .iter()
         .flat_map(|m| &m.segments)
         .find_map(|segment| match (segment, block) {
             (Segment::ToolResult(r), Block::Tool(id)) if r.tool_use_id == id => {
-                Some(r.content.clone())
+                Some(r.content.as_str())
             }
-            (Segment::JobResult(r), Block::Job(id)) if r.job_id == id => Some(r.content.clone()),
+            (Segment::JobResult(r), Block::Job(id)) if r.job_id == id => Some(r.content.as_str()),
             _ => None,
         })?;
-    Some(lines(&content))
+    Some(lines(content))
 }
 
 /// The calls whose block waits for a decision (`(pending)`, empty), as (tool, id).

@@ -4,10 +4,12 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::SessionEvent;
 use flemma::tools::Event;
+use flemma::tools::transcript::Transcript;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::results;
@@ -37,8 +39,10 @@ pub(super) struct Ui {
     line_open: bool,
     /// Where stdout's text stands, to set each response's text apart.
     paragraph: Paragraph,
-    /// The transcript written, read back for the results shown.
+    /// The transcript written, read back for the calls left pending.
     path: PathBuf,
+    /// The session's transcript, whose parse has the results just written.
+    transcript: Option<Arc<Transcript>>,
     pub(super) file: String,
     /// Whether pending calls are put to the user (else they wait in the file).
     asks: bool,
@@ -58,10 +62,17 @@ impl Ui {
             line_open: false,
             paragraph: Paragraph::None,
             path: path.to_owned(),
+            transcript: None,
             file: path.display().to_string(),
             asks,
             usage: None,
         }
+    }
+
+    /// Shows the results from `transcript`'s parse (the run's session's) instead of reading
+    /// the file back.
+    pub(super) fn results_from(&mut self, transcript: Arc<Transcript>) {
+        self.transcript = Some(transcript);
     }
 
     fn spinner(&self, message: String) -> ProgressBar {
@@ -111,7 +122,14 @@ impl Ui {
 
     /// The first lines of a result block, under its status line.
     fn result(&mut self, block: results::Block<'_>) {
-        let Some(lines) = results::excerpt(&self.path, block) else {
+        // The transcript's parse has the result just written; the file holds the same text.
+        let lines = match &self.transcript {
+            Some(transcript) => transcript
+                .read_parsed(|doc, _| results::excerpt(doc, block))
+                .flatten(),
+            None => results::document(&self.path).and_then(|doc| results::excerpt(&doc, block)),
+        };
+        let Some(lines) = lines else {
             return;
         };
         for line in lines {

@@ -276,6 +276,18 @@ impl Transcript {
         Ok((shared(parsed), snapshot.revision))
     }
 
+    /// The document as this transcript last read or wrote it, and its revision, without
+    /// looking at the conversation again (`None` before the first read): a change someone
+    /// else made since is not in it. For a display beside a running cycle (the result just
+    /// written), where [`read`](Self::read) would wait for the conversation: never held across
+    /// an `await`, so it may be called from anywhere, a task that polls the cycle included.
+    /// `f` runs under the transcript's lock, as for [`read`](Self::read).
+    pub fn read_parsed<T>(&self, f: impl FnOnce(&Document, Revision) -> T) -> Option<T> {
+        let parsed = self.lock_parsed();
+        let parsed = parsed.as_ref()?;
+        Some(f(parsed.parser.document(), parsed.revision))
+    }
+
     /// The conversation's text as it is now, the parser brought up to it.
     pub(crate) async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
         let snapshot = self.conversation.snapshot().await?;
