@@ -24,6 +24,9 @@ pub(crate) enum Json<'a> {
     /// Any JSON (a declaration); its objects' keys are written sorted. Boxed: a body holds
     /// few of them and many small values, which stay a third of the size.
     Value(Box<Value>),
+    /// Any JSON shared with other bodies (a tool declaration built once, see
+    /// [`Declared`](crate::adapters::Declared)); keys written sorted.
+    Shared(std::sync::Arc<Value>),
     /// A borrowed JSON object (a tool input), keys written sorted.
     Map(&'a Map<String, Value>),
     Array(Vec<Json<'a>>),
@@ -57,6 +60,7 @@ impl<'a> Json<'a> {
             Json::Number(n) => Value::Number((**n).clone()),
             Json::Str(s) => Value::String(s.as_ref().to_owned()),
             Json::Value(v) => (**v).clone(),
+            Json::Shared(v) => (**v).clone(),
             Json::Map(m) => Value::Object((*m).clone()),
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
             Json::Object(entries) => Value::Object(
@@ -77,6 +81,7 @@ impl Serialize for Json<'_> {
             Json::Number(n) => n.serialize(serializer),
             Json::Str(s) => serializer.serialize_str(s),
             Json::Value(v) => Sorted(v).serialize(serializer),
+            Json::Shared(v) => Sorted(v).serialize(serializer),
             Json::Map(m) => Sorted::map(m, serializer),
             Json::Array(items) => {
                 let mut seq = serializer.serialize_seq(Some(items.len()))?;

@@ -76,25 +76,31 @@ pub fn anthropic_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -
 
 /// The tool declarations, the last one carrying the cache marker.
 fn tools(options: &RequestOptions) -> Vec<Json<'static>> {
-    let mut tools: Vec<Value> = super::declarations(options, Dialect::Anthropic)
-        .into_iter()
-        .map(|mut tool| {
-            // Spec 13.2: stream tool input as it is generated.
-            if let Value::Object(map) = &mut tool {
-                map.insert("eager_input_streaming".into(), Value::Bool(true));
-            }
-            tool
-        })
-        .collect();
+    /// Spec 13.2: stream tool input as it is generated.
+    fn eager(tool: &mut Value) {
+        if let Value::Object(map) = tool {
+            map.insert("eager_input_streaming".into(), Value::Bool(true));
+        }
+    }
+    static DECLARED: super::Declared = super::Declared::new(Dialect::Anthropic, eager);
+    let mut tools: Vec<Json<'static>> =
+        DECLARED.of(options).into_iter().map(Json::Shared).collect();
     let cache_control = match options.cache_retention {
         CacheRetention::None => None,
         CacheRetention::Short => Some(json!({"type": "ephemeral"})),
         CacheRetention::Long => Some(json!({"type": "ephemeral", "ttl": "1h"})),
     };
-    if let (Some(cache_control), Some(Value::Object(last))) = (cache_control, tools.last_mut()) {
-        last.insert("cache_control".into(), cache_control);
+    // The marker goes on a copy of the last declaration: the shared one stays without it.
+    if let (Some(cache_control), Some(last)) = (cache_control, tools.last_mut())
+        && let Json::Shared(declared) = last
+    {
+        let mut marked = Value::clone(declared);
+        if let Value::Object(map) = &mut marked {
+            map.insert("cache_control".into(), cache_control);
+        }
+        *last = Json::from(marked);
     }
-    tools.into_iter().map(Json::from).collect()
+    tools
 }
 
 /// Tool results first, then the non-blank text and the files.

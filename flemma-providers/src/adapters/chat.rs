@@ -11,6 +11,9 @@ use crate::template::FilePart;
 use crate::text::Joined;
 use flemma_ids::encode_tool_name;
 
+/// This format's tool declarations, built once per spec.
+static DECLARED: super::Declared = super::Declared::new(Dialect::OpenAiChat, super::as_declared);
+
 /// Builds the streaming Chat Completions body of a prompt (spec §13.4).
 ///
 /// * `model`, `stream: true`, `stream_options: {include_usage: true}`, then `max_tokens` and
@@ -53,7 +56,7 @@ pub fn chat_completions_request<'a>(
     if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
     }
-    super::insert_tools(&mut body, options, Dialect::OpenAiChat);
+    super::insert_tools(&mut body, options, &DECLARED);
 
     let mut messages = Vec::new();
     if let Some(system) = &prompt.system {

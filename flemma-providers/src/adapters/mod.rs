@@ -6,7 +6,9 @@ pub(crate) mod chat;
 pub(crate) mod openai;
 pub(crate) mod vertex;
 
-use flemma_schema::Dialect;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use flemma_schema::{Dialect, ToolSpec};
 use serde_json::Value;
 
 use crate::body::Json;
@@ -15,23 +17,61 @@ use crate::request::RequestOptions;
 use crate::template::FilePart;
 use flemma_ids::encode_tool_name;
 
-/// The offered tools declared in `dialect`, in the options' order. A tool whose declaration
-/// cannot be built (an unresolvable `$ref`) is left out.
-fn declarations(options: &RequestOptions, dialect: Dialect) -> Vec<Value> {
-    options
-        .tools
-        .iter()
-        .filter_map(|spec| spec.to_provider(dialect).ok())
-        .collect()
+/// The tool declarations of one request format built lately: a session offers the same tools
+/// in every request, so each declaration is built once (the spec's
+/// [`to_provider`](flemma_schema::ToolSpec::to_provider) and what the adapter adds) and
+/// shared by the bodies after, for as long as the spec is the same.
+pub(crate) struct Declared {
+    dialect: Dialect,
+    /// What the adapter adds to each declaration.
+    finish: fn(&mut Value),
+    /// The specs and their declarations, the newest last.
+    built: Mutex<Vec<(ToolSpec, Arc<Value>)>>,
 }
 
-/// Sets `tools` to the offered tools declared in `dialect`, with `tool_choice: "auto"`, when
+/// At most this many declarations are kept by each [`Declared`] (the oldest go first).
+const DECLARED: usize = 64;
+
+impl Declared {
+    pub(crate) const fn new(dialect: Dialect, finish: fn(&mut Value)) -> Self {
+        Self {
+            dialect,
+            finish,
+            built: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The offered tools declared, in the options' order. A tool whose declaration cannot be
+    /// built (an unresolvable `$ref`) is left out.
+    pub(crate) fn of(&self, options: &RequestOptions) -> Vec<Arc<Value>> {
+        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        options
+            .tools
+            .iter()
+            .filter_map(|spec| {
+                if let Some((_, declared)) = built.iter().find(|(known, _)| known == spec) {
+                    return Some(Arc::clone(declared));
+                }
+                let mut declaration = spec.to_provider(self.dialect).ok()?;
+                (self.finish)(&mut declaration);
+                let declared = Arc::new(declaration);
+                if built.len() >= DECLARED {
+                    built.remove(0);
+                }
+                built.push((spec.clone(), Arc::clone(&declared)));
+                Some(declared)
+            })
+            .collect()
+    }
+}
+
+/// Adds nothing to a declaration.
+pub(crate) fn as_declared(_: &mut Value) {}
+
+/// Sets `tools` to the offered tools declared by `declared`, with `tool_choice: "auto"`, when
 /// any is offered (the OpenAI formats).
-fn insert_tools(body: &mut Json<'_>, options: &RequestOptions, dialect: Dialect) {
-    let tools: Vec<Json<'_>> = declarations(options, dialect)
-        .into_iter()
-        .map(Json::from)
-        .collect();
+fn insert_tools(body: &mut Json<'_>, options: &RequestOptions, declared: &Declared) {
+    let tools: Vec<Json<'_>> = declared.of(options).into_iter().map(Json::Shared).collect();
     if !tools.is_empty() {
         body.insert("tools", Json::Array(tools));
         body.insert("tool_choice", Json::from("auto"));

@@ -14,6 +14,10 @@ use crate::template::FilePart;
 use crate::wire::normalize_tool_id;
 use flemma_ids::encode_tool_name;
 
+/// This format's tool declarations, built once per spec.
+static DECLARED: super::Declared =
+    super::Declared::new(Dialect::OpenAiResponses, super::as_declared);
+
 /// Standard base64 that reads signatures with or without their `=` padding.
 const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
@@ -65,7 +69,7 @@ pub fn openai_responses_request<'a>(
     } else if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
     }
-    super::insert_tools(&mut body, options, Dialect::OpenAiResponses);
+    super::insert_tools(&mut body, options, &DECLARED);
     let mut input = Vec::new();
     if let Some(system) = &prompt.system {
         input.push(obj! {"role": "developer", "content": system});

@@ -12,6 +12,9 @@ use crate::template::FilePart;
 use crate::text::Joined;
 use flemma_ids::encode_tool_name;
 
+/// This format's tool declarations, built once per spec.
+static DECLARED: super::Declared = super::Declared::new(Dialect::Gemini, super::as_declared);
+
 /// Builds the Vertex / Gemini `generateContent` body of a prompt (spec §13.5).
 ///
 /// * `contents`: consecutive user messages are merged (the prompt may end with an extra user
@@ -65,10 +68,7 @@ pub fn vertex_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -> R
     if config != obj! {} {
         body.insert("generationConfig", config);
     }
-    let declarations: Vec<Json<'a>> = super::declarations(options, Dialect::Gemini)
-        .into_iter()
-        .map(Json::from)
-        .collect();
+    let declarations: Vec<Json<'a>> = DECLARED.of(options).into_iter().map(Json::Shared).collect();
     if !declarations.is_empty() {
         body.insert(
             "tools",

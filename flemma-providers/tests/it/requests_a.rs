@@ -180,6 +180,62 @@ fn anthropic_cache_control_on_last_tool_only() {
     assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
 }
 
+/// Where a body has its first declaration.
+type Pick = fn(&Value) -> Value;
+
+/// Declarations are built once and shared between bodies: a tool whose spec changed (same
+/// name, another description and schema) is declared anew in every format, and the old
+/// declaration comes back when the old spec does.
+#[test]
+fn a_changed_tool_spec_is_declared_anew() {
+    let spec = |description: &str, field: &str| {
+        flemma_schema::ToolSpec::builder(flemma_ids::ToolName::new("probe").unwrap(), description)
+            .input(flemma_schema::dsl::object([(
+                field,
+                flemma_schema::dsl::string(),
+            )]))
+            .build()
+            .unwrap()
+    };
+    let p = prompt("conversation_with_tools.chat");
+    let mut opts = options("claude-sonnet-4-5");
+    let formats: [(&str, Pick); 4] = [
+        ("anthropic", |b| b["tools"][0].clone()),
+        ("responses", |b| b["tools"][0].clone()),
+        ("chat", |b| b["tools"][0]["function"].clone()),
+        ("vertex", |b| {
+            b["tools"][0]["functionDeclarations"][0].clone()
+        }),
+    ];
+    let declared = |opts: &flemma_providers::RequestOptions| -> Vec<Value> {
+        let bodies = [
+            anthropic_request(&p, opts).to_value(),
+            openai_responses_request(&p, opts).to_value(),
+            flemma_providers::chat_completions_request(&p, opts).to_value(),
+            flemma_providers::vertex_request(&p, opts).to_value(),
+        ];
+        formats
+            .iter()
+            .zip(&bodies)
+            .map(|((_, pick), body)| pick(body))
+            .collect()
+    };
+    for (first, second) in [("one", "two"), ("two", "one")] {
+        opts.tools = vec![spec(&format!("Probe {first}."), first)];
+        let before = declared(&opts);
+        opts.tools = vec![spec(&format!("Probe {second}."), second)];
+        let after = declared(&opts);
+        for (((format, _), old), new) in formats.iter().zip(&before).zip(&after) {
+            let (old, new) = (old.to_string(), new.to_string());
+            assert!(old.contains(&format!("Probe {first}.")), "{format}: {old}");
+            assert!(old.contains(&format!("\"{first}\"")), "{format}: {old}");
+            assert!(new.contains(&format!("Probe {second}.")), "{format}: {new}");
+            assert!(new.contains(&format!("\"{second}\"")), "{format}: {new}");
+            assert!(!new.contains(&format!("\"{first}\"")), "{format}: {new}");
+        }
+    }
+}
+
 #[test]
 fn thinking_options() {
     let p = prompt("conversation_with_tools.chat");
