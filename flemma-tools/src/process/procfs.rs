@@ -100,7 +100,14 @@ impl Allocation {
 
 /// The forks since boot (`processes` of `/proc/stat`, every task of every namespace).
 pub(crate) fn forks() -> Option<u64> {
-    let stat = std::fs::read("/proc/stat").ok()?;
+    // Read whole (the `processes` line comes after one line per CPU and the interrupt counts),
+    // into a buffer that holds it on most machines: `/proc` reports a size of 0, so
+    // `std::fs::read` would start from 32 bytes and read seven or eight times.
+    let mut stat = Vec::with_capacity(16 * 1024);
+    std::fs::File::open("/proc/stat")
+        .ok()?
+        .read_to_end(&mut stat)
+        .ok()?;
     let at = memchr::memmem::find(&stat, b"\nprocesses ")?;
     let rest = stat.get(at + b"\nprocesses ".len()..)?;
     let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());

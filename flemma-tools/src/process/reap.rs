@@ -109,10 +109,7 @@ impl Members {
     /// started: every process is looked at.
     pub(crate) fn new(session: i32, marker: String) -> Self {
         #[cfg(target_os = "linux")]
-        let since = std::fs::read(format!("/proc/{session}/stat"))
-            .ok()
-            .and_then(|stat| Stat::parse(&stat))
-            .map_or(0, |stat| stat.start_time);
+        let since = Stat::of(session).map_or(0, |stat| stat.start_time);
         #[cfg(not(target_os = "linux"))]
         let since = 0;
         Self {
