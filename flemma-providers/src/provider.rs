@@ -102,7 +102,9 @@ pub trait Provider: fmt::Debug + Send + Sync {
     fn name(&self) -> &str;
 
     /// The request options the resolved `options` give for this provider (model, thinking,
-    /// `max_tokens`, …); the caller adds the tools.
+    /// `max_tokens`, …); the caller adds the tools. It should depend on `options` alone: a
+    /// session asks once per evaluation of a conversation's options and keeps the answer for
+    /// the requests after, while the options stay the same.
     fn request_options(&self, options: &Options) -> RequestOptions;
 
     /// The request body of `prompt`.

@@ -265,6 +265,8 @@ impl ToolDefinitionBuilder {
     /// (even when the list names it), and a call of it is answered `Tool '<name>' is not
     /// available in this conversation` without running. For options that may only take
     /// tools away, such as a frontmatter narrowing an MCP server (`mcp.servers.<name>`).
+    /// The predicate should depend on the options alone: what it says is kept for as long as
+    /// a conversation's options stay the same (a session offers the same tools meanwhile).
     ///
     /// ```
     /// use flemma_config::{Config, Layer};

@@ -156,6 +156,7 @@ impl SessionBuilder {
                 wait_for_jobs: self.wait_for_jobs,
                 pilot: Mutex::new(Autopilot::default()),
                 control: Mutex::new(None),
+                offered: Mutex::new(None),
                 subscribers,
             }
         });
@@ -218,6 +219,16 @@ struct Inner {
     pilot: Mutex<Autopilot>,
     control: Mutex<Option<Arc<Control>>>,
     subscribers: Arc<Subscribers>,
+    /// The request options of the last request, tools included, with what they came from.
+    offered: Mutex<Option<Offered>>,
+}
+
+/// Request options and what they were built from: the options (kept, so that their address
+/// names them) and the registry's tools, each by identity.
+struct Offered {
+    options: Arc<flemma_config::Options>,
+    tools: Vec<usize>,
+    request: Arc<flemma_providers::RequestOptions>,
 }
 
 /// The cancellation of one run and whether its request is in flight.
@@ -239,6 +250,37 @@ impl Drop for Running<'_> {
 }
 
 impl Inner {
+    /// The request options under `options`, the offered tools included: those of the last
+    /// request while the options (the same evaluation) and the registry's tools are the same,
+    /// else built again ([`Provider::request_options`] and the registry's specs).
+    fn request_options(
+        &self,
+        options: &Arc<flemma_config::Options>,
+    ) -> Arc<flemma_providers::RequestOptions> {
+        let registry = self.executor.transcript().registry();
+        let tools: Vec<usize> = registry
+            .list()
+            .iter()
+            .map(|t| Arc::as_ptr(t).cast::<()>() as usize)
+            .collect();
+        let mut offered = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(last) = offered.as_ref()
+            && Arc::ptr_eq(&last.options, options)
+            && last.tools == tools
+        {
+            return Arc::clone(&last.request);
+        }
+        let mut request = self.provider.request_options(options);
+        request.tools = registry.specs_for_prompt(options);
+        let request = Arc::new(request);
+        *offered = Some(Offered {
+            options: Arc::clone(options),
+            tools,
+            request: Arc::clone(&request),
+        });
+        request
+    }
+
     fn lock_control(&self) -> std::sync::MutexGuard<'_, Option<Arc<Control>>> {
         self.control.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -315,8 +315,7 @@ impl Session {
         evaluated.check()?;
         let options = evaluated.options();
         let names = registry.names();
-        let mut request_options = inner.provider.request_options(options);
-        request_options.tools = registry.specs_for_prompt(options);
+        let request_options = inner.request_options(options);
         let template_tools = names
             .iter()
             .filter(|n| registry.has_capability(n.as_str(), Capability::EmitsTemplate))

@@ -829,3 +829,64 @@ fn memory_conversations_get_a_store_of_their_own() {
     };
     assert_eq!(named("7"), named("7"));
 }
+
+/// The offered tools follow the registry and the frontmatter from one request to the next
+/// (the session keeps a request's options only while both are the same).
+#[tokio::test]
+async fn each_request_offers_the_tools_of_its_moment() {
+    let chat = chat(&[], "One.");
+    let registry = registry();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        Turn::text("1"),
+        Turn::text("2"),
+        Turn::text("3"),
+        Turn::text("4"),
+    ]));
+    let session = Session::builder(chat.clone(), registry.clone(), provider.clone())
+        .flush_interval(Duration::ZERO)
+        .build();
+    let offered = |n: usize| -> Vec<String> {
+        let request: serde_json::Value = serde_json::from_str(&provider.requests()[n]).unwrap();
+        request["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let ask = |text: &str| chat.set_text(format!("{}\n@You:\n{text}\n", chat.text().trim_end()));
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let first = offered(0);
+    assert!(first.iter().any(|t| t == "calculator") && !first.iter().any(|t| t == "clock"));
+    // Nothing changed: the same tools.
+    ask("Two.");
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(offered(1), first);
+    // A tool registered between requests is offered by the next.
+    registry.register(flemma::tools::tool_fn(
+        flemma::tools::ToolDefinition::builder("clock", "The time.")
+            .unwrap()
+            .build()
+            .unwrap(),
+        |_, _| flemma::tools::ToolOutput::text("noon"),
+    ));
+    ask("Three.");
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let mut with_clock = first.clone();
+    with_clock.push("clock".to_owned());
+    with_clock.sort();
+    assert_eq!(offered(2), with_clock);
+    // A frontmatter that narrows the list: the next request offers what it names.
+    let text = chat.text().replacen(
+        "{\"tools\": {\"auto_approve\": []}}",
+        "{\"tools\": {\"auto_approve\": [], \"list\": [\"clock\"]}}",
+        1,
+    );
+    assert_ne!(text, chat.text(), "the frontmatter was changed");
+    chat.set_text(format!("{}\n@You:\nFour.\n", text.trim_end()));
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(offered(3), ["clock"]);
+}
