@@ -151,18 +151,23 @@ impl Table {
         }
     }
 
-    /// Takes the table's lock (`flock` on the directory, in the blocking pool so that other
-    /// executors of this process keep running).
+    /// Takes the table's lock (`flock` on the directory). Tried at once without waiting (the
+    /// table's reads and writes under it run on this thread too); when another holder has it,
+    /// waited for in the blocking pool, so that other executors of this process keep running.
     pub(crate) async fn lock(&self) -> std::io::Result<Locked> {
         match self {
             Table::Dir(dir) => {
                 let dir = dir.clone();
-                let file = tokio::task::spawn_blocking({
-                    let dir = dir.clone();
-                    move || lock_dir(&dir)
-                })
-                .await
-                .map_err(std::io::Error::other)??;
+                let file = match lock_dir(&dir, false)? {
+                    Some(file) => file,
+                    None => tokio::task::spawn_blocking({
+                        let dir = dir.clone();
+                        move || lock_dir(&dir, true)
+                    })
+                    .await
+                    .map_err(std::io::Error::other)??
+                    .ok_or_else(|| std::io::Error::other("the claims lock was not taken"))?,
+                };
                 Ok(Locked::Dir { _file: file, dir })
             }
             Table::Memory(key, conversation) => {
@@ -200,12 +205,28 @@ impl Table {
     }
 }
 
-fn lock_dir(dir: &Path) -> std::io::Result<std::fs::File> {
+/// The directory, open and locked; `None` when `wait` is false and another holder has the
+/// lock.
+fn lock_dir(dir: &Path, wait: bool) -> std::io::Result<Option<std::fs::File>> {
     std::fs::create_dir_all(dir)?;
     let file = std::fs::File::open(dir)?;
     #[cfg(unix)]
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-    Ok(file)
+    {
+        use rustix::fs::FlockOperation;
+        let operation = if wait {
+            FlockOperation::LockExclusive
+        } else {
+            FlockOperation::NonBlockingLockExclusive
+        };
+        match rustix::fs::flock(&file, operation) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) if !wait => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = wait;
+    Ok(Some(file))
 }
 
 fn read_dir(dir: &Path) -> Vec<ClaimRecord> {
@@ -307,6 +328,43 @@ mod tests {
             host,
             claimed_at: 0.0,
         }
+    }
+
+    /// The lock taken at once when free, and waited for (not refused) when another holder
+    /// has it: the table is locked only after that holder lets go.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_held_lock_is_waited_for() {
+        let dir = std::env::temp_dir().join(format!("flemma-claims-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let table = Table::Dir(dir.clone());
+        drop(table.lock().await.unwrap_or_else(|e| panic!("{e}")));
+        let held = lock_dir(&dir, true)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("a waiting lock is taken"));
+        assert!(
+            lock_dir(&dir, false)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_none()
+        );
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let release = std::thread::spawn({
+            let released = std::sync::Arc::clone(&released);
+            move || {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                released.store(true, std::sync::atomic::Ordering::SeqCst);
+                drop(held);
+            }
+        });
+        let locked = table.lock().await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            released.load(std::sync::atomic::Ordering::SeqCst),
+            "locked while held"
+        );
+        drop(locked);
+        release
+            .join()
+            .unwrap_or_else(|_| panic!("the releasing thread"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
