@@ -226,7 +226,8 @@ pub fn write_atomic(
 
 /// [`write_atomic`], returning the metadata of the file it installed, read from that file
 /// (not from its path) right after the rename: a writer that replaces the file later changes
-/// what the path's metadata say (its inode, its change time), never these.
+/// what the path's metadata say (its inode, its change time), never these. `None` when they
+/// could not be read (the file is installed all the same).
 ///
 /// # Errors
 ///
@@ -236,7 +237,7 @@ pub fn write_atomic(
 /// use flemma_store::{NoBackup, write_atomic_metadata};
 /// let dir = std::env::temp_dir().join(format!("flemma-store-meta-{}", std::process::id()));
 /// let path = dir.join("out.txt");
-/// let written = write_atomic_metadata(&path, b"hello", &NoBackup)?;
+/// let written = write_atomic_metadata(&path, b"hello", &NoBackup)?.ok_or("no metadata")?;
 /// assert_eq!(written.len(), 5);
 /// # #[cfg(unix)]
 /// # {
@@ -250,7 +251,7 @@ pub fn write_atomic_metadata(
     path: &Path,
     content: &[u8],
     backup: &dyn BackupStrategy,
-) -> Result<fs::Metadata, StoreError> {
+) -> Result<Option<fs::Metadata>, StoreError> {
     let dir = create_parent(path)?;
     let temp = temp_path(path);
     let result = replace(path, &dir, &temp, content, backup);
@@ -273,7 +274,7 @@ fn replace(
     temp: &Path,
     content: &[u8],
     backup: &dyn BackupStrategy,
-) -> Result<fs::Metadata, StoreError> {
+) -> Result<Option<fs::Metadata>, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
@@ -292,14 +293,14 @@ fn replace(
 
 /// Syncs `file` (the open `temp`), then, under the directory lock, backs `path` up and
 /// renames `temp` over it; the installed file's metadata (after the rename, which changes
-/// its change time). The caller removes `temp` on failure.
+/// its change time), `None` when they cannot be read. The caller removes `temp` on failure.
 fn install(
     path: &Path,
     dir: &Path,
     temp: &Path,
     file: &File,
     backup: &dyn BackupStrategy,
-) -> Result<fs::Metadata, StoreError> {
+) -> Result<Option<fs::Metadata>, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
@@ -324,7 +325,8 @@ fn install(
     fs::rename(temp, path).map_err(write_error)?;
     // The file itself, still open: what now stands at `path` unless another writer (one that
     // does not take the lock) replaced it in the meantime, which then shows as a difference.
-    let metadata = file.metadata().map_err(write_error)?;
+    // It is installed: not knowing its metadata is no failure of the write.
+    let metadata = file.metadata().ok();
     drop(lock);
     Ok(metadata)
 }

@@ -472,7 +472,7 @@ impl FileConversation {
         .await
         .map_err(ConversationError::Task)?;
         match written {
-            Ok(metadata) => Ok(Written::Rewritten(Stamp::of(&metadata))),
+            Ok(metadata) => Ok(Written::Rewritten(metadata.as_ref().map(Stamp::of))),
             // Another writer replaced the file since it was read.
             Err(flemma_store::StoreError::Backup { source, .. })
                 if source
@@ -490,8 +490,9 @@ impl FileConversation {
 enum Written {
     /// Appended in place, not synced; the file's metadata after it.
     Appended(Stamp),
-    /// Rewritten atomically and durably; the installed file's metadata.
-    Rewritten(Stamp),
+    /// Rewritten atomically and durably; the installed file's metadata, when they could be
+    /// read (else the next snapshot reads the file once for them).
+    Rewritten(Option<Stamp>),
     /// Not written: the file no longer held the text the change was computed from.
     Changed,
 }
@@ -554,7 +555,7 @@ impl Conversation for FileConversation {
             Written::Rewritten(stamp) => {
                 // Synced, text appended before included. The stamp is the installed file's
                 // own: a writer that replaces it afterwards shows as a change.
-                state.stamp = Some(stamp);
+                state.stamp = stamp;
                 state.unsynced = false;
             }
             Written::Changed => {

@@ -292,8 +292,12 @@ impl Transcript {
         {
             return settings.store_dir.clone();
         }
-        let chat = self.conversation.path();
-        Store::new(&options.tools.store, chat, &self.conversation_id)
+        // Resolved as the settings resolve it, so both give the one directory.
+        let chat = self
+            .conversation
+            .path()
+            .map(flemma_config::conversation_path);
+        Store::new(&options.tools.store, chat.as_deref(), &self.conversation_id)
             .ok()?
             .directory()
             .ok()
