@@ -223,11 +223,11 @@ struct Inner {
     offered: Mutex<Option<Offered>>,
 }
 
-/// Request options and what they were built from: the options (kept, so that their address
-/// names them) and the registry's tools, each by identity.
+/// Request options and the options they were built from (kept, so that their address names
+/// them). The transcript evaluates the options again when the registry's tools change, so the
+/// same options are the same tools.
 struct Offered {
     options: Arc<flemma_config::Options>,
-    tools: Vec<usize>,
     request: Arc<flemma_providers::RequestOptions>,
 }
 
@@ -250,32 +250,29 @@ impl Drop for Running<'_> {
 }
 
 impl Inner {
-    /// The request options under `options`, the offered tools included: those of the last
-    /// request while the options (the same evaluation) and the registry's tools are the same,
-    /// else built again ([`Provider::request_options`] and the registry's specs).
+    /// The request options under `options` (the transcript's evaluation), the offered tools
+    /// included: those of the last request while the evaluation is the same (it is made
+    /// again when the frontmatter or the registry's tools change), else built again
+    /// ([`Provider::request_options`] and the registry's specs).
     fn request_options(
         &self,
         options: &Arc<flemma_config::Options>,
     ) -> Arc<flemma_providers::RequestOptions> {
-        let registry = self.executor.transcript().registry();
-        let tools: Vec<usize> = registry
-            .list()
-            .iter()
-            .map(|t| Arc::as_ptr(t).cast::<()>() as usize)
-            .collect();
         let mut offered = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(last) = offered.as_ref()
             && Arc::ptr_eq(&last.options, options)
-            && last.tools == tools
         {
             return Arc::clone(&last.request);
         }
         let mut request = self.provider.request_options(options);
-        request.tools = registry.specs_for_prompt(options);
+        request.tools = self
+            .executor
+            .transcript()
+            .registry()
+            .specs_for_prompt(options);
         let request = Arc::new(request);
         *offered = Some(Offered {
             options: Arc::clone(options),
-            tools,
             request: Arc::clone(&request),
         });
         request

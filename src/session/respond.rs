@@ -344,10 +344,8 @@ impl Session {
         }
         // References and `include()` read inside the project and the store unless
         // `templates.file_access` says otherwise.
-        let store = match &settings {
-            Some(settings) => settings.store_directory().map(Path::to_path_buf),
-            None => transcript.store_directory(options),
-        };
+        // (From the settings of these options when they are built.)
+        let store = transcript.store_directory(options);
         builder = builder.file_access(FileAccess::from_options(
             &options.templates,
             store.as_deref(),
