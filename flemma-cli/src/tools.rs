@@ -28,8 +28,15 @@ pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
         let _entered = runtime.enter();
         crate::mcp::add_servers(&registry, config)?;
     }
-    #[cfg(not(feature = "mcp"))]
-    let _ = config;
+    // Command hooks come from the options files alone (a frontmatter cannot add them).
+    let project = std::env::current_dir()
+        .ok()
+        .map(|dir| flemma::config::project_root(&dir));
+    let hooks = flemma::tools::hooks::from_config(config, project.as_deref())
+        .map_err(|e| Failure::usage(e.into()))?;
+    for hook in hooks.hooks {
+        registry.register_hook(hook).map_err(|e| failed(e.into()))?;
+    }
     Ok(registry)
 }
 

@@ -190,6 +190,12 @@ const MCP_SETUP_ONLY_INSTEAD: &str = "a conversation or a layer of options canno
      A frontmatter may narrow them: `enabled = false`, `include`, `exclude` and a shorter \
      `tool_timeout`";
 
+/// Why a layer of options cannot write hooks.
+const HOOKS_SETUP_ONLY_INSTEAD: &str = "a conversation or a layer of options cannot add hooks \
+     (a shared .chat file must not run commands when it is opened); define command hooks in \
+     `[[hooks.<Event>]]` of flemma.toml, or register them in Rust with \
+     `ToolRegistry::register_hook`";
+
 /// The server of an `mcp.servers.<name>…` path, when `<name>` can be a server's name.
 pub(crate) fn mcp_server<'p>(segments: &[&'p str]) -> Option<&'p str> {
     match segments {
@@ -283,6 +289,12 @@ pub(crate) fn resolve_path(path: &str, value_is_bool: bool) -> Result<Resolved, 
         }
         other => other,
     };
+    if segments.first() == Some(&"hooks") {
+        return Err(ConfigError::Unsupported {
+            path: path.to_owned(),
+            instead: HOOKS_SETUP_ONLY_INSTEAD,
+        });
+    }
     if let Some((path, instead)) = UNSUPPORTED.iter().find(|(p, _)| *p == path) {
         return Err(ConfigError::Unsupported {
             path: (*path).to_owned(),

@@ -1,5 +1,6 @@
 //! Host sections of `flemma.toml`: top-level tables that are not options but belong to a crate
-//! above this one (`[mcp]`, read by flemma-mcp), kept as loaded for that crate to parse.
+//! above this one (`[mcp]`, read by flemma-mcp; `[hooks]`, read by flemma-tools), kept as
+//! loaded for that crate to parse.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,12 @@ use serde_json::Value;
 use crate::config::Config;
 
 /// The top-level keys of `flemma.toml` kept as host sections instead of options.
-pub const HOST_SECTIONS: &[&str] = &["mcp"];
+pub const HOST_SECTIONS: &[&str] = &["mcp", "hooks"];
+
+/// The host sections whose arrays add up across files instead of replacing each other: each
+/// file's `[[hooks.PreToolUse]]` tables join the earlier files' (as Claude Code runs the
+/// hooks of every settings file).
+const APPENDING: &[&str] = &["hooks"];
 
 /// The fields of a server table `[mcp.servers.NAME]` of the `[mcp]` host section, as
 /// flemma-mcp reads them. Outside the options files a layer may write only the ones that
@@ -36,13 +42,15 @@ pub(crate) struct Section {
     path: PathBuf,
 }
 
-/// Merges `value` into `into`: tables key by key (recursively), anything else replaces.
-fn merge(into: &mut Value, value: Value) {
+/// Merges `value` into `into`: tables key by key (recursively), arrays appended when
+/// `append`, anything else replaces.
+fn merge(into: &mut Value, value: Value, append: bool) {
     match (into, value) {
+        (Value::Array(into), Value::Array(value)) if append => into.extend(value),
         (Value::Object(into), Value::Object(value)) => {
             for (key, value) in value {
                 match into.get_mut(&key) {
-                    Some(slot) => merge(slot, value),
+                    Some(slot) => merge(slot, value, append),
                     None => {
                         into.insert(key, value);
                     }
@@ -54,9 +62,10 @@ fn merge(into: &mut Value, value: Value) {
 }
 
 impl Config {
-    /// A host section of the options files loaded (see [`HOST_SECTIONS`]): `[mcp]` and the
-    /// tables below it, as TOML values converted to JSON. Files loaded later merge into it
-    /// table by table (a key written again replaces the earlier value). `None` when no file
+    /// A host section of the options files loaded (see [`HOST_SECTIONS`]): `[mcp]` or
+    /// `[hooks]` and the tables below it, as TOML values converted to JSON. Files loaded later
+    /// merge into it table by table (a key written again replaces the earlier value; in
+    /// `[hooks]` an array of tables adds up). `None` when no file
     /// had the section.
     ///
     /// ```
@@ -80,7 +89,7 @@ impl Config {
     pub(crate) fn merge_section(&mut self, name: &str, value: Value, path: &Path) {
         match self.sections.get_mut(name) {
             Some(section) => {
-                merge(&mut section.value, value);
+                merge(&mut section.value, value, APPENDING.contains(&name));
                 path.clone_into(&mut section.path);
             }
             None => {

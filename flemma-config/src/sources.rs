@@ -17,7 +17,7 @@ impl Config {
     /// the `tools` list itself is `tools.list` inside a `[tools]` table (or `tools = [...]` when
     /// the file has no `[tools]` table); presets are tables under `[presets."$name"]` with
     /// `auto_approve`, `tools`, `provider`, `model` and `parameters`. The host sections
-    /// ([`HOST_SECTIONS`](crate::HOST_SECTIONS): `[mcp]`) are not options: they are kept
+    /// ([`HOST_SECTIONS`](crate::HOST_SECTIONS): `[mcp]`, `[hooks]`) are not options: they are kept
     /// as written for the crate that reads them ([`Config::section`]).
     ///
     /// ```toml

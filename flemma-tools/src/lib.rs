@@ -46,6 +46,7 @@ mod definition;
 mod events;
 mod executor;
 pub mod fanout;
+pub mod hooks;
 pub mod jobs;
 mod messages;
 mod module;
@@ -77,6 +78,7 @@ pub use executor::{
     Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
     Next, PendingCall,
 };
+pub use hooks::{Hook, HookEvent, HookRegistration, Hooks, hook_fn};
 pub use module::ToolModule;
 pub use output::{Output, ToolOutput};
 pub use protect::protect_host_process;

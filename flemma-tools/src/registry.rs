@@ -94,6 +94,8 @@ struct Shared {
     approval: RwLock<Arc<flemma_approval::Chain>>,
     /// Which tools each module registered.
     modules: Mutex<BTreeMap<String, Vec<ToolName>>>,
+    /// The hooks (`PreToolUse` ones decide through the chain's hooks resolver).
+    hooks: crate::hooks::Hooks,
 }
 
 impl Default for Shared {
@@ -103,6 +105,7 @@ impl Default for Shared {
             warnings: Mutex::default(),
             approval: RwLock::new(Arc::new(flemma_approval::Chain::with_builtins())),
             modules: Mutex::default(),
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -261,6 +264,47 @@ impl ToolRegistry {
         change(&mut chain)?;
         *slot = Arc::new(chain);
         Ok(())
+    }
+
+    /// The hooks registered here (shared by every clone of the registry).
+    pub fn hooks(&self) -> &crate::hooks::Hooks {
+        &self.shared.hooks
+    }
+
+    /// Registers a hook (replacing one of the same name). The first hook listening to
+    /// `PreToolUse` puts the hooks resolver ([`HOOKS_RESOLVER`](crate::hooks::HOOKS_RESOLVER),
+    /// at [`HOOKS_PRIORITY`](crate::hooks::HOOKS_PRIORITY)) into the approval chain.
+    ///
+    /// # Errors
+    ///
+    /// None today; [`RegistryError::Approval`] is kept for a chain that refuses the resolver.
+    pub fn register_hook(&self, hook: crate::hooks::HookRegistration) -> Result<(), RegistryError> {
+        let decides = hook.listens_to(crate::hooks::HookEvent::PreToolUse);
+        self.shared.hooks.register(hook);
+        if decides
+            && self
+                .approval_chain()
+                .get(crate::hooks::HOOKS_RESOLVER)
+                .is_none()
+        {
+            let resolver = crate::hooks::resolver_for(&self.shared.hooks);
+            self.update_approval_chain(|chain| {
+                chain
+                    .register(
+                        crate::hooks::HOOKS_RESOLVER,
+                        crate::hooks::HOOKS_PRIORITY,
+                        resolver,
+                    )
+                    .map(drop)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Removes the hook `name`; returns whether there was one. (The hooks resolver stays in
+    /// the chain: with no `PreToolUse` hook it has no opinion.)
+    pub fn unregister_hook(&self, name: &str) -> bool {
+        self.shared.hooks.unregister(name)
     }
 
     /// Registers a module's tools and its approval resolver, under the module's name

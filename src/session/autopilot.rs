@@ -39,6 +39,9 @@ pub enum Stop {
     Running,
     /// The user cancelled the request or the tools.
     Cancelled,
+    /// A `UserPromptSubmit` hook blocked the send (a
+    /// [`SessionEvent::PromptBlocked`](crate::SessionEvent::PromptBlocked) said why).
+    PromptBlocked,
 }
 
 /// What happened, as the state machine sees it.

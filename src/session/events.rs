@@ -12,6 +12,14 @@ use super::{AutopilotState, Stop};
 pub enum SessionEvent {
     /// The autopilot changed state.
     Autopilot(AutopilotState),
+    /// A `UserPromptSubmit` hook blocked the send; the reason is for the user (the model
+    /// never sees it, and the user's message stays as written).
+    PromptBlocked {
+        /// The hook's name.
+        hook: String,
+        /// Why.
+        reason: String,
+    },
     /// A request is about to be sent (`request:sending`); `turn` counts the requests of this
     /// run from 1.
     RequestSending {

@@ -8,6 +8,7 @@
 mod autopilot;
 mod error;
 mod events;
+mod hooked;
 mod respond;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,6 +158,7 @@ impl SessionBuilder {
                 pilot: Mutex::new(Autopilot::default()),
                 control: Mutex::new(None),
                 offered: Mutex::new(None),
+                started: AtomicBool::new(false),
                 subscribers,
             }
         });
@@ -221,6 +223,8 @@ struct Inner {
     subscribers: Arc<Subscribers>,
     /// The request options of the last request, tools included, with what they came from.
     offered: Mutex<Option<Offered>>,
+    /// Whether the `SessionStart` hooks ran.
+    started: AtomicBool,
 }
 
 /// Request options and the options they were built from (kept, so that their address names
@@ -455,8 +459,11 @@ impl Session {
     }
 
     async fn drive(&self, control: &Control) -> Result<Stop, SessionError> {
+        self.start_hooks().await;
         let (mut action, _) = self.transition(Trigger::Run);
         let mut turn = 0;
+        // How many times a `Stop` hook kept this run going (bounded by `max_turns`).
+        let mut kept_going = 0;
         loop {
             action = match action {
                 Action::Stop(stop @ (Stop::Finished | Stop::Idle))
@@ -480,6 +487,18 @@ impl Session {
                         Resume::Nothing => return Ok(stop),
                     }
                 }
+                Action::Stop(Stop::Finished) => {
+                    let max_turns = match self.inner.max_turns {
+                        Some(max) => max,
+                        None => self.autopilot_options().await?.max_turns,
+                    };
+                    if kept_going < max_turns && self.stop_hooks(kept_going > 0).await? {
+                        kept_going += 1;
+                        self.transition(Trigger::Run).0
+                    } else {
+                        return Ok(Stop::Finished);
+                    }
+                }
                 Action::Stop(stop) => return Ok(stop),
                 Action::Cycle => {
                     let report = self.cycle_until(&control.token).await?;
@@ -497,6 +516,10 @@ impl Session {
                     }
                 }
                 Action::Send => {
+                    if !self.prompt_hooks().await? {
+                        self.transition(Trigger::Cancel);
+                        return Ok(Stop::PromptBlocked);
+                    }
                     turn += 1;
                     match self.respond(control, turn).await? {
                         respond::Response::Cancelled => self.transition(Trigger::Cancel).0,

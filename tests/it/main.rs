@@ -8,6 +8,7 @@
 
 mod durability;
 mod file_access;
+mod hooks;
 mod http;
 mod session;
 mod streams;

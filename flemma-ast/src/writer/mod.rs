@@ -334,3 +334,46 @@ pub fn rewrite_fence_body(
         body_lines(content, None, opts),
     ))
 }
+
+/// Replaces the input of the tool use `tool_use_id` (its first block, through `index`) with
+/// `input`, written as one line of JSON in a fresh fence; the header line is kept. A hook
+/// that rewrites a call's input leaves it in the transcript this way, so the block shows the
+/// input the call runs with.
+///
+/// ```
+/// use flemma_ast::{ToolIndex, apply_edits, parse, writer};
+/// let text = "@Assistant:\n**Tool Use:** `bash` (`t1`)\n\n```json\n{\"command\":\"rm -rf /\"}\n```\n";
+/// let doc = parse(text);
+/// let input = serde_json::json!({"command": "echo no"});
+/// let edit = writer::rewrite_tool_use_input(&doc, &ToolIndex::new(&doc), "t1", input.as_object().unwrap())?;
+/// let rewritten = apply_edits(text, &[edit])?;
+/// assert_eq!(parse(&rewritten).messages[0].tool_uses().next().unwrap().input()["command"], "echo no");
+/// assert!(rewritten.starts_with("@Assistant:\n**Tool Use:** `bash` (`t1`)\n\n```json\n{\"command\":\"echo no\"}\n```"));
+/// # Ok::<(), flemma_ast::AstError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`AstError::UnknownToolUse`] when the document has no tool use with that id.
+pub fn rewrite_tool_use_input(
+    doc: &Document,
+    index: &ToolIndex,
+    tool_use_id: &str,
+    input: &serde_json::Map<String, serde_json::Value>,
+) -> Result<TextEdit, AstError> {
+    let found = index
+        .tool_use(doc, tool_use_id)
+        .ok_or_else(|| AstError::UnknownToolUse {
+            id: tool_use_id.to_owned(),
+        })?;
+    let span = found.node.span;
+    let json = serde_json::to_string(input).unwrap_or_else(|_| "{}".to_owned());
+    let fence = fence_for(&json);
+    // The blank line after the header stays as it was written.
+    let mut lines = Vec::with_capacity(4);
+    if found.node.layout.blank_after_header {
+        lines.push(String::new());
+    }
+    lines.extend([format!("{fence}json"), json, fence]);
+    Ok(TextEdit::replace(span.start_line + 1, span.end_line, lines))
+}

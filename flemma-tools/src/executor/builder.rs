@@ -194,6 +194,7 @@ impl ExecutorBuilder {
             recovered: std::sync::atomic::AtomicBool::new(false),
             claimant: Claimant::new(),
             option_warnings: Mutex::new(Vec::new()),
+            hook_notes: Mutex::new(HashMap::new()),
         }
     }
 }

@@ -79,6 +79,9 @@ impl Executor {
         if let Some(error) = overflow_error {
             self.emit(Event::Warning(format!("full output not stored: {error}")));
         }
+        let output = self
+            .post_tool_use(settings, &id, &tool, output, overflow.is_some())
+            .await;
         let success = output.is_success();
         let mut body = None;
         if let Some(store) = &settings.store {

@@ -12,7 +12,8 @@
 //! The files: `state` holds the executor's state and the types its phases share (a leaf);
 //! `builder` builds it; `cycle` is its public face (the cycle, cancellation, user actions);
 //! `phases` and `plan` are Phase 1 and 2's decisions, `run` the call runner, `complete` a
-//! finished call's way into the transcript, `claim` one execution per call across hosts, and
+//! finished call's way into the transcript, `hooked` the hooks' part in both phases and in
+//! completion, `claim` one execution per call across hosts, and
 //! `jobs` the executor as the host of its background jobs. Each `impl Executor` file imports
 //! the state and the types, never each other's items, so no import circle runs through them.
 
@@ -20,6 +21,7 @@ mod builder;
 mod claim;
 mod complete;
 mod cycle;
+mod hooked;
 mod jobs;
 mod phases;
 mod plan;

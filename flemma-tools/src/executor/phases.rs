@@ -17,6 +17,7 @@ use super::state::{Call, Executor, Settings};
 use super::types::{Answer, Completed, ExecutorError, Next, PendingCall};
 use crate::actions;
 use crate::events::{Event, Placed};
+use crate::hooks::HookEvent;
 use crate::messages as msg;
 use crate::transcript::TranscriptError;
 
@@ -80,16 +81,28 @@ impl Executor {
         if unanswered.is_empty() {
             return Ok(Vec::new());
         }
-        let chain = self
-            .setup
-            .chain
-            .clone()
-            .unwrap_or_else(|| self.setup.registry.approval_chain());
+        let chain = self.chain_with_hooks(
+            self.setup
+                .chain
+                .clone()
+                .unwrap_or_else(|| self.setup.registry.approval_chain()),
+        );
+        let hooked = self.setup.registry.hooks().has(HookEvent::PreToolUse);
+        let context = (hooked || self.setup.registry.hooks().has(HookEvent::Notification))
+            .then(|| self.hook_context(settings));
         let mut placed = Vec::with_capacity(unanswered.len());
-        for (id, tool, input, aborted) in unanswered {
+        let mut rewrites = Vec::new();
+        let mut reasons = Vec::new();
+        for (id, tool, mut input, aborted) in unanswered {
             let status = if aborted {
                 ToolStatus::Aborted
             } else {
+                if let Some(context) = context.as_ref().filter(|_| hooked)
+                    && let Some(rewritten) = self.pre_tool_use(context, &id, &tool, &input).await
+                {
+                    input = rewritten;
+                    rewrites.push((id.clone(), input.clone()));
+                }
                 let call = ToolCall {
                     name: &tool,
                     input: &input,
@@ -102,6 +115,10 @@ impl Executor {
                     sandbox: &Available(settings.sandbox_available),
                 };
                 let outcome = chain.decide(&call, &ctx).await;
+                if hooked {
+                    // The chain decided before reaching the hooks' verdict: it is not needed.
+                    self.setup.registry.hooks().decided.take(&id);
+                }
                 for failure in &outcome.failures {
                     self.emit(Event::Warning(format!(
                         "approval: resolver '{}' error: {}",
@@ -112,17 +129,31 @@ impl Executor {
                 match outcome.decision {
                     Decision::Approve => ToolStatus::Approved,
                     Decision::RequireApproval => ToolStatus::Pending,
-                    Decision::Deny { .. } => ToolStatus::Denied,
+                    Decision::Deny { reason } => {
+                        if let Some(reason) = self.denial_text(&id, reason) {
+                            reasons.push((id.clone(), reason));
+                        }
+                        ToolStatus::Denied
+                    }
                 }
             };
             placed.push(Placed { id, tool, status });
         }
+        // Inputs the hooks rewrote are in the transcript before their placeholders.
+        self.rewrite_inputs(&rewrites).await?;
         // The placeholder batch skips uses that got a result meanwhile; a use that went away
         // (the text changed) is left out and the batch computed again.
         let batch: Vec<(&str, ToolStatus)> =
             placed.iter().map(|p| (p.id.as_str(), p.status)).collect();
         self.setup.transcript.place(&batch, settings.writer).await?;
+        // A denial's reason is its placeholder's body, for Phase 2's error.
+        self.write_denials(&reasons, settings.writer).await?;
         self.emit(Event::PlaceholdersPlaced(placed.clone()));
+        if let Some(context) = &context {
+            for p in placed.iter().filter(|p| p.status == ToolStatus::Pending) {
+                self.notify_pending(context, &p.id, &p.tool).await;
+            }
+        }
         Ok(placed)
     }
 

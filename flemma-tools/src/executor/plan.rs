@@ -106,6 +106,11 @@ pub(super) fn plan<T>(
         match result.status {
             Some(ToolStatus::Pending) if has_content => plan.settle.push((id, tool, None)),
             Some(ToolStatus::Pending) => plan.pending.push(call()),
+            // A resolver's reason (a hook's names the hook) is the placeholder's body.
+            Some(ToolStatus::Denied) if has_content => {
+                let text = format!("{} {}", msg::DENIED, result.content.trim());
+                plan.settle.push((id, tool, error(text)));
+            }
             Some(ToolStatus::Denied) => {
                 plan.settle.push((id, tool, error(msg::DENIED.to_owned())));
             }

@@ -53,6 +53,8 @@ pub struct Executor {
     pub(super) claimant: Claimant,
     /// The option warnings last emitted (each shown once while it lasts).
     pub(super) option_warnings: Mutex<Vec<OptionDiagnostic>>,
+    /// The context `PreToolUse` hooks left for calls not yet finished: (hook, text), by call.
+    pub(super) hook_notes: Mutex<HashMap<ToolUseId, Vec<(String, String)>>>,
 }
 
 /// A foreground call that runs now.

@@ -14,6 +14,7 @@ mod cycle_many;
 mod durability;
 mod executor;
 mod files;
+mod hooks;
 mod jobs;
 mod paths;
 mod preview;

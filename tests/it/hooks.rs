@@ -1,0 +1,226 @@
+//! The session's hooks: `UserPromptSubmit` (block, context), `Stop` (keep going, bounded),
+//! `SessionStart` / `SessionEnd`, in process and as command hooks run for real; assertions on
+//! the transcript and the request bodies.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use flemma::providers::{ScriptedProvider, Turn};
+use flemma::tools::hooks::{PromptAnswer, StopAnswer, from_config, hook_fn, on};
+use flemma::tools::{HookRegistration, MemoryConversation, ToolRegistry};
+use flemma::{Session, SessionEvent, Stop};
+use pretty_assertions::assert_eq;
+
+use crate::{chat, registry};
+
+fn session_with(
+    chat: &Arc<MemoryConversation>,
+    registry: ToolRegistry,
+    turns: Vec<Turn>,
+) -> (Session, Arc<ScriptedProvider>) {
+    let provider = Arc::new(ScriptedProvider::new(turns));
+    let session = Session::builder(chat.clone(), registry, provider.clone())
+        .flush_interval(Duration::ZERO)
+        .build();
+    (session, provider)
+}
+
+fn with_hooks(hooks: Vec<HookRegistration>) -> ToolRegistry {
+    let registry = registry();
+    for hook in hooks {
+        registry.register_hook(hook).unwrap();
+    }
+    registry
+}
+
+#[tokio::test]
+async fn a_prompt_hook_blocks_the_send_and_the_message_stays() {
+    let chat = chat(&[], "Deploy with password hunter2.");
+    let before = chat.text();
+    let block = hook_fn(on::UserPromptSubmit, |p| {
+        if p.prompt.contains("password") {
+            PromptAnswer::block("no passwords in prompts")
+        } else {
+            PromptAnswer::pass()
+        }
+    });
+    let (session, provider) = session_with(
+        &chat,
+        with_hooks(vec![block.named("secrets").unwrap()]),
+        vec![Turn::text("never sent")],
+    );
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::PromptBlocked);
+    assert!(provider.requests().is_empty(), "a blocked prompt was sent");
+    assert_eq!(chat.text(), before);
+    let events: Vec<SessionEvent> = std::iter::from_fn(|| events.try_recv()).collect();
+    assert!(events.contains(&SessionEvent::PromptBlocked {
+        hook: "secrets".into(),
+        reason: "no passwords in prompts".into()
+    }));
+}
+
+#[tokio::test]
+async fn a_prompt_hooks_context_is_in_the_message_and_the_request() {
+    let chat = chat(&[], "What branch?");
+    let context = hook_fn(on::UserPromptSubmit, |_| {
+        PromptAnswer::context("On branch main.")
+    });
+    let (session, provider) = session_with(
+        &chat,
+        with_hooks(vec![context.named("git").unwrap()]),
+        vec![Turn::text("main")],
+    );
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert!(
+        chat.text()
+            .contains("@You:\nWhat branch?\n\nHook `git`: On branch main.\n"),
+        "{}",
+        chat.text()
+    );
+    let request: serde_json::Value = serde_json::from_str(&provider.requests()[0]).unwrap();
+    assert!(
+        request["messages"]
+            .to_string()
+            .contains("Hook `git`: On branch main.")
+    );
+}
+
+#[tokio::test]
+async fn a_stop_hook_keeps_the_session_going_within_max_turns() {
+    // Once: the hook checks stop_hook_active, as Claude Code's scripts do.
+    let chat = chat(&[], "Fix it.");
+    let once = hook_fn(on::Stop, |s| {
+        if s.stop_hook_active {
+            StopAnswer::pass()
+        } else {
+            StopAnswer::continue_with("Run the tests first.")
+        }
+    });
+    let (session, provider) = session_with(
+        &chat,
+        with_hooks(vec![once.named("tests").unwrap()]),
+        vec![Turn::text("Fixed."), Turn::text("Tests pass.")],
+    );
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.requests().len(), 2);
+    assert!(
+        chat.text().contains(
+            "Fixed.\n\n@You:\nHook `tests`: Run the tests first.\n\n@Assistant:\nTests pass."
+        ),
+        "{}",
+        chat.text()
+    );
+    // Always: bounded by max_turns.
+    let chat = self::chat(&[], "Loop.");
+    let always = hook_fn(on::Stop, |_| StopAnswer::continue_with("again"));
+    let provider = Arc::new(ScriptedProvider::new(
+        (0..5).map(|i| Turn::text(format!("turn {i}"))),
+    ));
+    let session = Session::builder(
+        chat.clone(),
+        with_hooks(vec![always.named("again").unwrap()]),
+        provider.clone(),
+    )
+    .flush_interval(Duration::ZERO)
+    .max_turns(2)
+    .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(
+        provider.requests().len(),
+        3,
+        "the first answer and two kept going"
+    );
+}
+
+#[tokio::test]
+async fn session_start_runs_once_and_end_when_the_host_ends() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(AtomicUsize::new(0));
+    let (s, e) = (Arc::clone(&started), Arc::clone(&ended));
+    let start = hook_fn(on::SessionStart, move |input| {
+        assert_eq!(input.reason, "startup");
+        s.fetch_add(1, Ordering::SeqCst);
+    });
+    let end = hook_fn(on::SessionEnd, move |input| {
+        assert_eq!(input.reason, "exit");
+        e.fetch_add(1, Ordering::SeqCst);
+    });
+    let chat = chat(&[], "Hi.");
+    let (session, _) = session_with(
+        &chat,
+        with_hooks(vec![
+            start.named("start").unwrap(),
+            end.named("end").unwrap(),
+        ]),
+        vec![Turn::text("Hello."), Turn::text("Again.")],
+    );
+    session.run().await.unwrap();
+    chat.set_text(format!("{}\n@You:\nOnce more.\n", chat.text()));
+    session.run().await.unwrap();
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    assert_eq!(ended.load(Ordering::SeqCst), 0);
+    session.end("exit").await;
+    assert_eq!(ended.load(Ordering::SeqCst), 1);
+}
+
+fn script(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/hooks")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A registry with the command hooks of `toml`.
+fn command_hooks(toml: &str) -> ToolRegistry {
+    let mut config = flemma::config::Config::new();
+    config.load_toml_str(toml, "flemma.toml".as_ref()).unwrap();
+    let registry = registry();
+    for hook in from_config(&config, None).unwrap().hooks {
+        registry.register_hook(hook).unwrap();
+    }
+    registry
+}
+
+#[tokio::test]
+async fn command_hooks_add_context_block_prompts_and_keep_going_once() {
+    let toml = format!(
+        "[hooks]\ncompat = \"claude\"\n\n[[hooks.UserPromptSubmit]]\nhooks = [{{ type = \"command\", command = \"{}\" }}]\n\n[[hooks.Stop]]\nhooks = [{{ type = \"command\", command = \"python3 {}\" }}]\n",
+        script("prompt_context.sh"),
+        script("keep_going.py"),
+    );
+    let chat = chat(&[], "Fix the bug.");
+    let (session, provider) = session_with(
+        &chat,
+        command_hooks(&toml),
+        vec![Turn::text("Fixed."), Turn::text("Tests pass.")],
+    );
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let text = chat.text();
+    assert!(
+        text.contains(
+            "Fix the bug.\n\nHook `UserPromptSubmit-001`: The repository is on branch main.\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("@You:\nHook `Stop-001`: Run the tests before you stop.\n"),
+        "{text}"
+    );
+    // The Stop hook's message is a user message with text: the prompt hook ran on it too.
+    assert_eq!(provider.requests().len(), 2);
+    // Exit 2: the send is blocked.
+    let chat = self::chat(&[], "My password is hunter2.");
+    let (session, provider) = session_with(&chat, command_hooks(&toml), vec![Turn::text("no")]);
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::PromptBlocked);
+    assert!(provider.requests().is_empty());
+    let events: Vec<SessionEvent> = std::iter::from_fn(|| events.try_recv()).collect();
+    assert!(events.contains(&SessionEvent::PromptBlocked {
+        hook: "UserPromptSubmit-001".into(),
+        reason: "Prompts must not hold passwords.".into()
+    }));
+}
