@@ -1,6 +1,7 @@
 //! An approval resolver that awaits a policy: here a (simulated) remote service that allows
 //! reading anything but `.env` files and writing only under `notes/`. Registered on the
-//! registry's approval chain, it decides before the built-in resolvers.
+//! registry's approval chain, it decides before the built-in resolvers; its reason for a denial
+//! reaches the model after the spec's `The tool was denied by a policy.`
 //!
 //! ```text
 //! cargo run --example custom_resolver
@@ -67,7 +68,9 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(text.contains("read_file \"README.md\" done"), "{text}");
     anyhow::ensure!(text.contains("write_file \"notes/todo.md\" done"), "{text}");
     anyhow::ensure!(
-        text.contains("(error)\n```\nThe tool was denied by a policy.\n```"),
+        text.contains(
+            "(error)\n```\nThe tool was denied by a policy. policy: no read_file on .env\n```"
+        ),
         "{text}"
     );
     println!("{text}");

@@ -79,6 +79,7 @@ pub use executor::{
     Next, PendingCall,
 };
 pub use hooks::{Hook, HookEvent, HookRegistration, Hooks, hook_fn};
+pub use messages::DENIED as DENIED_MESSAGE;
 pub use module::ToolModule;
 pub use output::{Output, ToolOutput};
 pub use protect::protect_host_process;

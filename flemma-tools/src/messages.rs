@@ -3,7 +3,7 @@
 /// `tool.error.unknown`
 pub(crate) const UNKNOWN_ERROR: &str = "Unknown error";
 /// `tool.denied`
-pub(crate) const DENIED: &str = "The tool was denied by a policy.";
+pub const DENIED: &str = "The tool was denied by a policy.";
 /// `tool.rejected`
 pub(crate) const REJECTED: &str = "This tool has been rejected by the user.";
 /// `tool.rejected.feedback` without its `{{ reason }}`.

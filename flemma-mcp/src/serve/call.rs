@@ -97,6 +97,14 @@ pub(super) async fn run(
         None => Ok(CallToolResult::success(vec![ContentBlock::text(
             result.content.clone(),
         )])),
+        // The executor writes a resolver's reason after the spec's text (a hook's always);
+        // the chain is asked again only when the result holds no reason.
+        Some(ToolStatus::Error)
+            if placed == Some(ToolStatus::Denied)
+                && result.content.trim() != flemma_tools::DENIED_MESSAGE =>
+        {
+            Ok(error_result(result.content.clone()))
+        }
         Some(ToolStatus::Error) if placed == Some(ToolStatus::Denied) => {
             let reason = deny_reason(server, &executor, &tool, &id, &arguments).await;
             Ok(error_result(match reason {
