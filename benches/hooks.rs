@@ -109,7 +109,11 @@ fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("hooks");
     group.measurement_time(Duration::from_secs(8));
     let cases = [
-        ("no_hooks", Hooks::None, sizes("FLEMMA_BENCH_HOOKS_SIZES", "1000")),
+        (
+            "no_hooks",
+            Hooks::None,
+            sizes("FLEMMA_BENCH_HOOKS_SIZES", "1000"),
+        ),
         (
             "in_process_no_opinion",
             Hooks::InProcess,
@@ -130,7 +134,11 @@ fn benches(c: &mut Criterion) {
         for count in sizes {
             let text = transcript(count);
             group.throughput(Throughput::Elements(count as u64));
-            group.sample_size(if matches!(hooks, Hooks::Command) { 10 } else { 20 });
+            group.sample_size(if matches!(hooks, Hooks::Command) {
+                10
+            } else {
+                20
+            });
             group.bench_function(BenchmarkId::new(name, count), |b| {
                 b.iter_batched(
                     || {
@@ -139,7 +147,9 @@ fn benches(c: &mut Criterion) {
                             .config(config())
                             .build();
                         // Parsed before timing, as a host's conversation is.
-                        runtime.block_on(executor.transcript().document()).expect("parse");
+                        runtime
+                            .block_on(executor.transcript().document())
+                            .expect("parse");
                         executor
                     },
                     |executor| {

@@ -39,7 +39,11 @@ async fn main() -> anyhow::Result<()> {
     let note = CommandHook::new(
         r#"echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "logged to the audit trail"}}'"#,
     );
-    tools.register_hook(HookRegistration::new("audit", [HookEvent::PostToolUse], note)?)?;
+    tools.register_hook(HookRegistration::new(
+        "audit",
+        [HookEvent::PostToolUse],
+        note,
+    )?)?;
 
     // Keep going once when the model stops.
     let once = hook_fn(on::Stop, |stop| {
@@ -70,7 +74,10 @@ async fn main() -> anyhow::Result<()> {
         "{text}"
     );
     anyhow::ensure!(text.contains(r#""command":"ls -a""#), "{text}");
-    anyhow::ensure!(text.contains("Hook `audit`: logged to the audit trail"), "{text}");
+    anyhow::ensure!(
+        text.contains("Hook `audit`: logged to the audit trail"),
+        "{text}"
+    );
     anyhow::ensure!(
         text.contains("Hook `summary`: Say which files you saw before you stop."),
         "{text}"

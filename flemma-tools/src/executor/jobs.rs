@@ -21,6 +21,7 @@ use crate::jobs::start::JobCall;
 use crate::jobs::table::Delivery;
 use crate::jobs::{Delivered, JobInfo, Recovery};
 use crate::messages as msg;
+use crate::output::ToolOutput;
 use crate::tool::Tool;
 
 impl From<JobFault> for ExecutorError {
@@ -96,11 +97,32 @@ impl JobHost for Executor {
         Box::pin(async move { run.await.output })
     }
 
-    async fn result_text(&self, settings: &Settings, item: &Delivery) -> String {
-        match &settings.store {
-            Some(store) if !item.lost => self.store_job(store, item, settings).await,
-            _ => item.outcome.text.clone(),
+    async fn result_text(&self, settings: &Settings, item: &Delivery) -> (String, bool) {
+        if item.lost {
+            return (item.outcome.text.clone(), !item.outcome.success);
         }
+        // A finished job's result passes through the PostToolUse hooks as a foreground
+        // call's does.
+        let output = if item.outcome.success {
+            ToolOutput::text(item.outcome.text.clone())
+        } else {
+            ToolOutput::error(item.outcome.text.clone())
+        };
+        let output = self
+            .post_tool_use(settings, &item.tool_id, &item.tool, output, false)
+            .await;
+        let item = Delivery {
+            outcome: crate::jobs::journal::Outcome {
+                success: output.is_success(),
+                text: output.result_text(),
+            },
+            ..item.clone()
+        };
+        let text = match &settings.store {
+            Some(store) => self.store_job(store, &item, settings).await,
+            None => item.outcome.text.clone(),
+        };
+        (text, !item.outcome.success)
     }
 }
 

@@ -101,22 +101,29 @@ impl CommandHook {
         input
     }
 
-    fn tool_fields(
+    /// The input of a tool event: the common fields, the tool's name and input (in the
+    /// hook's vocabulary) and the call's id.
+    fn tool_event(
         &self,
-        input: &mut Map<String, Value>,
+        event: HookEvent,
+        context: &HookContext,
         tool: &str,
         id: &str,
         args: &Value,
-        cwd: &Path,
-    ) {
+    ) -> Map<String, Value> {
+        let mut input = Self::base(event, context);
         let (name, args) = if self.claude() {
-            (claude_tool_name(tool), claude_input(tool, args, cwd))
+            (
+                claude_tool_name(tool),
+                claude_input(tool, args, &context.cwd),
+            )
         } else {
             (tool.to_owned(), args.clone())
         };
         input.insert("tool_name".into(), name.into());
         input.insert("tool_input".into(), args);
         input.insert("tool_use_id".into(), id.into());
+        input
     }
 
     /// Runs the command with `input` on standard input.
@@ -233,14 +240,13 @@ fn stderr_suffix(stderr: &str) -> String {
 #[async_trait]
 impl Hook for CommandHook {
     async fn pre_tool_use(&self, event: &PreToolUseInput) -> Result<PreToolUseAnswer, HookError> {
-        let mut input = Self::base(HookEvent::PreToolUse, &event.context);
         let cwd = &event.context.cwd;
-        self.tool_fields(
-            &mut input,
+        let input = self.tool_event(
+            HookEvent::PreToolUse,
+            &event.context,
             event.tool.as_str(),
             event.id.as_str(),
             &event.input,
-            cwd,
         );
         let answer = match self.call(input, cwd).await?.answer()? {
             Ok(answer) => answer,
@@ -382,14 +388,13 @@ impl CommandHook {
         kind: HookEvent,
         event: &PostToolUseInput,
     ) -> Result<PostToolUseAnswer, HookError> {
-        let mut input = Self::base(kind, &event.context);
         let cwd = &event.context.cwd;
-        self.tool_fields(
-            &mut input,
+        let mut input = self.tool_event(
+            kind,
+            &event.context,
             event.tool.as_str(),
             event.id.as_str(),
             &event.input,
-            cwd,
         );
         if kind == HookEvent::PostToolUseFailure {
             input.insert("error".into(), event.result.clone().into());

@@ -47,9 +47,9 @@ impl Jobs {
         item: Delivery,
         settings: &H::Settings,
     ) -> Result<Delivered, H::Error> {
-        let text = host.result_text(settings, &item).await;
+        let (text, is_error) = host.result_text(settings, &item).await;
         let writer = host.writer(settings);
-        let block = writer::job_result_lines(&item.job_id, !item.outcome.success, &text, writer);
+        let block = writer::job_result_lines(&item.job_id, is_error, &text, writer);
         let mut placement = writer::JobPlacement::Appended;
         let error_modeline = format!("error job={}", item.job_id);
         host.edit(|doc| {

@@ -91,11 +91,12 @@ pub(crate) trait JobHost: Send + Sync {
     /// Runs a call in the host's runtime (time limit, panics caught, truncation).
     fn run(&self, call: HostedCall) -> RunFuture;
 
-    /// The text a delivered Job Result holds: stored (`source = "job"`) or saved to its
+    /// The text a delivered Job Result holds and whether it is an error: as the
+    /// `PostToolUse` hooks leave it, then stored (`source = "job"`) or saved to its
     /// `flemma.save_to`, as `settings` say.
     fn result_text(
         &self,
         settings: &Self::Settings,
         item: &Delivery,
-    ) -> impl Future<Output = String> + Send;
+    ) -> impl Future<Output = (String, bool)> + Send;
 }

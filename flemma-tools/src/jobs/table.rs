@@ -94,7 +94,7 @@ struct Table {
 }
 
 /// A finished job taken off the queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Delivery {
     pub(crate) job_id: JobId,
     pub(crate) tool_id: ToolUseId,

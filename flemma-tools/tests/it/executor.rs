@@ -446,7 +446,8 @@ async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
     assert_contains(
         &after,
         &[
-            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy.\n```",
+            // The resolver's reason follows the spec's text.
+            "**Tool Result:** `toolu_00` (error)\n```\nThe tool was denied by a policy. no\n```",
             "**Tool Result:** `toolu_ping`\n```\npong\n```",
         ],
     );

@@ -564,3 +564,39 @@ fn hooks_configuration_is_checked() {
     assert_eq!(hooks.hooks.len(), 2);
     assert_eq!(hooks.compat, Compat::Native);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_jobs_result_passes_through_post_tool_use() {
+    let registry = test_registry();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let hook = hook_fn(on::PostToolUse, move |r| {
+        record
+            .lock()
+            .unwrap()
+            .push((r.tool.to_string(), r.id.to_string(), r.result.clone()));
+        PostToolUseAnswer::append("(checked)").mark_error(true)
+    });
+    registry.register_hook(hook.named("jobs").unwrap()).unwrap();
+    let text = format!(
+        "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_j`)\n```json\n{{\"ms\": 20, \"flemma.background\": true}}\n```\n"
+    );
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), registry).build();
+    executor.cycle().await.unwrap();
+    assert_eq!(executor.wait_jobs().await.unwrap().len(), 1);
+    let after = conversation.text();
+    let job = after.split("**Job Result:**").nth(1).expect("a Job Result");
+    assert!(
+        job.contains("(error)\n```\nslept 20\n(checked)\n```"),
+        "{after}"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(
+            "sleep".to_owned(),
+            "toolu_j".to_owned(),
+            "slept 20".to_owned()
+        )]
+    );
+}
