@@ -376,6 +376,12 @@ async fn drive(
             result = &mut run => break End::Stopped(result),
         }
     };
+    // The session's end, for its `SessionEnd` hooks (not when the run was given up on).
+    if !matches!(end, End::Abandoned) {
+        session
+            .end(if signal.is_some() { "signal" } else { "exit" })
+            .await;
+    }
     while let Some(event) = events.try_recv() {
         ui.show(&event);
     }

@@ -198,6 +198,11 @@ impl Ui {
                 output_tokens,
             } => self.usage = Some((*input_tokens, *output_tokens)),
             SessionEvent::RequestAborted => self.status("request cancelled"),
+            SessionEvent::PromptBlocked { hook, reason } => {
+                self.status(&format!(
+                    "not sent: hook '{hook}' blocked the prompt: {reason}"
+                ));
+            }
             SessionEvent::Warning(warning) => self.status(&crate::notices::warning_line(warning)),
             SessionEvent::Tool(event) => self.tool(event),
             SessionEvent::ResumeScheduled { delay_ms } => {

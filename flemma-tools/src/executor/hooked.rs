@@ -59,33 +59,31 @@ impl Executor {
         Arc::new(with)
     }
 
-    /// Runs the `PreToolUse` hooks of a call: their warnings emitted, their verdict left for
-    /// the chain's hooks resolver, their context kept for the call's result. Returns the
-    /// input the call runs with when a hook rewrote it.
+    /// Runs the `PreToolUse` hooks of a call: their warnings emitted, their context kept for
+    /// the call's result. Returns their verdict, for the chain's hooks resolver
+    /// ([`resolver::deciding`](crate::hooks::resolver::deciding)), and the input the call
+    /// runs with when a hook rewrote it.
     pub(super) async fn pre_tool_use(
         &self,
         context: &HookContext,
         id: &ToolUseId,
         tool: &ToolName,
         input: &Value,
-    ) -> Option<Value> {
+    ) -> (flemma_approval::Verdict, Option<Value>) {
         let hooks = self.setup.registry.hooks();
         let event = PreToolUseInput::new(context.clone(), tool.clone(), id.clone(), input.clone());
         let outcome = hooks.pre_tool_use(&event).await;
         for warning in outcome.warnings {
             self.emit(Event::Warning(warning));
         }
-        hooks.decided.put(
-            id.clone(),
-            crate::hooks::resolver::verdict_of(outcome.decision.as_ref()),
-        );
         if !outcome.context.is_empty() {
             self.hook_notes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(id.clone(), outcome.context);
         }
-        outcome.input
+        let verdict = crate::hooks::resolver::verdict_of(outcome.decision.as_ref());
+        (verdict, outcome.input)
     }
 
     /// Writes the inputs hooks rewrote into their `**Tool Use:**` blocks, in one edit.

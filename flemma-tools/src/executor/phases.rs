@@ -97,11 +97,14 @@ impl Executor {
             let status = if aborted {
                 ToolStatus::Aborted
             } else {
-                if let Some(context) = context.as_ref().filter(|_| hooked)
-                    && let Some(rewritten) = self.pre_tool_use(context, &id, &tool, &input).await
-                {
-                    input = rewritten;
-                    rewrites.push((id.clone(), input.clone()));
+                let mut verdict = None;
+                if let Some(context) = context.as_ref().filter(|_| hooked) {
+                    let (decided, rewritten) = self.pre_tool_use(context, &id, &tool, &input).await;
+                    verdict = Some(decided);
+                    if let Some(rewritten) = rewritten {
+                        input = rewritten;
+                        rewrites.push((id.clone(), input.clone()));
+                    }
                 }
                 let call = ToolCall {
                     name: &tool,
@@ -114,11 +117,19 @@ impl Executor {
                     tools: &self.setup.registry,
                     sandbox: &Available(settings.sandbox_available),
                 };
-                let outcome = chain.decide(&call, &ctx).await;
-                if hooked {
-                    // The chain decided before reaching the hooks' verdict: it is not needed.
-                    self.setup.registry.hooks().decided.take(&id);
-                }
+                // The hooks ran once for the call: the chain's hooks resolver answers with
+                // their verdict.
+                let outcome = match verdict {
+                    Some(verdict) => {
+                        crate::hooks::resolver::deciding(
+                            id.clone(),
+                            verdict,
+                            chain.decide(&call, &ctx),
+                        )
+                        .await
+                    }
+                    None => chain.decide(&call, &ctx).await,
+                };
                 for failure in &outcome.failures {
                     self.emit(Event::Warning(format!(
                         "approval: resolver '{}' error: {}",

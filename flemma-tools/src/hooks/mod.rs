@@ -461,8 +461,6 @@ impl HookRegistration {
 #[derive(Clone, Default)]
 pub struct Hooks {
     set: Arc<RwLock<Arc<Vec<HookRegistration>>>>,
-    /// The `PreToolUse` verdicts of Phase 1, for the chain's hooks resolver.
-    pub(crate) decided: Arc<resolver::Decided>,
 }
 
 impl fmt::Debug for Hooks {

@@ -1,9 +1,6 @@
 //! The `PreToolUse` hooks' place in the approval chain: one resolver answering with their
 //! combined decision.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-
 use async_trait::async_trait;
 use flemma_approval::{ApprovalContext, Resolver, ResolverError, ToolCall, Verdict};
 use flemma_ids::ToolUseId;
@@ -17,26 +14,28 @@ pub const HOOKS_RESOLVER: &str = "urn:flemma:approval:hooks";
 /// Claude Code.
 pub const HOOKS_PRIORITY: i32 = 200;
 
-/// The verdicts Phase 1 computed (the hooks ran once per call), by call id, until the chain
-/// reads them.
-#[derive(Debug, Default)]
-pub(crate) struct Decided(Mutex<HashMap<ToolUseId, Verdict>>);
+tokio::task_local! {
+    /// The verdict Phase 1 computed for the call being decided (the hooks ran once for it),
+    /// set around that one decision: task-local, so that executors sharing a registry (and
+    /// its hooks) never read each other's verdicts.
+    static DECIDED: (ToolUseId, Verdict);
+}
 
-impl Decided {
-    pub(crate) fn put(&self, id: ToolUseId, verdict: Verdict) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, verdict);
-    }
+/// Runs `decide` (one chain decision of the call `id`) with the hooks' `verdict` for it.
+pub(crate) async fn deciding<F: std::future::Future>(
+    id: ToolUseId,
+    verdict: Verdict,
+    decide: F,
+) -> F::Output {
+    DECIDED.scope((id, verdict), decide).await
+}
 
-    pub(crate) fn take(&self, id: &ToolUseId) -> Option<Verdict> {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.is_empty() {
-            return None;
-        }
-        map.remove(id)
-    }
+/// The verdict Phase 1 left for the call `id`, when this is its decision.
+fn decided(id: Option<&ToolUseId>) -> Option<Verdict> {
+    DECIDED
+        .try_with(|(decided, verdict)| (Some(decided) == id).then(|| verdict.clone()))
+        .ok()
+        .flatten()
 }
 
 /// The verdict of the hooks' combined decision (`None`: no opinion).
@@ -71,7 +70,7 @@ impl Resolver for HooksResolver {
         call: &ToolCall<'_>,
         _ctx: &ApprovalContext<'_>,
     ) -> Result<Verdict, ResolverError> {
-        if let Some(verdict) = call.id.and_then(|id| self.0.decided.take(id)) {
+        if let Some(verdict) = decided(call.id) {
             return Ok(verdict);
         }
         let id = match call.id {

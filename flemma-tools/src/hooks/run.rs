@@ -128,9 +128,11 @@ impl Hooks {
         if hooks.is_empty() {
             return outcome;
         }
-        let mut current = event.clone();
+        // The event as the hooks so far left it: a copy only once a hook rewrote the input.
+        let mut rewritten: Option<PreToolUseInput> = None;
         for hook in hooks.iter() {
-            let answer = match guarded(hook, hook.hook.pre_tool_use(&current)).await {
+            let current = rewritten.as_ref().unwrap_or(event);
+            let answer = match guarded(hook, hook.hook.pre_tool_use(current)).await {
                 Ok(answer) => answer,
                 Err(warning) => {
                     outcome.warnings.push(warning);
@@ -140,7 +142,9 @@ impl Hooks {
             notice(&mut outcome.warnings, hook, answer.notice);
             match answer.updated_input {
                 Some(input @ Value::Object(_)) if input != current.input => {
-                    current.input = input.clone();
+                    let mut next = current.clone();
+                    next.input = input.clone();
+                    rewritten = Some(next);
                     outcome.input = Some(input);
                 }
                 Some(Value::Object(_)) | None => {}

@@ -600,3 +600,41 @@ async fn a_background_jobs_result_passes_through_post_tool_use() {
         )]
     );
 }
+
+/// Denies in conversation `b` only, after a pause (so that decisions interleave).
+struct PerConversation;
+
+#[async_trait]
+impl Hook for PerConversation {
+    async fn pre_tool_use(&self, call: &PreToolUseInput) -> Result<PreToolUseAnswer, HookError> {
+        let b = call.context.session_id == "b";
+        tokio::time::sleep(std::time::Duration::from_millis(if b { 1 } else { 20 })).await;
+        Ok(if b {
+            PreToolUseAnswer::deny("not in b")
+        } else {
+            PreToolUseAnswer::allow()
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executors_sharing_a_registry_never_read_each_others_verdicts() {
+    let registry = test_registry();
+    let hook = HookRegistration::new("per", [HookEvent::PreToolUse], PerConversation).unwrap();
+    registry.register_hook(hook).unwrap();
+    let run = |id: &'static str| {
+        let registry = registry.clone();
+        async move {
+            let conversation = Arc::new(MemoryConversation::new(echo_call("hi")));
+            let executor = Executor::builder(conversation.clone(), registry)
+                .conversation_id(id)
+                .build();
+            executor.cycle().await.unwrap();
+            conversation.text()
+        }
+    };
+    let (a, b) = tokio::join!(tokio::spawn(run("a")), tokio::spawn(run("b")));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_contains(&a, &["**Tool Result:** `toolu_1`\n```\nhi\n```"]);
+    assert_contains(&b, &["Hook `per`: not in b"]);
+}
