@@ -248,9 +248,14 @@ pub(crate) fn explain(
         f.error
             .unwrap_or_else(|| anyhow::anyhow!("cannot start the runtime"))
     })?;
+    // The conversation's own hooks decide too, where its frontmatter added some.
+    let conversation = flemma::tools::hooks::from_frontmatter(config)?;
+    let hooks = registry.hooks().with_conversation(&conversation.hooks);
     Ok(runtime.block_on(async {
         registry.ready().await;
-        registry.approval_chain().explain(&call, &ctx).await
+        flemma::tools::hooks::chain_with_hooks(registry.approval_chain(), &hooks)
+            .explain(&call, &ctx)
+            .await
     }))
 }
 

@@ -194,7 +194,8 @@ const MCP_SETUP_ONLY_INSTEAD: &str = "a conversation or a layer of options canno
 const HOOKS_SETUP_ONLY_INSTEAD: &str = "a conversation or a layer of options cannot add hooks \
      (a shared .chat file must not run commands when it is opened); define command hooks in \
      `[[hooks.<Event>]]` of flemma.toml, or register them in Rust with \
-     `ToolRegistry::register_hook`";
+     `ToolRegistry::register_hook`. A host that trusts its conversations may let frontmatters \
+     add hooks with `[hooks] allow_frontmatter = true`";
 
 /// The server of an `mcp.servers.<name>…` path, when `<name>` can be a server's name.
 pub(crate) fn mcp_server<'p>(segments: &[&'p str]) -> Option<&'p str> {

@@ -105,5 +105,81 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Whether a conversation's frontmatter may add hooks: what the host said with
+    /// [`allow_frontmatter_hooks`](Self::allow_frontmatter_hooks), else `allow_frontmatter`
+    /// of the options files' `[hooks]` section, else no (a shared `.chat` file must not run
+    /// commands when it is opened).
+    ///
+    /// ```
+    /// let mut config = flemma_config::Config::new();
+    /// assert!(!config.frontmatter_hooks_allowed());
+    /// config.load_toml_str("[hooks]\nallow_frontmatter = true\n", "flemma.toml".as_ref())?;
+    /// assert!(config.frontmatter_hooks_allowed());
+    /// config.allow_frontmatter_hooks(false);
+    /// assert!(!config.frontmatter_hooks_allowed());
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    pub fn frontmatter_hooks_allowed(&self) -> bool {
+        self.allow_frontmatter_hooks.unwrap_or_else(|| {
+            self.section("hooks")
+                .and_then(|h| h.get("allow_frontmatter"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        })
+    }
+
+    /// Lets conversations' frontmatters add hooks (`allow`), or not, whatever the options
+    /// files say.
+    pub fn allow_frontmatter_hooks(&mut self, allow: bool) {
+        self.allow_frontmatter_hooks = Some(allow);
+        self.generation = crate::config::next_generation();
+    }
+
+    /// The `hooks` the frontmatter wrote (`{"flemma": {"hooks": {"PreToolUse": [...]}}}`,
+    /// `flemma.opt.hooks.PreToolUse = {...}`), as written, when the host allows frontmatter
+    /// hooks ([`frontmatter_hooks_allowed`](Self::frontmatter_hooks_allowed)); `None` when the
+    /// frontmatter wrote none. Without the host's leave, writing `hooks` in a frontmatter is
+    /// [`ConfigError::Unsupported`] and nothing is kept.
+    ///
+    /// ```
+    /// let mut config = flemma_config::Config::new();
+    /// config.allow_frontmatter_hooks(true);
+    /// let fm = r#"{"flemma": {"hooks": {"PreToolUse": [{"matcher": "bash", "command": "exit 0"}]}}}"#;
+    /// config.apply_frontmatter("json", fm, 2)?;
+    /// let hooks = config.frontmatter_hooks().expect("written");
+    /// assert_eq!(hooks["PreToolUse"][0]["matcher"], "bash");
+    /// # Ok::<(), flemma_config::FrontmatterError>(())
+    /// ```
+    pub fn frontmatter_hooks(&self) -> Option<&Value> {
+        self.frontmatter_hooks.as_ref()
+    }
+
+    /// Keeps a frontmatter's write of `hooks` or a path below it (`hooks.PreToolUse`);
+    /// `false` for any other path.
+    pub(crate) fn write_frontmatter_hooks(
+        &mut self,
+        path: &str,
+        value: &Value,
+    ) -> Result<bool, crate::ConfigError> {
+        let segments = crate::path::split(path)?;
+        if segments.first() != Some(&"hooks") {
+            return Ok(false);
+        }
+        let mut written = value.clone();
+        for segment in segments[1..].iter().rev() {
+            let mut table = serde_json::Map::new();
+            table.insert((*segment).to_owned(), written);
+            written = Value::Object(table);
+        }
+        match &mut self.frontmatter_hooks {
+            Some(hooks) => merge(hooks, written, true),
+            None => self.frontmatter_hooks = Some(written),
+        }
+        self.generation = crate::config::next_generation();
+        Ok(true)
+    }
+}
+
 /// The host sections of a [`Config`], by name.
 pub(crate) type Sections = BTreeMap<String, Section>;

@@ -20,8 +20,9 @@ fn note(hook: &str, text: &str) -> String {
 }
 
 impl Session {
-    fn hooks(&self) -> &Hooks {
-        self.inner.transcript().registry().hooks()
+    /// The conversation's hooks ([`Executor::hooks`](flemma_tools::Executor::hooks)).
+    async fn hooks(&self) -> Result<Hooks, SessionError> {
+        Ok(self.inner.executor.hooks().await?)
     }
 
     /// What the session's hooks are told about the conversation.
@@ -52,24 +53,41 @@ impl Session {
 
     /// `SessionStart`, once per session (at its first run).
     pub(super) async fn start_hooks(&self) {
-        if self.inner.started.swap(true, Ordering::SeqCst)
-            || !self.hooks().has(HookEvent::SessionStart)
-        {
+        if self.inner.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Options that do not evaluate fail the run right after; no hook runs here.
+        let Ok(hooks) = self.hooks().await else {
+            return;
+        };
+        if !hooks.has(HookEvent::SessionStart) {
             return;
         }
         let event = SessionInput::new(self.hook_context(), "startup");
-        let warnings = self.hooks().session(true, &event).await;
+        let warnings = hooks.session(true, &event).await;
         self.warn_all(warnings);
     }
 
     /// Ends the session for its hooks: runs the `SessionEnd` hooks with `reason` (`exit`,
     /// `clear`, …). A host calls it once, when it is done with the conversation.
     pub async fn end(&self, reason: &str) {
-        if !self.hooks().has(HookEvent::SessionEnd) {
+        let hooks = match self.hooks().await {
+            Ok(hooks) => hooks,
+            Err(error) => {
+                let report = flemma_tools::hooks::HookError::with_source(
+                    "SessionEnd hooks not run",
+                    error,
+                )
+                .report();
+                self.emit(SessionEvent::Warning(report));
+                return;
+            }
+        };
+        if !hooks.has(HookEvent::SessionEnd) {
             return;
         }
         let event = SessionInput::new(self.hook_context(), reason);
-        let warnings = self.hooks().session(false, &event).await;
+        let warnings = hooks.session(false, &event).await;
         self.warn_all(warnings);
     }
 
@@ -77,7 +95,8 @@ impl Session {
     /// when a hook blocked the send (a [`SessionEvent::PromptBlocked`] tells the UI); the
     /// hooks' context is added to the user's message first.
     pub(super) async fn prompt_hooks(&self) -> Result<bool, SessionError> {
-        if !self.hooks().has(HookEvent::UserPromptSubmit) {
+        let hooks = self.hooks().await?;
+        if !hooks.has(HookEvent::UserPromptSubmit) {
             return Ok(true);
         }
         let prompt = self
@@ -100,7 +119,7 @@ impl Session {
             return Ok(true);
         };
         let event = UserPromptSubmitInput::new(self.hook_context(), prompt);
-        let outcome = self.hooks().user_prompt_submit(&event).await;
+        let outcome = hooks.user_prompt_submit(&event).await;
         self.warn_all(outcome.warnings);
         if let Some((hook, reason)) = outcome.block {
             self.emit(SessionEvent::PromptBlocked { hook, reason });
@@ -116,7 +135,8 @@ impl Session {
     /// `Stop` when the model answered without tools: `true` when a hook keeps the session
     /// going (its reason written as a new user message the model reads).
     pub(super) async fn stop_hooks(&self, active: bool) -> Result<bool, SessionError> {
-        if !self.hooks().has(HookEvent::Stop) {
+        let hooks = self.hooks().await?;
+        if !hooks.has(HookEvent::Stop) {
             return Ok(false);
         }
         let last = self
@@ -136,7 +156,7 @@ impl Session {
             })
             .await?;
         let event = StopInput::new(self.hook_context(), active, last);
-        let outcome = self.hooks().stop(&event).await;
+        let outcome = hooks.stop(&event).await;
         self.warn_all(outcome.warnings);
         let Some((hook, reason)) = outcome.continue_with else {
             return Ok(false);

@@ -83,6 +83,37 @@ impl SessionBuilder {
         self
     }
 
+    /// Adds a hook for this session's conversation alone
+    /// ([`ExecutorBuilder::hook`]): `SessionStart`, `UserPromptSubmit`, `Stop` and
+    /// `SessionEnd` hooks as well as the tool events'.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma::providers::{ScriptedProvider, Turn};
+    /// use flemma::tools::hooks::{PromptAnswer, hook_fn, on};
+    /// use flemma::tools::{MemoryConversation, ToolRegistry};
+    /// use flemma::{Session, Stop};
+    ///
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nWhat is the password?\n"));
+    /// let provider = Arc::new(ScriptedProvider::new([Turn::text("Never.")]));
+    /// let no_secrets = hook_fn(on::UserPromptSubmit, |prompt| {
+    ///     if prompt.prompt.contains("password") {
+    ///         PromptAnswer::block("no secrets in this session")
+    ///     } else {
+    ///         PromptAnswer::pass()
+    ///     }
+    /// });
+    /// let session = Session::builder(chat, ToolRegistry::new(), provider)
+    ///     .hook(no_secrets.named("no-secrets")?)
+    ///     .build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::PromptBlocked);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hook(self, hook: flemma_tools::hooks::HookRegistration) -> Self {
+        self.executor(|executor| executor.hook(hook))
+    }
+
     /// Overrides `tools.autopilot.max_turns`.
     pub fn max_turns(mut self, max_turns: u64) -> Self {
         self.max_turns = Some(max_turns);

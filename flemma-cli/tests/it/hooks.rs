@@ -131,3 +131,61 @@ fn a_frontmatter_cannot_add_hooks() {
             .contains("**Tool Result:**")
     );
 }
+
+#[test]
+fn a_host_that_allows_frontmatter_hooks_runs_and_explains_them() {
+    let toml = scratch(
+        "hooks-fm-allowed.toml",
+        b"[hooks]\nallow_frontmatter = true\n",
+    );
+    let chat = format!(
+        "```json\n{{\"flemma\": {{\"tools\": {{\"require_approval\": false}}, \"hooks\": {{\"PreToolUse\": [{{\"name\": \"no-rm\", \"matcher\": \"bash\", \"command\": \"{}\"}}]}}}}}}\n```\n\
+         @You:\nHi.\n\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{{\"label\": \"rm\", \"command\": \"rm -rf /nonexistent/flemma-hooks\"}}\n```\n",
+        script("deny_rm.sh")
+    );
+    let file = scratch("hooks-fm-allowed.chat", chat.as_bytes());
+    let input = serde_json::json!({ "command": "rm -rf /x" }).to_string();
+    let out = flemma(
+        &[
+            "approval",
+            "explain",
+            file.to_str().unwrap(),
+            "--tool",
+            "bash",
+            "--input",
+            &input,
+            "--config",
+            toml.to_str().unwrap(),
+            "--set",
+            "sandbox.enabled=false",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(json["decision"], "deny");
+    assert_eq!(
+        json["trace"][0]["detail"],
+        "hook `frontmatter:no-rm`: Blocked: recursive deletes are not allowed (rm -rf /x)"
+    );
+    let out = flemma(
+        &[
+            "cycle",
+            file.to_str().unwrap(),
+            "--config",
+            toml.to_str().unwrap(),
+            "--set",
+            "sandbox.enabled=false",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        written.contains(
+            "The tool was denied by a policy. Hook `frontmatter:no-rm`: Blocked: recursive deletes are not allowed (rm -rf /nonexistent/flemma-hooks)"
+        ),
+        "{written}"
+    );
+}

@@ -63,6 +63,9 @@ impl Config {
     pub fn clear_layer(&mut self, layer: Layer) {
         self.layers[layer.index()].clear();
         self.origins[layer.index()].clear();
+        if layer == Layer::Frontmatter {
+            self.frontmatter_hooks = None;
+        }
         self.generation = next_generation();
     }
 

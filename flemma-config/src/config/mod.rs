@@ -25,7 +25,7 @@ pub use policy::{AutoApprovePolicy, PolicyContext, PolicyDecision};
 const AUTO_APPROVE: &str = "tools.auto_approve";
 
 /// The next state stamp (see [`Config::generation`]).
-fn next_generation() -> u64 {
+pub(crate) fn next_generation() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
@@ -105,11 +105,16 @@ pub struct Config {
     preset_origins: std::collections::BTreeMap<String, Origin>,
     presets: Presets,
     policy: Option<AutoApprovePolicy>,
-    generation: u64,
+    pub(crate) generation: u64,
     /// Files tools may not write: the options files loaded, and those hosts add.
     protected: Vec<PathBuf>,
     /// Host sections of the options files (`[mcp]`), kept for the crates that read them.
     pub(crate) sections: crate::sections::Sections,
+    /// The `hooks` a frontmatter wrote, where the host allows it
+    /// ([`Config::frontmatter_hooks`]).
+    pub(crate) frontmatter_hooks: Option<Value>,
+    /// The host's word on frontmatter hooks, over `[hooks] allow_frontmatter`.
+    pub(crate) allow_frontmatter_hooks: Option<bool>,
 }
 
 impl Default for Config {
@@ -141,6 +146,8 @@ impl Config {
             generation: next_generation(),
             protected: Vec::new(),
             sections: crate::sections::Sections::new(),
+            frontmatter_hooks: None,
+            allow_frontmatter_hooks: None,
         }
     }
 
@@ -303,6 +310,12 @@ impl Config {
         value: impl Into<Value>,
     ) -> Result<(), ConfigError> {
         let value = value.into();
+        if layer == Layer::Frontmatter
+            && self.frontmatter_hooks_allowed()
+            && self.write_frontmatter_hooks(path, &value)?
+        {
+            return Ok(());
+        }
         let resolved = resolve_path(path, value.is_boolean());
         // An option that cannot be written here is refused whole, tables included.
         if matches!(resolved, Err(ConfigError::Unsupported { .. })) {

@@ -9,6 +9,7 @@
 
 mod frontmatter;
 mod globs;
+mod hooks;
 mod intent;
 mod layers;
 mod listops;

@@ -22,6 +22,7 @@ struct Parts {
     chain: Option<Arc<Chain>>,
     approver: Option<Arc<dyn Approver>>,
     guard: Option<CycleGuard>,
+    hooks: crate::hooks::Hooks,
 }
 
 /// Builds an [`Executor`]; see [`Executor::builder`].
@@ -52,6 +53,27 @@ impl ExecutorBuilder {
     /// registered later take part).
     pub fn chain(mut self, chain: Arc<Chain>) -> Self {
         self.parts.chain = Some(chain);
+        self
+    }
+
+    /// Adds a hook for this executor's conversation alone (the registry's hooks run for every
+    /// conversation of the registry; see [`ToolRegistry::register_hook`]). It runs beside the
+    /// registry's, in priority order, and replaces a registry hook of the same name here.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_tools::hooks::{PreToolUseAnswer, hook_fn, on};
+    /// use flemma_tools::{Executor, MemoryConversation, ToolRegistry};
+    ///
+    /// let guard = hook_fn(on::PreToolUse, |_| PreToolUseAnswer::deny("read-only session"));
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let executor = Executor::builder(chat, ToolRegistry::new())
+    ///     .hook(guard.named("read-only")?)
+    ///     .build();
+    /// # Ok::<(), flemma_tools::hooks::HookError>(())
+    /// ```
+    pub fn hook(self, hook: crate::hooks::HookRegistration) -> Self {
+        self.parts.hooks.register(hook);
         self
     }
 
@@ -178,6 +200,7 @@ impl ExecutorBuilder {
             chain,
             approver,
             guard,
+            hooks,
         } = self.parts;
         let transcript = Arc::new(transcript.sandbox_backends(sandbox).build());
         Executor {
@@ -187,6 +210,7 @@ impl ExecutorBuilder {
                 chain,
                 approver,
                 guard,
+                hooks: hooks.snapshot(),
             },
             jobs: Arc::new(crate::jobs::table::Jobs::new(Arc::clone(&events))),
             events,
@@ -208,6 +232,7 @@ impl Executor {
                 sandbox: SandboxBackends::new(),
                 chain: None,
                 approver: None,
+                hooks: crate::hooks::Hooks::default(),
                 guard: None,
             },
             event_capacity: crate::fanout::DEFAULT_CAPACITY,

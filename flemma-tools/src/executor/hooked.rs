@@ -3,9 +3,8 @@
 //! `Notification` for calls left pending, `PostToolUse` / `PostToolUseFailure` before a
 //! result is written.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
-use flemma_approval::Chain;
 use flemma_ast::writer;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
@@ -14,8 +13,7 @@ use super::state::{Executor, Settings};
 use super::types::ExecutorError;
 use crate::events::Event;
 use crate::hooks::{
-    HOOKS_PRIORITY, HOOKS_RESOLVER, HookContext, HookEvent, NotificationInput, PostToolUseInput,
-    PreToolUseInput,
+    HookContext, HookEvent, Hooks, NotificationInput, PostToolUseInput, PreToolUseInput,
 };
 use crate::output::ToolOutput;
 use crate::transcript::TranscriptError;
@@ -42,21 +40,24 @@ impl Executor {
         }
     }
 
-    /// The chain Phase 1 decides with: `chain`, with the hooks resolver added when hooks
-    /// decide and a host's own chain lacks it (so no hook's denial is skipped).
-    pub(super) fn chain_with_hooks(&self, chain: Arc<Chain>) -> Arc<Chain> {
-        let hooks = self.setup.registry.hooks();
-        if chain.get(HOOKS_RESOLVER).is_some() || !hooks.has(HookEvent::PreToolUse) {
-            return chain;
-        }
-        let mut with = (*chain).clone();
-        // The name is a valid resolver name: registering cannot fail.
-        let _ = with.register(
-            HOOKS_RESOLVER,
-            HOOKS_PRIORITY,
-            crate::hooks::resolver_for(hooks),
-        );
-        Arc::new(with)
+    /// The hooks of this conversation under `settings`: the registry's, the executor's own
+    /// and those its frontmatter added.
+    pub(super) fn hooks_of(&self, settings: &crate::transcript::Settings) -> Hooks {
+        settings.hooks_with(&self.setup.registry.hooks().merged(&self.setup.hooks, true))
+    }
+
+    /// The hooks that run for this executor's conversation now, in the order they run: the
+    /// registry's ([`ToolRegistry::register_hook`](crate::ToolRegistry::register_hook)), the
+    /// executor's own ([`ExecutorBuilder::hook`](super::ExecutorBuilder::hook), which replace
+    /// registry hooks of their names) and those the conversation's frontmatter added where the
+    /// host allows it ([`from_frontmatter`](crate::hooks::from_frontmatter)).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError::Transcript`] when the conversation's options do not evaluate.
+    pub async fn hooks(&self) -> Result<Hooks, ExecutorError> {
+        let settings = self.setup.transcript.settings().await?;
+        Ok(self.hooks_of(&settings))
     }
 
     /// Runs the `PreToolUse` hooks of a call: their warnings emitted, their context kept for
@@ -65,12 +66,12 @@ impl Executor {
     /// runs with when a hook rewrote it.
     pub(super) async fn pre_tool_use(
         &self,
+        hooks: &Hooks,
         context: &HookContext,
         id: &ToolUseId,
         tool: &ToolName,
         input: &Value,
     ) -> (flemma_approval::Verdict, Option<Value>) {
-        let hooks = self.setup.registry.hooks();
         let event = PreToolUseInput::new(context.clone(), tool.clone(), id.clone(), input.clone());
         let outcome = hooks.pre_tool_use(&event).await;
         for warning in outcome.warnings {
@@ -115,11 +116,11 @@ impl Executor {
     /// Tells the `Notification` hooks that a call waits for approval.
     pub(super) async fn notify_pending(
         &self,
+        hooks: &Hooks,
         context: &HookContext,
         id: &ToolUseId,
         tool: &ToolName,
     ) {
-        let hooks = self.setup.registry.hooks();
         if !hooks.has(HookEvent::Notification) {
             return;
         }
@@ -139,7 +140,7 @@ impl Executor {
         output: ToolOutput,
         truncated: bool,
     ) -> ToolOutput {
-        let hooks = self.setup.registry.hooks();
+        let hooks = self.hooks_of(settings);
         let mut notes = self
             .hook_notes
             .lock()

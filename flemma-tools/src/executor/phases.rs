@@ -81,14 +81,16 @@ impl Executor {
         if unanswered.is_empty() {
             return Ok(Vec::new());
         }
-        let chain = self.chain_with_hooks(
+        let hooks = self.hooks_of(settings);
+        let chain = crate::hooks::chain_with_hooks(
             self.setup
                 .chain
                 .clone()
                 .unwrap_or_else(|| self.setup.registry.approval_chain()),
+            &hooks,
         );
-        let hooked = self.setup.registry.hooks().has(HookEvent::PreToolUse);
-        let context = (hooked || self.setup.registry.hooks().has(HookEvent::Notification))
+        let hooked = hooks.has(HookEvent::PreToolUse);
+        let context = (hooked || hooks.has(HookEvent::Notification))
             .then(|| self.hook_context(settings));
         let mut placed = Vec::with_capacity(unanswered.len());
         let mut rewrites = Vec::new();
@@ -99,7 +101,7 @@ impl Executor {
             } else {
                 let mut verdict = None;
                 if let Some(context) = context.as_ref().filter(|_| hooked) {
-                    let (decided, rewritten) = self.pre_tool_use(context, &id, &tool, &input).await;
+                    let (decided, rewritten) = self.pre_tool_use(&hooks, context, &id, &tool, &input).await;
                     verdict = Some(decided);
                     if let Some(rewritten) = rewritten {
                         input = rewritten;
@@ -162,7 +164,7 @@ impl Executor {
         self.emit(Event::PlaceholdersPlaced(placed.clone()));
         if let Some(context) = &context {
             for p in placed.iter().filter(|p| p.status == ToolStatus::Pending) {
-                self.notify_pending(context, &p.id, &p.tool).await;
+                self.notify_pending(&hooks, context, &p.id, &p.tool).await;
             }
         }
         Ok(placed)

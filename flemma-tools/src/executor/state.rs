@@ -32,6 +32,8 @@ pub(super) struct Setup {
     pub(super) approver: Option<Arc<dyn Approver>>,
     /// Asked before every cycle; a message refuses it.
     pub(super) guard: Option<CycleGuard>,
+    /// The executor's own hooks ([`ExecutorBuilder::hook`](super::ExecutorBuilder::hook)).
+    pub(super) hooks: Arc<Vec<crate::hooks::HookRegistration>>,
 }
 
 /// A host's check before each cycle (see

@@ -64,7 +64,7 @@ pub struct HooksConfig {
 }
 
 /// The keys of `[hooks]` that are not events.
-const SETTINGS: &[&str] = &["compat", "claude_settings"];
+const SETTINGS: &[&str] = &["compat", "claude_settings", "allow_frontmatter"];
 
 /// The command hooks of a configuration: `[[hooks.<Event>]]` tables of the options files
 /// loaded (each file's tables added to the earlier files'), and, when `hooks.claude_settings
@@ -85,8 +85,9 @@ const SETTINGS: &[&str] = &["compat", "claude_settings"];
 /// hooks = [{ type = "command", command = "cargo fmt" }]
 /// ```
 ///
-/// A conversation's frontmatter cannot add command hooks: they are read from the options
-/// files alone (a shared `.chat` file must not run commands when it is opened).
+/// A conversation's frontmatter cannot add command hooks unless the host allows it with
+/// `allow_frontmatter = true` here ([`from_frontmatter`] reads them then): a shared `.chat`
+/// file must not run commands when it is opened.
 ///
 /// # Errors
 ///
@@ -109,16 +110,15 @@ pub fn from_config(
     let Value::Object(section) = section else {
         return Err(invalid("`hooks` is not a table".to_owned()));
     };
-    out.compat = match section.get("compat").map(|v| v.as_str()) {
-        None | Some(Some("native" | "flemma")) => Compat::Native,
-        Some(Some("claude")) => Compat::Claude,
+    out.compat = compat_of(section, Compat::Native, &invalid)?;
+    match section.get("allow_frontmatter") {
+        None | Some(Value::Bool(_)) => {}
         Some(other) => {
             return Err(invalid(format!(
-                "hooks.compat: expected \"claude\" or \"native\", got {}",
-                other.map_or_else(|| section["compat"].to_string(), str::to_owned)
+                "hooks.allow_frontmatter: expected true or false, got {other}"
             )));
         }
-    };
+    }
     add_events(&mut out.hooks, section, out.compat, &invalid, "")?;
     match section.get("claude_settings") {
         None | Some(Value::Bool(false)) => {}
@@ -137,6 +137,78 @@ pub fn from_config(
         }
     }
     Ok(out)
+}
+
+/// The command hooks a conversation's frontmatter added, where the host allows it
+/// ([`Config::frontmatter_hooks_allowed`](flemma_config::Config::frontmatter_hooks_allowed):
+/// `[hooks] allow_frontmatter = true`, or the host's own word). Their tables are those of
+/// `[[hooks.<Event>]]`; a frontmatter may set `compat` for its own hooks (else the host's
+/// applies), not `claude_settings` or `allow_frontmatter`. Each hook's name starts with
+/// `frontmatter:` (`frontmatter:PreToolUse-001`, `frontmatter:no-rm`), so that what it does
+/// in the transcript says where it came from.
+///
+/// ```
+/// use flemma_config::Config;
+///
+/// let mut config = Config::new();
+/// config.allow_frontmatter_hooks(true);
+/// config.apply_frontmatter(
+///     "json",
+///     r#"{"flemma": {"hooks": {"PreToolUse": [{"matcher": "bash", "command": "exit 0"}]}}}"#,
+///     2,
+/// )?;
+/// let hooks = flemma_tools::hooks::from_frontmatter(&config)?;
+/// assert_eq!(hooks.hooks[0].name(), "frontmatter:PreToolUse-001");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`HookConfigError::Invalid`] (origin `frontmatter`) for the first table or key that is
+/// wrong.
+pub fn from_frontmatter(config: &flemma_config::Config) -> Result<HooksConfig, HookConfigError> {
+    let mut out = HooksConfig::default();
+    let Some(section) = config.frontmatter_hooks() else {
+        return Ok(out);
+    };
+    let invalid = |message: String| HookConfigError::Invalid {
+        origin: "frontmatter".to_owned(),
+        message,
+    };
+    let Value::Object(section) = section else {
+        return Err(invalid("`hooks` is not a table".to_owned()));
+    };
+    for key in ["claude_settings", "allow_frontmatter"] {
+        if section.contains_key(key) {
+            return Err(invalid(format!(
+                "hooks.{key}: only the host's options files may set it"
+            )));
+        }
+    }
+    let host = match config.section("hooks").map(|h| h.get("compat")) {
+        Some(Some(Value::String(c))) if c == "claude" => Compat::Claude,
+        _ => Compat::Native,
+    };
+    out.compat = compat_of(section, host, &invalid)?;
+    add_events(&mut out.hooks, section, out.compat, &invalid, "frontmatter:")?;
+    Ok(out)
+}
+
+/// `compat` of a `[hooks]` table; `default` when it is not written.
+fn compat_of(
+    section: &serde_json::Map<String, Value>,
+    default: Compat,
+    invalid: &dyn Fn(String) -> HookConfigError,
+) -> Result<Compat, HookConfigError> {
+    match section.get("compat") {
+        None => Ok(default),
+        Some(Value::String(c)) if c == "native" || c == "flemma" => Ok(Compat::Native),
+        Some(Value::String(c)) if c == "claude" => Ok(Compat::Claude),
+        Some(other) => Err(invalid(format!(
+            "hooks.compat: expected \"claude\" or \"native\", got {}",
+            other.as_str().map_or_else(|| other.to_string(), str::to_owned)
+        ))),
+    }
 }
 
 /// The hooks of one Claude Code settings file (none when it does not exist).
@@ -235,8 +307,10 @@ fn add_events(
                 n += 1;
                 let hook = command_of(&at, table, compat, invalid)?;
                 let name = match table.get("name").or_else(|| entry.get("name")) {
-                    Some(Value::String(name)) if commands_len_is_one(entry) => name.clone(),
-                    Some(Value::String(name)) => format!("{name}-{n}"),
+                    Some(Value::String(name)) if commands_len_is_one(entry) => {
+                        format!("{prefix}{name}")
+                    }
+                    Some(Value::String(name)) => format!("{prefix}{name}-{n}"),
                     Some(other) => {
                         return Err(invalid(format!(
                             "{at}.name: expected a string, got {other}"

@@ -50,7 +50,7 @@ use async_trait::async_trait;
 
 pub use claude::{claude_input, claude_tool_name, native_input};
 pub use command::{CommandHook, DEFAULT_TIMEOUT};
-pub use config::{Compat, HookConfigError, HooksConfig, from_config};
+pub use config::{Compat, HookConfigError, HooksConfig, from_config, from_frontmatter};
 pub use event::{
     HookContext, HookEvent, NotificationInput, Permission, PostToolUseAnswer, PostToolUseInput,
     PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
@@ -518,4 +518,63 @@ impl Hooks {
     pub fn has(&self, event: HookEvent) -> bool {
         self.snapshot().iter().any(|h| h.listens_to(event))
     }
+
+    /// These hooks with a conversation's own (those its frontmatter added, where the host
+    /// allows it: [`from_frontmatter`]), in priority order. A conversation's hook never
+    /// replaces one of these: one of the same name is left out. Without `extra` the result
+    /// is this set itself (it shares later registrations); with it, a set of its own.
+    ///
+    /// ```
+    /// use flemma_tools::hooks::{HookEvent, HookRegistration, Hooks, PreToolUseAnswer, hook_fn, on};
+    ///
+    /// let host = Hooks::default();
+    /// host.register(hook_fn(on::PreToolUse, |_| PreToolUseAnswer::pass()).named("guard")?);
+    /// let conversation = vec![
+    ///     hook_fn(on::Stop, |_| Default::default()).named("frontmatter:more")?,
+    ///     hook_fn(on::Stop, |_| Default::default()).named("guard")?,
+    /// ];
+    /// let hooks = host.with_conversation(&conversation);
+    /// assert_eq!(hooks.names(HookEvent::PreToolUse), ["guard"]);
+    /// assert_eq!(hooks.names(HookEvent::Stop), ["frontmatter:more"]);
+    /// assert!(!host.has(HookEvent::Stop));
+    /// # Ok::<(), flemma_tools::hooks::HookError>(())
+    /// ```
+    pub fn with_conversation(&self, extra: &[HookRegistration]) -> Hooks {
+        self.merged(extra, false)
+    }
+
+    /// These hooks with `extra` added: a hook of `extra` replaces one of the same name when
+    /// `replace`, else it is left out.
+    pub(crate) fn merged(&self, extra: &[HookRegistration], replace: bool) -> Hooks {
+        if extra.is_empty() {
+            return self.clone();
+        }
+        let set = self.snapshot();
+        let merged = Hooks {
+            set: Arc::new(RwLock::new(Arc::clone(&set))),
+        };
+        for hook in extra {
+            if replace || !set.iter().any(|h| h.name == hook.name) {
+                merged.register(hook.clone());
+            }
+        }
+        merged
+    }
+}
+
+/// `chain` with the hooks resolver ([`HOOKS_RESOLVER`] at [`HOOKS_PRIORITY`]) deciding for
+/// `hooks`, when any of them listens to `PreToolUse` and the chain has no hooks resolver yet
+/// (a host's own chain, or the hooks are a conversation's): so that no hook's decision is
+/// skipped. Otherwise `chain` itself.
+pub fn chain_with_hooks(
+    chain: Arc<flemma_approval::Chain>,
+    hooks: &Hooks,
+) -> Arc<flemma_approval::Chain> {
+    if chain.get(HOOKS_RESOLVER).is_some() || !hooks.has(HookEvent::PreToolUse) {
+        return chain;
+    }
+    let mut with = (*chain).clone();
+    // The name is a valid resolver name: registering cannot fail.
+    let _ = with.register(HOOKS_RESOLVER, HOOKS_PRIORITY, resolver_for(hooks));
+    Arc::new(with)
 }

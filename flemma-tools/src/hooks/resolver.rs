@@ -68,7 +68,7 @@ impl Resolver for HooksResolver {
     async fn resolve(
         &self,
         call: &ToolCall<'_>,
-        _ctx: &ApprovalContext<'_>,
+        ctx: &ApprovalContext<'_>,
     ) -> Result<Verdict, ResolverError> {
         if let Some(verdict) = decided(call.id) {
             return Ok(verdict);
@@ -85,7 +85,14 @@ impl Resolver for HooksResolver {
             id,
             call.input.clone(),
         );
-        let outcome = self.0.pre_tool_use(&event).await;
+        // The conversation's own hooks, where its frontmatter added some.
+        let conversation = super::from_frontmatter(ctx.config)
+            .map_err(|e| ResolverError::with_source("the frontmatter's hooks", e))?;
+        let outcome = self
+            .0
+            .with_conversation(&conversation.hooks)
+            .pre_tool_use(&event)
+            .await;
         Ok(verdict_of(outcome.decision.as_ref()))
     }
 }

@@ -34,6 +34,8 @@ pub struct Evaluated {
     pub(crate) checked: bool,
     /// The frontmatter's template variables.
     pub(crate) variables: Map<String, Value>,
+    /// The hooks the frontmatter added (where the host allows it).
+    pub(crate) hooks: Arc<Vec<crate::hooks::HookRegistration>>,
 }
 
 impl Evaluated {
@@ -50,6 +52,19 @@ impl Evaluated {
     /// The frontmatter's template variables.
     pub fn variables(&self) -> &Map<String, Value> {
         &self.variables
+    }
+
+    /// The command hooks the conversation's frontmatter added, where the host allows it
+    /// ([`hooks::from_frontmatter`](crate::hooks::from_frontmatter)); empty otherwise.
+    pub fn conversation_hooks(&self) -> &[crate::hooks::HookRegistration] {
+        &self.hooks
+    }
+
+    /// The hooks that run for this conversation: `registry`'s with the
+    /// [`conversation_hooks`](Self::conversation_hooks)
+    /// ([`Hooks::with_conversation`](crate::hooks::Hooks::with_conversation)).
+    pub fn hooks_with(&self, registry: &crate::hooks::Hooks) -> crate::hooks::Hooks {
+        registry.with_conversation(&self.hooks)
     }
 
     /// What is wrong with the names the options give (empty while a tool source loads).
@@ -198,8 +213,19 @@ impl Transcript {
             }
             None => Map::new(),
         };
+        let hooks = match &key.frontmatter {
+            Some((_, _, line)) => {
+                crate::hooks::from_frontmatter(&config)
+                    .map_err(|e| {
+                        flemma_config::FrontmatterError::with_source(*line, "invalid hooks", e)
+                    })?
+                    .hooks
+            }
+            None => Vec::new(),
+        };
         let evaluation = self.registry.evaluate(&mut config)?;
         let evaluated = Arc::new(Evaluated {
+            hooks: Arc::new(hooks),
             config,
             options: Arc::new(evaluation.options),
             diagnostics: evaluation.diagnostics,

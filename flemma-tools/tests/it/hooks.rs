@@ -638,3 +638,115 @@ async fn executors_sharing_a_registry_never_read_each_others_verdicts() {
     assert_contains(&a, &["**Tool Result:** `toolu_1`\n```\nhi\n```"]);
     assert_contains(&b, &["Hook `per`: not in b"]);
 }
+
+/// A frontmatter (JSON) adding `hooks`, with the approval of every call.
+fn frontmatter_with_hooks(hooks: &serde_json::Value) -> String {
+    let flemma = serde_json::json!({"flemma": {"tools": {"auto_approve": ["*"]}, "hooks": hooks}});
+    format!("```json\n{flemma}\n```\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontmatter_adds_hooks_only_where_the_host_allows_it() {
+    let dir = scratch("frontmatter-hooks");
+    let path = dir.join("chat.chat");
+    let hooks = serde_json::json!({
+        "PreToolUse": [{"matcher": "bash", "command": scripts().join("deny_rm.sh").display().to_string()}],
+        "PostToolUse": [{"name": "note", "matcher": "bash", "command":
+            "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"seen by the conversation hook\"}}'"}],
+    });
+    let text = format!(
+        "{}@Assistant:\n{}{}",
+        frontmatter_with_hooks(&hooks),
+        bash_call("toolu_rm", "rm -rf ./build"),
+        bash_call("toolu_hi", "echo hi"),
+    );
+    // The host's own hook runs beside the conversation's.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let executor = |allow: bool| {
+        let registry = ToolRegistry::new();
+        register_builtins(&registry).unwrap();
+        let count = Arc::clone(&seen);
+        registry
+            .register_hook(pre("host", move |_| {
+                count.fetch_add(1, Ordering::SeqCst);
+                PreToolUseAnswer::pass()
+            }))
+            .unwrap();
+        let mut config = flemma_config::Config::new();
+        config
+            .load_toml_str(
+                &format!("[hooks]\nallow_frontmatter = {allow}\n\n[sandbox]\nenabled = false\n"),
+                "flemma.toml".as_ref(),
+            )
+            .unwrap();
+        Executor::builder(Arc::new(FileConversation::new(&path)), registry)
+            .config(config)
+            .build()
+    };
+    std::fs::write(&path, &text).unwrap();
+    let run = executor(true);
+    let mut events = run.subscribe();
+    run.cycle().await.unwrap();
+    let mut warnings = Vec::new();
+    while let Some(event) = events.try_recv() {
+        if let Event::Warning(w) = event {
+            warnings.push(w);
+        }
+    }
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert_contains(
+        &after,
+        &[
+            "The tool was denied by a policy. Hook `frontmatter:PreToolUse-001`: Blocked: recursive deletes are not allowed (rm -rf ./build)",
+            "**Tool Result:** `toolu_hi`\n```\nhi\n\nHook `frontmatter:note`: seen by the conversation hook\n```",
+        ],
+    );
+
+    // Without the host's leave, nothing of the conversation runs.
+    std::fs::write(&path, &text).unwrap();
+    let error = crate::chain(&executor(false).cycle().await.unwrap_err());
+    assert!(error.contains("cannot add hooks"), "{error}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    // A frontmatter hook that is wrong is an error at the frontmatter, and nothing runs.
+    let wrong = format!(
+        "{}@Assistant:\n{}",
+        frontmatter_with_hooks(&serde_json::json!({"PreToolUse": [{"matcher": "bash"}]})),
+        bash_call("toolu_hi", "echo hi"),
+    );
+    std::fs::write(&path, &wrong).unwrap();
+    let error = crate::chain(&executor(true).cycle().await.unwrap_err());
+    assert!(
+        error.contains("line 2: invalid hooks: frontmatter: hooks.PreToolUse[0].command: expected a string"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), wrong);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executors_own_hooks_are_its_conversations_alone() {
+    let registry = test_registry();
+    registry
+        .register_hook(pre("guard", |_| PreToolUseAnswer::allow()))
+        .unwrap();
+    let text = echo_call("hi");
+    // One executor replaces the registry's `guard` with its own; the other keeps it.
+    let strict = Arc::new(MemoryConversation::new(&text));
+    let executor = Executor::builder(strict.clone(), registry.clone())
+        .hook(pre("guard", |_| PreToolUseAnswer::deny("strict session")))
+        .build();
+    assert_eq!(
+        executor.hooks().await.unwrap().names(HookEvent::PreToolUse),
+        ["guard"]
+    );
+    executor.cycle().await.unwrap();
+    assert_contains(
+        &strict.text(),
+        &["The tool was denied by a policy. Hook `guard`: strict session"],
+    );
+    let (other, _) = cycle(&text, registry.clone()).await;
+    assert_contains(&other, &["**Tool Result:** `toolu_1`\n```\nhi\n```"]);
+    assert_eq!(registry.hooks().names(HookEvent::PreToolUse), ["guard"]);
+}

@@ -27,3 +27,15 @@ mod timeouts;
 mod truncate;
 #[cfg(feature = "typed")]
 mod typed;
+
+/// An error and its causes, joined by `: `.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}

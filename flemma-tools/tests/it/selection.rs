@@ -16,17 +16,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::sync::Notify;
 
-/// An error and its causes, joined by `: `.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
-}
+use crate::chain;
 
 fn tool(name: &str) -> FnTool {
     let def = ToolDefinition::builder(name, format!("The {name} tool.")).unwrap();
