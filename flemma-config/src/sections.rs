@@ -140,7 +140,7 @@ impl Config {
     /// `flemma.opt.hooks.PreToolUse = {...}`), as written, when the host allows frontmatter
     /// hooks ([`frontmatter_hooks_allowed`](Self::frontmatter_hooks_allowed)); `None` when the
     /// frontmatter wrote none. Without the host's leave, writing `hooks` in a frontmatter is
-    /// [`ConfigError::Unsupported`] and nothing is kept.
+    /// [`ConfigError::Unsupported`](crate::ConfigError::Unsupported) and nothing is kept.
     ///
     /// ```
     /// let mut config = flemma_config::Config::new();

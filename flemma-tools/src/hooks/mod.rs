@@ -539,6 +539,7 @@ impl Hooks {
     /// assert!(!host.has(HookEvent::Stop));
     /// # Ok::<(), flemma_tools::hooks::HookError>(())
     /// ```
+    #[must_use]
     pub fn with_conversation(&self, extra: &[HookRegistration]) -> Hooks {
         self.merged(extra, false)
     }
