@@ -133,6 +133,10 @@ enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// The language server of `.chat` documents, on standard input and output (for an
+    /// editor to start).
+    #[cfg(feature = "lsp")]
+    Lsp,
     /// List the conversation's background jobs: running, completed (delivery pending),
     /// delivered or lost.
     Jobs {
@@ -371,6 +375,14 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             // The MCP session over stdio writes standard output itself.
             drop(out);
             mcp_serve::serve(&args, settings)
+        }
+        #[cfg(feature = "lsp")]
+        Command::Lsp => {
+            // The protocol owns standard output.
+            drop(out);
+            flemma::lsp::serve_stdio(flemma::lsp::ServerOptions::default())
+                .map(|()| 0)
+                .map_err(|e| failure::failed(e.into()))
         }
         Command::Approve { file, id } => tools::act(&file, &tools::Action::Approve(&id), settings),
         Command::Reject { file, id, message } => tools::act(

@@ -215,6 +215,50 @@ impl IncrementalParser {
         })
     }
 
+    /// Replaces the bytes `range` of the text with `with`, byte for byte (an editor's change:
+    /// nothing else of the text changes, line endings included), and re-parses what it
+    /// touches.
+    ///
+    /// ```
+    /// use flemma_ast::{IncrementalParser, parse};
+    ///
+    /// let mut parser = IncrementalParser::new("@You:\r\nHi.\r\n\r\n@Assistant:\r\nHello.\r\n");
+    /// let at = parser.text().find("Hi").unwrap();
+    /// parser.replace_range(at..at + 2, "Hey there")?;
+    /// assert_eq!(parser.text(), "@You:\r\nHey there.\r\n\r\n@Assistant:\r\nHello.\r\n");
+    /// assert_eq!(parser.document(), &parse(parser.text()));
+    /// assert!(parser.replace_range(0..1000, "").is_err());
+    /// # Ok::<(), flemma_ast::AstError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`AstError::RangeOutOfText`] when `range` is not inside the text or does not start and
+    /// end on character boundaries; the text is then left unchanged.
+    pub fn replace_range(
+        &mut self,
+        range: std::ops::Range<usize>,
+        with: &str,
+    ) -> Result<Reparse, AstError> {
+        let std::ops::Range { start, end } = range;
+        if start > end
+            || end > self.text.len()
+            || !self.text.is_char_boundary(start)
+            || !self.text.is_char_boundary(end)
+        {
+            return Err(AstError::RangeOutOfText {
+                start,
+                end,
+                len: self.text.len(),
+            });
+        }
+        if start == end && with.is_empty() {
+            return Ok(Reparse::Incremental);
+        }
+        self.text.replace_range(start..end, with);
+        Ok(self.reparse(start, end, start + with.len()))
+    }
+
     /// Brings the document up to date with `text`, whatever changed.
     ///
     /// The texts are compared to find the changed bytes; then only the messages around them are

@@ -68,3 +68,62 @@ proptest! {
         }
     }
 }
+
+/// Pieces of text a byte splice may insert: parts of lines, terminators of both kinds, and
+/// non-ASCII characters.
+const PIECES: &[&str] = &[
+    "@You:", "@Assistant:", "\n", "\r\n", "```", "json", "**Tool Result:** `t1`", "ok", " ",
+    "é", "😀", "{{ a }}", "`", "\r",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn byte_splices_keep_the_document_a_full_parse(
+        lines in prop::collection::vec(prop::sample::select(LINES), 0..30),
+        crlf in any::<bool>(),
+        rounds in prop::collection::vec(
+            (any::<usize>(), 0..12usize, prop::collection::vec(prop::sample::select(PIECES), 0..4)),
+            1..8,
+        ),
+    ) {
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let mut text = format!("@You:{eol}");
+        for line in lines {
+            text.push_str(line);
+            text.push_str(eol);
+        }
+        let mut parser = IncrementalParser::new(text.clone());
+        for (at, len, pieces) in rounds {
+            let mut start = at % (text.len() + 1);
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + len).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let with = pieces.concat();
+            text.replace_range(start..end, &with);
+            parser.replace_range(start..end, &with).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(parser.text(), text.as_str());
+            prop_assert_eq!(parser.document(), &crate::parse(parser.text()));
+            check_units(&parser)?;
+        }
+    }
+}
+
+#[test]
+fn a_splice_outside_the_text_or_inside_a_character_changes_nothing() {
+    let mut parser = IncrementalParser::new("@You:\né\n");
+    let backwards = std::ops::Range { start: 5, end: 3 };
+    for range in [0..100, 7..8, backwards] {
+        let error = parser.replace_range(range.clone(), "x").unwrap_err();
+        assert!(
+            matches!(error, crate::AstError::RangeOutOfText { .. }),
+            "{range:?}: {error}"
+        );
+    }
+    assert_eq!(parser.text(), "@You:\né\n");
+}

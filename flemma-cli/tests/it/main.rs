@@ -10,6 +10,8 @@
 mod claims;
 mod hooks;
 mod input;
+#[cfg(feature = "lsp")]
+mod lsp;
 #[cfg(unix)]
 mod jobs;
 #[cfg(feature = "mcp")]

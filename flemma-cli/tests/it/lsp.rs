@@ -1,0 +1,72 @@
+//! `flemma lsp` as an editor starts it: the protocol's framing on standard input and
+//! output, from the handshake to `shutdown` and `exit`.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::{flemma, text};
+
+/// One message in the protocol's framing.
+fn frame(message: &Value) -> Vec<u8> {
+    let body = message.to_string();
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// The messages of the server's standard output.
+fn messages(out: &[u8]) -> Vec<Value> {
+    let out = text(out);
+    let mut rest = out.as_str();
+    let mut messages = Vec::new();
+    while let Some(at) = rest.find("Content-Length: ") {
+        let header = &rest[at + "Content-Length: ".len()..];
+        let end = header.find("\r\n\r\n").unwrap();
+        let length: usize = header[..end].parse().unwrap();
+        let body = &header[end + 4..end + 4 + length];
+        messages.push(serde_json::from_str(body).unwrap());
+        rest = &header[end + 4 + length..];
+    }
+    messages
+}
+
+#[test]
+fn an_editor_session_over_stdio_ends_cleanly() {
+    let uri = "file:///tmp/flemma-cli-lsp/chat.chat";
+    let text_of_chat = "@You:\nHi 😀.\n\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{not json}\n```\n";
+    let mut input = Vec::new();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "chat", "version": 1, "text": text_of_chat}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": uri}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}),
+        json!({"jsonrpc": "2.0", "method": "exit"}),
+    ] {
+        input.extend(frame(&message));
+    }
+    let out = flemma(&["lsp"], Some(&input));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let messages = messages(&out.stdout);
+    assert_eq!(messages[0]["id"], 1);
+    assert_eq!(messages[0]["result"]["capabilities"]["textDocumentSync"], 2);
+    let diagnostics = &messages[1];
+    assert_eq!(diagnostics["method"], "textDocument/publishDiagnostics");
+    assert_eq!(diagnostics["params"]["diagnostics"][0]["range"]["start"]["line"], 4);
+    let symbols = &messages[2];
+    assert_eq!(symbols["id"], 2);
+    assert_eq!(symbols["result"][1]["name"], "@Assistant");
+    assert_eq!(messages[3], json!({"jsonrpc": "2.0", "id": 3, "result": null}));
+}
+
+#[test]
+fn standard_input_closed_without_shutdown_is_a_failure() {
+    let input = frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+    );
+    let out = flemma(&["lsp"], Some(&input));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("without shutdown"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,0 +1,89 @@
+//! A language server for flemma's `.chat` transcripts (`flemma lsp`).
+//!
+//! Built on [`lsp_server`] (rust-analyzer's scaffold): the server drives its own synchronous
+//! message loop, so document notifications are handled one after another in the order the
+//! client sent them, and every edit reaches the [`IncrementalParser`](flemma_ast::IncrementalParser)
+//! before the next request reads the document. (`tower-lsp` runs notification handlers
+//! concurrently and has had no release since 2023.)
+//!
+//! What it does today:
+//!
+//! - text sync: incremental; each change is a byte-exact splice of the parser's text
+//!   ([`IncrementalParser::replace_range`](flemma_ast::IncrementalParser::replace_range)),
+//!   with positions converted between the protocol's UTF-16 characters (lines broken at `\n`,
+//!   `\r\n` and a lone `\r`) and the parser's bytes ([`LineIndex`]);
+//! - diagnostics: the parser's, published when a document opens and, debounced, after it
+//!   changes ([`ServerOptions::debounce`]);
+//! - document symbols (messages, with their tool uses, results, job results and thinking
+//!   blocks) and folding ranges.
+//!
+//! ```
+//! use flemma_lsp::{Server, ServerOptions};
+//! use lsp_server::Connection;
+//!
+//! // A client and the server on an in-memory connection (a test's; `serve_stdio` is the
+//! // editor's).
+//! let (server, client) = Connection::memory();
+//! let thread = std::thread::spawn(move || Server::new(ServerOptions::default()).run(&server));
+//! # drop(client);
+//! # let _ = thread.join();
+//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod document;
+mod outline;
+mod position;
+mod server;
+
+pub use document::OpenDocument;
+pub use outline::{SOURCE, diagnostics, document_symbols, folding_ranges};
+pub use position::LineIndex;
+pub use server::{Server, ServerOptions, capabilities};
+
+/// What can go wrong while serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LspError {
+    /// The handshake or a message broke the protocol.
+    #[error("protocol error")]
+    Protocol(#[source] lsp_server::ProtocolError),
+    /// The client went away without `shutdown`.
+    #[error("the client closed the connection without shutdown")]
+    Disconnected,
+    /// The client sent `exit` without `shutdown` first.
+    #[error("the client sent exit without shutdown")]
+    ExitWithoutShutdown,
+    /// A message could not be sent (the connection is closed).
+    #[error("cannot send to the client: the connection is closed")]
+    Send,
+    /// A value could not be encoded.
+    #[error("cannot encode a message")]
+    Json(#[source] serde_json::Error),
+    /// A change's range does not fit the document.
+    #[error("range {range:?} does not fit the document's {lines} lines")]
+    Range {
+        /// The range.
+        range: lsp_types::Range,
+        /// The document's lines.
+        lines: usize,
+    },
+    /// The parser refused an edit.
+    #[error("cannot apply an edit")]
+    Edit(#[source] flemma_ast::AstError),
+    /// Standard input or output failed.
+    #[error("standard input or output failed")]
+    Io(#[source] std::io::Error),
+}
+
+/// Serves on standard input and output until the client says `shutdown` and `exit`.
+///
+/// # Errors
+///
+/// As [`Server::run`], and [`LspError::Io`] when standard input or output fails.
+pub fn serve_stdio(options: ServerOptions) -> Result<(), LspError> {
+    let (connection, threads) = lsp_server::Connection::stdio();
+    let served = Server::new(options).run(&connection);
+    drop(connection);
+    let joined = threads.join().map_err(LspError::Io);
+    served.and(joined)
+}

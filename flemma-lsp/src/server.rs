@@ -1,0 +1,332 @@
+//! The message loop: one message at a time, in the order the client sent them, so that every
+//! edit reaches the parser before the next request reads it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::RecvTimeoutError;
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
+    PublishDiagnostics,
+};
+use lsp_types::request::{DocumentSymbolRequest, FoldingRangeRequest, Request as _};
+use lsp_types::{
+    DocumentSymbolResponse, FoldingRangeProviderCapability, InitializeResult, OneOf,
+    PublishDiagnosticsParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
+    TextDocumentSyncKind, Uri,
+};
+use serde::de::DeserializeOwned;
+
+use crate::LspError;
+use crate::document::OpenDocument;
+use crate::outline;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// How long after the last change of a document its diagnostics are published (default
+    /// 50 ms): a burst of keystrokes is published once. Opening a document publishes at once.
+    pub debounce: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            debounce: Duration::from_millis(50),
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Sets [`debounce`](Self::debounce).
+    #[must_use]
+    pub fn debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+}
+
+/// What the server offers: incremental text sync, document symbols, folding ranges.
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        text_document_sync: Some(TextDocumentSyncCapability::Kind(
+            TextDocumentSyncKind::INCREMENTAL,
+        )),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
+        ..ServerCapabilities::default()
+    }
+}
+
+/// The language server of `.chat` documents on one connection.
+#[derive(Debug)]
+pub struct Server {
+    options: ServerOptions,
+    documents: HashMap<Uri, OpenDocument>,
+    /// Documents whose diagnostics are due, and when.
+    due: BTreeMap<String, (Uri, Instant)>,
+}
+
+impl Server {
+    /// A server with `options` and no open document.
+    pub fn new(options: ServerOptions) -> Self {
+        Self {
+            options,
+            documents: HashMap::new(),
+            due: BTreeMap::new(),
+        }
+    }
+
+    /// The open document `uri`.
+    pub fn document(&self, uri: &Uri) -> Option<&OpenDocument> {
+        self.documents.get(uri)
+    }
+
+    /// Runs the protocol on `connection`: the `initialize` handshake, then every message in
+    /// order until `shutdown` and `exit`.
+    ///
+    /// # Errors
+    ///
+    /// [`LspError::Protocol`] when the handshake fails or the client goes away without
+    /// `shutdown`, [`LspError::Send`] when a message cannot be sent.
+    pub fn run(mut self, connection: &Connection) -> Result<(), LspError> {
+        let result = InitializeResult {
+            capabilities: capabilities(),
+            server_info: Some(ServerInfo {
+                name: "flemma-lsp".to_owned(),
+                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            }),
+        };
+        let result = serde_json::to_value(result).map_err(LspError::Json)?;
+        let (id, _params) = connection.initialize_start().map_err(protocol)?;
+        connection
+            .initialize_finish(id, result)
+            .map_err(protocol)?;
+        loop {
+            let message = match self.next_deadline() {
+                None => connection
+                    .receiver
+                    .recv()
+                    .map_err(|_| LspError::Disconnected)?,
+                Some(deadline) => match connection.receiver.recv_deadline(deadline) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.publish_due(connection, Instant::now())?;
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return Err(LspError::Disconnected),
+                },
+            };
+            match message {
+                Message::Request(request) => {
+                    if connection.handle_shutdown(&request).map_err(protocol)?
+                    {
+                        return Ok(());
+                    }
+                    let response = self.request(request);
+                    send(connection, Message::Response(response))?;
+                }
+                Message::Notification(notification) => {
+                    if notification.method == "exit" {
+                        // `exit` without `shutdown` first (the protocol's exit code 1).
+                        return Err(LspError::ExitWithoutShutdown);
+                    }
+                    self.notification(connection, notification)?;
+                }
+                Message::Response(_) => {}
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.due.values().map(|(_, at)| *at).min()
+    }
+
+    /// Publishes the diagnostics of every document due by `now`.
+    fn publish_due(&mut self, connection: &Connection, now: Instant) -> Result<(), LspError> {
+        let due: Vec<Uri> = self
+            .due
+            .values()
+            .filter(|(_, at)| *at <= now)
+            .map(|(uri, _)| uri.clone())
+            .collect();
+        for uri in due {
+            self.due.remove(uri.as_str());
+            self.publish(connection, &uri)?;
+        }
+        Ok(())
+    }
+
+    /// Publishes the diagnostics of `uri` now (none for a document that is not open).
+    fn publish(&self, connection: &Connection, uri: &Uri) -> Result<(), LspError> {
+        let (diagnostics, version) = match self.documents.get(uri) {
+            Some(doc) => (outline::diagnostics(doc), Some(doc.version())),
+            None => (Vec::new(), None),
+        };
+        let params = PublishDiagnosticsParams {
+            uri: uri.clone(),
+            diagnostics,
+            version,
+        };
+        send(
+            connection,
+            Message::Notification(Notification::new(
+                PublishDiagnostics::METHOD.to_owned(),
+                params,
+            )),
+        )
+    }
+
+    fn notification(
+        &mut self,
+        connection: &Connection,
+        notification: Notification,
+    ) -> Result<(), LspError> {
+        match notification.method.as_str() {
+            DidOpenTextDocument::METHOD => {
+                let Ok(params) = params::<lsp_types::DidOpenTextDocumentParams>(notification.params)
+                else {
+                    return Ok(());
+                };
+                let doc = params.text_document;
+                self.documents
+                    .insert(doc.uri.clone(), OpenDocument::new(doc.text, doc.version));
+                self.due.remove(doc.uri.as_str());
+                self.publish(connection, &doc.uri)
+            }
+            DidChangeTextDocument::METHOD => {
+                let Ok(params) =
+                    params::<lsp_types::DidChangeTextDocumentParams>(notification.params)
+                else {
+                    return Ok(());
+                };
+                let uri = params.text_document.uri;
+                let Some(doc) = self.documents.get_mut(&uri) else {
+                    return Ok(());
+                };
+                if let Err(error) = doc.apply(params.content_changes, params.text_document.version)
+                {
+                    // The client's text and ours differ from here: say so; the next full
+                    // change (or reopening) brings them together again.
+                    show_error(connection, &format!("{}: {error}", uri.as_str()))?;
+                }
+                let at = Instant::now() + self.options.debounce;
+                self.due.insert(uri.as_str().to_owned(), (uri, at));
+                Ok(())
+            }
+            DidCloseTextDocument::METHOD => {
+                let Ok(params) =
+                    params::<lsp_types::DidCloseTextDocumentParams>(notification.params)
+                else {
+                    return Ok(());
+                };
+                let uri = params.text_document.uri;
+                self.documents.remove(&uri);
+                self.due.remove(uri.as_str());
+                // Clears what the client shows for it.
+                self.publish(connection, &uri)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Answers one request.
+    pub fn request(&mut self, request: Request) -> Response {
+        let id = request.id.clone();
+        match request.method.as_str() {
+            DocumentSymbolRequest::METHOD => {
+                self.with_document::<lsp_types::DocumentSymbolParams, _>(request, |doc, _| {
+                    Some(DocumentSymbolResponse::Nested(outline::document_symbols(doc)))
+                })
+            }
+            FoldingRangeRequest::METHOD => {
+                self.with_document::<lsp_types::FoldingRangeParams, _>(request, |doc, _| {
+                    Some(outline::folding_ranges(doc))
+                })
+            }
+            other => Response::new_err(
+                id,
+                ErrorCode::MethodNotFound as i32,
+                format!("unhandled method {other}"),
+            ),
+        }
+    }
+
+    /// Answers a request about one document with `answer` (`null` when the document is not
+    /// open).
+    fn with_document<P, R>(
+        &self,
+        request: Request,
+        answer: impl FnOnce(&OpenDocument, &P) -> Option<R>,
+    ) -> Response
+    where
+        P: DeserializeOwned + HasDocument,
+        R: serde::Serialize,
+    {
+        let id = request.id.clone();
+        let params: P = match params(request.params) {
+            Ok(params) => params,
+            Err(error) => {
+                return Response::new_err(id, ErrorCode::InvalidParams as i32, error.to_string());
+            }
+        };
+        let result = self
+            .documents
+            .get(params.uri())
+            .and_then(|doc| answer(doc, &params));
+        Response::new_ok(id, result)
+    }
+}
+
+/// The parameters of requests about one document.
+pub(crate) trait HasDocument {
+    fn uri(&self) -> &Uri;
+}
+
+impl HasDocument for lsp_types::DocumentSymbolParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::FoldingRangeParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document.uri
+    }
+}
+
+fn params<P: DeserializeOwned>(value: serde_json::Value) -> Result<P, serde_json::Error> {
+    serde_json::from_value(value)
+}
+
+/// A protocol error; a closed connection is [`LspError::Disconnected`].
+fn protocol(error: lsp_server::ProtocolError) -> LspError {
+    if error.channel_is_disconnected() {
+        LspError::Disconnected
+    } else {
+        LspError::Protocol(error)
+    }
+}
+
+fn send(connection: &Connection, message: Message) -> Result<(), LspError> {
+    connection
+        .sender
+        .send(message)
+        .map_err(|_| LspError::Send)
+}
+
+fn show_error(connection: &Connection, text: &str) -> Result<(), LspError> {
+    let params = lsp_types::ShowMessageParams {
+        typ: lsp_types::MessageType::ERROR,
+        message: text.to_owned(),
+    };
+    send(
+        connection,
+        Message::Notification(Notification::new(
+            lsp_types::notification::ShowMessage::METHOD.to_owned(),
+            params,
+        )),
+    )
+}
