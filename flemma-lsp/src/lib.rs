@@ -30,12 +30,21 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod actions;
 mod document;
+mod hover;
+mod navigation;
 mod outline;
 mod position;
 mod server;
 
+pub use actions::{
+    APPROVE, APPROVE_ALL, Action, COMMANDS, REJECT, action_edit, code_actions, code_lenses,
+    workspace_edit,
+};
 pub use document::OpenDocument;
+pub use hover::{JobStatus, hover};
+pub use navigation::{definition, path_uri, references, uri_path};
 pub use outline::{SOURCE, diagnostics, document_symbols, folding_ranges};
 pub use position::LineIndex;
 pub use server::{Server, ServerOptions, capabilities};

@@ -10,31 +10,51 @@ use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
     PublishDiagnostics,
 };
-use lsp_types::request::{DocumentSymbolRequest, FoldingRangeRequest, Request as _};
+use lsp_types::request::{
+    ApplyWorkspaceEdit, CodeActionRequest, CodeLensRequest, DocumentSymbolRequest,
+    ExecuteCommand, FoldingRangeRequest, GotoDefinition, HoverRequest, References,
+    Request as _,
+};
 use lsp_types::{
-    DocumentSymbolResponse, FoldingRangeProviderCapability, InitializeResult, OneOf,
-    PublishDiagnosticsParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
-    TextDocumentSyncKind, Uri,
+    CodeActionProviderCapability, CodeLensOptions, DocumentSymbolResponse,
+    ExecuteCommandOptions, FoldingRangeProviderCapability, GotoDefinitionResponse,
+    HoverProviderCapability, InitializeResult, OneOf, PublishDiagnosticsParams,
+    ServerCapabilities, ServerInfo, TextDocumentSyncCapability, TextDocumentSyncKind, Uri,
 };
 use serde::de::DeserializeOwned;
 
 use crate::LspError;
+use crate::actions::{self, Action};
 use crate::document::OpenDocument;
-use crate::outline;
+use crate::hover::JobStatus;
+use crate::{navigation, outline};
 
 /// How the server behaves.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ServerOptions {
     /// How long after the last change of a document its diagnostics are published (default
     /// 50 ms): a burst of keystrokes is published once. Opening a document publishes at once.
     pub debounce: Duration,
+    /// Where a hover on a tool result with `job=` reads the job's state (default: none; the
+    /// hover then says whether its Job Result is in the document).
+    pub jobs: Option<std::sync::Arc<dyn JobStatus>>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("debounce", &self.debounce)
+            .field("jobs", &self.jobs.is_some())
+            .finish()
+    }
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             debounce: Duration::from_millis(50),
+            jobs: None,
         }
     }
 }
@@ -44,6 +64,13 @@ impl ServerOptions {
     #[must_use]
     pub fn debounce(mut self, debounce: Duration) -> Self {
         self.debounce = debounce;
+        self
+    }
+
+    /// Sets [`jobs`](Self::jobs).
+    #[must_use]
+    pub fn jobs(mut self, jobs: std::sync::Arc<dyn JobStatus>) -> Self {
+        self.jobs = Some(jobs);
         self
     }
 }
@@ -56,6 +83,17 @@ pub fn capabilities() -> ServerCapabilities {
         )),
         document_symbol_provider: Some(OneOf::Left(true)),
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        code_lens_provider: Some(CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
+        execute_command_provider: Some(ExecuteCommandOptions {
+            commands: actions::COMMANDS.map(str::to_owned).to_vec(),
+            ..ExecuteCommandOptions::default()
+        }),
         ..ServerCapabilities::default()
     }
 }
@@ -67,6 +105,8 @@ pub struct Server {
     documents: HashMap<Uri, OpenDocument>,
     /// Documents whose diagnostics are due, and when.
     due: BTreeMap<String, (Uri, Instant)>,
+    /// The id of the next request the server sends.
+    next_request: i32,
 }
 
 impl Server {
@@ -76,6 +116,7 @@ impl Server {
             options,
             documents: HashMap::new(),
             due: BTreeMap::new(),
+            next_request: 0,
         }
     }
 
@@ -124,6 +165,10 @@ impl Server {
                     if connection.handle_shutdown(&request).map_err(protocol)?
                     {
                         return Ok(());
+                    }
+                    if request.method == ExecuteCommand::METHOD {
+                        self.execute(connection, request)?;
+                        continue;
                     }
                     let response = self.request(request);
                     send(connection, Message::Response(response))?;
@@ -246,6 +291,40 @@ impl Server {
                     Some(outline::folding_ranges(doc))
                 })
             }
+            HoverRequest::METHOD => {
+                let jobs = self.options.jobs.clone();
+                self.with_document::<lsp_types::HoverParams, _>(request, |doc, params| {
+                    let p = &params.text_document_position_params;
+                    crate::hover::hover(doc, &p.text_document.uri, p.position, jobs.as_deref())
+                })
+            }
+            GotoDefinition::METHOD => {
+                self.with_document::<lsp_types::GotoDefinitionParams, _>(request, |doc, params| {
+                    let p = &params.text_document_position_params;
+                    let found = navigation::definition(doc, &p.text_document.uri, p.position);
+                    (!found.is_empty()).then_some(GotoDefinitionResponse::Array(found))
+                })
+            }
+            References::METHOD => {
+                self.with_document::<lsp_types::ReferenceParams, _>(request, |doc, params| {
+                    let p = &params.text_document_position;
+                    Some(navigation::references(doc, &p.text_document.uri, p.position))
+                })
+            }
+            CodeActionRequest::METHOD => {
+                self.with_document::<lsp_types::CodeActionParams, _>(request, |doc, params| {
+                    Some(actions::code_actions(
+                        doc,
+                        &params.text_document.uri,
+                        params.range,
+                    ))
+                })
+            }
+            CodeLensRequest::METHOD => {
+                self.with_document::<lsp_types::CodeLensParams, _>(request, |doc, params| {
+                    Some(actions::code_lenses(doc, &params.text_document.uri))
+                })
+            }
             other => Response::new_err(
                 id,
                 ErrorCode::MethodNotFound as i32,
@@ -280,6 +359,61 @@ impl Server {
     }
 }
 
+impl Server {
+    /// `workspace/executeCommand`: the action's edit sent to the client as
+    /// `workspace/applyEdit` (the client applies it and sends the change back), then the
+    /// answer; an action that cannot apply is an error answer with its text.
+    fn execute(&mut self, connection: &Connection, request: Request) -> Result<(), LspError> {
+        let id = request.id.clone();
+        let params: lsp_types::ExecuteCommandParams = match params(request.params) {
+            Ok(params) => params,
+            Err(error) => {
+                let response =
+                    Response::new_err(id, ErrorCode::InvalidParams as i32, error.to_string());
+                return send(connection, Message::Response(response));
+            }
+        };
+        let edit = Action::from_command(&params.command, &params.arguments)
+            .ok_or_else(|| format!("unknown command or arguments: {}", params.command))
+            .and_then(|(uri, action)| {
+                let doc = self
+                    .documents
+                    .get(&uri)
+                    .ok_or_else(|| format!("{} is not open", uri.as_str()))?;
+                actions::action_edit(doc, &action).map(|edit| (uri, edit))
+            });
+        match edit {
+            Ok((uri, edit)) => {
+                self.next_request += 1;
+                let apply = lsp_types::ApplyWorkspaceEditParams {
+                    label: Some(params.command.clone()),
+                    edit: actions::workspace_edit(&uri, edit),
+                };
+                send(
+                    connection,
+                    Message::Request(Request::new(
+                        lsp_server::RequestId::from(format!("flemma-{}", self.next_request)),
+                        ApplyWorkspaceEdit::METHOD.to_owned(),
+                        apply,
+                    )),
+                )?;
+                send(
+                    connection,
+                    Message::Response(Response::new_ok(id, serde_json::Value::Null)),
+                )
+            }
+            Err(text) => send(
+                connection,
+                Message::Response(Response::new_err(
+                    id,
+                    ErrorCode::RequestFailed as i32,
+                    text,
+                )),
+            ),
+        }
+    }
+}
+
 /// The parameters of requests about one document.
 pub(crate) trait HasDocument {
     fn uri(&self) -> &Uri;
@@ -292,6 +426,36 @@ impl HasDocument for lsp_types::DocumentSymbolParams {
 }
 
 impl HasDocument for lsp_types::FoldingRangeParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::HoverParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document_position_params.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::GotoDefinitionParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document_position_params.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::ReferenceParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document_position.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::CodeActionParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::CodeLensParams {
     fn uri(&self) -> &Uri {
         &self.text_document.uri
     }

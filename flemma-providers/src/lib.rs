@@ -95,7 +95,7 @@ pub use template::jinja::MiniJinjaEngine;
 pub use template::lua::LuaEngine;
 pub use template::{
     FileAccess, FilePart, FileReference, MAX_FILE_BYTES, Scope, TemplateEngine, TemplateError,
-    TemplatePiece, detect_mime,
+    TemplatePiece, detect_mime, file_reference_at,
 };
 pub use transport::{
     ApiKey, Endpoint, HttpError, HttpTransport, ResponseStream, Retry, RetryReason, Timeout,

@@ -303,3 +303,205 @@ fn an_unknown_request_is_method_not_found() {
     assert_eq!(response.error.unwrap().code, -32601);
     client.shutdown();
 }
+
+/// `text` with the protocol's edits (`[{range, newText}]`, against `text`) applied.
+fn apply(text: &str, edits: &Value) -> String {
+    let index = flemma_lsp::LineIndex::new(text);
+    let mut edits: Vec<(usize, usize, String)> = edits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let position = |p: &Value| {
+                lsp_types::Position::new(
+                    u32::try_from(p["line"].as_u64().unwrap()).unwrap(),
+                    u32::try_from(p["character"].as_u64().unwrap()).unwrap(),
+                )
+            };
+            let start = index.offset(text, position(&e["range"]["start"])).unwrap();
+            let end = index.offset(text, position(&e["range"]["end"])).unwrap();
+            (start, end, e["newText"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_owned();
+    for (start, end, new) in edits {
+        out.replace_range(start..end, &new);
+    }
+    out
+}
+
+const PENDING: &str = "@You:\r\nRun it ☕.\r\n\r\n@Assistant:\r\n**Tool Use:** `bash` (`toolu_1`)\r\n```json\r\n{\"command\": \"ls 😀\"}\r\n```\r\n**Tool Use:** `bash` (`toolu_2`)\r\n```json\r\n{\"command\": \"pwd\"}\r\n```\r\n\r\n@You:\r\n**Tool Result:** `toolu_1` (pending)\r\n```\r\n```\r\n\r\n**Tool Result:** `toolu_2` (pending)\r\n```\r\n```\r\n";
+
+#[test]
+fn code_actions_make_the_edit_flemma_approve_makes() {
+    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.open(PENDING);
+    client.diagnostics();
+    // On the first result's header (line 14).
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": URI}, "range": range((14, 3), (14, 3)), "context": {"diagnostics": []}}),
+    );
+    let titles: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Approve toolu_1", "Reject toolu_1", "Approve all pending"]
+    );
+    let doc = flemma_ast::parse(PENDING);
+    for (i, expected) in [
+        flemma_tools::approve(&doc, "toolu_1").unwrap(),
+        flemma_tools::reject(&doc, "toolu_1", None, flemma_ast::writer::WriterOptions::default())
+            .unwrap(),
+        flemma_tools::approve_all_pending(&doc).unwrap(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let edits = &actions[i]["edit"]["changes"][URI];
+        assert_eq!(
+            apply(PENDING, edits),
+            flemma_ast::apply_edits(PENDING, &expected).unwrap(),
+            "{}",
+            titles[i]
+        );
+    }
+    assert!(apply(PENDING, &actions[0]["edit"]["changes"][URI]).contains("`toolu_1` (approved)\r\n"));
+
+    // Code lenses: approve and reject on each pending call.
+    let lenses = client.request("textDocument/codeLens", json!({"textDocument": {"uri": URI}}));
+    let lenses: Vec<(u64, &str)> = lenses
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["range"]["start"]["line"].as_u64().unwrap(), l["command"]["command"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        lenses,
+        [(14, "flemma.approve"), (14, "flemma.reject"), (18, "flemma.approve"), (18, "flemma.reject")]
+    );
+
+    // A lens's command: the server asks the client to apply the edit.
+    client.next_id += 1;
+    let id = RequestId::from(client.next_id);
+    client
+        .connection
+        .sender
+        .send(Message::Request(Request::new(
+            id.clone(),
+            "workspace/executeCommand".to_owned(),
+            json!({"command": "flemma.reject", "arguments": [URI, "toolu_2", "use ls instead"]}),
+        )))
+        .unwrap();
+    let apply_request = loop {
+        if let Message::Request(r) = client.receive() {
+            break r;
+        }
+    };
+    assert_eq!(apply_request.method, "workspace/applyEdit");
+    let rejected = apply(PENDING, &apply_request.params["edit"]["changes"][URI]);
+    assert!(
+        rejected.contains("**Tool Result:** `toolu_2` (rejected)\r\n```\r\nUser feedback: use ls instead\r\n```"),
+        "{rejected}"
+    );
+    let answer = loop {
+        if let Message::Response(r) = client.receive() {
+            break r;
+        }
+    };
+    assert_eq!(answer.id, id);
+    assert!(answer.error.is_none(), "{answer:?}");
+    // A call that is not pending: the command fails with the action's text.
+    let error = client.connection.sender.send(Message::Request(Request::new(
+        RequestId::from(900),
+        "workspace/executeCommand".to_owned(),
+        json!({"command": "flemma.approve", "arguments": [URI, "toolu_9"]}),
+    )));
+    error.unwrap();
+    let failed = loop {
+        if let Message::Response(r) = client.receive() {
+            break r;
+        }
+    };
+    assert_eq!(failed.error.unwrap().message, "Tool not found: toolu_9");
+    client.shutdown();
+}
+
+const JOBS: &str = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"command\": \"sleep 1\", \"background\": true}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_ab12)\n```\nRunning as a background job.\n```\n\n@Assistant:\nWaiting.\n\n@You:\n**Job Result:** `job_ab12`\n```\ndone\n```\n\nSee @./notes.md please.\n";
+
+#[test]
+fn definition_references_and_hover_follow_calls_jobs_and_files() {
+    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.open(JOBS);
+    client.diagnostics();
+    let doc = flemma_ast::parse(JOBS);
+    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    let line_of = |needle: &str| JOBS.lines().position(|l| l.contains(needle)).unwrap() as u32;
+    let use_line = line_of("**Tool Use:**");
+    let result_line = line_of("**Tool Result:**");
+    let job_line = line_of("**Job Result:**");
+    let at = |line: u32| json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": 2}});
+    let target = |v: &Value| v[0]["range"]["start"]["line"].as_u64().unwrap() as u32;
+    // Tool Use → its result; a result with job= → its Job Result; the Job Result → the result.
+    let definition = client.request("textDocument/definition", at(use_line));
+    assert_eq!(target(&definition), result_line);
+    let definition = client.request("textDocument/definition", at(result_line));
+    assert_eq!(target(&definition), job_line);
+    let definition = client.request("textDocument/definition", at(job_line));
+    assert_eq!(target(&definition), result_line);
+    // References: every block of the call.
+    let mut params = at(use_line);
+    params["context"] = json!({"includeDeclaration": true});
+    let references = client.request("textDocument/references", params);
+    let lines: Vec<u32> = references
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["range"]["start"]["line"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(lines, [use_line, result_line, job_line]);
+    // Hover on the result: the job's state above the block's summary.
+    let hover = client.request("textDocument/hover", at(result_line));
+    let value = hover["contents"]["value"].as_str().unwrap();
+    assert!(value.starts_with("**Job** `job_ab12`: delivered\n"), "{value}");
+    assert!(value.contains("modeline: job=job_ab12"), "{value}");
+    let hover = client.request("textDocument/hover", at(use_line));
+    let value = hover["contents"]["value"].as_str().unwrap();
+    assert!(value.contains("**Tool Use** `bash` (`toolu_1`): result written"), "{value}");
+    assert!(value.contains("\"command\": \"sleep 1\""), "{value}");
+    client.shutdown();
+}
+
+#[test]
+fn a_file_reference_leads_to_its_file() {
+    let dir = std::env::temp_dir().join(format!("flemma-lsp-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes é.md"), "# Notes\n").unwrap();
+    let chat = dir.join("chat.chat");
+    let uri = flemma_lsp::path_uri(&chat).unwrap();
+    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 1, "text": "@You:\nRead @./notes%20é.md and @./missing.md.\n"}}),
+    );
+    client.diagnostics();
+    let at = |character: u32| json!({"textDocument": {"uri": uri.as_str()}, "position": {"line": 1, "character": character}});
+    let definition = client.request("textDocument/definition", at(9));
+    let target: lsp_types::Uri = definition[0]["uri"].as_str().unwrap().parse().unwrap();
+    assert_eq!(flemma_lsp::uri_path(&target).unwrap(), dir.join("notes é.md"));
+    let hover = client.request("textDocument/hover", at(9));
+    assert!(
+        hover["contents"]["value"].as_str().unwrap().ends_with("notes é.md`: a file of 8 bytes"),
+        "{hover}"
+    );
+    // A missing file: nothing to go to.
+    let missing = "Read @./notes%20é.md and @./mis".encode_utf16().count() as u32;
+    assert_eq!(client.request("textDocument/definition", at(missing)), Value::Null);
+    client.shutdown();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

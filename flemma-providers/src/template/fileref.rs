@@ -62,6 +62,46 @@ pub(crate) fn split_into<'a>(text: &'a str, first_line: u32, mut push: impl FnMu
     }
 }
 
+/// The `@./file` reference of `text` that covers byte `offset` (a cursor on it, or just after
+/// it), with the bytes it spans; its [`line`](FileReference::line) is `0`.
+///
+/// ```
+/// let text = "See @./notes/a%20b.md, then @../x.png;type=image/png.";
+/// let at = text.find("notes").unwrap();
+/// let (reference, span) = flemma_providers::file_reference_at(text, at).unwrap();
+/// assert_eq!(reference.path, "./notes/a b.md");
+/// assert_eq!(&text[span], "@./notes/a%20b.md");
+/// assert!(flemma_providers::file_reference_at(text, 1).is_none());
+/// ```
+pub fn file_reference_at(
+    text: &str,
+    offset: usize,
+) -> Option<(FileReference<'_>, std::ops::Range<usize>)> {
+    let offset = offset.min(text.len());
+    let bytes = text.as_bytes();
+    let token_start = bytes[..offset]
+        .iter()
+        .rposition(u8::is_ascii_whitespace)
+        .map_or(0, |i| i + 1);
+    let mut search = token_start;
+    while let Some(found) = memchr::memchr(b'@', &bytes[search..offset.min(bytes.len())]) {
+        let at = search + found;
+        search = at + 1;
+        if let Some((reference, end)) = reference_at(text, at)
+            && offset <= end
+        {
+            return Some((reference, at..end));
+        }
+    }
+    // The cursor on the `@` itself.
+    if bytes.get(offset) == Some(&b'@')
+        && let Some((reference, end)) = reference_at(text, offset)
+    {
+        return Some((reference, offset..end));
+    }
+    None
+}
+
 /// The reference whose `@` is at byte `at`, and the byte where it ends (trailing punctuation
 /// excluded).
 fn reference_at(text: &str, at: usize) -> Option<(FileReference<'_>, usize)> {

@@ -31,7 +31,7 @@ use flemma_ast::Segment;
 pub use access::FileAccess;
 pub use error::TemplateError;
 pub use file::{FilePart, detect_mime};
-pub use fileref::FileReference;
+pub use fileref::{FileReference, file_reference_at};
 pub use limits::MAX_FILE_BYTES;
 pub use scope::Scope;
 

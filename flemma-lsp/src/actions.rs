@@ -1,0 +1,227 @@
+//! Code actions and code lenses on pending and approved calls: approve, reject, approve all.
+//! Each edit is the one `flemma approve` / `flemma reject` / `flemma approve-all` makes
+//! (`flemma_tools::{approve, reject, approve_all_pending}`), so the file ends up the same.
+
+use std::collections::HashMap;
+
+use flemma_ast::{Segment, ToolStatus};
+use lsp_types::{
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeLens, Command, Range, TextEdit, Uri,
+    WorkspaceEdit,
+};
+use serde_json::{Value, json};
+
+use crate::document::OpenDocument;
+use crate::position::ParserLines;
+
+/// The command that approves a pending call: arguments `[uri, id]`.
+pub const APPROVE: &str = "flemma.approve";
+/// The command that rejects a pending or approved call: arguments `[uri, id, reason?]`.
+pub const REJECT: &str = "flemma.reject";
+/// The command that approves every pending call: arguments `[uri]`.
+pub const APPROVE_ALL: &str = "flemma.approveAll";
+
+/// The commands the server executes (`workspace/executeCommand`).
+pub const COMMANDS: [&str; 3] = [APPROVE, REJECT, APPROVE_ALL];
+
+/// What a user can do to a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Approve the pending call.
+    Approve(String),
+    /// Reject the call, with an optional reason (`User feedback: …`).
+    Reject(String, Option<String>),
+    /// Approve every pending call.
+    ApproveAll,
+}
+
+impl Action {
+    /// The action a command names, from its arguments.
+    pub fn from_command(command: &str, arguments: &[Value]) -> Option<(Uri, Action)> {
+        let uri: Uri = arguments.first()?.as_str()?.parse().ok()?;
+        let id = || arguments.get(1).and_then(Value::as_str).map(str::to_owned);
+        let action = match command {
+            APPROVE => Action::Approve(id()?),
+            REJECT => Action::Reject(
+                id()?,
+                arguments.get(2).and_then(Value::as_str).map(str::to_owned),
+            ),
+            APPROVE_ALL => Action::ApproveAll,
+            _ => return None,
+        };
+        Some((uri, action))
+    }
+
+    fn command(&self, uri: &Uri) -> Command {
+        let (title, command, arguments) = match self {
+            Action::Approve(id) => (
+                format!("Approve {id}"),
+                APPROVE,
+                vec![json!(uri.as_str()), json!(id)],
+            ),
+            Action::Reject(id, reason) => {
+                let mut arguments = vec![json!(uri.as_str()), json!(id)];
+                if let Some(reason) = reason {
+                    arguments.push(json!(reason));
+                }
+                (format!("Reject {id}"), REJECT, arguments)
+            }
+            Action::ApproveAll => (
+                "Approve all pending".to_owned(),
+                APPROVE_ALL,
+                vec![json!(uri.as_str())],
+            ),
+        };
+        Command {
+            title,
+            command: command.to_owned(),
+            arguments: Some(arguments),
+        }
+    }
+}
+
+/// The one edit of `doc` that `action` makes, as the protocol's edit of the client's text:
+/// the writer's line edits applied to the text, then the changed bytes as one replacement.
+///
+/// # Errors
+///
+/// The action's error text (`Tool not found: …`, `No pending tools to approve`, …).
+pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, String> {
+    let document = doc.document();
+    let edits = match action {
+        Action::Approve(id) => flemma_tools::approve(document, id),
+        Action::Reject(id, reason) => flemma_tools::reject(
+            document,
+            id,
+            reason.as_deref(),
+            flemma_ast::writer::WriterOptions::default(),
+        ),
+        Action::ApproveAll => flemma_tools::approve_all_pending(document),
+    }
+    .map_err(|e| e.to_string())?;
+    let old = doc.text();
+    let new = flemma_ast::apply_edits(old, &edits).map_err(|e| e.to_string())?;
+    let prefix = old
+        .bytes()
+        .zip(new.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut prefix = prefix;
+    while !old.is_char_boundary(prefix) || !new.is_char_boundary(prefix) {
+        prefix -= 1;
+    }
+    let max_suffix = old.len().min(new.len()) - prefix;
+    let mut suffix = old
+        .bytes()
+        .rev()
+        .zip(new.bytes().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix)
+    {
+        suffix -= 1;
+    }
+    let range = Range::new(
+        doc.lines().position(old, prefix),
+        doc.lines().position(old, old.len() - suffix),
+    );
+    Ok(TextEdit::new(range, new[prefix..new.len() - suffix].to_owned()))
+}
+
+/// A workspace edit of `uri` with one text edit.
+pub fn workspace_edit(uri: &Uri, edit: TextEdit) -> WorkspaceEdit {
+    WorkspaceEdit {
+        changes: Some(HashMap::from([(uri.clone(), vec![edit])])),
+        ..WorkspaceEdit::default()
+    }
+}
+
+/// The calls whose result block's lines meet `lines` (1-based, inclusive), with their
+/// status, and whether any call of the document is pending.
+fn calls_in(doc: &OpenDocument, from: u32, to: u32) -> (Vec<(String, ToolStatus)>, bool) {
+    let mut calls = Vec::new();
+    let mut any_pending = false;
+    for message in &doc.document().messages {
+        for segment in &message.segments {
+            let Segment::ToolResult(result) = segment else {
+                continue;
+            };
+            let Some(status) = result.status.filter(|s| s.is_lifecycle()) else {
+                continue;
+            };
+            any_pending |= status == ToolStatus::Pending;
+            if result.span.start_line <= to && from <= result.span.end_line {
+                calls.push((result.tool_use_id.as_str().to_owned(), status));
+            }
+        }
+    }
+    (calls, any_pending)
+}
+
+/// The actions offered for a call in the state `status`.
+fn actions_for(id: &str, status: ToolStatus) -> Vec<Action> {
+    match status {
+        ToolStatus::Pending => vec![
+            Action::Approve(id.to_owned()),
+            Action::Reject(id.to_owned(), None),
+        ],
+        ToolStatus::Approved => vec![Action::Reject(id.to_owned(), None)],
+        _ => Vec::new(),
+    }
+}
+
+/// The code actions for the lines of `range`: approve and reject each pending call whose
+/// result block they meet, reject an approved one, approve all pending. Each carries its edit.
+pub fn code_actions(doc: &OpenDocument, uri: &Uri, range: Range) -> Vec<CodeActionOrCommand> {
+    let Some((from, to)) = crate::navigation::at(doc, range.start)
+        .zip(crate::navigation::at(doc, range.end))
+        .map(|(a, b)| (a.line, b.line))
+    else {
+        return Vec::new();
+    };
+    let (calls, any_pending) = calls_in(doc, from, to);
+    let mut actions: Vec<Action> = calls
+        .iter()
+        .flat_map(|(id, status)| actions_for(id, *status))
+        .collect();
+    if any_pending && calls.iter().any(|(_, s)| *s == ToolStatus::Pending) {
+        actions.push(Action::ApproveAll);
+    }
+    actions
+        .into_iter()
+        .filter_map(|action| {
+            let edit = action_edit(doc, &action).ok()?;
+            let command = action.command(uri);
+            Some(CodeActionOrCommand::CodeAction(CodeAction {
+                title: command.title,
+                kind: Some(CodeActionKind::QUICKFIX),
+                edit: Some(workspace_edit(uri, edit)),
+                ..CodeAction::default()
+            }))
+        })
+        .collect()
+}
+
+/// Code lenses on the header of each pending call (approve, reject) and approved call
+/// (reject), running the commands ([`COMMANDS`]).
+pub fn code_lenses(doc: &OpenDocument, uri: &Uri) -> Vec<CodeLens> {
+    let lines = ParserLines::new(doc.text(), doc.lines());
+    let (calls, _) = calls_in(doc, 1, u32::MAX);
+    let mut out = Vec::new();
+    for (id, status) in calls {
+        let Some(result) = flemma_ast::find_tool_result_by_id(doc.document(), &id) else {
+            continue;
+        };
+        let line = result.node.span.start_line;
+        let range = Range::new(lines.line_start(line), lines.line_end(line));
+        for action in actions_for(&id, status) {
+            out.push(CodeLens {
+                range,
+                command: Some(action.command(uri)),
+                data: None,
+            });
+        }
+    }
+    out
+}

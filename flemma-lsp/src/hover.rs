@@ -1,0 +1,150 @@
+//! Hover: on a Tool Use, the call (tool, id, input, where its result stands); on a tool result,
+//! its status (and its job's, for a result with `job=`) above the segment's AST summary; on an
+//! `@./file` reference, the path it resolves to and whether the file is there.
+
+use std::fmt::Write as _;
+
+use flemma_ast::Segment;
+use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position, Uri};
+
+use crate::document::OpenDocument;
+use crate::navigation::{at, resolve, segment_at};
+
+/// Where a background job stands, as the host knows it (the journal): what a hover on its
+/// tool result shows first.
+pub trait JobStatus: Send + Sync {
+    /// The job's state (`running 12.3s`, `completed (delivery pending)`, `delivered`, `lost`),
+    /// `None` when unknown.
+    fn status(&self, uri: &Uri, job_id: &str) -> Option<String>;
+}
+
+/// A fence long enough for `content`.
+fn fenced(language: &str, content: &str) -> String {
+    let fence = flemma_ast::writer::fence_for(content);
+    format!("{fence}{language}\n{content}\n{fence}")
+}
+
+/// Lines of a result block's AST shown in a hover: its modeline, lines, size and first lines.
+fn summary(meta: &flemma_ast::modeline::Modeline, span: flemma_ast::LineSpan, content: &str) -> String {
+    const SHOWN: usize = 8;
+    let mut out = String::new();
+    if !meta.is_empty() {
+        let _ = writeln!(out, "modeline: {}", meta.to_modeline_string());
+    }
+    let _ = writeln!(
+        out,
+        "lines {}-{}, content {} bytes",
+        span.start_line,
+        span.end_line,
+        content.len()
+    );
+    for line in content.lines().take(SHOWN) {
+        let mut line = line.to_owned();
+        if line.len() > 120 {
+            let mut end = 120;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+            line.push('…');
+        }
+        let _ = writeln!(out, "| {line}");
+    }
+    if content.lines().nth(SHOWN).is_some() {
+        out.push_str("| …\n");
+    }
+    out.trim_end().to_owned()
+}
+
+/// The hover at `position`, when it lies on a Tool Use, a tool result, a Job Result or an
+/// `@./file` reference.
+pub fn hover(
+    doc: &OpenDocument,
+    uri: &Uri,
+    position: Position,
+    jobs: Option<&dyn JobStatus>,
+) -> Option<Hover> {
+    let at = at(doc, position)?;
+    let segment = segment_at(doc, at)?;
+    let document = doc.document();
+    let mut text = String::new();
+    match segment.node {
+        Segment::ToolUse(tool_use) => {
+            let status = doc
+                .parser()
+                .tool_index()
+                .last_tool_result(document, tool_use.id.as_str())
+                .map_or_else(
+                    || "no result yet".to_owned(),
+                    |r| match r.node.status {
+                        Some(status) => format!("result: {status}"),
+                        None => "result written".to_owned(),
+                    },
+                );
+            let _ = writeln!(
+                text,
+                "**Tool Use** `{}` (`{}`): {status}\n",
+                tool_use.name, tool_use.id
+            );
+            let input = serde_json::to_string_pretty(tool_use.input()).unwrap_or_default();
+            text.push_str(&fenced("json", &input));
+        }
+        Segment::ToolResult(result) => {
+            if let Some(job) = result.job_id() {
+                let state = jobs
+                    .and_then(|j| j.status(uri, job))
+                    .or_else(|| {
+                        flemma_ast::find_job_result(document, job).map(|r| {
+                            match r.node.status {
+                                Some(flemma_ast::JobStatus::Error) => "delivered (error)",
+                                None => "delivered",
+                            }
+                            .to_owned()
+                        })
+                    })
+                    .unwrap_or_else(|| "unknown (no journal entry read)".to_owned());
+                let _ = writeln!(text, "**Job** `{job}`: {state}\n");
+            }
+            let _ = writeln!(
+                text,
+                "**Tool Result** `{}`{}\n",
+                result.tool_use_id,
+                result
+                    .status
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            );
+            text.push_str(&fenced(
+                "text",
+                &summary(&result.meta, result.span, &result.content),
+            ));
+        }
+        Segment::JobResult(job) => {
+            let _ = writeln!(
+                text,
+                "**Job Result** `{}`{}\n",
+                job.job_id,
+                if job.status.is_some() { " (error)" } else { "" }
+            );
+            text.push_str(&fenced("text", &summary(&job.meta, job.span, &job.content)));
+        }
+        Segment::Text(_) => {
+            let (reference, _) = flemma_providers::file_reference_at(doc.text(), at.offset)?;
+            let path = resolve(&reference.path, uri)?;
+            let state = match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => format!("a file of {} bytes", m.len()),
+                Ok(_) => "not a file".to_owned(),
+                Err(e) => format!("cannot be read: {e}"),
+            };
+            let _ = write!(text, "`{}`: {state}", path.display());
+        }
+        _ => return None,
+    }
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: text,
+        }),
+        range: None,
+    })
+}
