@@ -62,11 +62,11 @@ pub use flemma_approval as approval;
 pub use flemma_ast as ast;
 pub use flemma_config as config;
 pub use flemma_ids as ids;
-#[cfg(feature = "mcp")]
-pub use flemma_mcp as mcp;
 /// The language server of `.chat` documents (`flemma lsp`; feature `lsp`).
 #[cfg(feature = "lsp")]
 pub use flemma_lsp as lsp;
+#[cfg(feature = "mcp")]
+pub use flemma_mcp as mcp;
 pub use flemma_providers as providers;
 pub use flemma_schema as schema;
 pub use flemma_store as store;

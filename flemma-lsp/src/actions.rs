@@ -118,15 +118,17 @@ pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, Stri
         .take(max_suffix)
         .take_while(|(a, b)| a == b)
         .count();
-    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix)
-    {
+    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
         suffix -= 1;
     }
     let range = Range::new(
         doc.lines().position(old, prefix),
         doc.lines().position(old, old.len() - suffix),
     );
-    Ok(TextEdit::new(range, new[prefix..new.len() - suffix].to_owned()))
+    Ok(TextEdit::new(
+        range,
+        new[prefix..new.len() - suffix].to_owned(),
+    ))
 }
 
 /// A workspace edit of `uri` with one text edit.

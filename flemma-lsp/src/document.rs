@@ -64,7 +64,10 @@ impl OpenDocument {
             range,
             lines: self.lines.line_count(),
         };
-        let start = self.lines.offset(text, range.start).ok_or_else(out_of_text)?;
+        let start = self
+            .lines
+            .offset(text, range.start)
+            .ok_or_else(out_of_text)?;
         let end = self.lines.offset(text, range.end).ok_or_else(out_of_text)?;
         if end < start {
             return Err(out_of_text());

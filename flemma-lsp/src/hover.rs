@@ -25,7 +25,11 @@ fn fenced(language: &str, content: &str) -> String {
 }
 
 /// Lines of a result block's AST shown in a hover: its modeline, lines, size and first lines.
-fn summary(meta: &flemma_ast::modeline::Modeline, span: flemma_ast::LineSpan, content: &str) -> String {
+fn summary(
+    meta: &flemma_ast::modeline::Modeline,
+    span: flemma_ast::LineSpan,
+    content: &str,
+) -> String {
     const SHOWN: usize = 8;
     let mut out = String::new();
     if !meta.is_empty() {
@@ -109,10 +113,7 @@ pub fn hover(
                 text,
                 "**Tool Result** `{}`{}\n",
                 result.tool_use_id,
-                result
-                    .status
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default()
+                result.status.map(|s| format!(" ({s})")).unwrap_or_default()
             );
             text.push_str(&fenced(
                 "text",

@@ -39,7 +39,10 @@ pub(crate) fn segment_at(doc: &OpenDocument, at: At) -> Option<SegmentRef<'_>> {
 
 /// The range of a block's header (its first line).
 fn header(lines: &ParserLines<'_>, span: LineSpan) -> Range {
-    Range::new(lines.line_start(span.start_line), lines.line_end(span.start_line))
+    Range::new(
+        lines.line_start(span.start_line),
+        lines.line_end(span.start_line),
+    )
 }
 
 /// The path of a `file:` URI.

@@ -4,8 +4,8 @@
 use flemma_ast::{LineSpan, Segment};
 use flemma_ids::Severity;
 use lsp_types::{
-    Diagnostic, DiagnosticSeverity, DocumentSymbol, FoldingRange, FoldingRangeKind,
-    NumberOrString, Range, SymbolKind,
+    Diagnostic, DiagnosticSeverity, DocumentSymbol, FoldingRange, FoldingRangeKind, NumberOrString,
+    Range, SymbolKind,
 };
 
 use crate::document::OpenDocument;
@@ -17,7 +17,10 @@ pub const SOURCE: &str = "flemma";
 /// The protocol's range of the parser's lines `span`: from the start of its first line to
 /// the end of its last.
 fn range_of(lines: &ParserLines<'_>, span: LineSpan) -> Range {
-    Range::new(lines.line_start(span.start_line), lines.line_end(span.end_line))
+    Range::new(
+        lines.line_start(span.start_line),
+        lines.line_end(span.end_line),
+    )
 }
 
 /// The parser's diagnostics, each on the line it names (the whole line).
@@ -40,7 +43,10 @@ pub fn diagnostics(doc: &OpenDocument) -> Vec<Diagnostic> {
         .collect()
 }
 
-#[expect(deprecated, reason = "`DocumentSymbol::deprecated` has to be written to build one")]
+#[expect(
+    deprecated,
+    reason = "`DocumentSymbol::deprecated` has to be written to build one"
+)]
 fn symbol(
     name: String,
     detail: Option<String>,
@@ -102,12 +108,9 @@ pub fn document_symbols(doc: &OpenDocument) -> Vec<DocumentSymbol> {
                         SymbolKind::EVENT,
                         j.span,
                     ),
-                    Segment::Thinking(t) => (
-                        "thinking".to_owned(),
-                        None,
-                        SymbolKind::STRING,
-                        t.span,
-                    ),
+                    Segment::Thinking(t) => {
+                        ("thinking".to_owned(), None, SymbolKind::STRING, t.span)
+                    }
                     _ => return None,
                 };
                 Some(symbol(name, detail, kind, range_of(&lines, span), None))

@@ -11,15 +11,14 @@ use lsp_types::notification::{
     PublishDiagnostics,
 };
 use lsp_types::request::{
-    ApplyWorkspaceEdit, CodeActionRequest, CodeLensRequest, DocumentSymbolRequest,
-    ExecuteCommand, FoldingRangeRequest, GotoDefinition, HoverRequest, References,
-    Request as _,
+    ApplyWorkspaceEdit, CodeActionRequest, CodeLensRequest, DocumentSymbolRequest, ExecuteCommand,
+    FoldingRangeRequest, GotoDefinition, HoverRequest, References, Request as _,
 };
 use lsp_types::{
-    CodeActionProviderCapability, CodeLensOptions, DocumentSymbolResponse,
-    ExecuteCommandOptions, FoldingRangeProviderCapability, GotoDefinitionResponse,
-    HoverProviderCapability, InitializeResult, OneOf, PublishDiagnosticsParams,
-    ServerCapabilities, ServerInfo, TextDocumentSyncCapability, TextDocumentSyncKind, Uri,
+    CodeActionProviderCapability, CodeLensOptions, DocumentSymbolResponse, ExecuteCommandOptions,
+    FoldingRangeProviderCapability, GotoDefinitionResponse, HoverProviderCapability,
+    InitializeResult, OneOf, PublishDiagnosticsParams, ServerCapabilities, ServerInfo,
+    TextDocumentSyncCapability, TextDocumentSyncKind, Uri,
 };
 use serde::de::DeserializeOwned;
 
@@ -142,9 +141,7 @@ impl Server {
         };
         let result = serde_json::to_value(result).map_err(LspError::Json)?;
         let (id, _params) = connection.initialize_start().map_err(protocol)?;
-        connection
-            .initialize_finish(id, result)
-            .map_err(protocol)?;
+        connection.initialize_finish(id, result).map_err(protocol)?;
         loop {
             let message = match self.next_deadline() {
                 None => connection
@@ -162,8 +159,7 @@ impl Server {
             };
             match message {
                 Message::Request(request) => {
-                    if connection.handle_shutdown(&request).map_err(protocol)?
-                    {
+                    if connection.handle_shutdown(&request).map_err(protocol)? {
                         return Ok(());
                     }
                     if request.method == ExecuteCommand::METHOD {
@@ -231,7 +227,8 @@ impl Server {
     ) -> Result<(), LspError> {
         match notification.method.as_str() {
             DidOpenTextDocument::METHOD => {
-                let Ok(params) = params::<lsp_types::DidOpenTextDocumentParams>(notification.params)
+                let Ok(params) =
+                    params::<lsp_types::DidOpenTextDocumentParams>(notification.params)
                 else {
                     return Ok(());
                 };
@@ -281,16 +278,16 @@ impl Server {
     pub fn request(&mut self, request: Request) -> Response {
         let id = request.id.clone();
         match request.method.as_str() {
-            DocumentSymbolRequest::METHOD => {
-                self.with_document::<lsp_types::DocumentSymbolParams, _>(request, |doc, _| {
-                    Some(DocumentSymbolResponse::Nested(outline::document_symbols(doc)))
-                })
-            }
-            FoldingRangeRequest::METHOD => {
-                self.with_document::<lsp_types::FoldingRangeParams, _>(request, |doc, _| {
+            DocumentSymbolRequest::METHOD => self
+                .with_document::<lsp_types::DocumentSymbolParams, _>(request, |doc, _| {
+                    Some(DocumentSymbolResponse::Nested(outline::document_symbols(
+                        doc,
+                    )))
+                }),
+            FoldingRangeRequest::METHOD => self
+                .with_document::<lsp_types::FoldingRangeParams, _>(request, |doc, _| {
                     Some(outline::folding_ranges(doc))
-                })
-            }
+                }),
             HoverRequest::METHOD => {
                 let jobs = self.options.jobs.clone();
                 self.with_document::<lsp_types::HoverParams, _>(request, |doc, params| {
@@ -308,7 +305,11 @@ impl Server {
             References::METHOD => {
                 self.with_document::<lsp_types::ReferenceParams, _>(request, |doc, params| {
                     let p = &params.text_document_position;
-                    Some(navigation::references(doc, &p.text_document.uri, p.position))
+                    Some(navigation::references(
+                        doc,
+                        &p.text_document.uri,
+                        p.position,
+                    ))
                 })
             }
             CodeActionRequest::METHOD => {
@@ -320,11 +321,10 @@ impl Server {
                     ))
                 })
             }
-            CodeLensRequest::METHOD => {
-                self.with_document::<lsp_types::CodeLensParams, _>(request, |doc, params| {
+            CodeLensRequest::METHOD => self
+                .with_document::<lsp_types::CodeLensParams, _>(request, |doc, params| {
                     Some(actions::code_lenses(doc, &params.text_document.uri))
-                })
-            }
+                }),
             other => Response::new_err(
                 id,
                 ErrorCode::MethodNotFound as i32,
@@ -404,11 +404,7 @@ impl Server {
             }
             Err(text) => send(
                 connection,
-                Message::Response(Response::new_err(
-                    id,
-                    ErrorCode::RequestFailed as i32,
-                    text,
-                )),
+                Message::Response(Response::new_err(id, ErrorCode::RequestFailed as i32, text)),
             ),
         }
     }
@@ -475,10 +471,7 @@ fn protocol(error: lsp_server::ProtocolError) -> LspError {
 }
 
 fn send(connection: &Connection, message: Message) -> Result<(), LspError> {
-    connection
-        .sender
-        .send(message)
-        .map_err(|_| LspError::Send)
+    connection.sender.send(message).map_err(|_| LspError::Send)
 }
 
 fn show_error(connection: &Connection, text: &str) -> Result<(), LspError> {

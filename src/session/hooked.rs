@@ -74,11 +74,9 @@ impl Session {
         let hooks = match self.hooks().await {
             Ok(hooks) => hooks,
             Err(error) => {
-                let report = flemma_tools::hooks::HookError::with_source(
-                    "SessionEnd hooks not run",
-                    error,
-                )
-                .report();
+                let report =
+                    flemma_tools::hooks::HookError::with_source("SessionEnd hooks not run", error)
+                        .report();
                 self.emit(SessionEvent::Warning(report));
                 return;
             }

@@ -72,8 +72,20 @@ proptest! {
 /// Pieces of text a byte splice may insert: parts of lines, terminators of both kinds, and
 /// non-ASCII characters.
 const PIECES: &[&str] = &[
-    "@You:", "@Assistant:", "\n", "\r\n", "```", "json", "**Tool Result:** `t1`", "ok", " ",
-    "é", "😀", "{{ a }}", "`", "\r",
+    "@You:",
+    "@Assistant:",
+    "\n",
+    "\r\n",
+    "```",
+    "json",
+    "**Tool Result:** `t1`",
+    "ok",
+    " ",
+    "é",
+    "😀",
+    "{{ a }}",
+    "`",
+    "\r",
 ];
 
 proptest! {

@@ -10,10 +10,10 @@
 mod claims;
 mod hooks;
 mod input;
-#[cfg(feature = "lsp")]
-mod lsp;
 #[cfg(unix)]
 mod jobs;
+#[cfg(feature = "lsp")]
+mod lsp;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(all(unix, feature = "mcp"))]

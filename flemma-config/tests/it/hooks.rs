@@ -14,7 +14,10 @@ fn frontmatter_hooks_are_refused_by_default() {
     assert_eq!(err.line, 4);
     let text = crate::chain(&err);
     assert!(text.contains("cannot add hooks"), "{text}");
-    assert!(text.contains("`[hooks] allow_frontmatter = true`"), "{text}");
+    assert!(
+        text.contains("`[hooks] allow_frontmatter = true`"),
+        "{text}"
+    );
     assert!(config.frontmatter_hooks().is_none());
 }
 
@@ -22,7 +25,10 @@ fn frontmatter_hooks_are_refused_by_default() {
 fn allowed_frontmatter_hooks_are_kept_and_cleared_with_the_layer() {
     let mut config = Config::new();
     config
-        .load_toml_str("[hooks]\nallow_frontmatter = true\n", "flemma.toml".as_ref())
+        .load_toml_str(
+            "[hooks]\nallow_frontmatter = true\n",
+            "flemma.toml".as_ref(),
+        )
         .unwrap();
     assert!(config.frontmatter_hooks_allowed());
     let generation = config.generation();
@@ -50,7 +56,10 @@ fn allowed_frontmatter_hooks_are_kept_and_cleared_with_the_layer() {
 fn the_host_word_beats_the_options_files() {
     let mut config = Config::new();
     config
-        .load_toml_str("[hooks]\nallow_frontmatter = true\n", "flemma.toml".as_ref())
+        .load_toml_str(
+            "[hooks]\nallow_frontmatter = true\n",
+            "flemma.toml".as_ref(),
+        )
         .unwrap();
     config.allow_frontmatter_hooks(false);
     assert!(config.apply_frontmatter("json", JSON, 2).is_err());

@@ -101,7 +101,10 @@ impl Client {
         );
     }
 
-    #[expect(clippy::needless_pass_by_value, reason = "callers build the changes in place")]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "callers build the changes in place"
+    )]
     fn change(&self, version: i32, changes: Value) {
         self.notify(
             "textDocument/didChange",
@@ -174,12 +177,7 @@ fn incremental_changes_in_utf16_reach_the_parser_and_the_outline() {
         ]
     );
     // The message ends at its last line's end, in UTF-16 units.
-    assert_eq!(
-        symbols[0]["range"],
-        range((0, 0), (2, 0)),
-        "{}",
-        symbols[0]
-    );
+    assert_eq!(symbols[0]["range"], range((0, 0), (2, 0)), "{}", symbols[0]);
     let folds = client.request(
         "textDocument/foldingRange",
         json!({"textDocument": {"uri": URI}}),
@@ -202,7 +200,9 @@ fn incremental_changes_in_utf16_reach_the_parser_and_the_outline() {
 #[test]
 fn diagnostics_are_on_the_offending_line_and_cleared_on_close() {
     let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
-    client.open("@You:\nHi.\n\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{not json}\n```\n");
+    client.open(
+        "@You:\nHi.\n\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{not json}\n```\n",
+    );
     let published = client.diagnostics();
     let diagnostics = published["diagnostics"].as_array().unwrap();
     assert!(!diagnostics.is_empty(), "{published}");
@@ -277,7 +277,10 @@ fn exit_without_shutdown_is_an_error() {
     let mut client = Client::start(ServerOptions::default());
     client.notify("exit", Value::Null);
     let result = client.server.take().unwrap().join().unwrap();
-    assert!(matches!(result, Err(LspError::ExitWithoutShutdown)), "{result:?}");
+    assert!(
+        matches!(result, Err(LspError::ExitWithoutShutdown)),
+        "{result:?}"
+    );
 }
 
 #[test]
@@ -356,8 +359,13 @@ fn code_actions_make_the_edit_flemma_approve_makes() {
     let doc = flemma_ast::parse(PENDING);
     for (i, expected) in [
         flemma_tools::approve(&doc, "toolu_1").unwrap(),
-        flemma_tools::reject(&doc, "toolu_1", None, flemma_ast::writer::WriterOptions::default())
-            .unwrap(),
+        flemma_tools::reject(
+            &doc,
+            "toolu_1",
+            None,
+            flemma_ast::writer::WriterOptions::default(),
+        )
+        .unwrap(),
         flemma_tools::approve_all_pending(&doc).unwrap(),
     ]
     .into_iter()
@@ -371,19 +379,34 @@ fn code_actions_make_the_edit_flemma_approve_makes() {
             titles[i]
         );
     }
-    assert!(apply(PENDING, &actions[0]["edit"]["changes"][URI]).contains("`toolu_1` (approved)\r\n"));
+    assert!(
+        apply(PENDING, &actions[0]["edit"]["changes"][URI]).contains("`toolu_1` (approved)\r\n")
+    );
 
     // Code lenses: approve and reject on each pending call.
-    let lenses = client.request("textDocument/codeLens", json!({"textDocument": {"uri": URI}}));
+    let lenses = client.request(
+        "textDocument/codeLens",
+        json!({"textDocument": {"uri": URI}}),
+    );
     let lenses: Vec<(u64, &str)> = lenses
         .as_array()
         .unwrap()
         .iter()
-        .map(|l| (l["range"]["start"]["line"].as_u64().unwrap(), l["command"]["command"].as_str().unwrap()))
+        .map(|l| {
+            (
+                l["range"]["start"]["line"].as_u64().unwrap(),
+                l["command"]["command"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         lenses,
-        [(14, "flemma.approve"), (14, "flemma.reject"), (18, "flemma.approve"), (18, "flemma.reject")]
+        [
+            (14, "flemma.approve"),
+            (14, "flemma.reject"),
+            (18, "flemma.approve"),
+            (18, "flemma.reject")
+        ]
     );
 
     // A lens's command: the server asks the client to apply the edit.
@@ -406,7 +429,9 @@ fn code_actions_make_the_edit_flemma_approve_makes() {
     assert_eq!(apply_request.method, "workspace/applyEdit");
     let rejected = apply(PENDING, &apply_request.params["edit"]["changes"][URI]);
     assert!(
-        rejected.contains("**Tool Result:** `toolu_2` (rejected)\r\n```\r\nUser feedback: use ls instead\r\n```"),
+        rejected.contains(
+            "**Tool Result:** `toolu_2` (rejected)\r\n```\r\nUser feedback: use ls instead\r\n```"
+        ),
         "{rejected}"
     );
     let answer = loop {
@@ -468,11 +493,17 @@ fn definition_references_and_hover_follow_calls_jobs_and_files() {
     // Hover on the result: the job's state above the block's summary.
     let hover = client.request("textDocument/hover", at(result_line));
     let value = hover["contents"]["value"].as_str().unwrap();
-    assert!(value.starts_with("**Job** `job_ab12`: delivered\n"), "{value}");
+    assert!(
+        value.starts_with("**Job** `job_ab12`: delivered\n"),
+        "{value}"
+    );
     assert!(value.contains("modeline: job=job_ab12"), "{value}");
     let hover = client.request("textDocument/hover", at(use_line));
     let value = hover["contents"]["value"].as_str().unwrap();
-    assert!(value.contains("**Tool Use** `bash` (`toolu_1`): result written"), "{value}");
+    assert!(
+        value.contains("**Tool Use** `bash` (`toolu_1`): result written"),
+        "{value}"
+    );
     assert!(value.contains("\"command\": \"sleep 1\""), "{value}");
     client.shutdown();
 }
@@ -493,15 +524,24 @@ fn a_file_reference_leads_to_its_file() {
     let at = |character: u32| json!({"textDocument": {"uri": uri.as_str()}, "position": {"line": 1, "character": character}});
     let definition = client.request("textDocument/definition", at(9));
     let target: lsp_types::Uri = definition[0]["uri"].as_str().unwrap().parse().unwrap();
-    assert_eq!(flemma_lsp::uri_path(&target).unwrap(), dir.join("notes é.md"));
+    assert_eq!(
+        flemma_lsp::uri_path(&target).unwrap(),
+        dir.join("notes é.md")
+    );
     let hover = client.request("textDocument/hover", at(9));
     assert!(
-        hover["contents"]["value"].as_str().unwrap().ends_with("notes é.md`: a file of 8 bytes"),
+        hover["contents"]["value"]
+            .as_str()
+            .unwrap()
+            .ends_with("notes é.md`: a file of 8 bytes"),
         "{hover}"
     );
     // A missing file: nothing to go to.
     let missing = "Read @./notes%20é.md and @./mis".encode_utf16().count() as u32;
-    assert_eq!(client.request("textDocument/definition", at(missing)), Value::Null);
+    assert_eq!(
+        client.request("textDocument/definition", at(missing)),
+        Value::Null
+    );
     client.shutdown();
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -90,8 +90,8 @@ impl Executor {
             &hooks,
         );
         let hooked = hooks.has(HookEvent::PreToolUse);
-        let context = (hooked || hooks.has(HookEvent::Notification))
-            .then(|| self.hook_context(settings));
+        let context =
+            (hooked || hooks.has(HookEvent::Notification)).then(|| self.hook_context(settings));
         let mut placed = Vec::with_capacity(unanswered.len());
         let mut rewrites = Vec::new();
         let mut reasons = Vec::new();
@@ -101,7 +101,8 @@ impl Executor {
             } else {
                 let mut verdict = None;
                 if let Some(context) = context.as_ref().filter(|_| hooked) {
-                    let (decided, rewritten) = self.pre_tool_use(&hooks, context, &id, &tool, &input).await;
+                    let (decided, rewritten) =
+                        self.pre_tool_use(&hooks, context, &id, &tool, &input).await;
                     verdict = Some(decided);
                     if let Some(rewritten) = rewritten {
                         input = rewritten;

@@ -190,7 +190,13 @@ pub fn from_frontmatter(config: &flemma_config::Config) -> Result<HooksConfig, H
         _ => Compat::Native,
     };
     out.compat = compat_of(section, host, &invalid)?;
-    add_events(&mut out.hooks, section, out.compat, &invalid, "frontmatter:")?;
+    add_events(
+        &mut out.hooks,
+        section,
+        out.compat,
+        &invalid,
+        "frontmatter:",
+    )?;
     Ok(out)
 }
 
@@ -206,7 +212,9 @@ fn compat_of(
         Some(Value::String(c)) if c == "claude" => Ok(Compat::Claude),
         Some(other) => Err(invalid(format!(
             "hooks.compat: expected \"claude\" or \"native\", got {}",
-            other.as_str().map_or_else(|| other.to_string(), str::to_owned)
+            other
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_owned)
         ))),
     }
 }

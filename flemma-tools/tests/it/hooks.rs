@@ -719,7 +719,9 @@ async fn a_frontmatter_adds_hooks_only_where_the_host_allows_it() {
     std::fs::write(&path, &wrong).unwrap();
     let error = crate::chain(&executor(true).cycle().await.unwrap_err());
     assert!(
-        error.contains("line 2: invalid hooks: frontmatter: hooks.PreToolUse[0].command: expected a string"),
+        error.contains(
+            "line 2: invalid hooks: frontmatter: hooks.PreToolUse[0].command: expected a string"
+        ),
         "{error}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), wrong);
