@@ -107,9 +107,6 @@ impl OpenDocument {
 
     /// Replaces `bytes` with `with`, in the parser's text and the line index.
     fn splice(&mut self, bytes: std::ops::Range<usize>, with: &str) -> Result<(), LspError> {
-        let removed_cr =
-            self.lines
-                .lone_cr_in(self.parser.text().as_bytes(), bytes.start, bytes.end);
         self.parser
             .replace_range(bytes.clone(), with)
             .map_err(LspError::Edit)?;
@@ -118,7 +115,6 @@ impl OpenDocument {
             bytes.start,
             bytes.end,
             with.len(),
-            removed_cr,
         );
         Ok(())
     }

@@ -33,6 +33,7 @@
 mod actions;
 mod document;
 mod hover;
+mod link;
 mod navigation;
 mod outline;
 mod position;
@@ -53,9 +54,6 @@ pub use server::{Server, ServerOptions, capabilities};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LspError {
-    /// The handshake or a message broke the protocol.
-    #[error("protocol error")]
-    Protocol(#[source] lsp_server::ProtocolError),
     /// The client went away without `shutdown`.
     #[error("the client closed the connection without shutdown")]
     Disconnected,
@@ -90,9 +88,28 @@ pub enum LspError {
 ///
 /// As [`Server::run`], and [`LspError::Io`] when standard input or output fails.
 pub fn serve_stdio(options: ServerOptions) -> Result<(), LspError> {
-    let (connection, threads) = lsp_server::Connection::stdio();
-    let served = Server::new(options).run(&connection);
-    drop(connection);
-    let joined = threads.join().map_err(LspError::Io);
-    served.and(joined)
+    serve_io(options, std::io::stdin(), std::io::stdout())
+}
+
+/// Serves on a byte stream in the protocol's framing (a socket, a pipe): messages read from
+/// `input` and written to `output` until the client says `shutdown` and `exit`.
+///
+/// ```no_run
+/// use std::os::unix::net::UnixListener;
+///
+/// let listener = UnixListener::bind("/tmp/flemma-lsp.sock")?;
+/// let (stream, _) = listener.accept()?;
+/// flemma_lsp::serve_io(flemma_lsp::ServerOptions::default(), stream.try_clone()?, stream)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`Server::run`], and [`LspError::Io`] when reading or writing fails.
+pub fn serve_io<R, W>(options: ServerOptions, input: R, output: W) -> Result<(), LspError>
+where
+    R: std::io::Read + Send + 'static,
+    W: std::io::Write + Send + 'static,
+{
+    link::over_io(input, output, |link| Server::new(options).serve(&link))
 }

@@ -23,8 +23,19 @@ pub(crate) struct At {
 pub(crate) fn at(doc: &OpenDocument, position: Position) -> Option<At> {
     let text = doc.text();
     let offset = doc.lines().offset(text, position)?;
-    let line = memchr::memchr_iter(b'\n', &text.as_bytes()[..offset]).count() as u32 + 1;
-    let line_start = memchr::memrchr(b'\n', &text.as_bytes()[..offset]).map_or(0, |i| i + 1);
+    let (line, line_start) = if doc.lines().has_lone_cr() {
+        // The parser's lines are not the protocol's: count them.
+        let bytes = &text.as_bytes()[..offset];
+        (
+            memchr::memchr_iter(b'\n', bytes).count() as u32 + 1,
+            memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1),
+        )
+    } else {
+        (
+            position.line + 1,
+            doc.lines().line_start(text, position.line as usize)?,
+        )
+    };
     Some(At {
         line,
         col: (offset - line_start) as u32 + 1,

@@ -3,7 +3,11 @@
 
 use lsp_types::Position;
 
-/// The byte offset where each line of a text starts, kept up to date through splices.
+/// Where the lines of a text start, kept up to date through splices, in blocks of about
+/// 64 lines: each block keeps the byte where its first line starts and how many lines
+/// start in it, and a line inside a block is found by scanning the block's bytes (a few
+/// kilobytes). So the index of a 10 MB transcript holds a few thousand blocks, not a quarter
+/// of a million offsets, and an edit rebuilds the blocks it touches.
 ///
 /// Lines end at `\n`, `\r\n` or a lone `\r` (the protocol's rule); a position's `character`
 /// counts UTF-16 code units from the line's start.
@@ -21,10 +25,29 @@ use lsp_types::Position;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineIndex {
-    /// Start of each line; `starts[0] == 0`.
-    starts: Vec<usize>,
+    /// The blocks, in order; `blocks[0].start == 0`.
+    blocks: Vec<Block>,
     /// How many lines start after a lone `\r` (lines the parser, which breaks at `\n` only,
     /// does not count).
+    lone_cr: usize,
+}
+
+/// About how many lines a block holds (from half to one and a half times this; a handful in
+/// the unit tests, so that their texts span many blocks).
+#[cfg(not(test))]
+const BLOCK: usize = 64;
+#[cfg(test)]
+const BLOCK: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Block {
+    /// The byte where its first line starts.
+    start: usize,
+    /// The number of its first line (0-based).
+    first: usize,
+    /// How many lines start in it, its first included.
+    lines: usize,
+    /// How many of those start after a lone `\r`.
     lone_cr: usize,
 }
 
@@ -37,39 +60,64 @@ fn starts_line(bytes: &[u8], p: usize) -> bool {
     }
 }
 
+/// Calls `found` with each line start in `from..=to` (`from >= 1`), in order; stops when it
+/// returns `false`.
+fn line_starts(bytes: &[u8], from: usize, to: usize, mut found: impl FnMut(usize) -> bool) {
+    let mut p = from;
+    while p <= to {
+        let Some(i) = memchr::memchr2(b'\n', b'\r', &bytes[p - 1..to]) else {
+            return;
+        };
+        p += i;
+        if starts_line(bytes, p) && !found(p) {
+            return;
+        }
+        p += 1;
+    }
+}
+
+/// Splits the line starts `starts` (the first being a block's start) into blocks of about
+/// `BLOCK` lines, numbered from `first`.
+fn blocks_of(bytes: &[u8], starts: &[usize], first: usize, out: &mut Vec<Block>) {
+    let count = starts.len().div_ceil(BLOCK).max(1);
+    let mut taken = 0;
+    for k in 0..count {
+        let end = (starts.len() * (k + 1)).div_ceil(count);
+        let lines = &starts[taken..end];
+        if lines.is_empty() {
+            continue;
+        }
+        out.push(Block {
+            start: lines[0],
+            first: first + taken,
+            lines: lines.len(),
+            lone_cr: lines
+                .iter()
+                .filter(|&&p| p > 0 && bytes[p - 1] == b'\r')
+                .count(),
+        });
+        taken = end;
+    }
+}
+
 impl LineIndex {
     /// The lines of `text`.
     pub fn new(text: &str) -> Self {
-        let mut index = Self {
-            starts: vec![0],
-            lone_cr: 0,
-        };
-        index.scan(text.as_bytes(), 1, text.len());
-        index
-    }
-
-    /// Pushes the line starts in `from..=to` (`from >= 1`).
-    fn scan(&mut self, bytes: &[u8], from: usize, to: usize) {
-        let mut p = from;
-        while p <= to {
-            // Jump to the next terminator byte.
-            let Some(i) = memchr::memchr2(b'\n', b'\r', &bytes[p - 1..to]) else {
-                break;
-            };
-            p += i;
-            if starts_line(bytes, p) {
-                self.starts.push(p);
-                if bytes[p - 1] == b'\r' {
-                    self.lone_cr += 1;
-                }
-            }
-            p += 1;
-        }
+        let bytes = text.as_bytes();
+        let mut starts = vec![0];
+        line_starts(bytes, 1, bytes.len(), |p| {
+            starts.push(p);
+            true
+        });
+        let mut blocks = Vec::with_capacity(starts.len() / BLOCK + 1);
+        blocks_of(bytes, &starts, 0, &mut blocks);
+        let lone_cr = blocks.iter().map(|b| b.lone_cr).sum();
+        Self { blocks, lone_cr }
     }
 
     /// The number of lines (a text ending in a terminator has an empty last line).
     pub fn line_count(&self) -> usize {
-        self.starts.len()
+        self.blocks.last().map_or(1, |b| b.first + b.lines)
     }
 
     /// Whether some line ends in a lone `\r`: then the protocol's lines and the parser's
@@ -78,22 +126,40 @@ impl LineIndex {
         self.lone_cr > 0
     }
 
+    /// The block holding line `line`.
+    fn block_of_line(&self, line: usize) -> Option<&Block> {
+        let i = self
+            .blocks
+            .partition_point(|b| b.first <= line)
+            .checked_sub(1)?;
+        let block = &self.blocks[i];
+        (line < block.first + block.lines).then_some(block)
+    }
+
     /// The byte offset where line `line` (0-based) starts.
-    pub fn line_start(&self, line: usize) -> Option<usize> {
-        self.starts.get(line).copied()
+    pub fn line_start(&self, text: &str, line: usize) -> Option<usize> {
+        let block = self.block_of_line(line)?;
+        let mut left = line - block.first;
+        if left == 0 {
+            return Some(block.start);
+        }
+        let bytes = text.as_bytes();
+        let mut at = None;
+        line_starts(bytes, block.start + 1, bytes.len(), |p| {
+            left -= 1;
+            if left == 0 {
+                at = Some(p);
+            }
+            left > 0
+        });
+        at
     }
 
     /// The bytes of line `line` without its terminator.
     fn line_bounds(&self, text: &str, line: usize) -> Option<(usize, usize)> {
-        let start = *self.starts.get(line)?;
-        let mut end = self.starts.get(line + 1).copied().unwrap_or(text.len());
+        let start = self.line_start(text, line)?;
         let bytes = text.as_bytes();
-        if end > start && bytes[end - 1] == b'\n' {
-            end -= 1;
-        }
-        if end > start && bytes[end - 1] == b'\r' {
-            end -= 1;
-        }
+        let end = memchr::memchr2(b'\n', b'\r', &bytes[start..]).map_or(bytes.len(), |i| start + i);
         Some((start, end))
     }
 
@@ -120,8 +186,17 @@ impl LineIndex {
         while !text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let line = self.starts.partition_point(|&s| s <= offset) - 1;
-        let start = self.starts[line];
+        let i = self
+            .blocks
+            .partition_point(|b| b.start <= offset)
+            .saturating_sub(1);
+        let block = self.blocks[i];
+        let (mut line, mut start) = (block.first, block.start);
+        line_starts(text.as_bytes(), block.start + 1, offset, |p| {
+            line += 1;
+            start = p;
+            true
+        });
         let character: usize = text[start..offset].chars().map(char::len_utf16).sum();
         Position::new(line as u32, character as u32)
     }
@@ -133,41 +208,52 @@ impl LineIndex {
         Some(Position::new(line as u32, character as u32))
     }
 
-    /// How many of the line starts in `start..=old_end` follow a lone `\r` of `old` (the text
-    /// before a splice of `start..old_end`): what [`splice`](Self::splice) is told.
-    pub(crate) fn lone_cr_in(&self, old: &[u8], start: usize, old_end: usize) -> usize {
-        let first = self.starts.partition_point(|&s| s < start.max(1));
-        let after = self.starts.partition_point(|&s| s <= old_end);
-        self.starts[first..after]
-            .iter()
-            .filter(|&&p| old[p - 1] == b'\r')
-            .count()
-    }
-
     /// Keeps the index right after the bytes `start..old_end` were replaced by `inserted`
-    /// bytes, `new` being the text after the splice and `removed_cr` what
-    /// [`lone_cr_in`](Self::lone_cr_in) said before it. A line start depends on the two bytes
-    /// around it, so only the starts in the spliced bytes are computed again; the later ones
-    /// are shifted.
-    pub(crate) fn splice(
-        &mut self,
-        new: &[u8],
-        start: usize,
-        old_end: usize,
-        inserted: usize,
-        removed_cr: usize,
-    ) {
+    /// bytes, `new` being the text after the splice. A line start depends on the two bytes
+    /// around it, so the blocks from the one before the splice to the one after it are built
+    /// again from `new`; the later ones are shifted.
+    pub(crate) fn splice(&mut self, new: &[u8], start: usize, old_end: usize, inserted: usize) {
         let new_end = start + inserted;
-        let first = self.starts.partition_point(|&s| s < start.max(1));
-        let after = self.starts.partition_point(|&s| s <= old_end);
-        let tail: Vec<usize> = self.starts[after..]
+        // The block holding the byte before the splice (a line start at `start` depends on
+        // it), and the first block starting after the splice.
+        let i = self
+            .blocks
+            .partition_point(|b| b.start < start)
+            .saturating_sub(1);
+        let j = self.blocks.partition_point(|b| b.start <= old_end);
+        let from = self.blocks[i].start;
+        let first = self.blocks[i].first;
+        let region_end = self
+            .blocks
+            .get(j)
+            .map_or(new.len(), |b| b.start - old_end + new_end - 1);
+        let removed: usize = self.blocks[i..j].iter().map(|b| b.lone_cr).sum();
+        let mut starts = vec![from];
+        line_starts(new, from + 1, region_end.min(new.len()), |p| {
+            starts.push(p);
+            true
+        });
+        let mut rebuilt = Vec::with_capacity(starts.len() / BLOCK + 1);
+        blocks_of(new, &starts, first, &mut rebuilt);
+        let added: usize = rebuilt.iter().map(|b| b.lone_cr).sum();
+        let next_first = first + starts.len();
+        let tail: Vec<Block> = self.blocks[j..]
             .iter()
-            .map(|&s| s - old_end + new_end)
+            .scan(next_first, |line, b| {
+                let moved = Block {
+                    // Blocks after the splice start after `old_end`.
+                    start: b.start - old_end + new_end,
+                    first: *line,
+                    ..*b
+                };
+                *line += b.lines;
+                Some(moved)
+            })
             .collect();
-        self.starts.truncate(first);
-        self.lone_cr -= removed_cr;
-        self.scan(new, start.max(1), new_end.min(new.len()));
-        self.starts.extend(tail);
+        self.blocks.truncate(i);
+        self.blocks.extend(rebuilt);
+        self.blocks.extend(tail);
+        self.lone_cr = self.lone_cr - removed + added;
     }
 }
 
@@ -184,7 +270,7 @@ mod tests {
 
         #[test]
         fn a_spliced_index_is_the_index_of_the_new_text(
-            text in prop::collection::vec(prop::sample::select(PIECES), 0..20),
+            text in prop::collection::vec(prop::sample::select(PIECES), 0..60),
             rounds in prop::collection::vec(
                 (any::<usize>(), 0..6usize, prop::collection::vec(prop::sample::select(PIECES), 0..4)),
                 1..6,
@@ -202,10 +288,23 @@ mod tests {
                     end += 1;
                 }
                 let with = pieces.concat();
-                let removed = index.lone_cr_in(text.as_bytes(), start, end);
                 text.replace_range(start..end, &with);
-                index.splice(text.as_bytes(), start, end, with.len(), removed);
-                prop_assert_eq!(&index, &LineIndex::new(&text));
+                index.splice(text.as_bytes(), start, end, with.len());
+                let fresh = LineIndex::new(&text);
+                // The blocks may be cut elsewhere; the lines are the same.
+                prop_assert_eq!(index.line_count(), fresh.line_count());
+                prop_assert_eq!(index.has_lone_cr(), fresh.has_lone_cr());
+                for line in 0..fresh.line_count() {
+                    prop_assert_eq!(index.line_start(&text, line), fresh.line_start(&text, line));
+                }
+                prop_assert_eq!(index.line_start(&text, fresh.line_count()), None);
+                let naive: Vec<usize> = std::iter::once(0)
+                    .chain((1..=text.len()).filter(|&p| super::starts_line(text.as_bytes(), p)))
+                    .collect();
+                prop_assert_eq!(naive.len(), fresh.line_count());
+                for (line, &at) in naive.iter().enumerate() {
+                    prop_assert_eq!(fresh.line_start(&text, line), Some(at));
+                }
                 // Every character boundary maps to a position and back.
                 for offset in (0..=text.len()).filter(|&o| text.is_char_boundary(o)) {
                     let position = index.position(&text, offset);
@@ -222,14 +321,29 @@ mod tests {
     }
 }
 
-/// Converts the parser's lines (1-based, broken at `\n` only) to the protocol's.
+/// The UTF-16 length of `s`.
+fn utf16_len(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().map(char::len_utf16).sum()
+    }
+}
+
+/// Converts the parser's lines (1-based, broken at `\n` only) to the protocol's. Lookups in
+/// document order (an outline, folding ranges) walk forward from the last line found.
 #[derive(Debug)]
 pub(crate) struct ParserLines<'a> {
     text: &'a str,
     index: &'a LineIndex,
     /// The parser's line starts, when they differ from the protocol's (lone `\r`).
     own: Option<Vec<usize>>,
+    /// The last line (0-based) whose start was found, and that start.
+    cursor: std::cell::Cell<(usize, usize)>,
 }
+
+/// How many lines a lookup walks forward from the cursor before it asks the index instead.
+const WALK: usize = 256;
 
 impl<'a> ParserLines<'a> {
     pub(crate) fn new(text: &'a str, index: &'a LineIndex) -> Self {
@@ -238,15 +352,43 @@ impl<'a> ParserLines<'a> {
                 .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
                 .collect()
         });
-        Self { text, index, own }
+        Self {
+            text,
+            index,
+            own,
+            cursor: std::cell::Cell::new((0, 0)),
+        }
     }
 
-    /// The byte offset where the parser's line `line` (1-based) starts.
+    /// The byte offset where the parser's line `line` (1-based) starts (the text's end past
+    /// the last line).
     pub(crate) fn start(&self, line: u32) -> usize {
         let i = (line.max(1) - 1) as usize;
-        match &self.own {
-            Some(own) => own.get(i).copied().unwrap_or(self.text.len()),
-            None => self.index.line_start(i).unwrap_or(self.text.len()),
+        let len = self.text.len();
+        if let Some(own) = &self.own {
+            return own.get(i).copied().unwrap_or(len);
+        }
+        // Without a lone `\r`, the parser's lines are the protocol's and start after `\n`.
+        let (at_line, at) = self.cursor.get();
+        let found = if at_line <= i && i - at_line <= WALK {
+            let bytes = self.text.as_bytes();
+            let mut at = at;
+            for _ in at_line..i {
+                match memchr::memchr(b'\n', &bytes[at..]) {
+                    Some(k) => at += k + 1,
+                    None => return len,
+                }
+            }
+            Some(at)
+        } else {
+            self.index.line_start(self.text, i)
+        };
+        match found {
+            Some(at) => {
+                self.cursor.set((i, at));
+                at
+            }
+            None => len,
         }
     }
 
@@ -260,15 +402,15 @@ impl<'a> ParserLines<'a> {
 
     /// The protocol's position of the end of the parser's line `line` (before its `\n`).
     pub(crate) fn line_end(&self, line: u32) -> Position {
-        let next = self.start(line + 1);
-        let mut end = next.min(self.text.len());
+        let start = self.start(line);
         let bytes = self.text.as_bytes();
-        if end > self.start(line) && bytes.get(end - 1) == Some(&b'\n') {
+        let mut end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |k| start + k);
+        if end > start && bytes[end - 1] == b'\r' {
             end -= 1;
         }
-        if end > self.start(line) && bytes.get(end - 1) == Some(&b'\r') {
-            end -= 1;
+        match &self.own {
+            None => Position::new(line.max(1) - 1, utf16_len(&self.text[start..end]) as u32),
+            Some(_) => self.index.position(self.text, end),
         }
-        self.index.position(self.text, end)
     }
 }

@@ -26,6 +26,7 @@ use crate::LspError;
 use crate::actions::{self, Action};
 use crate::document::OpenDocument;
 use crate::hover::JobStatus;
+use crate::link::{self, Link};
 use crate::{navigation, outline};
 
 /// How the server behaves.
@@ -124,34 +125,27 @@ impl Server {
         self.documents.get(uri)
     }
 
-    /// Runs the protocol on `connection`: the `initialize` handshake, then every message in
-    /// order until `shutdown` and `exit`.
+    /// Runs the protocol on `connection` (in memory: a test's, or a host's own transport):
+    /// the `initialize` handshake, then every message in order until `shutdown` and `exit`.
     ///
     /// # Errors
     ///
-    /// [`LspError::Protocol`] when the handshake fails or the client goes away without
-    /// `shutdown`, [`LspError::Send`] when a message cannot be sent.
-    pub fn run(mut self, connection: &Connection) -> Result<(), LspError> {
-        let result = InitializeResult {
-            capabilities: capabilities(),
-            server_info: Some(ServerInfo {
-                name: "flemma-lsp".to_owned(),
-                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-            }),
-        };
-        let result = serde_json::to_value(result).map_err(LspError::Json)?;
-        let (id, _params) = connection.initialize_start().map_err(protocol)?;
-        connection.initialize_finish(id, result).map_err(protocol)?;
+    /// [`LspError::Disconnected`] when the client goes away without `shutdown`,
+    /// [`LspError::ExitWithoutShutdown`], [`LspError::Send`] when a message cannot be sent.
+    pub fn run(self, connection: &Connection) -> Result<(), LspError> {
+        link::over_connection(connection, |link| self.serve(&link))
+    }
+
+    /// The protocol on `link`.
+    pub(crate) fn serve(mut self, link: &Link) -> Result<(), LspError> {
+        Self::initialize(link)?;
         loop {
             let message = match self.next_deadline() {
-                None => connection
-                    .receiver
-                    .recv()
-                    .map_err(|_| LspError::Disconnected)?,
-                Some(deadline) => match connection.receiver.recv_deadline(deadline) {
+                None => link.receiver.recv().map_err(|_| LspError::Disconnected)?,
+                Some(deadline) => match link.receiver.recv_deadline(deadline) {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
-                        self.publish_due(connection, Instant::now())?;
+                        self.publish_due(link, Instant::now())?;
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return Err(LspError::Disconnected),
@@ -159,24 +153,71 @@ impl Server {
             };
             match message {
                 Message::Request(request) => {
-                    if connection.handle_shutdown(&request).map_err(protocol)? {
-                        return Ok(());
+                    if request.method == "shutdown" {
+                        link.result(request.id, &serde_json::Value::Null)?;
+                        return Self::await_exit(link);
                     }
                     if request.method == ExecuteCommand::METHOD {
-                        self.execute(connection, request)?;
+                        self.execute(link, request)?;
                         continue;
                     }
-                    let response = self.request(request);
-                    send(connection, Message::Response(response))?;
+                    self.request(link, request)?;
                 }
                 Message::Notification(notification) => {
                     if notification.method == "exit" {
                         // `exit` without `shutdown` first (the protocol's exit code 1).
                         return Err(LspError::ExitWithoutShutdown);
                     }
-                    self.notification(connection, notification)?;
+                    self.notification(link, notification)?;
                 }
                 Message::Response(_) => {}
+            }
+        }
+    }
+
+    /// The handshake: requests before `initialize` are refused (`ServerNotInitialized`),
+    /// notifications dropped (`exit` ends the server).
+    fn initialize(link: &Link) -> Result<(), LspError> {
+        loop {
+            match link.receiver.recv().map_err(|_| LspError::Disconnected)? {
+                Message::Request(request) if request.method == "initialize" => {
+                    let result = InitializeResult {
+                        capabilities: capabilities(),
+                        server_info: Some(ServerInfo {
+                            name: "flemma-lsp".to_owned(),
+                            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                        }),
+                    };
+                    return link.result(request.id, &result);
+                }
+                Message::Request(request) => link.send(Message::Response(Response::new_err(
+                    request.id,
+                    ErrorCode::ServerNotInitialized as i32,
+                    "the server is not initialized".to_owned(),
+                )))?,
+                Message::Notification(n) if n.method == "exit" => {
+                    return Err(LspError::ExitWithoutShutdown);
+                }
+                Message::Notification(_) | Message::Response(_) => {}
+            }
+        }
+    }
+
+    /// After `shutdown`: waits for `exit` (requests are refused meanwhile); a client that
+    /// closes the connection instead is done too.
+    fn await_exit(link: &Link) -> Result<(), LspError> {
+        loop {
+            match link.receiver.recv_timeout(Duration::from_secs(30)) {
+                Ok(Message::Notification(n)) if n.method == "exit" => return Ok(()),
+                Ok(Message::Request(request)) => {
+                    link.send(Message::Response(Response::new_err(
+                        request.id,
+                        ErrorCode::InvalidRequest as i32,
+                        "the server is shut down".to_owned(),
+                    )))?;
+                }
+                Ok(_) => {}
+                Err(_) => return Ok(()),
             }
         }
     }
@@ -186,7 +227,7 @@ impl Server {
     }
 
     /// Publishes the diagnostics of every document due by `now`.
-    fn publish_due(&mut self, connection: &Connection, now: Instant) -> Result<(), LspError> {
+    fn publish_due(&mut self, link: &Link, now: Instant) -> Result<(), LspError> {
         let due: Vec<Uri> = self
             .due
             .values()
@@ -195,13 +236,13 @@ impl Server {
             .collect();
         for uri in due {
             self.due.remove(uri.as_str());
-            self.publish(connection, &uri)?;
+            self.publish(link, &uri)?;
         }
         Ok(())
     }
 
     /// Publishes the diagnostics of `uri` now (none for a document that is not open).
-    fn publish(&self, connection: &Connection, uri: &Uri) -> Result<(), LspError> {
+    fn publish(&self, link: &Link, uri: &Uri) -> Result<(), LspError> {
         let (diagnostics, version) = match self.documents.get(uri) {
             Some(doc) => (outline::diagnostics(doc), Some(doc.version())),
             None => (Vec::new(), None),
@@ -212,7 +253,7 @@ impl Server {
             version,
         };
         send(
-            connection,
+            link,
             Message::Notification(Notification::new(
                 PublishDiagnostics::METHOD.to_owned(),
                 params,
@@ -220,11 +261,7 @@ impl Server {
         )
     }
 
-    fn notification(
-        &mut self,
-        connection: &Connection,
-        notification: Notification,
-    ) -> Result<(), LspError> {
+    fn notification(&mut self, link: &Link, notification: Notification) -> Result<(), LspError> {
         match notification.method.as_str() {
             DidOpenTextDocument::METHOD => {
                 let Ok(params) =
@@ -236,7 +273,7 @@ impl Server {
                 self.documents
                     .insert(doc.uri.clone(), OpenDocument::new(doc.text, doc.version));
                 self.due.remove(doc.uri.as_str());
-                self.publish(connection, &doc.uri)
+                self.publish(link, &doc.uri)
             }
             DidChangeTextDocument::METHOD => {
                 let Ok(params) =
@@ -252,7 +289,7 @@ impl Server {
                 {
                     // The client's text and ours differ from here: say so; the next full
                     // change (or reopening) brings them together again.
-                    show_error(connection, &format!("{}: {error}", uri.as_str()))?;
+                    show_error(link, &format!("{}: {error}", uri.as_str()))?;
                 }
                 let at = Instant::now() + self.options.debounce;
                 self.due.insert(uri.as_str().to_owned(), (uri, at));
@@ -268,42 +305,45 @@ impl Server {
                 self.documents.remove(&uri);
                 self.due.remove(uri.as_str());
                 // Clears what the client shows for it.
-                self.publish(connection, &uri)
+                self.publish(link, &uri)
             }
             _ => Ok(()),
         }
     }
 
     /// Answers one request.
-    pub fn request(&mut self, request: Request) -> Response {
+    fn request(&mut self, link: &Link, request: Request) -> Result<(), LspError> {
         let id = request.id.clone();
         match request.method.as_str() {
             DocumentSymbolRequest::METHOD => self
-                .with_document::<lsp_types::DocumentSymbolParams, _>(request, |doc, _| {
+                .with_document::<lsp_types::DocumentSymbolParams, _>(link, request, |doc, _| {
                     Some(DocumentSymbolResponse::Nested(outline::document_symbols(
                         doc,
                     )))
                 }),
-            FoldingRangeRequest::METHOD => self
-                .with_document::<lsp_types::FoldingRangeParams, _>(request, |doc, _| {
+            FoldingRangeRequest::METHOD => {
+                self.with_document::<lsp_types::FoldingRangeParams, _>(link, request, |doc, _| {
                     Some(outline::folding_ranges(doc))
-                }),
+                })
+            }
             HoverRequest::METHOD => {
                 let jobs = self.options.jobs.clone();
-                self.with_document::<lsp_types::HoverParams, _>(request, |doc, params| {
+                self.with_document::<lsp_types::HoverParams, _>(link, request, |doc, params| {
                     let p = &params.text_document_position_params;
                     crate::hover::hover(doc, &p.text_document.uri, p.position, jobs.as_deref())
                 })
             }
-            GotoDefinition::METHOD => {
-                self.with_document::<lsp_types::GotoDefinitionParams, _>(request, |doc, params| {
+            GotoDefinition::METHOD => self.with_document::<lsp_types::GotoDefinitionParams, _>(
+                link,
+                request,
+                |doc, params| {
                     let p = &params.text_document_position_params;
                     let found = navigation::definition(doc, &p.text_document.uri, p.position);
                     (!found.is_empty()).then_some(GotoDefinitionResponse::Array(found))
-                })
-            }
+                },
+            ),
             References::METHOD => {
-                self.with_document::<lsp_types::ReferenceParams, _>(request, |doc, params| {
+                self.with_document::<lsp_types::ReferenceParams, _>(link, request, |doc, params| {
                     let p = &params.text_document_position;
                     Some(navigation::references(
                         doc,
@@ -312,24 +352,27 @@ impl Server {
                     ))
                 })
             }
-            CodeActionRequest::METHOD => {
-                self.with_document::<lsp_types::CodeActionParams, _>(request, |doc, params| {
+            CodeActionRequest::METHOD => self.with_document::<lsp_types::CodeActionParams, _>(
+                link,
+                request,
+                |doc, params| {
                     Some(actions::code_actions(
                         doc,
                         &params.text_document.uri,
                         params.range,
                     ))
+                },
+            ),
+            CodeLensRequest::METHOD => {
+                self.with_document::<lsp_types::CodeLensParams, _>(link, request, |doc, params| {
+                    Some(actions::code_lenses(doc, &params.text_document.uri))
                 })
             }
-            CodeLensRequest::METHOD => self
-                .with_document::<lsp_types::CodeLensParams, _>(request, |doc, params| {
-                    Some(actions::code_lenses(doc, &params.text_document.uri))
-                }),
-            other => Response::new_err(
+            other => link.send(Message::Response(Response::new_err(
                 id,
                 ErrorCode::MethodNotFound as i32,
                 format!("unhandled method {other}"),
-            ),
+            ))),
         }
     }
 
@@ -337,9 +380,10 @@ impl Server {
     /// open).
     fn with_document<P, R>(
         &self,
+        link: &Link,
         request: Request,
         answer: impl FnOnce(&OpenDocument, &P) -> Option<R>,
-    ) -> Response
+    ) -> Result<(), LspError>
     where
         P: DeserializeOwned + HasDocument,
         R: serde::Serialize,
@@ -348,14 +392,18 @@ impl Server {
         let params: P = match params(request.params) {
             Ok(params) => params,
             Err(error) => {
-                return Response::new_err(id, ErrorCode::InvalidParams as i32, error.to_string());
+                return link.send(Message::Response(Response::new_err(
+                    id,
+                    ErrorCode::InvalidParams as i32,
+                    error.to_string(),
+                )));
             }
         };
         let result = self
             .documents
             .get(params.uri())
             .and_then(|doc| answer(doc, &params));
-        Response::new_ok(id, result)
+        link.result(id, &result)
     }
 }
 
@@ -363,14 +411,14 @@ impl Server {
     /// `workspace/executeCommand`: the action's edit sent to the client as
     /// `workspace/applyEdit` (the client applies it and sends the change back), then the
     /// answer; an action that cannot apply is an error answer with its text.
-    fn execute(&mut self, connection: &Connection, request: Request) -> Result<(), LspError> {
+    fn execute(&mut self, link: &Link, request: Request) -> Result<(), LspError> {
         let id = request.id.clone();
         let params: lsp_types::ExecuteCommandParams = match params(request.params) {
             Ok(params) => params,
             Err(error) => {
                 let response =
                     Response::new_err(id, ErrorCode::InvalidParams as i32, error.to_string());
-                return send(connection, Message::Response(response));
+                return send(link, Message::Response(response));
             }
         };
         let edit = Action::from_command(&params.command, &params.arguments)
@@ -390,7 +438,7 @@ impl Server {
                     edit: actions::workspace_edit(&uri, edit),
                 };
                 send(
-                    connection,
+                    link,
                     Message::Request(Request::new(
                         lsp_server::RequestId::from(format!("flemma-{}", self.next_request)),
                         ApplyWorkspaceEdit::METHOD.to_owned(),
@@ -398,12 +446,12 @@ impl Server {
                     )),
                 )?;
                 send(
-                    connection,
+                    link,
                     Message::Response(Response::new_ok(id, serde_json::Value::Null)),
                 )
             }
             Err(text) => send(
-                connection,
+                link,
                 Message::Response(Response::new_err(id, ErrorCode::RequestFailed as i32, text)),
             ),
         }
@@ -461,26 +509,17 @@ fn params<P: DeserializeOwned>(value: serde_json::Value) -> Result<P, serde_json
     serde_json::from_value(value)
 }
 
-/// A protocol error; a closed connection is [`LspError::Disconnected`].
-fn protocol(error: lsp_server::ProtocolError) -> LspError {
-    if error.channel_is_disconnected() {
-        LspError::Disconnected
-    } else {
-        LspError::Protocol(error)
-    }
+fn send(link: &Link, message: Message) -> Result<(), LspError> {
+    link.send(message)
 }
 
-fn send(connection: &Connection, message: Message) -> Result<(), LspError> {
-    connection.sender.send(message).map_err(|_| LspError::Send)
-}
-
-fn show_error(connection: &Connection, text: &str) -> Result<(), LspError> {
+fn show_error(link: &Link, text: &str) -> Result<(), LspError> {
     let params = lsp_types::ShowMessageParams {
         typ: lsp_types::MessageType::ERROR,
         message: text.to_owned(),
     };
     send(
-        connection,
+        link,
         Message::Notification(Notification::new(
             lsp_types::notification::ShowMessage::METHOD.to_owned(),
             params,

@@ -1,0 +1,134 @@
+//! The server's side of a connection: messages in, messages and encoded results out. A
+//! request's result is encoded once, straight to JSON text (`serde_json::to_string`), rather
+//! than built as a `serde_json::Value` first: for an outline of a 10 MB transcript that is 5 ms
+//! instead of 60.
+
+use std::io::Write as _;
+
+use crossbeam_channel::{Receiver, Sender};
+use lsp_server::{Connection, Message, RequestId, Response};
+
+use crate::LspError;
+
+/// What the server sends.
+pub(crate) enum Outgoing {
+    Message(Message),
+    /// A successful response whose result is already JSON text.
+    Result {
+        id: RequestId,
+        json: String,
+    },
+}
+
+/// The server's ends of a connection.
+pub(crate) struct Link {
+    pub(crate) receiver: Receiver<Message>,
+    sender: Sender<Outgoing>,
+}
+
+impl Link {
+    /// Sends a message.
+    pub(crate) fn send(&self, message: Message) -> Result<(), LspError> {
+        self.sender
+            .send(Outgoing::Message(message))
+            .map_err(|_| LspError::Send)
+    }
+
+    /// Answers the request `id` with `result`.
+    pub(crate) fn result<R: serde::Serialize>(
+        &self,
+        id: RequestId,
+        result: &R,
+    ) -> Result<(), LspError> {
+        let json = serde_json::to_string(result).map_err(LspError::Json)?;
+        self.sender
+            .send(Outgoing::Result { id, json })
+            .map_err(|_| LspError::Send)
+    }
+}
+
+/// Runs `serve` on an in-memory [`Connection`] (a test's, a host's): results are turned into
+/// the connection's messages by a thread of their own.
+pub(crate) fn over_connection<T>(connection: &Connection, serve: impl FnOnce(Link) -> T) -> T {
+    let (sender, outgoing) = crossbeam_channel::unbounded::<Outgoing>();
+    let to_client = connection.sender.clone();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for out in outgoing {
+                let message = match out {
+                    Outgoing::Message(message) => message,
+                    Outgoing::Result { id, json } => Message::Response(Response {
+                        id,
+                        result: Some(serde_json::from_str(&json).unwrap_or_default()),
+                        error: None,
+                    }),
+                };
+                if to_client.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        serve(Link {
+            receiver: connection.receiver.clone(),
+            sender,
+        })
+    })
+}
+
+/// Runs `serve` on a byte stream in the protocol's framing (`Content-Length` headers):
+/// messages read from `input`, written to `output`, each on a thread of its own.
+pub(crate) fn over_io<R, W>(
+    input: R,
+    output: W,
+    serve: impl FnOnce(Link) -> Result<(), LspError>,
+) -> Result<(), LspError>
+where
+    R: std::io::Read + Send + 'static,
+    W: std::io::Write + Send + 'static,
+{
+    let (to_server, receiver) = crossbeam_channel::bounded::<Message>(0);
+    let (sender, outgoing) = crossbeam_channel::unbounded::<Outgoing>();
+    let reader = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut input = std::io::BufReader::new(input);
+        while let Some(message) = Message::read(&mut input)? {
+            let exit = matches!(&message, Message::Notification(n) if n.method == "exit");
+            if to_server.send(message).is_err() || exit {
+                break;
+            }
+        }
+        Ok(())
+    });
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut stdout = std::io::BufWriter::new(output);
+        for out in outgoing {
+            match out {
+                Outgoing::Message(message) => {
+                    message.write(&mut stdout)?;
+                    stdout.flush()?;
+                }
+                Outgoing::Result { id, json } => {
+                    let id = serde_json::to_string(&id)?;
+                    let body = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{json}}}");
+                    write!(stdout, "Content-Length: {}\r\n\r\n{body}", body.len())?;
+                    stdout.flush()?;
+                }
+            }
+        }
+        Ok(())
+    });
+    let served = serve(Link { receiver, sender });
+    // The link is dropped: the writer ends once it has written everything.
+    let written = writer
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the writer thread panicked")))
+        .map_err(LspError::Io);
+    // The reader ends at `exit` or the end of standard input; when the server stopped for
+    // another reason it may still wait for input, and the process's end stops it.
+    if reader.is_finished() {
+        reader
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the reader thread panicked")))
+            .map_err(LspError::Io)?;
+    }
+    served.and(written)
+}
