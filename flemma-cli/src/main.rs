@@ -380,7 +380,15 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
         Command::Lsp => {
             // The protocol owns standard output.
             drop(out);
-            flemma::lsp::serve_stdio(flemma::lsp::ServerOptions::default())
+            // Frontmatters are checked against the options files and the built-in tools (MCP
+            // servers are not started for an editor).
+            let config = settings.load()?;
+            let registry = flemma::tools::ToolRegistry::new();
+            flemma::tools::register_builtins(&registry).map_err(|e| failure::failed(e.into()))?;
+            let options = flemma::lsp::ServerOptions::default()
+                .config(config)
+                .registry(registry);
+            flemma::lsp::serve_stdio(options)
                 .map(|()| 0)
                 .map_err(|e| failure::failed(e.into()))
         }

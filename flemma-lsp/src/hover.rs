@@ -18,6 +18,24 @@ pub trait JobStatus: Send + Sync {
     fn status(&self, uri: &Uri, job_id: &str) -> Option<String>;
 }
 
+/// What the host adds to a hover.
+#[derive(Clone, Copy, Default)]
+pub struct Host<'a> {
+    /// Where jobs' states are read.
+    pub jobs: Option<&'a dyn JobStatus>,
+    /// The tools, for a Tool Use's description.
+    pub registry: Option<&'a flemma_tools::ToolRegistry>,
+}
+
+impl std::fmt::Debug for Host<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("jobs", &self.jobs.is_some())
+            .field("registry", &self.registry.is_some())
+            .finish()
+    }
+}
+
 /// A fence long enough for `content`.
 fn fenced(language: &str, content: &str) -> String {
     let fence = flemma_ast::writer::fence_for(content);
@@ -62,12 +80,8 @@ fn summary(
 
 /// The hover at `position`, when it lies on a Tool Use, a tool result, a Job Result or an
 /// `@./file` reference.
-pub fn hover(
-    doc: &OpenDocument,
-    uri: &Uri,
-    position: Position,
-    jobs: Option<&dyn JobStatus>,
-) -> Option<Hover> {
+pub fn hover(doc: &OpenDocument, uri: &Uri, position: Position, host: &Host<'_>) -> Option<Hover> {
+    let jobs = host.jobs;
     let at = at(doc, position)?;
     let segment = segment_at(doc, at)?;
     let document = doc.document();
@@ -90,6 +104,11 @@ pub fn hover(
                 "**Tool Use** `{}` (`{}`): {status}\n",
                 tool_use.name, tool_use.id
             );
+            if let Some(tool) = host.registry.and_then(|r| r.get(tool_use.name.as_str())) {
+                let description = &tool.definition().spec().description;
+                let first = description.lines().next().unwrap_or_default();
+                let _ = writeln!(text, "{first}\n");
+            }
             let input = serde_json::to_string_pretty(tool_use.input()).unwrap_or_default();
             text.push_str(&fenced("json", &input));
         }

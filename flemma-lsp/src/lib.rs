@@ -31,6 +31,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod actions;
+mod checks;
 mod document;
 mod hover;
 mod link;
@@ -44,7 +45,7 @@ pub use actions::{
     workspace_edit,
 };
 pub use document::OpenDocument;
-pub use hover::{JobStatus, hover};
+pub use hover::{Host, JobStatus, hover};
 pub use navigation::{definition, path_uri, references, uri_path};
 pub use outline::{SOURCE, diagnostics, document_symbols, folding_ranges};
 pub use position::LineIndex;

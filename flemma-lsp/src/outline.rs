@@ -23,6 +23,25 @@ fn range_of(lines: &ParserLines<'_>, span: LineSpan) -> Range {
     )
 }
 
+/// Diagnostics on parser lines, for the protocol.
+pub(crate) fn to_protocol(doc: &OpenDocument, found: &[crate::checks::Found]) -> Vec<Diagnostic> {
+    let lines = ParserLines::new(doc.text(), doc.lines());
+    found
+        .iter()
+        .map(|f| Diagnostic {
+            range: range_of(&lines, LineSpan::new(f.line, f.line)),
+            severity: Some(match f.severity {
+                Severity::Error => DiagnosticSeverity::ERROR,
+                Severity::Warning => DiagnosticSeverity::WARNING,
+            }),
+            code: Some(NumberOrString::String(f.code.to_owned())),
+            source: Some(SOURCE.to_owned()),
+            message: f.message.clone(),
+            ..Diagnostic::default()
+        })
+        .collect()
+}
+
 /// The parser's diagnostics, each on the line it names (the whole line).
 pub fn diagnostics(doc: &OpenDocument) -> Vec<Diagnostic> {
     let lines = ParserLines::new(doc.text(), doc.lines());

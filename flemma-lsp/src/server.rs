@@ -39,6 +39,13 @@ pub struct ServerOptions {
     /// Where a hover on a tool result with `job=` reads the job's state (default: none; the
     /// hover then says whether its Job Result is in the document).
     pub jobs: Option<std::sync::Arc<dyn JobStatus>>,
+    /// The options below the conversations' frontmatters (the host's `flemma.toml`, its
+    /// `--set`s): what a frontmatter is evaluated against (default: the built-in defaults).
+    pub config: Option<flemma_config::Config>,
+    /// The host's tools: the names the options may give (unknown tools, "did you mean"),
+    /// the schemas tool inputs are checked against, the descriptions a hover shows (default:
+    /// none: those checks are not made).
+    pub registry: Option<flemma_tools::ToolRegistry>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -46,6 +53,8 @@ impl std::fmt::Debug for ServerOptions {
         f.debug_struct("ServerOptions")
             .field("debounce", &self.debounce)
             .field("jobs", &self.jobs.is_some())
+            .field("config", &self.config.is_some())
+            .field("registry", &self.registry.is_some())
             .finish()
     }
 }
@@ -55,6 +64,8 @@ impl Default for ServerOptions {
         Self {
             debounce: Duration::from_millis(50),
             jobs: None,
+            config: None,
+            registry: None,
         }
     }
 }
@@ -64,6 +75,20 @@ impl ServerOptions {
     #[must_use]
     pub fn debounce(mut self, debounce: Duration) -> Self {
         self.debounce = debounce;
+        self
+    }
+
+    /// Sets [`config`](Self::config).
+    #[must_use]
+    pub fn config(mut self, config: flemma_config::Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Sets [`registry`](Self::registry).
+    #[must_use]
+    pub fn registry(mut self, registry: flemma_tools::ToolRegistry) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -107,16 +132,22 @@ pub struct Server {
     due: BTreeMap<String, (Uri, Instant)>,
     /// The id of the next request the server sends.
     next_request: i32,
+    /// The diagnostics beyond the parser's.
+    checks: crate::checks::Checks,
 }
 
 impl Server {
     /// A server with `options` and no open document.
     pub fn new(options: ServerOptions) -> Self {
         Self {
-            options,
             documents: HashMap::new(),
             due: BTreeMap::new(),
             next_request: 0,
+            checks: crate::checks::Checks::new(
+                options.config.clone().unwrap_or_default(),
+                options.registry.clone(),
+            ),
+            options,
         }
     }
 
@@ -242,10 +273,17 @@ impl Server {
     }
 
     /// Publishes the diagnostics of `uri` now (none for a document that is not open).
-    fn publish(&self, link: &Link, uri: &Uri) -> Result<(), LspError> {
-        let (diagnostics, version) = match self.documents.get(uri) {
-            Some(doc) => (outline::diagnostics(doc), Some(doc.version())),
-            None => (Vec::new(), None),
+    fn publish(&mut self, link: &Link, uri: &Uri) -> Result<(), LspError> {
+        let (diagnostics, version) = if let Some(doc) = self.documents.get(uri) {
+            let mut diagnostics = outline::diagnostics(doc);
+            let found = self
+                .checks
+                .run(uri.as_str(), doc.document(), doc.parser().tool_index());
+            diagnostics.extend(outline::to_protocol(doc, &found));
+            (diagnostics, Some(doc.version()))
+        } else {
+            self.checks.forget(uri.as_str());
+            (Vec::new(), None)
         };
         let params = PublishDiagnosticsParams {
             uri: uri.clone(),
@@ -328,9 +366,14 @@ impl Server {
             }
             HoverRequest::METHOD => {
                 let jobs = self.options.jobs.clone();
+                let registry = self.options.registry.clone();
                 self.with_document::<lsp_types::HoverParams, _>(link, request, |doc, params| {
                     let p = &params.text_document_position_params;
-                    crate::hover::hover(doc, &p.text_document.uri, p.position, jobs.as_deref())
+                    let host = crate::hover::Host {
+                        jobs: jobs.as_deref(),
+                        registry: registry.as_ref(),
+                    };
+                    crate::hover::hover(doc, &p.text_document.uri, p.position, &host)
                 })
             }
             GotoDefinition::METHOD => self.with_document::<lsp_types::GotoDefinitionParams, _>(

@@ -586,3 +586,122 @@ fn a_lone_carriage_return_is_a_line_for_the_client_but_not_for_the_parser() {
     assert_eq!(symbols[1]["range"], range((4, 0), (5, 8)));
     client.shutdown();
 }
+
+fn with_tools() -> ServerOptions {
+    let registry = flemma_tools::ToolRegistry::new();
+    flemma_tools::register_builtins(&registry).unwrap();
+    ServerOptions::default()
+        .debounce(Duration::ZERO)
+        .registry(registry)
+}
+
+/// The published diagnostics as (line, code, message).
+fn found(published: &Value) -> Vec<(u64, String, String)> {
+    published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["code"].as_str().unwrap().to_owned(),
+                d["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_frontmatter_is_checked_against_the_hosts_tools() {
+    let client = Client::start(with_tools());
+    client.open("```json\n{\n  \"flemma\": {\n    \"tools\": [\"bash\", \"reed\"]\n  }\n}\n```\n@You:\nHi.\n");
+    assert_eq!(
+        found(&client.diagnostics()),
+        [(
+            3,
+            "options".to_owned(),
+            "Unknown tool 'reed' -- did you mean 'read'?".to_owned()
+        )]
+    );
+    // Fixed in the editor: the diagnostic goes.
+    client.change(
+        2,
+        json!([{"range": range((3, 23), (3, 27)), "text": "read"}]),
+    );
+    let mut published = client.diagnostics();
+    while published["version"] != 2 {
+        published = client.diagnostics();
+    }
+    assert_eq!(found(&published), []);
+    // An unknown option, with its line.
+    client.change(
+        3,
+        json!([{"range": range((3, 4), (3, 11)), "text": "\"toolz\""}]),
+    );
+    let mut published = client.diagnostics();
+    while published["version"] != 3 {
+        published = client.diagnostics();
+    }
+    let found = found(&published);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].0, found[0].1.as_str()), (3, "frontmatter"));
+    assert!(found[0].2.contains("toolz"), "{found:?}");
+    client.shutdown();
+}
+
+#[test]
+fn unanswered_calls_are_checked_against_their_schema_and_before_a_send() {
+    let mut client = Client::start(with_tools());
+    let text = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"x\"}\n```\n\n@You:\nNever mind.\n";
+    client.open(text);
+    let found = found(&client.diagnostics());
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!((found[0].0, found[0].1.as_str()), (1, "tool_input"));
+    assert!(
+        found[0]
+            .2
+            .starts_with("The input does not match the `bash` tool's schema: "),
+        "{found:?}"
+    );
+    assert!(found[0].2.contains("command"), "{found:?}");
+    assert_eq!(
+        found[1],
+        (
+            1,
+            "tool_use".to_owned(),
+            "Tool call 'bash' (toolu_1) has no matching tool result. A synthetic 'No result provided' error response will be sent to the API.".to_owned()
+        )
+    );
+    // The hover names the tool's purpose.
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": URI}, "position": {"line": 1, "character": 2}}),
+    );
+    let value = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        value.contains("**Tool Use** `bash` (`toolu_1`): no result yet\n\n"),
+        "{value}"
+    );
+    assert!(
+        value
+            .lines()
+            .nth(2)
+            .is_some_and(|l| !l.is_empty() && !l.starts_with("```")),
+        "{value}"
+    );
+    client.shutdown();
+}
+
+#[cfg(feature = "lua")]
+#[test]
+fn a_lua_error_is_on_its_line() {
+    let client = Client::start(with_tools());
+    client.open(
+        "```lua\nflemma.opt.tools.max_concurrent = 2\nflemma.opt.tools.nope(\n```\n@You:\nHi.\n",
+    );
+    let found = found(&client.diagnostics());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].1, "frontmatter");
+    assert_eq!(found[0].0, 2, "{found:?}");
+    client.shutdown();
+}

@@ -1,0 +1,198 @@
+//! The diagnostics beyond the parser's: the frontmatter's (evaluated against the host's
+//! options and tools: unknown options, tool names with "did you mean", globs matching nothing,
+//! Lua errors with their lines), tool inputs that fail their tool's schema, and tool uses
+//! without results when the user is about to send.
+
+use std::collections::HashMap;
+
+use flemma_ast::{Document, Role, Segment};
+use flemma_config::Config;
+use flemma_ids::Severity;
+use flemma_tools::ToolRegistry;
+
+/// A diagnostic on a line of the parser's (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) line: u32,
+    pub(crate) severity: Severity,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
+/// An error and its causes, `: `-joined.
+fn report(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
+/// A frontmatter as evaluated: language, code, first line.
+type FrontmatterKey = Option<(String, String, u32)>;
+
+/// What the checks need from the host, and what they keep between publishes.
+#[derive(Debug, Default)]
+pub(crate) struct Checks {
+    /// The options below the frontmatter.
+    pub(crate) config: Config,
+    /// The host's tools (names for the options, schemas for the inputs).
+    pub(crate) registry: Option<ToolRegistry>,
+    /// The last frontmatter evaluated, by document, and what it found.
+    frontmatters: HashMap<String, (FrontmatterKey, Vec<Found>)>,
+    /// Each tool's input validator (`None`: its schema does not compile).
+    validators: HashMap<String, Option<flemma_schema::Validator>>,
+}
+
+impl Checks {
+    pub(crate) fn new(config: Config, registry: Option<ToolRegistry>) -> Self {
+        Self {
+            config,
+            registry,
+            ..Self::default()
+        }
+    }
+
+    /// Forgets what was kept for a document that is closed.
+    pub(crate) fn forget(&mut self, uri: &str) {
+        self.frontmatters.remove(uri);
+    }
+
+    /// Everything found in `doc` (the document of `uri`) beyond the parser's diagnostics.
+    pub(crate) fn run(
+        &mut self,
+        uri: &str,
+        doc: &Document,
+        index: &flemma_ast::ToolIndex,
+    ) -> Vec<Found> {
+        let mut found = self.frontmatter(uri, doc);
+        self.unanswered(doc, index, &mut found);
+        found
+    }
+
+    /// The frontmatter's diagnostics, evaluated again only when its text changed.
+    fn frontmatter(&mut self, uri: &str, doc: &Document) -> Vec<Found> {
+        let key = doc
+            .frontmatter
+            .as_ref()
+            .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1));
+        if let Some((kept, found)) = self.frontmatters.get(uri)
+            && *kept == key
+        {
+            return found.clone();
+        }
+        let found = match &key {
+            None => Vec::new(),
+            Some((language, code, line)) => self.evaluate(language, code, *line),
+        };
+        self.frontmatters
+            .insert(uri.to_owned(), (key, found.clone()));
+        found
+    }
+
+    fn evaluate(&self, language: &str, code: &str, line: u32) -> Vec<Found> {
+        let mut config = self.config.clone();
+        if let Err(error) = config.apply_frontmatter(language, code, line) {
+            let mut message = error.message.clone();
+            if let Some(cause) = std::error::Error::source(&error) {
+                message.push_str(": ");
+                message.push_str(&report(cause));
+            }
+            return vec![Found {
+                line: error.line,
+                severity: Severity::Error,
+                code: "frontmatter",
+                message,
+            }];
+        }
+        let Some(registry) = &self.registry else {
+            return Vec::new();
+        };
+        match registry.evaluate(&mut config) {
+            Ok(evaluation) => evaluation
+                .diagnostics
+                .iter()
+                .filter_map(|d| {
+                    Some(Found {
+                        line: d.frontmatter_line()?,
+                        severity: d.severity(),
+                        code: "options",
+                        message: d.issue.to_string(),
+                    })
+                })
+                .collect(),
+            Err(error) => vec![Found {
+                line,
+                severity: Severity::Error,
+                code: "options",
+                message: report(&error),
+            }],
+        }
+    }
+
+    /// Tool uses not answered yet: an input that fails its tool's schema, and, when the last
+    /// message is the user's (a send comes next), the warning the send would give.
+    fn unanswered(
+        &mut self,
+        doc: &Document,
+        index: &flemma_ast::ToolIndex,
+        found: &mut Vec<Found>,
+    ) {
+        let sending = doc.messages.last().is_some_and(|m| {
+            m.role == Role::You
+                && m.segments
+                    .iter()
+                    .any(|s| matches!(s, Segment::Text(t) if !t.value.trim().is_empty()))
+        });
+        for tool_use in doc.messages.iter().flat_map(flemma_ast::Message::tool_uses) {
+            let id = tool_use.id.as_str();
+            let answered = index.last_tool_result(doc, id).is_some_and(|r| {
+                !r.node
+                    .status
+                    .is_some_and(flemma_ast::ToolStatus::is_lifecycle)
+            });
+            if answered {
+                continue;
+            }
+            let name = tool_use.name.as_str();
+            if let Some(validator) = self.validator(name)
+                && let Err(error) =
+                    validator.validate(&serde_json::Value::Object(tool_use.input().clone()))
+            {
+                found.push(Found {
+                    line: tool_use.span.start_line,
+                    severity: Severity::Error,
+                    code: "tool_input",
+                    message: format!(
+                        "The input does not match the `{name}` tool's schema: {error}"
+                    ),
+                });
+            }
+            if sending {
+                found.push(Found {
+                    line: tool_use.span.start_line,
+                    severity: Severity::Warning,
+                    code: "tool_use",
+                    message: format!(
+                        "Tool call '{name}' ({id}) has no matching tool result. A synthetic 'No result provided' error response will be sent to the API."
+                    ),
+                });
+            }
+        }
+    }
+
+    /// The validator of the registered tool `name`.
+    fn validator(&mut self, name: &str) -> Option<&flemma_schema::Validator> {
+        let registry = self.registry.as_ref()?;
+        if !self.validators.contains_key(name) {
+            let validator = registry.get(name).and_then(|tool| {
+                flemma_schema::Validator::new(&tool.definition().spec().input_schema).ok()
+            });
+            self.validators.insert(name.to_owned(), validator);
+        }
+        self.validators.get(name)?.as_ref()
+    }
+}
