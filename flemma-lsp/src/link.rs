@@ -107,9 +107,14 @@ where
                     stdout.flush()?;
                 }
                 Outgoing::Result { id, json } => {
-                    let id = serde_json::to_string(&id)?;
-                    let body = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{json}}}");
-                    write!(stdout, "Content-Length: {}\r\n\r\n{body}", body.len())?;
+                    let head = format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":",
+                        serde_json::to_string(&id)?
+                    );
+                    let length = head.len() + json.len() + 1;
+                    write!(stdout, "Content-Length: {length}\r\n\r\n{head}")?;
+                    stdout.write_all(json.as_bytes())?;
+                    stdout.write_all(b"}")?;
                     stdout.flush()?;
                 }
             }
