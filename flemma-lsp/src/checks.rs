@@ -34,6 +34,23 @@ fn report(error: &dyn std::error::Error) -> String {
 /// A frontmatter as evaluated: language, code, first line.
 type FrontmatterKey = Option<(String, String, u32)>;
 
+/// A conversation's options as evaluated: the host's layers with its frontmatter, against the
+/// host's tools.
+#[derive(Debug)]
+pub(crate) struct Evaluated {
+    pub(crate) config: Config,
+    pub(crate) options: flemma_config::Options,
+}
+
+/// What one frontmatter evaluation left.
+#[derive(Debug)]
+struct Evaluation {
+    key: FrontmatterKey,
+    found: Vec<Found>,
+    /// `None` when the options do not evaluate.
+    evaluated: Option<std::sync::Arc<Evaluated>>,
+}
+
 /// What the checks need from the host, and what they keep between publishes.
 #[derive(Debug, Default)]
 pub(crate) struct Checks {
@@ -42,7 +59,7 @@ pub(crate) struct Checks {
     /// The host's tools (names for the options, schemas for the inputs).
     pub(crate) registry: Option<ToolRegistry>,
     /// The last frontmatter evaluated, by document, and what it found.
-    frontmatters: HashMap<String, (FrontmatterKey, Vec<Found>)>,
+    frontmatters: HashMap<String, Evaluation>,
     /// Each tool's input validator (`None`: its schema does not compile).
     validators: HashMap<String, Option<flemma_schema::Validator>>,
 }
@@ -75,61 +92,91 @@ impl Checks {
 
     /// The frontmatter's diagnostics, evaluated again only when its text changed.
     fn frontmatter(&mut self, uri: &str, doc: &Document) -> Vec<Found> {
+        self.evaluation(uri, doc).found.clone()
+    }
+
+    /// The options of the document `uri` (the host's with its frontmatter), `None` when they
+    /// do not evaluate.
+    pub(crate) fn evaluated(
+        &mut self,
+        uri: &str,
+        doc: &Document,
+    ) -> Option<std::sync::Arc<Evaluated>> {
+        self.evaluation(uri, doc).evaluated.clone()
+    }
+
+    /// The evaluation of the document's frontmatter, made again only when its text changed.
+    fn evaluation(&mut self, uri: &str, doc: &Document) -> &Evaluation {
         let key = doc
             .frontmatter
             .as_ref()
             .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1));
-        if let Some((kept, found)) = self.frontmatters.get(uri)
-            && *kept == key
-        {
-            return found.clone();
+        let fresh = self
+            .frontmatters
+            .get(uri)
+            .is_some_and(|kept| kept.key == key);
+        if !fresh {
+            let evaluation = self.evaluate(key);
+            self.frontmatters.insert(uri.to_owned(), evaluation);
         }
-        let found = match &key {
-            None => Vec::new(),
-            Some((language, code, line)) => self.evaluate(language, code, *line),
-        };
-        self.frontmatters
-            .insert(uri.to_owned(), (key, found.clone()));
-        found
+        &self.frontmatters[uri]
     }
 
-    fn evaluate(&self, language: &str, code: &str, line: u32) -> Vec<Found> {
+    fn evaluate(&self, key: FrontmatterKey) -> Evaluation {
         let mut config = self.config.clone();
-        if let Err(error) = config.apply_frontmatter(language, code, line) {
+        if let Some((language, code, line)) = &key
+            && let Err(error) = config.apply_frontmatter(language, code, *line)
+        {
             let mut message = error.message.clone();
             if let Some(cause) = std::error::Error::source(&error) {
                 message.push_str(": ");
                 message.push_str(&report(cause));
             }
-            return vec![Found {
+            let found = vec![Found {
                 line: error.line,
                 severity: Severity::Error,
                 code: "frontmatter",
                 message,
             }];
+            return Evaluation {
+                key,
+                found,
+                evaluated: None,
+            };
         }
-        let Some(registry) = &self.registry else {
-            return Vec::new();
+        let line = key.as_ref().map_or(1, |(_, _, line)| *line);
+        let evaluated = match &self.registry {
+            Some(registry) => registry
+                .evaluate(&mut config)
+                .map(|e| (e.options, e.diagnostics)),
+            None => config.options().map(|o| (o, Vec::new())),
         };
-        match registry.evaluate(&mut config) {
-            Ok(evaluation) => evaluation
-                .diagnostics
-                .iter()
-                .filter_map(|d| {
-                    Some(Found {
-                        line: d.frontmatter_line()?,
-                        severity: d.severity(),
-                        code: "options",
-                        message: d.issue.to_string(),
+        match evaluated {
+            Ok((options, diagnostics)) => Evaluation {
+                found: diagnostics
+                    .iter()
+                    .filter_map(|d| {
+                        Some(Found {
+                            line: d.frontmatter_line()?,
+                            severity: d.severity(),
+                            code: "options",
+                            message: d.issue.to_string(),
+                        })
                     })
-                })
-                .collect(),
-            Err(error) => vec![Found {
-                line,
-                severity: Severity::Error,
-                code: "options",
-                message: report(&error),
-            }],
+                    .collect(),
+                evaluated: Some(std::sync::Arc::new(Evaluated { config, options })),
+                key,
+            },
+            Err(error) => Evaluation {
+                key,
+                found: vec![Found {
+                    line,
+                    severity: Severity::Error,
+                    code: "options",
+                    message: report(&error),
+                }],
+                evaluated: None,
+            },
         }
     }
 

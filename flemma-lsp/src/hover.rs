@@ -25,6 +25,8 @@ pub struct Host<'a> {
     pub jobs: Option<&'a dyn JobStatus>,
     /// The tools, for a Tool Use's description.
     pub registry: Option<&'a flemma_tools::ToolRegistry>,
+    /// How the approval chain would decide a call (`flemma approval explain`'s lines).
+    pub explain: Option<&'a dyn Fn(&flemma_ast::ToolUse) -> String>,
 }
 
 impl std::fmt::Debug for Host<'_> {
@@ -32,6 +34,7 @@ impl std::fmt::Debug for Host<'_> {
         f.debug_struct("Host")
             .field("jobs", &self.jobs.is_some())
             .field("registry", &self.registry.is_some())
+            .field("explain", &self.explain.is_some())
             .finish()
     }
 }
@@ -111,6 +114,10 @@ pub fn hover(doc: &OpenDocument, uri: &Uri, position: Position, host: &Host<'_>)
             }
             let input = serde_json::to_string_pretty(tool_use.input()).unwrap_or_default();
             text.push_str(&fenced("json", &input));
+            if let Some(explain) = host.explain {
+                text.push_str("\n\n**Approval**\n\n");
+                text.push_str(&fenced("text", &explain(tool_use)));
+            }
         }
         Segment::ToolResult(result) => {
             if let Some(job) = result.job_id() {

@@ -32,7 +32,9 @@
 
 mod actions;
 mod checks;
+mod complete;
 mod document;
+mod explain;
 mod hover;
 mod link;
 mod navigation;
@@ -44,6 +46,7 @@ pub use actions::{
     APPROVE, APPROVE_ALL, Action, COMMANDS, REJECT, action_edit, code_actions, code_lenses,
     workspace_edit,
 };
+pub use complete::completions;
 pub use document::OpenDocument;
 pub use hover::{Host, JobStatus, hover};
 pub use navigation::{definition, path_uri, references, uri_path};

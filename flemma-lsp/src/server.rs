@@ -109,6 +109,10 @@ pub fn capabilities() -> ServerCapabilities {
         document_symbol_provider: Some(OneOf::Left(true)),
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
+        completion_provider: Some(lsp_types::CompletionOptions {
+            trigger_characters: Some(vec!["\"".to_owned(), "$".to_owned()]),
+            ..lsp_types::CompletionOptions::default()
+        }),
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
@@ -134,6 +138,8 @@ pub struct Server {
     next_request: i32,
     /// The diagnostics beyond the parser's.
     checks: crate::checks::Checks,
+    /// A current-thread runtime for the approval chain (`None`: it could not be built).
+    runtime: std::sync::OnceLock<Option<tokio::runtime::Runtime>>,
 }
 
 impl Server {
@@ -143,6 +149,7 @@ impl Server {
             documents: HashMap::new(),
             due: BTreeMap::new(),
             next_request: 0,
+            runtime: std::sync::OnceLock::new(),
             checks: crate::checks::Checks::new(
                 options.config.clone().unwrap_or_default(),
                 options.registry.clone(),
@@ -364,18 +371,8 @@ impl Server {
                     Some(outline::folding_ranges(doc))
                 })
             }
-            HoverRequest::METHOD => {
-                let jobs = self.options.jobs.clone();
-                let registry = self.options.registry.clone();
-                self.with_document::<lsp_types::HoverParams, _>(link, request, |doc, params| {
-                    let p = &params.text_document_position_params;
-                    let host = crate::hover::Host {
-                        jobs: jobs.as_deref(),
-                        registry: registry.as_ref(),
-                    };
-                    crate::hover::hover(doc, &p.text_document.uri, p.position, &host)
-                })
-            }
+            HoverRequest::METHOD => self.hover(link, request),
+            lsp_types::request::Completion::METHOD => self.completion(link, request),
             GotoDefinition::METHOD => self.with_document::<lsp_types::GotoDefinitionParams, _>(
                 link,
                 request,
@@ -417,6 +414,80 @@ impl Server {
                 format!("unhandled method {other}"),
             ))),
         }
+    }
+
+    /// `textDocument/hover`, with the approval chain's explanation of a Tool Use.
+    fn hover(&mut self, link: &Link, request: Request) -> Result<(), LspError> {
+        let id = request.id.clone();
+        let params: lsp_types::HoverParams = match params(request.params) {
+            Ok(params) => params,
+            Err(error) => {
+                return link.send(Message::Response(Response::new_err(
+                    id,
+                    ErrorCode::InvalidParams as i32,
+                    error.to_string(),
+                )));
+            }
+        };
+        let p = &params.text_document_position_params;
+        let Some(doc) = self.documents.get(&p.text_document.uri) else {
+            return link.result(id, &None::<lsp_types::Hover>);
+        };
+        let registry = self.options.registry.as_ref();
+        let evaluated = registry.and_then(|_| {
+            self.checks
+                .evaluated(p.text_document.uri.as_str(), doc.document())
+        });
+        let runtime = self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()
+        });
+        let explain = |tool_use: &flemma_ast::ToolUse| -> String {
+            match (registry, evaluated.as_deref(), runtime.as_ref()) {
+                (Some(registry), Some(evaluated), Some(runtime)) => crate::explain::explain(
+                    runtime,
+                    registry,
+                    evaluated,
+                    &tool_use.name,
+                    &tool_use.id,
+                    &serde_json::Value::Object(tool_use.input().clone()),
+                ),
+                _ => "unknown: the conversation's options do not evaluate".to_owned(),
+            }
+        };
+        let host = crate::hover::Host {
+            jobs: self.options.jobs.as_deref(),
+            registry,
+            explain: registry.map(|_| &explain as &dyn Fn(&flemma_ast::ToolUse) -> String),
+        };
+        let hover = crate::hover::hover(doc, &p.text_document.uri, p.position, &host);
+        link.result(id, &hover)
+    }
+
+    /// `textDocument/completion`: tool names and presets in the frontmatter.
+    fn completion(&self, link: &Link, request: Request) -> Result<(), LspError> {
+        let tools: Vec<String> = self
+            .options
+            .registry
+            .as_ref()
+            .map(|r| r.names().iter().map(ToString::to_string).collect())
+            .unwrap_or_default();
+        let presets: Vec<String> = match &self.options.config {
+            Some(config) => config.presets().names().map(str::to_owned).collect(),
+            None => flemma_config::Config::new()
+                .presets()
+                .names()
+                .map(str::to_owned)
+                .collect(),
+        };
+        self.with_document::<lsp_types::CompletionParams, _>(link, request, |doc, params| {
+            let p = &params.text_document_position;
+            Some(crate::complete::completions(
+                doc, p.position, &tools, &presets,
+            ))
+        })
     }
 
     /// Answers a request about one document with `answer` (`null` when the document is not
@@ -521,6 +592,12 @@ impl HasDocument for lsp_types::FoldingRangeParams {
 impl HasDocument for lsp_types::HoverParams {
     fn uri(&self) -> &Uri {
         &self.text_document_position_params.text_document.uri
+    }
+}
+
+impl HasDocument for lsp_types::CompletionParams {
+    fn uri(&self) -> &Uri {
+        &self.text_document_position.text_document.uri
     }
 }
 

@@ -705,3 +705,59 @@ fn a_lua_error_is_on_its_line() {
     assert_eq!(found[0].0, 2, "{found:?}");
     client.shutdown();
 }
+
+#[test]
+fn the_frontmatter_completes_tool_names_and_presets() {
+    let mut client = Client::start(with_tools());
+    client.open("```json\n{\"flemma\": {\"tools\": [\"$st\", \"+re\"]}}\n```\n@You:\nre\n");
+    client.diagnostics();
+    let labels = |client: &mut Client, line: u32, character: u32| -> Vec<String> {
+        let items = client.request(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": character}}),
+        );
+        let mut labels: Vec<String> = items
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["label"].as_str().unwrap().to_owned())
+            .collect();
+        labels.sort();
+        labels
+    };
+    let line = "{\"flemma\": {\"tools\": [\"$st";
+    assert_eq!(labels(&mut client, 1, line.len() as u32), ["$standard"]);
+    let line = "{\"flemma\": {\"tools\": [\"$st\", \"+re";
+    assert_eq!(labels(&mut client, 1, line.len() as u32), ["read"]);
+    // Outside the frontmatter: nothing.
+    assert!(labels(&mut client, 4, 2).is_empty());
+    client.shutdown();
+}
+
+#[test]
+fn a_tool_uses_hover_shows_how_the_chain_decides_it_under_the_conversations_options() {
+    let mut client = Client::start(with_tools());
+    let text = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"+bash\", \"!write\"]}, \"sandbox\": {\"enabled\": false}}}\n```\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"l\", \"command\": \"ls\"}\n```\n**Tool Use:** `write` (`toolu_2`)\n```json\n{\"label\": \"w\", \"path\": \"x\", \"content\": \"y\"}\n```\n";
+    client.open(text);
+    client.diagnostics();
+    let hover = |client: &mut Client, line: u32| -> String {
+        let hover = client.request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": 2}}),
+        );
+        hover["contents"]["value"].as_str().unwrap().to_owned()
+    };
+    let bash = hover(&mut client, 4);
+    assert!(bash.contains("**Approval**"), "{bash}");
+    assert!(
+        bash.contains("approve (decided by urn:flemma:approval:config)"),
+        "{bash}"
+    );
+    let write = hover(&mut client, 8);
+    assert!(write.contains("**Approval**"), "{write}");
+    assert!(
+        !write.contains("approve (decided by urn:flemma:approval:config)"),
+        "{write}"
+    );
+    client.shutdown();
+}
