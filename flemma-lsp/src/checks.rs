@@ -9,14 +9,23 @@ use flemma_ast::{Document, Role, Segment};
 use flemma_config::Config;
 use flemma_ids::Severity;
 use flemma_tools::ToolRegistry;
+use lsp_types::DiagnosticSeverity;
 
 /// A diagnostic on a line of the parser's (1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Found {
     pub(crate) line: u32,
-    pub(crate) severity: Severity,
+    pub(crate) severity: DiagnosticSeverity,
     pub(crate) code: &'static str,
     pub(crate) message: String,
+}
+
+/// The protocol's severity of one of ours.
+pub(crate) fn severity(severity: Severity) -> DiagnosticSeverity {
+    match severity {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+    }
 }
 
 /// An error and its causes, `: `-joined.
@@ -134,7 +143,7 @@ impl Checks {
             }
             let found = vec![Found {
                 line: error.line,
-                severity: Severity::Error,
+                severity: DiagnosticSeverity::ERROR,
                 code: "frontmatter",
                 message,
             }];
@@ -158,7 +167,7 @@ impl Checks {
                     .filter_map(|d| {
                         Some(Found {
                             line: d.frontmatter_line()?,
-                            severity: d.severity(),
+                            severity: severity(d.severity()),
                             code: "options",
                             message: d.issue.to_string(),
                         })
@@ -171,7 +180,7 @@ impl Checks {
                 key,
                 found: vec![Found {
                     line,
-                    severity: Severity::Error,
+                    severity: DiagnosticSeverity::ERROR,
                     code: "options",
                     message: report(&error),
                 }],
@@ -211,7 +220,7 @@ impl Checks {
             {
                 found.push(Found {
                     line: tool_use.span.start_line,
-                    severity: Severity::Error,
+                    severity: DiagnosticSeverity::ERROR,
                     code: "tool_input",
                     message: format!(
                         "The input does not match the `{name}` tool's schema: {error}"
@@ -221,7 +230,7 @@ impl Checks {
             if sending {
                 found.push(Found {
                     line: tool_use.span.start_line,
-                    severity: Severity::Warning,
+                    severity: DiagnosticSeverity::WARNING,
                     code: "tool_use",
                     message: format!(
                         "Tool call '{name}' ({id}) has no matching tool result. A synthetic 'No result provided' error response will be sent to the API."

@@ -21,8 +21,10 @@ pub trait JobStatus: Send + Sync {
 /// What the host adds to a hover.
 #[derive(Clone, Copy, Default)]
 pub struct Host<'a> {
-    /// Where jobs' states are read.
+    /// Where jobs' states are read (over the journal).
     pub jobs: Option<&'a dyn JobStatus>,
+    /// The conversation's jobs as its journal records them.
+    pub journal: Option<&'a std::collections::BTreeMap<String, flemma_tools::jobs::JobInfo>>,
     /// The tools, for a Tool Use's description.
     pub registry: Option<&'a flemma_tools::ToolRegistry>,
     /// How the approval chain would decide a call (`flemma approval explain`'s lines).
@@ -123,6 +125,11 @@ pub fn hover(doc: &OpenDocument, uri: &Uri, position: Position, host: &Host<'_>)
             if let Some(job) = result.job_id() {
                 let state = jobs
                     .and_then(|j| j.status(uri, job))
+                    .or_else(|| {
+                        host.journal
+                            .and_then(|j| j.get(job))
+                            .map(crate::jobs::describe)
+                    })
                     .or_else(|| {
                         flemma_ast::find_job_result(document, job).map(|r| {
                             match r.node.status {

@@ -36,6 +36,7 @@ mod complete;
 mod document;
 mod explain;
 mod hover;
+mod jobs;
 mod link;
 mod navigation;
 mod outline;

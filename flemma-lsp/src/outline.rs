@@ -30,10 +30,7 @@ pub(crate) fn to_protocol(doc: &OpenDocument, found: &[crate::checks::Found]) ->
         .iter()
         .map(|f| Diagnostic {
             range: range_of(&lines, LineSpan::new(f.line, f.line)),
-            severity: Some(match f.severity {
-                Severity::Error => DiagnosticSeverity::ERROR,
-                Severity::Warning => DiagnosticSeverity::WARNING,
-            }),
+            severity: Some(f.severity),
             code: Some(NumberOrString::String(f.code.to_owned())),
             source: Some(SOURCE.to_owned()),
             message: f.message.clone(),

@@ -46,6 +46,9 @@ pub struct ServerOptions {
     /// the schemas tool inputs are checked against, the descriptions a hover shows (default:
     /// none: those checks are not made).
     pub registry: Option<flemma_tools::ToolRegistry>,
+    /// How often the journals of open documents that name jobs are read, so that a job
+    /// finishing in another process refreshes their diagnostics (default 1 s; `None`: never).
+    pub journal_poll: Option<Duration>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -55,6 +58,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("jobs", &self.jobs.is_some())
             .field("config", &self.config.is_some())
             .field("registry", &self.registry.is_some())
+            .field("journal_poll", &self.journal_poll)
             .finish()
     }
 }
@@ -66,6 +70,7 @@ impl Default for ServerOptions {
             jobs: None,
             config: None,
             registry: None,
+            journal_poll: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -89,6 +94,13 @@ impl ServerOptions {
     #[must_use]
     pub fn registry(mut self, registry: flemma_tools::ToolRegistry) -> Self {
         self.registry = Some(registry);
+        self
+    }
+
+    /// Sets [`journal_poll`](Self::journal_poll).
+    #[must_use]
+    pub fn journal_poll(mut self, every: Option<Duration>) -> Self {
+        self.journal_poll = every;
         self
     }
 
@@ -138,8 +150,13 @@ pub struct Server {
     next_request: i32,
     /// The diagnostics beyond the parser's.
     checks: crate::checks::Checks,
-    /// A current-thread runtime for the approval chain (`None`: it could not be built).
+    /// A current-thread runtime for the approval chain and the journal (`None`: it could not
+    /// be built).
     runtime: std::sync::OnceLock<Option<tokio::runtime::Runtime>>,
+    /// The journal of each open document that names jobs, as last read.
+    journals: HashMap<String, (std::path::PathBuf, crate::jobs::States)>,
+    /// When the journal watch reads the journals next.
+    next_poll: Option<Instant>,
 }
 
 impl Server {
@@ -150,6 +167,8 @@ impl Server {
             due: BTreeMap::new(),
             next_request: 0,
             runtime: std::sync::OnceLock::new(),
+            journals: HashMap::new(),
+            next_poll: None,
             checks: crate::checks::Checks::new(
                 options.config.clone().unwrap_or_default(),
                 options.registry.clone(),
@@ -183,7 +202,11 @@ impl Server {
                 Some(deadline) => match link.receiver.recv_deadline(deadline) {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
-                        self.publish_due(link, Instant::now())?;
+                        let now = Instant::now();
+                        self.publish_due(link, now)?;
+                        if self.next_poll.is_some_and(|at| at <= now) {
+                            self.poll_journals(link)?;
+                        }
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return Err(LspError::Disconnected),
@@ -261,7 +284,75 @@ impl Server {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        self.due.values().map(|(_, at)| *at).min()
+        let poll = (!self.journals.is_empty())
+            .then_some(self.next_poll)
+            .flatten();
+        self.due.values().map(|(_, at)| *at).chain(poll).min()
+    }
+
+    /// The server's current-thread runtime (`None` when it cannot be built).
+    fn runtime(&self) -> Option<&tokio::runtime::Runtime> {
+        self.runtime
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// The journal of the document `uri` read now: its store directory and its jobs (`None`
+    /// when the document names no job or its options do not evaluate).
+    fn read_journal(&mut self, uri: &Uri) -> Option<(std::path::PathBuf, crate::jobs::States)> {
+        let doc = self.documents.get(uri)?;
+        if !crate::jobs::names_jobs(doc.document()) {
+            return None;
+        }
+        let evaluated = self.checks.evaluated(uri.as_str(), doc.document())?;
+        let dir = crate::jobs::store_dir(&evaluated, uri)?;
+        let states = crate::jobs::read(self.runtime()?, &dir);
+        Some((dir, states))
+    }
+
+    /// The journal watch: reads the journal of each document that names jobs, and publishes
+    /// its diagnostics again where a job's state changed (a job that finished in another
+    /// process).
+    fn poll_journals(&mut self, link: &Link) -> Result<(), LspError> {
+        let Some(every) = self.options.journal_poll else {
+            return Ok(());
+        };
+        self.next_poll = Some(Instant::now() + every);
+        let uris: Vec<Uri> = self
+            .documents
+            .keys()
+            .filter(|uri| self.journals.contains_key(uri.as_str()))
+            .cloned()
+            .collect();
+        for uri in uris {
+            let fresh = self.read_journal(&uri);
+            let kept = self.journals.get(uri.as_str());
+            let state_of =
+                |states: &crate::jobs::States| -> Vec<(String, flemma_tools::jobs::JobState)> {
+                    states
+                        .iter()
+                        .map(|(id, job)| (id.clone(), job.state))
+                        .collect()
+                };
+            let changed = match (&fresh, kept) {
+                (Some((_, new)), Some((_, old))) => state_of(new) != state_of(old),
+                (None, None) => false,
+                _ => true,
+            };
+            if changed {
+                match fresh {
+                    Some(journal) => self.journals.insert(uri.as_str().to_owned(), journal),
+                    None => self.journals.remove(uri.as_str()),
+                };
+                self.publish(link, &uri)?;
+            }
+        }
+        Ok(())
     }
 
     /// Publishes the diagnostics of every document due by `now`.
@@ -281,15 +372,37 @@ impl Server {
 
     /// Publishes the diagnostics of `uri` now (none for a document that is not open).
     fn publish(&mut self, link: &Link, uri: &Uri) -> Result<(), LspError> {
+        // The journal is read when a document first names a job; the watch reads it again.
+        let names_jobs = self
+            .documents
+            .get(uri)
+            .is_some_and(|doc| crate::jobs::names_jobs(doc.document()));
+        if !names_jobs {
+            self.journals.remove(uri.as_str());
+        } else if !self.journals.contains_key(uri.as_str())
+            && let Some(journal) = self.read_journal(uri)
+        {
+            self.journals.insert(uri.as_str().to_owned(), journal);
+            if self.next_poll.is_none() {
+                self.next_poll = self
+                    .options
+                    .journal_poll
+                    .map(|every| Instant::now() + every);
+            }
+        }
         let (diagnostics, version) = if let Some(doc) = self.documents.get(uri) {
             let mut diagnostics = outline::diagnostics(doc);
-            let found = self
-                .checks
-                .run(uri.as_str(), doc.document(), doc.parser().tool_index());
+            let mut found =
+                self.checks
+                    .run(uri.as_str(), doc.document(), doc.parser().tool_index());
+            if let Some((_, states)) = self.journals.get(uri.as_str()) {
+                crate::jobs::diagnostics(doc.document(), states, &mut found);
+            }
             diagnostics.extend(outline::to_protocol(doc, &found));
             (diagnostics, Some(doc.version()))
         } else {
             self.checks.forget(uri.as_str());
+            self.journals.remove(uri.as_str());
             (Vec::new(), None)
         };
         let params = PublishDiagnosticsParams {
@@ -430,22 +543,20 @@ impl Server {
             }
         };
         let p = &params.text_document_position_params;
-        let Some(doc) = self.documents.get(&p.text_document.uri) else {
+        let uri = &p.text_document.uri;
+        // The jobs' states as the journal says them now (a hover shows the elapsed time).
+        let journal = self.read_journal(uri).map(|(_, states)| states);
+        let evaluated = match (self.options.registry.is_some(), self.documents.get(uri)) {
+            (true, Some(doc)) => self.checks.evaluated(uri.as_str(), doc.document()),
+            _ => None,
+        };
+        let Some(doc) = self.documents.get(uri) else {
             return link.result(id, &None::<lsp_types::Hover>);
         };
         let registry = self.options.registry.as_ref();
-        let evaluated = registry.and_then(|_| {
-            self.checks
-                .evaluated(p.text_document.uri.as_str(), doc.document())
-        });
-        let runtime = self.runtime.get_or_init(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()
-        });
+        let runtime = self.runtime();
         let explain = |tool_use: &flemma_ast::ToolUse| -> String {
-            match (registry, evaluated.as_deref(), runtime.as_ref()) {
+            match (registry, evaluated.as_deref(), runtime) {
                 (Some(registry), Some(evaluated), Some(runtime)) => crate::explain::explain(
                     runtime,
                     registry,
@@ -459,6 +570,7 @@ impl Server {
         };
         let host = crate::hover::Host {
             jobs: self.options.jobs.as_deref(),
+            journal: journal.as_ref(),
             registry,
             explain: registry.map(|_| &explain as &dyn Fn(&flemma_ast::ToolUse) -> String),
         };

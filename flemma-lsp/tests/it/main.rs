@@ -761,3 +761,63 @@ fn a_tool_uses_hover_shows_how_the_chain_decides_it_under_the_conversations_opti
     );
     client.shutdown();
 }
+
+#[test]
+fn the_journal_tells_a_jobs_state_and_its_watch_notices_a_change() {
+    let dir = std::env::temp_dir().join(format!("flemma-lsp-jobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    let chat = dir.join("chat.chat");
+    let text = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"s\", \"command\": \"sleep 9\"}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_watch1)\n```\nRunning as a background job.\n```\n";
+    std::fs::write(&chat, text).unwrap();
+    let options = flemma_config::Config::new().options().unwrap();
+    let store = flemma_store::Store::new(&options.tools.store, Some(&chat), "1")
+        .unwrap()
+        .directory()
+        .unwrap();
+    let journal = store.join("jobs");
+    std::fs::create_dir_all(&journal).unwrap();
+    let entry = |state: &str| {
+        json!({"job_id": "job_watch1", "tool_id": "toolu_1", "tool": "bash", "state": state,
+               "started_at": 1.0, "completed_at": 3.5})
+        .to_string()
+    };
+    std::fs::write(journal.join("job_watch1.json"), entry("completed")).unwrap();
+
+    let uri = flemma_lsp::path_uri(&chat).unwrap();
+    let mut client = Client::start(with_tools().journal_poll(Some(Duration::from_millis(100))));
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 1, "text": text}}),
+    );
+    let job_diagnostics = |published: &Value| -> Vec<String> {
+        found(published)
+            .into_iter()
+            .filter(|(_, code, _)| code == "job")
+            .map(|(line, _, message)| format!("{line}: {message}"))
+            .collect()
+    };
+    assert_eq!(
+        job_diagnostics(&client.diagnostics()),
+        [
+            "7: Job `job_watch1` completed; its Job Result is written by the next `flemma cycle` or `flemma run`"
+        ]
+    );
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri.as_str()}, "position": {"line": 7, "character": 2}}),
+    );
+    let value = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("**Job** `job_watch1`: completed 2.5s (delivery pending)\n"),
+        "{value}"
+    );
+    // Another process changes the journal: the watch publishes again.
+    std::fs::write(journal.join("job_watch1.json"), entry("lost")).unwrap();
+    assert_eq!(
+        job_diagnostics(&client.diagnostics()),
+        ["7: Job `job_watch1` was lost: its process or host ended without a result"]
+    );
+    client.shutdown();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -54,6 +54,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::process::ProcessRef;
 pub use detach::{Detach, DetachedCommand, DetachedEnding};
+pub use recover::journaled;
 pub use status::JobsStatus;
 
 /// Where a job is in its life.

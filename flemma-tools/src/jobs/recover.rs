@@ -270,6 +270,35 @@ impl Jobs {
     }
 }
 
+/// The jobs the journal under `store_dir` (a conversation's store directory) records, as a
+/// process that watches none of them sees them: one the journal says runs is running while its
+/// process or its host lives, completed once its process exited, lost otherwise. Nothing is
+/// written. A reader outside any executor (a language server's hover) uses it;
+/// [`Executor::jobs`](crate::Executor::jobs) adds an executor's own view and the transcript's.
+pub async fn journaled(store_dir: &std::path::Path) -> Vec<JobInfo> {
+    let journal = super::journal::FileJournal::new(store_dir);
+    let records = journal.list().await;
+    let mut out = Vec::with_capacity(records.len());
+    for record in &records {
+        let state = match record.state {
+            JobState::Running => running_state(record, Some(&journal)).await,
+            state => state,
+        };
+        let end = match state {
+            JobState::Running => Some(now_seconds()),
+            _ => record.completed_at,
+        };
+        out.push(JobInfo {
+            job_id: record.job_id(),
+            tool_id: record.tool_id(),
+            tool: record.tool(),
+            state,
+            elapsed_seconds: end.map(|end| (end - record.started_at).max(0.0)),
+        });
+    }
+    out
+}
+
 /// The state of a journaled job that says `running` and that this executor does not watch.
 async fn running_state(record: &JobRecord, journal: Option<&dyn JobJournal>) -> JobState {
     if let Some(process) = record.process {
