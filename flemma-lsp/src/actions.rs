@@ -21,8 +21,12 @@ pub const REJECT: &str = "flemma.reject";
 /// The command that approves every pending call: arguments `[uri]`.
 pub const APPROVE_ALL: &str = "flemma.approveAll";
 
+/// The command that runs the tool cycle of a conversation (as `flemma cycle`, on the editor's
+/// text): arguments `[uri]`.
+pub const CYCLE: &str = "flemma.cycle";
+
 /// The commands the server executes (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 3] = [APPROVE, REJECT, APPROVE_ALL];
+pub const COMMANDS: [&str; 4] = [APPROVE, REJECT, APPROVE_ALL, CYCLE];
 
 /// What a user can do to a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,12 +105,17 @@ pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, Stri
     .map_err(|e| e.to_string())?;
     let old = doc.text();
     let new = flemma_ast::apply_edits(old, &edits).map_err(|e| e.to_string())?;
-    let prefix = old
+    Ok(replacement(doc.lines(), old, &new))
+}
+
+/// The one protocol edit that turns `old` (whose lines `lines` indexes) into `new`: the bytes
+/// between their common start and their common end.
+pub(crate) fn replacement(lines: &crate::LineIndex, old: &str, new: &str) -> TextEdit {
+    let mut prefix = old
         .bytes()
         .zip(new.bytes())
         .take_while(|(a, b)| a == b)
         .count();
-    let mut prefix = prefix;
     while !old.is_char_boundary(prefix) || !new.is_char_boundary(prefix) {
         prefix -= 1;
     }
@@ -122,13 +131,10 @@ pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, Stri
         suffix -= 1;
     }
     let range = Range::new(
-        doc.lines().position(old, prefix),
-        doc.lines().position(old, old.len() - suffix),
+        lines.position(old, prefix),
+        lines.position(old, old.len() - suffix),
     );
-    Ok(TextEdit::new(
-        range,
-        new[prefix..new.len() - suffix].to_owned(),
-    ))
+    TextEdit::new(range, new[prefix..new.len() - suffix].to_owned())
 }
 
 /// A workspace edit of `uri` with one text edit.
@@ -190,6 +196,19 @@ pub fn code_actions(doc: &OpenDocument, uri: &Uri, range: Range) -> Vec<CodeActi
     if any_pending && calls.iter().any(|(_, s)| *s == ToolStatus::Pending) {
         actions.push(Action::ApproveAll);
     }
+    // The cycle, wherever a call of the document waits for it.
+    let cycle = unfinished(doc).then(|| {
+        CodeActionOrCommand::CodeAction(CodeAction {
+            title: "Run the tool cycle".to_owned(),
+            kind: Some(CodeActionKind::SOURCE),
+            command: Some(Command {
+                title: "Run the tool cycle".to_owned(),
+                command: CYCLE.to_owned(),
+                arguments: Some(vec![json!(uri.as_str())]),
+            }),
+            ..CodeAction::default()
+        })
+    });
     actions
         .into_iter()
         .filter_map(|action| {
@@ -202,7 +221,24 @@ pub fn code_actions(doc: &OpenDocument, uri: &Uri, range: Range) -> Vec<CodeActi
                 ..CodeAction::default()
             }))
         })
+        .chain(cycle)
         .collect()
+}
+
+/// Whether a call of the document has no final result yet (no result, or a result that is
+/// still `pending` or `approved`).
+fn unfinished(doc: &OpenDocument) -> bool {
+    let document = doc.document();
+    let index = doc.parser().tool_index();
+    document
+        .messages
+        .iter()
+        .flat_map(flemma_ast::Message::tool_uses)
+        .any(|u| {
+            index
+                .last_tool_result(document, u.id.as_str())
+                .is_none_or(|r| r.node.status.is_some_and(ToolStatus::is_lifecycle))
+        })
 }
 
 /// Code lenses on the header of each pending call (approve, reject) and approved call

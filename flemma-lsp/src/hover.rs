@@ -25,6 +25,8 @@ pub struct Host<'a> {
     pub jobs: Option<&'a dyn JobStatus>,
     /// The conversation's jobs as its journal records them.
     pub journal: Option<&'a std::collections::BTreeMap<String, flemma_tools::jobs::JobInfo>>,
+    /// Which files the conversation's `@./file` references may read, and its file.
+    pub access: Option<(&'a flemma_providers::FileAccess, &'a std::path::Path)>,
     /// The tools, for a Tool Use's description.
     pub registry: Option<&'a flemma_tools::ToolRegistry>,
     /// How the approval chain would decide a call (`flemma approval explain`'s lines).
@@ -36,6 +38,7 @@ impl std::fmt::Debug for Host<'_> {
         f.debug_struct("Host")
             .field("jobs", &self.jobs.is_some())
             .field("registry", &self.registry.is_some())
+            .field("access", &self.access)
             .field("explain", &self.explain.is_some())
             .finish()
     }
@@ -45,6 +48,29 @@ impl std::fmt::Debug for Host<'_> {
 fn fenced(language: &str, content: &str) -> String {
     let fence = flemma_ast::writer::fence_for(content);
     format!("{fence}{language}\n{content}\n{fence}")
+}
+
+/// The hover of an `@./file` reference at byte `offset`: the path it resolves to, whether the
+/// file is there and whether the conversation may read it.
+fn file_hover(doc: &OpenDocument, uri: &Uri, offset: usize, host: &Host<'_>) -> Option<String> {
+    let (reference, _) = flemma_providers::file_reference_at(doc.text(), offset)?;
+    let path = resolve(&reference.path, uri)?;
+    let state = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => format!("a file of {} bytes", m.len()),
+        Ok(_) => "not a file".to_owned(),
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    let mut text = format!("`{}`: {state}", path.display());
+    if let Some((access, chat)) = host.access {
+        match access.may_read(Some(chat), &path) {
+            Ok(()) => text.push_str("; the conversation may read it"),
+            Err(flemma_providers::TemplateError::Denied { .. }) => text.push_str(
+                "; the conversation may not read it (`templates.file_access`): it is sent as text",
+            ),
+            Err(_) => {}
+        }
+    }
+    Some(text)
 }
 
 /// Lines of a result block's AST shown in a hover: its modeline, lines, size and first lines.
@@ -162,16 +188,7 @@ pub fn hover(doc: &OpenDocument, uri: &Uri, position: Position, host: &Host<'_>)
             );
             text.push_str(&fenced("text", &summary(&job.meta, job.span, &job.content)));
         }
-        Segment::Text(_) => {
-            let (reference, _) = flemma_providers::file_reference_at(doc.text(), at.offset)?;
-            let path = resolve(&reference.path, uri)?;
-            let state = match std::fs::metadata(&path) {
-                Ok(m) if m.is_file() => format!("a file of {} bytes", m.len()),
-                Ok(_) => "not a file".to_owned(),
-                Err(e) => format!("cannot be read: {e}"),
-            };
-            let _ = write!(text, "`{}`: {state}", path.display());
-        }
+        Segment::Text(_) => text = file_hover(doc, uri, at.offset, host)?,
         _ => return None,
     }
     Some(Hover {

@@ -33,6 +33,7 @@
 mod actions;
 mod checks;
 mod complete;
+mod cycle;
 mod document;
 mod explain;
 mod hover;
@@ -44,7 +45,7 @@ mod position;
 mod server;
 
 pub use actions::{
-    APPROVE, APPROVE_ALL, Action, COMMANDS, REJECT, action_edit, code_actions, code_lenses,
+    APPROVE, APPROVE_ALL, Action, COMMANDS, CYCLE, REJECT, action_edit, code_actions, code_lenses,
     workspace_edit,
 };
 pub use complete::completions;

@@ -167,7 +167,18 @@ pub(crate) fn resolve(path: &str, uri: &Uri) -> Option<PathBuf> {
         return Some(PathBuf::from(path));
     }
     let chat = uri_path(uri)?;
-    Some(chat.parent()?.join(path))
+    // `./` and `a/../` folded, as the prompt's scope folds them.
+    let mut out = PathBuf::new();
+    for part in chat.parent()?.join(path).components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
 }
 
 /// Every block of the call at `position`: its Tool Use, its results, and the Job Results of

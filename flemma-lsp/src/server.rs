@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::RecvTimeoutError;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
@@ -157,6 +156,11 @@ pub struct Server {
     journals: HashMap<String, (std::path::PathBuf, crate::jobs::States)>,
     /// When the journal watch reads the journals next.
     next_poll: Option<Instant>,
+    /// Where running cycles send what they left.
+    cycles: (
+        crossbeam_channel::Sender<crate::cycle::Finished>,
+        crossbeam_channel::Receiver<crate::cycle::Finished>,
+    ),
 }
 
 impl Server {
@@ -169,6 +173,7 @@ impl Server {
             runtime: std::sync::OnceLock::new(),
             journals: HashMap::new(),
             next_poll: None,
+            cycles: crossbeam_channel::unbounded(),
             checks: crate::checks::Checks::new(
                 options.config.clone().unwrap_or_default(),
                 options.registry.clone(),
@@ -197,20 +202,27 @@ impl Server {
     pub(crate) fn serve(mut self, link: &Link) -> Result<(), LspError> {
         Self::initialize(link)?;
         loop {
-            let message = match self.next_deadline() {
-                None => link.receiver.recv().map_err(|_| LspError::Disconnected)?,
-                Some(deadline) => match link.receiver.recv_deadline(deadline) {
-                    Ok(message) => message,
-                    Err(RecvTimeoutError::Timeout) => {
-                        let now = Instant::now();
-                        self.publish_due(link, now)?;
-                        if self.next_poll.is_some_and(|at| at <= now) {
-                            self.poll_journals(link)?;
-                        }
-                        continue;
+            // The client's next message, a cycle that ended, or the next deadline.
+            let wait = self
+                .next_deadline()
+                .map(|at| at.saturating_duration_since(Instant::now()));
+            let message = crossbeam_channel::select! {
+                recv(link.receiver) -> message => message.map_err(|_| LspError::Disconnected)?,
+                recv(self.cycles.1) -> finished => {
+                    if let Ok(finished) = finished {
+                        self.cycle_finished(link, finished)?;
                     }
-                    Err(RecvTimeoutError::Disconnected) => return Err(LspError::Disconnected),
-                },
+                    continue;
+                }
+                // Nothing due: wake once a day to look (there is nothing to do then).
+                default(wait.unwrap_or(Duration::from_secs(86_400))) => {
+                    let now = Instant::now();
+                    self.publish_due(link, now)?;
+                    if self.next_poll.is_some_and(|at| at <= now) {
+                        self.poll_journals(link)?;
+                    }
+                    continue;
+                }
             };
             match message {
                 Message::Request(request) => {
@@ -546,10 +558,16 @@ impl Server {
         let uri = &p.text_document.uri;
         // The jobs' states as the journal says them now (a hover shows the elapsed time).
         let journal = self.read_journal(uri).map(|(_, states)| states);
-        let evaluated = match (self.options.registry.is_some(), self.documents.get(uri)) {
-            (true, Some(doc)) => self.checks.evaluated(uri.as_str(), doc.document()),
-            _ => None,
+        let evaluated = match self.documents.get(uri) {
+            Some(doc) => self.checks.evaluated(uri.as_str(), doc.document()),
+            None => None,
         };
+        // Which files the conversation's references may read (`templates.file_access`).
+        let chat = crate::navigation::uri_path(uri).map(|p| flemma_config::conversation_path(&p));
+        let access = evaluated.as_deref().map(|e| {
+            let store = crate::jobs::store_dir(e, uri);
+            flemma_providers::FileAccess::from_options(&e.options.templates, store.as_deref())
+        });
         let Some(doc) = self.documents.get(uri) else {
             return link.result(id, &None::<lsp_types::Hover>);
         };
@@ -569,6 +587,7 @@ impl Server {
             }
         };
         let host = crate::hover::Host {
+            access: access.as_ref().zip(chat.as_deref()),
             jobs: self.options.jobs.as_deref(),
             journal: journal.as_ref(),
             registry,
@@ -647,6 +666,14 @@ impl Server {
                 return send(link, Message::Response(response));
             }
         };
+        if params.command == actions::CYCLE {
+            let started = self.start_cycle(&params.arguments);
+            let response = match started {
+                Ok(()) => Response::new_ok(id, serde_json::Value::Null),
+                Err(text) => Response::new_err(id, ErrorCode::RequestFailed as i32, text),
+            };
+            return send(link, Message::Response(response));
+        }
         let edit = Action::from_command(&params.command, &params.arguments)
             .ok_or_else(|| format!("unknown command or arguments: {}", params.command))
             .and_then(|(uri, action)| {
@@ -681,6 +708,88 @@ impl Server {
                 Message::Response(Response::new_err(id, ErrorCode::RequestFailed as i32, text)),
             ),
         }
+    }
+}
+
+impl Server {
+    /// Starts the cycle `flemma.cycle [uri]` asks for, on the document's text as it is now.
+    fn start_cycle(&mut self, arguments: &[serde_json::Value]) -> Result<(), String> {
+        let uri: Uri = arguments
+            .first()
+            .and_then(serde_json::Value::as_str)
+            .and_then(|u| u.parse().ok())
+            .ok_or_else(|| format!("{}: expected [uri]", actions::CYCLE))?;
+        let doc = self
+            .documents
+            .get(&uri)
+            .ok_or_else(|| format!("{} is not open", uri.as_str()))?;
+        let registry =
+            self.options.registry.clone().ok_or_else(|| {
+                "the server has no tools to run (ServerOptions::registry)".to_owned()
+            })?;
+        let chat = navigation::uri_path(&uri)
+            .map(|p| flemma_config::conversation_path(&p))
+            .ok_or_else(|| {
+                format!(
+                    "{} is not a file: a cycle needs the conversation's directory",
+                    uri.as_str()
+                )
+            })?;
+        crate::cycle::spawn(
+            crate::cycle::Job {
+                uri: uri.clone(),
+                version: doc.version(),
+                text: doc.text().to_owned(),
+                chat,
+                config: self.options.config.clone().unwrap_or_default(),
+                registry,
+            },
+            self.cycles.0.clone(),
+        );
+        Ok(())
+    }
+
+    /// A cycle ended: its changes go to the client as one edit of the version it ran on (the
+    /// client refuses it when the document changed meanwhile), or its error is shown.
+    fn cycle_finished(
+        &mut self,
+        link: &Link,
+        finished: crate::cycle::Finished,
+    ) -> Result<(), LspError> {
+        let new = match finished.new {
+            Ok(new) => new,
+            Err(error) => {
+                return show_error(link, &format!("{}: {error}", finished.uri.as_str()));
+            }
+        };
+        if new == finished.old {
+            return Ok(());
+        }
+        let lines = crate::LineIndex::new(&finished.old);
+        let edit = actions::replacement(&lines, &finished.old, &new);
+        let change = lsp_types::TextDocumentEdit {
+            text_document: lsp_types::OptionalVersionedTextDocumentIdentifier {
+                uri: finished.uri,
+                version: Some(finished.version),
+            },
+            edits: vec![OneOf::Left(edit)],
+        };
+        self.next_request += 1;
+        let apply = lsp_types::ApplyWorkspaceEditParams {
+            label: Some(actions::CYCLE.to_owned()),
+            edit: lsp_types::WorkspaceEdit {
+                document_changes: Some(lsp_types::DocumentChanges::Edits(vec![change])),
+                ..lsp_types::WorkspaceEdit::default()
+            },
+        };
+        send(
+            link,
+            Message::Request(Request::new(
+                lsp_server::RequestId::from(format!("flemma-{}", self.next_request)),
+                ApplyWorkspaceEdit::METHOD.to_owned(),
+                apply,
+            )),
+        )
     }
 }
 

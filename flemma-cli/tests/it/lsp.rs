@@ -121,7 +121,12 @@ fn neovim_approves_a_call_through_flemma_lsp_as_flemma_approve_would() {
     assert_eq!(report["definition"], report["result_line"]);
     assert_eq!(
         report["actions"],
-        json!(["Approve toolu_1", "Reject toolu_1", "Approve all pending"])
+        json!([
+            "Approve toolu_1",
+            "Reject toolu_1",
+            "Approve all pending",
+            "Run the tool cycle"
+        ])
     );
     assert!(
         report["hover_after"]

@@ -363,8 +363,14 @@ fn code_actions_make_the_edit_flemma_approve_makes() {
         .collect();
     assert_eq!(
         titles,
-        ["Approve toolu_1", "Reject toolu_1", "Approve all pending"]
+        [
+            "Approve toolu_1",
+            "Reject toolu_1",
+            "Approve all pending",
+            "Run the tool cycle"
+        ]
     );
+    assert_eq!(actions[3]["command"]["command"], "flemma.cycle");
     let doc = flemma_ast::parse(PENDING);
     for (i, expected) in [
         flemma_tools::approve(&doc, "toolu_1").unwrap(),
@@ -535,7 +541,7 @@ fn a_file_reference_leads_to_its_file() {
     let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
     client.notify(
         "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 1, "text": "@You:\nRead @./notes%20é.md and @./missing.md.\n"}}),
+        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 1, "text": "@You:\nRead @./notes%20é.md and @./missing.md.\nNot @//etc/passwd.\n"}}),
     );
     client.diagnostics();
     let at = |character: u32| json!({"textDocument": {"uri": uri.as_str()}, "position": {"line": 1, "character": character}});
@@ -550,8 +556,19 @@ fn a_file_reference_leads_to_its_file() {
         hover["contents"]["value"]
             .as_str()
             .unwrap()
-            .ends_with("notes é.md`: a file of 8 bytes"),
+            .ends_with("/notes é.md`: a file of 8 bytes; the conversation may read it"),
         "{hover}"
+    );
+    // A file outside the project: the references may not read it.
+    let outside = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri.as_str()}, "position": {"line": 2, "character": 8}}),
+    );
+    assert!(
+        outside["contents"]["value"].as_str().unwrap().ends_with(
+            "the conversation may not read it (`templates.file_access`): it is sent as text"
+        ),
+        "{outside}"
     );
     // A missing file: nothing to go to.
     let missing = "Read @./notes%20é.md and @./mis".encode_utf16().count() as u32;
@@ -818,6 +835,46 @@ fn the_journal_tells_a_jobs_state_and_its_watch_notices_a_change() {
         job_diagnostics(&client.diagnostics()),
         ["7: Job `job_watch1` was lost: its process or host ended without a result"]
     );
+    client.shutdown();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on() {
+    let dir = std::env::temp_dir().join(format!("flemma-lsp-cycle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    let chat = dir.join("chat.chat");
+    let text = "```json\n{\"flemma\": {\"sandbox\": {\"enabled\": false}}}\n```\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"hi\", \"command\": \"echo hi from the cycle\"}\n```\n\n@You:\n**Tool Result:** `toolu_1` (approved)\n```\n```\n";
+    std::fs::write(&chat, text).unwrap();
+    let uri = flemma_lsp::path_uri(&chat).unwrap();
+    let mut client = Client::start(with_tools());
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 7, "text": text}}),
+    );
+    client.diagnostics();
+    let answer = client.request(
+        "workspace/executeCommand",
+        json!({"command": "flemma.cycle", "arguments": [uri.as_str()]}),
+    );
+    assert_eq!(answer, Value::Null);
+    let request = loop {
+        if let Message::Request(r) = client.receive()
+            && r.method == "workspace/applyEdit"
+        {
+            break r;
+        }
+    };
+    let change = &request.params["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["version"], 7);
+    let after = apply(text, &change["edits"]);
+    assert!(
+        after.contains("**Tool Result:** `toolu_1`\n```\nhi from the cycle\n```"),
+        "{after}"
+    );
+    // The file on disk is the editor's to save: the cycle ran on its text.
+    assert_eq!(std::fs::read_to_string(&chat).unwrap(), text);
     client.shutdown();
     std::fs::remove_dir_all(&dir).unwrap();
 }

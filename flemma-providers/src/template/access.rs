@@ -107,6 +107,32 @@ impl FileAccess {
         }
     }
 
+    /// Whether the references and `include()` of the conversation at `chat` may read `path`
+    /// (absolute): `Ok` when they may, [`TemplateError::Denied`] when the access refuses it,
+    /// [`TemplateError::Read`] for a file under an allowed directory that cannot be found.
+    ///
+    /// ```
+    /// use flemma_providers::{FileAccess, TemplateError};
+    ///
+    /// let dir = std::env::temp_dir();
+    /// let chat = dir.join("notes.chat");
+    /// let access = FileAccess::within(&dir);
+    /// assert!(matches!(
+    ///     access.may_read(Some(&chat), std::path::Path::new("/etc/passwd")),
+    ///     Err(TemplateError::Denied { .. })
+    /// ));
+    /// assert!(FileAccess::Any.may_read(Some(&chat), std::path::Path::new("/etc/passwd")).is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn may_read(&self, chat: Option<&Path>, path: &Path) -> Result<(), TemplateError> {
+        self.clone()
+            .resolved(chat)
+            .check(path, &mut Lookups::default())
+    }
+
     /// Whether `path` may be read; `lookups` remembers the directories found missing.
     pub(super) fn check(&self, path: &Path, lookups: &mut Lookups) -> Result<(), TemplateError> {
         let denied = || TemplateError::Denied {
