@@ -9,7 +9,14 @@ pub(crate) fn transcript() -> String {
     if let Ok(path) = std::env::var("FLEMMA_BENCH_CHAT") {
         return std::fs::read_to_string(path).expect("FLEMMA_BENCH_CHAT is readable");
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // The workspace's root: this crate's directory, or its parent for a member crate's bench
+    // that includes this file (flemma-lsp's).
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = if manifest.join("Cargo.lock").exists() {
+        manifest
+    } else {
+        manifest.parent().map_or(manifest.clone(), PathBuf::from)
+    };
     let cached = root.join("target/bench-10000000-7.chat");
     if let Ok(text) = std::fs::read_to_string(&cached) {
         return text;

@@ -27,7 +27,6 @@
     reason = "a benchmark binary may abort on setup errors"
 )]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -36,6 +35,10 @@ use std::os::unix::net::UnixStream;
 use criterion::Criterion;
 use flemma_lsp::{OpenDocument, ServerOptions};
 use serde_json::{Value, json};
+
+#[path = "../../benches/common/transcript.rs"]
+mod common;
+use common::transcript;
 
 /// This process's resident memory, in bytes (`VmRSS` of `/proc/self/status`).
 fn resident() -> i64 {
@@ -46,27 +49,6 @@ fn resident() -> i64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS");
     kb * 1024
-}
-
-fn transcript() -> String {
-    if let Ok(path) = std::env::var("FLEMMA_BENCH_CHAT") {
-        return std::fs::read_to_string(path).expect("FLEMMA_BENCH_CHAT is readable");
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let cached = root.join("target/bench-10000000-7.chat");
-    if let Ok(text) = std::fs::read_to_string(&cached) {
-        return text;
-    }
-    let output = std::process::Command::new("python3")
-        .arg(root.join("../shared/tools/gen_chat.py"))
-        .args(["10000000", "7"])
-        .output()
-        .expect("python3 runs gen_chat.py");
-    assert!(output.status.success(), "gen_chat.py failed");
-    let text = String::from_utf8(output.stdout).expect("gen_chat.py writes UTF-8");
-    let _ = std::fs::create_dir_all(root.join("target"));
-    let _ = std::fs::write(&cached, &text);
-    text
 }
 
 const URI: &str = "file:///bench/chat.chat";

@@ -9,6 +9,8 @@ use flemma_ast::{Document, Role, Segment};
 use flemma_config::Config;
 use flemma_ids::Severity;
 use flemma_tools::ToolRegistry;
+
+use crate::report;
 use lsp_types::DiagnosticSeverity;
 
 /// A diagnostic on a line of the parser's (1-based).
@@ -26,18 +28,6 @@ pub(crate) fn severity(severity: Severity) -> DiagnosticSeverity {
         Severity::Error => DiagnosticSeverity::ERROR,
         Severity::Warning => DiagnosticSeverity::WARNING,
     }
-}
-
-/// An error and its causes, `: `-joined.
-fn report(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
 }
 
 /// A frontmatter as evaluated: language, code, first line.

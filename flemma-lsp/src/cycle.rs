@@ -9,6 +9,8 @@ use flemma_config::Config;
 use flemma_tools::{Executor, MemoryConversation, ToolRegistry};
 use lsp_types::Uri;
 
+use crate::report;
+
 /// A cycle that ended.
 #[derive(Debug)]
 pub(crate) struct Finished {
@@ -64,16 +66,4 @@ fn run(job: &Job) -> Result<String, String> {
         executor.cycle().await.map_err(|e| report(&e))
     })?;
     Ok(conversation.text())
-}
-
-/// An error and its causes, `: `-joined.
-fn report(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
 }

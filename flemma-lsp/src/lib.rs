@@ -56,6 +56,18 @@ pub use outline::{SOURCE, diagnostics, document_symbols, folding_ranges};
 pub use position::LineIndex;
 pub use server::{Server, ServerOptions, capabilities};
 
+/// An error and its causes, `: `-joined (as the `flemma` command prints them).
+pub(crate) fn report(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
 /// What can go wrong while serving.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -798,52 +798,25 @@ pub(crate) trait HasDocument {
     fn uri(&self) -> &Uri;
 }
 
-impl HasDocument for lsp_types::DocumentSymbolParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document.uri
-    }
+/// [`HasDocument`] for request parameters, by the path of their document's URI.
+macro_rules! has_document {
+    ($($params:ty => $($field:ident).+;)*) => {
+        $(impl HasDocument for $params {
+            fn uri(&self) -> &Uri {
+                &self.$($field).+
+            }
+        })*
+    };
 }
 
-impl HasDocument for lsp_types::FoldingRangeParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document.uri
-    }
-}
-
-impl HasDocument for lsp_types::HoverParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document_position_params.text_document.uri
-    }
-}
-
-impl HasDocument for lsp_types::CompletionParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document_position.text_document.uri
-    }
-}
-
-impl HasDocument for lsp_types::GotoDefinitionParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document_position_params.text_document.uri
-    }
-}
-
-impl HasDocument for lsp_types::ReferenceParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document_position.text_document.uri
-    }
-}
-
-impl HasDocument for lsp_types::CodeActionParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document.uri
-    }
-}
-
-impl HasDocument for lsp_types::CodeLensParams {
-    fn uri(&self) -> &Uri {
-        &self.text_document.uri
-    }
+has_document! {
+    lsp_types::DocumentSymbolParams => text_document.uri;
+    lsp_types::FoldingRangeParams => text_document.uri;
+    lsp_types::CompletionParams => text_document_position.text_document.uri;
+    lsp_types::GotoDefinitionParams => text_document_position_params.text_document.uri;
+    lsp_types::ReferenceParams => text_document_position.text_document.uri;
+    lsp_types::CodeActionParams => text_document.uri;
+    lsp_types::CodeLensParams => text_document.uri;
 }
 
 fn params<P: DeserializeOwned>(value: serde_json::Value) -> Result<P, serde_json::Error> {
