@@ -29,17 +29,6 @@ pub enum AstError {
         /// Number of lines in the text.
         line_count: u32,
     },
-    /// A byte range does not lie inside the text, or does not start and end on a character
-    /// boundary ([`IncrementalParser::replace_range`](crate::IncrementalParser::replace_range)).
-    #[error("byte range {start}..{end} does not fit the text's {len} bytes")]
-    RangeOutOfText {
-        /// First byte.
-        start: usize,
-        /// Byte after the last.
-        end: usize,
-        /// The text's length.
-        len: usize,
-    },
     /// Two edits in one batch overlap.
     #[error("edits overlap at line {line}")]
     OverlappingEdits {
@@ -57,5 +46,16 @@ pub enum AstError {
     UnknownToolResult {
         /// The id that was looked up.
         id: String,
+    },
+    /// A byte range does not lie inside the text, or does not start and end on a character
+    /// boundary ([`IncrementalParser::replace_range`](crate::IncrementalParser::replace_range)).
+    #[error("byte range {start}..{end} does not fit the text's {len} bytes")]
+    RangeOutOfText {
+        /// First byte.
+        start: usize,
+        /// Byte after the last.
+        end: usize,
+        /// The text's length.
+        len: usize,
     },
 }
