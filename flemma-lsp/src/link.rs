@@ -34,6 +34,20 @@ impl Link {
             .map_err(|_| LspError::Send)
     }
 
+    /// Answers the request `id` with an error.
+    pub(crate) fn error(
+        &self,
+        id: RequestId,
+        code: lsp_server::ErrorCode,
+        text: impl Into<String>,
+    ) -> Result<(), LspError> {
+        self.send(Message::Response(Response::new_err(
+            id,
+            code as i32,
+            text.into(),
+        )))
+    }
+
     /// Answers the request `id` with `result`.
     pub(crate) fn result<R: serde::Serialize>(
         &self,

@@ -263,11 +263,11 @@ impl Server {
                     };
                     return link.result(request.id, &result);
                 }
-                Message::Request(request) => link.send(Message::Response(Response::new_err(
+                Message::Request(request) => link.error(
                     request.id,
-                    ErrorCode::ServerNotInitialized as i32,
+                    ErrorCode::ServerNotInitialized,
                     "the server is not initialized".to_owned(),
-                )))?,
+                )?,
                 Message::Notification(n) if n.method == "exit" => {
                     return Err(LspError::ExitWithoutShutdown);
                 }
@@ -283,11 +283,11 @@ impl Server {
             match link.receiver.recv_timeout(Duration::from_secs(30)) {
                 Ok(Message::Notification(n)) if n.method == "exit" => return Ok(()),
                 Ok(Message::Request(request)) => {
-                    link.send(Message::Response(Response::new_err(
+                    link.error(
                         request.id,
-                        ErrorCode::InvalidRequest as i32,
+                        ErrorCode::InvalidRequest,
                         "the server is shut down".to_owned(),
-                    )))?;
+                    )?;
                 }
                 Ok(_) => {}
                 Err(_) => return Ok(()),
@@ -533,11 +533,11 @@ impl Server {
                     Some(actions::code_lenses(doc, &params.text_document.uri))
                 })
             }
-            other => link.send(Message::Response(Response::new_err(
+            other => link.error(
                 id,
-                ErrorCode::MethodNotFound as i32,
+                ErrorCode::MethodNotFound,
                 format!("unhandled method {other}"),
-            ))),
+            ),
         }
     }
 
@@ -547,11 +547,7 @@ impl Server {
         let params: lsp_types::HoverParams = match params(request.params) {
             Ok(params) => params,
             Err(error) => {
-                return link.send(Message::Response(Response::new_err(
-                    id,
-                    ErrorCode::InvalidParams as i32,
-                    error.to_string(),
-                )));
+                return link.error(id, ErrorCode::InvalidParams, error.to_string());
             }
         };
         let p = &params.text_document_position_params;
@@ -637,11 +633,7 @@ impl Server {
         let params: P = match params(request.params) {
             Ok(params) => params,
             Err(error) => {
-                return link.send(Message::Response(Response::new_err(
-                    id,
-                    ErrorCode::InvalidParams as i32,
-                    error.to_string(),
-                )));
+                return link.error(id, ErrorCode::InvalidParams, error.to_string());
             }
         };
         let result = self
@@ -660,19 +652,14 @@ impl Server {
         let id = request.id.clone();
         let params: lsp_types::ExecuteCommandParams = match params(request.params) {
             Ok(params) => params,
-            Err(error) => {
-                let response =
-                    Response::new_err(id, ErrorCode::InvalidParams as i32, error.to_string());
-                return send(link, Message::Response(response));
-            }
+            Err(error) => return link.error(id, ErrorCode::InvalidParams, error.to_string()),
         };
         if params.command == actions::CYCLE {
             let started = self.start_cycle(&params.arguments);
-            let response = match started {
-                Ok(()) => Response::new_ok(id, serde_json::Value::Null),
-                Err(text) => Response::new_err(id, ErrorCode::RequestFailed as i32, text),
+            return match started {
+                Ok(()) => link.result(id, &serde_json::Value::Null),
+                Err(text) => link.error(id, ErrorCode::RequestFailed, text),
             };
-            return send(link, Message::Response(response));
         }
         let edit = Action::from_command(&params.command, &params.arguments)
             .ok_or_else(|| format!("unknown command or arguments: {}", params.command))
@@ -685,28 +672,13 @@ impl Server {
             });
         match edit {
             Ok((uri, edit)) => {
-                self.next_request += 1;
-                let apply = lsp_types::ApplyWorkspaceEditParams {
-                    label: Some(params.command.clone()),
-                    edit: actions::workspace_edit(&uri, edit),
-                };
-                send(
-                    link,
-                    Message::Request(Request::new(
-                        lsp_server::RequestId::from(format!("flemma-{}", self.next_request)),
-                        ApplyWorkspaceEdit::METHOD.to_owned(),
-                        apply,
-                    )),
-                )?;
+                self.apply_edit(link, &params.command, actions::workspace_edit(&uri, edit))?;
                 send(
                     link,
                     Message::Response(Response::new_ok(id, serde_json::Value::Null)),
                 )
             }
-            Err(text) => send(
-                link,
-                Message::Response(Response::new_err(id, ErrorCode::RequestFailed as i32, text)),
-            ),
+            Err(text) => link.error(id, ErrorCode::RequestFailed, text),
         }
     }
 }
@@ -774,13 +746,24 @@ impl Server {
             },
             edits: vec![OneOf::Left(edit)],
         };
+        let edit = lsp_types::WorkspaceEdit {
+            document_changes: Some(lsp_types::DocumentChanges::Edits(vec![change])),
+            ..lsp_types::WorkspaceEdit::default()
+        };
+        self.apply_edit(link, actions::CYCLE, edit)
+    }
+
+    /// Asks the client to apply `edit` (`workspace/applyEdit`, labelled `label`).
+    fn apply_edit(
+        &mut self,
+        link: &Link,
+        label: &str,
+        edit: lsp_types::WorkspaceEdit,
+    ) -> Result<(), LspError> {
         self.next_request += 1;
         let apply = lsp_types::ApplyWorkspaceEditParams {
-            label: Some(actions::CYCLE.to_owned()),
-            edit: lsp_types::WorkspaceEdit {
-                document_changes: Some(lsp_types::DocumentChanges::Edits(vec![change])),
-                ..lsp_types::WorkspaceEdit::default()
-            },
+            label: Some(label.to_owned()),
+            edit,
         };
         send(
             link,
