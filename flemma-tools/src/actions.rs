@@ -126,3 +126,43 @@ pub fn rejection_feedback(reason: &str) -> String {
     }
     format!("{}{reason}", msg::REJECTED_FEEDBACK_PREFIX)
 }
+
+/// Answers every call whose result block is the empty, status-less block of a call in
+/// progress with the lost-call error (`Tool execution lost: session ended before completion.
+/// It may have run in part; check before retrying.`), and returns the edits with the ids they
+/// answer.
+///
+/// For a host that knows no other host runs the conversation now: one holding the
+/// conversation's lease (flemma-object's workers), which takes over from a host that died. A
+/// host that cannot know that leaves it to the executor's claims, which answer a call only
+/// once its claimant is seen to be gone.
+///
+/// ```
+/// use flemma_tools::answer_interrupted;
+///
+/// let text = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"command\": \"make\"}\n```\n\n\
+///             @You:\n**Tool Result:** `toolu_1`\n\n```\n```\n";
+/// let doc = flemma_ast::parse(text);
+/// let answered = answer_interrupted(&doc, Default::default());
+/// assert_eq!(answered.len(), 1);
+/// assert_eq!(answered[0].0, "toolu_1");
+/// ```
+pub fn answer_interrupted(doc: &Document, opts: WriterOptions) -> Vec<(String, TextEdit)> {
+    let body = writer::ResultBody::Error {
+        message: Some(msg::CALL_LOST.to_owned()),
+        partial_output: None,
+    };
+    let mut answered = Vec::new();
+    for message in &doc.messages {
+        for result in message.tool_results() {
+            if result.status.is_some() || !result.content.trim().is_empty() {
+                continue;
+            }
+            let id = result.tool_use_id.as_str();
+            if let Ok(edit) = writer::write_result(doc, id, &body, opts) {
+                answered.push((id.to_owned(), edit));
+            }
+        }
+    }
+    answered
+}

@@ -125,6 +125,18 @@ pub enum ConversationError {
     /// Blocking file work could not run.
     #[error("a file task failed")]
     Task(#[source] tokio::task::JoinError),
+    /// A conversation kept elsewhere (an object in a bucket, a database row) could not be read
+    /// or written.
+    #[error("{location}: {message}")]
+    Remote {
+        /// Where the conversation is (an object's URL).
+        location: String,
+        /// What failed.
+        message: String,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// A transcript the executor reads and edits: a file, an editor buffer, a row in a database.

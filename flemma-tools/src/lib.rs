@@ -62,7 +62,9 @@ mod tool;
 pub mod transcript;
 pub mod truncate;
 
-pub use actions::{ActionError, approve, approve_all_pending, reject, rejection_feedback};
+pub use actions::{
+    ActionError, answer_interrupted, approve, approve_all_pending, reject, rejection_feedback,
+};
 /// The attribute that implements [`Tool`], [`Conversation`] and [`Approver`] with `async fn`s,
 /// re-exported so that implementors need no dependency of their own.
 pub use async_trait::async_trait;

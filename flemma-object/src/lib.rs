@@ -1,0 +1,31 @@
+//! flemma's conversations on object storage: a transcript kept as an object of an S3 bucket
+//! (or any store of the [`object_store`] crate), edited by conditional puts; leases that say
+//! which host runs a conversation; and a [`Worker`] that shares the conversations under a
+//! prefix with other workers on other machines.
+//!
+//! - [`ObjectConversation`] is a [`Conversation`](flemma_tools::Conversation): the
+//!   executor and the session use it as they use a file. Its revision is the object's `ETag`;
+//!   a write is a put with `If-Match`, so a concurrent writer's change is never lost.
+//! - [`Lease`]: `dir/.flemma/name.chat/lease.json`, taken by a conditional create (or a
+//!   conditional replace of an expired one), renewed by its holder, released after.
+//! - [`Worker`]: picks the ready conversations, leases each, answers the calls a dead holder
+//!   left running ([`flemma_tools::answer_interrupted`]), runs the host's runner (a session),
+//!   releases the lease.
+//!
+//! The README's "Running on many machines" has the bucket layout, the lease rules and the
+//! failure table.
+
+mod bucket;
+mod conversation;
+mod error;
+mod lease;
+mod worker;
+
+pub use bucket::{Bucket, ObjectUrl, RequestCounts};
+pub use conversation::ObjectConversation;
+pub use error::ObjectError;
+pub use lease::{Acquired, LEASE_FILE, Lease, LeaseRecord, lease_key, read_lease, store_prefix};
+pub use worker::{Assignment, Finished, Worker, WorkerOptions, is_ready};
+
+/// The `object_store` crate this one is built on (for [`Bucket::with_store`] and paths).
+pub use object_store;

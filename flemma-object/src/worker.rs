@@ -1,0 +1,429 @@
+//! [`Worker`]: runs the ready conversations under a prefix, each under its lease, with any
+//! number of other workers on any number of machines.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flemma_ast::{Document, Role, Segment, ToolStatus};
+use flemma_tools::Conversation;
+use futures_util::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use tokio_util::sync::CancellationToken;
+
+use crate::bucket::{Bucket, RequestCounts};
+use crate::conversation::ObjectConversation;
+use crate::error::ObjectError;
+use crate::lease::{Acquired, Lease};
+
+/// How a [`Worker`] runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WorkerOptions {
+    /// How many conversations it runs at once (at least 1).
+    pub concurrency: usize,
+    /// The leases' time to live: a conversation whose worker died is taken over this long
+    /// after its last renewal at the latest.
+    pub lease_ttl: Duration,
+    /// How long it waits between looks at the prefix when it has room for more.
+    pub poll_interval: Duration,
+    /// Its name in the leases it holds: unique among the workers.
+    pub holder: String,
+}
+
+impl WorkerOptions {
+    /// One conversation at a time, leases of 30 seconds, a look every second; the holder
+    /// named after the machine, the process and the time it started.
+    pub fn new() -> Self {
+        Self {
+            concurrency: 1,
+            lease_ttl: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            holder: default_holder(),
+        }
+    }
+
+    /// Runs up to `concurrency` conversations at once.
+    #[must_use]
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Leases of `ttl`.
+    #[must_use]
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// Looks at the prefix every `interval` when it has room.
+    #[must_use]
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// Names this worker `holder` in its leases.
+    #[must_use]
+    pub fn holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = holder.into();
+        self
+    }
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn default_holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    format!(
+        "{host}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    )
+}
+
+/// One conversation given to the host's runner, under its lease.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Assignment {
+    /// The conversation, whose puts check the lease.
+    pub conversation: Arc<ObjectConversation>,
+    /// Its URL.
+    pub url: String,
+    /// The lease, renewed by the worker while the runner runs.
+    pub lease: Arc<Lease>,
+    /// The calls a dead holder left in progress, answered with the lost-call error before
+    /// the runner was called.
+    pub recovered: Vec<String>,
+    /// Cancelled when the lease is lost or the worker is asked to stop: the runner should
+    /// end the conversation's run (cancel its session) then.
+    pub stop: CancellationToken,
+}
+
+/// What one runner call did, as the worker reports it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Finished {
+    /// The conversation.
+    pub url: String,
+    /// The object requests its run made (reads, writes, the lease's).
+    pub requests: RequestCounts,
+    /// The runner's error, if it failed.
+    pub error: Option<String>,
+    /// The calls answered as lost before it ran.
+    pub recovered: usize,
+}
+
+/// Whether a conversation has work for a worker: its last message is the user's with
+/// something in it and no call of it waits for approval, or it is the assistant's with calls
+/// that have no result block yet.
+pub fn is_ready(doc: &Document) -> bool {
+    let Some(last) = doc.messages.last() else {
+        return false;
+    };
+    match last.role {
+        Role::You => {
+            let empty = last
+                .segments
+                .iter()
+                .all(|s| matches!(s, Segment::Text(t) if t.value.trim().is_empty()));
+            let waiting = last
+                .tool_results()
+                .any(|r| r.status == Some(ToolStatus::Pending));
+            !empty && !waiting
+        }
+        Role::Assistant => {
+            let answered: HashSet<&str> = doc
+                .messages
+                .iter()
+                .flat_map(flemma_ast::Message::tool_results)
+                .map(|r| r.tool_use_id.as_str())
+                .collect();
+            last.tool_uses().any(|u| !answered.contains(u.id.as_str()))
+        }
+        _ => false,
+    }
+}
+
+/// A worker: any number of them, on any number of machines, share the conversations under one
+/// prefix of a bucket. Each conversation is run by at most one of them at a time (its lease).
+#[derive(Debug, Clone)]
+pub struct Worker {
+    bucket: Bucket,
+    prefix: ObjectPath,
+    options: WorkerOptions,
+}
+
+impl Worker {
+    /// A worker of the `.chat` objects under `prefix` (at any depth; the store prefixes
+    /// `.flemma/` are skipped).
+    pub fn new(bucket: Bucket, prefix: ObjectPath, options: WorkerOptions) -> Self {
+        Self {
+            bucket,
+            prefix,
+            options,
+        }
+    }
+
+    /// The conversations under the prefix, with their versions (one `LIST` per 1,000).
+    ///
+    /// # Errors
+    ///
+    /// [`ObjectError::Request`] when the bucket cannot be listed.
+    pub async fn conversations(&self) -> Result<Vec<(ObjectPath, Option<String>)>, ObjectError> {
+        let prefix = (!self.prefix.as_ref().is_empty()).then_some(&self.prefix);
+        let metas: Vec<_> = self
+            .bucket
+            .store()
+            .list(prefix)
+            .try_collect()
+            .await
+            .map_err(|e| ObjectError::request(self.bucket.url(&self.prefix), "list", e))?;
+        Ok(metas
+            .into_iter()
+            .filter(|m| {
+                std::path::Path::new(m.location.as_ref())
+                    .extension()
+                    .is_some_and(|e| e == "chat")
+                    && !m.location.parts().any(|p| p.as_ref() == ".flemma")
+            })
+            .map(|m| (m.location, m.e_tag))
+            .collect())
+    }
+
+    /// Runs conversations until `shutdown` is cancelled: looks at the prefix, takes the
+    /// lease of each ready conversation it has room for, answers the calls a dead holder left
+    /// in progress, calls `runner`, renews the lease while it runs, releases it after. On
+    /// shutdown the runs in progress are told to stop (their [`Assignment::stop`]) and
+    /// waited for, and their leases released. `on_finished` hears of each run that ended.
+    ///
+    /// # Errors
+    ///
+    /// Never for one conversation (a failed run is reported to `on_finished` and the worker
+    /// goes on); [`ObjectError::Request`] only if the prefix cannot be listed when the worker
+    /// starts.
+    pub async fn run<R, F, N>(
+        &self,
+        runner: R,
+        mut on_finished: N,
+        shutdown: CancellationToken,
+    ) -> Result<(), ObjectError>
+    where
+        R: Fn(Assignment) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + Send + 'static,
+        N: FnMut(Finished),
+    {
+        // The prefix must be readable at all.
+        self.conversations().await?;
+        let runner = Arc::new(runner);
+        // The version of each conversation last found with nothing to do.
+        let mut idle: HashMap<ObjectPath, Option<String>> = HashMap::new();
+        let mut running: HashSet<ObjectPath> = HashSet::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        loop {
+            if !shutdown.is_cancelled() && running.len() < self.options.concurrency {
+                match self.conversations().await {
+                    Ok(found) => {
+                        for (key, e_tag) in rotate(found) {
+                            if running.len() >= self.options.concurrency || shutdown.is_cancelled()
+                            {
+                                break;
+                            }
+                            if running.contains(&key)
+                                || idle
+                                    .get(&key)
+                                    .is_some_and(|seen| *seen == e_tag && e_tag.is_some())
+                            {
+                                continue;
+                            }
+                            match self.take(&key, &shutdown).await {
+                                Ok(Taken::Idle) => {
+                                    idle.insert(key, e_tag);
+                                }
+                                Ok(Taken::Busy) => {}
+                                Ok(Taken::Leased(assignment, bucket)) => {
+                                    idle.remove(&key);
+                                    running.insert(key.clone());
+                                    tasks.spawn(supervise(
+                                        Arc::clone(&runner),
+                                        assignment,
+                                        bucket,
+                                        key,
+                                    ));
+                                }
+                                Err(error) => {
+                                    tracing::warn!(key = %key, %error, "conversation not taken");
+                                }
+                            }
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot list the conversations"),
+                }
+            }
+            if shutdown.is_cancelled() && running.is_empty() {
+                return Ok(());
+            }
+            tokio::select! {
+                Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                    if let Ok((key, finished)) = done {
+                        running.remove(&key);
+                        on_finished(finished);
+                    }
+                }
+                () = tokio::time::sleep(self.options.poll_interval) => {}
+                () = shutdown.cancelled(), if !shutdown.is_cancelled() => {}
+            }
+        }
+    }
+
+    /// Reads `key`; when it is ready, takes its lease and answers what a dead holder left.
+    async fn take(
+        &self,
+        key: &ObjectPath,
+        shutdown: &CancellationToken,
+    ) -> Result<Taken, ObjectError> {
+        // The run's own counts, so that they can be reported for it alone.
+        let bucket = self.bucket.with_own_counts();
+        let conversation = ObjectConversation::open(&bucket, key).await?;
+        let text = conversation
+            .snapshot()
+            .await
+            .map_err(|e| remote(&bucket, key, &e))?
+            .text;
+        if !is_ready(&flemma_ast::parse(&text)) {
+            return Ok(Taken::Idle);
+        }
+        let (lease, previous) =
+            match Lease::acquire(&bucket, key, &self.options.holder, self.options.lease_ttl).await?
+            {
+                Acquired::Held { lease, previous } => (Arc::new(lease), previous),
+                Acquired::Busy(_) => return Ok(Taken::Busy),
+            };
+        let conversation = Arc::new(conversation.with_lease(Arc::clone(&lease)));
+        let mut recovered = Vec::new();
+        if let Some(previous) = previous {
+            tracing::info!(key = %key, holder = %previous.holder, "taking over an expired lease");
+        }
+        // Read again under the lease: what it holds is what the next run starts from.
+        let snapshot = conversation
+            .snapshot()
+            .await
+            .map_err(|e| remote(&bucket, key, &e))?;
+        let doc = flemma_ast::parse(&snapshot.text);
+        let answered =
+            flemma_tools::answer_interrupted(&doc, flemma_ast::writer::WriterOptions::default());
+        if !answered.is_empty() {
+            let (ids, edits): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
+            conversation
+                .apply(snapshot.revision, &edits)
+                .await
+                .map_err(|e| remote(&bucket, key, &e))?;
+            recovered = ids;
+        }
+        let stop = shutdown.child_token();
+        Ok(Taken::Leased(
+            Assignment {
+                url: conversation.url().to_owned(),
+                conversation,
+                lease,
+                recovered,
+                stop,
+            },
+            bucket,
+        ))
+    }
+}
+
+fn remote(
+    bucket: &Bucket,
+    key: &ObjectPath,
+    error: &flemma_tools::ConversationError,
+) -> ObjectError {
+    tracing::debug!(key = %key, %error, "conversation");
+    ObjectError::Conflict {
+        url: bucket.url(key),
+    }
+}
+
+/// Starts the list at a place of its own for each worker, so that workers do not all race for
+/// the same first conversation.
+fn rotate<T>(mut found: Vec<T>) -> Vec<T> {
+    if found.len() > 1 {
+        use std::hash::{BuildHasher, Hasher};
+        // A random number: the standard library's per-process hash seed.
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let at = usize::try_from(random % found.len() as u64).unwrap_or(0);
+        found.rotate_left(at);
+    }
+    found
+}
+
+enum Taken {
+    Idle,
+    Busy,
+    Leased(Assignment, Bucket),
+}
+
+/// Runs one assignment: the runner, beside the lease's renewals; then the release.
+async fn supervise<R, F>(
+    runner: Arc<R>,
+    assignment: Assignment,
+    bucket: Bucket,
+    key: ObjectPath,
+) -> (ObjectPath, Finished)
+where
+    R: Fn(Assignment) -> F + Send + Sync + 'static,
+    F: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + Send + 'static,
+{
+    let lease = Arc::clone(&assignment.lease);
+    let stop = assignment.stop.clone();
+    let url = assignment.url.clone();
+    let recovered = assignment.recovered.len();
+    let run = runner(assignment);
+    tokio::pin!(run);
+    let mut renewals = tokio::time::interval(lease.renew_every());
+    renewals.tick().await;
+    let result = loop {
+        tokio::select! {
+            result = &mut run => break result,
+            _ = renewals.tick() => {
+                match lease.renew().await {
+                    Ok(()) => {}
+                    Err(error @ ObjectError::LeaseLost { .. }) => {
+                        tracing::warn!(%url, %error, "lease lost: stopping the run");
+                        stop.cancel();
+                    }
+                    Err(error) => tracing::warn!(%url, %error, "lease not renewed; trying again"),
+                }
+            }
+        }
+    };
+    let mut error = result.err().map(|e| e.to_string());
+    if let Err(released) = lease.release().await {
+        tracing::warn!(%url, error = %released, "lease not released");
+        error.get_or_insert_with(|| released.to_string());
+    }
+    (
+        key,
+        Finished {
+            url,
+            requests: bucket.requests(),
+            error,
+            recovered,
+        },
+    )
+}
