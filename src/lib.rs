@@ -67,6 +67,10 @@ pub use flemma_ids as ids;
 pub use flemma_lsp as lsp;
 #[cfg(feature = "mcp")]
 pub use flemma_mcp as mcp;
+/// Conversations on object storage (feature `object-store`): [`object::ObjectConversation`],
+/// leases and [`object::Worker`].
+#[cfg(feature = "object-store")]
+pub use flemma_object as object;
 pub use flemma_providers as providers;
 pub use flemma_schema as schema;
 pub use flemma_store as store;

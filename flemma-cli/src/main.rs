@@ -19,6 +19,8 @@ mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_serve;
 mod notices;
+#[cfg(feature = "object-store")]
+mod object;
 mod options;
 mod render;
 mod request;
@@ -199,6 +201,14 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         output: Option<PathBuf>,
     },
+    /// Run the conversations under an object-store prefix (`s3://bucket/prefix`) that are
+    /// ready (the last message is the user's, or calls wait to run), each under a lease that
+    /// keeps other workers off it, with any number of workers on any number of machines. The
+    /// bucket's client comes from the `AWS_*` variables (`AWS_ENDPOINT_URL` for S3-compatible
+    /// servers). Runs until SIGINT, SIGTERM or SIGHUP, then lets the runs stop and releases
+    /// their leases.
+    #[cfg(feature = "object-store")]
+    Worker(object::WorkerArgs),
 }
 
 #[cfg(feature = "mcp")]
@@ -419,5 +429,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             },
             settings,
         ),
+        #[cfg(feature = "object-store")]
+        Command::Worker(args) => object::worker(&args, settings),
     }
 }

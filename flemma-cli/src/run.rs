@@ -140,16 +140,26 @@ fn provider(
     model: Option<&str>,
     config: &flemma::config::Config,
 ) -> Result<Arc<dyn Provider>, Failure> {
-    let kind = match args.provider {
+    make_provider(args.provider, args.script.as_deref(), model, config)
+}
+
+/// The provider `--provider` (and `--script`, `--model`) name, `http.*` from `config`.
+pub(crate) fn make_provider(
+    provider: RunProvider,
+    script: Option<&Path>,
+    model: Option<&str>,
+    config: &flemma::config::Config,
+) -> Result<Arc<dyn Provider>, Failure> {
+    let kind = match provider {
         RunProvider::Scripted => {
-            let script = args.script.as_ref().ok_or_else(|| {
+            let script = script.ok_or_else(|| {
                 Failure::usage(anyhow::anyhow!("--provider scripted needs --script PATH"))
             })?;
             return ScriptedProvider::from_file(script)
                 .map(|p| Arc::new(p) as Arc<dyn Provider>)
                 .map_err(|e| Failure::usage(e.into()));
         }
-        _ if args.script.is_some() => {
+        _ if script.is_some() => {
             return Err(Failure::usage(anyhow::anyhow!(
                 "--script goes with --provider scripted"
             )));
@@ -168,7 +178,7 @@ fn provider(
 }
 
 /// Approves every pending call (`--approve all`).
-struct ApproveAll;
+pub(crate) struct ApproveAll;
 
 #[async_trait]
 impl Approver for ApproveAll {
@@ -190,9 +200,7 @@ fn session(
     let mut asks = false;
     let mut prompt = None;
     let registry = crate::tools::registry(&config)?;
-    let mut executor = flemma::tools::Executor::builder(conversation, registry)
-        .config(config)
-        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins());
+    let mut executor = executor(conversation, registry, config);
     match args.approve {
         ApproveMode::All => {
             asks = true;
@@ -206,12 +214,37 @@ fn session(
         }
         ApproveMode::Ask | ApproveMode::None => {}
     }
+    Ok((
+        session_of(executor, provider, args.max_turns)?,
+        asks,
+        prompt,
+    ))
+}
+
+/// The executor of `conversation` as the commands run it: `config`, the built-in sandbox
+/// backends, `registry`'s tools.
+pub(crate) fn executor(
+    conversation: Arc<dyn Conversation>,
+    registry: flemma::tools::ToolRegistry,
+    config: flemma::config::Config,
+) -> flemma::tools::ExecutorBuilder {
+    flemma::tools::Executor::builder(conversation, registry)
+        .config(config)
+        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
+}
+
+/// The session of `executor`, sending to `provider`, with the CLI's template engine.
+pub(crate) fn session_of(
+    executor: flemma::tools::ExecutorBuilder,
+    provider: Arc<dyn Provider>,
+    max_turns: Option<u64>,
+) -> Result<Session, Failure> {
     let mut builder = Session::from_executor(executor, provider)
         .template_engine(crate::request::template_engine(None)?);
-    if let Some(max_turns) = args.max_turns {
+    if let Some(max_turns) = max_turns {
         builder = builder.max_turns(max_turns);
     }
-    Ok((builder.build(), asks, prompt))
+    Ok(builder.build())
 }
 
 /// `flemma run FILE`.
@@ -223,6 +256,14 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
             .map_err(|e| Failure::usage(e.into()))?;
     }
     let provider = provider(args, args.model.as_deref(), &config)?;
+    #[cfg(feature = "object-store")]
+    let object = crate::object::open_for_run(args)?;
+    #[cfg(feature = "object-store")]
+    let conversation = match &object {
+        Some(object) => object.conversation(),
+        None => conversation(args)?,
+    };
+    #[cfg(not(feature = "object-store"))]
     let conversation = conversation(args)?;
     let tty = std::io::stderr().is_terminal();
     let progress = MultiProgress::with_draw_target(if tty {
@@ -237,6 +278,10 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     ui.results_from(std::sync::Arc::clone(session.executor().transcript()));
     let runtime = crate::tools::runtime()?;
     let driven = runtime.block_on(drive(&session, &mut ui, prompt));
+    #[cfg(feature = "object-store")]
+    if let Some(object) = object {
+        runtime.block_on(object.release());
+    }
     // A tool stuck in a blocking call (a read that never returns) must not keep the command
     // alive: the runtime is left behind instead of waiting for its blocking threads, when the
     // command ends (`tools::finish`).

@@ -57,6 +57,15 @@ pub enum ObjectError {
         /// The object.
         url: String,
     },
+    /// The conversation could not be read or edited (under its lease).
+    #[error("{url}: the conversation could not be read or edited")]
+    Conversation {
+        /// The conversation.
+        url: String,
+        /// The cause.
+        #[source]
+        source: flemma_tools::ConversationError,
+    },
     /// The lease this host held was taken over, or expired before it could be renewed: the
     /// host must stop writing the conversation.
     #[error("{url}: the lease is no longer held by this host ({why})")]

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bucket::{Bucket, RequestCounts};
 use crate::conversation::ObjectConversation;
 use crate::error::ObjectError;
-use crate::lease::{Acquired, Lease};
+use crate::lease::{Acquired, Lease, LeaseRecord};
 
 /// How a [`Worker`] runs.
 #[derive(Debug, Clone)]
@@ -249,11 +249,11 @@ impl Worker {
                                 continue;
                             }
                             match self.take(&key, &shutdown).await {
-                                Ok(Taken::Idle) => {
+                                Ok(Picked::Idle) => {
                                     idle.insert(key, e_tag);
                                 }
-                                Ok(Taken::Busy) => {}
-                                Ok(Taken::Leased(assignment, bucket)) => {
+                                Ok(Picked::Busy) => {}
+                                Ok(Picked::Leased(assignment, bucket)) => {
                                     idle.remove(&key);
                                     running.insert(key.clone());
                                     tasks.spawn(supervise(
@@ -293,67 +293,137 @@ impl Worker {
         &self,
         key: &ObjectPath,
         shutdown: &CancellationToken,
-    ) -> Result<Taken, ObjectError> {
+    ) -> Result<Picked, ObjectError> {
         // The run's own counts, so that they can be reported for it alone.
         let bucket = self.bucket.with_own_counts();
         let conversation = ObjectConversation::open(&bucket, key).await?;
         let text = conversation
             .snapshot()
             .await
-            .map_err(|e| remote(&bucket, key, &e))?
+            .map_err(|e| remote(&bucket, key, e))?
             .text;
         if !is_ready(&flemma_ast::parse(&text)) {
-            return Ok(Taken::Idle);
+            return Ok(Picked::Idle);
         }
-        let (lease, previous) =
-            match Lease::acquire(&bucket, key, &self.options.holder, self.options.lease_ttl).await?
-            {
-                Acquired::Held { lease, previous } => (Arc::new(lease), previous),
-                Acquired::Busy(_) => return Ok(Taken::Busy),
-            };
-        let conversation = Arc::new(conversation.with_lease(Arc::clone(&lease)));
-        let mut recovered = Vec::new();
-        if let Some(previous) = previous {
-            tracing::info!(key = %key, holder = %previous.holder, "taking over an expired lease");
+        match take_over(conversation, &self.options.holder, self.options.lease_ttl).await? {
+            Taken::Leased(mut assignment) => {
+                assignment.stop = shutdown.child_token();
+                Ok(Picked::Leased(assignment, bucket))
+            }
+            Taken::Busy(_) => Ok(Picked::Busy),
         }
-        // Read again under the lease: what it holds is what the next run starts from.
-        let snapshot = conversation
-            .snapshot()
-            .await
-            .map_err(|e| remote(&bucket, key, &e))?;
-        let doc = flemma_ast::parse(&snapshot.text);
-        let answered =
-            flemma_tools::answer_interrupted(&doc, flemma_ast::writer::WriterOptions::default());
-        if !answered.is_empty() {
-            let (ids, edits): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
-            conversation
-                .apply(snapshot.revision, &edits)
-                .await
-                .map_err(|e| remote(&bucket, key, &e))?;
-            recovered = ids;
+    }
+}
+
+/// What [`take`] found.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Taken {
+    /// The conversation is this host's to run now.
+    Leased(Assignment),
+    /// Another host runs it (its lease record, when read).
+    Busy(Option<LeaseRecord>),
+}
+
+/// Takes the lease of the conversation `key` for `holder` (for `ttl`), reads the conversation
+/// under it and answers the calls a dead holder left in progress: what a worker does before it
+/// runs a conversation, and what `flemma run s3://…` does. The assignment's `stop` is a token
+/// of its own; [`keep`] renews the lease.
+///
+/// # Errors
+///
+/// When the bucket cannot be reached or the conversation cannot be read or written.
+pub async fn take(
+    bucket: &Bucket,
+    key: &ObjectPath,
+    holder: &str,
+    ttl: Duration,
+) -> Result<Taken, ObjectError> {
+    let conversation = ObjectConversation::open(bucket, key).await?;
+    take_over(conversation, holder, ttl).await
+}
+
+async fn take_over(
+    conversation: ObjectConversation,
+    holder: &str,
+    ttl: Duration,
+) -> Result<Taken, ObjectError> {
+    let bucket = conversation.bucket().clone();
+    let key = conversation.key().clone();
+    let (lease, previous) = match Lease::acquire(&bucket, &key, holder, ttl).await? {
+        Acquired::Held { lease, previous } => (Arc::new(lease), previous),
+        Acquired::Busy(record) => return Ok(Taken::Busy(record)),
+    };
+    if let Some(previous) = &previous {
+        tracing::info!(key = %key, holder = %previous.holder, "taking over an expired lease");
+    }
+    let conversation = Arc::new(conversation.with_lease(Arc::clone(&lease)));
+    let recovered = match answer_lost(&conversation).await {
+        Ok(recovered) => recovered,
+        Err(error) => {
+            // Not run: the lease goes back.
+            let _ = lease.release().await;
+            return Err(remote(&bucket, &key, error));
         }
-        let stop = shutdown.child_token();
-        Ok(Taken::Leased(
-            Assignment {
-                url: conversation.url().to_owned(),
-                conversation,
-                lease,
-                recovered,
-                stop,
+    };
+    Ok(Taken::Leased(Assignment {
+        url: conversation.url().to_owned(),
+        conversation,
+        lease,
+        recovered,
+        stop: CancellationToken::new(),
+    }))
+}
+
+/// Reads the conversation under its lease and answers the calls left in progress.
+async fn answer_lost(
+    conversation: &ObjectConversation,
+) -> Result<Vec<String>, flemma_tools::ConversationError> {
+    let snapshot = conversation.snapshot().await?;
+    let doc = flemma_ast::parse(&snapshot.text);
+    let answered =
+        flemma_tools::answer_interrupted(&doc, flemma_ast::writer::WriterOptions::default());
+    if answered.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, edits): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
+    conversation.apply(snapshot.revision, &edits).await?;
+    Ok(ids)
+}
+
+/// Renews `lease` every third of its time to live until `until` is cancelled; when the lease
+/// is lost (taken over after it expired, or not renewed in time), cancels `lost` and returns.
+/// A renewal that fails for another reason (the bucket unreachable) is tried again at the next
+/// tick; the lease's own check keeps the host from writing once too little of it is left.
+pub async fn keep(lease: Arc<Lease>, until: CancellationToken, lost: CancellationToken) {
+    let mut renewals = tokio::time::interval(lease.renew_every());
+    renewals.tick().await;
+    loop {
+        tokio::select! {
+            () = until.cancelled() => return,
+            _ = renewals.tick() => match lease.renew().await {
+                Ok(()) => {}
+                Err(error @ ObjectError::LeaseLost { .. }) => {
+                    tracing::warn!(lease = lease.url(), %error, "lease lost: stopping the run");
+                    lost.cancel();
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(lease = lease.url(), %error, "lease not renewed; trying again");
+                }
             },
-            bucket,
-        ))
+        }
     }
 }
 
 fn remote(
     bucket: &Bucket,
     key: &ObjectPath,
-    error: &flemma_tools::ConversationError,
+    error: flemma_tools::ConversationError,
 ) -> ObjectError {
-    tracing::debug!(key = %key, %error, "conversation");
-    ObjectError::Conflict {
+    ObjectError::Conversation {
         url: bucket.url(key),
+        source: error,
     }
 }
 
@@ -372,7 +442,7 @@ fn rotate<T>(mut found: Vec<T>) -> Vec<T> {
     found
 }
 
-enum Taken {
+enum Picked {
     Idle,
     Busy,
     Leased(Assignment, Bucket),
@@ -394,24 +464,11 @@ where
     let url = assignment.url.clone();
     let recovered = assignment.recovered.len();
     let run = runner(assignment);
-    tokio::pin!(run);
-    let mut renewals = tokio::time::interval(lease.renew_every());
-    renewals.tick().await;
-    let result = loop {
-        tokio::select! {
-            result = &mut run => break result,
-            _ = renewals.tick() => {
-                match lease.renew().await {
-                    Ok(()) => {}
-                    Err(error @ ObjectError::LeaseLost { .. }) => {
-                        tracing::warn!(%url, %error, "lease lost: stopping the run");
-                        stop.cancel();
-                    }
-                    Err(error) => tracing::warn!(%url, %error, "lease not renewed; trying again"),
-                }
-            }
-        }
-    };
+    let done = CancellationToken::new();
+    let renewals = tokio::spawn(keep(Arc::clone(&lease), done.clone(), stop));
+    let result = run.await;
+    done.cancel();
+    let _ = renewals.await;
     let mut error = result.err().map(|e| e.to_string());
     if let Err(released) = lease.release().await {
         tracing::warn!(%url, error = %released, "lease not released");
