@@ -187,7 +187,8 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
     let options = WorkerOptions::new()
         .concurrency(args.concurrency)
         .lease_ttl(lease)
-        .poll_interval(poll);
+        .poll_interval(poll)
+        .runs_pending(args.approve == ApproveMode::All);
     let holder = options.holder.clone();
     let worker = Worker::new(bucket, url.key().clone(), options);
     let runtime = crate::tools::runtime()?;

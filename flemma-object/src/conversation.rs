@@ -18,7 +18,7 @@ use crate::lease::Lease;
 ///
 /// The object's `ETag` is its version: [`snapshot`](Conversation::snapshot) asks for the object
 /// only if it changed (a conditional `GET` with `If-None-Match`, answered "not modified" when
-/// it did not), and [`apply`](Conversation::apply) writes the new text with `If-Match` on the
+/// it did not; under a lease not at all, see [`with_lease`](Self::with_lease)), and [`apply`](Conversation::apply) writes the new text with `If-Match` on the
 /// version it was computed from. When another writer changed the object in between, the put
 /// is refused, the new text is read, and `apply` answers [`ConversationError::Stale`]: the
 /// executor computes its edits again on the new text, as it does for a file, and no writer's
@@ -144,10 +144,31 @@ impl ObjectConversation {
     }
 
     /// Writes only while `lease` is held: every put checks it first ([`Lease::check`]).
+    ///
+    /// Under a lease this host is the conversation's only runner, so snapshots are taken from
+    /// what it read or wrote last, without a request; a change someone else made to the
+    /// object meanwhile (a user's edit) is found by the next put, refused by `If-Match`: the
+    /// new text is read then and the executor computes its edits again on it.
     #[must_use]
     pub fn with_lease(mut self, lease: Arc<Lease>) -> Self {
         self.lease = Some(lease);
         self
+    }
+
+    /// Reads the object again if it changed since it was last read or written (one
+    /// conditional `GET`): what a host does once it has taken the lease, before it trusts
+    /// its copy.
+    ///
+    /// # Errors
+    ///
+    /// [`ConversationError::Remote`] when it cannot be read; held buffered appends are kept
+    /// and nothing is read then.
+    pub async fn revalidate(&self) -> Result<(), ConversationError> {
+        let mut state = self.state.lock().await;
+        if state.dirty {
+            return Ok(());
+        }
+        self.refresh(&mut state).await
     }
 
     /// The object's URL (`s3://bucket/key`).
@@ -276,7 +297,10 @@ async fn read(
 impl Conversation for ObjectConversation {
     async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
         let mut state = self.state.lock().await;
-        if !state.dirty {
+        // Under a lease this host is the conversation's only runner: the text it read or
+        // wrote last is taken as current, and a change by anyone else is found by the next
+        // put (refused by `If-Match`, the new text read then).
+        if !state.dirty && self.lease.is_none() {
             self.refresh(&mut state).await?;
         }
         Ok(state.snapshot.clone())

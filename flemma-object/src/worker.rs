@@ -30,6 +30,10 @@ pub struct WorkerOptions {
     pub poll_interval: Duration,
     /// Its name in the leases it holds: unique among the workers.
     pub holder: String,
+    /// Whether a conversation whose last calls wait for approval (`(pending)`) is ready: true
+    /// for a worker whose runner approves them (an approver that says yes to each, or to
+    /// some), false (the default) for one that leaves them to a person.
+    pub runs_pending: bool,
 }
 
 impl WorkerOptions {
@@ -41,7 +45,16 @@ impl WorkerOptions {
             lease_ttl: Duration::from_secs(30),
             poll_interval: Duration::from_secs(1),
             holder: default_holder(),
+            runs_pending: false,
         }
+    }
+
+    /// Takes conversations whose calls wait for approval too (see
+    /// [`runs_pending`](Self::runs_pending)).
+    #[must_use]
+    pub fn runs_pending(mut self, runs_pending: bool) -> Self {
+        self.runs_pending = runs_pending;
+        self
     }
 
     /// Runs up to `concurrency` conversations at once.
@@ -127,9 +140,16 @@ pub struct Finished {
 }
 
 /// Whether a conversation has work for a worker: its last message is the user's with
-/// something in it and no call of it waits for approval, or it is the assistant's with calls
-/// that have no result block yet.
-pub fn is_ready(doc: &Document) -> bool {
+/// something in it and (unless `runs_pending`) no call of it waits for approval, or it is the
+/// assistant's with calls that have no result block yet.
+///
+/// ```
+/// use flemma_object::is_ready;
+///
+/// assert!(is_ready(&flemma_ast::parse("@You:\nhello\n"), false));
+/// assert!(!is_ready(&flemma_ast::parse("@You:\nhi\n\n@Assistant:\nhello\n\n@You:\n"), false));
+/// ```
+pub fn is_ready(doc: &Document, runs_pending: bool) -> bool {
     let Some(last) = doc.messages.last() else {
         return false;
     };
@@ -142,7 +162,7 @@ pub fn is_ready(doc: &Document) -> bool {
             let waiting = last
                 .tool_results()
                 .any(|r| r.status == Some(ToolStatus::Pending));
-            !empty && !waiting
+            !empty && (runs_pending || !waiting)
         }
         Role::Assistant => {
             let answered: HashSet<&str> = doc
@@ -302,7 +322,7 @@ impl Worker {
             .await
             .map_err(|e| remote(&bucket, key, e))?
             .text;
-        if !is_ready(&flemma_ast::parse(&text)) {
+        if !is_ready(&flemma_ast::parse(&text), self.options.runs_pending) {
             return Ok(Picked::Idle);
         }
         match take_over(conversation, &self.options.holder, self.options.lease_ttl).await? {
@@ -379,6 +399,7 @@ async fn take_over(
 async fn answer_lost(
     conversation: &ObjectConversation,
 ) -> Result<Vec<String>, flemma_tools::ConversationError> {
+    conversation.revalidate().await?;
     let snapshot = conversation.snapshot().await?;
     let doc = flemma_ast::parse(&snapshot.text);
     let answered =

@@ -10,6 +10,10 @@
 //! request, so every process that runs the same conversation from the start gets the same
 //! turns.
 //!
+//! [`MockModel::start_with_command`] makes the call run another command, one per conversation
+//! and turn: `{tag}` in it becomes the text of the request's `[conversation TAG]` marker and
+//! `{n}` the turn's number (the fleet test's counter).
+//!
 //! It stops by itself: when the [`MockModel`] is dropped, or when no request came for the
 //! idle time given to [`MockModel::serve_until_idle`]. Plain HTTP/1.1 with keep-alive and
 //! `content-length` bodies (chunked request bodies are read too), one thread per connection;
@@ -31,6 +35,8 @@ pub(crate) struct MockModel {
 #[derive(Debug)]
 struct State {
     turns: usize,
+    /// The calls' command, `{tag}` and `{n}` filled in; `echo hi` without one.
+    command: Option<String>,
     stop: AtomicBool,
     requests: AtomicUsize,
     /// Milliseconds since `started` of the last request.
@@ -40,11 +46,26 @@ struct State {
 
 impl MockModel {
     /// Starts a server answering `turns` tool turns, then a final text.
+    #[allow(
+        dead_code,
+        reason = "the fleet test starts it with a command of its own"
+    )]
     pub(crate) fn start(turns: usize) -> std::io::Result<Self> {
+        Self::serve(turns, None)
+    }
+
+    /// Starts a server whose calls run `command` (`{tag}`, `{n}` filled in per request).
+    #[allow(dead_code, reason = "only the fleet test runs a command of its own")]
+    pub(crate) fn start_with_command(turns: usize, command: &str) -> std::io::Result<Self> {
+        Self::serve(turns, Some(command.to_owned()))
+    }
+
+    fn serve(turns: usize, command: Option<String>) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0))?;
         let address = listener.local_addr()?;
         let state = Arc::new(State {
             turns,
+            command,
             stop: AtomicBool::new(false),
             requests: AtomicUsize::new(0),
             last_request: AtomicU64::new(0),
@@ -118,7 +139,11 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
         state.last_request.store(millis, Ordering::SeqCst);
         let results = count(&body, b"\"tool_use_id\":\"toolu_mock_");
         let events = if results < state.turns {
-            tool_turn(results + 1)
+            let command = state.command.as_ref().map(|c| {
+                c.replace("{tag}", &tag(&body))
+                    .replace("{n}", &(results + 1).to_string())
+            });
+            tool_turn(results + 1, command.as_deref().unwrap_or("echo hi"))
         } else {
             final_turn()
         };
@@ -187,6 +212,17 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Vec
     Ok(Some(body))
 }
 
+/// The text of the request's `[conversation TAG]` marker (empty without one).
+fn tag(body: &[u8]) -> String {
+    let marker = b"[conversation ";
+    let Some(at) = memchr::memmem::find(body, marker) else {
+        return String::new();
+    };
+    let rest = &body[at + marker.len()..];
+    let end = memchr::memchr(b']', rest).unwrap_or(0);
+    String::from_utf8_lossy(&rest[..end]).into_owned()
+}
+
 fn count(haystack: &[u8], needle: &[u8]) -> usize {
     memchr::memmem::find_iter(haystack, needle).count()
 }
@@ -245,8 +281,9 @@ fn message_end(out: &mut String, reason: &str) {
     event(out, "message_stop", r#"{"type":"message_stop"}"#);
 }
 
-/// The `n`th tool turn: a line of text, then `bash` with `echo hi`.
-fn tool_turn(n: usize) -> String {
+/// The `n`th tool turn: a line of text, then `bash` with `command` (its input streamed in
+/// four parts).
+fn tool_turn(n: usize, command: &str) -> String {
     let mut out = String::new();
     message_start(&mut out, &format!("msg_mock_{n}"));
     text_block(&mut out, 0, &["Running", " it."]);
@@ -257,12 +294,26 @@ fn tool_turn(n: usize) -> String {
             r#"{{"type":"content_block_start","index":1,"content_block":{{"type":"tool_use","id":"toolu_mock_{n}","name":"bash","input":{{}}}}}}"#
         ),
     );
-    for part in ["", r#"{\"comm"#, r#"and\": \"echo"#, r#" hi\"}"#] {
+    let input = serde_json::json!({ "command": command }).to_string();
+    let quarter = input.len().div_ceil(4);
+    let mut rest = input.as_str();
+    let mut parts = vec![""];
+    while !rest.is_empty() {
+        let mut at = quarter.min(rest.len());
+        while !rest.is_char_boundary(at) {
+            at += 1;
+        }
+        let (part, tail) = rest.split_at(at);
+        parts.push(part);
+        rest = tail;
+    }
+    for part in parts {
+        let part = serde_json::to_string(part).unwrap_or_default();
         event(
             &mut out,
             "content_block_delta",
             &format!(
-                r#"{{"type":"content_block_delta","index":1,"delta":{{"type":"input_json_delta","partial_json":"{part}"}}}}"#
+                r#"{{"type":"content_block_delta","index":1,"delta":{{"type":"input_json_delta","partial_json":{part}}}}}"#
             ),
         );
     }

@@ -35,6 +35,8 @@ mod streams;
 #[cfg(target_os = "linux")]
 mod terminal;
 mod tools;
+#[cfg(all(unix, feature = "object-store"))]
+mod worker;
 
 use std::fmt::Write as _;
 use std::io::Write as _;

@@ -1,0 +1,338 @@
+//! `flemma worker` and `flemma run s3://…` against moto's S3 server on 127.0.0.1: a fleet of
+//! worker processes sharing 100 conversations, one of them killed by SIGKILL midway.
+
+#[path = "../../../flemma-object/tests/it/server.rs"]
+mod server;
+
+#[path = "../../benches/support/mock_model.rs"]
+mod mock_model;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use flemma::object::object_store::ObjectStoreExt as _;
+use flemma::object::{Bucket, ObjectConversation};
+
+/// How many conversations the fleet runs (`FLEMMA_FLEET_CONVERSATIONS` for fewer or more).
+fn conversations() -> usize {
+    std::env::var("FLEMMA_FLEET_CONVERSATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100)
+}
+const TURNS: usize = 3;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flemma-worker-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The text of `key`, or `None` when it does not exist.
+async fn text(bucket: &Bucket, key: &str) -> Option<String> {
+    let got = bucket.store().get(&key.into()).await.ok()?;
+    Some(String::from_utf8(got.bytes().await.ok()?.to_vec()).unwrap())
+}
+
+/// A `flemma` command with the bucket's client and the mock model in its environment.
+fn flemma(endpoint: &str, model: &str, dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flemma"));
+    command
+        .current_dir(dir)
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("FLEMMA_BASE_URL", model)
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_PROFILE")
+        .stdin(Stdio::null());
+    command
+}
+
+fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) {
+    assert!(wait_for(limit, done), "{what}: not within {limit:?}");
+}
+
+/// Whether `done` became true within `limit`.
+fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while !done() {
+        if started.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    true
+}
+
+/// Whether a conversation is finished: three results, then the model's last answer (and the
+/// empty `@You:` the session leaves for the next prompt).
+fn finished(text: &str) -> bool {
+    let doc = flemma::ast::parse(text);
+    let results = doc
+        .messages
+        .iter()
+        .flat_map(flemma::ast::Message::tool_results)
+        .count();
+    results == TURNS && text.ends_with("@Assistant:\nIt said hi.\n\n@You:\n")
+}
+
+/// The worker processes, killed if the test ends before they stop (a failed assertion).
+struct Fleet(Vec<Child>);
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn terminate(child: &Child) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+}
+
+/// The sum of the object requests the workers reported for their runs, and the number of runs.
+fn reported_requests(logs: &[PathBuf]) -> (u64, u64) {
+    let (mut requests, mut runs) = (0, 0);
+    for log in logs {
+        for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+            if let Some(rest) = line.strip_prefix("worker: s3://")
+                && let Some((_, counts)) = rest.split_once(" (")
+                && let Some(n) = counts.split(' ').next()
+            {
+                requests += n.parse::<u64>().unwrap();
+                runs += 1;
+            }
+        }
+    }
+    (requests, runs)
+}
+
+/// What a fleet's run left: the conversations' texts, the counter's labels, the workers' logs.
+struct Ran {
+    texts: BTreeMap<String, String>,
+    counter: String,
+    logs: Vec<PathBuf>,
+    wall: Duration,
+    killed_at: usize,
+    model_turns: usize,
+}
+
+/// Runs the fleet: four workers, one killed by SIGKILL a third of the way and a fifth started,
+/// until every conversation is finished; then SIGTERM stops the rest, each exiting 0.
+fn run_fleet(
+    rt: &tokio::runtime::Runtime,
+    bucket: &Bucket,
+    conversations: usize,
+    dir: &Path,
+) -> Ran {
+    let endpoint = server::server().endpoint.clone();
+    let python = root().join("tests/object/.venv/bin/python");
+    let script = root().join("tests/object/counter.py");
+    let command = format!(
+        "{} {} {endpoint} {} counter.log {{tag}}-{{n}}",
+        python.display(),
+        script.display(),
+        bucket.name()
+    );
+    let model = mock_model::MockModel::start_with_command(TURNS, &command).unwrap();
+    let store = format!("s3://{}/fleet", bucket.name());
+    let mut logs = Vec::new();
+    let mut spawn = |n: usize| -> Child {
+        let log = dir.join(format!("worker{n}.log"));
+        let child = flemma(&endpoint, &model.base_url(), dir)
+            .args(["worker", "--store", &store, "--concurrency", "4"])
+            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
+            .args(["--provider", "anthropic", "--approve", "all"])
+            .args(["--set", "sandbox.enabled=false"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        logs.push(log);
+        child
+    };
+    let labels = || {
+        rt.block_on(text(bucket, "counter.log"))
+            .map_or(0, |t| t.lines().count())
+    };
+    let started = Instant::now();
+    let mut fleet = Fleet((0..4).map(&mut spawn).collect());
+    wait_until("a third of the calls", Duration::from_secs(120), || {
+        labels() >= conversations * TURNS / 3
+    });
+    fleet.0[0].kill().unwrap();
+    assert!(!fleet.0[0].wait().unwrap().success(), "killed");
+    let killed_at = labels();
+    fleet.0.push(spawn(4));
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    let all_finished = wait_for(Duration::from_secs(240), || {
+        for i in 0..conversations {
+            let key = format!("fleet/team/c{i:03}.chat");
+            if texts.get(&key).is_some_and(|t| finished(t)) {
+                continue;
+            }
+            if let Some(t) = rt.block_on(text(bucket, &key)) {
+                texts.insert(key, t);
+            }
+        }
+        texts.len() == conversations && texts.values().all(|t| finished(t))
+    });
+    if !all_finished {
+        let unfinished: Vec<_> = texts.iter().filter(|(_, t)| !finished(t)).collect();
+        panic!(
+            "{} conversations unfinished; the first: {:?}",
+            unfinished.len(),
+            unfinished.first()
+        );
+    }
+    let wall = started.elapsed();
+    for worker in &fleet.0[1..] {
+        terminate(worker);
+    }
+    for worker in &mut fleet.0[1..] {
+        let status = worker.wait().unwrap();
+        assert!(
+            status.success(),
+            "a worker stopped by SIGTERM exits 0: {status}"
+        );
+    }
+    Ran {
+        texts,
+        counter: rt.block_on(text(bucket, "counter.log")).unwrap(),
+        logs,
+        wall,
+        killed_at,
+        model_turns: model.requests(),
+    }
+}
+
+/// Four workers share 100 conversations of three tool turns each (a call appends its label
+/// to one counter object by compare-and-swap); one worker is killed by SIGKILL a third of the
+/// way and a fifth started. At the end every conversation is finished and `flemma check`
+/// clean, no call ran twice, every call answered with a success ran exactly once, a call
+/// answered as lost (its worker died during it) ran at most once, every lease is released,
+/// and the runs made at most 10 object requests per model turn.
+#[test]
+fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
+    let conversations = conversations();
+    let rt = runtime();
+    let bucket = rt.block_on(server::bucket());
+    rt.block_on(async {
+        for i in 0..conversations {
+            let key = format!("fleet/team/c{i:03}.chat").into();
+            let text = format!("@You:\n[conversation c{i:03}] Count, three times.\n");
+            ObjectConversation::create(&bucket, &key, text)
+                .await
+                .unwrap();
+        }
+    });
+    let dir = scratch("fleet");
+    let ran = run_fleet(&rt, &bucket, conversations, &dir);
+
+    // Every call ran once: no label twice; a success's label once; a lost call's at most once.
+    let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
+    for label in ran.counter.lines() {
+        *runs.entry(label).or_default() += 1;
+    }
+    let twice: Vec<_> = runs.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "calls that ran more than once: {twice:?}");
+    assert!(
+        runs.len() <= conversations * TURNS,
+        "labels that are no call's: {}",
+        runs.len()
+    );
+    let mut lost = 0;
+    for (i, (key, text)) in ran.texts.iter().enumerate() {
+        let doc = flemma::ast::parse(text);
+        let results = doc
+            .messages
+            .iter()
+            .flat_map(flemma::ast::Message::tool_results);
+        for (n, result) in results.enumerate() {
+            let label = format!("c{i:03}-{}", n + 1);
+            let ran = runs.get(label.as_str()).copied().unwrap_or(0);
+            if result.status == Some(flemma::ast::ToolStatus::Error) {
+                assert!(
+                    result.content.contains("Tool execution lost"),
+                    "{key}: an error other than a lost call: {}",
+                    result.content
+                );
+                lost += 1;
+            } else {
+                assert_eq!(ran, 1, "{key}: {label} succeeded but ran {ran} times");
+            }
+        }
+        let file = dir.join(format!("c{i:03}.chat"));
+        std::fs::write(&file, text).unwrap();
+        let check = Command::new(env!("CARGO_BIN_EXE_flemma"))
+            .arg("check")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{key}: flemma check: {}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    // No lease is left held.
+    rt.block_on(async {
+        for key in ran.texts.keys() {
+            let record = flemma::object::read_lease(&bucket, &key.as_str().into())
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                record.released,
+                "{key}: lease still held by {}",
+                record.holder
+            );
+        }
+    });
+    let (requests, reported_runs) = reported_requests(&ran.logs);
+    let turns = u64::try_from(ran.model_turns).unwrap();
+    assert!(
+        requests <= 10 * turns,
+        "{requests} object requests for {turns} model turns"
+    );
+    // The figures of the README's "Running on many machines".
+    #[allow(
+        clippy::print_stderr,
+        clippy::cast_precision_loss,
+        reason = "the figures, shown with --nocapture"
+    )]
+    {
+        eprintln!(
+            "fleet: {conversations} conversations, {turns} model turns, {} calls counted ({lost} \
+             answered as lost; {} counted when a worker was killed) in {:.1} s; {requests} \
+             object requests in {reported_runs} reported runs ({:.2} per model turn)",
+            runs.len(),
+            ran.killed_at,
+            ran.wall.as_secs_f64(),
+            requests as f64 / turns as f64
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
