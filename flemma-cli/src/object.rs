@@ -70,7 +70,13 @@ pub(crate) fn open_for_run(args: &RunArgs) -> Result<Option<ObjectRun>, Failure>
     let holder = WorkerOptions::new().holder;
     let runtime = crate::tools::runtime()?;
     let taken = runtime
-        .block_on(flemma::object::take(&bucket, url.key(), &holder, RUN_LEASE))
+        .block_on(flemma::object::take(
+            &bucket,
+            url.key(),
+            &holder,
+            RUN_LEASE,
+            Some(&workdir()?),
+        ))
         .map_err(|e| failed(e.into()))?;
     let assignment = match taken {
         Taken::Leased(assignment) => assignment,
@@ -118,6 +124,13 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// The process's working directory, where object conversations get their local paths
+/// (`BUCKET/KEY` under it).
+fn workdir() -> Result<PathBuf, Failure> {
+    std::env::current_dir()
+        .map_err(|e| usage(anyhow::Error::new(e).context("no working directory")))
+}
+
 /// The arguments of `flemma worker`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct WorkerArgs {
@@ -150,6 +163,11 @@ pub(crate) struct WorkerArgs {
     /// Stop a conversation after this many consecutive responses that ask for tools.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<u64>,
+    /// Where conversations live on this machine: `DIR/BUCKET/KEY` is each one's local path,
+    /// its tools' working directory and the home of its result store (default: the working
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workdir: Option<PathBuf>,
 }
 
 fn seconds(value: f64, flag: &str) -> Result<Duration, Failure> {
@@ -188,7 +206,11 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
         .concurrency(args.concurrency)
         .lease_ttl(lease)
         .poll_interval(poll)
-        .runs_pending(args.approve == ApproveMode::All);
+        .runs_pending(args.approve == ApproveMode::All)
+        .workdir(match &args.workdir {
+            Some(dir) => std::path::absolute(dir).map_err(usage)?,
+            None => workdir()?,
+        });
     let holder = options.holder.clone();
     let worker = Worker::new(bucket, url.key().clone(), options);
     let runtime = crate::tools::runtime()?;

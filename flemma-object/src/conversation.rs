@@ -60,6 +60,7 @@ pub struct ObjectConversation {
     key: ObjectPath,
     url: String,
     lease: Option<Arc<Lease>>,
+    local: Option<std::path::PathBuf>,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -132,6 +133,7 @@ impl ObjectConversation {
             key: key.clone(),
             url,
             lease: None,
+            local: None,
             state: tokio::sync::Mutex::new(State {
                 snapshot: Snapshot {
                     text: Arc::new(text),
@@ -152,6 +154,19 @@ impl ObjectConversation {
     #[must_use]
     pub fn with_lease(mut self, lease: Arc<Lease>) -> Self {
         self.lease = Some(lease);
+        self
+    }
+
+    /// Gives the conversation a place on this machine, `path` (made absolute; the file itself
+    /// is never read or written): the conversation's [`path`](Conversation::path), so that
+    /// its tools work in `path`'s directory and the sandbox lets them write there (not in the
+    /// host's working directory, shared by every conversation it runs), and its result store
+    /// and call claims are kept beside it, as for a file. A worker gives each conversation
+    /// `WORKDIR/BUCKET/KEY` ([`WorkerOptions::workdir`](crate::WorkerOptions::workdir)).
+    #[must_use]
+    pub fn with_local_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        let path = path.into();
+        self.local = Some(std::path::absolute(&path).unwrap_or(path));
         self
     }
 
@@ -345,6 +360,10 @@ impl Conversation for ObjectConversation {
             revision: Revision(revision.0 + 1),
         };
         Ok(state.snapshot.clone())
+    }
+
+    fn path(&self) -> Option<&std::path::Path> {
+        self.local.as_deref()
     }
 
     async fn sync(&self) -> Result<(), ConversationError> {

@@ -66,6 +66,15 @@ pub enum ObjectError {
         #[source]
         source: flemma_tools::ConversationError,
     },
+    /// A conversation's directory on this machine could not be made.
+    #[error("cannot make {}", path.display())]
+    Workdir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// The lease this host held was taken over, or expired before it could be renewed: the
     /// host must stop writing the conversation.
     #[error("{url}: the lease is no longer held by this host ({why})")]

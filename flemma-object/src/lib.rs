@@ -25,7 +25,9 @@ pub use bucket::{Bucket, ObjectUrl, RequestCounts};
 pub use conversation::ObjectConversation;
 pub use error::ObjectError;
 pub use lease::{Acquired, LEASE_FILE, Lease, LeaseRecord, lease_key, read_lease, store_prefix};
-pub use worker::{Assignment, Finished, Taken, Worker, WorkerOptions, is_ready, keep, take};
+pub use worker::{
+    Assignment, Finished, Taken, Worker, WorkerOptions, is_ready, keep, local_path, take,
+};
 
 /// The `object_store` crate this one is built on (for [`Bucket::with_store`] and paths).
 pub use object_store;

@@ -34,6 +34,11 @@ pub struct WorkerOptions {
     /// for a worker whose runner approves them (an approver that says yes to each, or to
     /// some), false (the default) for one that leaves them to a person.
     pub runs_pending: bool,
+    /// Where the conversations live on this machine: `WORKDIR/BUCKET/KEY` is each one's
+    /// local path ([`ObjectConversation::with_local_path`]; its directory made when it is
+    /// taken): its tools work there, its store and claims are kept there. `None`: no local
+    /// path (the tools work in the process's working directory).
+    pub workdir: Option<std::path::PathBuf>,
 }
 
 impl WorkerOptions {
@@ -46,7 +51,16 @@ impl WorkerOptions {
             poll_interval: Duration::from_secs(1),
             holder: default_holder(),
             runs_pending: false,
+            workdir: None,
         }
+    }
+
+    /// Gives each conversation the local path `workdir/BUCKET/KEY` (see
+    /// [`workdir`](Self::workdir)).
+    #[must_use]
+    pub fn workdir(mut self, workdir: impl Into<std::path::PathBuf>) -> Self {
+        self.workdir = Some(workdir.into());
+        self
     }
 
     /// Takes conversations whose calls wait for approval too (see
@@ -316,7 +330,10 @@ impl Worker {
     ) -> Result<Picked, ObjectError> {
         // The run's own counts, so that they can be reported for it alone.
         let bucket = self.bucket.with_own_counts();
-        let conversation = ObjectConversation::open(&bucket, key).await?;
+        let mut conversation = ObjectConversation::open(&bucket, key).await?;
+        if let Some(workdir) = &self.options.workdir {
+            conversation = conversation.with_local_path(local_path(workdir, &bucket, key)?);
+        }
         let text = conversation
             .snapshot()
             .await
@@ -335,6 +352,27 @@ impl Worker {
     }
 }
 
+/// `workdir/BUCKET/KEY`, its directory made.
+///
+/// # Errors
+///
+/// [`ObjectError::Workdir`] when the directory cannot be made.
+pub fn local_path(
+    workdir: &std::path::Path,
+    bucket: &Bucket,
+    key: &ObjectPath,
+) -> Result<std::path::PathBuf, ObjectError> {
+    let mut path = workdir.join(bucket.name());
+    path.extend(key.parts().map(|p| p.as_ref().to_owned()));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| ObjectError::Workdir {
+            path: dir.to_owned(),
+            source,
+        })?;
+    }
+    Ok(path)
+}
+
 /// What [`take`] found.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -345,7 +383,8 @@ pub enum Taken {
     Busy(Option<LeaseRecord>),
 }
 
-/// Takes the lease of the conversation `key` for `holder` (for `ttl`), reads the conversation
+/// Takes the lease of the conversation `key` for `holder` (for `ttl`; with `workdir`, the
+/// conversation's local path is `workdir/BUCKET/KEY`, see [`local_path`]), reads the conversation
 /// under it and answers the calls a dead holder left in progress: what a worker does before it
 /// runs a conversation, and what `flemma run s3://…` does. The assignment's `stop` is a token
 /// of its own; [`keep`] renews the lease.
@@ -358,8 +397,12 @@ pub async fn take(
     key: &ObjectPath,
     holder: &str,
     ttl: Duration,
+    workdir: Option<&std::path::Path>,
 ) -> Result<Taken, ObjectError> {
-    let conversation = ObjectConversation::open(bucket, key).await?;
+    let mut conversation = ObjectConversation::open(bucket, key).await?;
+    if let Some(workdir) = workdir {
+        conversation = conversation.with_local_path(local_path(workdir, bucket, key)?);
+    }
     take_over(conversation, holder, ttl).await
 }
 
