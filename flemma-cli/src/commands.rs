@@ -38,10 +38,27 @@ pub(crate) fn store_path(
     json: bool,
     settings: &options::Settings,
 ) -> Result<u8, Failure> {
+    #[cfg(feature = "object-store")]
+    let object = crate::object::place(file)?;
+    #[cfg(feature = "object-store")]
+    let chat = object.as_ref().map_or_else(
+        || flemma::config::conversation_path(file),
+        |place| place.local.clone(),
+    );
+    #[cfg(not(feature = "object-store"))]
     let chat = flemma::config::conversation_path(file);
     let mut config = settings.load()?;
     // The conversation's own frontmatter may override `tools.store`.
-    if chat.is_file() {
+    #[cfg(feature = "object-store")]
+    if let Some(text) = object.as_ref().and_then(|place| place.text.as_deref()) {
+        options::apply_frontmatter(&mut config, &flemma::ast::parse(text))
+            .map_err(|e| options::frontmatter_failure(&file.display().to_string(), &e))?;
+    }
+    #[cfg(feature = "object-store")]
+    let is_file = object.is_none() && chat.is_file();
+    #[cfg(not(feature = "object-store"))]
+    let is_file = chat.is_file();
+    if is_file {
         let input = Input::read(file)?;
         options::apply_frontmatter(&mut config, &flemma::ast::parse(&input.text))
             .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
@@ -62,6 +79,16 @@ pub(crate) fn store_path(
         }
     }
     .map_err(|e| failed(e.into()))?;
+    // An object conversation's result is printed as its object URL, where it is kept.
+    #[cfg(feature = "object-store")]
+    if let Some(url) = object.as_ref().and_then(|place| place.url_of(&path)) {
+        if json {
+            render::json(out, &serde_json::json!({ "path": url }))?;
+        } else {
+            writeln!(out, "{url}")?;
+        }
+        return Ok(0);
+    }
     if json {
         render::json(out, &serde_json::json!({ "path": path }))?;
     } else {

@@ -341,3 +341,55 @@ async fn run_one(
     stopped?;
     Ok(())
 }
+
+/// An object conversation as `flemma store path` sees it: its local path on this machine (as
+/// `flemma run` gives it, under the working directory), its text when it exists, and where
+/// its results go on the bucket.
+pub(crate) struct ObjectPlace {
+    pub(crate) local: PathBuf,
+    pub(crate) text: Option<String>,
+    bucket: Bucket,
+    key: flemma::object::object_store::path::Path,
+}
+
+impl ObjectPlace {
+    /// The object URL of the result file `path`; `None` for a file that stays on the machine
+    /// (a store path configured outside the conversation's store directory).
+    pub(crate) fn url_of(&self, path: &std::path::Path) -> Option<String> {
+        flemma::object::result_key(&self.local, &self.key, path).map(|key| self.bucket.url(&key))
+    }
+}
+
+/// FILE as an object (`s3://…`), its text read when it exists; `None` when FILE is a path.
+pub(crate) fn place(file: &std::path::Path) -> Result<Option<ObjectPlace>, Failure> {
+    let Some(text) = file.to_str().filter(|t| ObjectUrl::is_object_url(t)) else {
+        return Ok(None);
+    };
+    let url = ObjectUrl::parse(text).map_err(usage)?;
+    let bucket = bucket(&url)?;
+    let mut local = workdir()?.join(url.bucket());
+    local.extend(url.key().parts().map(|p| p.as_ref().to_owned()));
+    let runtime = crate::tools::runtime()?;
+    let text = match runtime.block_on(flemma::object::ObjectConversation::open(&bucket, url.key()))
+    {
+        Ok(conversation) => Some(
+            runtime
+                .block_on(conversation.snapshot())
+                .map_err(|e| failed(e.into()))?
+                .text
+                .as_str()
+                .to_owned(),
+        ),
+        Err(flemma::object::ObjectError::Request {
+            source: flemma::object::object_store::Error::NotFound { .. },
+            ..
+        }) => None,
+        Err(error) => return Err(failed(error.into())),
+    };
+    Ok(Some(ObjectPlace {
+        local,
+        text,
+        bucket,
+        key: url.key().clone(),
+    }))
+}

@@ -13,6 +13,7 @@ use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
 use crate::bucket::Bucket;
 use crate::error::ObjectError;
 use crate::lease::Lease;
+use crate::results::{BucketResults, Writes};
 
 /// A conversation whose text is one object of a bucket.
 ///
@@ -61,6 +62,7 @@ pub struct ObjectConversation {
     url: String,
     lease: Option<Arc<Lease>>,
     local: Option<std::path::PathBuf>,
+    results: Option<Arc<BucketResults>>,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -134,6 +136,7 @@ impl ObjectConversation {
             url,
             lease: None,
             local: None,
+            results: None,
             state: tokio::sync::Mutex::new(State {
                 snapshot: Snapshot {
                     text: Arc::new(text),
@@ -163,11 +166,37 @@ impl ObjectConversation {
     /// host's working directory, shared by every conversation it runs), and its result store
     /// and call claims are kept beside it, as for a file. A worker gives each conversation
     /// `WORKDIR/BUCKET/KEY` ([`WorkerOptions::workdir`](crate::WorkerOptions::workdir)).
+    ///
+    /// The results its store writes under `LOCAL_DIR/.flemma/NAME/` (the default store path)
+    /// are also copied to the bucket, under `dir/.flemma/name.chat/`, before the next put of
+    /// the transcript (one `PUT` each): a transcript on the bucket never names a result that is
+    /// not there, and [`fetch_results`](Self::fetch_results) brings them to the next host.
+    /// Other files its tools write (`flemma.save_to`, a store path configured elsewhere) stay
+    /// on this machine.
     #[must_use]
     pub fn with_local_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         let path = path.into();
-        self.local = Some(std::path::absolute(&path).unwrap_or(path));
+        let path = std::path::absolute(&path).unwrap_or(path);
+        self.results = Some(Arc::new(BucketResults::new(&path, &self.key)));
+        self.local = Some(path);
         self
+    }
+
+    /// Copies the conversation's results from the bucket (`dir/.flemma/name.chat/…`) to its
+    /// local store directory (`LOCAL_DIR/.flemma/NAME/`), where the transcript's paths name
+    /// them: one `LIST`, and one `GET` for each file missing here or of another size. What a
+    /// host does when it takes a conversation another host ran ([`take`](crate::take) does
+    /// it). Returns how many were copied; 0 without a local path.
+    ///
+    /// # Errors
+    ///
+    /// [`ObjectError::Request`] when the bucket cannot be listed or read,
+    /// [`ObjectError::Results`] when a file cannot be written here.
+    pub async fn fetch_results(&self) -> Result<usize, ObjectError> {
+        match &self.results {
+            Some(results) => results.download(&self.bucket).await,
+            None => Ok(0),
+        }
     }
 
     /// Reads the object again if it changed since it was last read or written (one
@@ -259,6 +288,14 @@ impl ObjectConversation {
             lease
                 .check()
                 .map_err(|e| self.remote("not written: the lease is no longer held", e))?;
+        }
+        // The results the text may name go first: a transcript on the bucket never names a
+        // result that is not there.
+        if let Some(results) = &self.results {
+            results
+                .upload(&self.bucket)
+                .await
+                .map_err(|e| self.remote("not written: a result could not be copied", e))?;
         }
         let opts = PutOptions {
             mode: PutMode::Update(state.version.clone()),
@@ -364,6 +401,11 @@ impl Conversation for ObjectConversation {
 
     fn path(&self) -> Option<&std::path::Path> {
         self.local.as_deref()
+    }
+
+    fn store_writes(&self) -> Option<Arc<dyn flemma_store::StoreWrites>> {
+        let results = Arc::clone(self.results.as_ref()?);
+        Some(Arc::new(Writes(results)))
     }
 
     async fn sync(&self) -> Result<(), ConversationError> {

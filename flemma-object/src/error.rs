@@ -84,6 +84,16 @@ pub enum ObjectError {
         /// What happened to it.
         why: &'static str,
     },
+    /// A result of the conversation's store could not be read here (to copy it to the
+    /// bucket) or written here (copied from the bucket).
+    #[error("result file {}", path.display())]
+    Results {
+        /// The local file.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl ObjectError {

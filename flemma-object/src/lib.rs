@@ -5,7 +5,9 @@
 //!
 //! - [`ObjectConversation`] is a [`Conversation`](flemma_tools::Conversation): the
 //!   executor and the session use it as they use a file. Its revision is the object's `ETag`;
-//!   a write is a put with `If-Match`, so a concurrent writer's change is never lost.
+//!   a write is a put with `If-Match`, so a concurrent writer's change is never lost. Given
+//!   a local path, its result store is copied to the bucket (`dir/.flemma/name.chat/…`)
+//!   before each transcript put and copied back when a host takes it.
 //! - [`Lease`]: `dir/.flemma/name.chat/lease.json`, taken by a conditional create (or a
 //!   conditional replace of an expired one), renewed by its holder, released after.
 //! - [`Worker`]: picks the ready conversations, leases each, answers the calls a dead holder
@@ -19,12 +21,14 @@ mod bucket;
 mod conversation;
 mod error;
 mod lease;
+mod results;
 mod worker;
 
 pub use bucket::{Bucket, ObjectUrl, RequestCounts};
 pub use conversation::ObjectConversation;
 pub use error::ObjectError;
 pub use lease::{Acquired, LEASE_FILE, Lease, LeaseRecord, lease_key, read_lease, store_prefix};
+pub use results::result_key;
 pub use worker::{
     Assignment, Finished, Taken, Worker, WorkerOptions, is_ready, keep, local_path, take,
 };

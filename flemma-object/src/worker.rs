@@ -421,6 +421,11 @@ async fn take_over(
         tracing::info!(key = %key, holder = %previous.holder, "taking over an expired lease");
     }
     let conversation = Arc::new(conversation.with_lease(Arc::clone(&lease)));
+    // The results another host wrote, where the transcript names them.
+    if let Err(error) = conversation.fetch_results().await {
+        let _ = lease.release().await;
+        return Err(error);
+    }
     let recovered = match answer_lost(&conversation).await {
         Ok(recovered) => recovered,
         Err(error) => {

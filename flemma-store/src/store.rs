@@ -283,7 +283,9 @@ impl Store {
 
     /// A streaming write of a result to its store path: the content is written in pieces
     /// and installed by [`AtomicWriter::commit`] with the configured backup strategy, as
-    /// [`Store::write_result`] would (a command's output too large to hold in memory).
+    /// [`Store::write_result`] would (a command's output too large to hold in memory). The
+    /// store's [`StoreWrites`] is told of the file once it is installed
+    /// ([`StoreWrites::installed`]).
     ///
     /// # Errors
     ///
@@ -294,7 +296,10 @@ impl Store {
         name: Option<&ToolName>,
     ) -> Result<AtomicWriter, StoreError> {
         let path = self.path_for(id, name)?;
-        AtomicWriter::create(&path, Arc::clone(&self.backup))
+        Ok(
+            AtomicWriter::create(&path, Arc::clone(&self.backup))?
+                .telling(Arc::clone(&self.writes)),
+        )
     }
 
     /// Whether [`Store::materialize`] writes: `tools.store.materialize` from the options given

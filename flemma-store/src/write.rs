@@ -359,6 +359,8 @@ pub struct AtomicWriter {
     temp: PathBuf,
     file: Option<File>,
     backup: std::sync::Arc<dyn BackupStrategy>,
+    /// Told of the destination once it is installed.
+    installed: Option<std::sync::Arc<dyn crate::StoreWrites>>,
 }
 
 impl AtomicWriter {
@@ -387,7 +389,15 @@ impl AtomicWriter {
             temp,
             file: Some(file),
             backup,
+            installed: None,
         })
+    }
+
+    /// Tells `writes` of the destination once [`commit`](Self::commit) installed it
+    /// ([`StoreWrites::installed`](crate::StoreWrites::installed)).
+    pub(crate) fn telling(mut self, writes: std::sync::Arc<dyn crate::StoreWrites>) -> Self {
+        self.installed = Some(writes);
+        self
     }
 
     /// The destination.
@@ -451,6 +461,9 @@ impl AtomicWriter {
         }
         // Installed: nothing for `drop` to remove.
         self.temp = PathBuf::new();
+        if let Some(writes) = &self.installed {
+            writes.installed(&self.path);
+        }
         Ok(self.path.clone())
     }
 }

@@ -15,7 +15,7 @@ use crate::write::{BackupStrategy, write_atomic};
 /// `tokio`) run it on Tokio's blocking pool, so an implementation may block (on a disk's
 /// `fsync`, on a network request) but must not need the async runtime. Streaming writes
 /// ([`Store::result_writer`](crate::Store::result_writer)) are files, whatever the
-/// implementation.
+/// implementation; it is told of each once it is installed ([`StoreWrites::installed`]).
 ///
 /// ```
 /// use std::path::{Path, PathBuf};
@@ -57,6 +57,13 @@ pub trait StoreWrites: Send + Sync + fmt::Debug {
         content: &[u8],
         backup: &dyn BackupStrategy,
     ) -> Result<PathBuf, StoreError>;
+
+    /// A streaming write ([`Store::result_writer`](crate::Store::result_writer)) installed
+    /// `path`, a file: an implementation that keeps the store elsewhere copies it from there
+    /// (or notes it, to copy it later). Nothing by default.
+    fn installed(&self, path: &Path) {
+        let _ = path;
+    }
 }
 
 /// Files, written with [`write_atomic`]: the default.

@@ -168,6 +168,14 @@ pub trait Conversation: Send + Sync {
         None
     }
 
+    /// Where the conversation's result store writes (see [`flemma_store::StoreWrites`]):
+    /// `None`, the default, for files beside the conversation's [`path`](Self::path); a
+    /// conversation kept elsewhere (an object in a bucket) gives one that copies the results
+    /// there too, so that they travel with it.
+    fn store_writes(&self) -> Option<Arc<dyn flemma_store::StoreWrites>> {
+        None
+    }
+
     /// The conversation's own store id (`bufnr`), used when the host names none; `None` by
     /// default (see [`default_conversation_id`](crate::transcript::default_conversation_id)).
     fn default_id(&self) -> Option<&str> {

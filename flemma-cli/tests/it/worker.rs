@@ -336,3 +336,164 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `flemma run s3://…` refuses what it cannot do before it touches the bucket's conversation:
+/// a bad URL and `--output` are usage errors (exit 2); a conversation another live host holds
+/// is left alone (exit 1, the holder named, the text and the lease untouched).
+#[test]
+fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations() {
+    let rt = runtime();
+    let bucket = rt.block_on(server::bucket());
+    let endpoint = server::server().endpoint.clone();
+    let dir = scratch("run-refusals");
+    let model = mock_model::MockModel::start(1).unwrap();
+    let run = |args: &[&str]| {
+        flemma(&endpoint, &model.base_url(), &dir)
+            .arg("run")
+            .args(args)
+            .args(["--provider", "anthropic", "--approve", "all"])
+            .output()
+            .unwrap()
+    };
+    for bad in ["s3:///x.chat", "s3://chats/a/../b.chat"] {
+        let out = run(&[bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+    }
+    let key = "held/a.chat";
+    let url = format!("s3://{}/{key}", bucket.name());
+    let out = run(&[&url, "--output", "x.chat"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--output is for files"),
+        "{out:?}"
+    );
+    let text = "@You:\nhello\n";
+    let lease = rt.block_on(async {
+        ObjectConversation::create(&bucket, &key.into(), text)
+            .await
+            .unwrap();
+        match flemma::object::Lease::acquire(
+            &bucket,
+            &key.into(),
+            "elsewhere",
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        {
+            flemma::object::Acquired::Held { lease, .. } => lease,
+            _ => panic!("the lease is free"),
+        }
+    });
+    let out = run(&[&url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is being run by elsewhere"),
+        "{out:?}"
+    );
+    assert_eq!(model.requests(), 0, "nothing was sent");
+    rt.block_on(async {
+        assert_eq!(text_of(&bucket, key).await, text);
+        let record = flemma::object::read_lease(&bucket, &key.into())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            record.holder == "elsewhere" && !record.released,
+            "{record:?}"
+        );
+        lease.release().await.unwrap();
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn text_of(bucket: &Bucket, key: &str) -> String {
+    text(bucket, key)
+        .await
+        .unwrap_or_else(|| panic!("{key} is missing"))
+}
+
+/// A result the store keeps (a command's output too long for the transcript) is copied to the
+/// bucket beside the conversation, under `.flemma/NAME/`, by the time the transcript naming it
+/// is; a host that takes the conversation later without the file (another machine) gets it
+/// back at the path the transcript names.
+#[test]
+fn a_stored_result_travels_with_its_conversation() {
+    let rt = runtime();
+    let bucket = rt.block_on(server::bucket());
+    let endpoint = server::server().endpoint.clone();
+    let dir = scratch("run-results");
+    let model = mock_model::MockModel::start_with_command(1, "seq 1 30000").unwrap();
+    let key = "results/long.chat";
+    let url = format!("s3://{}/{key}", bucket.name());
+    rt.block_on(async {
+        ObjectConversation::create(&bucket, &key.into(), "@You:\nCount far.\n")
+            .await
+            .unwrap();
+    });
+    let run = || {
+        flemma(&endpoint, &model.base_url(), &dir)
+            .args(["run", &url, "--provider", "anthropic", "--approve", "all"])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "{out:?}");
+    let local = dir
+        .join(bucket.name())
+        .join("results/.flemma/long.chat/tool_bash_toolu_mock_1.txt");
+    let full = std::fs::read_to_string(&local).unwrap();
+    assert_eq!(full.lines().count(), 30000);
+    let text = rt.block_on(text_of(&bucket, key));
+    assert!(
+        text.contains(&local.display().to_string()),
+        "the transcript names the stored result: {text}"
+    );
+    let stored = rt.block_on(text_of(
+        &bucket,
+        "results/.flemma/long.chat/tool_bash_toolu_mock_1.txt",
+    ));
+    assert_eq!(stored, full, "the bucket holds the whole result");
+
+    // Another machine: the same working directory, without the file.
+    std::fs::remove_dir_all(dir.join(bucket.name())).unwrap();
+    rt.block_on(async {
+        let mut next = text_of(&bucket, key).await;
+        next.push_str("Thanks.\n");
+        let opts = flemma::object::object_store::PutOptions::default();
+        bucket
+            .store()
+            .put_opts(&key.into(), next.into(), opts)
+            .await
+            .unwrap();
+    });
+    let out = run();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&local).unwrap(),
+        full,
+        "copied back"
+    );
+    // `flemma store path` names the result where it is kept: on the bucket.
+    let out = flemma(&endpoint, &model.base_url(), &dir)
+        .args([
+            "store",
+            "path",
+            &url,
+            "--tool",
+            "bash",
+            "--id",
+            "toolu_mock_1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "s3://{}/results/.flemma/long.chat/tool_bash_toolu_mock_1.txt\n",
+            bucket.name()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -85,3 +85,43 @@ fn the_async_writes_go_through_the_writes() {
     assert_eq!(written, ["full", "saved"]);
     assert!(!tmp.join("out.txt").exists());
 }
+
+/// Notes the files streaming writes install.
+#[derive(Debug, Default)]
+struct Told(Mutex<Vec<PathBuf>>);
+
+impl StoreWrites for Told {
+    fn write(
+        &self,
+        path: &Path,
+        content: &[u8],
+        backup: &dyn BackupStrategy,
+    ) -> Result<PathBuf, StoreError> {
+        flemma_store::write_atomic(path, content, backup)
+    }
+
+    fn installed(&self, path: &Path) {
+        self.0.lock().unwrap().push(path.to_owned());
+    }
+}
+
+#[test]
+fn a_streaming_write_tells_the_writes_once_installed_and_not_before() {
+    let tmp = TempDir::new("writes_installed");
+    let told = Arc::new(Told::default());
+    let store = Store::new(&options(), Some(&tmp.join("example.chat")), "1")
+        .unwrap()
+        .with_writes(Arc::clone(&told) as Arc<dyn StoreWrites>);
+    let (id, name) = (tid("toolu_02"), tn("bash"));
+    let mut writer = store.result_writer(&id, Some(&name)).unwrap();
+    writer.write(b"streamed").unwrap();
+    assert!(told.0.lock().unwrap().is_empty());
+    let path = writer.commit().unwrap();
+    assert_eq!(*told.0.lock().unwrap(), std::slice::from_ref(&path));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "streamed");
+    // A writer dropped without committing installs nothing and tells nothing.
+    let mut dropped = store.result_writer(&tid("toolu_03"), Some(&name)).unwrap();
+    dropped.write(b"lost").unwrap();
+    drop(dropped);
+    assert_eq!(told.0.lock().unwrap().len(), 1);
+}

@@ -280,7 +280,10 @@ impl Transcript {
         // The one place the conversation's file is resolved for a cycle: the tools' working
         // directory and paths, the store and the sandbox's writable set all start from it.
         let chat = given.as_deref().map(flemma_config::conversation_path);
-        let store = Store::new(&options.tools.store, chat.as_deref(), &self.conversation_id)?;
+        let mut store = Store::new(&options.tools.store, chat.as_deref(), &self.conversation_id)?;
+        if let Some(writes) = self.conversation.store_writes() {
+            store = store.with_writes(writes);
+        }
         let sandbox_available = self.sandbox.is_available(&options.sandbox);
         // The policy is resolved with the sandbox off too: its read-only files (the
         // conversation's, the options files loaded) hold either way.

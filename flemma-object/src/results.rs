@@ -1,0 +1,248 @@
+//! The result store of an object conversation on its bucket: results are written to the
+//! conversation's local store directory as for a file, and copied to the bucket under the
+//! conversation's store prefix (`dir/.flemma/name.chat/…`) before the transcript that names them
+//! is put; a host that takes the conversation copies them back.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use futures_util::TryStreamExt as _;
+use object_store::path::{Path as ObjectPath, PathPart};
+use object_store::{ObjectStoreExt as _, PutPayload};
+
+use crate::bucket::Bucket;
+use crate::error::ObjectError;
+use crate::lease::{LEASE_FILE, store_prefix};
+
+/// The bucket's key of the result file `path` of the conversation `key` whose local path is
+/// `local_chat` (see [`ObjectConversation::with_local_path`](crate::ObjectConversation::with_local_path)):
+/// under the conversation's store prefix (`dir/.flemma/name.chat/`) for a file under its local
+/// store directory (`LOCAL_DIR/.flemma/NAME/`), other than the lease; `None` for any other
+/// file, which stays on the machine that wrote it.
+///
+/// ```
+/// use std::path::Path;
+/// use flemma_object::result_key;
+///
+/// let key = "team/a.chat".into();
+/// let local = Path::new("/srv/flemma/chats/team/a.chat");
+/// let result = Path::new("/srv/flemma/chats/team/.flemma/a.chat/tool_bash_toolu_01.txt");
+/// assert_eq!(
+///     result_key(local, &key, result).map(|k| k.to_string()).as_deref(),
+///     Some("team/.flemma/a.chat/tool_bash_toolu_01.txt")
+/// );
+/// assert_eq!(result_key(local, &key, Path::new("/srv/flemma/chats/team/out.txt")), None);
+/// ```
+pub fn result_key(local_chat: &Path, key: &ObjectPath, path: &Path) -> Option<ObjectPath> {
+    BucketResults::new(local_chat, key).key_of(path)
+}
+
+/// A conversation's store writes: files under the local store directory, each noted to be
+/// copied to the bucket at the next put of the transcript.
+#[derive(Debug)]
+pub(crate) struct BucketResults {
+    /// The local directory that stands for the bucket's store prefix:
+    /// `LOCAL_DIR/.flemma/NAME`.
+    local: PathBuf,
+    /// `dir/.flemma/NAME` on the bucket.
+    prefix: ObjectPath,
+    /// Files written, not yet copied.
+    pending: Mutex<BTreeSet<PathBuf>>,
+}
+
+impl BucketResults {
+    /// The results of the conversation `key` whose local path is `local_chat`.
+    pub(crate) fn new(local_chat: &Path, key: &ObjectPath) -> Self {
+        let name = local_chat.file_name().unwrap_or_default();
+        let dir = local_chat.parent().unwrap_or_else(|| Path::new(""));
+        Self {
+            local: dir.join(".flemma").join(name),
+            prefix: store_prefix(key),
+            pending: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    fn note(&self, path: &Path) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(path.to_owned());
+    }
+
+    /// The key of the local file `path`: under the store prefix, for a file under the local
+    /// store directory (by plain names only) that is not the lease; `None` for any other file
+    /// (a `flemma.save_to` file, a store path configured elsewhere): it stays on this machine.
+    pub(crate) fn key_of(&self, path: &Path) -> Option<ObjectPath> {
+        let relative = path.strip_prefix(&self.local).ok()?;
+        let mut parts = Vec::new();
+        for component in relative.components() {
+            let Component::Normal(name) = component else {
+                return None;
+            };
+            parts.push(PathPart::from(name.to_str()?.to_owned()));
+        }
+        if parts.is_empty() || (parts.len() == 1 && parts[0].as_ref() == LEASE_FILE) {
+            return None;
+        }
+        let mut key: Vec<PathPart<'_>> = self.prefix.parts().collect();
+        key.extend(parts);
+        Some(ObjectPath::from_iter(key))
+    }
+
+    /// The local file of the object `key`: `None` for the lease and keys outside the prefix.
+    fn path_of(&self, key: &ObjectPath) -> Option<PathBuf> {
+        let parts: Vec<_> = key.prefix_match(&self.prefix)?.collect();
+        if parts.is_empty() || (parts.len() == 1 && parts[0].as_ref() == LEASE_FILE) {
+            return None;
+        }
+        let mut path = self.local.clone();
+        for part in parts {
+            let name = part.as_ref();
+            // Parts never hold `/`; `.` and `..` are encoded by `object_store`, but a listing
+            // comes from a server.
+            if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']) {
+                return None;
+            }
+            path.push(name);
+        }
+        Some(path)
+    }
+
+    /// Copies the files written since the last call to the bucket (one `PUT` each). A file
+    /// that cannot be read or put stays noted, and the error is returned: the transcript that
+    /// names it is not put.
+    pub(crate) async fn upload(&self, bucket: &Bucket) -> Result<usize, ObjectError> {
+        let noted: Vec<PathBuf> =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_iter()
+                .collect();
+        let mut copied = 0;
+        for (at, path) in noted.iter().enumerate() {
+            let Some(key) = self.key_of(path) else {
+                tracing::debug!(path = %path.display(), "kept on this machine: not under the store prefix");
+                continue;
+            };
+            let done = match tokio::fs::read(path).await {
+                Ok(content) => bucket
+                    .store()
+                    .put(&key, PutPayload::from(content))
+                    .await
+                    .map(drop)
+                    .map_err(|e| ObjectError::request(bucket.url(&key), "put", e)),
+                Err(source) => Err(ObjectError::Results {
+                    path: path.clone(),
+                    source,
+                }),
+            };
+            if let Err(error) = done {
+                let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                pending.extend(noted[at..].iter().cloned());
+                return Err(error);
+            }
+            copied += 1;
+        }
+        Ok(copied)
+    }
+
+    /// Copies the bucket's results of the conversation to the local store directory (one
+    /// `LIST`, and one `GET` for each file missing here or of another size).
+    pub(crate) async fn download(&self, bucket: &Bucket) -> Result<usize, ObjectError> {
+        let store = bucket.store();
+        let listed: Vec<_> = store
+            .list(Some(&self.prefix))
+            .try_collect()
+            .await
+            .map_err(|e| ObjectError::request(bucket.url(&self.prefix), "list", e))?;
+        let mut copied = 0;
+        for meta in listed {
+            let Some(path) = self.path_of(&meta.location) else {
+                continue;
+            };
+            let size = tokio::fs::metadata(&path).await.map(|m| m.len()).ok();
+            if size == Some(meta.size) {
+                continue;
+            }
+            let url = bucket.url(&meta.location);
+            let bytes = store
+                .get(&meta.location)
+                .await
+                .map_err(|e| ObjectError::request(url.clone(), "get", e))?
+                .bytes()
+                .await
+                .map_err(|e| ObjectError::request(url, "get", e))?;
+            let target = path.clone();
+            tokio::task::spawn_blocking(move || {
+                flemma_store::write_atomic(&target, &bytes, &flemma_store::NoBackup)
+            })
+            .await
+            .map_err(|e| ObjectError::Results {
+                path: path.clone(),
+                source: std::io::Error::other(e),
+            })?
+            .map_err(|e| ObjectError::Results {
+                path: path.clone(),
+                source: std::io::Error::other(e),
+            })?;
+            copied += 1;
+        }
+        Ok(copied)
+    }
+}
+
+/// The store's writes: to the file, then noted for the next upload.
+#[derive(Debug)]
+pub(crate) struct Writes(pub(crate) std::sync::Arc<BucketResults>);
+
+impl flemma_store::StoreWrites for Writes {
+    fn write(
+        &self,
+        path: &Path,
+        content: &[u8],
+        backup: &dyn flemma_store::BackupStrategy,
+    ) -> Result<PathBuf, flemma_store::StoreError> {
+        let written = flemma_store::write_atomic(path, content, backup)?;
+        self.0.note(&written);
+        Ok(written)
+    }
+
+    fn installed(&self, path: &Path) {
+        self.0.note(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_under_the_local_store_directory_other_than_the_lease_have_keys() {
+        let results = BucketResults::new(Path::new("/w/chats/team/a.chat"), &"team/a.chat".into());
+        let key = |p: &str| results.key_of(Path::new(p)).map(|k| k.to_string());
+        assert_eq!(
+            key("/w/chats/team/.flemma/a.chat/tool_bash_t1.txt").as_deref(),
+            Some("team/.flemma/a.chat/tool_bash_t1.txt")
+        );
+        assert_eq!(
+            key("/w/chats/team/.flemma/a.chat/jobs/x.txt").as_deref(),
+            Some("team/.flemma/a.chat/jobs/x.txt")
+        );
+        // The lease is the worker's; the rest is not the store's.
+        assert_eq!(key("/w/chats/team/.flemma/a.chat/lease.json"), None);
+        assert_eq!(key("/w/chats/team/.flemma/a.chat/../b.chat"), None);
+        assert_eq!(key("/w/chats/team/.flemma/a.chat"), None);
+        assert_eq!(key("/w/chats/team/out.txt"), None);
+        assert_eq!(key("/w/chats/team/.flemma/b.chat/tool_bash_t1.txt"), None);
+        // And back: the listing's keys outside the prefix, and the lease, have no file.
+        let path = |k: &str| results.path_of(&ObjectPath::from(k));
+        assert_eq!(
+            path("team/.flemma/a.chat/tool_bash_t1.txt"),
+            Some(PathBuf::from(
+                "/w/chats/team/.flemma/a.chat/tool_bash_t1.txt"
+            ))
+        );
+        assert_eq!(path("team/.flemma/a.chat/lease.json"), None);
+        assert_eq!(path("team/.flemma/a.chatx/t.txt"), None);
+        assert_eq!(path("team/a.chat"), None);
+    }
+}
