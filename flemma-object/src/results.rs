@@ -17,9 +17,10 @@ use crate::lease::{LEASE_FILE, store_prefix};
 
 /// The bucket's key of the result file `path` of the conversation `key` whose local path is
 /// `local_chat` (see [`ObjectConversation::with_local_path`](crate::ObjectConversation::with_local_path)):
-/// under the conversation's store prefix (`dir/.flemma/name.chat/`) for a file under its local
-/// store directory (`LOCAL_DIR/.flemma/NAME/`), other than the lease; `None` for any other
-/// file, which stays on the machine that wrote it.
+/// under the conversation's store prefix (`dir/.flemma/name.chat/`) for a file directly in its
+/// local store directory (`LOCAL_DIR/.flemma/NAME/`), other than the lease and hidden files;
+/// `None` for any other file (the job journal and the call claims, in directories of their
+/// own, a `flemma.save_to` file), which stays on the machine that wrote it.
 ///
 /// ```
 /// use std::path::Path;
@@ -36,6 +37,18 @@ use crate::lease::{LEASE_FILE, store_prefix};
 /// ```
 pub fn result_key(local_chat: &Path, key: &ObjectPath, path: &Path) -> Option<ObjectPath> {
     BucketResults::new(local_chat, key).key_of(path)
+}
+
+/// Whether the path `parts` under the store directory is a result's: a file directly in it,
+/// other than the lease and hidden files (a write's temporary file). The job journal
+/// (`jobs/`) and the call claims are in directories of their own: they record this machine's
+/// processes, and are neither copied to the bucket nor taken from it.
+fn is_result(parts: &[PathPart<'_>]) -> bool {
+    let [name] = parts else {
+        return false;
+    };
+    let name = name.as_ref();
+    name != LEASE_FILE && !name.starts_with('.')
 }
 
 /// A conversation's store writes: files under the local store directory, each noted to be
@@ -70,8 +83,8 @@ impl BucketResults {
             .insert(path.to_owned());
     }
 
-    /// The key of the local file `path`: under the store prefix, for a file under the local
-    /// store directory (by plain names only) that is not the lease; `None` for any other file
+    /// The key of the local file `path`: under the store prefix, for a result directly in the
+    /// local store directory (see [`is_result`]); `None` for any other file
     /// (a `flemma.save_to` file, a store path configured elsewhere): it stays on this machine.
     pub(crate) fn key_of(&self, path: &Path) -> Option<ObjectPath> {
         let relative = path.strip_prefix(&self.local).ok()?;
@@ -82,7 +95,7 @@ impl BucketResults {
             };
             parts.push(PathPart::from(name.to_str()?.to_owned()));
         }
-        if parts.is_empty() || (parts.len() == 1 && parts[0].as_ref() == LEASE_FILE) {
+        if !is_result(&parts) {
             return None;
         }
         let mut key: Vec<PathPart<'_>> = self.prefix.parts().collect();
@@ -93,7 +106,7 @@ impl BucketResults {
     /// The local file of the object `key`: `None` for the lease and keys outside the prefix.
     fn path_of(&self, key: &ObjectPath) -> Option<PathBuf> {
         let parts: Vec<_> = key.prefix_match(&self.prefix)?.collect();
-        if parts.is_empty() || (parts.len() == 1 && parts[0].as_ref() == LEASE_FILE) {
+        if !is_result(&parts) {
             return None;
         }
         let mut path = self.local.clone();
@@ -223,11 +236,10 @@ mod tests {
             key("/w/chats/team/.flemma/a.chat/tool_bash_t1.txt").as_deref(),
             Some("team/.flemma/a.chat/tool_bash_t1.txt")
         );
-        assert_eq!(
-            key("/w/chats/team/.flemma/a.chat/jobs/x.txt").as_deref(),
-            Some("team/.flemma/a.chat/jobs/x.txt")
-        );
-        // The lease is the worker's; the rest is not the store's.
+        // The job journal and the claims are this machine's; the lease is the worker's; the
+        // rest is not the store's.
+        assert_eq!(key("/w/chats/team/.flemma/a.chat/jobs/x.json"), None);
+        assert_eq!(key("/w/chats/team/.flemma/a.chat/.tool_bash_t1.txt.tmp"), None);
         assert_eq!(key("/w/chats/team/.flemma/a.chat/lease.json"), None);
         assert_eq!(key("/w/chats/team/.flemma/a.chat/../b.chat"), None);
         assert_eq!(key("/w/chats/team/.flemma/a.chat"), None);
@@ -242,6 +254,7 @@ mod tests {
             ))
         );
         assert_eq!(path("team/.flemma/a.chat/lease.json"), None);
+        assert_eq!(path("team/.flemma/a.chat/jobs/job_1.json"), None);
         assert_eq!(path("team/.flemma/a.chatx/t.txt"), None);
         assert_eq!(path("team/a.chat"), None);
     }
