@@ -51,6 +51,16 @@ fn is_result(parts: &[PathPart<'_>]) -> bool {
     name != LEASE_FILE && !name.starts_with('.')
 }
 
+/// The default store directory of the conversation whose local path is `chat`:
+/// `DIR/.flemma/NAME`.
+pub(crate) fn local_store_dir(chat: &Path) -> PathBuf {
+    let name = chat.file_name().unwrap_or_default();
+    chat.parent()
+        .unwrap_or_else(|| Path::new(""))
+        .join(".flemma")
+        .join(name)
+}
+
 /// A conversation's store writes: files under the local store directory, each noted to be
 /// copied to the bucket at the next put of the transcript.
 #[derive(Debug)]
@@ -67,10 +77,8 @@ pub(crate) struct BucketResults {
 impl BucketResults {
     /// The results of the conversation `key` whose local path is `local_chat`.
     pub(crate) fn new(local_chat: &Path, key: &ObjectPath) -> Self {
-        let name = local_chat.file_name().unwrap_or_default();
-        let dir = local_chat.parent().unwrap_or_else(|| Path::new(""));
         Self {
-            local: dir.join(".flemma").join(name),
+            local: local_store_dir(local_chat),
             prefix: store_prefix(key),
             pending: Mutex::new(BTreeSet::new()),
         }
@@ -239,7 +247,10 @@ mod tests {
         // The job journal and the claims are this machine's; the lease is the worker's; the
         // rest is not the store's.
         assert_eq!(key("/w/chats/team/.flemma/a.chat/jobs/x.json"), None);
-        assert_eq!(key("/w/chats/team/.flemma/a.chat/.tool_bash_t1.txt.tmp"), None);
+        assert_eq!(
+            key("/w/chats/team/.flemma/a.chat/.tool_bash_t1.txt.tmp"),
+            None
+        );
         assert_eq!(key("/w/chats/team/.flemma/a.chat/lease.json"), None);
         assert_eq!(key("/w/chats/team/.flemma/a.chat/../b.chat"), None);
         assert_eq!(key("/w/chats/team/.flemma/a.chat"), None);

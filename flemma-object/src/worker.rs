@@ -238,8 +238,10 @@ impl Worker {
     }
 
     /// Runs conversations until `shutdown` is cancelled: looks at the prefix, takes the
-    /// lease of each ready conversation it has room for, answers the calls a dead holder left
-    /// in progress, calls `runner`, renews the lease while it runs, releases it after. On
+    /// lease of each ready conversation it has room for (see [`is_ready`]; or, with a
+    /// [`workdir`](WorkerOptions::workdir), one whose background job finished on this machine
+    /// and waits to be delivered), answers the calls a dead holder left in progress, calls
+    /// `runner`, renews the lease while it runs, releases it after. On
     /// shutdown the runs in progress are told to stop (their [`Assignment::stop`]) and
     /// waited for, and their leases released. `on_finished` hears of each run that ended.
     ///
@@ -276,9 +278,10 @@ impl Worker {
                                 break;
                             }
                             if running.contains(&key)
-                                || idle
+                                || (idle
                                     .get(&key)
                                     .is_some_and(|seen| *seen == e_tag && e_tag.is_some())
+                                    && !self.jobs_waiting(&key).await)
                             {
                                 continue;
                             }
@@ -322,6 +325,27 @@ impl Worker {
         }
     }
 
+    /// Whether a background job of the conversation `key` finished on this machine and its
+    /// result waits to be delivered: its journal, in the conversation's local store directory
+    /// (`WORKDIR/BUCKET/DIR/.flemma/NAME/jobs/`), says so. A job's journal and process are
+    /// this machine's: another machine's jobs are not seen. False without a workdir.
+    async fn jobs_waiting(&self, key: &ObjectPath) -> bool {
+        let Some(workdir) = &self.options.workdir else {
+            return false;
+        };
+        let store_dir = crate::results::local_store_dir(&chat_path(workdir, &self.bucket, key));
+        if !tokio::fs::try_exists(store_dir.join("jobs"))
+            .await
+            .unwrap_or(false)
+        {
+            return false;
+        }
+        flemma_tools::jobs::journaled(&store_dir)
+            .await
+            .iter()
+            .any(|job| job.state == flemma_tools::jobs::JobState::Completed)
+    }
+
     /// Reads `key`; when it is ready, takes its lease and answers what a dead holder left.
     async fn take(
         &self,
@@ -339,7 +363,9 @@ impl Worker {
             .await
             .map_err(|e| remote(&bucket, key, e))?
             .text;
-        if !is_ready(&flemma_ast::parse(&text), self.options.runs_pending) {
+        if !is_ready(&flemma_ast::parse(&text), self.options.runs_pending)
+            && !self.jobs_waiting(key).await
+        {
             return Ok(Picked::Idle);
         }
         match take_over(conversation, &self.options.holder, self.options.lease_ttl).await? {
@@ -352,6 +378,13 @@ impl Worker {
     }
 }
 
+/// `workdir/BUCKET/KEY`.
+fn chat_path(workdir: &std::path::Path, bucket: &Bucket, key: &ObjectPath) -> std::path::PathBuf {
+    let mut path = workdir.join(bucket.name());
+    path.extend(key.parts().map(|p| p.as_ref().to_owned()));
+    path
+}
+
 /// `workdir/BUCKET/KEY`, its directory made.
 ///
 /// # Errors
@@ -362,8 +395,7 @@ pub fn local_path(
     bucket: &Bucket,
     key: &ObjectPath,
 ) -> Result<std::path::PathBuf, ObjectError> {
-    let mut path = workdir.join(bucket.name());
-    path.extend(key.parts().map(|p| p.as_ref().to_owned()));
+    let path = chat_path(workdir, bucket, key);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| ObjectError::Workdir {
             path: dir.to_owned(),

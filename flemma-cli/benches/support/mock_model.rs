@@ -37,6 +37,8 @@ struct State {
     turns: usize,
     /// The calls' command, `{tag}` and `{n}` filled in; `echo hi` without one.
     command: Option<String>,
+    /// Whether the calls ask to run as background jobs (`"flemma.background": true`).
+    background: bool,
     stop: AtomicBool,
     requests: AtomicUsize,
     /// Milliseconds since `started` of the last request.
@@ -60,12 +62,28 @@ impl MockModel {
         Self::serve(turns, Some(command.to_owned()))
     }
 
+    /// Starts a server whose calls run `command` as background jobs
+    /// (`"flemma.background": true`).
+    #[allow(dead_code, reason = "only the worker's job test runs jobs")]
+    pub(crate) fn start_in_background(turns: usize, command: &str) -> std::io::Result<Self> {
+        Self::serve_with(turns, Some(command.to_owned()), true)
+    }
+
     fn serve(turns: usize, command: Option<String>) -> std::io::Result<Self> {
+        Self::serve_with(turns, command, false)
+    }
+
+    fn serve_with(
+        turns: usize,
+        command: Option<String>,
+        background: bool,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0))?;
         let address = listener.local_addr()?;
         let state = Arc::new(State {
             turns,
             command,
+            background,
             stop: AtomicBool::new(false),
             requests: AtomicUsize::new(0),
             last_request: AtomicU64::new(0),
@@ -143,7 +161,11 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
                 c.replace("{tag}", &tag(&body))
                     .replace("{n}", &(results + 1).to_string())
             });
-            tool_turn(results + 1, command.as_deref().unwrap_or("echo hi"))
+            tool_turn(
+                results + 1,
+                command.as_deref().unwrap_or("echo hi"),
+                state.background,
+            )
         } else {
             final_turn()
         };
@@ -282,8 +304,8 @@ fn message_end(out: &mut String, reason: &str) {
 }
 
 /// The `n`th tool turn: a line of text, then `bash` with `command` (its input streamed in
-/// four parts).
-fn tool_turn(n: usize, command: &str) -> String {
+/// four parts), as a background job when `background`.
+fn tool_turn(n: usize, command: &str, background: bool) -> String {
     let mut out = String::new();
     message_start(&mut out, &format!("msg_mock_{n}"));
     text_block(&mut out, 0, &["Running", " it."]);
@@ -294,7 +316,12 @@ fn tool_turn(n: usize, command: &str) -> String {
             r#"{{"type":"content_block_start","index":1,"content_block":{{"type":"tool_use","id":"toolu_mock_{n}","name":"bash","input":{{}}}}}}"#
         ),
     );
-    let input = serde_json::json!({ "command": command }).to_string();
+    let input = if background {
+        serde_json::json!({ "command": command, "flemma.background": true })
+    } else {
+        serde_json::json!({ "command": command })
+    }
+    .to_string();
     let quarter = input.len().div_ceil(4);
     let mut rest = input.as_str();
     let mut parts = vec![""];

@@ -497,3 +497,131 @@ fn a_stored_result_travels_with_its_conversation() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SIGTERM stops a worker in the middle of a call: the call is cancelled and answered as an
+/// error (never a success), the transcript put, the lease released, exit 0.
+#[test]
+fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
+    let rt = runtime();
+    let bucket = rt.block_on(server::bucket());
+    let endpoint = server::server().endpoint.clone();
+    let dir = scratch("worker-sigterm");
+    let model = mock_model::MockModel::start_with_command(1, "sleep 30").unwrap();
+    let key = "stop/slow.chat";
+    rt.block_on(async {
+        ObjectConversation::create(&bucket, &key.into(), "@You:\nWait a while.\n")
+            .await
+            .unwrap();
+    });
+    let store = format!("s3://{}/stop", bucket.name());
+    let mut fleet = Fleet(vec![
+        flemma(&endpoint, &model.base_url(), &dir)
+            .args(["worker", "--store", &store, "--lease-seconds", "3"])
+            .args(["--poll-seconds", "0.2", "--approve", "all"])
+            .args(["--set", "sandbox.enabled=false"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ]);
+    wait_until("the call is running", Duration::from_secs(30), || {
+        rt.block_on(text(&bucket, key))
+            .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1`"))
+    });
+    // Past a renewal, so the lease is the worker's own renewed one.
+    std::thread::sleep(Duration::from_millis(1200));
+    let stopped = Instant::now();
+    terminate(&fleet.0[0]);
+    let status = fleet.0[0].wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        stopped.elapsed()
+    );
+    let text = rt.block_on(text_of(&bucket, key));
+    let doc = flemma::ast::parse(&text);
+    let results: Vec<_> = doc
+        .messages
+        .iter()
+        .flat_map(flemma::ast::Message::tool_results)
+        .collect();
+    assert_eq!(results.len(), 1, "{text}");
+    assert_eq!(
+        results[0].status,
+        Some(flemma::ast::ToolStatus::Error),
+        "a cancelled call is an error: {text}"
+    );
+    let record = rt
+        .block_on(flemma::object::read_lease(&bucket, &key.into()))
+        .unwrap()
+        .unwrap();
+    assert!(record.released, "{record:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A background job outlives the worker that started it: the worker is killed (SIGKILL) while
+/// its run waits for the job, the job's process goes on and finishes, and the next worker on
+/// the same machine (the same `--workdir`) takes the conversation, though its text says
+/// nothing is to be done, because the job's result waits in the local journal: the Job Result
+/// is delivered (a success, not a lost job) and the model answered.
+#[test]
+fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
+    let rt = runtime();
+    let bucket = rt.block_on(server::bucket());
+    let endpoint = server::server().endpoint.clone();
+    let dir = scratch("worker-job");
+    let flag = dir.join("go");
+    let command = format!(
+        "while [ ! -e {} ]; do sleep 0.1; done; echo finished-job",
+        flag.display()
+    );
+    let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
+    let key = "jobs/long.chat";
+    rt.block_on(async {
+        ObjectConversation::create(&bucket, &key.into(), "@You:\nRun it in the background.\n")
+            .await
+            .unwrap();
+    });
+    let store = format!("s3://{}/jobs", bucket.name());
+    let worker = || {
+        flemma(&endpoint, &model.base_url(), &dir)
+            .args(["worker", "--store", &store, "--lease-seconds", "2"])
+            .args(["--poll-seconds", "0.2", "--approve", "all"])
+            .args(["--set", "sandbox.enabled=false"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut fleet = Fleet(vec![worker()]);
+    // The job runs, and the run waits for it with nothing else to do.
+    wait_until("the run waits for its job", Duration::from_secs(30), || {
+        rt.block_on(text(&bucket, key))
+            .is_some_and(|t| t.contains("(job=job_") && t.ends_with("It said hi.\n\n@You:\n"))
+    });
+    fleet.0[0].kill().unwrap();
+    let _ = fleet.0[0].wait();
+    std::fs::write(&flag, "").unwrap();
+    fleet.0.push(worker());
+    wait_until(
+        "the Job Result is delivered",
+        Duration::from_secs(30),
+        || {
+            rt.block_on(text(&bucket, key)).is_some_and(|t| {
+                t.contains("**Job Result:**") && t.ends_with("It said hi.\n\n@You:\n")
+            })
+        },
+    );
+    let text = rt.block_on(text_of(&bucket, key));
+    assert!(text.contains("finished-job"), "{text}");
+    assert!(!text.contains("Job lost"), "{text}");
+    terminate(&fleet.0[1]);
+    assert!(fleet.0[1].wait().unwrap().success());
+    let record = rt
+        .block_on(flemma::object::read_lease(&bucket, &key.into()))
+        .unwrap()
+        .unwrap();
+    assert!(record.released, "{record:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
