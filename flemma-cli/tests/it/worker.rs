@@ -337,18 +337,85 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One test's bucket on the shared server, and its scratch directory (removed at the end).
+struct Env {
+    rt: tokio::runtime::Runtime,
+    bucket: Bucket,
+    endpoint: String,
+    dir: PathBuf,
+}
+
+impl Env {
+    fn new(name: &str) -> Self {
+        let rt = runtime();
+        let bucket = rt.block_on(server::bucket());
+        Self {
+            rt,
+            bucket,
+            endpoint: server::server().endpoint.clone(),
+            dir: scratch(name),
+        }
+    }
+
+    fn url(&self, key: &str) -> String {
+        format!("s3://{}/{key}", self.bucket.name())
+    }
+
+    fn create(&self, key: &str, text: &str) {
+        self.rt
+            .block_on(ObjectConversation::create(&self.bucket, &key.into(), text))
+            .unwrap();
+    }
+
+    fn text(&self, key: &str) -> Option<String> {
+        self.rt.block_on(text(&self.bucket, key))
+    }
+
+    fn text_of(&self, key: &str) -> String {
+        self.text(key).unwrap_or_else(|| panic!("{key} is missing"))
+    }
+
+    fn lease(&self, key: &str) -> flemma::object::LeaseRecord {
+        self.rt
+            .block_on(flemma::object::read_lease(&self.bucket, &key.into()))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{key} has no lease"))
+    }
+
+    /// `flemma` in the scratch directory, with the bucket's client and `model`.
+    fn flemma(&self, model: &mock_model::MockModel) -> Command {
+        flemma(&self.endpoint, &model.base_url(), &self.dir)
+    }
+
+    /// `flemma worker` on `prefix` (leases of `lease_seconds`, every call approved, no
+    /// sandbox), its output discarded.
+    fn worker(&self, model: &mock_model::MockModel, prefix: &str, lease_seconds: &str) -> Child {
+        self.flemma(model)
+            .args(["worker", "--store", &self.url(prefix)])
+            .args(["--lease-seconds", lease_seconds, "--poll-seconds", "0.2"])
+            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// `flemma run s3://…` refuses what it cannot do before it touches the bucket's conversation:
 /// a bad URL and `--output` are usage errors (exit 2); a conversation another live host holds
 /// is left alone (exit 1, the holder named, the text and the lease untouched).
 #[test]
 fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations() {
-    let rt = runtime();
-    let bucket = rt.block_on(server::bucket());
-    let endpoint = server::server().endpoint.clone();
-    let dir = scratch("run-refusals");
+    let env = Env::new("run-refusals");
     let model = mock_model::MockModel::start(1).unwrap();
     let run = |args: &[&str]| {
-        flemma(&endpoint, &model.base_url(), &dir)
+        env.flemma(&model)
             .arg("run")
             .args(args)
             .args(["--provider", "anthropic", "--approve", "all"])
@@ -360,7 +427,7 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
         assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
     }
     let key = "held/a.chat";
-    let url = format!("s3://{}/{key}", bucket.name());
+    let url = env.url(key);
     let out = run(&[&url, "--output", "x.chat"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
@@ -368,23 +435,16 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
         "{out:?}"
     );
     let text = "@You:\nhello\n";
-    let lease = rt.block_on(async {
-        ObjectConversation::create(&bucket, &key.into(), text)
-            .await
-            .unwrap();
-        match flemma::object::Lease::acquire(
-            &bucket,
-            &key.into(),
-            "elsewhere",
-            Duration::from_secs(60),
-        )
-        .await
-        .unwrap()
-        {
-            flemma::object::Acquired::Held { lease, .. } => lease,
-            _ => panic!("the lease is free"),
-        }
-    });
+    env.create(key, text);
+    let acquired = env.rt.block_on(flemma::object::Lease::acquire(
+        &env.bucket,
+        &key.into(),
+        "elsewhere",
+        Duration::from_secs(60),
+    ));
+    let flemma::object::Acquired::Held { lease, .. } = acquired.unwrap() else {
+        panic!("the lease is free");
+    };
     let out = run(&[&url]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
@@ -392,25 +452,13 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
         "{out:?}"
     );
     assert_eq!(model.requests(), 0, "nothing was sent");
-    rt.block_on(async {
-        assert_eq!(text_of(&bucket, key).await, text);
-        let record = flemma::object::read_lease(&bucket, &key.into())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(
-            record.holder == "elsewhere" && !record.released,
-            "{record:?}"
-        );
-        lease.release().await.unwrap();
-    });
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-async fn text_of(bucket: &Bucket, key: &str) -> String {
-    text(bucket, key)
-        .await
-        .unwrap_or_else(|| panic!("{key} is missing"))
+    assert_eq!(env.text_of(key), text);
+    let record = env.lease(key);
+    assert!(
+        record.holder == "elsewhere" && !record.released,
+        "{record:?}"
+    );
+    env.rt.block_on(lease.release()).unwrap();
 }
 
 /// A result the store keeps (a command's output too long for the transcript) is copied to the
@@ -419,54 +467,40 @@ async fn text_of(bucket: &Bucket, key: &str) -> String {
 /// back at the path the transcript names.
 #[test]
 fn a_stored_result_travels_with_its_conversation() {
-    let rt = runtime();
-    let bucket = rt.block_on(server::bucket());
-    let endpoint = server::server().endpoint.clone();
-    let dir = scratch("run-results");
+    let env = Env::new("run-results");
     let model = mock_model::MockModel::start_with_command(1, "seq 1 30000").unwrap();
     let key = "results/long.chat";
-    let url = format!("s3://{}/{key}", bucket.name());
-    rt.block_on(async {
-        ObjectConversation::create(&bucket, &key.into(), "@You:\nCount far.\n")
-            .await
-            .unwrap();
-    });
+    let url = env.url(key);
+    let result = "results/.flemma/long.chat/tool_bash_toolu_mock_1.txt";
+    env.create(key, "@You:\nCount far.\n");
     let run = || {
-        flemma(&endpoint, &model.base_url(), &dir)
+        env.flemma(&model)
             .args(["run", &url, "--provider", "anthropic", "--approve", "all"])
             .output()
             .unwrap()
     };
     let out = run();
     assert!(out.status.success(), "{out:?}");
-    let local = dir
-        .join(bucket.name())
-        .join("results/.flemma/long.chat/tool_bash_toolu_mock_1.txt");
+    let local = env.dir.join(env.bucket.name()).join(result);
     let full = std::fs::read_to_string(&local).unwrap();
     assert_eq!(full.lines().count(), 30000);
-    let text = rt.block_on(text_of(&bucket, key));
+    let text = env.text_of(key);
     assert!(
         text.contains(&local.display().to_string()),
         "the transcript names the stored result: {text}"
     );
-    let stored = rt.block_on(text_of(
-        &bucket,
-        "results/.flemma/long.chat/tool_bash_toolu_mock_1.txt",
-    ));
-    assert_eq!(stored, full, "the bucket holds the whole result");
+    assert_eq!(
+        env.text_of(result),
+        full,
+        "the bucket holds the whole result"
+    );
 
     // Another machine: the same working directory, without the file.
-    std::fs::remove_dir_all(dir.join(bucket.name())).unwrap();
-    rt.block_on(async {
-        let mut next = text_of(&bucket, key).await;
-        next.push_str("Thanks.\n");
-        let opts = flemma::object::object_store::PutOptions::default();
-        bucket
-            .store()
-            .put_opts(&key.into(), next.into(), opts)
-            .await
-            .unwrap();
-    });
+    std::fs::remove_dir_all(env.dir.join(env.bucket.name())).unwrap();
+    let next = format!("{text}Thanks.\n");
+    env.rt
+        .block_on(env.bucket.store().put(&key.into(), next.into()))
+        .unwrap();
     let out = run();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
@@ -475,7 +509,8 @@ fn a_stored_result_travels_with_its_conversation() {
         "copied back"
     );
     // `flemma store path` names the result where it is kept: on the bucket.
-    let out = flemma(&endpoint, &model.base_url(), &dir)
+    let out = env
+        .flemma(&model)
         .args([
             "store",
             "path",
@@ -490,42 +525,21 @@ fn a_stored_result_travels_with_its_conversation() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!(
-            "s3://{}/results/.flemma/long.chat/tool_bash_toolu_mock_1.txt\n",
-            bucket.name()
-        )
+        format!("{}\n", env.url(result))
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// SIGTERM stops a worker in the middle of a call: the call is cancelled and answered as an
 /// error (never a success), the transcript put, the lease released, exit 0.
 #[test]
 fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
-    let rt = runtime();
-    let bucket = rt.block_on(server::bucket());
-    let endpoint = server::server().endpoint.clone();
-    let dir = scratch("worker-sigterm");
+    let env = Env::new("worker-sigterm");
     let model = mock_model::MockModel::start_with_command(1, "sleep 30").unwrap();
     let key = "stop/slow.chat";
-    rt.block_on(async {
-        ObjectConversation::create(&bucket, &key.into(), "@You:\nWait a while.\n")
-            .await
-            .unwrap();
-    });
-    let store = format!("s3://{}/stop", bucket.name());
-    let mut fleet = Fleet(vec![
-        flemma(&endpoint, &model.base_url(), &dir)
-            .args(["worker", "--store", &store, "--lease-seconds", "3"])
-            .args(["--poll-seconds", "0.2", "--approve", "all"])
-            .args(["--set", "sandbox.enabled=false"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    ]);
+    env.create(key, "@You:\nWait a while.\n");
+    let mut fleet = Fleet(vec![env.worker(&model, "stop", "3")]);
     wait_until("the call is running", Duration::from_secs(30), || {
-        rt.block_on(text(&bucket, key))
+        env.text(key)
             .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1`"))
     });
     // Past a renewal, so the lease is the worker's own renewed one.
@@ -534,12 +548,9 @@ fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
     terminate(&fleet.0[0]);
     let status = fleet.0[0].wait().unwrap();
     assert!(status.success(), "{status}");
-    assert!(
-        stopped.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        stopped.elapsed()
-    );
-    let text = rt.block_on(text_of(&bucket, key));
+    let took = stopped.elapsed();
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let text = env.text_of(key);
     let doc = flemma::ast::parse(&text);
     let results: Vec<_> = doc
         .messages
@@ -552,12 +563,7 @@ fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
         Some(flemma::ast::ToolStatus::Error),
         "a cancelled call is an error: {text}"
     );
-    let record = rt
-        .block_on(flemma::object::read_lease(&bucket, &key.into()))
-        .unwrap()
-        .unwrap();
-    assert!(record.released, "{record:?}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(env.lease(key).released);
 }
 
 /// A background job outlives the worker that started it: the worker is killed (SIGKILL) while
@@ -567,61 +573,38 @@ fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
 /// is delivered (a success, not a lost job) and the model answered.
 #[test]
 fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
-    let rt = runtime();
-    let bucket = rt.block_on(server::bucket());
-    let endpoint = server::server().endpoint.clone();
-    let dir = scratch("worker-job");
-    let flag = dir.join("go");
+    let env = Env::new("worker-job");
+    let flag = env.dir.join("go");
     let command = format!(
         "while [ ! -e {} ]; do sleep 0.1; done; echo finished-job",
         flag.display()
     );
     let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
     let key = "jobs/long.chat";
-    rt.block_on(async {
-        ObjectConversation::create(&bucket, &key.into(), "@You:\nRun it in the background.\n")
-            .await
-            .unwrap();
-    });
-    let store = format!("s3://{}/jobs", bucket.name());
-    let worker = || {
-        flemma(&endpoint, &model.base_url(), &dir)
-            .args(["worker", "--store", &store, "--lease-seconds", "2"])
-            .args(["--poll-seconds", "0.2", "--approve", "all"])
-            .args(["--set", "sandbox.enabled=false"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let mut fleet = Fleet(vec![worker()]);
+    env.create(key, "@You:\nRun it in the background.\n");
+    let mut fleet = Fleet(vec![env.worker(&model, "jobs", "2")]);
     // The job runs, and the run waits for it with nothing else to do.
     wait_until("the run waits for its job", Duration::from_secs(30), || {
-        rt.block_on(text(&bucket, key))
+        env.text(key)
             .is_some_and(|t| t.contains("(job=job_") && t.ends_with("It said hi.\n\n@You:\n"))
     });
     fleet.0[0].kill().unwrap();
     let _ = fleet.0[0].wait();
     std::fs::write(&flag, "").unwrap();
-    fleet.0.push(worker());
+    fleet.0.push(env.worker(&model, "jobs", "2"));
     wait_until(
         "the Job Result is delivered",
         Duration::from_secs(30),
         || {
-            rt.block_on(text(&bucket, key)).is_some_and(|t| {
+            env.text(key).is_some_and(|t| {
                 t.contains("**Job Result:**") && t.ends_with("It said hi.\n\n@You:\n")
             })
         },
     );
-    let text = rt.block_on(text_of(&bucket, key));
+    let text = env.text_of(key);
     assert!(text.contains("finished-job"), "{text}");
     assert!(!text.contains("Job lost"), "{text}");
     terminate(&fleet.0[1]);
     assert!(fleet.0[1].wait().unwrap().success());
-    let record = rt
-        .block_on(flemma::object::read_lease(&bucket, &key.into()))
-        .unwrap()
-        .unwrap();
-    assert!(record.released, "{record:?}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(env.lease(key).released);
 }
