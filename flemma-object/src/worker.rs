@@ -267,6 +267,7 @@ impl Worker {
         // The version of each conversation last found with nothing to do.
         let mut idle: HashMap<ObjectPath, Option<String>> = HashMap::new();
         let mut running: HashSet<ObjectPath> = HashSet::new();
+        let mut last_runs: HashMap<ObjectPath, LastRun> = HashMap::new();
         let mut tasks = tokio::task::JoinSet::new();
         loop {
             if !shutdown.is_cancelled() && running.len() < self.options.concurrency {
@@ -285,6 +286,11 @@ impl Worker {
                             {
                                 continue;
                             }
+                            if last_runs.get(&key).is_some_and(|last| {
+                                last.backs_off(e_tag.as_deref(), self.options.poll_interval)
+                            }) {
+                                continue;
+                            }
                             match self.take(&key, &shutdown).await {
                                 Ok(Picked::Idle) => {
                                     idle.insert(key, e_tag);
@@ -292,6 +298,10 @@ impl Worker {
                                 Ok(Picked::Busy) => {}
                                 Ok(Picked::Leased(assignment, bucket)) => {
                                     idle.remove(&key);
+                                    last_runs
+                                        .entry(key.clone())
+                                        .and_modify(|last| last.again(e_tag.as_deref()))
+                                        .or_insert_with(|| LastRun::new(e_tag.clone()));
                                     running.insert(key.clone());
                                     tasks.spawn(supervise(
                                         Arc::clone(&runner),
@@ -316,6 +326,9 @@ impl Worker {
                 Some(done) = tasks.join_next(), if !tasks.is_empty() => {
                     if let Ok((key, finished)) = done {
                         running.remove(&key);
+                        if let Some(last) = last_runs.get_mut(&key) {
+                            last.ended = Some(tokio::time::Instant::now());
+                        }
                         on_finished(finished);
                     }
                 }
@@ -543,6 +556,56 @@ fn rotate<T>(mut found: Vec<T>) -> Vec<T> {
     found
 }
 
+/// A conversation's last run: the version it was taken at, when it ended, and how many runs
+/// in a row found it at that version. A run that left the conversation as it was (its
+/// provider failed, its calls are claimed by a live executor elsewhere on this machine) is not
+/// run again at once: the worker waits twice the poll interval, then twice as long after each
+/// such run, up to a minute, until the conversation changes.
+#[derive(Debug)]
+struct LastRun {
+    e_tag: Option<String>,
+    ended: Option<tokio::time::Instant>,
+    unchanged: u32,
+}
+
+/// The longest wait before a conversation left unchanged by its runs is run again.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+impl LastRun {
+    fn new(e_tag: Option<String>) -> Self {
+        Self {
+            e_tag,
+            ended: None,
+            unchanged: 0,
+        }
+    }
+
+    /// Taken again at `e_tag`.
+    fn again(&mut self, e_tag: Option<&str>) {
+        if self.e_tag.as_deref() == e_tag {
+            self.unchanged = self.unchanged.saturating_add(1);
+        } else {
+            self.e_tag = e_tag.map(str::to_owned);
+            self.unchanged = 0;
+        }
+        self.ended = None;
+    }
+
+    /// Whether a conversation now at `e_tag` waits before it is run again.
+    fn backs_off(&self, e_tag: Option<&str>, poll: Duration) -> bool {
+        let Some(ended) = self.ended else {
+            return false;
+        };
+        if e_tag.is_none() || self.e_tag.as_deref() != e_tag {
+            return false;
+        }
+        let wait = poll
+            .saturating_mul(2_u32.saturating_pow(self.unchanged.saturating_add(1)))
+            .min(MAX_BACKOFF);
+        ended.elapsed() < wait
+    }
+}
+
 enum Picked {
     Idle,
     Busy,
@@ -584,4 +647,45 @@ where
             recovered,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended_ago(last: &mut LastRun, seconds: u64) {
+        last.ended = tokio::time::Instant::now().checked_sub(Duration::from_secs(seconds));
+    }
+
+    #[test]
+    fn a_conversation_its_runs_left_unchanged_waits_longer_each_time_up_to_a_minute() {
+        let poll = Duration::from_secs(1);
+        let mut last = LastRun::new(Some("a".into()));
+        assert!(!last.backs_off(Some("a"), poll), "still running");
+        ended_ago(&mut last, 0);
+        assert!(last.backs_off(Some("a"), poll), "unchanged: waits 2 s");
+        assert!(!last.backs_off(Some("b"), poll), "changed: at once");
+        assert!(!last.backs_off(None, poll), "no version to compare");
+        ended_ago(&mut last, 3);
+        assert!(!last.backs_off(Some("a"), poll), "2 s passed");
+        last.again(Some("a"));
+        ended_ago(&mut last, 3);
+        assert!(
+            last.backs_off(Some("a"), poll),
+            "the second unchanged run: waits 4 s"
+        );
+        last.again(Some("b"));
+        ended_ago(&mut last, 3);
+        assert!(
+            !last.backs_off(Some("b"), poll),
+            "changed between: back to 2 s"
+        );
+        for _ in 0..100 {
+            last.again(Some("b"));
+        }
+        ended_ago(&mut last, 59);
+        assert!(last.backs_off(Some("b"), poll));
+        ended_ago(&mut last, 61);
+        assert!(!last.backs_off(Some("b"), poll), "at most a minute");
+    }
 }

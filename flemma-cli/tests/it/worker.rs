@@ -608,3 +608,156 @@ fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
     assert!(fleet.0[1].wait().unwrap().success());
     assert!(env.lease(key).released);
 }
+
+/// A TCP proxy to the S3 server on 127.0.0.1 whose link can be cut (every connection shut,
+/// new ones closed at once) and restored: a network partition between one host and the bucket.
+struct Partition {
+    address: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Partition {
+    fn to(endpoint: &str) -> Self {
+        use std::sync::atomic::Ordering;
+        let target: std::net::SocketAddr = endpoint.trim_start_matches("http://").parse().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (flag, streams) = (std::sync::Arc::clone(&cut), std::sync::Arc::clone(&open));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if flag.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(target) else {
+                    continue;
+                };
+                let mut open = streams.lock().unwrap();
+                open.extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Self { address, cut, open }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A network partition cuts a worker off from the bucket in the middle of a call, for longer
+/// than its lease (two machines: each worker has a working directory of its own): the worker stops writing (the call's result, which it has, is never put), a
+/// second worker takes the conversation over once the lease expired, answers the call as lost
+/// and finishes the conversation; when the link comes back the first worker's late writes are
+/// refused (its lease and its version of the transcript are stale) and it goes on as a worker.
+/// The transcript holds one answer for the call, the lost-call error, and is `flemma check`
+/// clean; the lease ends released by the second worker.
+#[test]
+fn a_partitioned_worker_never_writes_over_the_worker_that_took_over() {
+    let env = Env::new("worker-partition");
+    let model = mock_model::MockModel::start_with_command(1, "sleep 3; echo slept").unwrap();
+    let key = "split/a.chat";
+    env.create(key, "@You:\n[conversation split] Sleep a little.\n");
+    let partition = Partition::to(&env.endpoint);
+    let cut_off = |model: &mock_model::MockModel| {
+        flemma(&partition.endpoint(), &model.base_url(), &env.dir)
+            .args(["worker", "--store", &env.url("split")])
+            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
+            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+            .arg("--workdir")
+            .arg(env.dir.join("first-machine"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut fleet = Fleet(vec![cut_off(&model)]);
+    wait_until("the call is running", Duration::from_secs(30), || {
+        env.text(key)
+            .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1`"))
+    });
+    partition.cut();
+    // The first worker's lease expires (3 s) while it cannot reach the bucket.
+    std::thread::sleep(Duration::from_secs(4));
+    let log = env.dir.join("second.log");
+    fleet.0.push(
+        env.flemma(&model)
+            .args(["worker", "--store", &env.url("split")])
+            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
+            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+            .arg("--workdir")
+            .arg(env.dir.join("second-machine"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let finished = wait_for(Duration::from_secs(30), || {
+        env.text(key).is_some_and(|t| finished_once(&t))
+    });
+    assert!(
+        finished,
+        "the second worker did not finish it: {:?}\n{}",
+        env.text(key),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    partition.restore();
+    // The first worker's retries reach the bucket again and are refused.
+    std::thread::sleep(Duration::from_secs(5));
+    let text = env.text_of(key);
+    assert!(finished_once(&text), "{text}");
+    assert!(
+        !text.contains("```\nslept\n```"),
+        "the cut-off worker's result was written: {text}"
+    );
+    assert!(
+        text.contains("Tool execution lost: session ended before completion."),
+        "{text}"
+    );
+    for worker in &fleet.0 {
+        terminate(worker);
+    }
+    for worker in &mut fleet.0 {
+        let status = worker.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
+    assert_eq!(env.text_of(key), text, "nothing written after");
+    let file = env.dir.join("split.chat");
+    std::fs::write(&file, &text).unwrap();
+    let check = Command::new(env!("CARGO_BIN_EXE_flemma"))
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}");
+    assert!(env.lease(key).released);
+}
+
+/// One answer to the one call, then the model's last answer.
+fn finished_once(text: &str) -> bool {
+    text.matches("**Tool Result:** `toolu_mock_1`").count() == 1
+        && text.ends_with("@Assistant:\nIt said hi.\n\n@You:\n")
+}
