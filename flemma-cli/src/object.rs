@@ -66,7 +66,14 @@ pub(crate) fn open_for_run(args: &RunArgs) -> Result<Option<ObjectRun>, Failure>
             "--output is for files; {url} is written in place"
         )));
     }
-    let bucket = bucket(&url)?;
+    take_object(&url).map(Some)
+}
+
+/// The conversation at `url` under this process's lease (renewed until
+/// [`ObjectRun::release`]), the calls a dead holder left answered; exit 1 when another live
+/// host holds it.
+fn take_object(url: &ObjectUrl) -> Result<ObjectRun, Failure> {
+    let bucket = bucket(url)?;
     let holder = WorkerOptions::new().holder;
     let runtime = crate::tools::runtime()?;
     let taken = runtime
@@ -104,11 +111,34 @@ pub(crate) fn open_for_run(args: &RunArgs) -> Result<Option<ObjectRun>, Failure>
         done.clone(),
         assignment.stop.clone(),
     ));
-    Ok(Some(ObjectRun {
+    Ok(ObjectRun {
         assignment,
         done,
         renewals,
-    }))
+    })
+}
+
+/// `flemma approve|reject|approve-all s3://…`: the action on the conversation under its lease
+/// (so that no worker runs it meanwhile), after the recovery of its jobs, as for a file; a
+/// worker then runs the approved calls. `None` when FILE is a path.
+pub(crate) fn act(
+    file: &std::path::Path,
+    action: &crate::tools::Action<'_>,
+    settings: &Settings,
+) -> Result<Option<u8>, Failure> {
+    let Some(text) = file.to_str().filter(|t| ObjectUrl::is_object_url(t)) else {
+        return Ok(None);
+    };
+    let url = ObjectUrl::parse(text).map_err(usage)?;
+    let config = settings.load()?;
+    let registry = crate::tools::registry(&config)?;
+    let run = take_object(&url)?;
+    let executor = crate::run::executor(run.conversation(), registry, config).build();
+    let runtime = crate::tools::runtime()?;
+    let result = crate::tools::act_on(&executor, action, &runtime);
+    runtime.block_on(run.release());
+    result.map_err(|e| crate::tools::executor_failure(std::path::Path::new(text), e))?;
+    Ok(Some(0))
 }
 
 /// A failure's error, for a runner's report.

@@ -154,7 +154,7 @@ fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
 }
 
 /// Maps an executor error to a failure that names the file.
-fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure {
+pub(crate) fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure {
     use flemma::tools::ExecutorError::Transcript;
     use flemma::tools::transcript::TranscriptError;
     match error {
@@ -325,7 +325,22 @@ pub(crate) enum Action<'a> {
 /// `flemma approve FILE ID`, `flemma reject FILE ID [--message TEXT]`, `flemma approve-all
 /// FILE`: rewrite status suffixes (spec §7.1).
 pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Result<u8, Failure> {
+    #[cfg(feature = "object-store")]
+    if let Some(code) = crate::object::act(file, action, settings)? {
+        return Ok(code);
+    }
     let executor = executor(file, settings)?;
+    act_on(&executor, action, &*runtime()?).map_err(|e| executor_failure(file, e))?;
+    Ok(0)
+}
+
+/// `action` on `executor`'s conversation, after the recovery of its jobs; the executor's
+/// notices printed.
+pub(crate) fn act_on(
+    executor: &Executor,
+    action: &Action<'_>,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), flemma::tools::ExecutorError> {
     let work = async {
         // Opening a transcript to write it recovers its jobs first.
         executor.recover().await?;
@@ -335,10 +350,9 @@ pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Resu
             Action::ApproveAll => executor.approve_all_pending().await,
         }
     };
-    let (result, notices) = runtime()?.block_on(notices::collect(&executor, work));
+    let (result, notices) = runtime.block_on(notices::collect(executor, work));
     notices.print();
-    result.map_err(|e| executor_failure(file, e))?;
-    Ok(0)
+    result
 }
 
 /// `flemma check`'s warnings about calls in progress: a result block that is still the empty

@@ -761,3 +761,63 @@ fn finished_once(text: &str) -> bool {
     text.matches("**Tool Result:** `toolu_mock_1`").count() == 1
         && text.ends_with("@Assistant:\nIt said hi.\n\n@You:\n")
 }
+
+/// A person approves a call on the bucket: a worker that leaves approval to people (`--approve
+/// none`) stops at the pending call; `flemma approve s3://… ID` marks it approved under the
+/// conversation's lease; the worker sees the change, runs the call and the conversation ends.
+#[test]
+fn flemma_approve_of_an_object_lets_a_worker_run_the_call() {
+    let env = Env::new("worker-approve");
+    let model = mock_model::MockModel::start_with_command(1, "echo approved-run").unwrap();
+    let key = "approve/a.chat";
+    env.create(key, "@You:\nRun it once I say so.\n");
+    let mut fleet = Fleet(vec![
+        env.flemma(&model)
+            .args(["worker", "--store", &env.url("approve")])
+            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
+            .args(["--approve", "none", "--set", "sandbox.enabled=false"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ]);
+    wait_until(
+        "the call waits for approval",
+        Duration::from_secs(30),
+        || {
+            env.text(key)
+                .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1` (pending)"))
+        },
+    );
+    // The worker's run has ended (it waits for no one): the lease is released.
+    wait_until("the lease is released", Duration::from_secs(10), || {
+        env.lease(key).released
+    });
+    assert!(!env.text_of(key).contains("approved-run\n```"));
+    let out = env
+        .flemma(&model)
+        .args(["approve", &env.url(key), "toolu_mock_1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    wait_until(
+        "the worker runs the approved call",
+        Duration::from_secs(30),
+        || {
+            env.text(key).is_some_and(|t| {
+                t.contains("```\napproved-run\n```") && t.ends_with("It said hi.\n\n@You:\n")
+            })
+        },
+    );
+    terminate(&fleet.0[0]);
+    assert!(fleet.0[0].wait().unwrap().success());
+    assert!(env.lease(key).released);
+    // An unknown call is the spec's error, exit 1, and the lease is given back.
+    let out = env
+        .flemma(&model)
+        .args(["approve", &env.url(key), "toolu_nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(env.lease(key).released);
+}
