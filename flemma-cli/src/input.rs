@@ -37,6 +37,12 @@ pub(crate) enum InputError {
     },
     #[error("cannot read {name}: larger than {} MiB, the most a transcript may be", MAX_INPUT_BYTES >> 20)]
     TooLarge { name: String },
+    #[error(
+        "{name} is an object's URL: `run`, `worker`, `store path`, `approve`, `reject` and \
+         `approve-all` take one{}; this command reads files",
+        if cfg!(feature = "object-store") { "" } else { " (in a build with the object-store feature)" }
+    )]
+    ObjectUrl { name: String },
 }
 
 /// A transcript's text and where it came from.
@@ -61,6 +67,10 @@ impl Input {
             });
         }
         let name = file.display().to_string();
+        // Not a file that happens to be missing: say what the user can do instead.
+        if name.starts_with("s3://") {
+            return Err(InputError::ObjectUrl { name });
+        }
         let mut opened = open_regular(file, &name)?;
         let text = read_text(&mut opened, &name)?;
         Ok(Self {

@@ -426,6 +426,17 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
         let out = run(&[bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
     }
+    // The commands that read files say so, rather than that no such file exists.
+    let out = env
+        .flemma(&model)
+        .args(["check", "s3://chats/a.chat"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is an object's URL: `run`"),
+        "{out:?}"
+    );
     let key = "held/a.chat";
     let url = env.url(key);
     let out = run(&[&url, "--output", "x.chat"]);
