@@ -27,6 +27,27 @@ fn usage(error: impl Into<anyhow::Error>) -> Failure {
     Failure::usage(error.into())
 }
 
+/// `error`, with a word on where the credentials came from when the environment names none
+/// (the client then asks the instance metadata service, which answers only on a cloud host).
+fn with_hint(error: anyhow::Error) -> anyhow::Error {
+    const CREDENTIALS: [&str; 4] = [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ];
+    if CREDENTIALS
+        .iter()
+        .any(|var| std::env::var_os(var).is_some())
+    {
+        return error;
+    }
+    error.context(
+        "no AWS credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+         or a container or web identity): they were asked of the instance metadata service",
+    )
+}
+
 /// The bucket of `url`, its client from the environment.
 fn bucket(url: &ObjectUrl) -> Result<Bucket, Failure> {
     Bucket::from_env(url.bucket()).map_err(usage)
@@ -84,7 +105,7 @@ fn take_object(url: &ObjectUrl) -> Result<ObjectRun, Failure> {
             RUN_LEASE,
             Some(&workdir()?),
         ))
-        .map_err(|e| failed(e.into()))?;
+        .map_err(|e| failed(with_hint(e.into())))?;
     let assignment = match taken {
         Taken::Leased(assignment) => assignment,
         Taken::Busy(record) => {
@@ -294,7 +315,7 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
         result
     });
     drop(runtime);
-    served.map_err(|e| failed(e.into()))?;
+    served.map_err(|e| failed(with_hint(e.into())))?;
     stderr(&format!("worker {holder}: stopped"));
     Ok(0)
 }
@@ -414,7 +435,7 @@ pub(crate) fn place(file: &std::path::Path) -> Result<Option<ObjectPlace>, Failu
             source: flemma::object::object_store::Error::NotFound { .. },
             ..
         }) => None,
-        Err(error) => return Err(failed(error.into())),
+        Err(error) => return Err(failed(with_hint(error.into()))),
     };
     Ok(Some(ObjectPlace {
         local,
