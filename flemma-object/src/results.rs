@@ -130,9 +130,11 @@ impl BucketResults {
         Some(path)
     }
 
-    /// Copies the files written since the last call to the bucket (one `PUT` each). A file
+    /// Copies the files written since the last call to the bucket (one `PUT` each; a
+    /// multipart upload, streamed from the file, for one larger than [`SINGLE_PUT`]). A file
     /// that cannot be read or put stays noted, and the error is returned: the transcript that
-    /// names it is not put.
+    /// names it is not put. A file that no longer exists here is dropped from the notes (with
+    /// a warning): there is nothing left to copy.
     pub(crate) async fn upload(&self, bucket: &Bucket) -> Result<usize, ObjectError> {
         let noted: Vec<PathBuf> =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
@@ -144,30 +146,26 @@ impl BucketResults {
                 tracing::debug!(path = %path.display(), "kept on this machine: not under the store prefix");
                 continue;
             };
-            let done = match tokio::fs::read(path).await {
-                Ok(content) => bucket
-                    .store()
-                    .put(&key, PutPayload::from(content))
-                    .await
-                    .map(drop)
-                    .map_err(|e| ObjectError::request(bucket.url(&key), "put", e)),
-                Err(source) => Err(ObjectError::Results {
-                    path: path.clone(),
-                    source,
-                }),
-            };
-            if let Err(error) = done {
-                let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-                pending.extend(noted[at..].iter().cloned());
-                return Err(error);
+            match upload_file(bucket, path, &key).await {
+                Ok(()) => copied += 1,
+                Err(ObjectError::Results { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    tracing::warn!(path = %path.display(), "a stored result is gone before it was copied to the bucket");
+                }
+                Err(error) => {
+                    let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                    pending.extend(noted[at..].iter().cloned());
+                    return Err(error);
+                }
             }
-            copied += 1;
         }
         Ok(copied)
     }
 
     /// Copies the bucket's results of the conversation to the local store directory (one
-    /// `LIST`, and one `GET` for each file missing here or of another size).
+    /// `LIST`, and one `GET` for each file missing here or of another size, streamed to a
+    /// hidden temporary file beside it and renamed into place).
     pub(crate) async fn download(&self, bucket: &Bucket) -> Result<usize, ObjectError> {
         let store = bucket.store();
         let listed: Vec<_> = store
@@ -184,31 +182,98 @@ impl BucketResults {
             if size == Some(meta.size) {
                 continue;
             }
-            let url = bucket.url(&meta.location);
-            let bytes = store
-                .get(&meta.location)
-                .await
-                .map_err(|e| ObjectError::request(url.clone(), "get", e))?
-                .bytes()
-                .await
-                .map_err(|e| ObjectError::request(url, "get", e))?;
-            let target = path.clone();
-            tokio::task::spawn_blocking(move || {
-                flemma_store::write_atomic(&target, &bytes, &flemma_store::NoBackup)
-            })
-            .await
-            .map_err(|e| ObjectError::Results {
-                path: path.clone(),
-                source: std::io::Error::other(e),
-            })?
-            .map_err(|e| ObjectError::Results {
-                path: path.clone(),
-                source: std::io::Error::other(e),
-            })?;
+            download_file(bucket, &meta.location, &path).await?;
             copied += 1;
         }
         Ok(copied)
     }
+}
+
+/// The largest file copied to the bucket by one `PUT`; a larger one goes up in parts of this
+/// size, read from the file as they are sent (at most two in flight), so that a result of any
+/// size is copied in bounded memory.
+pub(crate) const SINGLE_PUT: usize = 8 << 20;
+
+async fn upload_file(bucket: &Bucket, path: &Path, key: &ObjectPath) -> Result<(), ObjectError> {
+    use tokio::io::AsyncReadExt as _;
+    let local = |source| ObjectError::Results {
+        path: path.to_owned(),
+        source,
+    };
+    let remote = |e| ObjectError::request(bucket.url(key), "put", e);
+    let mut file = tokio::fs::File::open(path).await.map_err(local)?;
+    let size = file.metadata().await.map_err(local)?.len();
+    if size <= SINGLE_PUT as u64 {
+        let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.read_to_end(&mut content).await.map_err(local)?;
+        bucket
+            .store()
+            .put(key, PutPayload::from(content))
+            .await
+            .map_err(remote)?;
+        return Ok(());
+    }
+    let upload = bucket.store().put_multipart(key).await.map_err(remote)?;
+    let mut parts = object_store::WriteMultipart::new_with_chunk_size(upload, SINGLE_PUT);
+    let mut chunk = vec![0_u8; 1 << 20];
+    loop {
+        let n = match file.read(&mut chunk).await {
+            Ok(n) => n,
+            Err(source) => {
+                let _ = parts.abort().await;
+                return Err(local(source));
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        if let Err(e) = parts.wait_for_capacity(2).await {
+            return Err(remote(e));
+        }
+        parts.write(&chunk[..n]);
+    }
+    parts.finish().await.map_err(remote)?;
+    Ok(())
+}
+
+async fn download_file(
+    bucket: &Bucket,
+    location: &ObjectPath,
+    path: &Path,
+) -> Result<(), ObjectError> {
+    use futures_util::StreamExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    let url = bucket.url(location);
+    let local = |source| ObjectError::Results {
+        path: path.to_owned(),
+        source,
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = path.with_file_name(format!(".{name}.download-{}", std::process::id()));
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await.map_err(local)?;
+    }
+    let got = bucket
+        .store()
+        .get(location)
+        .await
+        .map_err(|e| ObjectError::request(url.clone(), "get", e))?;
+    let mut stream = got.into_stream();
+    let mut file = tokio::fs::File::create(&temp).await.map_err(local)?;
+    let written = async {
+        while let Some(bytes) = stream.next().await {
+            let bytes = bytes.map_err(|e| ObjectError::request(url.clone(), "get", e))?;
+            file.write_all(&bytes).await.map_err(local)?;
+        }
+        file.sync_all().await.map_err(local)?;
+        drop(file);
+        tokio::fs::rename(&temp, path).await.map_err(local)
+    }
+    .await;
+    if written.is_err() {
+        let _ = tokio::fs::remove_file(&temp).await;
+    }
+    written
 }
 
 /// The store's writes: to the file, then noted for the next upload.

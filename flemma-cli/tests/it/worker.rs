@@ -472,14 +472,15 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
     env.rt.block_on(lease.release()).unwrap();
 }
 
-/// A result the store keeps (a command's output too long for the transcript) is copied to the
-/// bucket beside the conversation, under `.flemma/NAME/`, by the time the transcript naming it
+/// A result the store keeps (a command's output too long for the transcript, here larger
+/// than one put, so copied in parts) is copied to the bucket beside the conversation, under `.flemma/NAME/`, by the time the transcript naming it
 /// is; a host that takes the conversation later without the file (another machine) gets it
 /// back at the path the transcript names.
 #[test]
 fn a_stored_result_travels_with_its_conversation() {
     let env = Env::new("run-results");
-    let model = mock_model::MockModel::start_with_command(1, "seq 1 30000").unwrap();
+    // 10.9 MB: more than one put's worth, so it goes up in parts.
+    let model = mock_model::MockModel::start_with_command(1, "seq 1 1500000").unwrap();
     let key = "results/long.chat";
     let url = env.url(key);
     let result = "results/.flemma/long.chat/tool_bash_toolu_mock_1.txt";
@@ -494,7 +495,7 @@ fn a_stored_result_travels_with_its_conversation() {
     assert!(out.status.success(), "{out:?}");
     let local = env.dir.join(env.bucket.name()).join(result);
     let full = std::fs::read_to_string(&local).unwrap();
-    assert_eq!(full.lines().count(), 30000);
+    assert_eq!(full.lines().count(), 1_500_000);
     let text = env.text_of(key);
     assert!(
         text.contains(&local.display().to_string()),
@@ -519,6 +520,12 @@ fn a_stored_result_travels_with_its_conversation() {
         full,
         "copied back"
     );
+    let left: Vec<_> = std::fs::read_dir(local.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
     // `flemma store path` names the result where it is kept: on the bucket.
     let out = env
         .flemma(&model)
