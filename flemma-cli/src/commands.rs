@@ -46,6 +46,15 @@ pub(crate) fn store_path(
         |place| place.local.clone(),
     );
     #[cfg(not(feature = "object-store"))]
+    if file.to_string_lossy().starts_with("s3://") {
+        return Err(Failure::usage(
+            crate::input::InputError::ObjectUrl {
+                name: file.display().to_string(),
+            }
+            .into(),
+        ));
+    }
+    #[cfg(not(feature = "object-store"))]
     let chat = flemma::config::conversation_path(file);
     let mut config = settings.load()?;
     // The conversation's own frontmatter may override `tools.store`.
