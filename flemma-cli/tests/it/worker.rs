@@ -600,7 +600,17 @@ fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
     let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
     let key = "jobs/long.chat";
     env.create(key, "@You:\nRun it in the background.\n");
-    let mut fleet = Fleet(vec![env.worker(&model, "jobs", "2")]);
+    let worker = |n: usize| {
+        env.flemma(&model)
+            .args(["worker", "--store", &env.url("jobs"), "-v"])
+            .args(["--lease-seconds", "2", "--poll-seconds", "0.2"])
+            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(env.dir.join(format!("worker{n}.log"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut fleet = Fleet(vec![worker(1)]);
     // The job runs, and the run waits for it with nothing else to do.
     wait_until("the run waits for its job", Duration::from_secs(30), || {
         env.text(key)
@@ -609,16 +619,37 @@ fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
     fleet.0[0].kill().unwrap();
     let _ = fleet.0[0].wait();
     std::fs::write(&flag, "").unwrap();
-    fleet.0.push(env.worker(&model, "jobs", "2"));
-    wait_until(
-        "the Job Result is delivered",
-        Duration::from_secs(30),
-        || {
-            env.text(key).is_some_and(|t| {
-                t.contains("**Job Result:**") && t.ends_with("It said hi.\n\n@You:\n")
+    fleet.0.push(worker(2));
+    let delivered = wait_for(Duration::from_secs(30), || {
+        env.text(key)
+            .is_some_and(|t| t.contains("**Job Result:**") && t.ends_with("It said hi.\n\n@You:\n"))
+    });
+    if !delivered {
+        // What each worker said, and what the journal holds.
+        let log = |n: usize| {
+            std::fs::read_to_string(env.dir.join(format!("worker{n}.log"))).unwrap_or_default()
+        };
+        let jobs = env
+            .dir
+            .join(env.bucket.name())
+            .join("jobs/.flemma/long.chat/jobs");
+        let journal: Vec<_> = std::fs::read_dir(&jobs)
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .map(|e| {
+                        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                        format!("{}: {text}", e.file_name().to_string_lossy())
+                    })
+                    .collect()
             })
-        },
-    );
+            .unwrap_or_default();
+        panic!(
+            "the Job Result was not delivered within 30 s\n--- transcript\n{:?}\n--- worker 1\n{}\n--- worker 2\n{}\n--- journal\n{journal:#?}",
+            env.text(key),
+            log(1),
+            log(2)
+        );
+    }
     let text = env.text_of(key);
     assert!(text.contains("finished-job"), "{text}");
     assert!(!text.contains("Job lost"), "{text}");
