@@ -53,12 +53,23 @@ pub(crate) fn server() -> &'static Server {
     SERVER.get_or_init(start)
 }
 
-/// A new bucket on the server (its name unique in this process), and its client.
+/// A server of its own, for a test whose load would slow the others' requests (the server
+/// answers one request at a time); it stops when dropped (its standard input closes).
+#[allow(dead_code, reason = "only the fleet test starts a server of its own")]
+pub(crate) fn start_own() -> Server {
+    start()
+}
+
+/// A new bucket on the shared server (its name unique in this process), and its client.
 pub(crate) async fn bucket() -> Bucket {
+    bucket_on(server()).await
+}
+
+/// A new bucket on `server` (its name unique in this process), and its client.
+pub(crate) async fn bucket_on(server: &Server) -> Bucket {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!("flemma-it-{}-{n}", std::process::id());
-    let server = server();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let created = reqwest::Client::new()
         .put(format!("{}/{name}", server.endpoint))
