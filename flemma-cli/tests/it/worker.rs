@@ -390,15 +390,30 @@ impl Env {
         flemma(&self.endpoint, &model.base_url(), &self.dir)
     }
 
-    /// `flemma worker` on `prefix` (leases of `lease_seconds`, every call approved, no
-    /// sandbox), its output discarded.
-    fn worker(&self, model: &mock_model::MockModel, prefix: &str, lease_seconds: &str) -> Child {
-        self.flemma(model)
+    /// `flemma worker` on `prefix` through `endpoint` (leases of `lease_seconds`, a look every
+    /// 0.2 s, calls approved as `approve` says, no sandbox), its output discarded; the caller
+    /// adds what else it needs.
+    fn worker_command(
+        &self,
+        endpoint: &str,
+        model: &mock_model::MockModel,
+        prefix: &str,
+        lease_seconds: &str,
+        approve: &str,
+    ) -> Command {
+        let mut command = flemma(endpoint, &model.base_url(), &self.dir);
+        command
             .args(["worker", "--store", &self.url(prefix)])
             .args(["--lease-seconds", lease_seconds, "--poll-seconds", "0.2"])
-            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+            .args(["--approve", approve, "--set", "sandbox.enabled=false"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    /// [`worker_command`](Self::worker_command) with every call approved, started.
+    fn worker(&self, model: &mock_model::MockModel, prefix: &str, lease_seconds: &str) -> Child {
+        self.worker_command(&self.endpoint, model, prefix, lease_seconds, "all")
             .spawn()
             .unwrap()
     }
@@ -473,6 +488,30 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
         "{record:?}"
     );
     env.rt.block_on(lease.release()).unwrap();
+    // An object that is not UTF-8 text is refused before anything runs, and its lease (taken
+    // before it was read) is not left held.
+    let binary = "held/binary.chat";
+    env.rt
+        .block_on(
+            env.bucket
+                .store()
+                .put(&binary.into(), b"@You:\nhi \xff\xfe\n".to_vec().into()),
+        )
+        .unwrap();
+    let out = run(&[&env.url(binary)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not UTF-8"),
+        "{out:?}"
+    );
+    assert_eq!(model.requests(), 0, "nothing was sent");
+    assert!(
+        env.rt
+            .block_on(flemma::object::read_lease(&env.bucket, &binary.into()))
+            .unwrap()
+            .is_none_or(|record| record.released),
+        "a lease is left held"
+    );
 }
 
 /// A result the store keeps (a command's output too long for the transcript, here larger
@@ -604,11 +643,8 @@ fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
     let key = "jobs/long.chat";
     env.create(key, "@You:\nRun it in the background.\n");
     let worker = |n: usize| {
-        env.flemma(&model)
-            .args(["worker", "--store", &env.url("jobs"), "-v"])
-            .args(["--lease-seconds", "2", "--poll-seconds", "0.2"])
-            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
-            .stdout(Stdio::null())
+        env.worker_command(&env.endpoint, &model, "jobs", "2", "all")
+            .arg("-v")
             .stderr(std::fs::File::create(env.dir.join(format!("worker{n}.log"))).unwrap())
             .spawn()
             .unwrap()
@@ -734,19 +770,13 @@ fn a_partitioned_worker_never_writes_over_the_worker_that_took_over() {
     let key = "split/a.chat";
     env.create(key, "@You:\n[conversation split] Sleep a little.\n");
     let partition = Partition::to(&env.endpoint);
-    let cut_off = |model: &mock_model::MockModel| {
-        flemma(&partition.endpoint(), &model.base_url(), &env.dir)
-            .args(["worker", "--store", &env.url("split")])
-            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
-            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+    let mut fleet = Fleet(vec![
+        env.worker_command(&partition.endpoint(), &model, "split", "3", "all")
             .arg("--workdir")
             .arg(env.dir.join("first-machine"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .spawn()
-            .unwrap()
-    };
-    let mut fleet = Fleet(vec![cut_off(&model)]);
+            .unwrap(),
+    ]);
     wait_until("the call is running", Duration::from_secs(30), || {
         env.text(key)
             .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1`"))
@@ -756,13 +786,9 @@ fn a_partitioned_worker_never_writes_over_the_worker_that_took_over() {
     std::thread::sleep(Duration::from_secs(4));
     let log = env.dir.join("second.log");
     fleet.0.push(
-        env.flemma(&model)
-            .args(["worker", "--store", &env.url("split")])
-            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
-            .args(["--approve", "all", "--set", "sandbox.enabled=false"])
+        env.worker_command(&env.endpoint, &model, "split", "3", "all")
             .arg("--workdir")
             .arg(env.dir.join("second-machine"))
-            .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap(),
@@ -824,12 +850,7 @@ fn flemma_approve_of_an_object_lets_a_worker_run_the_call() {
     let key = "approve/a.chat";
     env.create(key, "@You:\nRun it once I say so.\n");
     let mut fleet = Fleet(vec![
-        env.flemma(&model)
-            .args(["worker", "--store", &env.url("approve")])
-            .args(["--lease-seconds", "3", "--poll-seconds", "0.2"])
-            .args(["--approve", "none", "--set", "sandbox.enabled=false"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        env.worker_command(&env.endpoint, &model, "approve", "3", "none")
             .spawn()
             .unwrap(),
     ]);
