@@ -58,6 +58,7 @@ pub(crate) struct ObjectRun {
     assignment: Assignment,
     done: CancellationToken,
     renewals: tokio::task::JoinHandle<()>,
+    announcing: tokio::task::JoinHandle<()>,
 }
 
 impl ObjectRun {
@@ -69,6 +70,7 @@ impl ObjectRun {
     pub(crate) async fn release(self) {
         self.done.cancel();
         let _ = self.renewals.await;
+        let _ = self.announcing.await;
         if let Err(error) = self.assignment.lease.release().await {
             tracing::warn!(%error, "lease not released");
         }
@@ -97,13 +99,20 @@ fn take_object(url: &ObjectUrl) -> Result<ObjectRun, Failure> {
     let bucket = bucket(url)?;
     let holder = WorkerOptions::new().holder;
     let runtime = crate::tools::runtime()?;
+    let workdir = workdir()?;
+    // This host on its machine (the working directory): its jobs' journal names it.
+    let machine = Arc::new(
+        flemma::object::Machine::of_workdir(&bucket, &workdir, RUN_LEASE)
+            .map_err(|e| failed(e.into()))?,
+    );
     let taken = runtime
         .block_on(flemma::object::take(
             &bucket,
             url.key(),
             &holder,
             RUN_LEASE,
-            Some(&workdir()?),
+            Some(&workdir),
+            Some(Arc::clone(&machine)),
         ))
         .map_err(|e| failed(with_hint(e.into())))?;
     let assignment = match taken {
@@ -132,10 +141,13 @@ fn take_object(url: &ObjectUrl) -> Result<ObjectRun, Failure> {
         done.clone(),
         assignment.stop.clone(),
     ));
+    let until = done.clone();
+    let announcing = runtime.spawn(async move { machine.keep_announced(until).await });
     Ok(ObjectRun {
         assignment,
         done,
         renewals,
+        announcing,
     })
 }
 

@@ -12,7 +12,9 @@ use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use crate::bucket::Bucket;
 use crate::error::ObjectError;
+use crate::journal::BucketJournal;
 use crate::lease::Lease;
+use crate::machine::Machine;
 use crate::results::{BucketResults, Writes};
 
 /// A conversation whose text is one object of a bucket.
@@ -63,6 +65,7 @@ pub struct ObjectConversation {
     lease: Option<Arc<Lease>>,
     local: Option<std::path::PathBuf>,
     results: Option<Arc<BucketResults>>,
+    machine: Option<Arc<Machine>>,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -137,6 +140,7 @@ impl ObjectConversation {
             lease: None,
             local: None,
             results: None,
+            machine: None,
             state: tokio::sync::Mutex::new(State {
                 snapshot: Snapshot {
                     text: Arc::new(text),
@@ -179,6 +183,18 @@ impl ObjectConversation {
         let path = std::path::absolute(&path).unwrap_or(path);
         self.results = Some(Arc::new(BucketResults::new(&path, &self.key)));
         self.local = Some(path);
+        self
+    }
+
+    /// Keeps the conversation's job journal on the bucket, as a host of `machine`
+    /// ([`BucketJournal`]: `dir/.flemma/name.chat/jobs/`), so that a host of another machine
+    /// that runs it later finds its jobs: left to `machine` while a host of it lives, answered
+    /// lost after. Without a machine, the journal is kept in files beside the conversation's
+    /// local path, seen by this machine only. Needs a local path
+    /// ([`with_local_path`](Self::with_local_path)), where the jobs' output stays.
+    #[must_use]
+    pub fn with_machine(mut self, machine: Arc<Machine>) -> Self {
+        self.machine = Some(machine);
         self
     }
 
@@ -401,6 +417,19 @@ impl Conversation for ObjectConversation {
 
     fn path(&self) -> Option<&std::path::Path> {
         self.local.as_deref()
+    }
+
+    fn job_journal(
+        &self,
+        store_dir: &std::path::Path,
+    ) -> Option<Arc<dyn flemma_tools::jobs::JobJournal>> {
+        let machine = Arc::clone(self.machine.as_ref()?);
+        Some(Arc::new(BucketJournal::new(
+            &self.bucket,
+            machine,
+            &self.key,
+            store_dir,
+        )))
     }
 
     fn store_writes(&self) -> Option<Arc<dyn flemma_store::StoreWrites>> {

@@ -10,6 +10,9 @@
 //!   before each transcript put and copied back when a host takes it.
 //! - [`Lease`]: `dir/.flemma/name.chat/lease.json`, taken by a conditional create (or a
 //!   conditional replace of an expired one), renewed by its holder, released after.
+//! - [`BucketJournal`]: the conversation's background jobs, `dir/.flemma/name.chat/jobs/`,
+//!   each entry naming the [`Machine`] whose process runs the job; hosts say they live under
+//!   `.flemma-hosts/`.
 //! - [`Worker`]: picks the ready conversations, leases each, answers the calls a dead holder
 //!   left running ([`flemma_tools::answer_interrupted`]), runs the host's runner (a session),
 //!   releases the lease.
@@ -20,14 +23,18 @@
 mod bucket;
 mod conversation;
 mod error;
+mod journal;
 mod lease;
+mod machine;
 mod results;
 mod worker;
 
 pub use bucket::{Bucket, ObjectUrl, RequestCounts};
 pub use conversation::ObjectConversation;
 pub use error::ObjectError;
+pub use journal::{BucketJournal, journal_prefix};
 pub use lease::{Acquired, LEASE_FILE, Lease, LeaseRecord, lease_key, read_lease, store_prefix};
+pub use machine::{HOSTS_PREFIX, HostRecord, Machine};
 pub use results::result_key;
 pub use worker::{
     Assignment, Finished, Taken, Worker, WorkerOptions, is_ready, keep, local_path, take,

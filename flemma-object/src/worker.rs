@@ -16,6 +16,7 @@ use crate::bucket::{Bucket, RequestCounts};
 use crate::conversation::ObjectConversation;
 use crate::error::ObjectError;
 use crate::lease::{Acquired, Lease, LeaseRecord};
+use crate::machine::Machine;
 
 /// How a [`Worker`] runs.
 #[derive(Debug, Clone)]
@@ -263,6 +264,43 @@ impl Worker {
     {
         // The prefix must be readable at all.
         self.conversations().await?;
+        // This host, on its machine: the job journals of the conversations it runs name it.
+        let machine = match &self.options.workdir {
+            Some(workdir) => Some(Arc::new(Machine::of_workdir(
+                &self.bucket,
+                workdir,
+                self.options.lease_ttl,
+            )?)),
+            None => None,
+        };
+        let announced = CancellationToken::new();
+        let announcing = machine.as_ref().map(|machine| {
+            let machine = Arc::clone(machine);
+            let until = announced.clone();
+            tokio::spawn(async move { machine.keep_announced(until).await })
+        });
+        let ran = self
+            .serve(runner, &mut on_finished, &shutdown, machine.as_ref())
+            .await;
+        announced.cancel();
+        if let Some(announcing) = announcing {
+            let _ = announcing.await;
+        }
+        ran
+    }
+
+    async fn serve<R, F, N>(
+        &self,
+        runner: R,
+        on_finished: &mut N,
+        shutdown: &CancellationToken,
+        machine: Option<&Arc<Machine>>,
+    ) -> Result<(), ObjectError>
+    where
+        R: Fn(Assignment) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>> + Send + 'static,
+        N: FnMut(Finished),
+    {
         let runner = Arc::new(runner);
         // The version of each conversation last found with nothing to do.
         let mut idle: HashMap<ObjectPath, Option<String>> = HashMap::new();
@@ -291,7 +329,7 @@ impl Worker {
                             }) {
                                 continue;
                             }
-                            match self.take(&key, &shutdown).await {
+                            match self.take(&key, shutdown, machine).await {
                                 Ok(Picked::Idle) => {
                                     idle.insert(key, e_tag);
                                 }
@@ -338,25 +376,25 @@ impl Worker {
         }
     }
 
-    /// Whether a background job of the conversation `key` finished on this machine and its
-    /// result waits to be delivered: its journal, in the conversation's local store directory
-    /// (`WORKDIR/BUCKET/DIR/.flemma/NAME/jobs/`), says so. A job's journal and process are
-    /// this machine's: another machine's jobs are not seen. False without a workdir.
+    /// Whether a background job of the conversation `key` ended on this machine and its
+    /// result waits to be delivered: its exit file is in the conversation's local store
+    /// directory (`WORKDIR/BUCKET/DIR/.flemma/NAME/jobs/J.exit`, removed once the Job Result
+    /// is written). A job's process and files are this machine's: only a host here can
+    /// deliver it. False without a workdir.
     async fn jobs_waiting(&self, key: &ObjectPath) -> bool {
         let Some(workdir) = &self.options.workdir else {
             return false;
         };
         let store_dir = crate::results::local_store_dir(&chat_path(workdir, &self.bucket, key));
-        if !tokio::fs::try_exists(store_dir.join("jobs"))
-            .await
-            .unwrap_or(false)
-        {
+        let Ok(mut entries) = tokio::fs::read_dir(store_dir.join("jobs")).await else {
             return false;
+        };
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            if entry.path().extension().is_some_and(|e| e == "exit") {
+                return true;
+            }
         }
-        flemma_tools::jobs::journaled(&store_dir)
-            .await
-            .iter()
-            .any(|job| job.state == flemma_tools::jobs::JobState::Completed)
+        false
     }
 
     /// Reads `key`; when it is ready, takes its lease and answers what a dead holder left.
@@ -364,12 +402,16 @@ impl Worker {
         &self,
         key: &ObjectPath,
         shutdown: &CancellationToken,
+        machine: Option<&Arc<Machine>>,
     ) -> Result<Picked, ObjectError> {
         // The run's own counts, so that they can be reported for it alone.
         let bucket = self.bucket.with_own_counts();
         let mut conversation = ObjectConversation::open(&bucket, key).await?;
         if let Some(workdir) = &self.options.workdir {
             conversation = conversation.with_local_path(local_path(workdir, &bucket, key)?);
+        }
+        if let Some(machine) = machine {
+            conversation = conversation.with_machine(Arc::clone(machine));
         }
         let text = conversation
             .snapshot()
@@ -429,10 +471,12 @@ pub enum Taken {
 }
 
 /// Takes the lease of the conversation `key` for `holder` (for `ttl`; with `workdir`, the
-/// conversation's local path is `workdir/BUCKET/KEY`, see [`local_path`]), reads the conversation
-/// under it and answers the calls a dead holder left in progress: what a worker does before it
-/// runs a conversation, and what `flemma run s3://…` does. The assignment's `stop` is a token
-/// of its own; [`keep`] renews the lease.
+/// conversation's local path is `workdir/BUCKET/KEY`, see [`local_path`]; with `machine`, its
+/// job journal is on the bucket, see [`ObjectConversation::with_machine`]), reads the
+/// conversation under it and answers the calls a dead holder left in progress: what a worker
+/// does before it runs a conversation, and what `flemma run s3://…` does. The assignment's
+/// `stop` is a token of its own; [`keep`] renews the lease (and [`Machine::keep_announced`]
+/// says the host lives, for its jobs).
 ///
 /// # Errors
 ///
@@ -443,10 +487,14 @@ pub async fn take(
     holder: &str,
     ttl: Duration,
     workdir: Option<&std::path::Path>,
+    machine: Option<Arc<Machine>>,
 ) -> Result<Taken, ObjectError> {
     let mut conversation = ObjectConversation::open(bucket, key).await?;
     if let Some(workdir) = workdir {
         conversation = conversation.with_local_path(local_path(workdir, bucket, key)?);
+    }
+    if let Some(machine) = machine {
+        conversation = conversation.with_machine(machine);
     }
     take_over(conversation, holder, ttl).await
 }

@@ -176,6 +176,16 @@ pub trait Conversation: Send + Sync {
         None
     }
 
+    /// The journal of the conversation's background jobs, kept for its store directory
+    /// `store_dir`. `None`, the default, for files under `store_dir/jobs/` (a
+    /// [`FileJournal`](crate::jobs::FileJournal)); a conversation that several machines run
+    /// in turn (an object in a bucket) gives one they share, whose entries name the machine
+    /// that runs each job.
+    fn job_journal(&self, store_dir: &std::path::Path) -> Option<Arc<dyn crate::jobs::JobJournal>> {
+        let _ = store_dir;
+        None
+    }
+
     /// The conversation's own store id (`bufnr`), used when the host names none; `None` by
     /// default (see [`default_conversation_id`](crate::transcript::default_conversation_id)).
     fn default_id(&self) -> Option<&str> {

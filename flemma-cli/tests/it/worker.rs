@@ -697,6 +697,256 @@ fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
     assert!(env.lease(key).released);
 }
 
+/// Two machines (two working directories) and a background job of the first: its journal
+/// entry, on the bucket, names the first machine; the test's flag file ends the job.
+struct TwoMachines {
+    env: Env,
+    model: mock_model::MockModel,
+    flag: PathBuf,
+    /// The second machine's working directory.
+    b: PathBuf,
+    key: &'static str,
+}
+
+impl TwoMachines {
+    /// A worker of machine A starts the job and is killed (SIGKILL) while its run waits for
+    /// it; the job's process goes on.
+    fn with_a_job_whose_worker_died(name: &str) -> Self {
+        let env = Env::new(name);
+        let flag = env.dir.join("go");
+        let command = format!(
+            "while [ ! -e {} ]; do sleep 0.1; done; echo finished-job",
+            flag.display()
+        );
+        let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
+        let key = "two/long.chat";
+        env.create(key, "@You:\nRun it in the background.\n");
+        let b = env.dir.join("machine-b");
+        std::fs::create_dir_all(&b).unwrap();
+        let machines = Self {
+            env,
+            model,
+            flag,
+            b,
+            key,
+        };
+        let mut first = Fleet(vec![machines.worker_on(None, "two", 1)]);
+        wait_until("the run waits for its job", Duration::from_secs(30), || {
+            machines
+                .env
+                .text(key)
+                .is_some_and(|t| t.contains("(job=job_") && t.ends_with("It said hi.\n\n@You:\n"))
+        });
+        first.0[0].kill().unwrap();
+        let _ = first.0[0].wait();
+        machines
+    }
+
+    /// A worker of `prefix` on machine A (`None`) or on the machine whose workdir is given,
+    /// logging to `worker{n}.log`.
+    fn worker_on(&self, workdir: Option<&Path>, prefix: &str, n: usize) -> Child {
+        let mut command =
+            self.env
+                .worker_command(&self.env.endpoint, &self.model, prefix, "2", "all");
+        if let Some(workdir) = workdir {
+            command.arg("--workdir").arg(workdir);
+        }
+        command
+            .arg("-v")
+            .stderr(std::fs::File::create(self.env.dir.join(format!("worker{n}.log"))).unwrap())
+            .spawn()
+            .unwrap()
+    }
+
+    fn logs(&self) -> String {
+        let mut out = String::new();
+        for n in 1..=4 {
+            let log = std::fs::read_to_string(self.env.dir.join(format!("worker{n}.log")))
+                .unwrap_or_default();
+            out.push_str("--- worker ");
+            out.push_str(&n.to_string());
+            out.push('\n');
+            out.push_str(&log);
+        }
+        out
+    }
+
+    /// The user asks something more: the conversation is ready for any worker.
+    fn user_asks(&self) {
+        let text = self.env.text_of(self.key);
+        let key = self.key.into();
+        let put = self.env.bucket.store().put(
+            &key,
+            flemma::object::object_store::PutPayload::from(format!("{text}Is it done?\n")),
+        );
+        self.env.rt.block_on(put).unwrap();
+    }
+
+    /// The job's journal entry on the bucket.
+    fn entry(&self) -> serde_json::Value {
+        let prefix = flemma::object::journal_prefix(&self.key.into());
+        let store = self.env.bucket.store();
+        let found: Vec<_> = self
+            .env
+            .rt
+            .block_on(futures_util::TryStreamExt::try_collect::<Vec<_>>(
+                store.list(Some(&prefix)),
+            ))
+            .unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        let got = self.env.rt.block_on(store.get(&found[0].location)).unwrap();
+        serde_json::from_slice(&self.env.rt.block_on(got.bytes()).unwrap()).unwrap()
+    }
+
+    /// Whether a host of machine `id` has an object on the bucket that has not expired.
+    fn machine_lives(&self, id: &str) -> bool {
+        let prefix = flemma::object::object_store::path::Path::from(format!(
+            "{}/{id}",
+            flemma::object::HOSTS_PREFIX
+        ));
+        let store = self.env.bucket.store();
+        let found: Vec<_> = self
+            .env
+            .rt
+            .block_on(futures_util::TryStreamExt::try_collect::<Vec<_>>(
+                store.list(Some(&prefix)),
+            ))
+            .unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        found.iter().any(|meta| {
+            let Ok(got) = self.env.rt.block_on(store.get(&meta.location)) else {
+                return false;
+            };
+            let bytes = self.env.rt.block_on(got.bytes()).unwrap_or_default();
+            serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v["expires_at"].as_f64())
+                .is_some_and(|expires| expires > now)
+        })
+    }
+
+    fn machine_a(&self) -> String {
+        std::fs::read_to_string(self.env.dir.join(".flemma/machine-id"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// Machine A's files of the job (`.out`, `.exit`) still there.
+    fn files_on_a(&self) -> Vec<String> {
+        let jobs = self
+            .env
+            .dir
+            .join(self.env.bucket.name())
+            .join("two/.flemma/long.chat/jobs");
+        std::fs::read_dir(jobs)
+            .map(|dir| {
+                dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The job journal on the bucket: machine A's worker dies while its job runs; another host of
+/// machine A lives (a worker of another prefix). A worker of machine B runs the conversation
+/// when the user asks more: it finds the job in the journal on the bucket, naming machine A,
+/// and leaves it (not lost: A lives). When the job ends, a worker of machine A delivers its
+/// Job Result, a success.
+#[test]
+fn another_machines_job_is_left_to_it_while_it_lives_and_delivered_there() {
+    let two = TwoMachines::with_a_job_whose_worker_died("two-machines-live");
+    let entry = two.entry();
+    assert_eq!(entry["machine"].as_str(), Some(two.machine_a().as_str()));
+    assert_eq!(entry["state"].as_str(), Some("running"));
+    // Machine A lives: a host of it, which runs nothing of this prefix.
+    let mut fleet = Fleet(vec![two.worker_on(None, "elsewhere", 2)]);
+    two.user_asks();
+    fleet.0.push(two.worker_on(Some(&two.b), "two", 3));
+    let answered = wait_for(Duration::from_secs(60), || {
+        two.env
+            .text(two.key)
+            .is_some_and(|t| t.ends_with("Is it done?\n\n@Assistant:\nIt said hi.\n\n@You:\n"))
+    });
+    let text = two.env.text_of(two.key);
+    assert!(answered, "machine B did not answer\n{text}\n{}", two.logs());
+    assert!(!text.contains("Job lost"), "{text}\n{}", two.logs());
+    assert!(!text.contains("**Job Result:**"), "{text}");
+    assert!(two.machine_lives(&two.machine_a()));
+    // The job ends; machine A's worker of the prefix delivers it.
+    std::fs::write(&two.flag, "").unwrap();
+    fleet.0.push(two.worker_on(None, "two", 4));
+    let delivered = wait_for(Duration::from_secs(60), || {
+        two.env
+            .text(two.key)
+            .is_some_and(|t| t.contains("**Job Result:**"))
+    });
+    let text = two.env.text_of(two.key);
+    assert!(delivered, "not delivered\n{text}\n{}", two.logs());
+    assert!(text.contains("finished-job"), "{text}");
+    assert!(!text.contains("Job lost"), "{text}");
+    assert_eq!(two.entry()["state"].as_str(), Some("delivered"));
+    for worker in &fleet.0 {
+        terminate(worker);
+    }
+    for worker in &mut fleet.0 {
+        assert!(worker.wait().unwrap().success());
+    }
+    assert!(two.env.lease(two.key).released);
+    // Every host withdrew its object when it stopped; the killed one's has expired.
+    assert!(!two.machine_lives(&two.machine_a()), "{}", two.logs());
+}
+
+/// The job journal on the bucket: machine A's only worker dies while its job runs. Once its
+/// host object has expired, a worker of machine B that runs the conversation answers the job
+/// lost (its output is on a machine with no host). When the job's process then ends on A and
+/// a worker of A starts, nothing more is written: the job was answered, its files there are
+/// removed.
+#[test]
+fn another_machines_job_is_answered_lost_once_no_host_of_it_lives() {
+    let two = TwoMachines::with_a_job_whose_worker_died("two-machines-gone");
+    wait_until(
+        "machine A's host object expired",
+        Duration::from_secs(30),
+        || !two.machine_lives(&two.machine_a()),
+    );
+    two.user_asks();
+    let mut fleet = Fleet(vec![two.worker_on(Some(&two.b), "two", 3)]);
+    let answered = wait_for(Duration::from_secs(60), || {
+        two.env
+            .text(two.key)
+            .is_some_and(|t| t.contains("Job lost") && t.ends_with("It said hi.\n\n@You:\n"))
+    });
+    let text = two.env.text_of(two.key);
+    assert!(answered, "not answered lost\n{text}\n{}", two.logs());
+    assert!(text.contains("error job=job_"), "{text}");
+    assert_eq!(two.entry()["state"].as_str(), Some("lost"));
+    // The job's process ends on A; a worker of A takes the conversation for its exit file,
+    // finds the job answered, and removes its files.
+    std::fs::write(&two.flag, "").unwrap();
+    wait_until("the job's exit file", Duration::from_secs(30), || {
+        two.files_on_a()
+            .iter()
+            .any(|f| Path::new(f).extension().is_some_and(|e| e == "exit"))
+    });
+    fleet.0.push(two.worker_on(None, "two", 4));
+    wait_until(
+        "machine A's files of the job removed",
+        Duration::from_secs(60),
+        || two.files_on_a().is_empty(),
+    );
+    assert_eq!(two.env.text_of(two.key), text, "nothing more written");
+    for worker in &fleet.0 {
+        terminate(worker);
+    }
+    for worker in &mut fleet.0 {
+        assert!(worker.wait().unwrap().success());
+    }
+}
+
 /// A TCP proxy to the S3 server on 127.0.0.1 whose link can be cut (every connection shut,
 /// new ones closed at once) and restored: a network partition between one host and the bucket.
 struct Partition {

@@ -1,5 +1,6 @@
 //! flemma-object against a real S3-compatible server (moto's, on 127.0.0.1).
 
+mod journal;
 mod server;
 
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use flemma_object::{Acquired, Lease, ObjectConversation, ObjectError, Worker, Wo
 use flemma_tools::{Conversation, ConversationError, Durability, with_durability};
 use server::bucket;
 
-fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+pub(crate) fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 

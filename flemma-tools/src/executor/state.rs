@@ -199,7 +199,8 @@ impl Executor {
     pub(super) async fn settings(&self) -> Result<Settings, ExecutorError> {
         let shared = self.setup.transcript.settings().await?;
         let store_dir = shared.store_directory();
-        self.jobs.use_store_directory(store_dir);
+        self.jobs
+            .use_store_directory(store_dir, &**self.setup.transcript.conversation());
         let claims = Table::of(self.setup.transcript.conversation(), store_dir);
         Ok(Settings { shared, claims })
     }

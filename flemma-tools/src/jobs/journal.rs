@@ -1,7 +1,8 @@
 //! The job journal: where a conversation's jobs are recorded so that they outlive the host
-//! that runs them. [`JobJournal`] is the port (claim, update, list, lock); [`FileJournal`],
-//! one small JSON file per job under the conversation's store directory, is today's only
-//! implementation.
+//! that runs them. [`JobJournal`] is the port (put, get, list, update, claim, and whether a
+//! recorded process lives); [`FileJournal`], one small JSON file per job under the
+//! conversation's store directory, is the default; a conversation kept elsewhere gives its own
+//! ([`Conversation::job_journal`](crate::Conversation::job_journal)).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,47 +16,66 @@ use crate::process::ProcessRef;
 
 /// A finished job's result, as its Job Result will say it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Outcome {
-    pub(crate) success: bool,
+#[non_exhaustive]
+pub struct Outcome {
+    /// Whether the job succeeded.
+    pub success: bool,
     /// The block's text (an error's text with its partial output).
-    pub(crate) text: String,
+    pub text: String,
 }
 
-/// One job's journal entry.
+/// One job's journal entry: what `<store>/jobs/<job id>.json` holds (written with
+/// `serde_json::to_vec_pretty`, the text every journal stores). Only the executor makes
+/// entries; a [`JobJournal`] stores them, and reads the fields it needs to say whether the
+/// processes they name live.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct JobRecord {
-    pub(crate) job_id: String,
-    pub(crate) tool_id: String,
-    pub(crate) tool: String,
-    pub(crate) state: JobState,
+#[non_exhaustive]
+pub struct JobRecord {
+    /// The job's id (`job_…`).
+    pub job_id: String,
+    /// The call it runs.
+    pub tool_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Where it is in its life.
+    pub state: JobState,
     /// Seconds since the Unix epoch.
-    pub(crate) started_at: f64,
+    pub started_at: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) completed_at: Option<f64>,
+    /// When it finished, seconds since the Unix epoch.
+    pub completed_at: Option<f64>,
     /// The host that watches the job (runs it, for an in-process job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) owner: Option<ProcessRef>,
+    pub owner: Option<ProcessRef>,
     /// The job's own process (a detached command's wrapper, the leader of its group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) process: Option<ProcessRef>,
+    pub process: Option<ProcessRef>,
+    /// The machine whose processes [`owner`](Self::owner) and [`process`](Self::process)
+    /// are, as the journal that recorded them names it; `None`: the machine of the journal's
+    /// files (a [`FileJournal`]'s entries never name one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// The marker in the detached command's environment (to stop its escapees).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) marker: Option<String>,
+    pub marker: Option<String>,
     /// When a detached command's timeout passes (seconds since the epoch), and the timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) deadline: Option<f64>,
+    pub deadline: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) timeout_seconds: Option<f64>,
+    /// The detached command's timeout, in seconds.
+    pub timeout_seconds: Option<f64>,
     /// The call's input (harness parameters removed).
     #[serde(default)]
-    pub(crate) input: Value,
+    pub input: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) save_to: Option<String>,
+    /// Where its result is saved (`flemma.save_to`).
+    pub save_to: Option<String>,
     /// A detached command's exit status, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) exit_status: Option<i32>,
+    pub exit_status: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) outcome: Option<Outcome>,
+    /// Its result, once it finished.
+    pub outcome: Option<Outcome>,
 }
 
 impl JobRecord {
@@ -76,6 +96,7 @@ impl JobRecord {
             completed_at: None,
             owner: ProcessRef::current(),
             process: None,
+            machine: None,
             marker: None,
             deadline: None,
             timeout_seconds: None,
@@ -86,35 +107,36 @@ impl JobRecord {
         }
     }
 
-    pub(crate) fn job_id(&self) -> JobId {
+    /// The job's id, as an id.
+    pub fn job_id(&self) -> JobId {
         JobId::sanitized(&self.job_id)
     }
 
-    pub(crate) fn tool_id(&self) -> ToolUseId {
+    /// The call's id, as an id.
+    pub fn tool_id(&self) -> ToolUseId {
         ToolUseId::sanitized(&self.tool_id)
     }
 
-    pub(crate) fn tool(&self) -> ToolName {
+    /// The tool's name, as a name.
+    pub fn tool(&self) -> ToolName {
         ToolName::read(self.tool.as_str()).unwrap_or_else(|_| ToolName::sanitized(&self.tool))
     }
 }
 
-/// A change of one journal entry, made under the journal's lock: whether to write it.
-pub(crate) type Change = Box<dyn FnOnce(&mut JobRecord) -> bool + Send>;
+/// A change of one journal entry, made where no other host changes it at the same time
+/// ([`JobJournal::update`]): whether to write it. A journal may call it more than once (again on
+/// the entry as it is now, when another host changed it in between), so it must not depend on
+/// having run before.
+pub type Change = Box<dyn FnMut(&mut JobRecord) -> bool + Send>;
 
-/// A held journal lock: while it lives, no other host changes the journal.
-#[derive(Debug)]
-pub(crate) struct JournalLock {
-    _held: Box<dyn std::fmt::Debug + Send + Sync>,
-}
-
-impl JournalLock {
-    /// A lock held by whatever `held` is (released when it is dropped).
-    pub(crate) fn new(held: impl std::fmt::Debug + Send + Sync + 'static) -> Self {
-        Self {
-            _held: Box::new(held),
-        }
-    }
+/// Which of an entry's processes [`JobJournal::lives`] is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Recorded {
+    /// The host that watches the job ([`JobRecord::owner`]).
+    Owner,
+    /// The job's own process ([`JobRecord::process`]).
+    Process,
 }
 
 /// Where a conversation's jobs are recorded: the port a journal kept elsewhere (object
@@ -122,13 +144,20 @@ impl JournalLock {
 /// not block the runtime. Entries are keyed by job id; `update` and `claim` are atomic with
 /// respect to every host using the same journal.
 ///
-/// A detached job's own process writes its output and exit status to local files
-/// ([`output_path`](Self::output_path), [`exit_path`](Self::exit_path)), whatever keeps the
-/// entries.
+/// A detached job's own process writes its output and exit status to files of the machine
+/// it runs on ([`output_path`](Self::output_path), [`exit_path`](Self::exit_path)), whatever
+/// keeps the entries: only a host of that machine can watch it or read its result. A journal
+/// that several machines share names its machine ([`machine`](Self::machine)), stamps it
+/// on the entries it records, and says whether another machine's processes live
+/// ([`lives`](Self::lives)).
 #[async_trait::async_trait]
-pub(crate) trait JobJournal: Send + Sync + std::fmt::Debug {
+pub trait JobJournal: Send + Sync + std::fmt::Debug {
     /// Records an entry, replacing the one of the same job: a reader sees the old entry or
     /// the new one, never half of one.
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written.
     async fn put(&self, record: &JobRecord) -> std::io::Result<()>;
 
     /// One job's entry; `None` when there is none or it does not decode.
@@ -137,38 +166,46 @@ pub(crate) trait JobJournal: Send + Sync + std::fmt::Debug {
     /// Every entry, oldest start first; entries that do not decode are skipped.
     async fn list(&self) -> Vec<JobRecord>;
 
-    /// Reads, changes and writes one entry under the journal's lock, so two hosts never both
-    /// claim or deliver one job; `change` says whether to write. The entry after the change;
-    /// `None` when there is none.
+    /// Reads, changes and writes one entry so that no other host's change of it comes in
+    /// between (under a lock, or by a conditional write tried again on the entry as it is now),
+    /// so two hosts never both claim or deliver one job; `change` says whether to write. The
+    /// entry after the change; `None` when there is none.
     ///
     /// # Errors
     ///
     /// When the lock cannot be taken or the entry cannot be written.
     async fn update(&self, job: &str, change: Change) -> std::io::Result<Option<JobRecord>>;
 
-    /// An exclusive lock on the whole journal, released when dropped: what
-    /// [`update`](Self::update) and [`claim`](Self::claim) hold, for a caller that needs several
-    /// changes at once.
-    ///
-    /// # Errors
-    ///
-    /// When the lock cannot be taken.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the port's lock; today's callers need update and claim only"
-        )
-    )]
-    async fn lock(&self) -> std::io::Result<JournalLock>;
-
-    /// Where a detached job's output goes (a local file).
+    /// Where a detached job's output goes (a file of this machine).
     fn output_path(&self, job: &str) -> PathBuf;
 
-    /// Where a detached job's wrapper writes its exit status (a local file).
+    /// Where a detached job's wrapper writes its exit status (a file of this machine).
     fn exit_path(&self, job: &str) -> PathBuf;
 
-    /// Takes a running job over for `owner`: under the lock, unless a live host owns it or
+    /// The machine this journal's host runs on, as its entries name it
+    /// ([`JobRecord::machine`]); `None`, the default, for a journal of one machine's files.
+    fn machine(&self) -> Option<&str> {
+        None
+    }
+
+    /// Whether `record`'s processes are this machine's (see [`machine`](Self::machine)): only
+    /// then can this host watch its process and read its output.
+    fn is_local(&self, record: &JobRecord) -> bool {
+        record.machine.as_deref() == self.machine()
+    }
+
+    /// Whether the process `which` of `record` still runs (false when the entry names none).
+    /// This machine's is looked up by its pid and start time; by default another machine's
+    /// is taken for gone; a shared journal asks that machine's liveness.
+    async fn lives(&self, record: &JobRecord, which: Recorded) -> bool {
+        let process = match which {
+            Recorded::Owner => record.owner,
+            Recorded::Process => record.process,
+        };
+        self.is_local(record) && process.is_some_and(|p| p.is_alive())
+    }
+
+    /// Takes a running job of this machine over for `owner`, unless a live host owns it or
     /// it no longer runs. The entry as claimed; `None` when it was not.
     ///
     /// # Errors
@@ -181,12 +218,17 @@ pub(crate) trait JobJournal: Send + Sync + std::fmt::Debug {
     ) -> std::io::Result<Option<JobRecord>> {
         let claimed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let set = Arc::clone(&claimed);
+        let machine = self.machine().map(str::to_owned);
         let record = self
             .update(
                 job,
                 Box::new(move |current| {
+                    set.store(false, std::sync::atomic::Ordering::Relaxed);
+                    // Another machine's job cannot be watched here; this machine's owner is
+                    // looked up by its pid.
+                    let local = current.machine == machine;
                     let taken = current.owner.is_some_and(|o| o.is_alive());
-                    if taken || current.state != JobState::Running {
+                    if !local || taken || current.state != JobState::Running {
                         return false;
                     }
                     current.owner = owner;
@@ -221,18 +263,37 @@ pub(crate) trait JobJournal: Send + Sync + std::fmt::Debug {
 
 /// The journal of one conversation in files: `<store directory>/jobs/<job id>.json`, written
 /// atomically ([`flemma_store::write_atomic`]) under a lock on the store directory; every file
-/// operation runs on the blocking pool.
+/// operation runs on the blocking pool. Its entries name no machine: the processes they name
+/// are this machine's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileJournal {
+pub struct FileJournal {
     dir: Arc<Path>,
 }
 
 impl FileJournal {
     /// The journal under `store_dir`.
-    pub(crate) fn new(store_dir: &Path) -> Self {
+    pub fn new(store_dir: &Path) -> Self {
         Self {
             dir: Arc::from(store_dir.join("jobs")),
         }
+    }
+
+    /// Its directory, `<store directory>/jobs`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The name of `job`'s entry, `<job id>.json` (bytes outside `[A-Za-z0-9._-]` of the id
+    /// written `--`): a journal kept elsewhere names its entries the same.
+    ///
+    /// ```
+    /// use flemma_tools::jobs::FileJournal;
+    ///
+    /// assert_eq!(FileJournal::entry_name("job_ab12cd34"), "job_ab12cd34.json");
+    /// assert_eq!(FileJournal::entry_name("../x"), "_..--x.json");
+    /// ```
+    pub fn entry_name(job: &str) -> String {
+        format!("{}.json", escape(job))
     }
 
     fn file(&self, job: &str, extension: &str) -> PathBuf {
@@ -301,7 +362,7 @@ impl JobJournal for FileJournal {
         records
     }
 
-    async fn update(&self, job: &str, change: Change) -> std::io::Result<Option<JobRecord>> {
+    async fn update(&self, job: &str, mut change: Change) -> std::io::Result<Option<JobRecord>> {
         let job = job.to_owned();
         self.blocking(move |dir| {
             let _lock = lock(dir)?;
@@ -314,10 +375,6 @@ impl JobJournal for FileJournal {
             Ok(Some(record))
         })
         .await
-    }
-
-    async fn lock(&self) -> std::io::Result<JournalLock> {
-        self.blocking(|dir| lock(dir).map(JournalLock::new)).await
     }
 
     fn output_path(&self, job: &str) -> PathBuf {
@@ -406,10 +463,6 @@ mod tests {
             journal.get("job_a").await.map(|r| r.state),
             Some(JobState::Delivered)
         );
-        // The lock is not the directory, which the atomic write locks: no deadlock.
-        let held = journal.lock().await;
-        assert!(held.is_ok());
-        drop(held);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -54,6 +54,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::process::ProcessRef;
 pub use detach::{Detach, DetachedCommand, DetachedEnding};
+pub use journal::{Change, FileJournal, JobJournal, JobRecord, Outcome, Recorded};
 pub use recover::journaled;
 pub use status::JobsStatus;
 

@@ -9,7 +9,7 @@ use flemma_ids::{JobId, ToolName, ToolUseId};
 use tokio_util::sync::CancellationToken;
 
 use super::host::{JobFault, JobHost};
-use super::journal::{JobJournal, JobRecord};
+use super::journal::{JobJournal, JobRecord, Recorded};
 use super::table::{Jobs, LiveJob};
 use super::{JobInfo, JobState, ProcessRef, Recovery, now_seconds};
 use crate::events::Event;
@@ -36,17 +36,20 @@ impl Jobs {
         let (references, job_results) = host
             .read(|doc| (job_references(doc), delivered_jobs(doc)))
             .await?;
-        let records = match self.journal() {
+        let journal = self.journal();
+        let records = match &journal {
             Some(journal) => journal.list().await,
             None => Vec::new(),
         };
         let mut report = Recovery::default();
         let mut lost: Vec<Reference> = Vec::new();
         let mut seen = HashSet::new();
-        for record in records {
-            seen.insert(record.job_id.clone());
-            self.recover_record(host, &settings, record, &mut report, &mut lost)
-                .await?;
+        if let Some(journal) = &journal {
+            for record in records {
+                seen.insert(record.job_id.clone());
+                self.recover_record(host, &settings, journal, record, &mut report, &mut lost)
+                    .await?;
+            }
         }
         // Results that name a job nobody journaled (another host's transcript, an old one):
         // without a Job Result, they are lost (spec §8.8).
@@ -81,6 +84,7 @@ impl Jobs {
         self: &Arc<Self>,
         host: &H,
         settings: &H::Settings,
+        journal: &Arc<dyn JobJournal>,
         record: JobRecord,
         report: &mut Recovery,
         lost: &mut Vec<Reference>,
@@ -89,16 +93,24 @@ impl Jobs {
         if self.live_status(job_id.as_str()).is_some() {
             return Ok(());
         }
-        // A live host (this process included: another executor of it) delivers its own
-        // jobs; only a gone host's are taken over.
+        // A live host (this process included: another executor of it; or a host of another
+        // machine, as the journal knows it) delivers its own jobs; only a gone host's are
+        // taken over.
         if matches!(record.state, JobState::Running | JobState::Completed)
-            && record.owner.is_some_and(|owner| owner.is_alive())
+            && journal.lives(&record, Recorded::Owner).await
         {
             report.elsewhere.push(job_id);
             return Ok(());
         }
         match record.state {
-            JobState::Delivered | JobState::Lost => {}
+            // Its result is in the conversation: files of it left here (a host that died
+            // between writing the Job Result and removing them, or a job another machine
+            // answered lost while it ran here) have served their purpose.
+            JobState::Delivered | JobState::Lost => {
+                if journal.is_local(&record) {
+                    journal.remove_files(&record.job_id).await;
+                }
+            }
             JobState::Completed => {
                 let Some(outcome) = record.outcome.clone() else {
                     lost.push((job_id, record.tool_id(), record.tool()));
@@ -107,7 +119,7 @@ impl Jobs {
                 self.queued(job_id.clone(), LiveJob::finished(&record, outcome));
                 report.finished.push(job_id);
             }
-            JobState::Running => match self.adopt(host, settings, &record).await? {
+            JobState::Running => match self.adopt(host, settings, journal, &record).await? {
                 Adoption::Adopted => report.adopted.push(job_id),
                 Adoption::Elsewhere => report.elsewhere.push(job_id),
                 Adoption::Lost => lost.push((job_id, record.tool_id(), record.tool())),
@@ -151,15 +163,26 @@ impl Jobs {
         self: &Arc<Self>,
         host: &H,
         settings: &H::Settings,
+        journal: &Arc<dyn JobJournal>,
         record: &JobRecord,
     ) -> Result<Adoption, H::Error> {
-        let Some(journal) = self.journal() else {
-            return Ok(Adoption::Lost);
-        };
+        if !journal.is_local(record) {
+            // Another machine's process: only a host there can watch it and read its
+            // output. While that machine lives, the job is left to it; once it is gone, so is
+            // the job's result.
+            return Ok(
+                if record.process.is_some() && journal.lives(record, Recorded::Process).await {
+                    Adoption::Elsewhere
+                } else {
+                    Adoption::Lost
+                },
+            );
+        }
+        let journal = Arc::clone(journal);
         #[cfg(unix)]
         if let Some(process) = record.process {
             let exited = journal.exit_status(&record.job_id).await.is_some();
-            if !exited && !process.is_alive() {
+            if !exited && !journal.lives(record, Recorded::Process).await {
                 return Ok(Adoption::Lost);
             }
             // Claimed under the journal's lock: another host may be opening the same
@@ -301,18 +324,18 @@ pub async fn journaled(store_dir: &std::path::Path) -> Vec<JobInfo> {
 
 /// The state of a journaled job that says `running` and that this executor does not watch.
 async fn running_state(record: &JobRecord, journal: Option<&dyn JobJournal>) -> JobState {
-    if let Some(process) = record.process {
-        if let Some(journal) = journal
-            && journal.exit_status(&record.job_id).await.is_some()
-        {
+    let Some(journal) = journal else {
+        return JobState::Lost;
+    };
+    let which = if record.process.is_some() {
+        if journal.is_local(record) && journal.exit_status(&record.job_id).await.is_some() {
             return JobState::Completed;
         }
-        if process.is_alive() {
-            return JobState::Running;
-        }
-        return JobState::Lost;
-    }
-    if record.owner.is_some_and(|owner| owner.is_alive()) {
+        Recorded::Process
+    } else {
+        Recorded::Owner
+    };
+    if journal.lives(record, which).await {
         JobState::Running
     } else {
         JobState::Lost

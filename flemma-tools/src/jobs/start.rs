@@ -62,6 +62,9 @@ impl Jobs {
             JobRecord::running(&job_id, id.as_str(), &tool, input.clone(), save_to.clone());
         let started_at = record.started_at;
         let journal = self.journal();
+        record.machine = journal
+            .as_ref()
+            .and_then(|j| j.machine().map(str::to_owned));
         #[cfg(unix)]
         let mut spawned = None;
         #[cfg(unix)]
@@ -128,9 +131,13 @@ impl Jobs {
             id, tool, save_to, ..
         } = call;
         let job_id = self.job_id_for(host, &id).await?;
-        let record = JobRecord::running(&job_id, id.as_str(), &tool, Value::Null, save_to.clone());
+        let mut record =
+            JobRecord::running(&job_id, id.as_str(), &tool, Value::Null, save_to.clone());
         if let Some(journal) = self.journal()
-            && let Err(error) = journal.put(&record).await
+            && let Err(error) = {
+                record.machine = journal.machine().map(str::to_owned);
+                journal.put(&record).await
+            }
         {
             tracing::warn!(job = %job_id, %error, "job not journaled");
         }

@@ -139,14 +139,21 @@ impl Jobs {
     }
 
     /// Journals jobs under `store_dir` from now on (the store directory of the options of the
-    /// moment); none without one.
-    pub(crate) fn use_store_directory(&self, store_dir: Option<&Path>) {
+    /// moment): in the journal `conversation` keeps there, or in files; none without one.
+    pub(crate) fn use_store_directory(
+        &self,
+        store_dir: Option<&Path>,
+        conversation: &dyn crate::Conversation,
+    ) {
         let mut journal = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
         match (store_dir, journal.as_ref()) {
             (Some(dir), Some((current, _))) if current == dir => {}
             (Some(dir), _) => {
-                let file: Arc<dyn JobJournal> = Arc::new(FileJournal::new(dir));
-                *journal = Some((dir.to_owned(), file));
+                let kept = conversation.job_journal(dir).unwrap_or_else(|| {
+                    let file: Arc<dyn JobJournal> = Arc::new(FileJournal::new(dir));
+                    file
+                });
+                *journal = Some((dir.to_owned(), kept));
             }
             (None, _) => *journal = None,
         }
@@ -246,7 +253,7 @@ impl Jobs {
                 }
                 record.state = JobState::Completed;
                 record.completed_at = Some(completed_at);
-                record.outcome = Some(journaled);
+                record.outcome = Some(journaled.clone());
                 true
             });
             if let Err(error) = journal.update(job_id.as_str(), change).await {
