@@ -191,7 +191,9 @@ impl ObjectConversation {
     /// that runs it later finds its jobs: left to `machine` while a host of it lives, answered
     /// lost after. Without a machine, the journal is kept in files beside the conversation's
     /// local path, seen by this machine only. Needs a local path
-    /// ([`with_local_path`](Self::with_local_path)), where the jobs' output stays.
+    /// ([`with_local_path`](Self::with_local_path)), where the jobs' output stays. The host
+    /// should say it lives while it runs ([`Machine::keep_announced`], as a [`Worker`](crate::Worker)
+    /// does): the other machines take the jobs of a host that does not for gone.
     #[must_use]
     pub fn with_machine(mut self, machine: Arc<Machine>) -> Self {
         self.machine = Some(machine);

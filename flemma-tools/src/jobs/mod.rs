@@ -16,6 +16,12 @@
 //! of its own, that process, its output file and its exit status. A process is named by its
 //! pid *and* its start time, so a reused pid is never taken for it.
 //!
+//! The journal is a port, [`JobJournal`]: [`FileJournal`] keeps those files, and a
+//! conversation kept elsewhere gives a journal of its own
+//! ([`Conversation::job_journal`](crate::Conversation::job_journal)), whose entries name the
+//! machine whose processes they are ([`JobRecord::machine`]): a job of another machine is left
+//! to it while it lives ([`JobJournal::lives`]) and is lost once it does not.
+//!
 //! A tool that implements [`Detach`] (the built-in `bash` does) runs in the background as a
 //! process of its own: its own process group, output to `<store>/jobs/<job id>.out`, and a
 //! small shell wrapper that writes the exit status to `<job id>.exit` when the command ends,
