@@ -28,6 +28,10 @@ const UPDATE_TRIES: usize = 32;
 /// How many entries are read at once when the journal is listed.
 const LIST_READS: usize = 8;
 
+/// The largest entry read (a finished job's result text is in it): a larger object under the
+/// prefix is skipped with a warning, never read into memory.
+pub const MAX_ENTRY_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The prefix of the journal of the conversation `key` (`dir/.flemma/name.chat/jobs`).
 ///
 /// ```
@@ -91,6 +95,10 @@ impl BucketJournal {
             e_tag: got.meta.e_tag.clone(),
             version: got.meta.version.clone(),
         };
+        if got.meta.size > MAX_ENTRY_BYTES {
+            tracing::warn!(key = %key, size = got.meta.size, "job journal entry too large, skipped");
+            return Ok(None);
+        }
         let bytes = got.bytes().await.map_err(|e| self.io(key, "get", &e))?;
         match serde_json::from_slice(&bytes) {
             Ok(record) => Ok(Some((record, version))),

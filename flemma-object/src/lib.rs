@@ -32,7 +32,7 @@ mod worker;
 pub use bucket::{Bucket, ObjectUrl, RequestCounts};
 pub use conversation::ObjectConversation;
 pub use error::ObjectError;
-pub use journal::{BucketJournal, journal_prefix};
+pub use journal::{BucketJournal, MAX_ENTRY_BYTES, journal_prefix};
 pub use lease::{Acquired, LEASE_FILE, Lease, LeaseRecord, lease_key, read_lease, store_prefix};
 pub use machine::{HOSTS_PREFIX, HostRecord, Machine};
 pub use results::result_key;

@@ -30,6 +30,9 @@ use crate::lease::now;
 /// prefixes are `.flemma/`).
 pub const HOSTS_PREFIX: &str = ".flemma-hosts";
 
+/// The largest host object read; a larger one is taken for no host.
+const MAX_HOST_BYTES: u64 = 64 * 1024;
+
 /// The file of a working directory that holds its machine's id.
 const MACHINE_ID_FILE: &str = ".flemma/machine-id";
 
@@ -175,9 +178,17 @@ impl Machine {
     /// not expired. False when the bucket cannot be read.
     pub async fn host_lives(&self, machine: &str, process: &ProcessRef) -> bool {
         let key = Self::host_key(machine, process);
-        let Ok(got) = self.bucket.store().get(&key).await else {
+        self.object_lives(&key).await
+    }
+
+    /// Whether the host object `key` is there, whole, and not expired.
+    async fn object_lives(&self, key: &ObjectPath) -> bool {
+        let Ok(got) = self.bucket.store().get(key).await else {
             return false;
         };
+        if got.meta.size > MAX_HOST_BYTES {
+            return false;
+        }
         got.bytes()
             .await
             .ok()
@@ -201,16 +212,7 @@ impl Machine {
             return false;
         };
         for meta in hosts {
-            let Ok(got) = self.bucket.store().get(&meta.location).await else {
-                continue;
-            };
-            let live = got
-                .bytes()
-                .await
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<HostRecord>(&bytes).ok())
-                .is_some_and(|record| record.expires_at > now());
-            if live {
+            if meta.size <= MAX_HOST_BYTES && self.object_lives(&meta.location).await {
                 return true;
             }
         }

@@ -186,3 +186,40 @@ async fn another_machines_processes_live_while_a_host_of_it_does() {
     assert_eq!(JobState::Running, unnamed.state);
     let _ = std::fs::remove_dir_all(&local);
 }
+
+/// A forged or broken object under the journal's prefix is no entry: one that does not decode,
+/// one too large to read (never read into memory), one deeper than the prefix's own entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_that_are_not_entries_are_skipped() {
+    use flemma_object::object_store::PutPayload;
+    let bucket = bucket().await;
+    let local = temp_dir("journal-forged");
+    let key = ObjectPath::from("forged/a.chat");
+    let machine = Arc::new(Machine::new(&bucket, "m-forged", Duration::from_secs(30)));
+    let journal = BucketJournal::new(&bucket, Arc::clone(&machine), &key, &local);
+    ok(journal
+        .put(&record("job_real0001", Some("m-forged"), None))
+        .await);
+    let prefix = journal_prefix(&key);
+    let put = |name: &str, bytes: Vec<u8>| {
+        let key = name.split('/').fold(prefix.clone(), ObjectPath::join);
+        let bucket = bucket.clone();
+        async move { ok(bucket.store().put(&key, PutPayload::from(bytes)).await) }
+    };
+    put("job_garbage1.json", b"{not json".to_vec()).await;
+    let size = usize::try_from(flemma_object::MAX_ENTRY_BYTES).unwrap_or(usize::MAX) + 1;
+    let mut huge =
+        serde_json::to_vec(&record("job_huge0001", Some("m-forged"), None)).unwrap_or_default();
+    huge.resize(size, b' ');
+    put("job_huge0001.json", huge).await;
+    put(
+        "deeper/job_deep0001.json",
+        ok(serde_json::to_vec(&record("job_deep0001", None, None))),
+    )
+    .await;
+    let listed: Vec<String> = journal.list().await.into_iter().map(|r| r.job_id).collect();
+    assert_eq!(listed, ["job_real0001"]);
+    assert_eq!(journal.get("job_garbage1").await, None);
+    assert_eq!(journal.get("job_huge0001").await, None);
+    let _ = std::fs::remove_dir_all(&local);
+}
