@@ -1,14 +1,4 @@
-//! [`BucketJournal`]: a conversation's job journal on the bucket, shared by the machines that
-//! run it in turn.
-//!
-//! The entry of job `J` of `dir/name.chat` is `dir/.flemma/name.chat/jobs/J.json`: the path
-//! and the text a file conversation's journal has in its store directory. An entry is created
-//! by a plain put (a job id is drawn unused) and changed by a conditional one (`If-Match` on
-//! the version read, tried again on the entry as it is now when another host changed it in
-//! between), so two hosts never both claim or deliver one job. The job's process, its output
-//! and its exit file stay on the machine that started it (the entry names it); a host of
-//! another machine leaves the job to that machine while one of its hosts lives
-//! ([`Machine::lives`]) and answers it lost once none does.
+//! [`BucketJournal`]: a conversation's job journal on the bucket.
 
 use std::sync::Arc;
 
@@ -42,7 +32,17 @@ pub fn journal_prefix(key: &ObjectPath) -> ObjectPath {
     store_prefix(key).join("jobs")
 }
 
-/// A conversation's job journal on the bucket (see the [module docs](self)).
+/// A conversation's job journal on the bucket, shared by the machines that
+/// run it in turn.
+///
+/// The entry of job `J` of `dir/name.chat` is `dir/.flemma/name.chat/jobs/J.json`: the path
+/// and the text a file conversation's journal has in its store directory. An entry is created
+/// by a plain put (a job id is drawn unused) and changed by a conditional one (`If-Match` on
+/// the version read, tried again on the entry as it is now when another host changed it in
+/// between), so two hosts never both claim or deliver one job. The job's process, its output
+/// and its exit file stay on the machine that started it (the entry names it); a host of
+/// another machine leaves the job to that machine while one of its hosts lives
+/// ([`Machine::lives`]) and answers it lost once none does.
 #[derive(Debug, Clone)]
 pub struct BucketJournal {
     bucket: Bucket,

@@ -1,15 +1,4 @@
-//! [`Machine`]: which machine a host runs on, as the bucket knows it, and whether a machine's
-//! hosts live.
-//!
-//! A background job's process and its output files stay on the machine that started it, so
-//! the job journal on the bucket names that machine in each entry
-//! ([`JobRecord::machine`](flemma_tools::jobs::JobRecord::machine)). A machine is a working
-//! directory (`--workdir`): the conversations' local paths, the jobs' output and exit files,
-//! and the machine's id in `WORKDIR/.flemma/machine-id`, made once, so that every worker using
-//! that directory is a host of the same machine. Each host process says it lives with a small
-//! object, `.flemma-hosts/MACHINE/PID-START.json`, renewed every third of its time to live and
-//! deleted when the host stops. Another machine takes a host for gone once its object has
-//! expired (or is missing), and a machine for gone once none of its hosts lives.
+//! [`Machine`]: which machine a host runs on, and whether a machine's hosts live.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,7 +37,18 @@ pub struct HostRecord {
     pub expires_at: f64,
 }
 
-/// This host's machine on one bucket (see the [module docs](self)).
+/// Which machine a host runs on, as the bucket knows it, and whether a machine's
+/// hosts live.
+///
+/// A background job's process and its output files stay on the machine that started it, so
+/// the job journal on the bucket names that machine in each entry
+/// ([`JobRecord::machine`](flemma_tools::jobs::JobRecord::machine)). A machine is a working
+/// directory (`--workdir`): the conversations' local paths, the jobs' output and exit files,
+/// and the machine's id in `WORKDIR/.flemma/machine-id`, made once, so that every worker using
+/// that directory is a host of the same machine. Each host process says it lives with a small
+/// object, `.flemma-hosts/MACHINE/PID-START.json`, renewed every third of its time to live and
+/// deleted when the host stops. Another machine takes a host for gone once its object has
+/// expired (or is missing), and a machine for gone once none of its hosts lives.
 #[derive(Debug)]
 pub struct Machine {
     bucket: Bucket,

@@ -245,12 +245,16 @@ impl Worker {
     /// `runner`, renews the lease while it runs, releases it after. On
     /// shutdown the runs in progress are told to stop (their [`Assignment::stop`]) and
     /// waited for, and their leases released. `on_finished` hears of each run that ended.
+    /// With a workdir, the worker is a host of that directory's [`Machine`]: it says so on
+    /// the bucket while it runs ([`Machine::keep_announced`]) and the conversations it runs
+    /// keep their job journal on the bucket ([`ObjectConversation::with_machine`]).
     ///
     /// # Errors
     ///
     /// Never for one conversation (a failed run is reported to `on_finished` and the worker
     /// goes on); [`ObjectError::Request`] only if the prefix cannot be listed when the worker
-    /// starts.
+    /// starts, [`ObjectError::Workdir`] if the [`workdir`](WorkerOptions::workdir)'s machine
+    /// id can be neither read nor made ([`Machine::of_workdir`]).
     pub async fn run<R, F, N>(
         &self,
         runner: R,
