@@ -248,14 +248,18 @@ fn machine_id(workdir: &Path) -> std::io::Result<String> {
     }
 }
 
-/// The host's name and 16 hex digits of the OS's randomness (or of the time and the pid).
-fn fresh_id() -> String {
-    use std::io::Read as _;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+/// The kernel's name of this host, when it tells one.
+pub(crate) fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "machine".to_owned());
+}
+
+/// The host's name and 16 hex digits of the OS's randomness (or of the time and the pid).
+fn fresh_id() -> String {
+    use std::io::Read as _;
+    let host = host_name().unwrap_or_else(|| "machine".to_owned());
     let mut bytes = [0_u8; 8];
     let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
     let part = if random.is_ok() {

@@ -108,11 +108,7 @@ impl Default for WorkerOptions {
 }
 
 fn default_holder() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".to_owned());
+    let host = crate::machine::host_name().unwrap_or_else(|| "host".to_owned());
     format!(
         "{host}-{}-{}",
         std::process::id(),

@@ -626,6 +626,20 @@ fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
     assert!(env.lease(key).released);
 }
 
+/// A test's bucket with the conversation `key`, whose model asks for one background job that
+/// runs until the flag file (returned) is made, then says `finished-job`.
+fn with_a_background_job(name: &str, key: &str) -> (Env, PathBuf, mock_model::MockModel) {
+    let env = Env::new(name);
+    let flag = env.dir.join("go");
+    let command = format!(
+        "while [ ! -e {} ]; do sleep 0.1; done; echo finished-job",
+        flag.display()
+    );
+    let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
+    env.create(key, "@You:\nRun it in the background.\n");
+    (env, flag, model)
+}
+
 /// A background job outlives the worker that started it: the worker is killed (SIGKILL) while
 /// its run waits for the job, the job's process goes on and finishes, and the next worker on
 /// the same machine (the same `--workdir`) takes the conversation, though its text says
@@ -633,15 +647,8 @@ fn a_worker_stopped_by_sigterm_mid_call_answers_it_and_releases_the_lease() {
 /// is delivered (a success, not a lost job) and the model answered.
 #[test]
 fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
-    let env = Env::new("worker-job");
-    let flag = env.dir.join("go");
-    let command = format!(
-        "while [ ! -e {} ]; do sleep 0.1; done; echo finished-job",
-        flag.display()
-    );
-    let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
     let key = "jobs/long.chat";
-    env.create(key, "@You:\nRun it in the background.\n");
+    let (env, flag, model) = with_a_background_job("worker-job", key);
     let worker = |n: usize| {
         env.worker_command(&env.endpoint, &model, "jobs", "2", "all")
             .arg("-v")
@@ -712,15 +719,8 @@ impl TwoMachines {
     /// A worker of machine A starts the job and is killed (SIGKILL) while its run waits for
     /// it; the job's process goes on.
     fn with_a_job_whose_worker_died(name: &str) -> Self {
-        let env = Env::new(name);
-        let flag = env.dir.join("go");
-        let command = format!(
-            "while [ ! -e {} ]; do sleep 0.1; done; echo finished-job",
-            flag.display()
-        );
-        let model = mock_model::MockModel::start_in_background(1, &command).unwrap();
         let key = "two/long.chat";
-        env.create(key, "@You:\nRun it in the background.\n");
+        let (env, flag, model) = with_a_background_job(name, key);
         let b = env.dir.join("machine-b");
         std::fs::create_dir_all(&b).unwrap();
         let machines = Self {
@@ -782,20 +782,35 @@ impl TwoMachines {
         self.env.rt.block_on(put).unwrap();
     }
 
-    /// The job's journal entry on the bucket.
-    fn entry(&self) -> serde_json::Value {
-        let prefix = flemma::object::journal_prefix(&self.key.into());
+    /// The objects under `prefix`, each with its JSON (`null` when it is not JSON).
+    fn objects(
+        &self,
+        prefix: &flemma::object::object_store::path::Path,
+    ) -> Vec<(String, serde_json::Value)> {
         let store = self.env.bucket.store();
         let found: Vec<_> = self
             .env
             .rt
             .block_on(futures_util::TryStreamExt::try_collect::<Vec<_>>(
-                store.list(Some(&prefix)),
+                store.list(Some(prefix)),
             ))
             .unwrap();
+        found
+            .iter()
+            .filter_map(|meta| {
+                let got = self.env.rt.block_on(store.get(&meta.location)).ok()?;
+                let bytes = self.env.rt.block_on(got.bytes()).unwrap_or_default();
+                let json = serde_json::from_slice(&bytes).unwrap_or_default();
+                Some((meta.location.to_string(), json))
+            })
+            .collect()
+    }
+
+    /// The job's journal entry on the bucket.
+    fn entry(&self) -> serde_json::Value {
+        let mut found = self.objects(&flemma::object::journal_prefix(&self.key.into()));
         assert_eq!(found.len(), 1, "{found:?}");
-        let got = self.env.rt.block_on(store.get(&found[0].location)).unwrap();
-        serde_json::from_slice(&self.env.rt.block_on(got.bytes()).unwrap()).unwrap()
+        found.remove(0).1
     }
 
     /// Whether a host of machine `id` has an object on the bucket that has not expired.
@@ -804,26 +819,13 @@ impl TwoMachines {
             "{}/{id}",
             flemma::object::HOSTS_PREFIX
         ));
-        let store = self.env.bucket.store();
-        let found: Vec<_> = self
-            .env
-            .rt
-            .block_on(futures_util::TryStreamExt::try_collect::<Vec<_>>(
-                store.list(Some(&prefix)),
-            ))
-            .unwrap();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs_f64();
-        found.iter().any(|meta| {
-            let Ok(got) = self.env.rt.block_on(store.get(&meta.location)) else {
-                return false;
-            };
-            let bytes = self.env.rt.block_on(got.bytes()).unwrap_or_default();
-            serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v["expires_at"].as_f64())
+        self.objects(&prefix).iter().any(|(_, host)| {
+            host["expires_at"]
+                .as_f64()
                 .is_some_and(|expires| expires > now)
         })
     }
@@ -888,7 +890,12 @@ fn another_machines_job_is_left_to_it_while_it_lives_and_delivered_there() {
     assert!(delivered, "not delivered\n{text}\n{}", two.logs());
     assert!(text.contains("finished-job"), "{text}");
     assert!(!text.contains("Job lost"), "{text}");
-    assert_eq!(two.entry()["state"].as_str(), Some("delivered"));
+    // The entry is marked once the Job Result is in the transcript.
+    wait_until(
+        "the entry marked delivered",
+        Duration::from_secs(30),
+        || two.entry()["state"].as_str() == Some("delivered"),
+    );
     for worker in &fleet.0 {
         terminate(worker);
     }
@@ -923,7 +930,9 @@ fn another_machines_job_is_answered_lost_once_no_host_of_it_lives() {
     let text = two.env.text_of(two.key);
     assert!(answered, "not answered lost\n{text}\n{}", two.logs());
     assert!(text.contains("error job=job_"), "{text}");
-    assert_eq!(two.entry()["state"].as_str(), Some("lost"));
+    wait_until("the entry marked lost", Duration::from_secs(30), || {
+        two.entry()["state"].as_str() == Some("lost")
+    });
     // The job's process ends on A; a worker of A takes the conversation for its exit file,
     // finds the job answered, and removes its files.
     std::fs::write(&two.flag, "").unwrap();
