@@ -147,9 +147,9 @@ pub enum Recorded {
 /// A detached job's own process writes its output and exit status to files of the machine
 /// it runs on ([`output_path`](Self::output_path), [`exit_path`](Self::exit_path)), whatever
 /// keeps the entries: only a host of that machine can watch it or read its result. A journal
-/// that several machines share names its machine ([`machine`](Self::machine)), stamps it
-/// on the entries it records, and says whether another machine's processes live
-/// ([`lives`](Self::lives)).
+/// that several machines share names its host's machine ([`machine`](Self::machine)), which
+/// the executor writes into the entries it makes ([`JobRecord::machine`]), and says whether
+/// another machine's processes live ([`lives`](Self::lives)).
 #[async_trait::async_trait]
 pub trait JobJournal: Send + Sync + std::fmt::Debug {
     /// Records an entry, replacing the one of the same job: a reader sees the old entry or
