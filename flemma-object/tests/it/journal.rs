@@ -223,3 +223,67 @@ async fn objects_that_are_not_entries_are_skipped() {
     assert_eq!(journal.get("job_huge0001").await, None);
     let _ = std::fs::remove_dir_all(&local);
 }
+
+/// An executor on an object conversation, as a host of machine `m-here`, with a job of
+/// machine `m-there` (whose owner died) in the journal on the bucket: while a host of
+/// `m-there` lives, opening the conversation leaves the job to it and `flemma.jobs.status`
+/// says it runs; once none does, the next executor that opens it answers the job lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_leaves_a_live_machines_job_and_answers_it_lost_once_it_is_gone() {
+    use flemma_object::ObjectConversation;
+    use flemma_tools::{Conversation as _, Executor, ToolRegistry, jobs::JobsStatus};
+
+    let bucket = bucket().await;
+    let local = temp_dir("journal-executor");
+    let key = ObjectPath::from("exec/a.chat");
+    let here = Arc::new(Machine::new(&bucket, "m-here", Duration::from_secs(30)));
+    let there = Machine::new(&bucket, "m-there", Duration::from_secs(30));
+    ok(there.announce().await);
+    let text = "```json\n{\"flemma\": {\"tools\": {\"require_approval\": false}}}\n```\n\
+        @You:\nRun it.\n\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n\
+        ```json\n{\"command\": \"sleep 5\"}\n```\n\n@You:\n\
+        **Tool Result:** `toolu_1` (job=job_there001)\n```\nRunning as a background job.\n```\n\n\
+        @Assistant:\n**Tool Use:** `flemma.jobs.status` (`toolu_s1`)\n\
+        ```json\n{\"job_id\": \"job_there001\"}\n```\n";
+    ok(ObjectConversation::create(&bucket, &key, text).await);
+    let open = || async {
+        let conversation = ok(ObjectConversation::open(&bucket, &key).await)
+            .with_local_path(local.join("a.chat"))
+            .with_machine(Arc::clone(&here));
+        let registry = ToolRegistry::new();
+        registry.register(ok(JobsStatus::new()));
+        let conversation = Arc::new(conversation);
+        let executor = Executor::builder(conversation.clone(), registry).build();
+        (conversation, executor)
+    };
+    let store_dir = local.join(".flemma/a.chat");
+    let journal = BucketJournal::new(&bucket, Arc::clone(&here), &key, &store_dir);
+    ok(journal
+        .put(&record("job_there001", Some("m-there"), GONE))
+        .await);
+
+    let (conversation, executor) = open().await;
+    ok(executor.cycle().await);
+    let after = ok(conversation.snapshot().await).text;
+    assert!(after.contains("\"status\":\"running\""), "{after}");
+    assert!(!after.contains("Job lost"), "{after}");
+    assert_eq!(
+        journal.get("job_there001").await.map(|r| r.state),
+        Some(JobState::Running)
+    );
+
+    there.withdraw().await;
+    let (conversation, executor) = open().await;
+    ok(executor.cycle().await);
+    let after = ok(conversation.snapshot().await).text;
+    assert!(
+        after.contains("Job lost: session ended before completion."),
+        "{after}"
+    );
+    assert!(after.contains("error job=job_there001"), "{after}");
+    assert_eq!(
+        journal.get("job_there001").await.map(|r| r.state),
+        Some(JobState::Lost)
+    );
+    let _ = std::fs::remove_dir_all(&local);
+}

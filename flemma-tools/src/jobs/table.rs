@@ -14,7 +14,7 @@ use flemma_ids::{JobId, ToolName, ToolUseId};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::journal::{FileJournal, JobJournal, JobRecord, Outcome};
+use super::journal::{FileJournal, JobJournal, JobRecord, Outcome, Recorded};
 use super::lookup::{JobLookup, JobStatus};
 use super::{JobState, crash_point, now_seconds};
 use crate::events::Event;
@@ -349,9 +349,15 @@ impl JobLookup for Jobs {
                 elapsed_seconds: live.elapsed_seconds,
             });
         }
-        let record = self.journal()?.get(job_id).await?;
-        let running =
-            record.state == JobState::Running && record.owner.is_some_and(|o| o.is_alive());
+        let journal = self.journal()?;
+        let record = journal.get(job_id).await?;
+        // Running in another live host; or, on another machine, left to that machine while it
+        // lives (as recovery leaves it).
+        let running = record.state == JobState::Running
+            && (journal.lives(&record, Recorded::Owner).await
+                || (!journal.is_local(&record)
+                    && record.process.is_some()
+                    && journal.lives(&record, Recorded::Process).await));
         if !running && record.state != JobState::Completed {
             return None;
         }
