@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{
+    GetOptions, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
+};
 
 use flemma_tools::jobs::{Change, FileJournal, JobJournal, JobRecord, Recorded};
 
@@ -37,9 +39,9 @@ pub fn journal_prefix(key: &ObjectPath) -> ObjectPath {
 ///
 /// The entry of job `J` of `dir/name.chat` is `dir/.flemma/name.chat/jobs/J.json`: the path
 /// and the text a file conversation's journal has in its store directory. An entry is created
-/// by a plain put (a job id is drawn unused) and changed by a conditional one (`If-Match` on
-/// the version read, tried again on the entry as it is now when another host changed it in
-/// between), so two hosts never both claim or deliver one job. The job's process, its output
+/// by a conditional create (`If-None-Match: *`) and changed by a conditional replace
+/// (`If-Match` on the version read, tried again on the entry as it is now when another host
+/// changed it in between), so two hosts never both claim or deliver one job. The job's process, its output
 /// and its exit file stay on the machine that started it (the entry names it); a host of
 /// another machine leaves the job to that machine while one of its hosts lives
 /// ([`Machine::lives`]) and answers it lost once none does.
@@ -136,9 +138,34 @@ impl BucketJournal {
 impl JobJournal for BucketJournal {
     async fn put(&self, record: &JobRecord) -> std::io::Result<()> {
         let key = self.key(&record.job_id);
-        self.write(&key, record, PutMode::Overwrite)
-            .await
-            .map_err(|e| self.io(&key, "put", &e))
+        // A conditional create; over an entry that is there, a conditional replace of the
+        // version read: every write of an entry is conditional.
+        let mut mode = PutMode::Create;
+        for _ in 0..UPDATE_TRIES {
+            match self.write(&key, record, mode).await {
+                Ok(()) => return Ok(()),
+                Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. },
+                ) => {
+                    // Replace what is there (an entry, or an object that is none), or create
+                    // it when it is gone again.
+                    mode = match self.bucket.store().head(&key).await {
+                        Ok(meta) => PutMode::Update(UpdateVersion {
+                            e_tag: meta.e_tag,
+                            version: meta.version,
+                        }),
+                        Err(object_store::Error::NotFound { .. }) => PutMode::Create,
+                        Err(error) => return Err(self.io(&key, "head", &error)),
+                    };
+                }
+                Err(error) => return Err(self.io(&key, "put", &error)),
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "{}: changed by other hosts {UPDATE_TRIES} times in a row",
+            self.bucket.url(&key)
+        )))
     }
 
     async fn get(&self, job: &str) -> Option<JobRecord> {

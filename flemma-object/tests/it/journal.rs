@@ -132,6 +132,10 @@ async fn updates_racing_on_one_entry_lose_no_change() {
     tasks.join_all().await;
     let count = journal.get("job_count1").await.and_then(|r| r.exit_status);
     assert_eq!(count, Some(40));
+    // A put over an entry replaces it (a conditional replace of the version read).
+    let again = record("job_count1", Some("m-updates"), GONE);
+    ok(journal.put(&again).await);
+    assert_eq!(journal.get("job_count1").await, Some(again));
     // An entry that is not there is not made by an update.
     let none = ok(journal.update("job_absent1", Box::new(|_| true)).await);
     assert_eq!(none, None);
@@ -221,6 +225,10 @@ async fn objects_that_are_not_entries_are_skipped() {
     assert_eq!(listed, ["job_real0001"]);
     assert_eq!(journal.get("job_garbage1").await, None);
     assert_eq!(journal.get("job_huge0001").await, None);
+    // A put of that job replaces the broken object with its entry.
+    let mended = record("job_garbage1", Some("m-forged"), None);
+    ok(journal.put(&mended).await);
+    assert_eq!(journal.get("job_garbage1").await, Some(mended));
     let _ = std::fs::remove_dir_all(&local);
 }
 
