@@ -643,7 +643,7 @@ fn with_a_background_job(name: &str, key: &str) -> (Env, PathBuf, mock_model::Mo
 /// A background job outlives the worker that started it: the worker is killed (SIGKILL) while
 /// its run waits for the job, the job's process goes on and finishes, and the next worker on
 /// the same machine (the same `--workdir`) takes the conversation, though its text says
-/// nothing is to be done, because the job's result waits in the local journal: the Job Result
+/// nothing is to be done, because the job left its exit file on this machine: the Job Result
 /// is delivered (a success, not a lost job) and the model answered.
 #[test]
 fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
