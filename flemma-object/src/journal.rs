@@ -81,6 +81,14 @@ impl BucketJournal {
         std::io::Error::other(format!("{op} {}: {error}", self.bucket.url(key)))
     }
 
+    /// The error of a write refused [`UPDATE_TRIES`] times in a row.
+    fn contended(&self, key: &ObjectPath) -> std::io::Error {
+        std::io::Error::other(format!(
+            "{}: changed by other hosts {UPDATE_TRIES} times in a row",
+            self.bucket.url(key)
+        ))
+    }
+
     /// The entry and its version; `None` when there is none or it does not decode.
     async fn read(&self, key: &ObjectPath) -> std::io::Result<Option<(JobRecord, UpdateVersion)>> {
         let got = match self
@@ -162,10 +170,7 @@ impl JobJournal for BucketJournal {
                 Err(error) => return Err(self.io(&key, "put", &error)),
             }
         }
-        Err(std::io::Error::other(format!(
-            "{}: changed by other hosts {UPDATE_TRIES} times in a row",
-            self.bucket.url(&key)
-        )))
+        Err(self.contended(&key))
     }
 
     async fn get(&self, job: &str) -> Option<JobRecord> {
@@ -239,10 +244,7 @@ impl JobJournal for BucketJournal {
                 Err(error) => return Err(self.io(&key, "put", &error)),
             }
         }
-        Err(std::io::Error::other(format!(
-            "{}: changed by other hosts {UPDATE_TRIES} times in a row",
-            self.bucket.url(&key)
-        )))
+        Err(self.contended(&key))
     }
 
     fn output_path(&self, job: &str) -> std::path::PathBuf {

@@ -40,6 +40,37 @@ const GONE: Option<ProcessRef> = Some(ProcessRef {
     start_time: 1,
 });
 
+/// A test's bucket, scratch directory (removed when dropped), conversation key, and the
+/// journal of that conversation kept by a host of the machine `machine`.
+struct Fixture {
+    bucket: flemma_object::Bucket,
+    local: std::path::PathBuf,
+    key: ObjectPath,
+    journal: BucketJournal,
+}
+
+impl Fixture {
+    async fn new(name: &str, key: &str, machine: &str) -> Self {
+        let bucket = bucket().await;
+        let local = temp_dir(name);
+        let key = ObjectPath::from(key);
+        let machine = Arc::new(Machine::new(&bucket, machine, Duration::from_secs(30)));
+        let journal = BucketJournal::new(&bucket, machine, &key, &local);
+        Self {
+            bucket,
+            local,
+            key,
+            journal,
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.local);
+    }
+}
+
 /// An entry on the bucket is at the path, and has the text, that a file conversation's
 /// journal gives it in its store directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,11 +139,8 @@ async fn of_sixteen_hosts_claiming_an_orphaned_job_exactly_one_gets_it() {
 /// Two hosts changing one entry 20 times each at once: every change is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_racing_on_one_entry_lose_no_change() {
-    let bucket = bucket().await;
-    let local = temp_dir("journal-update");
-    let key = ObjectPath::from("updates/a.chat");
-    let machine = Arc::new(Machine::new(&bucket, "m-updates", Duration::from_secs(30)));
-    let journal = BucketJournal::new(&bucket, Arc::clone(&machine), &key, &local);
+    let fixture = Fixture::new("journal-update", "updates/a.chat", "m-updates").await;
+    let journal = &fixture.journal;
     ok(journal
         .put(&record("job_count1", Some("m-updates"), None))
         .await);
@@ -139,7 +167,6 @@ async fn updates_racing_on_one_entry_lose_no_change() {
     // An entry that is not there is not made by an update.
     let none = ok(journal.update("job_absent1", Box::new(|_| true)).await);
     assert_eq!(none, None);
-    let _ = std::fs::remove_dir_all(&local);
 }
 
 /// Another machine's job: its owner lives while that host's object has not expired, its
@@ -147,12 +174,9 @@ async fn updates_racing_on_one_entry_lose_no_change() {
 /// machine's are looked up by pid; an entry that names no machine is nobody's here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_machines_processes_live_while_a_host_of_it_does() {
-    let bucket = bucket().await;
-    let local = temp_dir("journal-lives");
-    let key = ObjectPath::from("lives/a.chat");
-    let here = Arc::new(Machine::new(&bucket, "m-here", Duration::from_secs(30)));
-    let there = Machine::new(&bucket, "m-there", Duration::from_secs(2));
-    let journal = BucketJournal::new(&bucket, Arc::clone(&here), &key, &local);
+    let fixture = Fixture::new("journal-lives", "lives/a.chat", "m-here").await;
+    let there = Machine::new(&fixture.bucket, "m-there", Duration::from_secs(2));
+    let journal = &fixture.journal;
     let theirs = record("job_there1", Some("m-there"), ProcessRef::current());
     assert!(!journal.is_local(&theirs));
     assert!(
@@ -187,8 +211,6 @@ async fn another_machines_processes_live_while_a_host_of_it_does() {
     let unnamed = record("job_nowhere", None, ProcessRef::current());
     assert!(!journal.is_local(&unnamed));
     assert!(!journal.lives(&unnamed, Recorded::Owner).await);
-    assert_eq!(JobState::Running, unnamed.state);
-    let _ = std::fs::remove_dir_all(&local);
 }
 
 /// A forged or broken object under the journal's prefix is no entry: one that does not decode,
@@ -196,15 +218,12 @@ async fn another_machines_processes_live_while_a_host_of_it_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_that_are_not_entries_are_skipped() {
     use flemma_object::object_store::PutPayload;
-    let bucket = bucket().await;
-    let local = temp_dir("journal-forged");
-    let key = ObjectPath::from("forged/a.chat");
-    let machine = Arc::new(Machine::new(&bucket, "m-forged", Duration::from_secs(30)));
-    let journal = BucketJournal::new(&bucket, Arc::clone(&machine), &key, &local);
+    let fixture = Fixture::new("journal-forged", "forged/a.chat", "m-forged").await;
+    let (bucket, journal) = (&fixture.bucket, &fixture.journal);
     ok(journal
         .put(&record("job_real0001", Some("m-forged"), None))
         .await);
-    let prefix = journal_prefix(&key);
+    let prefix = journal_prefix(&fixture.key);
     let put = |name: &str, bytes: Vec<u8>| {
         let key = name.split('/').fold(prefix.clone(), ObjectPath::join);
         let bucket = bucket.clone();
@@ -229,7 +248,6 @@ async fn objects_that_are_not_entries_are_skipped() {
     let mended = record("job_garbage1", Some("m-forged"), None);
     ok(journal.put(&mended).await);
     assert_eq!(journal.get("job_garbage1").await, Some(mended));
-    let _ = std::fs::remove_dir_all(&local);
 }
 
 /// An executor on an object conversation, as a host of machine `m-here`, with a job of
