@@ -135,7 +135,20 @@ struct Ran {
     logs: Vec<PathBuf>,
     wall: Duration,
     killed_at: usize,
+    /// The holder name of the worker killed by SIGKILL (the first line of its log).
+    killed: String,
     model_turns: usize,
+}
+
+/// The holder name a worker's log starts with (`worker HOLDER: running …`).
+fn holder_in_log(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap();
+    let first = text.lines().next().unwrap_or_default();
+    first
+        .strip_prefix("worker ")
+        .and_then(|rest| rest.split(": running").next())
+        .unwrap_or_else(|| panic!("no holder in {}: {first:?}", log.display()))
+        .to_owned()
 }
 
 /// Runs the fleet: four workers, one killed by SIGKILL a third of the way and a fifth started,
@@ -182,6 +195,7 @@ fn run_fleet(
     wait_until("a third of the calls", Duration::from_secs(120), || {
         labels() >= conversations * TURNS / 3
     });
+    let killed = holder_in_log(&dir.join("worker0.log"));
     fleet.0[0].kill().unwrap();
     assert!(!fleet.0[0].wait().unwrap().success(), "killed");
     let killed_at = labels();
@@ -224,6 +238,7 @@ fn run_fleet(
         logs,
         wall,
         killed_at,
+        killed,
         model_turns: model.requests(),
     }
 }
@@ -300,7 +315,9 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
             String::from_utf8_lossy(&check.stderr)
         );
     }
-    // No lease is left held.
+    // No lease is left held, but by the killed worker: killed after a conversation's last
+    // write and before its release, it leaves the lease of a finished conversation, which no
+    // worker takes again (it is not ready); the lease has expired, which is all it can do.
     rt.block_on(async {
         for key in ran.texts.keys() {
             let record = flemma::object::read_lease(&bucket, &key.as_str().into())
@@ -308,9 +325,10 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
                 .unwrap()
                 .unwrap();
             assert!(
-                record.released,
-                "{key}: lease still held by {}",
-                record.holder
+                record.released || record.holder == ran.killed,
+                "{key}: lease still held by {} (the killed worker: {})",
+                record.holder,
+                ran.killed
             );
         }
     });
