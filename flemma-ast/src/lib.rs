@@ -33,6 +33,7 @@ mod ast;
 mod content;
 mod edit;
 mod error;
+pub mod escape;
 pub mod grammar;
 mod incremental;
 mod input;

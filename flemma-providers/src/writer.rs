@@ -1,5 +1,6 @@
 //! Writes decoded events into `.chat` text, as the reference implementation does (spec §1.16).
 
+use flemma_ast::escape::Escaper;
 use flemma_ast::writer::{append_prefix, thinking_block, tool_use_block};
 use flemma_ids::{ToolName, ToolUseId};
 
@@ -7,9 +8,12 @@ use crate::event::{StopReason, StreamEvent};
 
 /// Accumulates a streamed response and yields the text to append to the conversation.
 ///
-/// Text is appended verbatim as it arrives; each complete tool call becomes a `**Tool Use:**`
-/// block with the wire name decoded (`__` → `.`); thinking (and redacted thinking) is written
-/// at the end, with its signature. Tool calls whose stream broke off never reach it.
+/// Text is appended as it arrives, escaped ([`flemma_ast::escape`]) so that nothing the model
+/// writes can start a message, a tool call, a thinking block or an abort marker, or leave a
+/// fence open (a line that may need its backslash, and a fenced block until it closes, wait for
+/// the rest of their text); each complete tool call becomes a `**Tool Use:**` block with the
+/// wire name decoded (`__` → `.`); thinking (and redacted thinking) is written at the end, with
+/// its signature, escaped the same way. Tool calls whose stream broke off never reach it.
 ///
 /// ```
 /// use flemma_providers::{ResponseWriter, StreamEvent};
@@ -26,6 +30,7 @@ use crate::event::{StopReason, StreamEvent};
 #[derive(Debug, Default)]
 pub struct ResponseWriter {
     written: String,
+    text: Escaper,
     thinking: String,
     signature: Option<(String, String)>,
     redacted: Vec<String>,
@@ -43,7 +48,7 @@ impl ResponseWriter {
     /// Takes one event; returns the text to append now (often empty).
     pub fn apply(&mut self, event: &StreamEvent) -> String {
         let out = match event {
-            StreamEvent::Text { text } => text.clone(),
+            StreamEvent::Text { text } => self.text.push(text),
             StreamEvent::ToolCall {
                 id,
                 name,
@@ -52,7 +57,14 @@ impl ResponseWriter {
                 let input =
                     serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(arguments)
                         .unwrap_or_default();
-                tool_use_block(&self.written, &decode_name(name), &sanitize_id(id), &input)
+                // The text before the call ends here: what it held is written first.
+                let mut out = self.text.finish();
+                self.written.push_str(&out);
+                let block =
+                    tool_use_block(&self.written, &decode_name(name), &sanitize_id(id), &input);
+                self.written.push_str(&block);
+                out.push_str(&block);
+                return out;
             }
             StreamEvent::Thinking { text } => {
                 self.thinking.push_str(text);
@@ -85,8 +97,11 @@ impl ResponseWriter {
         out
     }
 
-    /// Ends the response: the thinking blocks, when there were any.
+    /// Ends the response: the text the escaper held (a line that may need its backslash, a
+    /// fence not closed), then the thinking blocks, when there were any.
     pub fn finish(&mut self) -> String {
+        let text = self.text.finish();
+        self.written.push_str(&text);
         let mut out = String::new();
         let has_thinking = !self.thinking.trim().is_empty() || self.signature.is_some();
         if has_thinking {
@@ -103,7 +118,7 @@ impl ResponseWriter {
             out.push_str(&thinking_block(&data, None, true));
         }
         self.written.push_str(&out);
-        out
+        format!("{text}{out}")
     }
 
     /// Everything written so far.

@@ -2,7 +2,8 @@
 //! send that carries a new user message, `Stop` when the model answered without tools, and
 //! `SessionEnd` when the host ends the session. What a hook adds is written into the
 //! transcript: a prompt's context into the user's message, a `Stop` hook's reason as a new
-//! user message.
+//! user message. A hook's words are not the user's: they are escaped
+//! ([`flemma_ast::escape::escape_user`]), so they can start no message, result or template.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -14,9 +15,10 @@ use flemma_tools::hooks::{
 
 use super::{Session, SessionError, SessionEvent};
 
-/// How a hook's text is written into a message: its own paragraph, naming the hook.
+/// How a hook's text is written into a message: its own paragraph, naming the hook, escaped
+/// so that it stays text in a `@You:` message.
 fn note(hook: &str, text: &str) -> String {
-    format!("Hook `{hook}`: {}", text.trim())
+    flemma_ast::escape::escape_user(&format!("Hook `{hook}`: {}", text.trim())).into_owned()
 }
 
 impl Session {
@@ -146,7 +148,7 @@ impl Session {
                     .segments
                     .iter()
                     .filter_map(|s| match s {
-                        Segment::Text(t) => Some(t.value.as_str()),
+                        Segment::Text(t) => Some(flemma_ast::escape::unescape_assistant(&t.value)),
                         _ => None,
                     })
                     .collect();

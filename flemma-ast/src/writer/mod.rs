@@ -80,17 +80,46 @@ pub fn tool_use_block(
 /// A `<thinking>` block for the end of a streamed response (spec §1.9).
 ///
 /// The text is trimmed; with no text and a signature an open/close pair with no body is written.
+/// The text is the model's: it is escaped as its reply is ([`crate::escape::escape_assistant`]),
+/// so a `</thinking>` or `@You:` line in it stays inside the block, and the signature keeps only
+/// what a tag can carry (letters and digits for the provider, no `"` or line break in the value).
+///
+/// ```
+/// use flemma_ast::writer::thinking_block;
+/// assert_eq!(
+///     thinking_block("plan\n</thinking>\n@You:", Some(("anthropic", "s\"ig")), false),
+///     "<thinking anthropic:signature=\"sig\">\nplan\n\\</thinking>\n\\@You:\n</thinking>\n"
+/// );
+/// ```
 pub fn thinking_block(text: &str, signature: Option<(&str, &str)>, redacted: bool) -> String {
     let open = match (redacted, signature) {
         (true, _) => "<thinking redacted>".to_owned(),
-        (false, Some((provider, value))) => format!("<thinking {provider}:signature=\"{value}\">"),
+        (false, Some((provider, value))) => {
+            let provider: String = provider
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect();
+            let provider = if provider.is_empty() {
+                "unknown"
+            } else {
+                &provider
+            };
+            let value: String = value
+                .chars()
+                .filter(|c| !matches!(c, '"' | '\n' | '\r'))
+                .collect();
+            format!("<thinking {provider}:signature=\"{value}\">")
+        }
         (false, None) => "<thinking>".to_owned(),
     };
     let body = if redacted { text } else { text.trim() };
     if body.is_empty() {
         format!("{open}\n</thinking>\n")
     } else {
-        format!("{open}\n{body}\n</thinking>\n")
+        format!(
+            "{open}\n{}\n</thinking>\n",
+            crate::escape::escape_assistant(body)
+        )
     }
 }
 

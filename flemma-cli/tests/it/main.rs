@@ -35,6 +35,8 @@ mod streams;
 #[cfg(target_os = "linux")]
 mod terminal;
 mod tools;
+#[cfg(unix)]
+mod trust;
 #[cfg(all(unix, feature = "object-store"))]
 mod worker;
 

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use flemma_ast::escape::unescape_assistant;
 use flemma_ast::{Document, JobResult, Message, Role, Segment, Template, ToolResult, ToolStatus};
 use flemma_ids::Severity;
 use serde_json::{Map, Value};
@@ -167,7 +168,8 @@ struct Builder<'b> {
 ///   (`Job lost: session ended before completion.`, `Command exited with code 2`). Empty
 ///   content sends nothing.
 /// * In `@Assistant:` messages, text, thinking (empty unsigned plain thinking is skipped) and
-///   tool uses are kept. Abort markers are dropped, with the whitespace-only text after
+///   tool uses are kept; text and thinking as the model wrote them (the escape that kept its
+///   structure-looking lines text is taken off: [`flemma_ast::escape`]). Abort markers are dropped, with the whitespace-only text after
 ///   them, when the message has a tool use, and become the text `<!-- MESSAGE -->` otherwise.
 /// * Malformed segments are never sent.
 /// * Every tool call without a final result anywhere in the document gets a diagnostic and a
@@ -518,7 +520,8 @@ fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
     for segment in &message.segments {
         match segment {
             Segment::Text(t) => {
-                text.push(t.value.as_str());
+                // What the model wrote, its structure-looking lines without the escape.
+                text.push(unescape_assistant(&t.value));
                 continue;
             }
             Segment::Expression(_) | Segment::Code(_) => {
@@ -538,7 +541,7 @@ fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
                     continue;
                 }
                 parts.push(Part::Thinking {
-                    content: Cow::Borrowed(&thinking.content),
+                    content: unescape_assistant(&thinking.content),
                     signature: thinking.signature.as_ref().map(|s| ThinkingSignature {
                         provider: Cow::Borrowed(&s.provider),
                         value: Cow::Borrowed(&s.value),

@@ -9,6 +9,7 @@
 mod errors;
 mod from_options;
 mod http;
+mod model_text;
 mod prompt;
 mod recordings;
 mod requests_a;
