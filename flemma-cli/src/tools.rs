@@ -366,39 +366,66 @@ pub(crate) fn in_progress_diagnostics(
     let Ok(executor) = executor(file, settings) else {
         return Vec::new();
     };
+    let mut found = unplaced_diagnostics(file, doc, &executor);
     let Ok(claims) = runtime().and_then(|rt| {
         rt.block_on(executor.claims())
             .map_err(|e| executor_failure(file, e))
     }) else {
-        return Vec::new();
+        return found;
     };
     let pid = |pid: Option<i32>| pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
-    claims
-        .into_iter()
-        .filter_map(|claim| {
-            let result = flemma::ast::find_tool_result_by_id(doc, claim.id.as_str())?;
-            let result = result.node;
-            if result.status.is_some() || !result.content.trim().is_empty() {
-                return None;
-            }
-            let message = if claim.live {
-                format!(
-                    "call `{}` is running in another process (pid {}); its result is not written yet",
-                    claim.id,
-                    pid(claim.pid)
-                )
-            } else {
-                format!(
-                    "call `{}` was interrupted: its host (pid {}) ended before it completed; \
+    found.extend(claims.into_iter().filter_map(|claim| {
+        let result = flemma::ast::find_tool_result_by_id(doc, claim.id.as_str())?;
+        let result = result.node;
+        if result.status.is_some() || !result.content.trim().is_empty() {
+            return None;
+        }
+        let message = if claim.live {
+            format!(
+                "call `{}` is running in another process (pid {}); its result is not written yet",
+                claim.id,
+                pid(claim.pid)
+            )
+        } else {
+            format!(
+                "call `{}` was interrupted: its host (pid {}) ended before it completed; \
                      the next `flemma cycle` or `flemma run` answers it with an error",
-                    claim.id,
-                    pid(claim.pid)
-                )
-            };
+                claim.id,
+                pid(claim.pid)
+            )
+        };
+        Some(flemma::ast::Diagnostic {
+            kind: flemma::ast::DiagnosticKind::ToolResult,
+            severity: flemma::ids::Severity::Warning,
+            message,
+            line: result.span.start_line,
+        })
+    }));
+    found
+}
+
+/// The `(approved)` calls no approval backs (this host did not place them, no person approved
+/// them through it): the next cycle decides them with the approval chain.
+fn unplaced_diagnostics(
+    file: &Path,
+    doc: &flemma::ast::Document,
+    executor: &Executor,
+) -> Vec<flemma::ast::Diagnostic> {
+    let Ok(ids) = runtime().and_then(|rt| {
+        rt.block_on(executor.unplaced_approvals())
+            .map_err(|e| executor_failure(file, e))
+    }) else {
+        return Vec::new();
+    };
+    ids.into_iter()
+        .filter_map(|id| {
+            let result = flemma::ast::find_tool_result_by_id(doc, id.as_str())?.node;
             Some(flemma::ast::Diagnostic {
                 kind: flemma::ast::DiagnosticKind::ToolResult,
                 severity: flemma::ids::Severity::Warning,
-                message,
+                message: format!(
+                    "call `{id}` is (approved) in the file, but not by this host: it did not place the call and no one approved it with `flemma approve`; the next cycle asks the approval chain (run `flemma approval explain`)"
+                ),
                 line: result.span.start_line,
             })
         })

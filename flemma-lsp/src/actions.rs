@@ -108,6 +108,45 @@ pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, Stri
     Ok(replacement(doc.lines(), old, &new))
 }
 
+/// Records a person's approval of the calls `action` approves in the conversation's ledger
+/// ([`flemma_tools::placements`]), as `flemma approve` does: an `(approved)` that no host
+/// placed and no person approved through one is not an approval. Nothing for a rejection.
+///
+/// # Errors
+///
+/// The ledger's error text.
+pub(crate) fn record_approval(
+    doc: &OpenDocument,
+    uri: &Uri,
+    action: &Action,
+) -> Result<(), String> {
+    let document = doc.document();
+    let ids: Vec<String> = match action {
+        Action::Approve(id) => vec![id.clone()],
+        Action::ApproveAll => document
+            .messages
+            .iter()
+            .flat_map(flemma_ast::Message::tool_results)
+            .filter(|r| r.status == Some(ToolStatus::Pending))
+            .map(|r| r.tool_use_id.to_string())
+            .collect(),
+        Action::Reject(..) => return Ok(()),
+    };
+    let chat = crate::navigation::uri_path(uri).map(|p| flemma_config::conversation_path(&p));
+    let ledger = flemma_tools::placements::for_file(chat.as_deref());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    for id in ids {
+        if let Some(placement) = flemma_tools::placements::person_approval(document, &id) {
+            runtime
+                .block_on(ledger.record(&placement))
+                .map_err(|e| format!("the approval of {id} could not be recorded: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The one protocol edit that turns `old` (whose lines `lines` indexes) into `new`: the bytes
 /// between their common start and their common end.
 pub(crate) fn replacement(lines: &crate::LineIndex, old: &str, new: &str) -> TextEdit {
@@ -180,7 +219,9 @@ fn actions_for(id: &str, status: ToolStatus) -> Vec<Action> {
 }
 
 /// The code actions for the lines of `range`: approve and reject each pending call whose
-/// result block they meet, reject an approved one, approve all pending. Each carries its edit.
+/// result block they meet, reject an approved one, approve all pending. A rejection carries its
+/// edit; an approval runs its command (the server records the person's approval, then sends
+/// the edit).
 pub fn code_actions(doc: &OpenDocument, uri: &Uri, range: Range) -> Vec<CodeActionOrCommand> {
     let Some((from, to)) = crate::navigation::at(doc, range.start)
         .zip(crate::navigation::at(doc, range.end))
@@ -214,10 +255,14 @@ pub fn code_actions(doc: &OpenDocument, uri: &Uri, range: Range) -> Vec<CodeActi
         .filter_map(|action| {
             let edit = action_edit(doc, &action).ok()?;
             let command = action.command(uri);
+            // An approval runs the server's command, which records it before it edits (see
+            // `record_approval`); a rejection only narrows, and carries its edit.
+            let approves = matches!(action, Action::Approve(_) | Action::ApproveAll);
             Some(CodeActionOrCommand::CodeAction(CodeAction {
-                title: command.title,
+                title: command.title.clone(),
                 kind: Some(CodeActionKind::QUICKFIX),
-                edit: Some(workspace_edit(uri, edit)),
+                edit: (!approves).then(|| workspace_edit(uri, edit)),
+                command: approves.then_some(command),
                 ..CodeAction::default()
             }))
         })

@@ -668,7 +668,10 @@ impl Server {
                     .documents
                     .get(&uri)
                     .ok_or_else(|| format!("{} is not open", uri.as_str()))?;
-                actions::action_edit(doc, &action).map(|edit| (uri, edit))
+                let edit = actions::action_edit(doc, &action)?;
+                // The person's approval, recorded before the client's text says `(approved)`.
+                actions::record_approval(doc, &uri, &action)?;
+                Ok((uri, edit))
             });
         match edit {
             Ok((uri, edit)) => {

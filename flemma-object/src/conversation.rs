@@ -434,6 +434,13 @@ impl Conversation for ObjectConversation {
         )))
     }
 
+    fn placements(&self) -> Option<Arc<dyn flemma_tools::placements::Placements>> {
+        Some(Arc::new(crate::placements::BucketPlacements::new(
+            &self.bucket,
+            &self.key,
+        )))
+    }
+
     fn store_writes(&self) -> Option<Arc<dyn flemma_store::StoreWrites>> {
         let results = Arc::clone(self.results.as_ref()?);
         Some(Arc::new(Writes(results)))

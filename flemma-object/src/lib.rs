@@ -13,6 +13,8 @@
 //! - [`BucketJournal`]: the conversation's background jobs, `dir/.flemma/name.chat/jobs/`,
 //!   each entry naming the [`Machine`] whose process runs the job; hosts say they live under
 //!   `.flemma-hosts/`.
+//! - [`BucketPlacements`]: the calls placed `(pending)` for a person, `dir/.flemma/name.chat/placed/`,
+//!   so that a person's approval holds on whichever host runs the conversation next.
 //! - [`Worker`]: picks the ready conversations, leases each, answers the calls a dead holder
 //!   left running ([`flemma_tools::answer_interrupted`]), runs the host's runner (a session),
 //!   releases the lease.
@@ -26,6 +28,7 @@ mod error;
 mod journal;
 mod lease;
 mod machine;
+mod placements;
 mod results;
 mod worker;
 
@@ -35,6 +38,7 @@ pub use error::ObjectError;
 pub use journal::{BucketJournal, MAX_ENTRY_BYTES, journal_prefix};
 pub use lease::{Acquired, LEASE_FILE, Lease, LeaseRecord, lease_key, read_lease, store_prefix};
 pub use machine::{HOSTS_PREFIX, HostRecord, Machine};
+pub use placements::{BucketPlacements, placements_prefix};
 pub use results::result_key;
 pub use worker::{
     Assignment, Finished, Taken, Worker, WorkerOptions, is_ready, keep, local_path, take,

@@ -186,6 +186,15 @@ pub trait Conversation: Send + Sync {
         None
     }
 
+    /// Where the hosts of this conversation remember the calls they placed for a person's
+    /// decision ([`crate::placements`]). `None`, the default, for a
+    /// [`FilePlacements`](crate::placements::FilePlacements) in the user's state directory
+    /// (keyed by [`path`](Self::path)), or the process's memory without a path; a conversation
+    /// that several machines run in turn gives one they share.
+    fn placements(&self) -> Option<Arc<dyn crate::placements::Placements>> {
+        None
+    }
+
     /// The conversation's own store id (`bufnr`), used when the host names none; `None` by
     /// default (see [`default_conversation_id`](crate::transcript::default_conversation_id)).
     fn default_id(&self) -> Option<&str> {

@@ -51,6 +51,7 @@ pub mod jobs;
 mod messages;
 mod module;
 mod output;
+pub mod placements;
 pub mod preview;
 mod process;
 mod protect;

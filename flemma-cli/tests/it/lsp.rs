@@ -148,4 +148,21 @@ fn neovim_approves_a_call_through_flemma_lsp_as_flemma_approve_would() {
         std::fs::read_to_string(&chat).unwrap(),
         std::fs::read_to_string(&by_cli).unwrap()
     );
+    // The editor's approval is a person's: the next cycle runs the call (it does not go
+    // back to pending, as an `(approved)` that came in the file would).
+    let cycle = flemma(
+        &[
+            "cycle",
+            chat.to_str().unwrap(),
+            "--set",
+            "sandbox.enabled=false",
+        ],
+        None,
+    );
+    assert_eq!(cycle.status.code(), Some(0), "{}", text(&cycle.stderr));
+    let after = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        !after.contains("(pending)") && !after.contains("(approved)"),
+        "{after}"
+    );
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use flemma::object::object_store::ObjectStoreExt as _;
 use flemma::object::{Bucket, ObjectConversation};
+use futures_util::StreamExt as _;
 
 /// How many conversations the fleet runs (`FLEMMA_FLEET_CONVERSATIONS` for fewer or more).
 fn conversations() -> usize {
@@ -1144,8 +1145,19 @@ fn flemma_approve_of_an_object_lets_a_worker_run_the_call() {
         env.lease(key).released
     });
     assert!(!env.text_of(key).contains("approved-run\n```"));
+    // The worker placed the call for a person, on the bucket (where every host looks).
+    let placed = flemma::object::placements_prefix(&key.into());
+    assert!(
+        env.rt
+            .block_on(env.bucket.store().list(Some(&placed)).count())
+            == 1,
+        "no placement under {placed}"
+    );
+    // The person approves from another machine: its own state directory, nothing shared
+    // with the worker's but the bucket.
     let out = env
         .flemma(&model)
+        .env("XDG_STATE_HOME", env.dir.join("another-machine-state"))
         .args(["approve", &env.url(key), "toolu_mock_1"])
         .output()
         .unwrap();

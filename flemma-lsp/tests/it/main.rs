@@ -371,32 +371,25 @@ fn code_actions_make_the_edit_flemma_approve_makes() {
         ]
     );
     assert_eq!(actions[3]["command"]["command"], "flemma.cycle");
+    // A rejection carries the edit `flemma reject` makes; an approval runs the server's
+    // command, which records the person's approval before it sends the edit.
     let doc = flemma_ast::parse(PENDING);
-    for (i, expected) in [
-        flemma_tools::approve(&doc, "toolu_1").unwrap(),
-        flemma_tools::reject(
-            &doc,
-            "toolu_1",
-            None,
-            flemma_ast::writer::WriterOptions::default(),
-        )
-        .unwrap(),
-        flemma_tools::approve_all_pending(&doc).unwrap(),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let edits = &actions[i]["edit"]["changes"][URI];
-        assert_eq!(
-            apply(PENDING, edits),
-            flemma_ast::apply_edits(PENDING, &expected).unwrap(),
-            "{}",
-            titles[i]
-        );
-    }
-    assert!(
-        apply(PENDING, &actions[0]["edit"]["changes"][URI]).contains("`toolu_1` (approved)\r\n")
+    let expected = flemma_tools::reject(
+        &doc,
+        "toolu_1",
+        None,
+        flemma_ast::writer::WriterOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        apply(PENDING, &actions[1]["edit"]["changes"][URI]),
+        flemma_ast::apply_edits(PENDING, &expected).unwrap()
     );
+    assert_eq!(actions[0]["edit"], Value::Null);
+    assert_eq!(actions[0]["command"]["command"], "flemma.approve");
+    assert_eq!(actions[0]["command"]["arguments"], json!([URI, "toolu_1"]));
+    assert_eq!(actions[2]["command"]["command"], "flemma.approveAll");
+    assert_eq!(actions[2]["command"]["arguments"], json!([URI]));
 
     // Code lenses: approve and reject on each pending call.
     let lenses = client.request(
@@ -478,6 +471,47 @@ fn a_lens_command_asks_the_client_to_apply_the_edit() {
     };
     assert_eq!(failed.error.unwrap().message, "Tool not found: toolu_9");
     client.shutdown();
+}
+
+/// Issue 34, item 2: the editor's approval is a person's, recorded in the conversation's
+/// ledger (the one `flemma approve` and the next cycle use) before the client's text says
+/// `(approved)`; a rejection records nothing.
+#[test]
+fn the_approve_command_records_the_persons_approval() {
+    use flemma_tools::placements::{PlacedBy, for_file};
+    // The ledger the server uses for the test's URI.
+    let chat =
+        flemma_config::conversation_path(std::path::Path::new("/tmp/flemma-lsp-test/chat.chat"));
+    let ledger = for_file(Some(&chat));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let id = |id: &str| flemma_ids::ToolUseId::new(id).unwrap();
+    for call in ["toolu_1", "toolu_2"] {
+        rt.block_on(ledger.remove(&id(call))).unwrap();
+    }
+    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.open(PENDING);
+    client.diagnostics();
+    let approved = client.request(
+        "workspace/executeCommand",
+        json!({"command": "flemma.approve", "arguments": [URI, "toolu_1"]}),
+    );
+    assert_eq!(approved, Value::Null);
+    let rejected = client.request(
+        "workspace/executeCommand",
+        json!({"command": "flemma.reject", "arguments": [URI, "toolu_2"]}),
+    );
+    assert_eq!(rejected, Value::Null);
+    client.shutdown();
+    let entry = rt.block_on(ledger.get(&id("toolu_1"))).unwrap().unwrap();
+    assert_eq!(entry.by, PlacedBy::Person);
+    assert!(entry.is_for(
+        &flemma_ids::ToolName::new("bash").unwrap(),
+        &json!({"command": "ls 😀"})
+    ));
+    assert_eq!(rt.block_on(ledger.get(&id("toolu_2"))).unwrap(), None);
+    rt.block_on(ledger.remove(&id("toolu_1"))).unwrap();
 }
 
 const JOBS: &str = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"command\": \"sleep 1\", \"background\": true}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_ab12)\n```\nRunning as a background job.\n```\n\n@Assistant:\nWaiting.\n\n@You:\n**Job Result:** `job_ab12`\n```\ndone\n```\n\nSee @./notes.md please.\n";
@@ -845,7 +879,9 @@ fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on
     std::fs::create_dir_all(&dir).unwrap();
     let dir = std::fs::canonicalize(&dir).unwrap();
     let chat = dir.join("chat.chat");
-    let text = "```json\n{\"flemma\": {\"sandbox\": {\"enabled\": false}}}\n```\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"hi\", \"command\": \"echo hi from the cycle\"}\n```\n\n@You:\n**Tool Result:** `toolu_1` (approved)\n```\n```\n";
+    // The `(approved)` came with the file: the host's chain decides the call (it approves
+    // `bash` here), not the file.
+    let text = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"+bash\"]}}}\n```\n@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"hi\", \"command\": \"echo hi from the cycle\"}\n```\n\n@You:\n**Tool Result:** `toolu_1` (approved)\n```\n```\n";
     std::fs::write(&chat, text).unwrap();
     let uri = flemma_lsp::path_uri(&chat).unwrap();
     let mut client = Client::start(with_tools());

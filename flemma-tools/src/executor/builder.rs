@@ -11,6 +11,7 @@ use super::state::{CycleGuard, Executor, Setup};
 use super::types::Approver;
 use crate::conversation::Conversation;
 use crate::events::Event;
+use crate::placements::{Placements, TranscriptApprovals};
 use crate::registry::ToolRegistry;
 use crate::sandbox::{SandboxBackend, SandboxBackends};
 use crate::transcript::{Transcript, TranscriptBuilder};
@@ -23,6 +24,8 @@ struct Parts {
     approver: Option<Arc<dyn Approver>>,
     guard: Option<CycleGuard>,
     hooks: crate::hooks::Hooks,
+    placements: Option<Arc<dyn Placements>>,
+    approvals: TranscriptApprovals,
 }
 
 /// Builds an [`Executor`]; see [`Executor::builder`].
@@ -80,6 +83,26 @@ impl ExecutorBuilder {
     /// Asks `approver` about pending calls instead of waiting for the transcript.
     pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.parts.approver = Some(approver);
+        self
+    }
+
+    /// Whether an `(approved)` written in the transcript approves a call by itself (default
+    /// [`TranscriptApprovals::Placed`]: only on calls this host placed or a person approved
+    /// through it; see [`crate::placements`]). [`TranscriptApprovals::Trusted`] runs every
+    /// `(approved)` block, as spec §7.1 says.
+    pub fn transcript_approvals(mut self, approvals: TranscriptApprovals) -> Self {
+        self.parts.approvals = approvals;
+        self
+    }
+
+    /// Where this executor remembers the calls it placed for a person's decision (default:
+    /// the conversation's [`placements`](Conversation::placements), else a
+    /// [`FilePlacements`](crate::placements::FilePlacements) in the user's state directory
+    /// for a conversation with a file, else the process's
+    /// [`MemoryPlacements`](crate::placements::MemoryPlacements)). A host that keeps its
+    /// conversations in a database and rebuilds executors gives its own, kept beside them.
+    pub fn placements(mut self, placements: Arc<dyn Placements>) -> Self {
+        self.parts.placements = Some(placements);
         self
     }
 
@@ -201,6 +224,8 @@ impl ExecutorBuilder {
             approver,
             guard,
             hooks,
+            placements,
+            approvals,
         } = self.parts;
         let transcript = Arc::new(transcript.sandbox_backends(sandbox).build());
         Executor {
@@ -211,6 +236,8 @@ impl ExecutorBuilder {
                 approver,
                 guard,
                 hooks: hooks.snapshot(),
+                placements,
+                approvals,
             },
             jobs: Arc::new(crate::jobs::table::Jobs::new(Arc::clone(&events))),
             events,
@@ -219,6 +246,7 @@ impl ExecutorBuilder {
             claimant: Claimant::new(),
             option_warnings: Mutex::new(Vec::new()),
             hook_notes: Mutex::new(HashMap::new()),
+            decided: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -234,6 +262,8 @@ impl Executor {
                 approver: None,
                 hooks: crate::hooks::Hooks::default(),
                 guard: None,
+                placements: None,
+                approvals: TranscriptApprovals::default(),
             },
             event_capacity: crate::fanout::DEFAULT_CAPACITY,
             forwards: Vec::new(),

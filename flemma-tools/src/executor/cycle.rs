@@ -137,12 +137,19 @@ impl Executor {
         .await
     }
 
-    /// Approves the pending call `id` (spec §7.1 `approve`).
+    /// Approves the pending call `id` (spec §7.1 `approve`): a person's approval, recorded in
+    /// the conversation's [ledger](crate::placements) so that the call runs at the next cycle
+    /// whoever placed it.
     ///
     /// # Errors
     ///
     /// [`ExecutorError::Action`] with the spec's texts (`Tool not found: <id>`, …).
     pub async fn approve(&self, id: &str) -> Result<(), ExecutorError> {
+        // The person's approval is recorded before the file says `(approved)`, so that no
+        // cycle takes the block for one that came in the file (see `crate::placements`).
+        if let Ok(id) = flemma_ids::ToolUseId::from_header(id) {
+            self.record_person_approvals(&[id]).await?;
+        }
         self.edit(|doc| actions::approve(doc, id).map_err(ExecutorError::from))
             .await
     }
@@ -167,8 +174,32 @@ impl Executor {
     ///
     /// [`ExecutorError::Action`] with `No pending tools to approve` when none is pending.
     pub async fn approve_all_pending(&self) -> Result<(), ExecutorError> {
+        let pending: Vec<flemma_ids::ToolUseId> = self
+            .with_document(|doc, _| {
+                doc.messages
+                    .iter()
+                    .flat_map(flemma_ast::Message::tool_results)
+                    .filter(|r| r.status == Some(flemma_ast::ToolStatus::Pending))
+                    .map(|r| r.tool_use_id.clone())
+                    .collect()
+            })
+            .await?;
+        self.record_person_approvals(&pending).await?;
         self.edit(|doc| actions::approve_all_pending(doc).map_err(ExecutorError::from))
             .await
+    }
+
+    /// The `(approved)` calls of the conversation that no approval backs: this host did not
+    /// place them and no person approved them through it (see [`crate::placements`]), so the
+    /// next cycle decides each with the approval chain, as a new call. A host shows them
+    /// before it runs a transcript that came from elsewhere (`flemma check` warns). Empty
+    /// under [`TranscriptApprovals::Trusted`](crate::placements::TranscriptApprovals::Trusted).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutorError::Transcript`] when the conversation cannot be read.
+    pub async fn unplaced_approvals(&self) -> Result<Vec<flemma_ids::ToolUseId>, ExecutorError> {
+        self.unbacked_approvals().await
     }
 
     /// Appends whole lines at the end of the conversation (a message, a streamed response's

@@ -3,16 +3,16 @@
 //! next step.
 
 use std::collections::VecDeque;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
-use flemma_approval::{ApprovalContext, Decision, ToolCall};
 use flemma_ast::writer::{self, ResultBody};
 use flemma_ast::{Role, Segment, TextEdit, ToolStatus};
 use flemma_config::OptionDiagnostic;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
-use super::plan::{Available, has_content, plan};
+use super::approvals::Decider;
+use super::plan::{has_content, plan};
 use super::state::{Call, Executor, Settings};
 use super::types::{Answer, Completed, ExecutorError, Next, PendingCall};
 use crate::actions;
@@ -72,87 +72,57 @@ impl Executor {
         Ok(())
     }
 
-    /// Phase 1: a placeholder for every tool use without a result, in one batch.
+    /// Phase 1: a placeholder for every tool use without a result, in one batch; and a status
+    /// of this host's for every `(approved)` call it did not decide (see
+    /// [`crate::placements`]).
     pub(super) async fn phase_one(
         &self,
         settings: &Settings,
     ) -> Result<Vec<Placed>, ExecutorError> {
-        let unanswered = self.with_document(|doc, _| unanswered(doc)).await?;
-        if unanswered.is_empty() {
+        let (unanswered, approved) = self
+            .with_index(|doc, index| (unanswered(doc), self.undecided_approvals(doc, index)))
+            .await?;
+        if unanswered.is_empty() && approved.is_empty() {
             return Ok(Vec::new());
         }
         let hooks = self.hooks_of(settings);
-        let chain = crate::hooks::chain_with_hooks(
-            self.setup
-                .chain
-                .clone()
-                .unwrap_or_else(|| self.setup.registry.approval_chain()),
-            &hooks,
-        );
-        let hooked = hooks.has(HookEvent::PreToolUse);
-        let context =
-            (hooked || hooks.has(HookEvent::Notification)).then(|| self.hook_context(settings));
-        let mut placed = Vec::with_capacity(unanswered.len());
+        let chain = self
+            .setup
+            .chain
+            .clone()
+            .unwrap_or_else(|| self.setup.registry.approval_chain());
+        let hooked_chain = crate::hooks::chain_with_hooks(Arc::clone(&chain), &hooks);
+        let context = (hooks.has(HookEvent::PreToolUse) || hooks.has(HookEvent::Notification))
+            .then(|| self.hook_context(settings));
+        let decider = Decider {
+            settings,
+            hooks: &hooks,
+            chain: &hooked_chain,
+            context: context.as_ref(),
+        };
+        let mut placed = Vec::with_capacity(unanswered.len() + approved.len());
         let mut rewrites = Vec::new();
         let mut reasons = Vec::new();
         for (id, tool, mut input, aborted) in unanswered {
             let status = if aborted {
                 ToolStatus::Aborted
             } else {
-                let mut verdict = None;
-                if let Some(context) = context.as_ref().filter(|_| hooked) {
-                    let (decided, rewritten) =
-                        self.pre_tool_use(&hooks, context, &id, &tool, &input).await;
-                    verdict = Some(decided);
-                    if let Some(rewritten) = rewritten {
-                        input = rewritten;
-                        rewrites.push((id.clone(), input.clone()));
-                    }
+                let decision = self.decide(&decider, &id, &tool, &input).await;
+                if let Some(rewritten) = decision.input {
+                    input = rewritten;
+                    rewrites.push((id.clone(), input.clone()));
                 }
-                let call = ToolCall {
-                    name: &tool,
-                    input: &input,
-                    id: Some(&id),
-                };
-                let ctx = ApprovalContext {
-                    config: &settings.config,
-                    options: &settings.options,
-                    tools: &self.setup.registry,
-                    sandbox: &Available(settings.sandbox_available),
-                };
-                // The hooks ran once for the call: the chain's hooks resolver answers with
-                // their verdict.
-                let outcome = match verdict {
-                    Some(verdict) => {
-                        crate::hooks::resolver::deciding(
-                            id.clone(),
-                            verdict,
-                            chain.decide(&call, &ctx),
-                        )
-                        .await
-                    }
-                    None => chain.decide(&call, &ctx).await,
-                };
-                for failure in &outcome.failures {
-                    self.emit(Event::Warning(format!(
-                        "approval: resolver '{}' error: {}",
-                        failure.resolver,
-                        failure.error.report()
-                    )));
+                if let Some(reason) = decision.reason {
+                    reasons.push((id.clone(), reason));
                 }
-                match outcome.decision {
-                    Decision::Approve => ToolStatus::Approved,
-                    Decision::RequireApproval => ToolStatus::Pending,
-                    Decision::Deny { reason } => {
-                        if let Some(reason) = self.denial_text(&id, reason) {
-                            reasons.push((id.clone(), reason));
-                        }
-                        ToolStatus::Denied
-                    }
-                }
+                decision.status
             };
+            self.remember(settings, &id, &tool, &input, status).await;
             placed.push(Placed { id, tool, status });
         }
+        let reviewed = self
+            .review_approved(&decider, &chain, approved, &mut rewrites, &mut reasons)
+            .await;
         // Inputs the hooks rewrote are in the transcript before their placeholders.
         self.rewrite_inputs(&rewrites).await?;
         // The placeholder batch skips uses that got a result meanwhile; a use that went away
@@ -160,6 +130,8 @@ impl Executor {
         let batch: Vec<(&str, ToolStatus)> =
             placed.iter().map(|p| (p.id.as_str(), p.status)).collect();
         self.setup.transcript.place(&batch, settings.writer).await?;
+        self.set_statuses(&reviewed).await?;
+        placed.extend(reviewed);
         // A denial's reason is its placeholder's body, for Phase 2's error.
         self.write_denials(&reasons, settings.writer).await?;
         self.emit(Event::PlaceholdersPlaced(placed.clone()));
@@ -180,6 +152,7 @@ impl Executor {
             .with_index(|doc, index| plan(doc, index, &self.running_calls()))
             .await?;
         let mut completed = Vec::new();
+        let approved = self.take_decided(plan.approved);
         if plan.protected > 0 {
             self.emit(Event::Warning(msg::edited_approved(plan.protected)));
         }
@@ -220,7 +193,7 @@ impl Executor {
             }
         }
         // Pending calls go to the approver, when there is one.
-        let mut run: VecDeque<Call> = plan.approved.into();
+        let mut run: VecDeque<Call> = approved.into();
         completed.extend(self.ask_approver(plan.pending, &mut run, writer).await?);
         completed.extend(self.run_calls(run, settings).await?);
         Ok(completed)

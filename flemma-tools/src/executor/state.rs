@@ -34,6 +34,10 @@ pub(super) struct Setup {
     pub(super) guard: Option<CycleGuard>,
     /// The executor's own hooks ([`ExecutorBuilder::hook`](super::ExecutorBuilder::hook)).
     pub(super) hooks: Arc<Vec<crate::hooks::HookRegistration>>,
+    /// The host's own ledger of placements, when it gave one.
+    pub(super) placements: Option<Arc<dyn crate::placements::Placements>>,
+    /// Whether an `(approved)` in the transcript approves by itself.
+    pub(super) approvals: crate::placements::TranscriptApprovals,
 }
 
 /// A host's check before each cycle (see
@@ -57,6 +61,10 @@ pub struct Executor {
     pub(super) option_warnings: Mutex<Vec<OptionDiagnostic>>,
     /// The context `PreToolUse` hooks left for calls not yet finished: (hook, text), by call.
     pub(super) hook_notes: Mutex<HashMap<ToolUseId, Vec<(String, String)>>>,
+    /// The `(approved)` calls this executor decided to run (its chain approved them, or a
+    /// person did and the chain denied nothing), with the digest of their input: Phase 2 runs
+    /// these, and no other (see [`crate::placements`]).
+    pub(super) decided: Mutex<HashMap<ToolUseId, String>>,
 }
 
 /// A foreground call that runs now.
@@ -83,6 +91,8 @@ pub(crate) struct Settings {
     pub(super) shared: Arc<crate::transcript::Settings>,
     /// Where the conversation's call claims are kept.
     pub(super) claims: Table,
+    /// Where the calls placed for a person's decision are remembered.
+    pub(super) placements: Arc<dyn crate::placements::Placements>,
 }
 
 impl std::ops::Deref for Settings {
@@ -130,6 +140,10 @@ impl Executor {
     pub(super) fn emit(&self, event: Event) {
         // Nobody listening is fine.
         self.events.emit(event);
+    }
+
+    pub(super) fn decided(&self) -> std::sync::MutexGuard<'_, HashMap<ToolUseId, String>> {
+        self.decided.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(super) fn running_calls(
@@ -202,6 +216,17 @@ impl Executor {
         self.jobs
             .use_store_directory(store_dir, &**self.setup.transcript.conversation());
         let claims = Table::of(self.setup.transcript.conversation(), store_dir);
-        Ok(Settings { shared, claims })
+        let placements = match &self.setup.placements {
+            Some(own) => Arc::clone(own),
+            None => crate::placements::of_conversation(
+                &**self.setup.transcript.conversation(),
+                shared.chat(),
+            ),
+        };
+        Ok(Settings {
+            shared,
+            claims,
+            placements,
+        })
     }
 }

@@ -31,6 +31,16 @@ pub enum ExecutorError {
     /// in flight`).
     #[error("{0}")]
     Refused(String),
+    /// A person's approval of the call `id` could not be recorded in the conversation's
+    /// ledger of placements ([`crate::placements`]); the call was not approved.
+    #[error("the approval of {id} could not be recorded")]
+    Placements {
+        /// The call.
+        id: flemma_ids::ToolUseId,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The transcript's causes, as an executor's error.

@@ -3,7 +3,10 @@
 //! Every `tests/fixtures/cycle/*.chat` runs through one [`Executor::cycle`] with the test
 //! tools below registered; the transcript afterwards and the cycle's report are snapshotted
 //! (`snapshots/it__cycle__<name>.snap`). The fixtures' frontmatter sets the options
-//! (`tools.auto_approve`, `max_concurrent`, …) the way a user's transcript would.
+//! (`tools.auto_approve`, `max_concurrent`, …) the way a user's transcript would. A fixture
+//! whose name starts with `trusted_` runs with [`TranscriptApprovals::Trusted`] (the spec's
+//! behaviour: every `(approved)` in the file runs); the others with the default, where an
+//! `(approved)` this host did not place is decided by the chain.
 //!
 //! Regenerate with `INSTA_UPDATE=always cargo test -p flemma-tools --test it cycle`, then
 //! review the diff.
@@ -11,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flemma_tools::placements::{MemoryPlacements, TranscriptApprovals};
 use flemma_tools::{
     CycleReport, Event, Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry,
     async_tool_fn, tool_fn,
@@ -71,8 +75,19 @@ pub(crate) fn test_registry() -> ToolRegistry {
 
 /// Runs one cycle on `text`; returns the new text, the report and the events.
 pub(crate) async fn run_cycle(text: &str) -> (String, CycleReport, Vec<Event>) {
+    run_cycle_with(text, TranscriptApprovals::Placed).await
+}
+
+/// [`run_cycle`] with the transcript's `(approved)` blocks taken as `approvals` says.
+pub(crate) async fn run_cycle_with(
+    text: &str,
+    approvals: TranscriptApprovals,
+) -> (String, CycleReport, Vec<Event>) {
     let conversation = Arc::new(MemoryConversation::new(text));
-    let executor = Executor::builder(conversation.clone(), test_registry()).build();
+    let executor = Executor::builder(conversation.clone(), test_registry())
+        .transcript_approvals(approvals)
+        .placements(Arc::new(MemoryPlacements::new()))
+        .build();
     let mut events = executor.subscribe();
     let report = executor.cycle().await.unwrap();
     let mut seen = Vec::new();
@@ -121,7 +136,16 @@ fn cycle_fixtures() {
     settings.bind(|| {
         insta::glob!("../fixtures/cycle", "*.chat", |path| {
             let before = std::fs::read_to_string(path).unwrap();
-            let (after, report, events) = runtime.block_on(run_cycle(&before));
+            // `trusted_*`: the spec's behaviour, every `(approved)` in the file runs.
+            let trusted = path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("trusted_"));
+            let approvals = if trusted {
+                TranscriptApprovals::Trusted
+            } else {
+                TranscriptApprovals::Placed
+            };
+            let (after, report, events) = runtime.block_on(run_cycle_with(&before, approvals));
             // Text outside the blocks a cycle owns survives: every line of the input that is
             // not inside a tool result block is still there, in order.
             assert_user_text_kept(&before, &after, path);

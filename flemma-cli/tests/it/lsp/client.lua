@@ -1,6 +1,7 @@
 -- A real editor as the client of `flemma lsp`: Neovim (0.7 or later, headless) opens a .chat
--- file, attaches the server, asks for hover, definition and code actions, applies the
--- approve action's edit as a user would, saves, and writes what it saw as JSON.
+-- file, attaches the server, asks for hover, definition and code actions, runs the approve
+-- action's command as a user picking it would (the server records the person's approval and
+-- asks the editor to apply its edit), saves, and writes what it saw as JSON.
 --
 -- Environment: FLEMMA_BIN (the flemma binary), FLEMMA_OUT (the JSON report).
 local bin = vim.env.FLEMMA_BIN
@@ -56,8 +57,12 @@ local ok, err = pcall(function()
   })
   report.actions = {}
   for _, action in ipairs(actions) do table.insert(report.actions, action.title) end
-  -- Approve, as a user picking the first action.
-  vim.lsp.util.apply_workspace_edit(actions[1].edit, 'utf-16')
+  -- Approve, as a user picking the first action: its command, whose edit the server sends.
+  assert(actions[1].command, 'the approve action runs no command')
+  request('workspace/executeCommand', actions[1].command)
+  assert(vim.wait(10000, function()
+    return vim.fn.search('(approved)', 'nw') > 0
+  end), 'the approve edit never came')
   vim.cmd('write')
   table.insert(report.steps, 'approved and saved')
 

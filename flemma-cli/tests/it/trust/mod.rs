@@ -1,6 +1,7 @@
 //! Issue 34's attacks, each with a canary file: text the user did not write (a model's reply,
 //! a transcript or frontmatter from elsewhere, a server's words) never widens what runs.
 
+mod approved;
 mod model_text;
 
 use std::path::{Path, PathBuf};
