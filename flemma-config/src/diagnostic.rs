@@ -146,6 +146,15 @@ pub enum FinalizeIssue {
         /// The server.
         name: String,
     },
+    /// A frontmatter widens the sandbox, the tools' environment or the files references read
+    /// (see [`Config::frontmatter_may_widen`](crate::Config::frontmatter_may_widen)): the
+    /// option keeps the host's value, and the conversation stops until the line goes.
+    FrontmatterWidens {
+        /// The option.
+        path: String,
+        /// The host's value, as JSON.
+        host: String,
+    },
 }
 
 impl FinalizeIssue {
@@ -173,7 +182,8 @@ impl FinalizeIssue {
         match self {
             FinalizeIssue::GlobMatchedNothing { .. }
             | FinalizeIssue::UnknownTool { .. }
-            | FinalizeIssue::UnknownMcpServer { .. } => Severity::Error,
+            | FinalizeIssue::UnknownMcpServer { .. }
+            | FinalizeIssue::FrontmatterWidens { .. } => Severity::Error,
             FinalizeIssue::UnknownPreset { path, .. } if path == "tools" => Severity::Error,
             FinalizeIssue::UnknownPreset { .. }
             | FinalizeIssue::PresetUnknownTool { .. }
@@ -232,6 +242,12 @@ impl std::fmt::Display for FinalizeIssue {
                 write!(
                     f,
                     "MCP server '{name}' is disabled in the options files; `enabled = true` cannot start it"
+                )
+            }
+            FinalizeIssue::FrontmatterWidens { path, host } => {
+                write!(
+                    f,
+                    "A conversation's frontmatter can only narrow {path} (the host's value is {host}); set it in flemma.toml or with --set, or let frontmatters widen it with `[frontmatter] may_widen = true` in flemma.toml"
                 )
             }
         }

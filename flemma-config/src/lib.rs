@@ -34,6 +34,7 @@ mod listops;
 mod locator;
 #[cfg(feature = "lua")]
 mod lua;
+mod narrow;
 mod options;
 mod path;
 mod presets;

@@ -32,8 +32,9 @@ fn project(test: &str) -> (PathBuf, PathBuf) {
     (base.clone(), base.join("repo"))
 }
 
-/// Runs a session in which the model reads `notes.txt`; returns the second request.
-async fn second_request(repo: &Path, frontmatter: &str) -> String {
+/// Runs a session in which the model reads `notes.txt`, with the host's `config`; returns
+/// the second request.
+async fn second_request(repo: &Path, frontmatter: &str, config: flemma::config::Config) -> String {
     let path = repo.join("talk.chat");
     std::fs::write(
         &path,
@@ -51,6 +52,7 @@ async fn second_request(repo: &Path, frontmatter: &str) -> String {
     ]));
     let chat = Arc::new(flemma::tools::FileConversation::new(&path));
     let session = Session::builder(chat, registry, provider.clone())
+        .executor(|executor| executor.config(config))
         .flush_interval(Duration::ZERO)
         .build();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
@@ -60,13 +62,23 @@ async fn second_request(repo: &Path, frontmatter: &str) -> String {
 #[tokio::test]
 async fn a_read_file_cannot_attach_a_file_outside_the_project() {
     let (base, repo) = project("default");
-    let request = second_request(&repo, "").await;
+    let host = flemma::config::Config::new;
+    let request = second_request(&repo, "", host()).await;
     assert!(!request.contains("outside-secret-u1"), "{request}");
     assert!(request.contains("inside-text-v2"), "{request}");
 
-    // `templates.file_access = "any"` (here from the frontmatter) is the spec's behaviour.
+    // `templates.file_access = "any"` is the spec's behaviour: a host's choice, or a
+    // frontmatter's where the host lets frontmatters widen (issue 34).
     let any = "```json\n{\"flemma\": {\"templates\": {\"file_access\": \"any\"}}}\n```\n";
-    let request = second_request(&repo, any).await;
+    let mut trusting = host();
+    trusting.allow_frontmatter_widening(true);
+    let request = second_request(&repo, any, trusting).await;
+    assert!(request.contains("outside-secret-u1"), "{request}");
+    let mut setup = host();
+    setup
+        .set(flemma::config::Layer::Setup, "templates.file_access", "any")
+        .unwrap();
+    let request = second_request(&repo, "", setup).await;
     assert!(request.contains("outside-secret-u1"), "{request}");
     let _ = std::fs::remove_dir_all(base);
 }

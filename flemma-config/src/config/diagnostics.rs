@@ -23,7 +23,10 @@ impl Config {
     /// * tables of options for tools that are not registered (`tools.<name>.<key>`);
     /// * MCP servers a layer narrows (`mcp.servers.<name>.*`) that the `[mcp]` section of the
     ///   options files does not configure, when there is one, and `enabled = true` for a
-    ///   server that section disables.
+    ///   server that section disables;
+    /// * a frontmatter that widens the sandbox, the tools' environment or the files references
+    ///   read ([`FinalizeIssue::FrontmatterWidens`], unless
+    ///   [`frontmatter_may_widen`](Config::frontmatter_may_widen)).
     ///
     /// Which of these stop a conversation is [`FinalizeIssue::severity`]; hosts usually go
     /// through `flemma_tools::ToolRegistry::evaluate`, which stops on the errors.
@@ -138,6 +141,10 @@ impl Config {
                     Some(origin),
                 );
             }
+        }
+        // A frontmatter that widens the sandbox, the environment or file access.
+        for (issue, origin) in self.widening_issues() {
+            add(issue, origin);
         }
         found
     }

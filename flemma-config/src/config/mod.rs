@@ -115,6 +115,8 @@ pub struct Config {
     pub(crate) frontmatter_hooks: Option<Value>,
     /// The host's word on frontmatter hooks, over `[hooks] allow_frontmatter`.
     pub(crate) allow_frontmatter_hooks: Option<bool>,
+    /// The host's word on frontmatters that widen, over `[frontmatter] may_widen`.
+    pub(crate) may_widen: Option<bool>,
 }
 
 impl Default for Config {
@@ -148,7 +150,30 @@ impl Config {
             sections: crate::sections::Sections::new(),
             frontmatter_hooks: None,
             allow_frontmatter_hooks: None,
+            may_widen: None,
         }
+    }
+
+    /// Whether the frontmatter layer writes `path` (a resolved option path).
+    pub(crate) fn frontmatter_writes(&self, path: &str) -> bool {
+        self.layers[Layer::Frontmatter.index()]
+            .iter()
+            .any(|e| e.path() == path)
+    }
+
+    /// Where the frontmatter first wrote `path`.
+    pub(crate) fn frontmatter_origin(&self, path: &str) -> Option<Origin> {
+        let layer = Layer::Frontmatter.index();
+        self.layers[layer]
+            .iter()
+            .zip(&self.origins[layer])
+            .find(|(e, _)| e.path() == path)
+            .map(|(_, origin)| origin.clone())
+    }
+
+    /// The value of a scalar option as the layers give it (its default when none does).
+    pub(crate) fn value_of(&self, path: &str) -> Value {
+        self.value_at(path)
     }
 
     /// The files tools may not write while `sandbox.policy.protect_conversation` is on: every

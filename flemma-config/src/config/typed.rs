@@ -59,6 +59,11 @@ impl Config {
                 }
             }
         }
+        // A frontmatter only narrows the sandbox, the environment and file access: a wider
+        // value is the host's (and an error of `Config::diagnostics`).
+        for (path, host) in self.widenings() {
+            insert_path(&mut tree, path, host);
+        }
         let tools = self.list_with_tools("tools", registered);
         let mut options: Options =
             serde_json::from_value(Value::Object(tree)).map_err(|source| ConfigError::Decode {

@@ -27,6 +27,9 @@ fn options_under_flemma_and_variables_returned() {
         serde_json::Value::Object(variables),
         json!({"name": "Ada", "count": 3})
     );
+    // `"sandbox": false` widens: not taken unless the host lets frontmatters widen.
+    assert!(config.options().unwrap().sandbox.enabled);
+    config.allow_frontmatter_widening(true);
     let options = config.options().unwrap();
     assert_eq!(options.tools.max_concurrent, 4);
     assert_eq!(options.thinking, Some(json!("medium")));

@@ -180,8 +180,11 @@ fn scalars_take_the_highest_layer_and_the_last_write_in_it() {
 fn a_runtime_sandbox_setting_beats_the_frontmatter() {
     // Spec §14.1: runtime override beats frontmatter beats global config, for
     // `sandbox.enabled` only.
+    // The spec's layering, with a host that lets frontmatters widen the sandbox (issue 34:
+    // by default a frontmatter's `false` is not taken; see below).
     for (runtime, frontmatter) in [(false, true), (true, false)] {
         let mut config = Config::new();
+        config.allow_frontmatter_widening(true);
         config.set(Layer::Setup, "sandbox", !runtime).unwrap();
         config
             .set(Layer::Runtime, "sandbox.enabled", runtime)
@@ -200,8 +203,15 @@ fn a_runtime_sandbox_setting_beats_the_frontmatter() {
         config.clear_layer(Layer::Frontmatter);
         assert_eq!(config.options().unwrap().sandbox.enabled, !runtime);
     }
+    // By default a frontmatter only narrows: its `false` under a host's `true` is not taken.
+    let mut config = Config::new();
+    config
+        .set(Layer::Frontmatter, "sandbox", json!({ "enabled": false }))
+        .unwrap();
+    assert!(config.options().unwrap().sandbox.enabled);
     // Other options keep the frontmatter on top.
     let mut config = Config::new();
+    config.allow_frontmatter_widening(true);
     config
         .set(Layer::Runtime, "sandbox.backend", "bwrap")
         .unwrap();

@@ -138,6 +138,10 @@ fn scalar_assignments() {
          flemma.opt.temperature = 0.5",
     )
     .unwrap();
+    // `sandbox = false` widens: not taken unless the host lets frontmatters widen.
+    assert!(config.options().unwrap().sandbox.enabled);
+    let mut config = config;
+    config.allow_frontmatter_widening(true);
     let options = config.options().unwrap();
     assert_eq!(options.tools.max_concurrent, 4);
     assert_eq!(options.thinking, Some(json!("medium")));

@@ -3,6 +3,7 @@
 
 mod approved;
 mod model_text;
+mod sandbox;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
