@@ -62,6 +62,32 @@ fn merge(into: &mut Value, value: Value, append: bool) {
     }
 }
 
+/// The existing files the commands under `value` name: each word with a `/` of a `command`
+/// string or an `args` item, taken against `base` when relative.
+fn command_files(value: &Value, in_command: bool, base: &Path, out: &mut Vec<PathBuf>) {
+    match value {
+        Value::String(text) if in_command => {
+            for word in text.split_whitespace().filter(|w| w.contains('/')) {
+                let file = base.join(word.trim_matches(|c| c == '"' || c == '\''));
+                if file.is_file() {
+                    out.push(file);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                command_files(item, in_command, base, out);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                command_files(item, matches!(key.as_str(), "command" | "args"), base, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 impl Config {
     /// A host section of the options files loaded (see [`HOST_SECTIONS`]): `[mcp]` or
     /// `[hooks]` and the tables below it, as TOML values converted to JSON. Files loaded later
@@ -86,8 +112,18 @@ impl Config {
         self.sections.get(name).map(|s| s.path.as_path())
     }
 
-    /// Keeps `value` as (part of) the host section `name`, written by `path`.
+    /// Keeps `value` as (part of) the host section `name`, written by `path`. The files the
+    /// commands of `[hooks]` and `[mcp]` name (a hook's script, a server's program) are
+    /// [protected](Self::protect_file): the host runs them outside any sandbox.
     pub(crate) fn merge_section(&mut self, name: &str, value: Value, path: &Path) {
+        if matches!(name, "hooks" | "mcp") {
+            let base = path.parent().unwrap_or_else(|| Path::new(""));
+            let mut files = Vec::new();
+            command_files(&value, false, base, &mut files);
+            for file in files {
+                self.protect_file(&file);
+            }
+        }
         match self.sections.get_mut(name) {
             Some(section) => {
                 merge(&mut section.value, value, APPENDING.contains(&name));

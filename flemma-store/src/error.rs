@@ -91,7 +91,7 @@ pub enum StoreError {
     },
     /// A `flemma.save_to` destination that is the conversation's file or an options file the
     /// host loaded (`sandbox.policy.protect_conversation`).
-    #[error("save_to destination '{}' is read-only for tools: it is the conversation's file or an options file the host loaded (sandbox.policy.protect_conversation = false allows it)", dest.display())]
+    #[error("save_to destination '{}' is read-only for tools: it is the conversation's file, an options file or hook the host loaded, or the project's .git, .claude, flemma.toml or the store's bookkeeping (sandbox.policy.protect_conversation = false allows it)", dest.display())]
     ReadOnly {
         /// The destination.
         dest: PathBuf,

@@ -115,11 +115,12 @@ pub(crate) fn write_success(count: usize, path: &str) -> String {
     format!("Successfully wrote {count} {bytes} to {path}")
 }
 
-/// Not in the spec: `write`, `edit` (`verb`) of the conversation's file or of an options file
-/// the host loaded (`sandbox.policy.protect_conversation`).
+/// Not in the spec: `write`, `edit` (`verb`) of a path tools may not write: the
+/// conversation's file, an options file or hook the host loaded, or in the project what the
+/// host or git runs or reads as configuration (`sandbox.policy.protect_conversation`).
 pub(crate) fn read_only_denied(verb: &str, path: &str) -> String {
     format!(
-        "Cannot {verb} {path}: it is read-only for tools (the conversation's file or an options file the host loaded; sandbox.policy.protect_conversation = false allows it)"
+        "Cannot {verb} {path}: it is read-only for tools (the conversation's file, an options file or hook the host loaded, or the project's .git, .claude, flemma.toml or the store's bookkeeping; sandbox.policy.protect_conversation = false allows it)"
     )
 }
 

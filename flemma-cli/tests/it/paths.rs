@@ -428,10 +428,25 @@ fn approval_explain_prints_the_writable_set_of_the_file() {
         Path::new("/tmp").canonicalize().unwrap(),
     ];
     writable.sort();
+    // The read-only paths (tested in `protect`): the chat, what the host or git runs or reads
+    // in its project, the store's bookkeeping, and `./flemma.toml` of `/`.
+    let project = t.path("proj");
+    let mut read_only = vec![chat.clone()];
+    read_only.extend(
+        [
+            ".git",
+            ".claude",
+            "flemma.toml",
+            ".flemma/agents",
+            ".flemma/wr.chat/calls",
+            ".flemma/wr.chat/jobs",
+        ]
+        .map(|p| project.join(p)),
+    );
+    read_only.push(std::path::PathBuf::from("/flemma.toml"));
     assert_eq!(
         json["writable"],
-        // The read-only files (tested in `protect`): the chat, and `./flemma.toml` of `/`.
-        json!({"enforced": true, "paths": writable, "read_only": [chat, "/flemma.toml"]})
+        json!({"enforced": true, "paths": writable, "read_only": read_only})
     );
     // And in words.
     let out = flemma_in(

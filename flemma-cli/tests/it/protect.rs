@@ -5,6 +5,7 @@
 //! away works. `sandbox.policy.protect_conversation = false` restores the spec.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -109,7 +110,7 @@ fn read_only_error(verb: &str, path: &str) -> (Option<String>, String) {
     (
         Some("error".to_owned()),
         format!(
-            "Cannot {verb} {path}: it is read-only for tools (the conversation's file or an options file the host loaded; sandbox.policy.protect_conversation = false allows it)"
+            "Cannot {verb} {path}: it is read-only for tools (the conversation's file, an options file or hook the host loaded, or the project's .git, .claude, flemma.toml or the store's bookkeeping; sandbox.policy.protect_conversation = false allows it)"
         ),
     )
 }
@@ -190,7 +191,7 @@ fn assert_refused(t: &Tree, before: &str, after: &str, how: &str) {
         (
             None,
             format!(
-                "evil\n\n[Output not saved: save_to destination '{}' is read-only for tools: it is the conversation's file or an options file the host loaded (sandbox.policy.protect_conversation = false allows it). Showing the full output instead.]",
+                "evil\n\n[Output not saved: save_to destination '{}' is read-only for tools: it is the conversation's file, an options file or hook the host loaded, or the project's .git, .claude, flemma.toml or the store's bookkeeping (sandbox.policy.protect_conversation = false allows it). Showing the full output instead.]",
                 chat.display()
             )
         ),
@@ -356,13 +357,24 @@ fn approval_explain_prints_the_read_only_files() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let (_, read_only) = stdout.split_once("read-only: ").unwrap();
+    // The conversation, what the host or git runs or reads in its project (issue 34), the
+    // store's bookkeeping, and the options file loaded from the working directory.
+    let expected = [
+        "proj/notes/x.chat",
+        "proj/.git",
+        "proj/.claude",
+        "proj/flemma.toml",
+        "proj/.flemma/agents",
+        "proj/notes/.flemma/x.chat/calls",
+        "proj/notes/.flemma/x.chat/jobs",
+    ];
+    let listed = expected.iter().fold(String::new(), |mut text, p| {
+        let _ = writeln!(text, "  {}", t.path(p).display());
+        text
+    });
     assert_eq!(
         read_only,
-        format!(
-            "tools may not write (sandbox.policy.protect_conversation)\n  {}\n  {}\n",
-            t.chat().display(),
-            t.path("proj/flemma.toml").display()
-        )
+        format!("tools may not write (sandbox.policy.protect_conversation)\n{listed}")
     );
     let out = flemma_in_project(
         &t,
@@ -378,7 +390,7 @@ fn approval_explain_prints_the_read_only_files() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         json["writable"]["read_only"],
-        json!([t.chat(), t.path("proj/flemma.toml")])
+        json!(expected.map(|p| t.path(p)))
     );
     let out = flemma_in_project(
         &t,

@@ -28,9 +28,10 @@ pub(crate) const REQUIRES_LINUX: &str = "Bubblewrap sandbox requires Linux (user
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// After the writable paths come the policy's [read-only files](SandboxPolicy::read_only) that
-/// lie inside one (not in the spec): each directory between the writable path and the file
-/// as `--bind DIR DIR`, then `--ro-bind FILE FILE`.
+/// After the writable paths come the policy's [read-only paths](SandboxPolicy::read_only) that
+/// exist and lie inside one (not in the spec): each directory between the writable path and
+/// the path as `--bind DIR DIR`, then `--ro-bind PATH PATH` (a directory with everything in
+/// it).
 ///
 /// A writable path that does not exist when the command is wrapped is left out (bubblewrap
 /// refuses to bind a missing source), so it "drops out of the rw list" as spec §11.7 says.
@@ -89,7 +90,7 @@ impl SandboxBackend for Bwrap {
         for file in policy
             .read_only
             .iter()
-            .filter(|f| f.is_file() && Some(*f) != rewritten)
+            .filter(|f| (f.is_file() || f.is_dir()) && Some(*f) != rewritten)
         {
             let Some(root) = writable.iter().find(|w| file.starts_with(w)) else {
                 continue;

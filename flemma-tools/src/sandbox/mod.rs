@@ -15,5 +15,5 @@ pub use backend::{PassThrough, SandboxBackend, SandboxError};
 pub use backends::{BWRAP_PRIORITY, DEFAULT_PRIORITY, SandboxBackends};
 pub use bwrap::Bwrap;
 pub use confined::Sandbox;
-pub use policy::{PolicyInputs, SandboxPolicy};
+pub use policy::{PolicyInputs, SandboxPolicy, protected_paths};
 pub(crate) use policy::{expand_path, expand_tilde, normalize};

@@ -11,10 +11,12 @@ use flemma_config::SandboxOptions;
 pub struct SandboxPolicy {
     /// The writable paths, sorted, deduplicated under their parents.
     pub rw_paths: Vec<PathBuf>,
-    /// Files tools may not write, wherever they are and whether or not the sandbox is on
-    /// (`sandbox.policy.protect_conversation`): the conversation's file and the options files
-    /// the host loaded, absolute, symlinks resolved, without repeats. `write`, `edit` and
-    /// `flemma.save_to` refuse them; under bubblewrap they are bound read-only.
+    /// Files and directories tools may not write (nor anything under a directory), wherever
+    /// they are and whether or not the sandbox is on (`sandbox.policy.protect_conversation`):
+    /// the conversation's file, the options files and hook scripts the host loaded, and in the
+    /// conversation's project what the host or the user's tools run or read as configuration
+    /// ([`protected_paths`]): absolute, symlinks resolved, without repeats. `write`, `edit` and
+    /// `flemma.save_to` refuse them; under bubblewrap those that exist are bound read-only.
     pub read_only: Vec<PathBuf>,
     /// The conversation's own file, when it is one of [`read_only`](Self::read_only). The host
     /// rewrites it (write, then rename over it) while tools run, so bubblewrap does not bind it
@@ -130,6 +132,14 @@ impl SandboxPolicy {
         {
             policy.add_read_only(chat);
             policy.conversation = policy.read_only.last().cloned();
+            let dir = real_path(chat).parent().map(Path::to_owned);
+            let home = (inputs.env)("HOME").map(PathBuf::from);
+            if let Some(dir) = dir {
+                let project = flemma_config::project_root_with_home(&dir, home.as_deref());
+                for path in protected_paths(&project, inputs.store) {
+                    policy.add_read_only(&path);
+                }
+            }
         }
         policy
     }
@@ -161,8 +171,9 @@ impl SandboxPolicy {
         }
     }
 
-    /// The read-only file `path` (made absolute against `cwd`) names, if any: the same path
-    /// once symlinks are resolved, or (on Unix) the same file through a hard link.
+    /// The read-only path that covers `path` (made absolute against `cwd`), if any: the same
+    /// path or one under a read-only directory once symlinks are resolved, or (on Unix) the
+    /// same file through a hard link.
     pub fn read_only_file(&self, path: &Path, cwd: &Path) -> Option<&Path> {
         if self.read_only.is_empty() {
             return None;
@@ -173,7 +184,7 @@ impl SandboxPolicy {
             cwd.join(path)
         };
         let real = real_path(&normalize(&absolute));
-        if let Some(found) = self.read_only.iter().find(|p| **p == real) {
+        if let Some(found) = self.read_only.iter().find(|p| real.starts_with(p)) {
             return Some(found);
         }
         let target = file_id(&real)?;
@@ -218,6 +229,43 @@ impl SandboxPolicy {
         let real = real_path(&normalize(&absolute));
         self.rw_paths.iter().any(|p| real.starts_with(p))
     }
+}
+
+/// What tools may not write in a conversation's `project` and store directory, whether or not
+/// it exists yet: what the host or the user's own tools run or read as configuration. A tool
+/// that writes one of them runs code outside any sandbox later (a git hook or
+/// `core.fsmonitor` on the user's next `git status`, a command hook of `.claude/settings.json`
+/// or `flemma.toml` on the next cycle), or forges the host's bookkeeping.
+///
+/// - `.git` (a directory, or a file naming the repository's directory: that directory and its
+///   common directory, for a worktree, too);
+/// - `.claude` (Claude Code's settings and hooks, read with `claude_settings = true`),
+///   `flemma.toml` and `.flemma/agents` (agent definitions; the default store lives in
+///   `.flemma/` next to the conversation, and stays writable);
+/// - the store's bookkeeping: `calls/` (who runs which call) and `jobs/` (the job journal).
+///
+/// ```
+/// use std::path::Path;
+/// let paths = flemma_tools::sandbox::protected_paths(Path::new("/p"), Some(Path::new("/p/.flemma/x.chat")));
+/// assert!(paths.contains(&Path::new("/p/.git").to_path_buf()));
+/// assert!(paths.contains(&Path::new("/p/.flemma/x.chat/calls").to_path_buf()));
+/// ```
+pub fn protected_paths(project: &Path, store: Option<&Path>) -> Vec<PathBuf> {
+    let mut paths = vec![project.join(".git")];
+    if let Ok(text) = std::fs::read_to_string(project.join(".git"))
+        && let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:"))
+    {
+        let gitdir = project.join(gitdir.trim());
+        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+            paths.push(gitdir.join(common.trim()));
+        }
+        paths.push(gitdir);
+    }
+    paths.extend([".claude", "flemma.toml", ".flemma/agents"].map(|name| project.join(name)));
+    if let Some(store) = store {
+        paths.extend(["calls", "jobs"].map(|name| store.join(name)));
+    }
+    paths
 }
 
 /// One `rw_paths` entry expanded; `None` drops it.

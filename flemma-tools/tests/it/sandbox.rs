@@ -468,7 +468,13 @@ fn the_conversation_and_the_hosts_files_are_read_only_sandboxed_or_not() {
     options.policy.rw_paths = vec![root.display().to_string()];
     let policy = SandboxPolicy::for_conversation(&options, Some(&link), None)
         .protecting(&options, [root.join("flemma.toml")]);
-    assert_eq!(policy.read_only, [chat.clone(), root.join("flemma.toml")]);
+    // The chat, what the host or git runs or reads in its project (here its directory: no
+    // repository holds it), and the options file.
+    let project = root.join("notes");
+    let mut expected = vec![chat.clone()];
+    expected.extend([".git", ".claude", "flemma.toml", ".flemma/agents"].map(|p| project.join(p)));
+    expected.push(root.join("flemma.toml"));
+    assert_eq!(policy.read_only, expected);
 
     let mut backends = SandboxBackends::new();
     backends.register(Arc::new(PassThrough), 50).unwrap();

@@ -3,6 +3,7 @@
 
 mod approved;
 mod model_text;
+mod protected;
 mod sandbox;
 
 use std::path::{Path, PathBuf};
