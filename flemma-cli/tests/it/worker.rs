@@ -1055,9 +1055,11 @@ fn a_partitioned_worker_never_writes_over_the_worker_that_took_over() {
             .spawn()
             .unwrap(),
     ]);
+    // Running: its block has lost the `(approved)` the placeholder had (a cut before that
+    // would leave the second worker an approved call to run, not a lost one).
     wait_until("the call is running", Duration::from_secs(30), || {
         env.text(key)
-            .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1`"))
+            .is_some_and(|t| t.contains("**Tool Result:** `toolu_mock_1`\n"))
     });
     partition.cut();
     // The first worker's lease expires (3 s) while it cannot reach the bucket.
