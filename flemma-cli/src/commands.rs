@@ -8,7 +8,7 @@ use flemma::config::{FrontmatterError, OptionDiagnostic};
 
 use crate::failure::{Failure, failed};
 use crate::input::Input;
-use crate::{options, render, tools};
+use crate::{options, render, tools, visible};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(crate) enum SourceArg {
@@ -197,29 +197,31 @@ impl Findings<'_> {
         if let Some(err) = self.frontmatter {
             writeln!(
                 out,
-                "{name}:{}: error: frontmatter: {}",
+                "{}:{}: error: frontmatter: {}",
+                visible::line(name),
                 err.line,
-                options::describe(err)
+                visible::text(&options::describe(err))
             )?;
         }
         for d in self.options {
             writeln!(
                 out,
                 "{}: {}: {}: {}",
-                options::place(name, d),
+                visible::line(&options::place(name, d)),
                 d.severity(),
                 options::kind(d),
-                d.issue
+                visible::text(&d.issue.to_string())
             )?;
         }
         for d in self.parsed {
             writeln!(
                 out,
-                "{name}:{}: {}: {}: {}",
+                "{}:{}: {}: {}: {}",
+                visible::line(name),
                 d.line,
                 d.severity.as_str(),
                 d.kind.as_str(),
-                d.message
+                visible::text(&d.message)
             )?;
         }
         Ok(())

@@ -67,8 +67,11 @@ impl Write for Line {
 
 impl Drop for Line {
     fn drop(&mut self) {
+        // A field may hold a server's or a tool's words: nothing in it steers the terminal.
+        let text = String::from_utf8_lossy(&self.0);
+        let shown = crate::visible::text(&text);
         let write = || {
-            let _ = std::io::stderr().lock().write_all(&self.0);
+            let _ = std::io::stderr().lock().write_all(shown.as_bytes());
         };
         match PROGRESS.get() {
             Some(progress) => progress.suspend(write),

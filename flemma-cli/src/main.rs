@@ -26,6 +26,7 @@ mod render;
 mod request;
 mod run;
 mod tools;
+mod visible;
 
 use commands::SourceArg;
 use failure::Failure;
@@ -333,7 +334,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             if let Some(error) = failure.error {
-                let _ = writeln!(std::io::stderr(), "flemma: {}", failure::describe(&error));
+                let described = failure::describe(&error);
+                let _ = writeln!(std::io::stderr(), "flemma: {}", visible::text(&described));
             }
             ExitCode::from(failure.code)
         }

@@ -186,8 +186,14 @@ pub(crate) fn list(
         let name = server["name"].as_str().unwrap_or_default();
         let transport = server["transport"].as_str().unwrap_or_default();
         let state = server["state"].as_str().unwrap_or_default();
+        // A server's words (its name is the host's; its errors and tools are the server's).
+        let name = crate::visible::line(name);
         match server["error"].as_str() {
-            Some(error) => writeln!(out, "{name} ({transport}): {state}: {error}")?,
+            Some(error) => writeln!(
+                out,
+                "{name} ({transport}): {state}: {}",
+                crate::visible::line(error)
+            )?,
             None if state == "running" => {
                 let plural = if tools == 1 { "" } else { "s" };
                 writeln!(out, "{name} ({transport}): running, {tools} tool{plural}")?;
@@ -206,9 +212,10 @@ pub(crate) fn list(
             };
             writeln!(
                 out,
-                "  {}  {summary}  [{}]{not_offered}",
-                tool["name"].as_str().unwrap_or_default(),
-                tool["hints"].as_str().unwrap_or_default()
+                "  {}  {}  [{}]{not_offered}",
+                crate::visible::line(tool["name"].as_str().unwrap_or_default()),
+                crate::visible::line(summary),
+                crate::visible::line(tool["hints"].as_str().unwrap_or_default())
             )?;
         }
     }

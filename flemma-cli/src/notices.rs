@@ -75,7 +75,7 @@ impl Notices {
     pub(crate) fn print(&self) {
         let mut err = std::io::stderr().lock();
         for notice in &self.0 {
-            let _ = writeln!(err, "{}", notice.line());
+            let _ = writeln!(err, "{}", crate::visible::text(&notice.line()));
         }
     }
 

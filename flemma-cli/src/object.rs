@@ -302,7 +302,7 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
         }
     };
     let stderr = |line: &str| {
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        let _ = writeln!(std::io::stderr().lock(), "{}", crate::visible::text(line));
     };
     stderr(&format!(
         "worker {holder}: running the conversations under {url}"

@@ -131,8 +131,8 @@ pub(crate) fn warn<'a>(name: &str, warnings: impl IntoIterator<Item = &'a Option
         let _ = writeln!(
             stderr,
             "{}: warning: {}",
-            place(name, warning),
-            warning.issue
+            crate::visible::line(&place(name, warning)),
+            crate::visible::text(&warning.issue.to_string())
         );
     }
 }

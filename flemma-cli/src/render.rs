@@ -95,7 +95,7 @@ pub(crate) fn explanation(
         reason: Some(reason),
     } = &e.decision
     {
-        writeln!(out, "  reason: {reason}")?;
+        writeln!(out, "  reason: {}", crate::visible::line(reason))?;
     }
     // The built-ins' names fit in 32; a longer one (an MCP server's resolver) widens the column.
     let width = e
@@ -111,7 +111,7 @@ pub(crate) fn explanation(
         let detail = entry
             .detail
             .as_deref()
-            .map(|d| format!(": {d}"))
+            .map(|d| format!(": {}", crate::visible::line(d)))
             .unwrap_or_default();
         writeln!(
             out,

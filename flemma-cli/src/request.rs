@@ -80,9 +80,9 @@ pub(crate) fn request(
             let _ = writeln!(
                 std::io::stderr(),
                 "{}:{}: warning: {}",
-                input.name,
+                crate::visible::line(&input.name),
                 d.line,
-                d.message
+                crate::visible::text(&d.message)
             );
         }
     }
@@ -90,10 +90,10 @@ pub(crate) fn request(
         let _ = writeln!(
             std::io::stderr(),
             "{}:{}: {}: {}",
-            input.name,
+            crate::visible::line(&input.name),
             d.line,
             d.severity.as_str(),
-            d.message
+            crate::visible::text(&d.message)
         );
     }
     let body = kind.request(&prompt, &request_options);

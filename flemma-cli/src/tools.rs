@@ -133,7 +133,7 @@ pub(crate) fn tools(
     } else {
         for spec in &specs {
             let summary = spec.description.lines().next().unwrap_or_default();
-            writeln!(out, "{}  {summary}", spec.name)?;
+            writeln!(out, "{}  {}", spec.name, crate::visible::line(summary))?;
         }
     }
     Ok(0)

@@ -179,7 +179,11 @@ impl std::fmt::Debug for Ask {
 #[async_trait]
 impl Approver for Ask {
     async fn ask(&self, call: &PendingCall) -> Answer {
-        let question = format!("allow {}? [y/n/reason] ", call.preview);
+        // The preview is the model's input: on one line, nothing in it steers the terminal.
+        let question = format!(
+            "allow {}? [y/n/reason] ",
+            crate::visible::line(&call.preview)
+        );
         self.open.store(true, Ordering::SeqCst);
         // No spinner draws over the question while it waits.
         self.progress.set_draw_target(ProgressDrawTarget::hidden());

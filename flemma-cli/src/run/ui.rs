@@ -75,18 +75,25 @@ impl Ui {
         self.transcript = Some(transcript);
     }
 
-    fn spinner(&self, message: String) -> ProgressBar {
+    fn spinner(&self, message: &str) -> ProgressBar {
         let bar = self.progress.add(ProgressBar::new_spinner());
         if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
             bar.set_style(style);
         }
-        bar.set_message(message);
+        bar.set_message(crate::visible::line(message).into_owned());
         bar.enable_steady_tick(Duration::from_millis(100));
         bar
     }
 
     /// A status line on stderr (above the spinners on a terminal).
     pub(super) fn status(&mut self, line: &str) {
+        // Names, ids, previews and warnings come from the model, tools and servers: nothing
+        // in them steers the terminal, and none starts a line of its own.
+        self.status_raw(&crate::visible::line(line));
+    }
+
+    /// [`status`](Self::status) of a line made visible already (with our own escapes).
+    fn status_raw(&mut self, line: &str) {
         self.end_text_line();
         if self.tty {
             self.progress.suspend(|| {
@@ -108,7 +115,13 @@ impl Ui {
             let _ = writeln!(out);
         }
         self.paragraph = Paragraph::Open;
-        let _ = out.write_all(text.as_bytes());
+        // On a terminal the model's text cannot steer it; piped, it is written as it came.
+        let shown = if self.tty {
+            crate::visible::text(text)
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        let _ = out.write_all(shown.as_bytes());
         let _ = out.flush();
         self.line_open = !text.ends_with('\n');
     }
@@ -133,11 +146,12 @@ impl Ui {
             return;
         };
         for line in lines {
+            let line = crate::visible::line(&line);
             if self.tty {
                 // Dimmed, so that the status lines stand out.
-                self.status(&format!("\x1b[2m    {line}\x1b[0m"));
+                self.status_raw(&format!("\x1b[2m    {line}\x1b[0m"));
             } else {
-                self.status(&format!("    {line}"));
+                self.status_raw(&format!("    {line}"));
             }
         }
     }
@@ -165,7 +179,7 @@ impl Ui {
                     self.paragraph = Paragraph::Next;
                 }
                 if self.tty {
-                    self.waiting = Some(self.spinner(format!("request {turn}: waiting…")));
+                    self.waiting = Some(self.spinner(&format!("request {turn}: waiting…")));
                 } else {
                     self.status(&format!("request {turn}"));
                 }
@@ -223,7 +237,7 @@ impl Ui {
         match event {
             Event::ToolExecuting { id, preview, .. } => {
                 let bar = if self.tty {
-                    Some(self.spinner(preview.clone()))
+                    Some(self.spinner(preview))
                 } else {
                     self.status(&format!("running: {preview}"));
                     None

@@ -446,3 +446,23 @@ fn ctrl_c_twice_while_a_command_runs_writes_the_abort_text_and_exits() {
         "{transcript}"
     );
 }
+
+/// Issue 34, item 6: a call whose input holds terminal controls (erase the line, back to its
+/// start) cannot make the prompt read `allow bash: $ ls`: the prompt and every status line
+/// show them as escapes, and nothing the model wrote reaches the terminal raw.
+#[test]
+fn terminal_controls_in_a_call_are_shown_not_obeyed() {
+    let (chat, dir) = conversation("pty-spoof", "touch marker\u{1b}[2K\r$ ls");
+    let mut term = ask(&chat, &dir);
+    term.expect("allow bash: $ touch marker\\x1b[2K↵$ ls — marking? [");
+    term.send(b"n\r");
+    term.expect("stopped: finished");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(!dir.join("marker").exists(), "the call ran");
+    let screen = term.text();
+    assert!(!screen.contains("marker\u{1b}[2K"), "{screen:?}");
+    assert!(
+        screen.contains("error: bash: $ touch marker\\x1b[2K↵$ ls"),
+        "{screen}"
+    );
+}
