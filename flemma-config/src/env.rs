@@ -51,11 +51,13 @@ pub const CORE_VARS: &[&str] = &[
 /// The names removed unless `ignore_default_excludes` is set: the credentials the SDK reads
 /// itself (`flemma-providers`: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `VERTEX_ACCESS_TOKEN`)
 /// and the usual spellings of secrets (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
-/// `AWS_SESSION_TOKEN`, `NPM_TOKEN`, `PGPASSWORD`, `STRIPE_SECRET_KEY`, …). Compared without
-/// regard to case.
+/// `AWS_SESSION_TOKEN`, `NPM_TOKEN`, `PGPASSWORD`, `STRIPE_SECRET_KEY`, `GH_PAT`,
+/// `SIGNING_PASSPHRASE`, `DOCKER_AUTH`, `GOOGLE_APPLICATION_CREDENTIALS`, …), and any variable
+/// whose value is a URL with a password (`DATABASE_URL=postgres://u:p@db/x`). Compared
+/// without regard to case.
 ///
-/// Names that only point at a secret (`GOOGLE_APPLICATION_CREDENTIALS`, `SSH_AUTH_SOCK`,
-/// `KUBECONFIG`) are not removed: they are paths, and tools that use them would break.
+/// `SSH_AUTH_SOCK` and `KUBECONFIG` are not removed: tools that use them would break (a
+/// conversation that needs a credential keeps it by name: `tools.env.keep`).
 pub const DEFAULT_EXCLUDES: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
@@ -72,7 +74,24 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     "*PASSWD",
     "*ACCESS_KEY",
     "*PRIVATE_KEY",
+    "*_KEY",
+    "*CREDENTIALS*",
+    "*_PAT",
+    "*PASSPHRASE*",
+    "*_AUTH",
 ];
+
+/// Whether a variable's value is a URL with a password in it (`postgres://u:p@host/db`):
+/// left out with the [`DEFAULT_EXCLUDES`], whatever the variable's name.
+fn url_with_password(value: &str) -> bool {
+    let Some((_, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(credentials, _)| credentials.contains(':'))
+}
 
 /// `tools.env`: how the environment of tool processes is built from the host's.
 ///
@@ -187,7 +206,8 @@ impl EnvPolicy {
                 Inherit::None => false,
             };
             let admitted = inherited
-                && (self.ignore_default_excludes || !defaults.is_match(&upper))
+                && (self.ignore_default_excludes
+                    || !(defaults.is_match(&upper) || url_with_password(&value)))
                 && !exclude.is_match(&upper)
                 && (self.include_only.is_empty() || include_only.is_match(&upper));
             if admitted || keep.is_match(&upper) {
@@ -304,6 +324,33 @@ mod tests {
                 "TOKENIZERS_PARALLELISM"
             ]
         );
+    }
+
+    /// Issue 34: the secret-looking names the first default missed, and URLs with a password.
+    #[test]
+    fn the_default_removes_keys_credentials_pats_passphrases_auths_and_url_passwords() {
+        let host = [
+            ("DEPLOY_KEY", "k"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/etc/gcp.json"),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/x"),
+            ("GH_PAT", "ghp_x"),
+            ("GPG_PASSPHRASE_FILE", "/p"),
+            ("REGISTRY_AUTH", "dXNlcjpwYXNz"),
+            ("DATABASE_URL", "postgres://app:hunter2@db:5432/app"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+            ("PLAIN_URL", "https://example.com/a@b:c"),
+            ("USER_AT_HOST", "ssh://git@github.com/x"),
+            ("KEYBOARD", "us"),
+            ("SSH_AUTH_SOCK", "/run/ssh"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        let env = EnvPolicy::default().apply(host.clone());
+        assert_eq!(
+            names(&env),
+            ["KEYBOARD", "PLAIN_URL", "SSH_AUTH_SOCK", "USER_AT_HOST"]
+        );
+        // The spec's behaviour keeps them all.
+        assert_eq!(EnvPolicy::inherit_all().apply(host).len(), 12);
     }
 
     #[test]

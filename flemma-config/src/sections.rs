@@ -34,6 +34,7 @@ pub const MCP_SERVER_FIELDS: &[&str] = &[
     "exclude",
     "startup_timeout",
     "tool_timeout",
+    "trusted",
 ];
 
 /// One host section: its merged value and the last file that wrote it.

@@ -46,6 +46,8 @@ fn lookup<'s>(servers: &'s Servers, tool: &ToolName) -> Option<(&'s McpServerHan
 
 /// `urn:flemma:approval:mcp-read-only` (priority 50): approves a call of an MCP tool its
 /// server marks read-only (`readOnlyHint: true`, and not `destructiveHint: true`) when the
+/// host trusts the server (`trusted = true` in its table; a server's annotations are its own
+/// claims, untrusted by default as the MCP specification says), when the
 /// conversation auto-approves the read-only built-ins (`read`, `find`, `grep` and `ls` each
 /// match the resolved `tools.auto_approve`, as with the presets `$readonly` and `$standard`,
 /// the default) and its frontmatter neither removes the tool from `tools.auto_approve` nor
@@ -75,8 +77,15 @@ impl Resolver for McpReadOnlyResolver {
         let Some((server, hints)) = lookup(&self.servers, call.name) else {
             return Ok(Verdict::pass());
         };
+        let trusted = server.is_trusted();
         let server = server.name();
         let pass = |why: String| Ok(Verdict::pass().because(why));
+        if !trusted {
+            return pass(format!(
+                "MCP server '{server}' is not trusted: its annotations are its own claims ({}); `trusted = true` in [mcp.servers.{server}] lets readOnlyHint approve",
+                hints.describe()
+            ));
+        }
         if !hints.is_read_only() {
             return pass(format!(
                 "MCP server '{server}' does not mark the tool read-only ({})",

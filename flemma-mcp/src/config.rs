@@ -22,8 +22,10 @@ pub enum McpTransport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to the inherited environment; values may name environment
-        /// variables as `${NAME}`.
+        /// Variables set for the server, over the host's environment without its
+        /// credentials (the policy `bash` gets: [`flemma_config::EnvPolicy`]'s default);
+        /// values may name the host's variables as `${NAME}`, which is how a key reaches a
+        /// server that needs one (`GITHUB_TOKEN = "${GITHUB_TOKEN}"`).
         env: BTreeMap<String, String>,
         /// The working directory; `None` keeps the host's.
         cwd: Option<PathBuf>,
@@ -69,6 +71,10 @@ pub struct McpServerConfig {
     pub startup_timeout: Duration,
     /// How long one call may take; the call is then cancelled (`notifications/cancelled`).
     pub tool_timeout: Duration,
+    /// Whether the host trusts the server's annotations (`trusted = true` in its table):
+    /// only then does a `readOnlyHint` let the read-only resolver approve its tools (the MCP
+    /// specification: hints from untrusted servers are untrusted). Default `false`.
+    pub trusted: bool,
 }
 
 impl McpServerConfig {
@@ -90,7 +96,15 @@ impl McpServerConfig {
             exclude: Vec::new(),
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            trusted: false,
         })
+    }
+
+    /// Trusts the server's annotations (see [`trusted`](Self::trusted)).
+    #[must_use]
+    pub fn with_trusted(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
     }
 
     /// A stdio server running `command`.
@@ -193,6 +207,13 @@ pub enum McpConfigError {
         /// The name.
         name: String,
     },
+    /// A server name that is flemma's own namespace (`flemma`): its tools would be named like
+    /// the harness's (`flemma.jobs.status`), which `$standard` approves.
+    #[error("MCP server name {name:?} is reserved: `flemma.*` names flemma's own tools")]
+    ReservedName {
+        /// The name.
+        name: String,
+    },
     /// A field the server table does not have.
     #[error("MCP server '{server}': unknown field `{field}`")]
     UnknownField {
@@ -231,13 +252,17 @@ pub enum McpConfigError {
 
 fn check_name(name: &str) -> Result<(), McpConfigError> {
     let valid = !name.contains('.') && flemma_ids::ToolName::new(name).is_ok();
-    if valid {
-        Ok(())
-    } else {
-        Err(McpConfigError::InvalidName {
+    if !valid {
+        return Err(McpConfigError::InvalidName {
             name: name.to_owned(),
-        })
+        });
     }
+    if name.eq_ignore_ascii_case("flemma") {
+        return Err(McpConfigError::ReservedName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// The servers of an `[mcp]` section (as [`flemma_config::Config::section`] returns it), in
@@ -395,6 +420,12 @@ fn parse_server(name: &str, value: &Value) -> Result<McpServerConfig, McpConfigE
     server.exclude = fields.strings("exclude")?;
     server.startup_timeout = fields.seconds("startup_timeout", DEFAULT_STARTUP_TIMEOUT)?;
     server.tool_timeout = fields.seconds("tool_timeout", DEFAULT_TOOL_TIMEOUT)?;
+    server.trusted = match table.get("trusted") {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| fields.invalid("trusted", "true or false"))?,
+    };
     Ok(server)
 }
 

@@ -74,6 +74,10 @@ pub(crate) async fn connect(
         } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args);
+            // The host's environment without its credentials, as for `bash`; the server's own
+            // `env` (a key passed on by name) over it.
+            cmd.env_clear();
+            cmd.envs(flemma_config::EnvPolicy::default().apply_to_process());
             for (key, value) in env {
                 cmd.env(key, expand(name, &format!("env.{key}"), value)?);
             }

@@ -58,6 +58,12 @@ impl McpServerHandle {
         self.shared.hints(tool)
     }
 
+    /// Whether the host trusts the server's annotations
+    /// ([`McpServerConfig::trusted`](crate::McpServerConfig::trusted)).
+    pub fn is_trusted(&self) -> bool {
+        self.shared.config.trusted
+    }
+
     /// The server's own name for its registered tool `tool` (what `include`, `exclude` and
     /// [`McpOptions::allows`](flemma_config::McpOptions::allows) match); `None` when `tool`
     /// is not one of this server's registered tools.

@@ -231,7 +231,14 @@ fn the_servers_hints_decide_in_the_chain_and_show_in_approval_explain() {
         .unwrap()
         .replace("PATH", arg(&written));
     std::fs::write(&chat, text_of_chat).unwrap();
-    let mut toml = std::fs::read_to_string(dir.join("flemma.toml")).unwrap();
+    // The host trusts server-everything's annotations (issue 34: untrusted, they approve
+    // nothing).
+    let mut toml = std::fs::read_to_string(dir.join("flemma.toml"))
+        .unwrap()
+        .replace(
+            "include = [\"echo\", \"get-sum\"]\n",
+            "include = [\"echo\", \"get-sum\"]\ntrusted = true\n",
+        );
     let fs = format!(
         "[mcp.servers.fs]\ncommand = {:?}\nargs = [{:?}]\n\n[tools]\nauto_approve = [\"$standard\", \"fs.*\"]\n",
         filesystem_bin().display().to_string(),

@@ -1,7 +1,9 @@
 //! Tool annotations as hints, and the approval chain reading them: the real
 //! `@modelcontextprotocol/server-filesystem` (its read tools `readOnlyHint: true`, `write_file`
 //! and `edit_file` `destructiveHint: true`, `create_directory` neither) in a real
-//! `Chain::with_builtins()` with [`register_hint_resolvers`].
+//! `Chain::with_builtins()` with [`register_hint_resolvers`]. The servers are trusted by the
+//! host (`trusted = true`) unless a test says otherwise: an untrusted server's read-only hint
+//! approves nothing.
 
 use flemma_approval::{
     ApprovalContext, CONFIG_RESOLVER, Chain, Decision, Explanation, ToolCall, TraceResult,
@@ -77,7 +79,7 @@ fn said(explanation: &Explanation, name: &str) -> Option<(TraceResult, Option<St
 #[tokio::test]
 async fn the_filesystem_servers_hints_are_kept_by_registered_name() {
     let (_dir, real) = allowed("hints-list");
-    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let (registry, handles) = registry_with(vec![filesystem(&real).with_trusted(true)]).await;
     let fs = &handles[0];
     let hints = fs.tool_hints();
     let names: Vec<&str> = hints.iter().map(|(n, _)| n.as_str()).collect();
@@ -125,10 +127,36 @@ async fn the_filesystem_servers_hints_are_kept_by_registered_name() {
     assert_eq!(fs.hints(&ToolName::new("read").unwrap()), None);
 }
 
+/// Issue 34, item 7: a server's annotations are its own claims; unless the host trusts it,
+/// its `readOnlyHint` approves nothing (a destructive hint still asks).
+#[tokio::test]
+async fn an_untrusted_servers_read_only_hint_approves_nothing() {
+    let (_dir, real) = allowed("hints-untrusted");
+    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let chain = chain(&handles);
+    let explanation = explain(&chain, &registry, &Config::new(), "fs.read_text_file").await;
+    assert_eq!(explanation.decision, Decision::RequireApproval);
+    let (result, detail) = said(&explanation, MCP_READ_ONLY_RESOLVER).unwrap();
+    assert_eq!(result, TraceResult::Pass);
+    assert!(
+        detail
+            .as_deref()
+            .is_some_and(|d| d
+                .starts_with("MCP server 'fs' is not trusted: its annotations are its own claims")),
+        "{detail:?}"
+    );
+    let explanation = explain(&chain, &registry, &Config::new(), "fs.write_file").await;
+    assert_eq!(explanation.decision, Decision::RequireApproval);
+    assert_eq!(
+        explanation.resolver.as_deref(),
+        Some(MCP_DESTRUCTIVE_RESOLVER)
+    );
+}
+
 #[tokio::test]
 async fn a_read_only_tool_is_approved_by_the_default_standard_preset() {
     let (_dir, real) = allowed("hints-standard");
-    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let (registry, handles) = registry_with(vec![filesystem(&real).with_trusted(true)]).await;
     let chain = chain(&handles);
     let explanation = explain(&chain, &registry, &Config::new(), "fs.read_text_file").await;
     assert_eq!(explanation.decision, Decision::Approve);
@@ -182,7 +210,7 @@ async fn a_read_only_tool_is_approved_by_the_default_standard_preset() {
 #[tokio::test]
 async fn a_read_only_tool_waits_when_the_read_only_builtins_are_not_auto_approved() {
     let (_dir, real) = allowed("hints-bash");
-    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let (registry, handles) = registry_with(vec![filesystem(&real).with_trusted(true)]).await;
     let chain = chain(&handles);
 
     let mut config = Config::new();
@@ -220,7 +248,7 @@ async fn a_read_only_tool_waits_when_the_read_only_builtins_are_not_auto_approve
 #[tokio::test]
 async fn a_read_only_tool_waits_when_the_frontmatter_takes_auto_approve_in_hand() {
     let (_dir, real) = allowed("hints-frontmatter");
-    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let (registry, handles) = registry_with(vec![filesystem(&real).with_trusted(true)]).await;
     let chain = chain(&handles);
 
     // The frontmatter removes the tool (the default list still has the read-only built-ins).
@@ -268,7 +296,7 @@ async fn a_read_only_tool_waits_when_the_frontmatter_takes_auto_approve_in_hand(
 #[tokio::test]
 async fn a_destructive_tool_is_approved_only_by_its_exact_name() {
     let (_dir, real) = allowed("hints-destructive");
-    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let (registry, handles) = registry_with(vec![filesystem(&real).with_trusted(true)]).await;
     let chain = chain(&handles);
     let asks =
         "MCP server 'fs' marks the tool destructive (readOnlyHint: false, destructiveHint: true";
@@ -330,7 +358,7 @@ async fn a_destructive_tool_is_approved_only_by_its_exact_name() {
 #[tokio::test]
 async fn a_tool_with_neither_hint_follows_the_ordinary_rules() {
     let (_dir, real) = allowed("hints-ordinary");
-    let (registry, handles) = registry_with(vec![filesystem(&real)]).await;
+    let (registry, handles) = registry_with(vec![filesystem(&real).with_trusted(true)]).await;
     let chain = chain(&handles);
 
     // The default ($standard) does not name it: it waits, no resolver deciding.
@@ -367,7 +395,10 @@ async fn a_tool_with_neither_hint_follows_the_ordinary_rules() {
 
 #[tokio::test]
 async fn the_hints_follow_a_relisting() {
-    let (registry, handles) = registry_with(vec![python_server("changing", "changing", &[])]).await;
+    let (registry, handles) = registry_with(vec![
+        python_server("changing", "changing", &[]).with_trusted(true),
+    ])
+    .await;
     let changing = &handles[0];
     let chain = chain(&handles);
     let stable = ToolName::new("changing.stable").unwrap();

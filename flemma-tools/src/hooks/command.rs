@@ -26,8 +26,10 @@ const OUTPUT_LIMIT: usize = 1 << 20;
 /// A shell command run at an event (`[[hooks.PreToolUse]] command = "…"`).
 ///
 /// It runs with `bash -c` (`sh -c` where there is no bash) outside the sandbox, as the
-/// host's user, in the conversation's directory, with the host's environment plus
-/// `FLEMMA_PROJECT_DIR` (and `CLAUDE_PROJECT_DIR` under [`Compat::Claude`]), in a process
+/// host's user, in the conversation's directory, with the host's environment without its
+/// credentials (the policy `bash` gets, [`flemma_config::EnvPolicy`]'s default: a hook reads
+/// the model's input and may echo it back), plus `FLEMMA_PROJECT_DIR` (and
+/// `CLAUDE_PROJECT_DIR` under [`Compat::Claude`]), in a process
 /// group of its own that is killed when the time limit passes. Standard input holds the
 /// event as JSON: `session_id`, `transcript_path`, `cwd`, `hook_event_name` and the event's
 /// fields (`tool_name`, `tool_input`, `tool_use_id`, `tool_response`, `error`, `prompt`,
@@ -506,6 +508,8 @@ async fn run(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .env_clear()
+        .envs(flemma_config::EnvPolicy::default().apply_to_process())
         .env("FLEMMA_PROJECT_DIR", &project)
         .process_group(0)
         .kill_on_drop(true);

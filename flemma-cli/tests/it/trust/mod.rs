@@ -2,6 +2,8 @@
 //! a transcript or frontmatter from elsewhere, a server's words) never widens what runs.
 
 mod approved;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod model_text;
 mod protected;
 mod sandbox;
@@ -44,7 +46,13 @@ impl Project {
 
     /// `flemma ARGS` run in `proj/` with the fake `HOME`.
     pub(crate) fn flemma(&self, args: &[&str]) -> Output {
+        self.flemma_with(args, &[])
+    }
+
+    /// [`flemma`](Self::flemma) with variables `env` set.
+    pub(crate) fn flemma_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_flemma"))
+            .envs(env.iter().copied())
             .args(args)
             .current_dir(self.path("proj"))
             .env("HOME", self.path("home"))
