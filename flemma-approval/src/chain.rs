@@ -186,7 +186,7 @@ pub struct Explanation {
     pub decision: Decision,
     /// The deciding resolver; `None` when none decided (the default: require approval).
     pub resolver: Option<String>,
-    /// Every resolver consulted, in order, up to the deciding one.
+    /// Every resolver consulted, in order: all of them, or up to the first that denies.
     pub trace: Vec<TraceEntry>,
 }
 
@@ -328,15 +328,21 @@ impl Chain {
         self.entries.clear();
     }
 
-    /// Decides a call: the first resolver with a decision wins; `RequireApproval` when none
+    /// Decides a call: the first resolver with a decision wins, except that a deny of any
+    /// resolver wins over the decision of a resolver before it (deny wins over allow and over
+    /// ask: a hook's allow does not undo a conversation's deny); `RequireApproval` when none
     /// decides. A resolver that fails (or panics) is skipped and reported in
     /// [`Outcome::failures`].
+    ///
+    /// Spec §6.1 stops at the first decision; here the resolvers after an approval or an ask
+    /// are still asked whether they deny.
     pub async fn decide<'c>(
         &'c self,
         call: &ToolCall<'_>,
         ctx: &ApprovalContext<'_>,
     ) -> Outcome<'c> {
         let mut failures = Vec::new();
+        let mut first: Option<(Decision, &'c ResolverName)> = None;
         for entry in &self.entries {
             match consult(entry, call, ctx).await {
                 Ok((verdict, failure)) => {
@@ -346,12 +352,18 @@ impl Chain {
                             error,
                         });
                     }
-                    if let Some(decision) = verdict.decision {
-                        return Outcome {
-                            decision,
-                            resolver: Some(&entry.name),
-                            failures,
-                        };
+                    match verdict.decision {
+                        Some(decision @ Decision::Deny { .. }) => {
+                            return Outcome {
+                                decision,
+                                resolver: Some(&entry.name),
+                                failures,
+                            };
+                        }
+                        Some(decision) if first.is_none() => {
+                            first = Some((decision, &entry.name));
+                        }
+                        _ => {}
                     }
                 }
                 Err(error) => failures.push(Failure {
@@ -360,17 +372,25 @@ impl Chain {
                 }),
             }
         }
-        Outcome {
-            decision: Decision::RequireApproval,
-            resolver: None,
-            failures,
+        match first {
+            Some((decision, resolver)) => Outcome {
+                decision,
+                resolver: Some(resolver),
+                failures,
+            },
+            None => Outcome {
+                decision: Decision::RequireApproval,
+                resolver: None,
+                failures,
+            },
         }
     }
 
-    /// Decides a call and records every resolver consulted; a failing one shows as `error`
-    /// with its message (and causes) as the entry's `detail`.
+    /// Decides a call as [`decide`](Self::decide) does and records every resolver consulted;
+    /// a failing one shows as `error` with its message (and causes) as the entry's `detail`.
     pub async fn explain(&self, call: &ToolCall<'_>, ctx: &ApprovalContext<'_>) -> Explanation {
         let mut trace = Vec::new();
+        let mut first: Option<(Decision, String)> = None;
         for entry in &self.entries {
             let (result, detail, decision) = match consult(entry, call, ctx).await {
                 // A failure the resolver decided on is in its verdict's explanation.
@@ -391,18 +411,31 @@ impl Chain {
                 result,
                 detail,
             });
-            if let Some(decision) = decision {
-                return Explanation {
-                    decision,
-                    resolver: Some(entry.name.to_string()),
-                    trace,
-                };
+            match decision {
+                Some(decision @ Decision::Deny { .. }) => {
+                    return Explanation {
+                        decision,
+                        resolver: Some(entry.name.to_string()),
+                        trace,
+                    };
+                }
+                Some(decision) if first.is_none() => {
+                    first = Some((decision, entry.name.to_string()));
+                }
+                _ => {}
             }
         }
-        Explanation {
-            decision: Decision::RequireApproval,
-            resolver: None,
-            trace,
+        match first {
+            Some((decision, resolver)) => Explanation {
+                decision,
+                resolver: Some(resolver),
+                trace,
+            },
+            None => Explanation {
+                decision: Decision::RequireApproval,
+                resolver: None,
+                trace,
+            },
         }
     }
 }

@@ -372,8 +372,17 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "tie at 100: zz.last sorts after urn:",
+            extra: Extra::Resolver("zz.last", 100, |_| Verdict::require_approval()),
+            tool: "read",
+            ..BASE
+        },
+        // Deny wins over allow (issue 34): a resolver after the deciding one still denies.
+        Case {
+            name: "a deny after an approval wins",
             extra: Extra::Resolver("zz.last", 100, |_| Verdict::deny(None)),
             tool: "read",
+            expect: "deny",
+            by: "zz.last",
             ..BASE
         },
         Case {
@@ -391,7 +400,14 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "resolver at 10 comes after the sandbox",
+            extra: Extra::Resolver("app.low", 10, |_| Verdict::require_approval()),
+            ..sandboxed("")
+        },
+        Case {
+            name: "a deny below the sandbox's approval wins",
             extra: Extra::Resolver("app.low", 10, |_| Verdict::deny(None)),
+            expect: "deny",
+            by: "app.low",
             ..sandboxed("")
         },
         Case {
@@ -567,7 +583,9 @@ async fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
             "resolver": CONFIG,
             "trace": [
                 {"resolver": "app.buggy", "priority": 150, "result": "error", "detail": "panicked: resolver bug"},
-                {"resolver": CONFIG, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\""}
+                {"resolver": CONFIG, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\""},
+                {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "the tool does not declare auto_approves_if_sandboxed"},
+                {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}
             ]
         })
     );

@@ -83,7 +83,10 @@ async fn a_failing_resolver_is_an_error_in_the_trace_and_the_next_one_decides() 
             "resolver": CONFIG_RESOLVER,
             "trace": [
                 {"resolver": "app.remote", "priority": 150, "result": "error", "detail": "policy service unreachable: refused"},
-                {"resolver": CONFIG_RESOLVER, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\""}
+                {"resolver": CONFIG_RESOLVER, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\""},
+                // Asked whether they deny (deny wins over allow).
+                {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "the tool does not declare auto_approves_if_sandboxed"},
+                {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}
             ]
         })
     );

@@ -914,3 +914,58 @@ fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on
     client.shutdown();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 34, item 8: the editor's "Run the tool cycle" applies the host's command hooks (the
+/// `[hooks]` of its options files), as `flemma cycle` does, even when the host built its tool
+/// registry without them: a call a deny hook blocks is denied, and the canary directory the
+/// call would remove stays.
+#[test]
+fn the_editors_cycle_runs_the_hosts_command_hooks() {
+    let dir = std::env::temp_dir().join(format!("flemma-lsp-hooks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("victim")).unwrap();
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    let hook = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../flemma-tools/tests/it/hooks/deny_rm.sh");
+    let mut config = flemma_config::Config::new();
+    config
+        .load_toml_str(
+            &format!(
+                "[tools]\nrequire_approval = false\n\n[[hooks.PreToolUse]]\nname = \"no-rm\"\nmatcher = \"bash\"\ncommand = \"{}\"\n",
+                hook.display()
+            ),
+            &dir.join("flemma.toml"),
+        )
+        .unwrap();
+    let chat = dir.join("chat.chat");
+    let text = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"command\": \"rm -rf victim\"}\n```\n";
+    std::fs::write(&chat, text).unwrap();
+    let uri = flemma_lsp::path_uri(&chat).unwrap();
+    // The host's registry has no hooks: only its options do.
+    let mut client = Client::start(with_tools().config(config));
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 1, "text": text}}),
+    );
+    client.diagnostics();
+    let answer = client.request(
+        "workspace/executeCommand",
+        json!({"command": "flemma.cycle", "arguments": [uri.as_str()]}),
+    );
+    assert_eq!(answer, Value::Null);
+    let request = loop {
+        if let Message::Request(r) = client.receive()
+            && r.method == "workspace/applyEdit"
+        {
+            break r;
+        }
+    };
+    let after = apply(text, &request.params["edit"]["documentChanges"][0]["edits"]);
+    assert!(dir.join("victim").is_dir(), "the denied rm ran: {after}");
+    assert!(
+        after.contains("The tool was denied by a policy. Hook `no-rm`: Blocked"),
+        "{after}"
+    );
+    client.shutdown();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -326,7 +326,11 @@ async fn a_destructive_tool_is_approved_only_by_its_exact_name() {
         detail.ends_with(": only an auto_approve entry naming 'fs.write_file' exactly approves it"),
         "{detail}"
     );
-    assert_eq!(said(&explanation, CONFIG_RESOLVER), None);
+    // The config resolver after it approves through the glob; the ask decided first.
+    assert_eq!(
+        said(&explanation, CONFIG_RESOLVER).map(|(result, _)| result),
+        Some(TraceResult::Approve)
+    );
     // Nor does `*`, nor the same glob for edit_file.
     let config = with("tools.auto_approve", json!(["*"]));
     let explanation = explain(&chain, &registry, &config, "fs.edit_file").await;

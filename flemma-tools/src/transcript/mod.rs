@@ -48,6 +48,10 @@ pub enum TranscriptError {
     /// An edit did not apply.
     #[error("an edit did not apply")]
     Edit(#[source] flemma_ast::AstError),
+    /// The command hooks of the options files (`[hooks]`) do not read: nothing runs without
+    /// the host's hooks.
+    #[error("the hooks of the options files are misconfigured")]
+    Hooks(#[from] crate::hooks::HookConfigError),
 }
 
 /// A conversation's text, parsed, its options and the edit loop (see the [module

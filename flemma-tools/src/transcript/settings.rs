@@ -36,6 +36,9 @@ pub struct Evaluated {
     pub(crate) variables: Map<String, Value>,
     /// The hooks the frontmatter added (where the host allows it).
     pub(crate) hooks: Arc<Vec<crate::hooks::HookRegistration>>,
+    /// The command hooks of the options files (`[hooks]`): every host applies them, whether
+    /// or not it registered them itself.
+    pub(crate) host_hooks: Arc<Vec<crate::hooks::HookRegistration>>,
 }
 
 impl Evaluated {
@@ -60,11 +63,17 @@ impl Evaluated {
         &self.hooks
     }
 
-    /// The hooks that run for this conversation: `registry`'s with the
+    /// The hooks that run for this conversation: `registry`'s, the command hooks of the
+    /// options files' `[hooks]` section (those the host did not register under the same name
+    /// itself, as the `flemma` CLI does), then the
     /// [`conversation_hooks`](Self::conversation_hooks)
-    /// ([`Hooks::with_conversation`](crate::hooks::Hooks::with_conversation)).
+    /// ([`Hooks::with_conversation`](crate::hooks::Hooks::with_conversation)). So every host
+    /// of a conversation (a command, an editor, an MCP client, a worker, an application)
+    /// runs the hooks its options files define.
     pub fn hooks_with(&self, registry: &crate::hooks::Hooks) -> crate::hooks::Hooks {
-        registry.with_conversation(&self.hooks)
+        registry
+            .merged(&self.host_hooks, false)
+            .with_conversation(&self.hooks)
     }
 
     /// What is wrong with the names the options give (empty while a tool source loads).
@@ -223,9 +232,23 @@ impl Transcript {
             }
             None => Vec::new(),
         };
+        // The options files' hooks, with Claude Code's settings of the conversation's project
+        // where they say so.
+        let project = self
+            .conversation
+            .path()
+            .map(flemma_config::conversation_path)
+            .and_then(|chat| chat.parent().map(flemma_config::project_root))
+            .or_else(|| {
+                std::env::current_dir()
+                    .ok()
+                    .map(|dir| flemma_config::project_root(&dir))
+            });
+        let host_hooks = crate::hooks::from_config(&self.config, project.as_deref())?.hooks;
         let evaluation = self.registry.evaluate(&mut config)?;
         let evaluated = Arc::new(Evaluated {
             hooks: Arc::new(hooks),
+            host_hooks: Arc::new(host_hooks),
             config,
             options: Arc::new(evaluation.options),
             diagnostics: evaluation.diagnostics,

@@ -2,6 +2,8 @@
 //! a transcript or frontmatter from elsewhere, a server's words) never widens what runs.
 
 mod approved;
+#[cfg(feature = "lua")]
+mod deny_wins;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod model_text;
