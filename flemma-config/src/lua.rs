@@ -140,12 +140,29 @@ impl OptProxy {
     }
 
     /// Records one list operation per string in `value` (a string or a list of strings).
+    /// Under `hooks` an append adds hook tables (`flemma.opt.hooks.PreToolUse:append({…})`),
+    /// as an assignment of them does: taken where the host lets frontmatters add hooks, an
+    /// error otherwise; never dropped.
     fn list_op(
         &self,
         lua: &Lua,
         value: &LuaValue,
         make: fn(String, String) -> Write,
     ) -> mlua::Result<()> {
+        if self.path == "hooks" || self.path.starts_with("hooks.") {
+            if !matches!(make(String::new(), String::new()), Write::Append(..)) {
+                return Err(mlua::Error::runtime(format!(
+                    "flemma.opt.{}: hooks can only be added (:append or =)",
+                    self.path
+                )));
+            }
+            let hooks = match to_json(value, 0)? {
+                Value::Array(items) => Value::Array(items),
+                other => Value::Array(vec![other]),
+            };
+            self.record(lua, Write::Set(self.path.clone(), hooks));
+            return Ok(());
+        }
         for item in strings(value)? {
             self.record(lua, make(self.path.clone(), item));
         }
@@ -166,6 +183,10 @@ fn current_line(lua: &Lua) -> u32 {
 fn strings(value: &LuaValue) -> mlua::Result<Vec<String>> {
     match value {
         LuaValue::String(s) => Ok(vec![s.to_str()?.to_owned()]),
+        // A table with other keys than 1..n is no list: refused, never read as an empty one.
+        LuaValue::Table(t) if !is_sequence(t) => Err(mlua::Error::runtime(
+            "list operations take a string or a list of strings, got a table with keys",
+        )),
         LuaValue::Table(t) => t.sequence_values::<String>().collect(),
         other => Err(mlua::Error::runtime(format!(
             "list operations take a string or a list of strings, got {}",

@@ -425,3 +425,25 @@ fn provider_specific_parameters_from_the_seed_document() {
         (Some(8000), Some(0.3), Some("long"))
     );
 }
+
+/// Issue 34: adding a hook with `:append` is an error where the host does not let
+/// frontmatters add hooks, and adds it where it does; a table of options is no list (it was
+/// read as an empty one and the write dropped without a word).
+#[test]
+fn appended_hooks_are_taken_or_refused_never_dropped() {
+    let code = "flemma.opt.hooks.PreToolUse:append({command = \"touch /tmp/x\"})";
+    let refused = apply(code).unwrap_err();
+    assert!(
+        format!("{:?}", refused).contains("cannot add hooks"),
+        "{refused:?}"
+    );
+    let mut allowed = Config::new();
+    allowed.allow_frontmatter_hooks(true);
+    allowed.apply_frontmatter("lua", code, FIRST_LINE).unwrap();
+    assert_eq!(
+        allowed.frontmatter_hooks(),
+        Some(&json!({"PreToolUse": [{"command": "touch /tmp/x"}]}))
+    );
+    let error = apply("flemma.opt.tools.auto_approve:append({name = \"bash\"})").unwrap_err();
+    assert!(error.message.contains("got a table with keys"), "{error:?}");
+}
