@@ -123,6 +123,13 @@ fn http_transport(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if !headers.is_empty() && plain_http_off_loopback(url) {
+        tracing::warn!(
+            server = name,
+            url,
+            "the headers of MCP server '{name}' go over plain HTTP to a host that is not this machine: use https"
+        );
+    }
     for (key, value) in headers {
         let field = format!("headers.{key}");
         let invalid = || McpError::Header {
@@ -141,11 +148,61 @@ fn http_transport(
     ))
 }
 
+/// Whether `url` is `http://` to a host other than this machine (`localhost`, 127.0.0.0/8,
+/// `::1`).
+fn plain_http_off_loopback(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    if url.scheme() != "http" {
+        return false;
+    }
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => !ip.is_loopback(),
+        Err(_) => !host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+#[cfg(test)]
+mod plain_http_tests {
+    #[test]
+    fn plain_http_to_another_host_is_found() {
+        for (url, off) in [
+            ("http://mcp.example.com/mcp", true),
+            ("http://10.0.0.5:8080/mcp", true),
+            ("http://127.0.0.1:3001/mcp", false),
+            ("http://localhost/mcp", false),
+            ("http://[::1]:80/mcp", false),
+            ("https://mcp.example.com/mcp", false),
+        ] {
+            assert_eq!(super::plain_http_off_loopback(url), off, "{url}");
+        }
+    }
+}
+
 /// reqwest with rustls on ring (installed as the process default unless another provider
 /// was first), trusting the platform's certificate store (MCP servers are often internal).
+/// It follows redirects within the server's origin only: a redirect to another origin would
+/// take the configured headers (`X-Api-Key`, not only the `Authorization` reqwest strips) to
+/// it, so the request stops there and fails.
 fn http_client(name: &str) -> Result<reqwest::Client, McpError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(reqwest::Url::origin);
+        if first != Some(attempt.url().origin()) {
+            attempt.stop()
+        } else if attempt.previous().len() >= 10 {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    });
     reqwest::Client::builder()
+        .redirect(same_origin)
         .build()
         .map_err(|source| McpError::HttpClient {
             server: name.to_owned(),

@@ -196,3 +196,84 @@ async fn a_server_that_is_not_listening_is_a_warning_naming_it_and_the_rest_goes
     let gone = handles.iter().find(|h| h.name() == "gone").unwrap();
     assert!(matches!(gone.state(), McpServerState::Failed(_)));
 }
+
+/// A server on 127.0.0.1 that answers every request with a redirect to `location`, until
+/// dropped.
+struct Redirector {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Redirector {
+    fn to(location: String) -> Self {
+        use std::io::{Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+            }
+        });
+        Self { port, stop }
+    }
+}
+
+impl Drop for Redirector {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Issue 34: a server's configured headers never follow a redirect to another origin (reqwest
+/// strips `Authorization` across origins, not an `X-Api-Key`): the request stops at the
+/// redirect, and the other origin sees nothing of them.
+#[tokio::test]
+async fn configured_headers_never_follow_a_redirect_to_another_origin() {
+    let mut target = HttpServer::start();
+    // `localhost` is another origin than `127.0.0.1`, the same server behind it.
+    let redirector = Redirector::to(format!("http://localhost:{}/mcp", target.port));
+    let toml = format!(
+        "[mcp.servers.moved]\nurl = \"http://127.0.0.1:{}/mcp\"\nheaders = {{ X-Flemma-Key = \"canary-key-34\" }}\nstartup_timeout = 10\n",
+        redirector.port
+    );
+    let (registry, handles) = registry_with(servers(&toml)).await;
+    assert!(registry.names().is_empty());
+    assert!(matches!(handles[0].state(), McpServerState::Failed(_)));
+    // A request of the test's own after it: the target logs requests in order, so what it
+    // logged before this one is all it got.
+    {
+        use std::io::Write as _;
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", target.port)).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Flemma-Marker: after\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+    }
+    let leaked = std::cell::Cell::new(false);
+    let marker = target.wait_for(|line| {
+        if line.contains("canary-key-34") {
+            leaked.set(true);
+        }
+        line.contains("x-flemma-marker: after")
+    });
+    assert!(marker.is_some(), "the target never logged the marker");
+    assert!(!leaked.get(), "the header followed the redirect");
+}
