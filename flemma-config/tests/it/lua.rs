@@ -434,7 +434,7 @@ fn appended_hooks_are_taken_or_refused_never_dropped() {
     let code = "flemma.opt.hooks.PreToolUse:append({command = \"touch /tmp/x\"})";
     let refused = apply(code).unwrap_err();
     assert!(
-        format!("{:?}", refused).contains("cannot add hooks"),
+        format!("{refused:?}").contains("cannot add hooks"),
         "{refused:?}"
     );
     let mut allowed = Config::new();
