@@ -66,7 +66,8 @@ pub use options::{
 };
 pub use presets::{Preset, Presets};
 pub use project::{
-    conversation_dir, conversation_path, fold_path, project_root, project_root_with_home,
+    PROJECT_MARKER, conversation_dir, conversation_path, fold_path, project_root,
+    project_root_with_home,
 };
 pub use schema::OptionKind;
 pub use sections::{HOST_SECTIONS, MCP_SERVER_FIELDS};

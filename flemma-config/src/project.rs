@@ -115,9 +115,14 @@ pub fn fold_path(path: &Path) -> PathBuf {
     out
 }
 
+/// The file that makes the directory holding it a project of its own, whatever holds it (a
+/// worker puts one in each conversation's directory: see `flemma_object::local_path`).
+pub const PROJECT_MARKER: &str = ".flemma-project";
+
 /// The project that holds a conversation whose (absolute, resolved) directory is `dir`: the
-/// nearest ancestor of `dir` (itself included) that holds a `.git` entry, else `dir` itself.
-/// A `.git` at `/` or at `$HOME` does not count (see the module docs).
+/// nearest ancestor of `dir` (itself included) that holds a `.git` entry or a
+/// [`PROJECT_MARKER`], else `dir` itself. A `.git` at `/` or at `$HOME` does not count (see
+/// the module docs).
 ///
 /// ```
 /// let base = std::env::temp_dir().join(format!("flemma-doc-root-{}", std::process::id()));
@@ -151,7 +156,7 @@ pub fn project_root_with_home(dir: &Path, home: Option<&Path>) -> PathBuf {
         if too_wide(candidate) {
             break;
         }
-        if candidate.join(".git").exists() {
+        if candidate.join(".git").exists() || candidate.join(PROJECT_MARKER).exists() {
             return candidate.to_owned();
         }
     }

@@ -168,8 +168,8 @@ impl ObjectConversation {
     /// is never read or written): the conversation's [`path`](Conversation::path), so that
     /// its tools work in `path`'s directory and the sandbox lets them write there (not in the
     /// host's working directory, shared by every conversation it runs), and its result store
-    /// and call claims are kept beside it, as for a file. A worker gives each conversation
-    /// `WORKDIR/BUCKET/KEY` ([`WorkerOptions::workdir`](crate::WorkerOptions::workdir)).
+    /// and call claims are kept beside it, as for a file. A worker gives each conversation a
+    /// directory of its own ([`local_path`](crate::local_path)).
     ///
     /// The results its store writes under `LOCAL_DIR/.flemma/NAME/` (the default store path)
     /// are also copied to the bucket, under `dir/.flemma/name.chat/`, before the next put of

@@ -56,8 +56,7 @@ impl WorkerOptions {
         }
     }
 
-    /// Gives each conversation the local path `workdir/BUCKET/KEY` (see
-    /// [`workdir`](Self::workdir)).
+    /// Gives each conversation a directory of its own under `workdir` ([`local_path`]).
     #[must_use]
     pub fn workdir(mut self, workdir: impl Into<std::path::PathBuf>) -> Self {
         self.workdir = Some(workdir.into());
@@ -378,7 +377,7 @@ impl Worker {
 
     /// Whether a background job of the conversation `key` ended on this machine and its
     /// result waits to be delivered: its exit file is in the conversation's local store
-    /// directory (`WORKDIR/BUCKET/DIR/.flemma/NAME/jobs/J.exit`, removed once the Job Result
+    /// directory (`WORKDIR/BUCKET/FLAT/.flemma/NAME/jobs/J.exit`, removed once the Job Result
     /// is written). A job's process and files are this machine's: only a host here can
     /// deliver it. False without a workdir.
     async fn jobs_waiting(&self, key: &ObjectPath) -> bool {
@@ -433,14 +432,36 @@ impl Worker {
     }
 }
 
-/// `workdir/BUCKET/KEY`.
+/// `workdir/BUCKET/FLAT/NAME`: a directory of its own for each conversation (`FLAT` is the
+/// key as one segment, `/` and `%` percent-encoded: `team%2Fa.chat`), so that the conversation's
+/// directory, which its tools may write, holds no other conversation's file or store.
 fn chat_path(workdir: &std::path::Path, bucket: &Bucket, key: &ObjectPath) -> std::path::PathBuf {
-    let mut path = workdir.join(bucket.name());
-    path.extend(key.parts().map(|p| p.as_ref().to_owned()));
-    path
+    let name = key.filename().unwrap_or("conversation.chat");
+    workdir
+        .join(bucket.name())
+        .join(flat_key(key.as_ref()))
+        .join(name)
 }
 
-/// `workdir/BUCKET/KEY`, its directory made.
+/// `key` as one path segment: `%` and `/` percent-encoded, a long one shortened to a prefix,
+/// `-` and 16 hex digits of its FNV-1a hash (within `NAME_MAX`).
+fn flat_key(key: &str) -> String {
+    let flat = key.replace('%', "%25").replace('/', "%2F");
+    if flat.len() <= 200 {
+        return flat;
+    }
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut end = 160;
+    while !flat.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}-{hash:016x}", &flat[..end])
+}
+
+/// `workdir/BUCKET/FLAT/NAME` (see the layout above), its directory made, a project of its
+/// own (a [`PROJECT_MARKER`](flemma_config::PROJECT_MARKER) in it).
 ///
 /// # Errors
 ///
@@ -456,6 +477,14 @@ pub fn local_path(
             path: dir.to_owned(),
             source,
         })?;
+        // The directory is the conversation's project, even inside a repository.
+        let marker = dir.join(flemma_config::PROJECT_MARKER);
+        if !marker.exists() {
+            std::fs::write(&marker, b"").map_err(|source| ObjectError::Workdir {
+                path: marker,
+                source,
+            })?;
+        }
     }
     Ok(path)
 }

@@ -438,6 +438,7 @@ fn approval_explain_prints_the_writable_set_of_the_file() {
             ".claude",
             "flemma.toml",
             ".flemma/agents",
+            ".flemma-project",
             ".flemma/wr.chat/calls",
             ".flemma/wr.chat/jobs",
         ]

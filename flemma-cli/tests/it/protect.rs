@@ -365,6 +365,7 @@ fn approval_explain_prints_the_read_only_files() {
         "proj/.claude",
         "proj/flemma.toml",
         "proj/.flemma/agents",
+        "proj/.flemma-project",
         "proj/notes/.flemma/x.chat/calls",
         "proj/notes/.flemma/x.chat/jobs",
     ];

@@ -67,6 +67,16 @@ fn flemma(endpoint: &str, model: &str, dir: &Path) -> Command {
     command
 }
 
+/// The local store directory of the conversation `key` in the working directory `workdir`
+/// (`flemma::object::local_path`'s directory, `.flemma/NAME`).
+fn local_store(workdir: &Path, bucket: &Bucket, key: &str) -> PathBuf {
+    let chat = flemma::object::local_path(workdir, bucket, &key.into()).unwrap();
+    chat.parent()
+        .unwrap()
+        .join(".flemma")
+        .join(chat.file_name().unwrap())
+}
+
 fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) {
     assert!(wait_for(limit, done), "{what}: not within {limit:?}");
 }
@@ -544,7 +554,8 @@ fn a_stored_result_travels_with_its_conversation() {
     let model = mock_model::MockModel::start_with_command(1, "seq 1 1500000").unwrap();
     let key = "results/long.chat";
     let url = env.url(key);
-    let result = "results/.flemma/long.chat/tool_bash_toolu_mock_1.txt";
+    let result = "tool_bash_toolu_mock_1.txt";
+    let on_bucket = format!("results/.flemma/long.chat/{result}");
     env.create(key, "@You:\nCount far.\n");
     let run = || {
         env.flemma(&model)
@@ -554,7 +565,7 @@ fn a_stored_result_travels_with_its_conversation() {
     };
     let out = run();
     assert!(out.status.success(), "{out:?}");
-    let local = env.dir.join(env.bucket.name()).join(result);
+    let local = local_store(&env.dir, &env.bucket, key).join(result);
     let full = std::fs::read_to_string(&local).unwrap();
     assert_eq!(full.lines().count(), 1_500_000);
     let text = env.text_of(key);
@@ -563,7 +574,7 @@ fn a_stored_result_travels_with_its_conversation() {
         "the transcript names the stored result: {text}"
     );
     assert_eq!(
-        env.text_of(result),
+        env.text_of(&on_bucket),
         full,
         "the bucket holds the whole result"
     );
@@ -604,7 +615,7 @@ fn a_stored_result_travels_with_its_conversation() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("{}\n", env.url(result))
+        format!("{}\n", env.url(&on_bucket))
     );
 }
 
@@ -694,10 +705,7 @@ fn a_job_whose_worker_died_is_delivered_by_the_next_worker_on_the_machine() {
         let log = |n: usize| {
             std::fs::read_to_string(env.dir.join(format!("worker{n}.log"))).unwrap_or_default()
         };
-        let jobs = env
-            .dir
-            .join(env.bucket.name())
-            .join("jobs/.flemma/long.chat/jobs");
+        let jobs = local_store(&env.dir, &env.bucket, key).join("jobs");
         let journal: Vec<_> = std::fs::read_dir(&jobs)
             .map(|dir| {
                 dir.filter_map(Result::ok)
@@ -858,11 +866,7 @@ impl TwoMachines {
 
     /// Machine A's files of the job (`.out`, `.exit`) still there.
     fn files_on_a(&self) -> Vec<String> {
-        let jobs = self
-            .env
-            .dir
-            .join(self.env.bucket.name())
-            .join("two/.flemma/long.chat/jobs");
+        let jobs = local_store(&self.env.dir, &self.env.bucket, self.key).join("jobs");
         std::fs::read_dir(jobs)
             .map(|dir| {
                 dir.filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -241,7 +241,8 @@ impl SandboxPolicy {
 ///   common directory, for a worktree, too);
 /// - `.claude` (Claude Code's settings and hooks, read with `claude_settings = true`),
 ///   `flemma.toml` and `.flemma/agents` (agent definitions; the default store lives in
-///   `.flemma/` next to the conversation, and stays writable);
+///   `.flemma/` next to the conversation, and stays writable), and the
+///   [`PROJECT_MARKER`](flemma_config::PROJECT_MARKER) that bounds the project;
 /// - the store's bookkeeping: `calls/` (who runs which call) and `jobs/` (the job journal).
 ///
 /// ```
@@ -261,7 +262,15 @@ pub fn protected_paths(project: &Path, store: Option<&Path>) -> Vec<PathBuf> {
         }
         paths.push(gitdir);
     }
-    paths.extend([".claude", "flemma.toml", ".flemma/agents"].map(|name| project.join(name)));
+    paths.extend(
+        [
+            ".claude",
+            "flemma.toml",
+            ".flemma/agents",
+            flemma_config::PROJECT_MARKER,
+        ]
+        .map(|name| project.join(name)),
+    );
     if let Some(store) = store {
         paths.extend(["calls", "jobs"].map(|name| store.join(name)));
     }

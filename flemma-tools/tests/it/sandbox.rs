@@ -472,7 +472,16 @@ fn the_conversation_and_the_hosts_files_are_read_only_sandboxed_or_not() {
     // repository holds it), and the options file.
     let project = root.join("notes");
     let mut expected = vec![chat.clone()];
-    expected.extend([".git", ".claude", "flemma.toml", ".flemma/agents"].map(|p| project.join(p)));
+    expected.extend(
+        [
+            ".git",
+            ".claude",
+            "flemma.toml",
+            ".flemma/agents",
+            ".flemma-project",
+        ]
+        .map(|p| project.join(p)),
+    );
     expected.push(root.join("flemma.toml"));
     assert_eq!(policy.read_only, expected);
 
