@@ -1,7 +1,8 @@
 //! An approval resolver that awaits a policy: here a (simulated) remote service that allows
 //! reading anything but `.env` files and writing only under `notes/`. Registered on the
-//! registry's approval chain, it decides before the built-in resolvers; its reason for a denial
-//! reaches the model after the spec's `The tool was denied by a policy.`
+//! registry's approval chain in the host's band (`priority::HOST`), it decides before the
+//! built-in resolvers and no conversation's frontmatter comes before it; its reason for a
+//! denial reaches the model after the spec's `The tool was denied by a policy.`
 //!
 //! ```text
 //! cargo run --example custom_resolver
@@ -11,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma::approval::{DEFAULT_PRIORITY, ResolverError, ToolCall, Verdict, async_resolver_fn};
+use flemma::approval::{ResolverError, ToolCall, Verdict, async_resolver_fn, priority};
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::tools::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 use serde_json::json;
@@ -47,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
             })
         });
         chain
-            .register("policy-service", DEFAULT_PRIORITY + 10, policy)
+            .register("policy-service", priority::HOST, policy)
             .map(|_| ())
     })?;
 

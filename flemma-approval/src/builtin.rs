@@ -118,6 +118,11 @@ impl Builtin for ConfigResolver {
         // on read): they hold no `*` and no tool is called `$…`, so they match nothing.
         let verdict = self.cache.with(ctx.config, |list| {
             match list.first_match(call.name.as_str()) {
+                // The defaults' approval says so: nobody chose it for this conversation.
+                Some(entry) if ctx.config.is_default("tools.auto_approve") => Verdict::approve()
+                    .because(format!(
+                        "matched auto_approve entry {entry:?} of the default $standard"
+                    )),
                 Some(entry) => {
                     Verdict::approve().because(format!("matched auto_approve entry {entry:?}"))
                 }

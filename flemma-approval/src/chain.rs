@@ -53,8 +53,44 @@ pub const CONFIG_RESOLVER: &str = "urn:flemma:approval:config";
 pub const SANDBOX_RESOLVER: &str = "urn:flemma:approval:sandbox";
 /// Name of the resolver approving everything when `tools.require_approval` is off.
 pub const CATCH_ALL_RESOLVER: &str = "urn:flemma:approval:catch-all";
-/// The default priority of a resolver.
+/// The default priority of a resolver (spec §6.1), in the [`priority`] band below the
+/// options: a conversation's `tools.auto_approve` decides before it (only its deny still
+/// wins). A host's own policy goes in [`priority::HOST`].
 pub const DEFAULT_PRIORITY: i32 = 50;
+
+/// The bands of the chain's priorities, highest first. The first decision wins (a deny of
+/// any resolver wins over it), so a resolver's band says what may override its approval or
+/// its ask:
+///
+/// | band | priority | resolvers |
+/// | --- | --- | --- |
+/// | [`HOST`](priority::HOST) | 300 | the host's own policy: nothing the conversation says (its frontmatter's `tools.auto_approve`, a hook's allow) comes before it |
+/// | hooks | 200 | the `PreToolUse` hooks (`urn:flemma:approval:hooks`) |
+/// | MCP | 110–120 | a narrowed MCP tool (deny), a destructive one (ask) |
+/// | [`OPTIONS`](priority::OPTIONS) | 100 | `tools.auto_approve` of the host's options and the conversation's frontmatter (`urn:flemma:approval:config`) |
+/// | [`DEFAULT_PRIORITY`] | 50 | tool modules' resolvers, an MCP server's read-only hint |
+/// | [`SANDBOX`](priority::SANDBOX) | 25 | tools safe under an active sandbox (`urn:flemma:approval:sandbox`) |
+/// | [`FALLBACK`](priority::FALLBACK) | 0 | everything when `tools.require_approval` is off (`urn:flemma:approval:catch-all`) |
+///
+/// ```
+/// use flemma_approval::{Chain, Verdict, priority, resolver_fn};
+///
+/// let mut chain = Chain::with_builtins();
+/// // The host's policy: no frontmatter approves what it asks about.
+/// chain.register("app.policy", priority::HOST, resolver_fn(|_, _| Verdict::pass()))?;
+/// assert_eq!(chain.get_all()[0].name.as_str(), "app.policy");
+/// # Ok::<(), flemma_approval::ApprovalError>(())
+/// ```
+pub mod priority {
+    /// The host's own resolvers.
+    pub const HOST: i32 = 300;
+    /// The options' resolver (`tools.auto_approve`).
+    pub const OPTIONS: i32 = 100;
+    /// The sandbox resolver.
+    pub const SANDBOX: i32 = 25;
+    /// The catch-all.
+    pub const FALLBACK: i32 = 0;
+}
 
 /// A registered resolver.
 #[derive(Clone)]
@@ -220,19 +256,19 @@ impl Chain {
         let builtins: [(&str, i32, &str, Arc<dyn Builtin>); 3] = [
             (
                 CONFIG_RESOLVER,
-                100,
+                priority::OPTIONS,
                 "tools.auto_approve: the closure policy, the function, names and globs",
                 Arc::new(ConfigResolver::default()),
             ),
             (
                 SANDBOX_RESOLVER,
-                25,
+                priority::SANDBOX,
                 "approves sandbox-safe tools while a sandbox is active",
                 Arc::new(SandboxResolver),
             ),
             (
                 CATCH_ALL_RESOLVER,
-                0,
+                priority::FALLBACK,
                 "approves everything when tools.require_approval is false",
                 Arc::new(CatchAllResolver),
             ),

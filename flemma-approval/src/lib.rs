@@ -59,7 +59,7 @@ pub use async_trait::async_trait;
 pub use builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
 pub use chain::{
     CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Failure, Outcome,
-    Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
+    Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult, priority,
 };
 pub use error::{ApprovalError, ResolverError};
 pub use resolver::{

@@ -10,7 +10,7 @@ use flemma::ids::ToolName;
 use flemma::tools::sandbox::SandboxBackends;
 
 use crate::failure::{Failure, failed};
-use crate::render::Writable;
+use crate::render::{NO_BACKEND, Writable};
 
 /// The options file read from the working directory when `--config` is not given.
 const DEFAULT_CONFIG: &str = "flemma.toml";
@@ -274,7 +274,7 @@ pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<W
     let reason = if !options.sandbox.enabled {
         Some("sandbox.enabled is false")
     } else if !SandboxBackends::with_builtins().is_available(&options.sandbox) {
-        Some("no sandbox backend is available")
+        Some(NO_BACKEND)
     } else {
         None
     };

@@ -123,10 +123,17 @@ pub(crate) fn explanation(
     Ok(())
 }
 
+/// Why the writable set binds the file tools only: commands run unconfined.
+pub(crate) const NO_BACKEND: &str = "no sandbox backend is available";
+
 /// The writable set under an explanation.
 pub(crate) fn writable(out: &mut impl Write, w: &Writable) -> io::Result<()> {
     match w.reason {
         None => writeln!(out, "writable: tools may write only under")?,
+        Some(NO_BACKEND) => writeln!(
+            out,
+            "writable: bash runs unconfined ({NO_BACKEND}); write, edit and save_to only under"
+        )?,
         Some(reason) => writeln!(
             out,
             "writable: not enforced ({reason}): tools may write wherever the user can; sandboxed, only under"
@@ -150,7 +157,8 @@ pub(crate) fn writable(out: &mut impl Write, w: &Writable) -> io::Result<()> {
 /// What the tools of a conversation may write: the sandbox's resolved writable set.
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Writable {
-    /// Whether the set is enforced (`sandbox.enabled` and a backend available).
+    /// Whether the set is enforced for every tool (`sandbox.enabled` and a backend
+    /// available); without a backend it binds the file tools only (`reason`).
     pub(crate) enforced: bool,
     /// Why not, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -43,6 +43,19 @@ impl Preset {
 }
 
 /// The presets in force: the built-ins, overridden by user presets of the same name.
+///
+/// The built-ins (spec §5.6), and what they approve:
+///
+/// | preset | `auto_approve` | |
+/// | --- | --- | --- |
+/// | `$standard` | `read`, `write`, `edit`, `find`, `grep`, `ls`, `flemma.*` | the default of `tools.auto_approve`: the file tools run without asking, inside the sandbox's writable set (bubblewrap, or the file tools' own check without a backend); `bash` is approved only as sandboxed |
+/// | `$readonly` | `read`, `find`, `grep`, `ls` | nothing that writes |
+///
+/// ```
+/// let presets = flemma_config::Presets::default();
+/// let standard = presets.get("$standard").and_then(|p| p.auto_approve.clone()).unwrap();
+/// assert_eq!(standard, ["read", "write", "edit", "find", "grep", "ls", "flemma.*"]);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Presets {
     presets: BTreeMap<String, Preset>,

@@ -403,6 +403,18 @@ fn cases() -> Vec<Case> {
             extra: Extra::Resolver("app.low", 10, |_| Verdict::require_approval()),
             ..sandboxed("")
         },
+        // A host's resolver in its band: a frontmatter that approves the tool comes after it.
+        Case {
+            name: "a host resolver's ask is not overridden by the frontmatter",
+            frontmatter: r#"{"flemma":{"tools":{"auto_approve":["+deploy"]}}}"#,
+            extra: Extra::Resolver("app.policy", flemma_approval::priority::HOST, |_| {
+                Verdict::require_approval()
+            }),
+            tool: "deploy",
+            expect: "require_approval",
+            by: "app.policy",
+            ..BASE
+        },
         Case {
             name: "a deny below the sandbox's approval wins",
             extra: Extra::Resolver("app.low", 10, |_| Verdict::deny(None)),
@@ -583,7 +595,7 @@ async fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
             "resolver": CONFIG,
             "trace": [
                 {"resolver": "app.buggy", "priority": 150, "result": "error", "detail": "panicked: resolver bug"},
-                {"resolver": CONFIG, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\""},
+                {"resolver": CONFIG, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\" of the default $standard"},
                 {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "the tool does not declare auto_approves_if_sandboxed"},
                 {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}
             ]

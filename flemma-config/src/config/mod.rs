@@ -154,6 +154,26 @@ impl Config {
         }
     }
 
+    /// Whether only the built-in defaults say what `path` is (no options file, runtime
+    /// setting or frontmatter writes it): `approval explain` names a decision the defaults
+    /// made so (`"write" of the default $standard`).
+    ///
+    /// ```
+    /// use flemma_config::{Config, Layer};
+    /// let mut config = Config::new();
+    /// assert!(config.is_default("tools.auto_approve"));
+    /// config.append(Layer::Frontmatter, "tools.auto_approve", "bash")?;
+    /// assert!(!config.is_default("tools.auto_approve"));
+    /// # Ok::<(), flemma_config::ConfigError>(())
+    /// ```
+    pub fn is_default(&self, path: &str) -> bool {
+        let path = resolve_path(path, false).map_or_else(|_| path.to_owned(), |r| r.path);
+        Layer::ALL
+            .iter()
+            .filter(|layer| **layer != Layer::Defaults)
+            .all(|layer| !self.layers[layer.index()].iter().any(|e| e.path() == path))
+    }
+
     /// Whether the frontmatter layer writes `path` (a resolved option path).
     pub(crate) fn frontmatter_writes(&self, path: &str) -> bool {
         self.layers[Layer::Frontmatter.index()]

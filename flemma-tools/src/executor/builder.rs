@@ -107,8 +107,11 @@ impl ExecutorBuilder {
     }
 
     /// The sandbox backends `sandbox.backend` selects from when `sandbox.enabled` is on
-    /// (default: none, so commands run unsandboxed, as spec §14.3 `auto` does without a
-    /// backend; [`SandboxBackends::with_builtins`] adds bubblewrap).
+    /// (default: [`SandboxBackends::with_builtins`], bubblewrap where it works). With none
+    /// available (`SandboxBackends::new()`, or no bubblewrap here) commands run unconfined and
+    /// `bash` is not approved as sandboxed, while the file tools keep to the writable set in
+    /// process. No sandbox at all is the host's choice of the option: `sandbox.enabled = false`
+    /// in its options (`Config::set(Layer::Setup, "sandbox.enabled", false)`).
     pub fn sandbox_backends(mut self, backends: SandboxBackends) -> Self {
         self.parts.sandbox = backends;
         self
@@ -257,7 +260,7 @@ impl Executor {
         ExecutorBuilder {
             parts: Parts {
                 transcript: Transcript::builder(conversation, registry),
-                sandbox: SandboxBackends::new(),
+                sandbox: SandboxBackends::with_builtins(),
                 chain: None,
                 approver: None,
                 hooks: crate::hooks::Hooks::default(),

@@ -223,9 +223,10 @@ impl SandboxBackends {
         matches!(self.select(options), Ok(Some(_)))
     }
 
-    /// The sandbox of a conversation with these options and resolved policy: disabled when
-    /// `sandbox.enabled` is off or no backend is available under `auto`/`required` (its
-    /// [read-only files](SandboxPolicy::read_only) still refused, [`Sandbox::unconfined`]); one whose
+    /// The sandbox of a conversation with these options and resolved policy: none when
+    /// `sandbox.enabled` is off (its [read-only files](SandboxPolicy::read_only) still refused,
+    /// [`Sandbox::unconfined`]); commands unconfined but the file tools bounded in process when
+    /// no backend is available under `auto`/`required` ([`Sandbox::in_process`]); one whose
     /// `wrap_command` fails with the selection error when an explicit backend cannot be used.
     pub fn sandbox(&self, options: &SandboxOptions, policy: SandboxPolicy) -> Sandbox {
         if !options.enabled {
@@ -233,7 +234,7 @@ impl SandboxBackends {
         }
         match self.select(options) {
             Ok(Some(backend)) => Sandbox::new(backend, options.clone(), policy),
-            Ok(None) => Sandbox::unconfined(&policy),
+            Ok(None) => Sandbox::in_process(policy),
             Err(error) => Sandbox::new(Arc::new(Broken(error)), options.clone(), policy),
         }
     }

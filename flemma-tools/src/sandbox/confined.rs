@@ -15,6 +15,9 @@ pub struct Sandbox {
     inner: Option<Arc<Enabled>>,
     /// [`SandboxPolicy::read_only`], kept when the sandbox is off.
     read_only: Arc<SandboxPolicy>,
+    /// The policy whose writable set the file tools keep to in process while no backend
+    /// confines commands ([`Sandbox::in_process`]).
+    files: Option<Arc<SandboxPolicy>>,
 }
 
 #[derive(Debug)]
@@ -30,7 +33,18 @@ impl Sandbox {
         Self {
             inner: None,
             read_only: Arc::default(),
+            files: None,
         }
+    }
+
+    /// No backend to confine commands, but the sandbox is on: `bash` runs unconfined (and is
+    /// not approved as sandboxed), while `write`, `edit` and `flemma.save_to` keep to the
+    /// policy's writable set in process and refuse its read-only files (the executor's sandbox
+    /// when `sandbox.enabled` is on and no backend is available).
+    pub fn in_process(policy: SandboxPolicy) -> Self {
+        let mut sandbox = Self::unconfined(&policy);
+        sandbox.files = Some(Arc::new(policy));
+        sandbox
     }
 
     /// No sandbox, but the policy's [`read_only`](SandboxPolicy::read_only) files are still
@@ -43,6 +57,7 @@ impl Sandbox {
                 read_only: policy.read_only.clone(),
                 ..SandboxPolicy::default()
             }),
+            files: None,
         }
     }
 
@@ -63,6 +78,7 @@ impl Sandbox {
                 policy,
             })),
             read_only,
+            files: None,
         }
     }
 
@@ -76,15 +92,23 @@ impl Sandbox {
         self.inner.as_deref().map(|e| &e.policy)
     }
 
+    /// Whether the file tools keep to a writable set: commands are confined, or the sandbox
+    /// is on without a backend ([`Sandbox::in_process`]).
+    pub fn bounds_files(&self) -> bool {
+        self.inner.is_some() || self.files.is_some()
+    }
+
     /// Whether a tool may write `path` (relative paths against `cwd`): not a
-    /// [read-only file](Self::read_only_file), and, when sandboxed, inside the writable set;
-    /// any other path when the sandbox is disabled (spec §14.2).
+    /// [read-only file](Self::read_only_file), and, when sandboxed (or bounded in process),
+    /// inside the writable set; any other path when the sandbox is disabled (spec §14.2).
     pub fn is_path_writable(&self, path: &Path, cwd: &Path) -> bool {
+        let bounds = self
+            .inner
+            .as_deref()
+            .map(|e| &e.policy)
+            .or(self.files.as_deref());
         self.read_only_file(path, cwd).is_none()
-            && self
-                .inner
-                .as_deref()
-                .is_none_or(|e| e.policy.allows_write(path, cwd))
+            && bounds.is_none_or(|policy| policy.allows_write(path, cwd))
     }
 
     /// The [read-only file](SandboxPolicy::read_only) `path` names, with or without a
@@ -102,7 +126,7 @@ impl Sandbox {
     /// ([`flemma_store::Store::save_to`]): this sandbox when it is on or some file is
     /// read-only, else nothing.
     pub fn save_to_check(&self) -> Option<&dyn flemma_store::WritablePaths> {
-        (self.is_enabled() || self.has_read_only_files())
+        (self.bounds_files() || self.has_read_only_files())
             .then_some(self as &dyn flemma_store::WritablePaths)
     }
 

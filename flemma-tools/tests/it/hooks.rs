@@ -362,7 +362,11 @@ fn with_command_hooks(toml: &str) -> ToolRegistry {
 async fn file_cycle(dir: &Path, text: &str, registry: ToolRegistry) -> (String, Vec<String>) {
     let path = dir.join("chat.chat");
     std::fs::write(&path, text).unwrap();
-    let executor = Executor::builder(Arc::new(FileConversation::new(&path)), registry).build();
+    // No sandbox backend: `bash` is decided by the hooks and the options alone (bubblewrap
+    // would let the sandbox resolver approve it), wherever the test runs.
+    let executor = Executor::builder(Arc::new(FileConversation::new(&path)), registry)
+        .sandbox_backends(flemma_tools::sandbox::SandboxBackends::new())
+        .build();
     let mut events = executor.subscribe();
     executor.cycle().await.unwrap();
     let mut warnings = Vec::new();
