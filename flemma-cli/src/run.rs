@@ -328,7 +328,7 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
 
 /// How long the command waits, after the second Ctrl-C (or a SIGTERM or SIGHUP), for the
 /// cancelled tools and request to write their abort text before it exits regardless.
-const GRACE: Duration = Duration::from_secs(5);
+pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
 /// How a run ended.
 enum End {

@@ -9,6 +9,7 @@
 //! defines (`recipient = "Ada"`) are returned as template variables.
 
 pub(crate) mod chunks;
+pub(crate) mod patterns;
 mod policy;
 
 use std::cell::RefCell;
@@ -340,6 +341,8 @@ fn sandbox() -> mlua::Result<Lua> {
         globals.raw_set(name, LuaValue::Nil)?;
     }
     set_budget(&lua, "frontmatter ran too long")?;
+    // The pattern functions count their own steps: the budget above never fires inside them.
+    patterns::install(&lua)?;
     Ok(lua)
 }
 

@@ -1,7 +1,8 @@
 //! The signals `flemma run` answers: SIGINT (Ctrl-C), SIGTERM and SIGHUP.
 //!
 //! Each is turned into a message for the run's loop, which cancels what runs and writes the
-//! abort text (spec §7.7) before the command exits; none of them kills the command outright.
+//! abort text (spec §7.7) before the command exits; none of them kills the command outright,
+//! unless the loop does not end within its grace: then a watchdog does.
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -37,29 +38,99 @@ impl Signal {
     }
 }
 
-/// Starts listening (in the current runtime); the handlers are installed when this returns, so
-/// a signal sent afterwards is never lost.
+/// When the command must be gone after a signal, whatever its own loop does: a SIGTERM or
+/// SIGHUP, or the second Ctrl-C, arms it; the loop normally exits within its grace
+/// ([`super::GRACE`]) and this never fires.
+#[derive(Debug, Default)]
+struct Watchdog {
+    interrupts: u32,
+    armed: bool,
+}
+
+/// How long after the signal that arms it the watchdog ends the process.
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(super::GRACE.as_secs() + 3);
+
+impl Watchdog {
+    /// The exit code to end the process with after [`WATCHDOG`], when `signal` arms it.
+    fn on(&mut self, signal: Signal) -> Option<u8> {
+        if signal == Signal::Interrupt {
+            self.interrupts += 1;
+            if self.interrupts < 2 {
+                return None;
+            }
+        }
+        if self.armed {
+            return None;
+        }
+        self.armed = true;
+        Some(signal.exit_code())
+    }
+}
+
+/// Starts listening; the handlers are installed when this returns, so a signal sent
+/// afterwards is never lost. The signals are received on a thread of their own (with a
+/// runtime of its own), so that they reach the command even when its runtime is stuck (a tool
+/// that blocks it, a frontmatter that never ends); there a [`Watchdog`] ends the process if
+/// the run's loop has not exited in time.
 pub(super) fn listen() -> std::io::Result<UnboundedReceiver<Signal>> {
     let (sender, receiver) = unbounded_channel();
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut hangup = signal(SignalKind::hangup())?;
-        tokio::spawn(async move {
-            loop {
-                let signal = tokio::select! {
-                    Some(()) = interrupt.recv() => Signal::Interrupt,
-                    Some(()) = terminate.recv() => Signal::Terminate,
-                    Some(()) = hangup.recv() => Signal::Hangup,
-                    else => break,
+        let (ready, installed) = std::sync::mpsc::channel::<std::io::Result<()>>();
+        std::thread::Builder::new()
+            .name("flemma-signals".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        let _ = ready.send(Err(error));
+                        return;
+                    }
                 };
-                if sender.send(signal).is_err() {
-                    break;
-                }
-            }
-        });
+                runtime.block_on(async move {
+                    use tokio::signal::unix::{SignalKind, signal};
+                    let handlers = (|| {
+                        Ok::<_, std::io::Error>((
+                            signal(SignalKind::interrupt())?,
+                            signal(SignalKind::terminate())?,
+                            signal(SignalKind::hangup())?,
+                        ))
+                    })();
+                    let (mut interrupt, mut terminate, mut hangup) = match handlers {
+                        Ok(handlers) => {
+                            let _ = ready.send(Ok(()));
+                            handlers
+                        }
+                        Err(error) => {
+                            let _ = ready.send(Err(error));
+                            return;
+                        }
+                    };
+                    let mut watchdog = Watchdog::default();
+                    loop {
+                        let signal = tokio::select! {
+                            Some(()) = interrupt.recv() => Signal::Interrupt,
+                            Some(()) = terminate.recv() => Signal::Terminate,
+                            Some(()) = hangup.recv() => Signal::Hangup,
+                            else => break,
+                        };
+                        if let Some(code) = watchdog.on(signal) {
+                            std::thread::spawn(move || {
+                                std::thread::sleep(WATCHDOG);
+                                std::process::exit(i32::from(code));
+                            });
+                        }
+                        // The loop may be gone (the run ended): the watchdog still stands.
+                        let _ = sender.send(signal);
+                    }
+                });
+            })?;
+        installed
+            .recv()
+            .map_err(|_| std::io::Error::other("the signal thread did not start"))??;
     }
     #[cfg(not(unix))]
     tokio::spawn(async move {
@@ -70,4 +141,22 @@ pub(super) fn listen() -> std::io::Result<UnboundedReceiver<Signal>> {
         }
     });
     Ok(receiver)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_termination_or_the_second_ctrl_c_arms_the_watchdog_once() {
+        let mut w = Watchdog::default();
+        assert_eq!(w.on(Signal::Interrupt), None);
+        assert_eq!(w.on(Signal::Interrupt), Some(130));
+        assert_eq!(w.on(Signal::Terminate), None);
+        let mut w = Watchdog::default();
+        assert_eq!(w.on(Signal::Terminate), Some(143));
+        assert_eq!(w.on(Signal::Hangup), None);
+        let mut w = Watchdog::default();
+        assert_eq!(w.on(Signal::Hangup), Some(129));
+    }
 }

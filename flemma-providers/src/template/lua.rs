@@ -197,6 +197,8 @@ fn sandbox() -> mlua::Result<Lua> {
             }
         },
     )?;
+    // The pattern functions count their own steps: the budget above never fires inside them.
+    flemma_config::bound_lua_patterns(&lua)?;
     Ok(lua)
 }
 

@@ -4,6 +4,8 @@
 mod approved;
 #[cfg(feature = "lua")]
 mod deny_wins;
+#[cfg(feature = "lua")]
+mod lua_bounded;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod model_text;
