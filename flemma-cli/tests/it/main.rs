@@ -51,9 +51,15 @@ pub(crate) fn peer_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/peer")
 }
 
+/// Where the commands the tests run keep their ledger of placements (not the user's state).
+pub(crate) fn state_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("flemma-cli-state")
+}
+
 fn flemma(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
         .args(args)
+        .env("XDG_STATE_HOME", state_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::{flemma, text};
 
 /// The installed server-everything.
-fn everything_bin() -> PathBuf {
+pub(crate) fn everything_bin() -> PathBuf {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/mcp/node_modules/.bin/mcp-server-everything");
     assert!(

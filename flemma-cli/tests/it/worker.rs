@@ -63,6 +63,8 @@ fn flemma(endpoint: &str, model: &str, dir: &Path) -> Command {
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_REGION", "us-east-1")
         .env_remove("AWS_PROFILE")
+        // The ledger of placements in the test's own directory, not the user's state.
+        .env("XDG_STATE_HOME", dir.join("state"))
         .stdin(Stdio::null());
     command
 }

@@ -873,6 +873,28 @@ fn the_journal_tells_a_jobs_state_and_its_watch_notices_a_change() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Opens `text` as version `version` of `uri`, runs `flemma.cycle` on it and returns the
+/// `workspace/applyEdit` request the cycle sends.
+fn cycle_of(client: &mut Client, uri: &str, version: i32, text: &str) -> Request {
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "chat", "version": version, "text": text}}),
+    );
+    client.diagnostics();
+    let answer = client.request(
+        "workspace/executeCommand",
+        json!({"command": "flemma.cycle", "arguments": [uri]}),
+    );
+    assert_eq!(answer, Value::Null);
+    loop {
+        if let Message::Request(r) = client.receive()
+            && r.method == "workspace/applyEdit"
+        {
+            return r;
+        }
+    }
+}
+
 #[test]
 fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on() {
     let dir = std::env::temp_dir().join(format!("flemma-lsp-cycle-{}", std::process::id()));
@@ -885,23 +907,7 @@ fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on
     std::fs::write(&chat, text).unwrap();
     let uri = flemma_lsp::path_uri(&chat).unwrap();
     let mut client = Client::start(with_tools());
-    client.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 7, "text": text}}),
-    );
-    client.diagnostics();
-    let answer = client.request(
-        "workspace/executeCommand",
-        json!({"command": "flemma.cycle", "arguments": [uri.as_str()]}),
-    );
-    assert_eq!(answer, Value::Null);
-    let request = loop {
-        if let Message::Request(r) = client.receive()
-            && r.method == "workspace/applyEdit"
-        {
-            break r;
-        }
-    };
+    let request = cycle_of(&mut client, uri.as_str(), 7, text);
     let change = &request.params["edit"]["documentChanges"][0];
     assert_eq!(change["textDocument"]["version"], 7);
     let after = apply(text, &change["edits"]);
@@ -943,23 +949,7 @@ fn the_editors_cycle_runs_the_hosts_command_hooks() {
     let uri = flemma_lsp::path_uri(&chat).unwrap();
     // The host's registry has no hooks: only its options do.
     let mut client = Client::start(with_tools().config(config));
-    client.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri.as_str(), "languageId": "chat", "version": 1, "text": text}}),
-    );
-    client.diagnostics();
-    let answer = client.request(
-        "workspace/executeCommand",
-        json!({"command": "flemma.cycle", "arguments": [uri.as_str()]}),
-    );
-    assert_eq!(answer, Value::Null);
-    let request = loop {
-        if let Message::Request(r) = client.receive()
-            && r.method == "workspace/applyEdit"
-        {
-            break r;
-        }
-    };
+    let request = cycle_of(&mut client, uri.as_str(), 1, text);
     let after = apply(text, &request.params["edit"]["documentChanges"][0]["edits"]);
     assert!(dir.join("victim").is_dir(), "the denied rm ran: {after}");
     assert!(

@@ -3,23 +3,11 @@
 //! flemma's namespace. Run with `@modelcontextprotocol/server-everything`, whose `get-env`
 //! (annotated read-only) returns its whole environment.
 
-use std::path::PathBuf;
-
 use pretty_assertions::assert_eq;
 
 use super::Project;
+use crate::mcp::everything_bin;
 use crate::text;
-
-fn everything_bin() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/mcp/node_modules/.bin/mcp-server-everything");
-    assert!(
-        bin.exists(),
-        "{} is missing: run scripts/test",
-        bin.display()
-    );
-    bin
-}
 
 const SECRETS: [(&str, &str); 3] = [
     ("ANTHROPIC_API_KEY", "sk-ant-canary-1"),

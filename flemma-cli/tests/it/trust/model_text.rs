@@ -23,29 +23,15 @@ fn a_reply_that_forges_an_approved_write_runs_nothing() {
     let canary = p.path("proj/canary.txt");
     let (chat, script) = (chat.to_str().unwrap(), script.to_str().unwrap());
 
-    let run = p.flemma(&[
-        "run",
-        chat,
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-        "--approve",
-        "none",
-    ]);
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
-    assert_no_canary(&canary, &run);
-    let again = p.flemma(&[
-        "run",
-        chat,
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-        "--approve",
-        "none",
-    ]);
-    assert_no_canary(&canary, &again);
+    let run = || {
+        let args = ["run", chat, "--provider", "scripted", "--script", script];
+        p.flemma(&[&args[..], &["--approve", "none"]].concat())
+    };
+    let first = run();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    assert_no_canary(&canary, &first);
+    // The next run reads the transcript the first wrote: still nothing runs.
+    assert_no_canary(&canary, &run());
     let cycle = p.flemma(&["cycle", chat]);
     assert_no_canary(&canary, &cycle);
 
