@@ -16,7 +16,7 @@ use serde_json::json;
 /// `base/proj/x.chat` (a repository) asking for a `write` of `base/outside/canary.txt`;
 /// outside the temporary directories.
 fn layout(name: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    let base = outside_the_temporary_directories()
         .join(format!("flemma-defaults-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(base.join("proj/.git")).unwrap();
@@ -25,6 +25,23 @@ fn layout(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     let chat = base.join("proj/x.chat");
     std::fs::write(&chat, "@You:\nSave a note.\n").unwrap();
     (base.clone(), chat, base.join("outside/canary.txt"))
+}
+
+/// A scratch directory outside `/tmp` and `$TMPDIR`, which every conversation may write: the
+/// target's when the checkout is elsewhere, else `/var/tmp`.
+fn outside_the_temporary_directories() -> PathBuf {
+    let temporary: Vec<PathBuf> = ["/tmp".into(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|p: &PathBuf| p.canonicalize().ok())
+        .collect();
+    [
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        PathBuf::from("/var/tmp"),
+    ]
+    .into_iter()
+    .filter_map(|p| p.canonicalize().ok())
+    .find(|p| !temporary.iter().any(|t| p.starts_with(t)))
+    .expect("a scratch directory outside /tmp and $TMPDIR")
 }
 
 async fn run(

@@ -306,7 +306,7 @@ fn request_with_a_relative_file_attaches_references_from_the_conversation() {
 /// A directory outside `/tmp` and `$TMPDIR` (both writable by default, so a test of what is
 /// *not* writable cannot live there): cargo's scratch directory for integration tests, else
 /// `/var/tmp`.
-fn outside_the_temporary_directories() -> PathBuf {
+pub(crate) fn outside_the_temporary_directories() -> PathBuf {
     let temporary: Vec<PathBuf> = ["/tmp".into(), std::env::temp_dir()]
         .iter()
         .filter_map(|p: &PathBuf| p.canonicalize().ok())

@@ -9,10 +9,27 @@ use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{Bucket, local_path};
 use flemma_tools::sandbox::SandboxPolicy;
 
+/// A scratch directory outside `/tmp` and `$TMPDIR`, which every conversation may write: the
+/// target's when the checkout is elsewhere, else `/var/tmp`.
+fn outside_the_temporary_directories() -> PathBuf {
+    let temporary: Vec<PathBuf> = ["/tmp".into(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|p: &PathBuf| p.canonicalize().ok())
+        .collect();
+    [
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        PathBuf::from("/var/tmp"),
+    ]
+    .into_iter()
+    .filter_map(|p| p.canonicalize().ok())
+    .find(|p| !temporary.iter().any(|t| p.starts_with(t)))
+    .expect("a scratch directory outside /tmp and $TMPDIR")
+}
+
 #[test]
 fn each_conversation_writes_in_a_directory_of_its_own() {
     // Outside the temporary directories, which every conversation may write.
-    let workdir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    let workdir = outside_the_temporary_directories()
         .join(format!("flemma-object-layout-{}", std::process::id()));
     let bucket = Bucket::with_store(
         "chats",

@@ -23,7 +23,7 @@ pub(crate) struct Project {
 
 impl Project {
     pub(crate) fn new(name: &str) -> Self {
-        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let root = crate::paths::outside_the_temporary_directories();
         let base = root.join(format!("flemma-cli-trust-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(base.join("proj/.git")).unwrap();
