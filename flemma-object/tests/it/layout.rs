@@ -23,7 +23,7 @@ fn outside_the_temporary_directories() -> PathBuf {
     .into_iter()
     .filter_map(|p| p.canonicalize().ok())
     .find(|p| !temporary.iter().any(|t| p.starts_with(t)))
-    .expect("a scratch directory outside /tmp and $TMPDIR")
+    .unwrap_or_else(|| panic!("no scratch directory outside /tmp and $TMPDIR"))
 }
 
 #[test]
