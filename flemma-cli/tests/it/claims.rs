@@ -157,7 +157,7 @@ fn kill_host_mid_call(test: &str) -> (PathBuf, u32) {
          @You:\nWait.\n\n@Assistant:\n**Tool Use:** `bash` (`toolu_k`)\n```json\n{input}\n```\n"
     );
     let file = scratch(&format!("claims-{test}.chat"), chat.as_bytes());
-    let mut host = Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let mut host = crate::flemma_command()
         .args(["cycle", path(&file), "--set", "sandbox.enabled=false"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -17,7 +17,7 @@ const PROMPTLY: Duration = Duration::from_secs(60);
 /// Runs `flemma args` with `stdin`, and fails the test (killing the process) if it has not
 /// exited within [`PROMPTLY`].
 fn flemma_within(args: &[&str], stdin: Stdio) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let child = crate::flemma_command()
         .args(args)
         // `run` builds its provider before it reads FILE; no request is ever sent here.
         .env("ANTHROPIC_API_KEY", "test-key-never-sent")

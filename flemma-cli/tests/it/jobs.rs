@@ -34,7 +34,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 fn spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_flemma"))
+    crate::flemma_command()
         .args(args)
         .args(["--set", "sandbox.enabled=false"])
         .envs(env.iter().copied())

@@ -100,6 +100,9 @@ fn neovim_approves_a_call_through_flemma_lsp_as_flemma_approve_would() {
         .arg(format!("luafile {}", script.display()))
         .env("FLEMMA_BIN", env!("CARGO_BIN_EXE_flemma"))
         .env("FLEMMA_OUT", &report_path)
+        // The language server Neovim starts keeps its ledger of placements where the
+        // `flemma cycle` below reads it.
+        .env("XDG_STATE_HOME", crate::state_home())
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

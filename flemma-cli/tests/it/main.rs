@@ -52,14 +52,25 @@ pub(crate) fn peer_dir() -> PathBuf {
 }
 
 /// Where the commands the tests run keep their ledger of placements (not the user's state).
+/// Where the `flemma` processes of this test run keep their state (the ledger of
+/// placements): one directory per test process, so that no entry left by an earlier run
+/// can approve a call in this one, and nothing is written under the home directory.
 pub(crate) fn state_home() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("flemma-cli-state")
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("flemma-cli-state")
+        .join(std::process::id().to_string())
+}
+
+/// The `flemma` binary under test, keeping its state in [`state_home`].
+pub(crate) fn flemma_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flemma"));
+    command.env("XDG_STATE_HOME", state_home());
+    command
 }
 
 fn flemma(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let mut child = flemma_command()
         .args(args)
-        .env("XDG_STATE_HOME", state_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -311,7 +322,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
     }
     let path = scratch("big.chat", transcript.as_bytes());
     for args in [vec!["parse"], vec!["parse", "--json"]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+        let mut child = flemma_command()
             .args(&args)
             .arg(&path)
             .stdin(Stdio::null())

@@ -59,7 +59,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(args: &[&str], dir: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+        let mut child = crate::flemma_command()
             .args(["mcp", "serve"])
             .args(args)
             .args(["--http", "127.0.0.1:0"])
@@ -96,7 +96,10 @@ impl Drop for HttpServer {
 fn client(transport: Transport, args: &[&str], dir: &Path, calls: &Value) -> Value {
     let script = mcp_dir().join("py/serve_client.py");
     let mut command = Command::new(python());
-    command.arg(script).current_dir(dir);
+    command
+        .arg(script)
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", crate::state_home());
     let _server = match transport {
         Transport::Stdio => {
             command

@@ -14,7 +14,7 @@ use crate::{scratch, text};
 fn run(chat: &Path, script: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let dir = chat.parent().unwrap();
     std::fs::write(dir.join("script.json"), script).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_flemma"))
+    crate::flemma_command()
         .args(["run", chat.file_name().unwrap().to_str().unwrap()])
         .args(["--provider", "scripted", "--script", "script.json"])
         .args(["--approve", "all", "--set", "sandbox.enabled=false"])

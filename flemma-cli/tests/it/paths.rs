@@ -49,7 +49,7 @@ impl Drop for Tree {
 /// Runs `flemma` in `dir` with `HOME` set to `home` and the cache/temporary variables unset
 /// (so the default writable set is predictable).
 fn flemma_in(dir: &Path, home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flemma"))
+    crate::flemma_command()
         .args(args)
         .current_dir(dir)
         .env("HOME", home)

@@ -60,7 +60,7 @@ impl Drop for Tree {
 
 /// `flemma ARGS` run in `proj/` with a fake `HOME`.
 fn flemma_in_project(t: &Tree, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flemma"))
+    crate::flemma_command()
         .args(args)
         .current_dir(t.path("proj"))
         .env("HOME", t.path("home"))

@@ -209,7 +209,7 @@ async fn anthropic_through_flemma_base_url_with_the_key_from_the_environment() {
     let chat = scratch("http.chat", b"@You:\nWhat is 15 multiplied by 7?\n");
     let uri = server.uri();
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+        crate::flemma_command()
             .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
             .args(["--approve", "all"])
             .env("ANTHROPIC_API_KEY", "sk-from-env")
@@ -249,7 +249,7 @@ fn an_interrupt_cancels_the_streaming_request() {
         br#"[{"text": "one \ntwo \nthree \nfour \nfive \nsix \nseven \neight", "delay_ms": 200}]"#,
     );
     let chat = scratch("slow.chat", b"@You:\nCount slowly.\n");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let child = crate::flemma_command()
         .args(["run", chat.to_str().unwrap(), "--provider", "scripted"])
         .args(["--script", script.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())

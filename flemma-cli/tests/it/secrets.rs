@@ -28,7 +28,7 @@ fn project(test: &str) -> PathBuf {
 
 /// `flemma ARGS` with [`HOST_ENV`] added to its environment.
 fn flemma(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flemma"))
+    crate::flemma_command()
         .args(args)
         .envs(HOST_ENV)
         .stdin(Stdio::null())
@@ -286,7 +286,7 @@ fn bash_cannot_read_the_hosts_environment_through_proc() {
             .arg(env!("CARGO_BIN_EXE_flemma"));
         command
     } else {
-        Command::new(env!("CARGO_BIN_EXE_flemma"))
+        crate::flemma_command()
     };
     let out = command
         .args([

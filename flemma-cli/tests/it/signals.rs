@@ -23,7 +23,7 @@ struct Running {
 
 impl Running {
     fn start(chat: &Path, script: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+        let mut child = crate::flemma_command()
             .args(["run", chat.to_str().unwrap(), "--provider", "scripted"])
             .args(["--script", script.to_str().unwrap(), "--approve", "all"])
             .args(["--set", "sandbox.enabled=false"])

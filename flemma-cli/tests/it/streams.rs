@@ -39,7 +39,7 @@ fn run_shows_each_retry_and_stops_at_the_configured_first_byte_timeout() {
     let url = headers_then_nothing(2);
     let chat = scratch("stall.chat", b"@You:\nHi.\n");
     let started = Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let out = crate::flemma_command()
         .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
         .args(["--set", "http.first_byte_timeout=0.3"])
         .args(["--set", "http.max_retries=1"])

@@ -57,6 +57,7 @@ impl Terminal {
             .arg("--ctty")
             .arg(env!("CARGO_BIN_EXE_flemma"))
             .args(args)
+            .env("XDG_STATE_HOME", crate::state_home())
             .current_dir(dir)
             .env_remove("RUST_LOG")
             .stdin(pts.try_clone().unwrap())

@@ -52,7 +52,7 @@ async fn text(bucket: &Bucket, key: &str) -> Option<String> {
 
 /// A `flemma` command with the bucket's client and the mock model in its environment.
 fn flemma(endpoint: &str, model: &str, dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flemma"));
+    let mut command = crate::flemma_command();
     command
         .current_dir(dir)
         .env("ANTHROPIC_API_KEY", "sk-test")
@@ -316,7 +316,7 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
         }
         let file = dir.join(format!("c{i:03}.chat"));
         std::fs::write(&file, text).unwrap();
-        let check = Command::new(env!("CARGO_BIN_EXE_flemma"))
+        let check = crate::flemma_command()
             .arg("check")
             .arg(&file)
             .output()
@@ -1111,7 +1111,7 @@ fn a_partitioned_worker_never_writes_over_the_worker_that_took_over() {
     assert_eq!(env.text_of(key), text, "nothing written after");
     let file = env.dir.join("split.chat");
     std::fs::write(&file, &text).unwrap();
-    let check = Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let check = crate::flemma_command()
         .arg("check")
         .arg(&file)
         .output()

@@ -13,7 +13,7 @@ const BACKTRACK: &str = r#"string.rep("a", 40):find(string.rep("a*", 40) .. "c")
 
 /// `flemma ARGS` in `proj/`, killed (and the test failed) if it runs for a minute.
 fn bounded(p: &Project, args: &[&str]) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flemma"))
+    let mut child = crate::flemma_command()
         .args(args)
         .current_dir(p.path("proj"))
         .env("HOME", p.path("home"))

@@ -55,7 +55,7 @@ impl Project {
 
     /// [`flemma`](Self::flemma) with variables `env` set.
     pub(crate) fn flemma_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_flemma"))
+        crate::flemma_command()
             .envs(env.iter().copied())
             .args(args)
             .current_dir(self.path("proj"))
