@@ -19,7 +19,10 @@
 //! The host remembers what it placed in a [`Placements`] ledger: by default
 //! [`FilePlacements`] in the user's state directory, outside any project (so a repository or
 //! an archive someone sent cannot carry forged entries), and [`MemoryPlacements`] for a
-//! conversation without a file. [`TranscriptApprovals::Trusted`] restores the spec's behaviour.
+//! conversation without a file. An entry lives while its placeholder waits: the executor
+//! removes it when the call runs, when the cycle settles the placeholder (rejected, denied, a
+//! pasted result) and when the host's approver decides the call.
+//! [`TranscriptApprovals::Trusted`] restores the spec's behaviour.
 
 use std::collections::HashMap;
 use std::fmt;

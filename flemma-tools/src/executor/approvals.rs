@@ -126,6 +126,16 @@ impl Executor {
         }
     }
 
+    /// Forgets the placement of the call `id` once its placeholder is settled (rejected,
+    /// denied, answered) or decided by the approver: a block that later reads `(approved)`
+    /// again is not an approval this host knows of. An entry that cannot be removed is left
+    /// (it only ever stands for the same tool and input).
+    pub(super) async fn forget_placement(&self, settings: &Settings, id: &ToolUseId) {
+        if let Err(error) = settings.placements.remove(id).await {
+            tracing::debug!(%id, %error, "a placement was not removed");
+        }
+    }
+
     /// The `(approved)`, empty, not running calls of `doc` that this executor did not decide
     /// (none when the transcript's approvals are trusted).
     pub(super) fn undecided_approvals(&self, doc: &Document, index: &ToolIndex) -> Vec<Call> {

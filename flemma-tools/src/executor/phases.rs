@@ -179,6 +179,7 @@ impl Executor {
             })
             .await?;
             for (id, tool, body) in &plan.settle {
+                self.forget_placement(settings, id).await;
                 let success = !matches!(body, Some(ResultBody::Error { .. }));
                 self.emit(Event::ToolCompleted {
                     id: id.clone(),
@@ -194,7 +195,7 @@ impl Executor {
         }
         // Pending calls go to the approver, when there is one.
         let mut run: VecDeque<Call> = approved.into();
-        completed.extend(self.ask_approver(plan.pending, &mut run, writer).await?);
+        completed.extend(self.ask_approver(plan.pending, &mut run, settings).await?);
         completed.extend(self.run_calls(run, settings).await?);
         Ok(completed)
     }
@@ -205,11 +206,15 @@ impl Executor {
         &self,
         pending: Vec<Call>,
         run: &mut VecDeque<Call>,
-        writer: flemma_ast::writer::WriterOptions,
+        settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
+        let writer = settings.writer;
         let mut completed = Vec::new();
         if let Some(approver) = &self.setup.approver {
             for call in pending {
+                // The approver decides it now: the placeholder is no longer waiting for an
+                // edit, so its placement goes (see `crate::placements`).
+                self.forget_placement(settings, &call.id).await;
                 let preview = self.preview(&call.tool, &call.input);
                 self.emit(Event::ApprovalAsked {
                     id: call.id.clone(),

@@ -17,6 +17,7 @@ mod files;
 mod hooks;
 mod jobs;
 mod paths;
+mod placements;
 mod preview;
 mod registry;
 mod sandbox;
