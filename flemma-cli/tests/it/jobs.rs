@@ -4,7 +4,7 @@
 //! killed at each step of a delivery, which still delivers exactly once.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::{flemma, scratch, text};

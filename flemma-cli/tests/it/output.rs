@@ -3,7 +3,7 @@
 //! error wording: the causes, once each, and `-v` / `RUST_LOG` diagnostics.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use pretty_assertions::assert_eq;
 

@@ -2,7 +2,7 @@
 //! instruction budget never fires) cannot hang a command: `flemma check` and `flemma request`
 //! end, with `pattern too complex` naming the line.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::Project;

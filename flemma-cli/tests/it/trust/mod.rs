@@ -13,7 +13,7 @@ mod protected;
 mod sandbox;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 /// A project (`proj/`, a repository) with a conversation and a fake `HOME`, outside `/tmp`,
 /// removed on drop.
