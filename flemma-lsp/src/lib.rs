@@ -36,6 +36,7 @@ mod complete;
 mod cycle;
 mod document;
 mod explain;
+mod frame;
 mod hover;
 mod jobs;
 mod link;
@@ -50,6 +51,7 @@ pub use actions::{
 };
 pub use complete::completions;
 pub use document::OpenDocument;
+pub use frame::MAX_FRAME;
 pub use hover::{Host, JobStatus, hover};
 pub use navigation::{definition, path_uri, references, uri_path};
 pub use outline::{SOURCE, diagnostics, document_symbols, folding_ranges};
@@ -111,6 +113,12 @@ pub fn serve_stdio(options: ServerOptions) -> Result<(), LspError> {
 
 /// Serves on a byte stream in the protocol's framing (a socket, a pipe): messages read from
 /// `input` and written to `output` until the client says `shutdown` and `exit`.
+///
+/// A frame that is not a message is refused and the server goes on: a header without a
+/// `Content-Length` that is a number of at most [`MAX_FRAME`] bytes (the body that follows
+/// is then taken to be the JSON value written next), a body that is not a JSON-RPC message.
+/// The refusal answers the frame's request (`InvalidRequest`) when it has an id, and is a
+/// `window/logMessage` warning otherwise. No more is allocated than was read.
 ///
 /// ```no_run
 /// use std::os::unix::net::UnixListener;

@@ -6,7 +6,8 @@
 use std::io::Write as _;
 
 use crossbeam_channel::{Receiver, Sender};
-use lsp_server::{Connection, Message, RequestId, Response};
+use lsp_server::{Connection, ErrorCode, Message, Notification, RequestId, Response};
+use lsp_types::notification::Notification as _;
 
 use crate::LspError;
 
@@ -102,9 +103,15 @@ where
 {
     let (to_server, receiver) = crossbeam_channel::bounded::<Message>(0);
     let (sender, outgoing) = crossbeam_channel::unbounded::<Outgoing>();
+    // The reader's answers to the frames it refuses: a channel of their own, so that a
+    // reader still waiting for input does not keep the writer going once the server is done.
+    let (refusals, refused) = crossbeam_channel::unbounded::<Outgoing>();
     let reader = std::thread::spawn(move || -> std::io::Result<()> {
         let mut input = std::io::BufReader::new(input);
-        while let Some(message) = Message::read(&mut input)? {
+        let mut complain = |id: Option<RequestId>, refusal: crate::frame::Refusal| {
+            let _ = refusals.send(Outgoing::Message(refusal_message(id, &refusal)));
+        };
+        while let Some(message) = crate::frame::read(&mut input, &mut complain)? {
             let exit = matches!(&message, Message::Notification(n) if n.method == "exit");
             if to_server.send(message).is_err() || exit {
                 break;
@@ -114,7 +121,22 @@ where
     });
     let writer = std::thread::spawn(move || -> std::io::Result<()> {
         let mut stdout = std::io::BufWriter::new(output);
-        for out in outgoing {
+        let mut refused = Some(refused);
+        loop {
+            let never = crossbeam_channel::never();
+            let out = crossbeam_channel::select! {
+                recv(outgoing) -> out => match out {
+                    Ok(out) => out,
+                    Err(_) => break,
+                },
+                recv(refused.as_ref().unwrap_or(&never)) -> out => {
+                    let Ok(out) = out else {
+                        refused = None;
+                        continue;
+                    };
+                    out
+                }
+            };
             match out {
                 Outgoing::Message(message) => {
                     message.write(&mut stdout)?;
@@ -150,4 +172,24 @@ where
             .map_err(LspError::Io)?;
     }
     served.and(written)
+}
+
+/// What the server says of a frame it refused: the request's error when it has an id (the
+/// protocol's `InvalidRequest`), a warning in the client's log otherwise.
+fn refusal_message(id: Option<RequestId>, refusal: &crate::frame::Refusal) -> Message {
+    let text = format!("flemma-lsp: frame refused: {}", crate::report(refusal));
+    match id {
+        Some(id) => Message::Response(Response::new_err(
+            id,
+            ErrorCode::InvalidRequest as i32,
+            text,
+        )),
+        None => Message::Notification(Notification::new(
+            lsp_types::notification::LogMessage::METHOD.to_owned(),
+            lsp_types::LogMessageParams {
+                typ: lsp_types::MessageType::WARNING,
+                message: text,
+            },
+        )),
+    }
 }

@@ -8,6 +8,8 @@
     reason = "test helpers fail loudly"
 )]
 
+mod frames;
+
 use std::thread::JoinHandle;
 use std::time::Duration;
 
