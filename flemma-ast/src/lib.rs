@@ -44,6 +44,7 @@ mod parser;
 mod print;
 mod query;
 mod results;
+mod roles;
 mod source;
 mod template;
 pub mod writer;
@@ -58,6 +59,7 @@ pub use incremental::{IncrementalParser, Reparse};
 pub use messages::ABORTED_BY_USER;
 pub use parser::{MAX_INPUT_DEPTH, parse, parse_bytes};
 pub use print::print;
+pub use roles::unknown_roles;
 pub use source::line_ending;
 
 /// Splits a text into [`Text`], [`Segment::Expression`] and [`Segment::Code`] segments, with

@@ -117,6 +117,9 @@ pub(crate) fn check(
 ) -> Result<u8, Failure> {
     let input = Input::read(file)?;
     let mut doc = flemma::ast::parse(&input.text);
+    // Markers such as `@User:`: their messages are never sent.
+    let roles = flemma::ast::unknown_roles(&doc);
+    doc.diagnostics.extend(roles);
     let mut config = settings.load()?;
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
     // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
@@ -131,6 +134,7 @@ pub(crate) fn check(
         let in_progress = tools::in_progress_diagnostics(file, &doc, settings);
         doc.diagnostics.extend(in_progress);
     }
+    doc.diagnostics.sort_by_key(|d| d.line);
     let findings = Findings {
         name: &input.name,
         frontmatter: frontmatter.as_ref(),

@@ -98,7 +98,17 @@ pub(crate) fn request(
     }
     let body = kind.request(&prompt, &request_options);
     writeln!(out, "{body}")?;
-    Ok(u8::from(prompt.has_errors()))
+    // `flemma run` would send nothing: say so, as it does.
+    let empty = prompt.messages.is_empty();
+    if empty {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: error: {}",
+            crate::visible::line(&input.name),
+            flemma::SessionError::NothingToSend
+        );
+    }
+    Ok(u8::from(prompt.has_errors() || empty))
 }
 
 /// The template engine `flemma request` renders with.

@@ -297,12 +297,14 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
 fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
     let code = |stop: Stop| match driven.signal {
         Some(signal) => signal.exit_code(),
-        None if stop == Stop::Cancelled => 130,
-        None => 0,
+        None => exit_code(stop),
     };
     match driven.end {
         End::Stopped(Ok(stop)) => {
             ui.status(&format!("stopped: {}", stop_word(stop)));
+            if let Some(next) = what_next(stop, &ui.file) {
+                ui.status(&next);
+            }
             Ok(code(stop))
         }
         End::Stopped(Err(error)) => Err(match crate::options::option_errors(&error) {
@@ -431,6 +433,39 @@ async fn drive(
         ui.show(&event);
     }
     Ok(Driven { end, signal })
+}
+
+/// The exit code of a run that stopped on its own (README, "Exit codes"): 0 the model
+/// answered or there was nothing to do, 3 a call waits for approval, 4 a limit or setting
+/// stopped the loop (`--max-turns`, autopilot off), 5 background jobs still run, 6 a
+/// `UserPromptSubmit` hook blocked the send, 130 cancelled.
+pub(crate) fn exit_code(stop: Stop) -> u8 {
+    match stop {
+        Stop::Finished | Stop::Idle => 0,
+        Stop::AwaitingApproval => 3,
+        Stop::MaxTurns | Stop::AutopilotOff => 4,
+        Stop::Running => 5,
+        Stop::PromptBlocked => 6,
+        Stop::Cancelled => 130,
+        // A stop this build does not know: not a success.
+        _ => 1,
+    }
+}
+
+/// What the user can do next, after the `stopped:` line, where it is not obvious.
+fn what_next(stop: Stop, file: &str) -> Option<String> {
+    match stop {
+        Stop::Idle => Some(format!(
+            "nothing to do: {file} ends with the model's answer; add a @You: message and run again"
+        )),
+        Stop::MaxTurns | Stop::AutopilotOff => Some(format!(
+            "the model's calls wait: run again to go on (flemma run {file})"
+        )),
+        Stop::Running => Some(format!(
+            "background jobs still run: run again once they end (flemma jobs {file})"
+        )),
+        _ => None,
+    }
 }
 
 fn stop_word(stop: Stop) -> String {

@@ -38,6 +38,13 @@ pub enum SessionError {
         /// What failed.
         message: String,
     },
+    /// The conversation has no message to send (no `@You:` or `@Assistant:` message with
+    /// content: a file without role markers, or only markers that name no role, such as
+    /// `@User:`, which are reported as warnings). Nothing was sent.
+    #[error(
+        "there is nothing to send: the conversation has no @You: or @Assistant: message (a message starts with a line @You:)"
+    )]
+    NothingToSend,
     /// The request could not be sent or its response not received.
     #[error("the {provider} request failed")]
     Send {

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use flemma_ast::Role;
 use flemma_providers::{MiniJinjaEngine, Provider, TemplateEngine};
 use flemma_tools::transcript::Transcript;
 use flemma_tools::{
@@ -489,7 +490,35 @@ impl Session {
         }
     }
 
+    /// A conversation without a `@You:` or `@Assistant:` message (no marker at all, or only
+    /// markers such as `@User:`) has nothing a run could send: each unknown marker is a
+    /// warning, and the run fails with [`SessionError::NothingToSend`] before any hook or tool.
+    async fn refuse_nothing_to_send(&self) -> Result<(), SessionError> {
+        let unknown = self
+            .inner
+            .transcript()
+            .read(|doc, _| {
+                let sendable = doc
+                    .messages
+                    .iter()
+                    .any(|m| matches!(m.role, Role::You | Role::Assistant));
+                (!sendable).then(|| flemma_ast::unknown_roles(doc))
+            })
+            .await?;
+        let Some(unknown) = unknown else {
+            return Ok(());
+        };
+        for diagnostic in unknown {
+            self.emit(SessionEvent::Warning(format!(
+                "line {}: {}",
+                diagnostic.line, diagnostic.message
+            )));
+        }
+        Err(SessionError::NothingToSend)
+    }
+
     async fn drive(&self, control: &Control) -> Result<Stop, SessionError> {
+        self.refuse_nothing_to_send().await?;
         self.start_hooks().await;
         let (mut action, _) = self.transition(Trigger::Run);
         let mut turn = 0;

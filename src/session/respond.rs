@@ -363,6 +363,7 @@ impl Session {
                     });
                 let built = match error {
                     Some(error) => Err(error),
+                    None if prompt.messages.is_empty() => Err(SessionError::NothingToSend),
                     None => Ok(inner.provider.build_request(&prompt, &request_options)),
                 };
                 // The request owns its body: the diagnostics can leave the prompt.

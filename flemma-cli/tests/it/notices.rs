@@ -99,7 +99,7 @@ fn run_shows_the_same_lines() {
         "--approve",
         "none",
     ]);
-    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+    assert_eq!((code, stdout.as_str()), (3, ""), "{stderr}");
     assert_eq!(
         stderr,
         format!(

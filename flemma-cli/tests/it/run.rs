@@ -1,7 +1,7 @@
 //! `flemma run`: the quickstart offline, approval stops, usage errors; plain output without a
 //! terminal.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 
@@ -87,7 +87,7 @@ fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
     };
     // Without a terminal `ask` behaves like `none`: the call waits in the file.
     let out = run(&script);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(3));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("pending: bash toolu_scripted_1_1"),
@@ -303,4 +303,115 @@ fn an_output_that_is_the_file_itself_edits_it_in_place() {
         std::fs::read_to_string(&chat).unwrap(),
         "@You:\nHello.\n\n@Assistant:\nHi.\n\n@You:\n"
     );
+}
+
+/// `flemma run` with the scripted provider on `chat`, every call approved, at most
+/// `max_turns` tool turns in a row.
+fn run_scripted(chat: &Path, script: &Path, max_turns: &str) -> std::process::Output {
+    flemma(
+        &[
+            "run",
+            chat.to_str().unwrap(),
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "all",
+            "--max-turns",
+            max_turns,
+            "--set",
+            "sandbox.enabled=false",
+        ],
+        None,
+    )
+}
+
+/// Each way a run stops has its own exit code (README, "Exit codes"), and the stops that
+/// leave work say what to do next.
+#[test]
+fn a_runs_exit_code_says_how_it_stopped() {
+    let two_turns = scratch(
+        "codes.script.json",
+        br#"[{"tool_uses": [{"name": "bash", "input": {"command": "true"}}]}, {"tool_uses": [{"name": "bash", "input": {"command": "true"}}]}, {"text": "Done."}]"#,
+    );
+    // Stopped by --max-turns: 4, and how to go on.
+    let limited = scratch("codes-limit.chat", b"@You:\nGo.\n");
+    let out = run_scripted(&limited, &two_turns, "1");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("stopped: max_turns\n"), "{stderr}");
+    assert!(stderr.contains("run again to go on"), "{stderr}");
+    // Finished: 0.
+    let finished = scratch("codes-finished.chat", b"@You:\nGo.\n");
+    let out = run_scripted(&finished, &two_turns, "5");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).ends_with("stopped: finished\n"));
+    // Run again on the finished conversation: nothing to do, 0, and how to continue.
+    let out = run_scripted(&finished, &two_turns, "5");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("stopped: idle\nnothing to do: ")
+            && stderr.contains("ends with the model's answer; add a @You: message and run again"),
+        "{stderr}"
+    );
+}
+
+/// Markers that name no role (`@User:`, `@you:`, `@Assistent:`) are not sent, as the spec
+/// says, but never silently: `check` warns with the role meant, and `run` and `request`
+/// refuse a conversation that has nothing else to send.
+#[test]
+fn unknown_role_markers_are_reported_and_an_empty_request_is_refused() {
+    let chat = scratch(
+        "roles.chat",
+        b"@User:\nList the files.\n\n@you:\nPlease.\n\n@Assistent:\nSure.\n\n@Notes:\nmine\n",
+    );
+    let check = flemma(&["check", chat.to_str().unwrap()], None);
+    assert_eq!(check.status.code(), Some(1));
+    let name = chat.display();
+    assert_eq!(
+        text(&check.stdout),
+        format!(
+            "{name}:1: warning: role: @User: is not a role: its message is not sent (did you mean @You:?)\n\
+             {name}:4: warning: role: @you: is not a role: its message is not sent (did you mean @You:?)\n\
+             {name}:7: warning: role: @Assistent: is not a role: its message is not sent (did you mean @Assistant:?)\n\
+             {name}:10: warning: role: @Notes: is not a role: its message is not sent (the roles are @System:, @You: and @Assistant:)\n"
+        )
+    );
+    let script = scratch("roles.script.json", br#"[{"text": "Hello."}]"#);
+    let out = run_scripted(&chat, &script, "3");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: line 1: @User: is not a role: its message is not sent (did you mean @You:?)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "there is nothing to send: the conversation has no @You: or @Assistant: message"
+        ),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).is_empty());
+    assert!(!std::fs::read_to_string(&chat).unwrap().contains("Hello."));
+    let request = flemma(
+        &["request", "--provider", "anthropic", chat.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(request.status.code(), Some(1));
+    assert!(
+        text(&request.stderr).contains("there is nothing to send"),
+        "{}",
+        text(&request.stderr)
+    );
+    // With a message to send, the others are still named, and the run goes on.
+    let mixed = scratch("roles-mixed.chat", b"@User:\nHi.\n\n@You:\nList.\n");
+    let out = run_scripted(&mixed, &script, "3");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("@User: is not a role"), "{stderr}");
+    assert_eq!(text(&out.stdout), "Hello.\n");
 }

@@ -368,7 +368,7 @@ fn ctrl_d_leaves_the_call_pending() {
     term.expect(QUESTION);
     term.send(b"\x04");
     assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
-    assert_eq!(term.exit_code(), Some(0));
+    assert_eq!(term.exit_code(), Some(3));
     assert!(!dir.join("marker").exists(), "the call ran");
 }
 
@@ -384,7 +384,7 @@ fn enter_asks_again_and_end_of_input_leaves_the_call_pending() {
     term.expect(QUESTION);
     term.send(b"\x04");
     assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
-    assert_eq!(term.exit_code(), Some(0));
+    assert_eq!(term.exit_code(), Some(3));
     assert!(!dir.join("marker").exists(), "the call ran");
 }
 
@@ -397,7 +397,7 @@ fn an_unfinished_yes_at_the_end_of_input_is_no_yes() {
     // The first Ctrl-D hands over the `y`, the second ends the input.
     term.send(b"y\x04\x04");
     assert_left_pending(&mut term, &chat, &dir, "awaiting_approval");
-    assert_eq!(term.exit_code(), Some(0));
+    assert_eq!(term.exit_code(), Some(3));
 }
 
 /// Ctrl-C answers at once, without a line typed: nothing runs and the call stays pending.

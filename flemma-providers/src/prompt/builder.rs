@@ -196,6 +196,18 @@ fn build<'d>(doc: &'d Document, builder: &Builder<'_>) -> Prompt<'d> {
         messages: Vec::new(),
         diagnostics: Vec::new(),
     };
+    prompt
+        .diagnostics
+        .extend(
+            flemma_ast::unknown_roles(doc)
+                .into_iter()
+                .map(|d| PromptDiagnostic {
+                    kind: PromptDiagnosticKind::Role,
+                    severity: d.severity,
+                    line: d.line,
+                    message: d.message,
+                }),
+        );
     for message in &doc.messages {
         let (role, parts) = match &message.role {
             Role::System => {

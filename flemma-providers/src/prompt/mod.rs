@@ -234,4 +234,7 @@ pub enum PromptDiagnosticKind {
     /// A file reference that could not be attached (the reference is sent as text), or a file
     /// that cannot go where it stands (a binary file in the system prompt).
     File,
+    /// A role marker that names no role: its message is not sent (see
+    /// [`flemma_ast::unknown_roles`]).
+    Role,
 }
