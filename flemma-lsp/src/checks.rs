@@ -1,6 +1,7 @@
 //! The diagnostics beyond the parser's: the frontmatter's (evaluated against the host's
 //! options and tools: unknown options, tool names with "did you mean", globs matching nothing,
-//! Lua errors with their lines), tool inputs that fail their tool's schema, and tool uses
+//! Lua errors with their lines), tool inputs that fail their tool's schema (as the executor
+//! reads them: [`crate::input`]), and tool uses
 //! without results when the user is about to send.
 
 use std::collections::HashMap;
@@ -205,8 +206,7 @@ impl Checks {
             }
             let name = tool_use.name.as_str();
             if let Some(validator) = self.validator(name)
-                && let Err(error) =
-                    validator.validate(&serde_json::Value::Object(tool_use.input().clone()))
+                && let Err(error) = validator.validate(&crate::input::call_input(tool_use.input()))
             {
                 found.push(Found {
                     line: tool_use.span.start_line,
@@ -235,7 +235,9 @@ impl Checks {
         let registry = self.registry.as_ref()?;
         if !self.validators.contains_key(name) {
             let validator = registry.get(name).and_then(|tool| {
-                flemma_schema::Validator::new(&tool.definition().spec().input_schema).ok()
+                let schema =
+                    crate::input::call_schema(name, &tool.definition().spec().input_schema);
+                flemma_schema::Validator::new(&schema).ok()
             });
             self.validators.insert(name.to_owned(), validator);
         }

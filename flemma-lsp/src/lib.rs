@@ -38,6 +38,7 @@ mod document;
 mod explain;
 mod frame;
 mod hover;
+mod input;
 mod jobs;
 mod link;
 mod navigation;

@@ -745,6 +745,27 @@ fn unanswered_calls_are_checked_against_their_schema_and_before_a_send() {
     client.shutdown();
 }
 
+#[test]
+fn a_calls_input_is_checked_as_the_executor_reads_it() {
+    let client = Client::start(with_tools());
+    // The model-facing schemas are strict: every property required, optional ones nullable,
+    // the harness parameters and `label` included. None of that is what a call needs to run.
+    let text = "@Assistant:\n\
+        **Tool Use:** `bash` (`toolu_1`)\n```json\n{\"command\": \"ls\"}\n```\n\n\
+        **Tool Use:** `read` (`toolu_2`)\n```json\n{\"path\": \"a.txt\", \"limit\": null, \"flemma.save_to\": \"b.txt\"}\n```\n\n\
+        **Tool Use:** `bash` (`toolu_3`)\n```json\n{\"label\": \"x\", \"timeout\": \"30\", \"flemma.background\": true}\n```\n";
+    client.open(text);
+    assert_eq!(
+        found(&client.diagnostics()),
+        [(
+            11,
+            "tool_input".to_owned(),
+            "The input does not match the `bash` tool's schema: input: missing required property \"command\"\ninput.timeout: expected number or null, got string \"30\"".to_owned()
+        )]
+    );
+    client.shutdown();
+}
+
 #[cfg(feature = "lua")]
 #[test]
 fn a_lua_error_is_on_its_line() {
