@@ -1,5 +1,6 @@
 //! The provider-neutral prompt built from real and inline transcripts.
 
+use flemma_ids::Severity;
 use flemma_providers::{
     NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind, PromptMessage,
     PromptRole, ThinkingSignature, build_prompt,
@@ -338,7 +339,14 @@ fn unknown_roles_are_dropped_and_the_last_system_wins() {
             system: Some("Second.".into()),
             // Undefined names render as nothing; `{%-` trims the space before it.
             messages: vec![user(vec![text("Hi ")])],
-            diagnostics: vec![],
+            // Dropped, but named: a newcomer's `@User:` is never silently lost.
+            diagnostics: vec![PromptDiagnostic {
+                kind: PromptDiagnosticKind::Role,
+                severity: Severity::Warning,
+                line: 4,
+                message: "@Note: is not a role: its message is not sent (the roles are @System:, @You: and @Assistant:)"
+                    .into(),
+            }],
         }
     );
 }
