@@ -164,7 +164,22 @@ impl McpTool {
                                 )),
                             }
                         }
-                        Ok(Err(error)) => self.failed(live.epoch, error),
+                        Ok(Err(error)) => {
+                            let undecodable = self
+                                .shared
+                                .undecodable
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .remove(&(live.epoch, handle.id.clone()));
+                            match undecodable {
+                                Some(cause) => ToolOutput::error(format!(
+                                    "MCP server '{}' answered the call with a message flemma could not decode: {}",
+                                    self.server(),
+                                    chain(&cause)
+                                )),
+                                None => self.failed(live.epoch, error),
+                            }
+                        }
                         Err(_) => self.failed(live.epoch, rmcp::ServiceError::TransportClosed),
                     };
                 }

@@ -2,17 +2,15 @@
 //! `${NAME}` references of `env` and `headers`.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::Arc;
-
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
-use tokio::io::AsyncBufReadExt;
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::McpError;
+use crate::stdio::StdioTransport;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ServiceExt};
 
 /// What a connection tells its server's source: the notifications flemma acts on.
 pub(crate) trait Listener: Send + Sync + 'static {
@@ -20,6 +18,9 @@ pub(crate) trait Listener: Send + Sync + 'static {
     fn progress(&self, params: ProgressNotificationParam);
     /// `notifications/tools/list_changed`, on the connection `peer`.
     fn tools_changed(&self, peer: rmcp::service::Peer<RoleClient>);
+    /// The answer to request `id` of this connection could not be decoded: the request gets
+    /// an error answer (`PARSE_ERROR`), and this says why.
+    fn undecodable(&self, id: rmcp::model::RequestId, cause: crate::undecodable::DecodeError);
 }
 
 /// The client side of one connection: says who flemma is, hands progress and list changes to
@@ -84,10 +85,9 @@ pub(crate) async fn connect(
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
-            let (transport, stderr) = TokioChildProcess::builder(cmd)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|source| McpError::Spawn {
+            let listener = Arc::clone(&handler.listener);
+            let (transport, stderr) =
+                StdioTransport::spawn(name, cmd, listener).map_err(|source| McpError::Spawn {
                     server: name.to_owned(),
                     command: command.clone(),
                     source,
@@ -96,7 +96,7 @@ pub(crate) async fn connect(
                 started(pid);
             }
             if let Some(stderr) = stderr {
-                tokio::spawn(trace_stderr(name.to_owned(), stderr));
+                tokio::spawn(crate::lines::trace_stderr(name.to_owned(), stderr));
             }
             handler.serve(transport).await.map_err(initialize)
         }
@@ -104,14 +104,6 @@ pub(crate) async fn connect(
             let transport = http_transport(name, url, headers)?;
             handler.serve(transport).await.map_err(initialize)
         }
-    }
-}
-
-/// Each line the server writes on stderr, as a `tracing` event (never the transcript).
-async fn trace_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(target: "flemma_mcp::stderr", server = %server, "{line}");
     }
 }
 

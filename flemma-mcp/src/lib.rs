@@ -137,9 +137,14 @@ mod connect;
 mod content;
 mod error;
 mod hints;
+mod lines;
 mod naming;
+mod refs;
 mod shared;
 mod source;
+mod stdio;
+mod undecodable;
+mod visible;
 
 pub use call::McpTool;
 #[cfg(feature = "serve")]

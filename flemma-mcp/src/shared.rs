@@ -10,7 +10,7 @@ use flemma_config::GlobList;
 use flemma_ids::ToolName;
 use flemma_schema::InputSchema;
 use flemma_tools::{ExecutionContext, Registrar, Tool, ToolDefinition, ToolOutput};
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -22,6 +22,8 @@ use crate::connect::{Client, Handler, Listener, connect};
 use crate::error::{McpError, chain};
 use crate::hints::ToolHints;
 use crate::naming::{Assigned, MAX_WIRE_NAME, assign};
+use crate::undecodable::DecodeError;
+use crate::visible::shown;
 
 /// What a cancelled call answers (spec §15 `tool.aborted`).
 pub(crate) const ABORTED: &str = "User aborted tool execution.";
@@ -125,6 +127,35 @@ impl Listings {
     }
 }
 
+/// The relistings `notifications/tools/list_changed` asks for, coalesced: at most one in
+/// flight, and at most one more owed for the notifications that came during it, however
+/// many they were (a burst of them is one task and one or two listings, not one each).
+#[derive(Default)]
+pub(crate) struct Relists {
+    running: AtomicBool,
+    owed: AtomicBool,
+}
+
+impl Relists {
+    /// A notification came: whether the caller must start the relisting loop (none runs).
+    pub(crate) fn notified(&self) -> bool {
+        self.owed.store(true, Ordering::SeqCst);
+        !self.running.swap(true, Ordering::SeqCst)
+    }
+
+    /// A listing starts: it answers every notification so far.
+    pub(crate) fn begin(&self) {
+        self.owed.store(false, Ordering::SeqCst);
+    }
+
+    /// A listing ended: whether the loop lists again (a notification came since it
+    /// began, and no other loop took it).
+    pub(crate) fn again(&self) -> bool {
+        self.running.store(false, Ordering::SeqCst);
+        self.owed.load(Ordering::SeqCst) && !self.running.swap(true, Ordering::SeqCst)
+    }
+}
+
 /// What a server's tools, its handle and its connections' handlers share.
 pub(crate) struct Shared {
     pub(crate) name: String,
@@ -156,6 +187,13 @@ pub(crate) struct Shared {
     /// The hints of the registered tools, by registered name, as the applied listing sent
     /// them (replaced whole with each listing).
     pub(crate) hints: RwLock<HashMap<ToolName, (String, ToolHints)>>,
+    /// The relistings asked for by `notifications/tools/list_changed`.
+    pub(crate) relists: Relists,
+    /// The connection whose notification asked last.
+    pub(crate) relist_peer: Mutex<Option<Peer<RoleClient>>>,
+    /// Why the answer to a request could not be decoded, by connection and request id,
+    /// until its call reads it.
+    pub(crate) undecodable: Mutex<HashMap<(u64, RequestId), DecodeError>>,
 }
 
 impl Shared {
@@ -313,7 +351,7 @@ impl Shared {
                 if let Some(registrar) = self.registrar() {
                     registrar.warn(format!(
                         "the tools were not listed again: {}",
-                        chain(&error)
+                        shown(&chain(&error))
                     ));
                 }
                 Err(error)
@@ -341,19 +379,23 @@ impl Shared {
         let mut set: Vec<Arc<dyn Tool>> = Vec::new();
         for assigned in assign(self.config.name(), &names) {
             if let Some(note) = &assigned.note {
-                registrar.warn(note.clone());
+                registrar.warn(shown(note).into_owned());
             }
             let Some(tool_def) = kept.iter().find(|t| t.name == assigned.original.as_str()) else {
                 continue;
             };
             match self.tool(tool_def, &assigned) {
                 Ok(tool) => {
+                    // Offered, a longer name would make the provider refuse every request of
+                    // the conversation: the tool is not registered.
                     let wire = tool.definition.spec().wire_name().len();
                     if wire > MAX_WIRE_NAME {
                         registrar.warn(format!(
-                            "tool '{}' is {wire} characters on the wire; providers accept {MAX_WIRE_NAME}",
+                            "tool '{}' skipped: its name '{}' is {wire} characters on the wire, and providers accept at most {MAX_WIRE_NAME}",
+                            shown(&assigned.original),
                             assigned.name
                         ));
+                        continue;
                     }
                     let tool_hints = tool_def
                         .annotations
@@ -368,8 +410,9 @@ impl Shared {
                     set.push(Arc::new(tool));
                 }
                 Err(reason) => registrar.warn(format!(
-                    "tool '{}' skipped: its input schema cannot be used: {reason}",
-                    assigned.original
+                    "tool '{}' skipped: its input schema cannot be used: {}",
+                    shown(&assigned.original),
+                    shown(&reason)
                 )),
             }
         }
@@ -385,11 +428,14 @@ impl Shared {
         tool: &rmcp::model::Tool,
         assigned: &Assigned,
     ) -> Result<McpTool, String> {
-        let schema = Value::Object((*tool.input_schema).clone());
+        let mut schema = Value::Object((*tool.input_schema).clone());
         if let Some(kind) = schema.get("type")
             && kind != "object"
         {
             return Err(format!("its type is {kind}, not \"object\""));
+        }
+        if let Some(inlined) = crate::refs::inline_pointers(&schema).map_err(|e| e.to_string())? {
+            schema = inlined;
         }
         flemma_schema::Validator::new(&schema).map_err(|e| e.to_string())?;
         let description = tool
@@ -433,7 +479,7 @@ impl Shared {
     pub(crate) fn failed_again(&self, error: String) {
         let failures = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
         *self.lost_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-        tracing::warn!(server = %self.name, %error, failures, "MCP server lost");
+        tracing::warn!(server = %self.name, error = %shown(&error), failures, "MCP server lost");
         if !self.stopped.load(Ordering::SeqCst) {
             self.set_state(McpServerState::Lost {
                 error,
@@ -533,9 +579,39 @@ impl Listener for Notifications {
             return;
         };
         tracing::debug!(server = %shared.name, "notifications/tools/list_changed");
+        *shared
+            .relist_peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(peer);
+        if !shared.relists.notified() {
+            return;
+        }
         tokio::spawn(async move {
-            let _ = shared.relist(peer).await;
+            loop {
+                shared.relists.begin();
+                let peer = shared
+                    .relist_peer
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                if let Some(peer) = peer {
+                    let _ = shared.relist(peer).await;
+                }
+                if !shared.relists.again() {
+                    return;
+                }
+            }
         });
+    }
+
+    fn undecodable(&self, id: RequestId, cause: DecodeError) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared
+                .undecodable
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert((self.epoch, id), cause);
+        }
     }
 }
 
@@ -560,6 +636,25 @@ mod tests {
         let b = listings.begin();
         assert_eq!(listings.apply(a, || "a"), Some("a"));
         assert_eq!(listings.apply(b, || "b"), Some("b"));
+    }
+
+    #[test]
+    fn a_burst_of_notifications_is_one_listing_in_flight_and_one_more() {
+        let relists = Relists::default();
+        // The first starts the loop; the rest, during its listing, only owe one more.
+        assert!(relists.notified());
+        relists.begin();
+        for _ in 0..200_000 {
+            assert!(!relists.notified());
+        }
+        assert!(relists.again());
+        relists.begin();
+        // Nothing came during the second listing: the loop ends, and the next
+        // notification starts a new one.
+        assert!(!relists.again());
+        assert!(relists.notified());
+        relists.begin();
+        assert!(!relists.again());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use rmcp::service::{Peer, RoleClient};
 use crate::config::McpServerConfig;
 use crate::error::{McpError, chain};
 use crate::hints::ToolHints;
-use crate::shared::{Listings, McpServerState, REGISTRY_GRACE, Shared};
+use crate::shared::{Listings, McpServerState, REGISTRY_GRACE, Relists, Shared};
 
 /// A cheap handle on a server added to a registry: its state, for hosts and `flemma mcp list`.
 #[derive(Clone)]
@@ -170,6 +170,9 @@ impl McpServer {
             restart: tokio::sync::Mutex::new(()),
             stopped: AtomicBool::new(false),
             hints: RwLock::new(HashMap::new()),
+            relists: Relists::default(),
+            relist_peer: Mutex::new(None),
+            undecodable: Mutex::new(HashMap::new()),
         });
         Self { shared, given }
     }
