@@ -6,7 +6,11 @@
 //! started when it is added to the registry. Its tools are listed (every page) and
 //! registered as `NAME.tool` ([`registered_name`]; collisions get `-2`, `-3`, … in name order,
 //! reported as warnings), with the server's JSON Schema as the input schema (a schema
-//! flemma-schema cannot take is a warning naming the tool, which is skipped). Requests wait
+//! flemma-schema cannot take is a warning naming the tool, which is skipped; a `$ref` to a
+//! pointer inside the schema outside `$defs`, such as `#/properties/other`, is replaced by
+//! the node it points to first). A tool whose name on the wire (`NAME__tool`) would pass
+//! [`MAX_WIRE_NAME`] (64) characters is skipped with a warning naming it: providers refuse
+//! the whole request otherwise. Requests wait
 //! for the listing like for every asynchronous source (spec §4.3); a server that fails or
 //! times out is a warning naming it, and the rest goes on.
 //!
@@ -34,7 +38,12 @@
 //! [`McpServerHandle::state`] shows each of these states.
 //!
 //! A stdio server's stderr goes to `tracing` (target `flemma_mcp::stderr`), never to the
-//! transcript.
+//! transcript: read to its end whatever it holds (decoded lossily, each line cut at 8 KiB
+//! with a note of what was dropped, control characters escaped). A message on its stdout
+//! that cannot be decoded (over 16 MiB, not UTF-8, not JSON) fails the call it answered at
+//! once, naming the cause, instead of leaving it to its `tool_timeout`. A burst of
+//! `notifications/tools/list_changed` is one listing in flight and at most one more. The
+//! server's names and messages in warnings have their control characters escaped.
 //!
 //! # What a conversation may change
 //!
