@@ -73,7 +73,8 @@ pub(crate) fn store_path(
             .map_err(|e| options::frontmatter_failure(&input.name, &e))?;
     }
     let store_options = config.options().map_err(|e| failed(e.into()))?.tools.store;
-    let store = flemma::store::Store::new(&store_options, Some(&chat), "1")
+    let conversation = options::conversation_id(Some(&chat));
+    let store = flemma::store::Store::new(&store_options, Some(&chat), &conversation)
         .map_err(|e| failed(e.into()))?;
     let usage = |e: flemma::ids::InvalidId| Failure::usage(e.into());
     let tool = flemma::ids::ToolName::read(tool).map_err(usage)?;

@@ -203,6 +203,15 @@ pub(crate) fn evaluated(
     Ok(evaluated)
 }
 
+/// The conversation id (store paths' `bufnr`, hooks' `session_id`) of the conversation in
+/// `chat`, as the executor gives it: the file's stable id; `stdin` for standard input.
+pub(crate) fn conversation_id(chat: Option<&Path>) -> String {
+    chat.map_or_else(
+        || "stdin".to_owned(),
+        flemma::tools::transcript::file_conversation_id,
+    )
+}
+
 /// A transcript of `text` (read from `path`, if a file) under the CLI's options.
 pub(crate) fn transcript(
     text: &str,
@@ -216,7 +225,6 @@ pub(crate) fn transcript(
     }
     flemma::tools::transcript::Transcript::builder(std::sync::Arc::new(chat), registry)
         .config(config)
-        .conversation_id("1")
         .build()
 }
 
@@ -263,7 +271,7 @@ pub(crate) fn explain(
 /// the executor resolves it for `cycle` and `run`.
 pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<Writable> {
     let options = config.options()?;
-    let store = flemma::store::Store::new(&options.tools.store, chat, "1")?;
+    let store = flemma::store::Store::new(&options.tools.store, chat, &conversation_id(chat))?;
     let store_dir = store.directory().ok();
     let policy = flemma::tools::sandbox::SandboxPolicy::for_conversation(
         &options.sandbox,

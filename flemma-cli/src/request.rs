@@ -63,7 +63,8 @@ pub(crate) fn request(
     }
     // References and `include()` read inside the project and the store unless
     // `templates.file_access` says otherwise.
-    let store = flemma::store::Store::new(&opts.tools.store, input.path(), "1")
+    let id = options::conversation_id(input.path());
+    let store = flemma::store::Store::new(&opts.tools.store, input.path(), &id)
         .and_then(|store| store.directory())
         .ok();
     builder = builder.file_access(flemma::providers::FileAccess::from_options(

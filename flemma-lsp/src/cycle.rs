@@ -59,7 +59,6 @@ fn run(job: &Job) -> Result<String, String> {
     let executor = Executor::builder(conversation.clone(), job.registry.clone())
         .config(job.config.clone())
         .sandbox_backends(flemma_tools::sandbox::SandboxBackends::with_builtins())
-        .conversation_id("1")
         .build();
     runtime.block_on(async {
         executor.recover().await.map_err(|e| report(&e))?;

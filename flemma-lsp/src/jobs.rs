@@ -16,7 +16,12 @@ use crate::checks::{Evaluated, Found};
 pub(crate) fn store_dir(evaluated: &Evaluated, uri: &Uri) -> Option<PathBuf> {
     let path = crate::navigation::uri_path(uri)?;
     let chat = flemma_config::conversation_path(&path);
-    let store = flemma_store::Store::new(&evaluated.options.tools.store, Some(&chat), "1").ok()?;
+    let store = flemma_store::Store::new(
+        &evaluated.options.tools.store,
+        Some(&chat),
+        &flemma_tools::transcript::file_conversation_id(&chat),
+    )
+    .ok()?;
     store.directory().ok()
 }
 

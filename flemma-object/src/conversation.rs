@@ -62,6 +62,8 @@ pub struct ObjectConversation {
     bucket: Bucket,
     key: ObjectPath,
     url: String,
+    /// The conversation's id: of its URL, the same on every worker.
+    id: String,
     lease: Option<Arc<Lease>>,
     local: Option<std::path::PathBuf>,
     results: Option<Arc<BucketResults>>,
@@ -136,6 +138,7 @@ impl ObjectConversation {
         Self {
             bucket: bucket.clone(),
             key: key.clone(),
+            id: flemma_tools::transcript::stable_conversation_id(url.as_bytes()),
             url,
             lease: None,
             local: None,
@@ -419,6 +422,14 @@ impl Conversation for ObjectConversation {
 
     fn path(&self) -> Option<&std::path::Path> {
         self.local.as_deref()
+    }
+
+    /// The id of the conversation's URL
+    /// ([`stable_conversation_id`](flemma_tools::transcript::stable_conversation_id)): every
+    /// worker of a fleet gives a conversation the same id (hooks' `session_id`), whatever its
+    /// local path.
+    fn default_id(&self) -> Option<&str> {
+        Some(&self.id)
     }
 
     fn job_journal(

@@ -241,15 +241,27 @@ pub trait Conversation: Send + Sync {
 pub struct MemoryConversation {
     state: Mutex<Memory>,
     path: Option<PathBuf>,
-    /// Its store id, unique in the process.
+    /// Its id when it has no path, unique.
     id: String,
 }
 
-/// A store id (`bufnr`) no other conversation of this process was given: `1`, `2`, …
+/// A conversation id no other conversation was given, in this process or another: a UUID
+/// (version 8) from the SHA-256 of the process id, the time and a counter.
 pub(crate) fn unique_id() -> String {
+    use sha2::Digest as _;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        .to_string()
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(std::process::id().to_le_bytes());
+    hasher.update(now.to_le_bytes());
+    hasher.update(count.to_le_bytes());
+    let digest = hasher.finalize();
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    crate::transcript::uuid_v8(bytes)
 }
 
 /// The text, its revision, and where its lines start (so edits near the end of a large
@@ -346,10 +358,12 @@ impl Conversation for MemoryConversation {
         self.path.as_deref()
     }
 
-    /// Each memory conversation has an id of its own (`1`, `2`, … in the order they were
-    /// made), so that two of them in one process never share a store or a job journal.
+    /// A memory conversation with a path is the file's conversation (its id is the file's,
+    /// [`file_conversation_id`](crate::transcript::file_conversation_id)); one without has
+    /// an id of its own, so that two of them never share a store, a job journal or a hook's
+    /// `session_id`.
     fn default_id(&self) -> Option<&str> {
-        Some(&self.id)
+        self.path.is_none().then_some(self.id.as_str())
     }
 }
 

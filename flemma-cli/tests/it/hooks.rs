@@ -189,3 +189,72 @@ fn a_host_that_allows_frontmatter_hooks_runs_and_explains_them() {
         "{written}"
     );
 }
+
+/// A hook script that keys its state by `session_id`, as Claude Code's do, sees one id per
+/// conversation: the same on the next run of it, another for another conversation (the
+/// CLI gave every conversation `1`, and the two conversations' state mixed).
+#[test]
+fn a_hook_keyed_by_session_id_sees_one_session_per_conversation() {
+    let toml = scratch("hooks-sessions.toml", b"");
+    let dir = toml.parent().unwrap().to_owned();
+    let _ = std::fs::remove_dir_all(dir.join("sessions"));
+    std::fs::write(
+        &toml,
+        format!(
+            "[[hooks.UserPromptSubmit]]\nname = \"sessions\"\ncommand = \"{}\"\n",
+            script("session_state.py")
+        ),
+    )
+    .unwrap();
+    let script_file = dir.join("script.json");
+    std::fs::write(&script_file, br#"[{"text": "Hello."}]"#).unwrap();
+    let run = |chat: &std::path::Path| {
+        let out = flemma(
+            &[
+                "run",
+                chat.to_str().unwrap(),
+                "--provider",
+                "scripted",
+                "--script",
+                script_file.to_str().unwrap(),
+                "--config",
+                toml.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    };
+    let a = dir.join("a.chat");
+    let b = dir.join("b.chat");
+    std::fs::write(&a, "@You:\nHi.\n").unwrap();
+    std::fs::write(&b, "@You:\nHi.\n").unwrap();
+    run(&a);
+    run(&b);
+    // The user answers in a; the next run is the same conversation.
+    let mut again = std::fs::read_to_string(&a).unwrap();
+    again.push_str("Once more.\n");
+    std::fs::write(&a, again).unwrap();
+    run(&a);
+    let mut logs: Vec<(String, String)> = std::fs::read_dir(dir.join("sessions"))
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            (std::fs::read_to_string(&path).unwrap(), name)
+        })
+        .collect();
+    logs.sort();
+    let texts: Vec<&str> = logs.iter().map(|(log, _)| log.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "UserPromptSubmit a.chat\nUserPromptSubmit a.chat\n",
+            "UserPromptSubmit b.chat\n"
+        ]
+    );
+    // Session ids are UUIDs, as Claude Code's are.
+    for (_, id) in &logs {
+        let groups: Vec<usize> = id.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "{id}");
+    }
+}

@@ -174,19 +174,65 @@ impl TranscriptBuilder {
     }
 }
 
-/// The store id (`bufnr`) of a conversation nobody named: the conversation's own
-/// ([`Conversation::default_id`]: every [`MemoryConversation`](crate::MemoryConversation)
-/// has one of its own), else `1` for a conversation with a file (its store lives beside the
-/// file), else an id no other conversation of this process has, so that two conversations
-/// without a file never share a store or a job journal.
+/// The id (`bufnr` of store paths, `session_id` of hooks) of a conversation nobody named:
+/// the conversation's own ([`Conversation::default_id`]), else for a conversation with a file
+/// [`stable_conversation_id`] of the file's absolute path (the same in every process and
+/// every run, different for another file), else an id no other conversation has.
 pub fn default_conversation_id(conversation: &dyn Conversation) -> String {
     if let Some(id) = conversation.default_id() {
         return id.to_owned();
     }
-    if conversation.path().is_some() {
-        return "1".to_owned();
+    if let Some(path) = conversation.path() {
+        return file_conversation_id(path);
     }
     crate::conversation::unique_id()
+}
+
+/// [`stable_conversation_id`] of the conversation in the file `chat`: of `file:` and its
+/// absolute, resolved path ([`flemma_config::conversation_path`]).
+pub fn file_conversation_id(chat: &std::path::Path) -> String {
+    let chat = flemma_config::conversation_path(chat);
+    let mut location = b"file:".to_vec();
+    location.extend_from_slice(chat.as_os_str().as_encoded_bytes());
+    stable_conversation_id(&location)
+}
+
+/// The id of the conversation kept at `location` (a file's `file:` path, an object's
+/// `s3://bucket/key`): a UUID (version 8, from the SHA-256 of `location`), so that hook
+/// scripts that key their state by `session_id`, as Claude Code's do, see one id per
+/// conversation, the same on every run and every machine, and another for another one.
+///
+/// ```
+/// use flemma_tools::transcript::stable_conversation_id;
+///
+/// let id = stable_conversation_id(b"s3://chats/team/a.chat");
+/// assert_eq!(id, stable_conversation_id(b"s3://chats/team/a.chat"));
+/// assert_ne!(id, stable_conversation_id(b"s3://chats/team/b.chat"));
+/// assert_eq!(id.len(), 36);
+/// assert_eq!(&id[14..15], "8");
+/// ```
+pub fn stable_conversation_id(location: &[u8]) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(location);
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid_v8(bytes)
+}
+
+/// `bytes` as a UUID of version 8 (RFC 9562 §5.8), with its version and variant bits set.
+pub(crate) fn uuid_v8(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let mut id = String::with_capacity(36);
+    for (at, byte) in bytes.iter().enumerate() {
+        if matches!(at, 4 | 6 | 8 | 10) {
+            id.push('-');
+        }
+        for nibble in [byte >> 4, byte & 0x0f] {
+            id.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    id
 }
 
 impl Transcript {

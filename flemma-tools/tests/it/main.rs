@@ -9,6 +9,7 @@
 mod bash;
 mod bash_load;
 mod claims;
+mod conversation_ids;
 mod cycle;
 mod cycle_many;
 mod durability;
