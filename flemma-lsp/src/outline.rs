@@ -39,12 +39,15 @@ pub(crate) fn to_protocol(doc: &OpenDocument, found: &[crate::checks::Found]) ->
         .collect()
 }
 
-/// The parser's diagnostics, each on the line it names (the whole line).
+/// The parser's diagnostics, and the role markers that name no role
+/// ([`flemma_ast::unknown_roles`]), each on the line it names (the whole line).
 pub fn diagnostics(doc: &OpenDocument) -> Vec<Diagnostic> {
     let lines = ParserLines::new(doc.text(), doc.lines());
+    let roles = flemma_ast::unknown_roles(doc.document());
     doc.document()
         .diagnostics
         .iter()
+        .chain(&roles)
         .map(|d| Diagnostic {
             range: range_of(&lines, LineSpan::new(d.line, d.line)),
             severity: Some(match d.severity {

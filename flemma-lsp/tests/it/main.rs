@@ -230,6 +230,25 @@ fn diagnostics_are_on_the_offending_line_and_cleared_on_close() {
     client.shutdown();
 }
 
+/// A marker that names no role is a warning in the editor, as in `flemma check`.
+#[test]
+fn an_unknown_role_marker_is_a_warning_with_the_role_meant() {
+    let client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.open("@User:\nHi.\n");
+    let published = client.diagnostics();
+    assert_eq!(
+        published["diagnostics"],
+        json!([{
+            "range": range((0, 0), (0, 6)),
+            "severity": 2,
+            "code": "role",
+            "source": "flemma",
+            "message": "@User: is not a role: its message is not sent (did you mean @You:?)"
+        }])
+    );
+    client.shutdown();
+}
+
 #[test]
 fn a_burst_of_changes_is_published_once_after_the_debounce() {
     let client = Client::start(ServerOptions::default().debounce(Duration::from_secs(1)));
