@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_util::TryStreamExt;
 use futures_util::stream::BoxStream;
+use object_store::list::PaginatedListStore;
 use object_store::path::Path as ObjectPath;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
@@ -13,6 +15,7 @@ use object_store::{
 };
 
 use crate::error::ObjectError;
+use crate::listing::{self, Hints, Listed};
 
 /// An object's address: `s3://BUCKET/KEY`.
 ///
@@ -135,6 +138,9 @@ pub struct Bucket {
 struct Inner {
     name: String,
     store: Counting,
+    /// The same store's paginated listing, when it has one: the listing that skips the keys
+    /// `object_store` cannot take as paths.
+    pages: Option<Arc<dyn PaginatedListStore>>,
 }
 
 impl fmt::Debug for Bucket {
@@ -167,12 +173,56 @@ impl Bucket {
                 bucket: name.to_owned(),
                 source,
             })?;
-        Ok(Self::with_store(name, Arc::new(store)))
+        Ok(Self::with_paginated_store(name, Arc::new(store)))
     }
 
     /// The bucket `name` of `store` (any [`ObjectStore`] that implements conditional puts:
     /// S3, `object_store`'s in-memory store, a store of the host's own).
+    ///
+    /// Its listings go through [`ObjectStore::list`]: on a server where anyone may write keys
+    /// that are not valid [`object_store` paths](ObjectPath) (a `.`, `..` or empty segment),
+    /// prefer [`with_paginated_store`](Self::with_paginated_store).
     pub fn with_store(name: &str, store: Arc<dyn ObjectStore>) -> Self {
+        Self::new(name, store, None)
+    }
+
+    /// The bucket `name` of `store`, listed page by page through its [`PaginatedListStore`]
+    /// (S3's `ListObjectsV2`; [`from_env`](Self::from_env) makes such a bucket).
+    ///
+    /// `object_store` refuses a whole page of a listing when one of its keys is not a valid
+    /// path (a `.`, `..` or empty segment, a control character); such a key, which anyone who
+    /// may write to the bucket can make, would hide every object listed after it. A bucket
+    /// made here skips it instead (a [`Worker`](crate::Worker) warns of it once) and lists the
+    /// others, at the cost of a few more `LIST`s: about twenty for each such key the first
+    /// time, two at each later look of the same [`Worker`](crate::Worker), which remembers where
+    /// it was.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_object::Bucket;
+    ///
+    /// # let _ = rustls::crypto::ring::default_provider().install_default();
+    /// let s3 = object_store::aws::AmazonS3Builder::new()
+    ///     .with_bucket_name("chats")
+    ///     .with_region("us-east-1")
+    ///     .build()?;
+    /// let bucket = Bucket::with_paginated_store("chats", Arc::new(s3));
+    /// assert_eq!(bucket.name(), "chats");
+    /// # Ok::<(), object_store::Error>(())
+    /// ```
+    pub fn with_paginated_store<S>(name: &str, store: Arc<S>) -> Self
+    where
+        S: ObjectStore + PaginatedListStore,
+    {
+        let pages: Arc<dyn PaginatedListStore> = Arc::clone(&store) as _;
+        Self::new(name, store, Some(pages))
+    }
+
+    fn new(
+        name: &str,
+        store: Arc<dyn ObjectStore>,
+        pages: Option<Arc<dyn PaginatedListStore>>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
@@ -180,6 +230,7 @@ impl Bucket {
                     inner: store,
                     counts: Arc::default(),
                 },
+                pages,
             }),
         }
     }
@@ -216,6 +267,7 @@ impl Bucket {
                     inner: Arc::clone(&self.inner.store.inner),
                     counts: Arc::default(),
                 },
+                pages: self.inner.pages.clone(),
             }),
         }
     }
@@ -223,6 +275,38 @@ impl Bucket {
     /// The client, counting its requests.
     pub fn store(&self) -> &dyn ObjectStore {
         &self.inner.store
+    }
+
+    /// Every object under `prefix` (the whole bucket when it is empty), page by page when the
+    /// bucket has a paginated listing ([`with_paginated_store`](Self::with_paginated_store)):
+    /// then a key that is not a valid path is skipped and returned in [`Listed::skipped`]
+    /// (`hints`: those of the last listing of `prefix`, which make it cheaper).
+    pub(crate) async fn list_all(
+        &self,
+        prefix: &ObjectPath,
+        hints: &Hints,
+    ) -> Result<Listed, ObjectError> {
+        let failed = |e| ObjectError::request(self.url(prefix), "list", e);
+        let Some(pages) = &self.inner.pages else {
+            let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+            let objects = self
+                .store()
+                .list(prefix)
+                .try_collect()
+                .await
+                .map_err(failed)?;
+            return Ok(Listed {
+                objects,
+                skipped: Vec::new(),
+            });
+        };
+        // The paginated listing adds no delimiter to the prefix; `list` does.
+        let raw = (!prefix.as_ref().is_empty()).then(|| format!("{prefix}/"));
+        listing::list(pages.as_ref(), raw.as_deref(), hints, || {
+            bump(&self.inner.store.counts.list);
+        })
+        .await
+        .map_err(failed)
     }
 }
 

@@ -27,6 +27,7 @@ mod conversation;
 mod error;
 mod journal;
 mod lease;
+mod listing;
 mod machine;
 mod placements;
 mod results;

@@ -3,12 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use flemma_ast::{Document, Role, Segment, ToolStatus};
 use flemma_tools::Conversation;
-use futures_util::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use tokio_util::sync::CancellationToken;
 
@@ -194,6 +193,26 @@ pub struct Worker {
     bucket: Bucket,
     prefix: ObjectPath,
     options: WorkerOptions,
+    /// What its looks at the prefix learnt (shared by the clones).
+    seen: Arc<Seen>,
+}
+
+/// What a worker's looks at its prefix learnt: the keys warned of (each once per process, not
+/// at each look), and the last listing's hints (where its skipped keys were).
+#[derive(Debug, Default)]
+struct Seen {
+    warned: Mutex<HashSet<(&'static str, String)>>,
+    hints: Mutex<crate::listing::Hints>,
+}
+
+impl Seen {
+    /// Whether `key` is warned of for the first time as `kind`.
+    fn first(&self, kind: &'static str, key: &str) -> bool {
+        self.warned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((kind, key.to_owned()))
+    }
 }
 
 impl Worker {
@@ -204,24 +223,44 @@ impl Worker {
             bucket,
             prefix,
             options,
+            seen: Arc::default(),
         }
     }
 
     /// The conversations under the prefix, with their versions (one `LIST` per 1,000).
     ///
+    /// On a bucket listed page by page ([`Bucket::with_paginated_store`], [`Bucket::from_env`]),
+    /// a key that is not a valid object path (a `.`, `..` or empty segment, a control
+    /// character) is skipped, with a warning (once per key and process) that names it,
+    /// escaped; the others are listed.
+    ///
     /// # Errors
     ///
     /// [`ObjectError::Request`] when the bucket cannot be listed.
     pub async fn conversations(&self) -> Result<Vec<(ObjectPath, Option<String>)>, ObjectError> {
-        let prefix = (!self.prefix.as_ref().is_empty()).then_some(&self.prefix);
-        let metas: Vec<_> = self
-            .bucket
-            .store()
-            .list(prefix)
-            .try_collect()
-            .await
-            .map_err(|e| ObjectError::request(self.bucket.url(&self.prefix), "list", e))?;
-        Ok(metas
+        let hints = self
+            .seen
+            .hints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let listed = self.bucket.list_all(&self.prefix, &hints).await?;
+        *self
+            .seen
+            .hints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = listed.hints();
+        for skipped in &listed.skipped {
+            if self.seen.first("skipped", &skipped.key) {
+                tracing::warn!(
+                    "object key {:?} skipped: it has {}, which object_store cannot address",
+                    skipped.key,
+                    skipped.why
+                );
+            }
+        }
+        Ok(listed
+            .objects
             .into_iter()
             .filter(|m| {
                 std::path::Path::new(m.location.as_ref())
@@ -347,9 +386,7 @@ impl Worker {
                                         key,
                                     ));
                                 }
-                                Err(error) => {
-                                    tracing::warn!(key = %key, %error, "conversation not taken");
-                                }
+                                Err(error) => self.not_taken(&key, &error),
                             }
                         }
                     }
@@ -372,6 +409,29 @@ impl Worker {
                 () = tokio::time::sleep(self.options.poll_interval) => {}
                 () = shutdown.cancelled(), if !shutdown.is_cancelled() => {}
             }
+        }
+    }
+
+    /// Says why `key` was not taken. A key listed but not found is warned of once: it is a
+    /// key `object_store` lists under another name (`/a.chat` as `a.chat`, `a.chat/` as
+    /// `a.chat`), which no request of it can reach, or one deleted since the listing.
+    fn not_taken(&self, key: &ObjectPath, error: &ObjectError) {
+        let missing = matches!(
+            error,
+            ObjectError::Request {
+                source: object_store::Error::NotFound { .. },
+                ..
+            }
+        );
+        if !missing {
+            tracing::warn!(key = ?key.as_ref(), %error, "conversation not taken");
+        } else if self.seen.first("missing", key.as_ref()) {
+            tracing::warn!(
+                "conversation {:?} listed but not found: a key with a leading or trailing `/` \
+                 is listed under this name and cannot be read through it (or the object was \
+                 deleted since); skipped",
+                key.as_ref()
+            );
         }
     }
 

@@ -1,6 +1,7 @@
 //! flemma-object against a real S3-compatible server (moto's, on 127.0.0.1).
 
 mod journal;
+mod keys;
 mod layout;
 mod server;
 

@@ -90,5 +90,5 @@ pub(crate) async fn bucket_on(server: &Server) -> Bucket {
         .with_secret_access_key("test")
         .build()
         .unwrap_or_else(|e| panic!("client: {e}"));
-    Bucket::with_store(&name, Arc::new(store))
+    Bucket::with_paginated_store(&name, Arc::new(store))
 }
