@@ -124,10 +124,17 @@ fn verbose_shows_the_library_diagnostics() {
     let out = run(&chat, r#"[{"text": "Hello."}]"#, &["-vv"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("DEBUG flemma.cycle{conversation=1}: flemma_tools::executor: cycle done"),
-        "{stderr}"
-    );
+    // The span names the conversation by its id (a UUID of the file's path).
+    let done = stderr
+        .lines()
+        .find(|line| line.contains("}: flemma_tools::executor: cycle done"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let id = done
+        .split_once("DEBUG flemma.cycle{conversation=")
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(id, _)| id)
+        .unwrap_or_else(|| panic!("{done}"));
+    assert_eq!(id.len(), 36, "{done}");
     // Without -v: only warnings, and there are none.
     let out = run(&chat, r#"[{"text": "Hello."}]"#, &[], &[]);
     assert!(!text(&out.stderr).contains("DEBUG"));
