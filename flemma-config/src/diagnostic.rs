@@ -107,6 +107,20 @@ pub enum FinalizeIssue {
         /// The closest registered name.
         suggestion: Option<String>,
     },
+    /// A name or glob in `tools.auto_approve` that matches no registered tool: it approves
+    /// nothing (a warning; a misspelled `"wirte"` would leave `write` asking).
+    AutoApproveMatchesNothing {
+        /// The name or glob, as written.
+        name: String,
+        /// The closest registered name.
+        suggestion: Option<String>,
+    },
+    /// A JSON frontmatter without a `"flemma"` key whose key names an option (`"tools"`): it
+    /// is a template variable, not an option (a warning).
+    OptionOutsideFlemmaKey {
+        /// The key.
+        key: String,
+    },
     /// A `$preset` reference to a preset that does not exist.
     UnknownPreset {
         /// The option whose list held the reference.
@@ -162,7 +176,8 @@ impl FinalizeIssue {
     /// that matches no tool, an unknown preset in `tools` and a narrowed MCP server that is not
     /// configured are errors (the tool set would silently differ from the one asked for); an unknown preset in another list
     /// (`tools.auto_approve`: it approves nothing, spec §5.3 "warn"), a preset naming an
-    /// unknown tool and options for an unknown tool are warnings.
+    /// unknown tool, a name in `tools.auto_approve` that matches no tool and options for an
+    /// unknown tool are warnings.
     ///
     /// ```
     /// use flemma_config::FinalizeIssue;
@@ -188,6 +203,8 @@ impl FinalizeIssue {
             FinalizeIssue::UnknownPreset { .. }
             | FinalizeIssue::PresetUnknownTool { .. }
             | FinalizeIssue::UnknownToolOptions { .. }
+            | FinalizeIssue::AutoApproveMatchesNothing { .. }
+            | FinalizeIssue::OptionOutsideFlemmaKey { .. }
             | FinalizeIssue::McpServerStaysDisabled { .. } => Severity::Warning,
         }
     }
@@ -206,6 +223,19 @@ impl std::fmt::Display for FinalizeIssue {
             }
             FinalizeIssue::UnknownTool { name, suggestion } => {
                 write!(f, "Unknown tool '{name}'{}", hint(suggestion))
+            }
+            FinalizeIssue::AutoApproveMatchesNothing { name, suggestion } => {
+                write!(
+                    f,
+                    "'{name}' in tools.auto_approve matches no tool: it approves nothing{}",
+                    hint(suggestion)
+                )
+            }
+            FinalizeIssue::OptionOutsideFlemmaKey { key } => {
+                write!(
+                    f,
+                    "\"{key}\" is a template variable here, not an option: a JSON frontmatter's options go under its \"flemma\" key ({{\"flemma\": {{\"{key}\": …}}}})"
+                )
             }
             FinalizeIssue::UnknownPreset {
                 path,

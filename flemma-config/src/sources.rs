@@ -204,6 +204,20 @@ impl Config {
                 "JSON frontmatter must be an object",
             ));
         };
+        if !variables.contains_key("flemma") {
+            // `{"tools": [...]}` sets a template variable; the user likely meant an option.
+            self.stray_option = variables
+                .keys()
+                .find(|key| crate::schema::resolve_path(key, false).is_ok())
+                .map(|key| {
+                    let quoted = format!("\"{key}\"");
+                    let line = code
+                        .lines()
+                        .position(|l| l.contains(&quoted))
+                        .map_or(first_line, |i| first_line + i as u32);
+                    (key.clone(), line)
+                });
+        }
         if let Some(options) = variables.shift_remove("flemma") {
             let line = code
                 .lines()

@@ -18,12 +18,16 @@ impl Config {
     ///   `prepend` and `remove` alike, `$presets` expanded (`Unknown tool '<x>'`, with ` --
     ///   did you mean '<y>'?` when a registered name is close; `Glob pattern '<x>' matched no
     ///   tools`), so that a misspelled `:remove("wirte")` is an error, not a silent no-op;
-    /// * `$preset` references that name no preset in `tools` and `tools.auto_approve`;
+    /// * `$preset` references that name no preset in `tools` and `tools.auto_approve`, and
+    ///   names and globs in `tools.auto_approve` that match no tool (a warning: they approve
+    ///   nothing);
     /// * the tools the presets name ([`Presets::finalize`](crate::Presets::finalize));
     /// * tables of options for tools that are not registered (`tools.<name>.<key>`);
     /// * MCP servers a layer narrows (`mcp.servers.<name>.*`) that the `[mcp]` section of the
     ///   options files does not configure, when there is one, and `enabled = true` for a
     ///   server that section disables;
+    /// * a JSON frontmatter without a `"flemma"` key whose key names an option
+    ///   ([`FinalizeIssue::OptionOutsideFlemmaKey`]);
     /// * a frontmatter that widens the sandbox, the tools' environment or the files references
     ///   read ([`FinalizeIssue::FrontmatterWidens`], unless
     ///   [`frontmatter_may_widen`](Config::frontmatter_may_widen)).
@@ -80,7 +84,8 @@ impl Config {
                             origin,
                         );
                     } else if path != "tools" {
-                        // `tools.auto_approve` names are matched at approval time (spec §5.4).
+                        // `tools.auto_approve` names are matched at approval time (spec §5.4);
+                        // those written as names are checked below.
                     } else if value.contains('*') {
                         let glob = crate::glob::GlobList::new([value.as_str()]);
                         if !registered.iter().any(|r| glob.is_match(r.as_str())) {
@@ -96,6 +101,30 @@ impl Config {
                             origin,
                         );
                     }
+                }
+            }
+        }
+        // A name or glob written in `tools.auto_approve` (not one a preset or the defaults
+        // give: the presets are checked below) that matches no tool approves nothing.
+        for (values, origin) in self.written_values_as_written("tools.auto_approve") {
+            for value in values {
+                if crate::listops::is_preset_ref(&value) {
+                    continue;
+                }
+                let glob = crate::glob::GlobList::new([value.as_str()]);
+                if !registered.iter().any(|r| glob.is_match(r.as_str())) {
+                    let suggestion = if value.contains('*') {
+                        None
+                    } else {
+                        suggest(&value)
+                    };
+                    add(
+                        FinalizeIssue::AutoApproveMatchesNothing {
+                            name: value,
+                            suggestion,
+                        },
+                        Some(origin.clone()),
+                    );
                 }
             }
         }
@@ -142,6 +171,12 @@ impl Config {
                 );
             }
         }
+        if let Some((key, line)) = &self.stray_option {
+            add(
+                FinalizeIssue::OptionOutsideFlemmaKey { key: key.clone() },
+                Some(Origin::Frontmatter { line: *line }),
+            );
+        }
         // A frontmatter that widens the sandbox, the environment or file access.
         for (issue, origin) in self.widening_issues() {
             add(issue, origin);
@@ -163,9 +198,28 @@ impl Config {
     /// The values every write to a list path gives, `$presets` expanded (unknown ones left
     /// as written), with where each write was made; lowest layer first, in order.
     pub(crate) fn written_values(&self, path: &str) -> Vec<(Vec<String>, Origin)> {
-        let expand = |name: &str| self.presets.expand(name, path);
+        self.values_written(path, true)
+    }
+
+    /// The values every write above the defaults gives to a list path, as written (`$presets`
+    /// not expanded), with where each write was made.
+    fn written_values_as_written(&self, path: &str) -> Vec<(Vec<String>, Origin)> {
+        self.values_written(path, false)
+    }
+
+    fn values_written(&self, path: &str, expand_presets: bool) -> Vec<(Vec<String>, Origin)> {
+        let expand = |name: &str| {
+            if expand_presets {
+                self.presets.expand(name, path)
+            } else {
+                None
+            }
+        };
         let mut out = Vec::new();
-        for layer in Layer::ALL {
+        for layer in Layer::ALL
+            .into_iter()
+            .filter(|layer| expand_presets || *layer != Layer::Defaults)
+        {
             for (entry, origin) in self.layers[layer.index()]
                 .iter()
                 .zip(&self.origins[layer.index()])

@@ -65,6 +65,7 @@ impl Config {
         self.origins[layer.index()].clear();
         if layer == Layer::Frontmatter {
             self.frontmatter_hooks = None;
+            self.stray_option = None;
         }
         self.generation = next_generation();
     }

@@ -117,6 +117,9 @@ pub struct Config {
     pub(crate) allow_frontmatter_hooks: Option<bool>,
     /// The host's word on frontmatters that widen, over `[frontmatter] may_widen`.
     pub(crate) may_widen: Option<bool>,
+    /// The first key of a JSON frontmatter without a `"flemma"` key that names an option
+    /// (`"tools"`), with its line: a template variable the user likely meant as an option.
+    pub(crate) stray_option: Option<(String, u32)>,
 }
 
 impl Default for Config {
@@ -151,6 +154,7 @@ impl Config {
             frontmatter_hooks: None,
             allow_frontmatter_hooks: None,
             may_widen: None,
+            stray_option: None,
         }
     }
 

@@ -151,8 +151,15 @@ fn globs_in_auto_approve_are_not_expanded() {
             .auto_approve,
         strings(&["flemma.*", "nothing.*"])
     );
-    // Unmatched auto_approve globs approve nothing silently: no finalize issue.
-    assert!(config.finalize(&registry()).is_empty());
+    // An unmatched auto_approve glob approves nothing (spec §5.4), and is reported (issue
+    // 35: the spec's "silently" left a typo unnoticed): a warning, nothing stops.
+    assert_eq!(
+        config.finalize(&registry()),
+        [FinalizeIssue::AutoApproveMatchesNothing {
+            name: "nothing.*".into(),
+            suggestion: None
+        }]
+    );
 }
 
 #[test]

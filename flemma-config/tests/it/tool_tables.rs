@@ -3,7 +3,7 @@
 //! are errors with a did-you-mean.
 
 use flemma_config::{Config, ConfigError, FinalizeIssue, Layer};
-use flemma_ids::ToolName;
+use flemma_ids::{Severity, ToolName};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -144,4 +144,68 @@ fn finalize_reports_tables_of_unregistered_tools() {
         issues[0].to_string(),
         "Options for unknown tool 'calculatr' in tools.calculatr -- did you mean 'calculator'?"
     );
+}
+
+/// A name in `tools.auto_approve` that matches no tool approves nothing: a warning with the
+/// name meant (the same typo in `tools` is an error), wherever it was written.
+#[test]
+fn an_auto_approve_name_that_matches_no_tool_is_a_warning_with_a_did_you_mean() {
+    let registered = [name("bash"), name("read"), name("write")];
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            "[tools]\nauto_approve = [\"$readonly\", \"reed\"]\n",
+            "flemma.toml".as_ref(),
+        )
+        .unwrap();
+    config
+        .apply_frontmatter(
+            "json",
+            "{\n  \"flemma\": {\n    \"tools\": {\"auto_approve\": [\"wirte\", \"mcp.*\", \"bash\"]}\n  }\n}",
+            2,
+        )
+        .unwrap();
+    let found = config.diagnostics(&registered);
+    let texts: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        [
+            "flemma.toml:2: 'reed' in tools.auto_approve matches no tool: it approves nothing -- did you mean 'read'?",
+            "line 4: 'wirte' in tools.auto_approve matches no tool: it approves nothing -- did you mean 'write'?",
+            "line 4: 'mcp.*' in tools.auto_approve matches no tool: it approves nothing",
+        ]
+    );
+    assert!(found.iter().all(|d| d.severity() == Severity::Warning));
+}
+
+/// A JSON frontmatter without a `"flemma"` key sets template variables only: a key that
+/// names an option is a warning that says where options go.
+#[test]
+fn a_json_frontmatter_whose_options_miss_the_flemma_key_is_a_warning() {
+    let mut config = Config::new();
+    let variables = config
+        .apply_frontmatter(
+            "json",
+            "{\n  \"name\": \"Ada\",\n  \"tools\": [\"bash\"]\n}",
+            2,
+        )
+        .unwrap();
+    assert_eq!(variables["tools"], json!(["bash"]));
+    let found = config.diagnostics(&[name("bash")]);
+    let texts: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        [
+            "line 4: \"tools\" is a template variable here, not an option: a JSON frontmatter's options go under its \"flemma\" key ({\"flemma\": {\"tools\": …}})"
+        ]
+    );
+    assert_eq!(found[0].severity(), Severity::Warning);
+    // Variables alone, or options under "flemma", are fine; a new frontmatter forgets it.
+    for code in [
+        "{\"name\": \"Ada\"}",
+        "{\"flemma\": {\"tools\": [\"bash\"]}, \"name\": \"Ada\"}",
+    ] {
+        config.apply_frontmatter("json", code, 2).unwrap();
+        assert_eq!(config.diagnostics(&[name("bash")]), []);
+    }
 }
