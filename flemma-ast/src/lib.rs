@@ -38,6 +38,7 @@ pub mod grammar;
 mod incremental;
 mod input;
 mod line;
+mod lint;
 mod messages;
 pub mod modeline;
 mod parser;
@@ -56,6 +57,7 @@ pub use ast::{
 };
 pub use error::AstError;
 pub use incremental::{IncrementalParser, Reparse};
+pub use lint::{duplicate_tool_uses, lint};
 pub use messages::ABORTED_BY_USER;
 pub use parser::{MAX_INPUT_DEPTH, parse, parse_bytes};
 pub use print::print;

@@ -118,9 +118,9 @@ pub(crate) fn check(
 ) -> Result<u8, Failure> {
     let input = Input::read(file)?;
     let mut doc = flemma::ast::parse(&input.text);
-    // Markers such as `@User:`: their messages are never sent.
-    let roles = flemma::ast::unknown_roles(&doc);
-    doc.diagnostics.extend(roles);
+    // Markers such as `@User:` (their messages are never sent), duplicate tool use ids.
+    let lints = flemma::ast::lint(&doc);
+    doc.diagnostics.extend(lints);
     let mut config = settings.load()?;
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
     // The names the options give, checked against the built-in tools (spec §5.4-§5.6).

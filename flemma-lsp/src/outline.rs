@@ -39,15 +39,15 @@ pub(crate) fn to_protocol(doc: &OpenDocument, found: &[crate::checks::Found]) ->
         .collect()
 }
 
-/// The parser's diagnostics, and the role markers that name no role
-/// ([`flemma_ast::unknown_roles`]), each on the line it names (the whole line).
+/// The parser's diagnostics and [`flemma_ast::lint`]'s (role markers that name no role,
+/// duplicate tool use ids), each on the line it names (the whole line).
 pub fn diagnostics(doc: &OpenDocument) -> Vec<Diagnostic> {
     let lines = ParserLines::new(doc.text(), doc.lines());
-    let roles = flemma_ast::unknown_roles(doc.document());
+    let found = flemma_ast::lint(doc.document());
     doc.document()
         .diagnostics
         .iter()
-        .chain(&roles)
+        .chain(&found)
         .map(|d| Diagnostic {
             range: range_of(&lines, LineSpan::new(d.line, d.line)),
             severity: Some(match d.severity {

@@ -329,6 +329,10 @@ fn script_turns(json: Value, path: &Path) -> Result<Vec<Turn>, ScriptError> {
 /// `toolu_scripted_<turn>_<n>` (1-based). `delay_ms` waits before each event (to watch a
 /// spinner, or to cancel mid-stream in a test).
 ///
+/// A request whose conversation holds the generated ids of turn `k` (a run stopped for an
+/// approval, then run again in a new process) is answered from the turn after `k`: the
+/// script resumes where the conversation is, and its ids never repeat.
+///
 /// ```
 /// use flemma_providers::{ScriptedProvider, Turn};
 /// use serde_json::json;
@@ -469,6 +473,30 @@ impl ScriptedProvider {
     }
 }
 
+/// The highest turn whose generated ids (`toolu_scripted_<turn>_<n>`) the request's
+/// `tool_use` blocks hold: the turns of the script the conversation already went through.
+fn answered_turns(body: &str) -> usize {
+    let Ok(body) = serde_json::from_str::<Value>(body) else {
+        return 0;
+    };
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return 0;
+    };
+    messages
+        .iter()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .filter_map(|block| block.get("id").and_then(Value::as_str))
+        .filter_map(|id| {
+            let (turn, n) = id.strip_prefix("toolu_scripted_")?.split_once('_')?;
+            n.parse::<usize>().ok()?;
+            turn.parse::<usize>().ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// A recording's provider from its file name.
 fn kind_of_file(name: &str) -> ProviderKind {
     if name.starts_with("openai_") {
@@ -503,8 +531,15 @@ impl Provider for ScriptedProvider {
     }
 
     async fn stream(&self, request: Request) -> Result<EventStream, SendError> {
+        let answered = answered_turns(&request.body);
         let (turn, number) = {
             let mut replay = self.replay();
+            // A conversation that holds the calls of turns this script served in an earlier
+            // process (run, `flemma approve`, run again) resumes after them, so that its ids
+            // never repeat.
+            while replay.served < answered && replay.turns.pop_front().is_some() {
+                replay.served += 1;
+            }
             replay.requests.push(request.body);
             let turn = replay
                 .turns

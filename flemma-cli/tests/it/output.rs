@@ -132,8 +132,7 @@ fn verbose_shows_the_library_diagnostics() {
     let id = done
         .split_once("DEBUG flemma.cycle{conversation=")
         .and_then(|(_, rest)| rest.split_once('}'))
-        .map(|(id, _)| id)
-        .unwrap_or_else(|| panic!("{done}"));
+        .map_or_else(|| panic!("{done}"), |(id, _)| id);
     assert_eq!(id.len(), 36, "{done}");
     // Without -v: only warnings, and there are none.
     let out = run(&chat, r#"[{"text": "Hello."}]"#, &[], &[]);

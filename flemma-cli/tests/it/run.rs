@@ -99,14 +99,15 @@ fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
         waiting.contains("`toolu_scripted_1_1` (pending)"),
         "{waiting}"
     );
-    // Approved in the transcript, the next run executes it and sends.
+    // Approved in the transcript, the next run (a new process, the same script: the
+    // README's flow) executes it and sends; the script resumes after the turn the
+    // conversation holds, so no call id repeats.
     let approve = flemma(
         &["approve", chat.to_str().unwrap(), "toolu_scripted_1_1"],
         None,
     );
     assert_eq!(approve.status.code(), Some(0));
-    let rest = scratch("approval-rest.script.json", br#"[{"text": "Written."}]"#);
-    let out = run(&rest);
+    let out = run(&script);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "Written.\n");
     assert_eq!(
@@ -116,6 +117,28 @@ fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
     let done = std::fs::read_to_string(&chat).unwrap();
     assert!(done.contains("```\n(no output)\n```"), "{done}");
     assert!(done.ends_with("@Assistant:\nWritten.\n\n@You:\n"), "{done}");
+    assert_eq!(done.matches("**Tool Use:**").count(), 1, "{done}");
+    let check = flemma(&["check", chat.to_str().unwrap()], None);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+}
+
+/// Two calls with one id: results are matched by id, so the later call would never be
+/// answered. `check` says so, as an error on the later call's line.
+#[test]
+fn check_reports_a_duplicate_tool_use_id() {
+    let chat = scratch(
+        "duplicate.chat",
+        b"@You:\nList.\n\n@Assistant:\n**Tool Use:** `ls` (`toolu_1`)\n```json\n{\"path\": \".\"}\n```\n\n@You:\n**Tool Result:** `toolu_1`\n```\na.txt\n```\n\n@Assistant:\n**Tool Use:** `ls` (`toolu_1`)\n```json\n{\"path\": \"src\"}\n```\n",
+    );
+    let check = flemma(&["check", chat.to_str().unwrap()], None);
+    assert_eq!(check.status.code(), Some(1));
+    assert_eq!(
+        text(&check.stdout),
+        format!(
+            "{}:17: error: tool_use: Duplicate tool use id `toolu_1` (first used on line 5): its result would answer the first call; give this call an id of its own\n",
+            chat.display()
+        )
+    );
 }
 
 #[test]
