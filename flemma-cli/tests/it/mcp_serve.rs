@@ -346,3 +346,170 @@ fn http_refuses_a_non_loopback_address() {
     let out = flemma(&["mcp", "serve", "--allow-remote"], None);
     assert_eq!(out.status.code(), Some(2), "--allow-remote needs --http");
 }
+
+/// One HTTP/1.1 request to the server of `url` (`Connection: close`), with `headers`:
+/// the status and the body (the JSON-RPC answer of an event stream, as sent).
+fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+    use std::io::Read as _;
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix(flemma::mcp::serve::ENDPOINT))
+        .unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    // A guard against a hung test, not a timing assertion.
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .unwrap();
+    let body = body.to_string();
+    let mut request = format!(
+        "POST {} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n",
+        flemma::mcp::serve::ENDPOINT,
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let response = text(&response);
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {response:?}"));
+    (status, response)
+}
+
+/// The `Mcp-Session-Id` of a response.
+fn session_id(response: &str) -> String {
+    response
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {response:?}"))
+}
+
+/// `initialize`, with an `Origin` when given.
+fn initialize(url: &str, origin: Option<&str>) -> (u16, String) {
+    let headers: Vec<(&str, &str)> = origin.map(|o| ("Origin", o)).into_iter().collect();
+    post(
+        url,
+        &headers,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "origin-test", "version": "0"},
+        }}),
+    )
+}
+
+/// A session opened without an `Origin` (as a non-browser client opens it).
+fn open_session(url: &str) -> String {
+    let (status, response) = initialize(url, None);
+    assert_eq!(status, 200, "{response}");
+    let session = session_id(&response);
+    let (status, response) = post(
+        url,
+        &[("Mcp-Session-Id", &session)],
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202, "{response}");
+    session
+}
+
+/// `tools/call` of `write` to `path` in `session`, with an `Origin` when given.
+fn write_call(url: &str, session: &str, origin: Option<&str>, path: &str) -> (u16, String) {
+    let mut headers = vec![("Mcp-Session-Id", session)];
+    headers.extend(origin.map(|o| ("Origin", o)));
+    post(
+        url,
+        &headers,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "write",
+            "arguments": {"path": path, "content": "written\n"},
+        }}),
+    )
+}
+
+/// DNS rebinding (MCP streamable HTTP, Security Warning): a page of `evil.example` whose name
+/// now points at 127.0.0.1 sends requests with its own `Origin`. They are refused with 403,
+/// before anything runs: the canary the call would write is never written, and no session
+/// opens for it.
+#[test]
+fn http_refuses_a_foreign_origin_and_runs_nothing() {
+    let file = workspace("http-origin-evil", "@You:\nHello.\n");
+    let dir = file.parent().unwrap();
+    let server = HttpServer::start(&[file.to_str().unwrap(), "--approve", "all"], dir);
+    let evil = Some("http://evil.example");
+
+    let (status, response) = initialize(&server.url, evil);
+    assert_eq!(status, 403, "{response}");
+    assert!(
+        !response.to_ascii_lowercase().contains("mcp-session-id"),
+        "{response}"
+    );
+
+    let session = open_session(&server.url);
+    let (status, response) = write_call(&server.url, &session, evil, "canary.txt");
+    assert_eq!(status, 403, "{response}");
+    // Another port of loopback is another origin (another local site) too.
+    let (status, response) = write_call(
+        &server.url,
+        &session,
+        Some("http://127.0.0.1:1"),
+        "canary.txt",
+    );
+    assert_eq!(status, 403, "{response}");
+    assert!(!dir.join("canary.txt").exists(), "a refused call ran");
+    assert!(
+        !dir.join(".flemma/chat.chat.mcp-serve").exists(),
+        "a refused call reached the executor"
+    );
+}
+
+/// Requests from the server's own loopback origins (`127.0.0.1`, `localhost`, `[::1]` at its
+/// port), and requests without `Origin` (every non-browser client), are served.
+#[test]
+fn http_serves_loopback_origins_and_requests_without_origin() {
+    let file = workspace("http-origin-loopback", "@You:\nHello.\n");
+    let dir = file.parent().unwrap();
+    let server = HttpServer::start(&[file.to_str().unwrap(), "--approve", "all"], dir);
+    let port = server
+        .url
+        .trim_end_matches(flemma::mcp::serve::ENDPOINT)
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let origins = [
+        Some(format!("http://127.0.0.1:{port}")),
+        Some(format!("http://localhost:{port}")),
+        Some(format!("http://[::1]:{port}")),
+        None,
+    ];
+    for (n, origin) in origins.iter().enumerate() {
+        let (status, response) = initialize(&server.url, origin.as_deref());
+        assert_eq!(status, 200, "{origin:?}: {response}");
+        let session = open_session(&server.url);
+        let canary = format!("canary-{n}.txt");
+        let (status, response) = write_call(&server.url, &session, origin.as_deref(), &canary);
+        assert_eq!(status, 200, "{origin:?}: {response}");
+        assert!(
+            response.contains("\"isError\":false"),
+            "{origin:?}: {response}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(&canary)).unwrap(),
+            "written\n",
+            "{origin:?}"
+        );
+    }
+}

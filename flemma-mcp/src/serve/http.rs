@@ -51,9 +51,17 @@ pub async fn bind(addr: SocketAddr, allow_remote: bool) -> Result<TcpListener, S
 }
 
 /// Serves `server` over streamable HTTP on `listener` until `shutdown` completes: one MCP
-/// session per client (`Mcp-Session-Id`), each with a clone of the server. Requests must name
-/// a loopback host (`Host: 127.0.0.1:PORT`, `localhost`), as rmcp checks against DNS
-/// rebinding, unless the listener is bound elsewhere (then its address is allowed too).
+/// session per client (`Mcp-Session-Id`), each with a clone of the server.
+///
+/// Against DNS rebinding (a web page whose name is made to point at 127.0.0.1), requests
+/// must name a loopback host (`Host: 127.0.0.1:PORT`, `localhost`), unless the listener is
+/// bound elsewhere (then its address is allowed too); and a request that carries an `Origin`
+/// is refused with `403 Forbidden`, before it reaches the server, unless that origin is the
+/// server's own: `http://127.0.0.1:PORT`, `http://localhost:PORT` or `http://[::1]:PORT` at
+/// the listener's port, or `http://ADDR:PORT` of the listener's address (the streamable HTTP
+/// transport's security warning: servers must validate `Origin`). A request without `Origin`
+/// is served: non-browser clients send none, and a browser always sends one with a
+/// cross-origin request.
 ///
 /// # Errors
 ///
@@ -77,6 +85,8 @@ pub async fn serve_http(
         config.allowed_hosts.push(addr.ip().to_string());
         config.allowed_hosts.push(addr.to_string());
     }
+    // A non-empty list turns rmcp's check of `Origin` on (an empty one turns it off).
+    config.allowed_origins = own_origins(addr);
     let service = TowerToHyperService::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -116,9 +126,54 @@ pub async fn serve_http(
     }
 }
 
+/// The origins of a server listening on `addr`: the loopback names at its port, and its own
+/// address (`[…]` around an IPv6 address).
+fn own_origins(addr: SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let mut origins: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .map(|host| format!("http://{host}:{port}"))
+        .collect();
+    let own = format!("http://{addr}");
+    if !origins.contains(&own) {
+        origins.push(own);
+    }
+    origins
+}
+
 /// `404 Not Found` for a path other than [`ENDPOINT`].
 fn not_found() -> hyper::Response<BoxBody<Bytes, Infallible>> {
     let mut response = hyper::Response::new(Full::new(Bytes::from_static(b"Not Found")).boxed());
     *response.status_mut() = hyper::StatusCode::NOT_FOUND;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_origins;
+
+    #[test]
+    fn the_origins_are_the_loopback_names_and_the_address_at_the_port() {
+        assert_eq!(
+            own_origins("127.0.0.1:8080".parse().unwrap()),
+            [
+                "http://127.0.0.1:8080",
+                "http://localhost:8080",
+                "http://[::1]:8080"
+            ]
+        );
+        assert_eq!(
+            own_origins("[::1]:9".parse().unwrap()),
+            ["http://127.0.0.1:9", "http://localhost:9", "http://[::1]:9"]
+        );
+        assert_eq!(
+            own_origins("192.0.2.7:80".parse().unwrap()),
+            [
+                "http://127.0.0.1:80",
+                "http://localhost:80",
+                "http://[::1]:80",
+                "http://192.0.2.7:80"
+            ]
+        );
+    }
 }
