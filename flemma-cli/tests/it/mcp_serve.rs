@@ -350,6 +350,7 @@ fn http_refuses_a_non_loopback_address() {
 /// One HTTP/1.1 request to the server of `url` (`Connection: close`), with `headers`:
 /// the status and the body (the JSON-RPC answer of an event stream, as sent).
 fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+    use std::fmt::Write as _;
     use std::io::Read as _;
     let authority = url
         .strip_prefix("http://")
@@ -369,7 +370,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
         body.len()
     );
     for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(request, "{name}: {value}\r\n");
     }
     request.push_str("\r\n");
     request.push_str(&body);
