@@ -41,28 +41,43 @@ impl Source {
     }
 }
 
-/// Escapes an id for a file name: every byte outside `[A-Za-z0-9._-]` becomes `--`, so an id
-/// can never leave the store directory.
+/// Escapes an id for a file name, one path segment of `[A-Za-z0-9._-]` that can never leave
+/// the store directory. Distinct ids always get distinct names.
+///
+/// An id of `[A-Za-z0-9._-]` alone keeps its name, unless it holds `--` or is `.` or `..`.
+/// Any other id is escaped: each byte outside `[A-Za-z0-9._]` (`-` included), and a leading
+/// `.`, becomes `--` and two lowercase hex digits. An escaped name always holds `--` and a
+/// kept one never does, and an escaped name reads back to one id only (a `-` in it always
+/// starts a `--XX`), so no two ids share a name.
 ///
 /// ```
-/// assert_eq!(flemma_store::escape_id("bash:8"), "bash--8");
-/// assert_eq!(flemma_store::escape_id("../../etc/passwd"), "..--..--etc--passwd");
+/// assert_eq!(flemma_store::escape_id("toolu_01.A-b"), "toolu_01.A-b");
+/// assert_eq!(flemma_store::escape_id("bash:8"), "bash--3a8");
+/// assert_eq!(flemma_store::escape_id("a b"), "a--20b");
+/// assert_eq!(flemma_store::escape_id("a--b"), "a--2d--2db");
+/// assert_eq!(flemma_store::escape_id("../../etc/passwd"), "--2e.--2f..--2fetc--2fpasswd");
 /// ```
 pub fn escape_id(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_');
+    let kept =
+        id.bytes().all(|b| plain(b) || b == b'-') && !id.contains("--") && id != "." && id != "..";
+    if kept {
+        return id.to_owned();
+    }
+    let mut out = String::with_capacity(id.len() + 8);
+    for (at, b) in id.bytes().enumerate() {
+        if plain(b) && !(at == 0 && b == b'.') {
             out.push(char::from(b));
         } else {
             out.push_str("--");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
         }
-    }
-    // `..` alone would still climb; it cannot be a whole segment once prefixed.
-    if out == "." || out == ".." {
-        out.insert_str(0, "--");
     }
     out
 }
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Whose result a store file holds: a tool call's (`source = tool`) or a background job's
 /// (`source = job`).

@@ -68,13 +68,16 @@ fn normalization() {
 
 #[test]
 fn escaping() {
-    assert_eq!(escape_id("has space"), "has--space");
-    assert_eq!(escape_id("path/to/x"), "path--to--x");
+    assert_eq!(escape_id("has space"), "has--20space");
+    assert_eq!(escape_id("path/to/x"), "path--2fto--2fx");
     assert_eq!(
         escape_id("flemma__jobs__status:20"),
-        "flemma__jobs__status--20"
+        "flemma__jobs__status--3a20"
     );
-    assert_eq!(escape_id(".."), "--..");
+    assert_eq!(escape_id(".."), "--2e.");
+    assert_eq!(escape_id("."), "--2e");
+    assert_eq!(escape_id(".x"), ".x");
+    assert_eq!(escape_id(".x y"), "--2ex--20y");
     assert_eq!(
         flatten("/home/user/notes/example.chat"),
         "home--user--notes--example.chat"

@@ -72,7 +72,7 @@ fn enabled_writes_outputs_and_errors() {
             .materialize(&jid("bash:8"), Some(&tn("bash")), &body)
             .unwrap()
             .unwrap();
-        assert_eq!(path, dir.join("job_bash--8.txt"));
+        assert_eq!(path, dir.join("job_bash--3a8.txt"));
         assert_eq!(read(&path), "exit 1");
     }
 

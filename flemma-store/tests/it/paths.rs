@@ -233,12 +233,15 @@ fn template_errors() {
 #[test]
 fn id_escaping_examples() {
     let cases = [
-        ("bash:8", "bash--8"),
-        ("has space", "has--space"),
-        ("path/to/x", "path--to--x"),
-        ("flemma__jobs__status:20", "flemma__jobs__status--20"),
+        ("bash:8", "bash--3a8"),
+        ("has space", "has--20space"),
+        ("path/to/x", "path--2fto--2fx"),
+        ("flemma__jobs__status:20", "flemma__jobs__status--3a20"),
         ("toolu_01.A-b", "toolu_01.A-b"),
-        ("é", "----"),
+        ("é", "--c3--a9"),
+        // Kept as they are, these two would take the names of `a b` and `a/b`.
+        ("a--b", "a--2d--2db"),
+        ("a--20b", "a--2d--2d20b"),
     ];
     for (id, escaped) in cases {
         assert_eq!(escape_id(id), escaped, "{id}");
@@ -316,10 +319,10 @@ fn name_deduplication_example() {
         &[],
     );
     let path = |name: &str, id: &str| store.path_for(&tid(id), Some(&tn(name))).unwrap();
-    assert_eq!(path("bash", "bash:8"), p("/s/tool_bash--8.txt"));
+    assert_eq!(path("bash", "bash:8"), p("/s/tool_bash--3a8.txt"));
     assert_eq!(
         path("flemma.jobs.status", "flemma__jobs__status:20"),
-        p("/s/tool_flemma__jobs__status--20.txt")
+        p("/s/tool_flemma__jobs__status--3a20.txt")
     );
     // Not a whole-word repeat: untouched.
     assert_eq!(path("bash", "bashful"), p("/s/tool_bash_bashful.txt"));
@@ -327,13 +330,13 @@ fn name_deduplication_example() {
     // Without a name there is nothing to de-duplicate.
     assert_eq!(
         store.path_for(&tid("bash:8"), None).unwrap(),
-        p("/s/tool__bash--8.txt")
+        p("/s/tool__bash--3a8.txt")
     );
     // The same through the default preset.
     let store = crate::store(&options(), Some(Path::new("/n/x.chat")), &[]);
     assert_eq!(
         store.path_for(&tid("bash:8"), Some(&tn("bash"))).unwrap(),
-        p("/n/.flemma/x.chat/tool_bash--8.txt")
+        p("/n/.flemma/x.chat/tool_bash--3a8.txt")
     );
     assert_eq!(
         dedupe_name(Path::new("/s/a_bash_bash_bash_b"), "bash"),

@@ -16,6 +16,7 @@ mod durability;
 mod executor;
 mod files;
 mod hooks;
+mod id_names;
 mod jobs;
 mod paths;
 mod placements;

@@ -246,15 +246,43 @@ pub(crate) enum Locked {
 }
 
 impl Locked {
-    /// `<id>.json`, escaped, and shortened like store file names when the id is too long for
-    /// the file system (`flemma_store::shorten`: a readable prefix and a hash of the whole id).
+    /// `<id>.json`, the id escaped as store file names escape it ([`flemma_store::escape_id`]:
+    /// distinct ids, distinct names), and shortened like them when the id is too long for the
+    /// file system (`flemma_store::shorten`: a readable prefix and a hash of the whole id).
     fn file_name(id: &str) -> String {
-        let name = format!("{}.json", crate::jobs::journal::escape(id));
+        let name = format!("{}.json", flemma_store::escape_id(id));
         flemma_store::shorten(&name, flemma_store::MAX_FILE_NAME).into_owned()
     }
 
     fn file(dir: &Path, id: &str) -> PathBuf {
         dir.join(Self::file_name(id))
+    }
+
+    /// The name a claim of `id` had before names were escaped one id to one name (every byte
+    /// outside `[A-Za-z0-9._-]` written `--`, `_` before a leading `.`), where that differs:
+    /// a claim a host recorded then is still found and removed.
+    fn legacy_file(dir: &Path, id: &str) -> Option<PathBuf> {
+        let mut escaped = String::with_capacity(id.len());
+        for c in id.chars() {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                escaped.push(c);
+            } else {
+                escaped.push_str("--");
+            }
+        }
+        if escaped.starts_with('.') {
+            escaped.insert(0, '_');
+        }
+        let name = format!("{escaped}.json");
+        let name = flemma_store::shorten(&name, flemma_store::MAX_FILE_NAME);
+        (*name != *Self::file_name(id)).then(|| dir.join(&*name))
+    }
+
+    /// The record in `path`, when it is a claim of `id` (an old name may hold another id's).
+    fn read_record(path: &Path, id: &str) -> Option<ClaimRecord> {
+        let bytes = std::fs::read(path).ok()?;
+        let record: ClaimRecord = serde_json::from_slice(&bytes).ok()?;
+        (record.tool_id == id).then_some(record)
     }
 
     pub(crate) fn all(&self) -> Vec<ClaimRecord> {
@@ -269,10 +297,9 @@ impl Locked {
 
     pub(crate) fn get(&self, id: &str) -> Option<ClaimRecord> {
         match self {
-            Locked::Dir { dir, .. } => {
-                let bytes = std::fs::read(Self::file(dir, id)).ok()?;
-                serde_json::from_slice(&bytes).ok()
-            }
+            Locked::Dir { dir, .. } => Self::read_record(&Self::file(dir, id), id).or_else(|| {
+                Self::legacy_file(dir, id).and_then(|path| Self::read_record(&path, id))
+            }),
             Locked::Memory { table, key } => table.get(key)?.1.get(id).cloned(),
         }
     }
@@ -302,10 +329,15 @@ impl Locked {
 
     pub(crate) fn remove(&mut self, id: &str) -> std::io::Result<()> {
         match self {
-            Locked::Dir { dir, .. } => match std::fs::remove_file(Self::file(dir, id)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
+            Locked::Dir { dir, .. } => {
+                // A claim of this id under its old name goes too (never another id's).
+                if let Some(path) = Self::legacy_file(dir, id)
+                    && Self::read_record(&path, id).is_some()
+                {
+                    remove_if_present(&path)?;
+                }
+                remove_if_present(&Self::file(dir, id))
+            }
             Locked::Memory { table, key } => {
                 if let Some((_, claims)) = table.get_mut(key) {
                     claims.remove(id);
@@ -313,6 +345,14 @@ impl Locked {
                 Ok(())
             }
         }
+    }
+}
+
+/// Removes a file; one that is not there is fine.
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -364,6 +404,39 @@ mod tests {
         release
             .join()
             .unwrap_or_else(|_| panic!("the releasing thread"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `a b` and `a--b` had one claim file (`a--b.json`): the claim of one read as the
+    /// other's. Each has its own now, and a claim under its old name is still found and
+    /// removed, never another id's.
+    #[tokio::test(flavor = "current_thread")]
+    async fn ids_that_escaped_alike_have_claims_of_their_own() {
+        let dir = std::env::temp_dir().join(format!("flemma-claims-names-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let table = Table::Dir(dir.clone());
+        let mut locked = table.lock().await.unwrap_or_else(|e| panic!("{e}"));
+        let claim = |id: &str| ClaimRecord {
+            tool_id: id.to_owned(),
+            ..record(7, None)
+        };
+        locked.put(claim("a b")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(locked.get("a--b"), None);
+        locked.put(claim("a--b")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(locked.get("a b"), Some(claim("a b")));
+        assert_eq!(locked.get("a--b"), Some(claim("a--b")));
+        assert_eq!(locked.all().len(), 2);
+        locked.remove("a b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(locked.get("a--b"), Some(claim("a--b")));
+        locked.remove("a--b").unwrap_or_else(|e| panic!("{e}"));
+        // A claim recorded under the old name (`a:b` was `a--b.json`).
+        let old = serde_json::to_vec(&claim("a:b")).unwrap_or_default();
+        std::fs::write(dir.join("a--b.json"), old).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(locked.get("a--b"), None);
+        assert_eq!(locked.get("a:b"), Some(claim("a:b")));
+        locked.remove("a:b").unwrap_or_else(|e| panic!("{e}"));
+        assert!(locked.all().is_empty());
+        drop(locked);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
