@@ -121,7 +121,10 @@ pub enum Next {
     AwaitApproval,
     /// Calls are still running.
     Running,
-    /// Nothing to run or send: the conversation waits for the user.
+    /// Nothing to run or send: the conversation waits for the user. Also when a later
+    /// `**Tool Use:**` repeats an earlier one's id: no result can answer it, so the cycle
+    /// does not run it, reports it ([`Event::Warning`](crate::Event::Warning), naming the id
+    /// and both lines) and does not send the conversation.
     Idle,
 }
 

@@ -12,6 +12,7 @@ mod claims;
 mod conversation_ids;
 mod cycle;
 mod cycle_many;
+mod duplicate_ids;
 mod durability;
 mod executor;
 mod files;
