@@ -41,84 +41,69 @@ struct Cli {
     /// Options file for the SETUP layer (default: ./flemma.toml when present).
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// Set an option in the RUNTIME layer (`tools.max_concurrent=4`); repeatable. The value
-    /// is read as JSON when it parses (`true`, `4`, `["bash"]`), else as text.
+    /// Set an option in the RUNTIME layer (`tools.max_concurrent=4`); repeatable.
+    ///
+    /// The value is read as JSON when it parses (`true`, `4`, `["bash"]`), else as text.
     // Not `global`: every subcommand has its own `--set` (see `command`), so values given
     // before and after a subcommand all count, in order.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
-    /// Show more diagnostics on stderr: -v info, -vv debug, -vvv trace (default: warnings;
-    /// `RUST_LOG` adds directives such as `flemma_tools=debug`).
+    /// Show more diagnostics on stderr: -v info, -vv debug, -vvv trace.
+    ///
+    /// The default shows warnings; `RUST_LOG` adds directives such as `flemma_tools=debug`.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print the parsed transcript (`-` reads standard input).
-    Parse {
-        /// The `.chat` file.
-        file: PathBuf,
-        /// Print the AST as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Report diagnostics; exit 1 when there are any.
-    Check {
-        /// The `.chat` file.
-        file: PathBuf,
-        /// Print the diagnostics as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Rewrite the file in canonical form (`-` prints the result to standard output).
-    Fmt {
-        /// The `.chat` file.
-        file: PathBuf,
-        /// Change nothing; exit 1 when the file is not in canonical form.
-        #[arg(long)]
-        check: bool,
-        /// Print the outcome as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Approval: how the chain decides a tool call.
-    Approval {
-        #[command(subcommand)]
-        command: ApprovalCommand,
-    },
-    /// Print the exact request body a provider would receive for FILE (no network).
-    Request {
+    /// Run the agent loop on FILE: send, run the tools, repeat.
+    ///
+    /// Runs until the model answers, a call waits for approval, `--max-turns` is reached or
+    /// it is cancelled (Ctrl-C; twice cancels everything). FILE is appended to as the response
+    /// streams and rewritten atomically as the tools finish; edits made meanwhile are kept.
+    /// Exit codes: 0 finished or nothing to do, 3 awaiting approval, 4 stopped by a limit, 5
+    /// background jobs still running, 6 a hook blocked the prompt, 1 failed, 2 usage error,
+    /// 130/143/129 cancelled by a signal.
+    Run {
         /// The `.chat` file.
         file: PathBuf,
         /// The provider.
-        #[arg(long, value_enum)]
-        provider: ProviderArg,
+        ///
+        /// Keys come from `ANTHROPIC_API_KEY`, `OPENAI_API_KEY` or `VERTEX_ACCESS_TOKEN`,
+        /// `VERTEX_PROJECT` and `VERTEX_LOCATION`; `FLEMMA_BASE_URL` replaces the base URL.
+        #[arg(long, value_enum, default_value = "anthropic")]
+        provider: run::RunProvider,
         /// The model (default: the `model` option, else a per-provider default).
         #[arg(long)]
         model: Option<String>,
-        /// The template language of `{{ }}` / `{% %}` (default: lua when built with the
-        /// `lua` feature, as the reference writes templates; else jinja).
-        #[arg(long, value_enum)]
-        templates: Option<TemplatesArg>,
+        /// The script `--provider scripted` replays: a JSON list of turns, one per request.
+        ///
+        /// A turn: `{"text": "…", "thinking": "…", "tool_uses": [{"name": "ls", "input":
+        /// {"path": "."}, "id": "optional"}], "usage": {"input_tokens": 10, "output_tokens":
+        /// 5}, "delay_ms": 0}` (every key optional), `{"error": "overloaded"}`, or
+        /// `{"recording": "stream.txt", "provider": "anthropic"}` (a recorded SSE stream,
+        /// relative to the script). Generated ids are `toolu_scripted_<turn>_<n>`; a
+        /// conversation that holds turn k's calls resumes at turn k + 1.
+        #[arg(long, value_name = "PATH")]
+        script: Option<PathBuf>,
+        /// What happens to calls that need approval.
+        #[arg(long, value_enum, default_value = "ask")]
+        approve: run::ApproveMode,
+        /// Stop after this many consecutive responses that ask for tools (default: the
+        /// `tools.autopilot.max_turns` option, 100).
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u64>,
+        /// Write the conversation to PATH (FILE is copied there first and left unchanged).
+        ///
+        /// Relative paths in the conversation still resolve against FILE's directory.
+        #[arg(long, value_name = "PATH")]
+        output: Option<PathBuf>,
     },
-    /// The tool result store.
-    Store {
-        #[command(subcommand)]
-        command: StoreCommand,
-    },
-    /// The tools a conversation offers, as the model sees them (sorted by name, harness
-    /// parameters included); without FILE, the defaults.
-    Tools {
-        /// The `.chat` file whose frontmatter shapes the tool set.
-        file: Option<PathBuf>,
-        /// Print `[{"name", "description", "input_schema", "strict"}]`.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run one tool cycle on FILE: placeholders for new tool calls (approval chain), then
-    /// settle statuses and run the approved calls; no provider call. FILE is rewritten
-    /// atomically.
+    /// Run one tool cycle on FILE, without calling a model.
+    ///
+    /// Places placeholders for new tool calls (approval chain), then settles statuses and
+    /// runs the approved calls. FILE is rewritten atomically.
     Cycle {
         /// The `.chat` file.
         file: PathBuf,
@@ -128,26 +113,6 @@ enum Command {
         /// Then wait for the conversation's background jobs and deliver their Job Results.
         #[arg(long)]
         wait: bool,
-    },
-    /// MCP: the servers of `[mcp.servers]` as tool sources, and flemma's tools for other MCP
-    /// clients.
-    #[cfg(feature = "mcp")]
-    Mcp {
-        #[command(subcommand)]
-        command: McpCommand,
-    },
-    /// The language server of `.chat` documents, on standard input and output (for an
-    /// editor to start).
-    #[cfg(feature = "lsp")]
-    Lsp,
-    /// List the conversation's background jobs: running, completed (delivery pending),
-    /// delivered or lost.
-    Jobs {
-        /// The `.chat` file.
-        file: PathBuf,
-        /// Print `[{"job_id", "tool_id", "tool", "state", "elapsed_seconds"}]`.
-        #[arg(long)]
-        json: bool,
     },
     /// Approve the pending call ID.
     Approve {
@@ -172,42 +137,98 @@ enum Command {
         /// The `.chat` file.
         file: PathBuf,
     },
-    /// Run the agent loop on FILE until it is idle, waits for approval, exceeds
-    /// `--max-turns` or is cancelled (Ctrl-C; twice cancels everything). FILE is appended to
-    /// as the response streams and rewritten atomically as the tools finish; edits made
-    /// meanwhile are kept. Exit 130 when cancelled.
-    Run {
+    /// List the conversation's background jobs.
+    ///
+    /// Each job is running, completed (delivery pending), delivered or lost.
+    Jobs {
         /// The `.chat` file.
         file: PathBuf,
-        /// The provider; keys come from `ANTHROPIC_API_KEY`, `OPENAI_API_KEY` or
-        /// `VERTEX_ACCESS_TOKEN`, `VERTEX_PROJECT` and `VERTEX_LOCATION`; `FLEMMA_BASE_URL`
-        /// replaces the base URL.
-        #[arg(long, value_enum, default_value = "anthropic")]
-        provider: run::RunProvider,
+        /// Print `[{"job_id", "tool_id", "tool", "state", "elapsed_seconds"}]`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report diagnostics; exit 1 when there are any.
+    Check {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// Print the diagnostics as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the parsed transcript (`-` reads standard input).
+    Parse {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// Print the AST as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite the file in canonical form (`-` prints the result to standard output).
+    Fmt {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// Change nothing; exit 1 when the file is not in canonical form.
+        #[arg(long)]
+        check: bool,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The tools a conversation offers, and which are auto-approved.
+    ///
+    /// Sorted by name, as the model sees them (with `--json`, harness parameters included);
+    /// without FILE, the defaults. MCP servers of the options files are started and their
+    /// tools listed as well.
+    Tools {
+        /// The `.chat` file whose frontmatter shapes the tool set.
+        file: Option<PathBuf>,
+        /// Print `[{"name", "description", "input_schema", "strict"}]`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the request body a provider would receive for FILE (no network).
+    Request {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// The provider.
+        #[arg(long, value_enum)]
+        provider: ProviderArg,
         /// The model (default: the `model` option, else a per-provider default).
         #[arg(long)]
         model: Option<String>,
-        /// The script `--provider scripted` replays (JSON; see `ScriptedProvider`).
-        #[arg(long, value_name = "PATH")]
-        script: Option<PathBuf>,
-        /// What happens to calls that need approval.
-        #[arg(long, value_enum, default_value = "ask")]
-        approve: run::ApproveMode,
-        /// Stop after this many consecutive responses that ask for tools (default: the
-        /// `tools.autopilot.max_turns` option, 100).
-        #[arg(long, value_name = "N")]
-        max_turns: Option<u64>,
-        /// Write the conversation to PATH (FILE is copied there first and left unchanged);
-        /// relative paths in the conversation still resolve against FILE's directory.
-        #[arg(long, value_name = "PATH")]
-        output: Option<PathBuf>,
+        /// The template language of `{{ }}` / `{% %}` (default: lua when built with the
+        /// `lua` feature, as the reference writes templates; else jinja).
+        #[arg(long, value_enum)]
+        templates: Option<TemplatesArg>,
     },
-    /// Run the conversations under an object-store prefix (`s3://bucket/prefix`) that are
-    /// ready (the last message is the user's, or calls wait to run), each under a lease that
-    /// keeps other workers off it, with any number of workers on any number of machines. The
-    /// bucket's client comes from the `AWS_*` variables (`AWS_ENDPOINT_URL` for S3-compatible
-    /// servers). Runs until SIGINT, SIGTERM or SIGHUP, then lets the runs stop and releases
-    /// their leases.
+    /// Explain how the approval chain decides a tool call.
+    Approval {
+        #[command(subcommand)]
+        command: ApprovalCommand,
+    },
+    /// The tool result store.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+    /// MCP servers as tool sources, and flemma's tools for MCP clients.
+    #[cfg(feature = "mcp")]
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+    /// The language server of `.chat` documents, on standard input and output.
+    ///
+    /// For an editor to start.
+    #[cfg(feature = "lsp")]
+    Lsp,
+    /// Run the ready conversations under an object-store prefix (`s3://bucket/prefix`).
+    ///
+    /// A conversation is ready when its last message is the user's or calls wait to run;
+    /// each runs under a lease that keeps other workers off it, with any number of workers
+    /// on any number of machines. The bucket's client comes from the `AWS_*` variables
+    /// (`AWS_ENDPOINT_URL` for S3-compatible servers). Runs until SIGINT, SIGTERM or SIGHUP,
+    /// then lets the runs stop and releases their leases.
     #[cfg(feature = "object-store")]
     Worker(object::WorkerArgs),
 }

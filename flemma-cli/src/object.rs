@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::failure::{Failure, failed};
 use crate::options::Settings;
-use crate::run::{ApproveAll, ApproveMode, RunArgs, RunProvider};
+use crate::run::{ApproveAll, RunArgs, RunProvider};
 
 /// How long `flemma run s3://…` holds a conversation's lease between renewals' worth: the
 /// time after which another host may take over if this one dies.
@@ -219,10 +219,9 @@ pub(crate) struct WorkerArgs {
     /// The script `--provider scripted` replays, from its start for each conversation.
     #[arg(long, value_name = "PATH")]
     pub(crate) script: Option<PathBuf>,
-    /// What happens to calls that need approval: `all` approves them, `none` leaves them
-    /// pending in the conversation (a worker has no terminal to ask on).
+    /// What happens to calls that need approval (a worker has no terminal to ask on).
     #[arg(long, value_enum, default_value = "none")]
-    pub(crate) approve: ApproveMode,
+    pub(crate) approve: WorkerApprove,
     /// Stop a conversation after this many consecutive responses that ask for tools.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<u64>,
@@ -231,6 +230,15 @@ pub(crate) struct WorkerArgs {
     /// directory).
     #[arg(long, value_name = "DIR")]
     pub(crate) workdir: Option<PathBuf>,
+}
+
+/// `flemma worker --approve`: what a worker can do with a call that needs approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum WorkerApprove {
+    /// Approve every pending call.
+    All,
+    /// Leave pending calls in the conversation (`flemma approve s3://…` decides them).
+    None,
 }
 
 fn seconds(value: f64, flag: &str) -> Result<Duration, Failure> {
@@ -243,11 +251,6 @@ fn seconds(value: f64, flag: &str) -> Result<Duration, Failure> {
 /// `flemma worker --store s3://bucket/prefix`.
 pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failure> {
     let url = ObjectUrl::parse(&args.store).map_err(usage)?;
-    if args.approve == ApproveMode::Ask {
-        return Err(usage(anyhow::anyhow!(
-            "a worker has no terminal to ask on: --approve all or none"
-        )));
-    }
     let lease = seconds(args.lease_seconds, "--lease-seconds")?;
     let poll = seconds(args.poll_seconds, "--poll-seconds")?;
     let mut config = settings.load()?;
@@ -269,7 +272,7 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
         .concurrency(args.concurrency)
         .lease_ttl(lease)
         .poll_interval(poll)
-        .runs_pending(args.approve == ApproveMode::All)
+        .runs_pending(args.approve == WorkerApprove::All)
         .workdir(match &args.workdir {
             Some(dir) => std::path::absolute(dir).map_err(usage)?,
             None => workdir()?,
@@ -279,7 +282,7 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
     let runtime = crate::tools::runtime()?;
     let runner = {
         let (provider, script, model) = (args.provider, args.script.clone(), args.model.clone());
-        let approve_all = args.approve == ApproveMode::All;
+        let approve_all = args.approve == WorkerApprove::All;
         let max_turns = args.max_turns;
         move |assignment: Assignment| {
             let made =

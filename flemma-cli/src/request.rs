@@ -24,9 +24,9 @@ pub(crate) enum TemplatesArg {
 }
 
 /// `flemma request`: the body a provider would receive, built from the file, its frontmatter
-/// and the options; the built-in tools are offered as `flemma tools` lists them (every
-/// enabled tool, as the conversation's `tools` operations change them; a misspelled name
-/// stops the command). Templates and `@./file` references are rendered; the body is printed
+/// and the options; the tools are offered as `flemma tools` lists them (the built-in tools
+/// and the MCP servers' once they listed theirs, as the conversation's `tools` operations
+/// change them; a misspelled name stops the command). Templates and `@./file` references are rendered; the body is printed
 /// even when a template fails, and the exit code is then 1.
 pub(crate) fn request(
     out: &mut impl Write,
@@ -39,7 +39,8 @@ pub(crate) fn request(
     use flemma::providers::{PromptBuilder, ProviderKind, RequestOptions};
     let input = Input::read(file)?;
     let config = settings.load()?;
-    let registry = tools::registry(&config)?;
+    // Once the MCP servers listed their tools: the tool set `flemma tools` and a run offer.
+    let registry = tools::ready_registry(&config)?;
     // One parse and one evaluation of the frontmatter, as a session's transcript has them.
     let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
     let evaluated = options::evaluated(&transcript, &input.name)?;

@@ -93,14 +93,28 @@ pub(crate) fn specs_of(
     config: Config,
     registry: &ToolRegistry,
 ) -> Result<Vec<flemma::schema::ToolSpec>, Failure> {
+    Ok(tool_set_of(file, config, registry)?.0)
+}
+
+/// FILE's tool set as the model sees it, and the conversation's options.
+fn tool_set_of(
+    file: &Path,
+    config: Config,
+    registry: &ToolRegistry,
+) -> Result<(Vec<flemma::schema::ToolSpec>, flemma::config::Options), Failure> {
     let input = Input::read(file)?;
     let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
     let evaluated = options::evaluated(&transcript, &input.name)?;
-    Ok(registry.specs_for_prompt(evaluated.options()))
+    let options = flemma::config::Options::clone(evaluated.options());
+    Ok((registry.specs_for_prompt(&options), options))
 }
 
 /// `flemma tools [FILE] [--json]`: the conversation's tool set as the model sees it, sorted
-/// by name, harness parameters injected.
+/// by name, harness parameters injected; as text, aligned columns: the name, `auto` when
+/// `tools.auto_approve` names the tool (or `tools.require_approval` is off), `sandboxed` when
+/// the sandbox resolver approves it while a sandbox runs it, else `ask` (hooks, MCP hints and
+/// host resolvers may still decide a call: `flemma approval explain`), and the description's
+/// first sentence.
 pub(crate) fn tools(
     out: &mut impl Write,
     file: Option<&Path>,
@@ -109,13 +123,13 @@ pub(crate) fn tools(
 ) -> Result<u8, Failure> {
     let config = settings.load()?;
     let registry = ready_registry(&config)?;
-    let specs = if let Some(file) = file {
-        specs_of(file, config, &registry)?
+    let (specs, options) = if let Some(file) = file {
+        tool_set_of(file, config, &registry)?
     } else {
         // Without a file, a diagnostic has a place of its own (the options file, `--set`).
         let mut config = config;
         let options = options::evaluate(&mut config, &registry, "options")?;
-        registry.specs_for_prompt(&options)
+        (registry.specs_for_prompt(&options), options)
     };
     if json {
         let list: Vec<_> = specs
@@ -130,13 +144,54 @@ pub(crate) fn tools(
             })
             .collect();
         crate::render::json(out, &list)?;
-    } else {
-        for spec in &specs {
-            let summary = spec.description.lines().next().unwrap_or_default();
-            writeln!(out, "{}  {}", spec.name, crate::visible::line(summary))?;
-        }
+        return Ok(0);
+    }
+    if specs.is_empty() {
+        writeln!(out, "no tools")?;
+        return Ok(0);
+    }
+    let auto = flemma::config::GlobList::new(options.tools.auto_approve.iter().map(String::as_str));
+    let names: Vec<String> = specs
+        .iter()
+        .map(|s| crate::visible::line(s.name.as_str()).into_owned())
+        .collect();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("NAME".len());
+    writeln!(out, "{:width$}  APPROVAL   DESCRIPTION", "NAME")?;
+    for (spec, name) in specs.iter().zip(&names) {
+        let approval = if !options.tools.require_approval || auto.is_match(spec.name.as_str()) {
+            "auto"
+        } else if options.tools.auto_approve_sandboxed
+            && options.sandbox.enabled
+            && registry.has_capability(
+                spec.name.as_str(),
+                flemma::schema::Capability::AutoApprovesIfSandboxed,
+            )
+        {
+            "sandboxed"
+        } else {
+            "ask"
+        };
+        writeln!(
+            out,
+            "{name:width$}  {approval:9}  {}",
+            crate::visible::line(first_sentence(&spec.description))
+        )?;
     }
     Ok(0)
+}
+
+/// The first sentence of a description (its first line, up to the first `. `).
+fn first_sentence(description: &str) -> &str {
+    let line = description.lines().next().unwrap_or_default();
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    }
 }
 
 /// An executor over FILE with the CLI's options.
@@ -298,17 +353,46 @@ pub(crate) fn jobs(
             })
             .collect();
         crate::render::json(out, &list)?;
+    } else if jobs.is_empty() {
+        writeln!(out, "no jobs")?;
     } else {
-        for job in &jobs {
-            let elapsed = job
-                .elapsed_seconds
-                .map(|s| format!(" {s:.1}s"))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "{} {} {} {}{elapsed}",
-                job.job_id, job.tool_id, job.tool, job.state
-            )?;
+        // Aligned columns; ids and names come from the transcript: shown, never obeyed.
+        let rows: Vec<[String; 5]> = jobs
+            .iter()
+            .map(|job| {
+                [
+                    crate::visible::line(job.job_id.as_str()).into_owned(),
+                    crate::visible::line(job.tool_id.as_str()).into_owned(),
+                    crate::visible::line(job.tool.as_str()).into_owned(),
+                    job.state.to_string(),
+                    job.elapsed_seconds
+                        .map(|s| format!("{s:.1}s"))
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        let header = ["JOB", "CALL", "TOOL", "STATE", "ELAPSED"];
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let line = |cells: [&str; 5]| {
+            use std::fmt::Write as _;
+            let mut text = String::new();
+            for (at, (cell, width)) in cells.iter().zip(widths).enumerate() {
+                if at + 1 == cells.len() {
+                    text.push_str(cell);
+                } else {
+                    let _ = write!(text, "{cell:width$}  ");
+                }
+            }
+            text.trim_end().to_owned()
+        };
+        writeln!(out, "{}", line(header))?;
+        for row in &rows {
+            writeln!(out, "{}", line(row.each_ref().map(String::as_str)))?;
         }
     }
     Ok(0)

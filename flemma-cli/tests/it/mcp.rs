@@ -126,9 +126,32 @@ fn the_servers_tools_are_in_the_tool_set_and_names_the_options_may_give() {
     let names = everything_names(&text(&out.stdout));
     assert_eq!(names, ["everything.echo", "everything.get-sum"]);
 
+    // `request` offers the conversation's tool set as a run would, the server's included.
+    let chat = dir.join("chat.chat");
+    let out = flemma(
+        &[
+            "request",
+            arg(&chat),
+            "--provider",
+            "anthropic",
+            "--config",
+            arg(&config),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wire: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| n.starts_with("everything"))
+        .collect();
+    assert_eq!(wire, ["everything__echo"]);
+
     // `check` knows them: removing one is no misspelled name; a name the server does not
     // have is.
-    let chat = dir.join("chat.chat");
     let out = flemma(&["check", arg(&chat), "--config", arg(&config)], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     std::fs::write(

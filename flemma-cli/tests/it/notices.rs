@@ -150,7 +150,10 @@ fn jobs_says_lost_for_an_orphan_before_and_after_recovery() {
     let (code, stdout, _) = run(&["jobs", file.to_str().unwrap()]);
     assert_eq!(
         (code, stdout.as_str()),
-        (0, "job_gone1234 toolu_02 bash lost\n")
+        (
+            0,
+            "JOB           CALL      TOOL  STATE  ELAPSED\njob_gone1234  toolu_02  bash  lost\n"
+        )
     );
 
     let (code, body, _) = run(&["request", file.to_str().unwrap(), "--provider", "anthropic"]);

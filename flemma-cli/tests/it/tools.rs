@@ -392,3 +392,80 @@ fn cycle_runs_bash_in_the_sandbox() {
     );
     assert!(after.contains("Read-only file system"), "{after}");
 }
+
+/// `flemma tools` as text: aligned columns with a header, whether each tool is approved
+/// without asking, and the description's first sentence.
+#[test]
+fn tools_as_text_are_aligned_columns_that_say_which_are_auto_approved() {
+    let out = flemma(
+        &["tools", "--set", "tools.auto_approve=[\"read\", \"ls\"]"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "NAME                APPROVAL   DESCRIPTION");
+    assert!(
+        lines.contains(&"read                auto       Read the contents of a file."),
+        "{stdout}"
+    );
+    assert!(
+        lines.contains(&"ls                  auto       List directory contents."),
+        "{stdout}"
+    );
+    assert!(
+        lines.contains(&"write               ask        Write content to a file."),
+        "{stdout}"
+    );
+    // Every description starts in the same column.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.get(31..32).is_some_and(|c| c != " ")),
+        "{stdout}"
+    );
+}
+
+/// `flemma jobs` of a conversation without background jobs says so.
+#[test]
+fn jobs_without_jobs_says_so() {
+    let chat = crate::scratch("no-jobs.chat", b"@You:\nhi\n");
+    let out = flemma(&["jobs", chat.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "no jobs\n");
+}
+
+/// The help lists `run` first, a line per command; a misspelled command or flag gets the
+/// one meant; a worker's `--approve` offers only what a worker can do.
+#[test]
+fn the_help_leads_with_run_and_typos_get_a_did_you_mean() {
+    let help = text(&flemma(&["--help"], None).stdout);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(commands[0].trim_start().starts_with("run "), "{help}");
+    assert!(help.lines().all(|l| l.chars().count() <= 100), "{help}");
+    let typo = flemma(&["rum", "x.chat"], None);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        text(&typo.stderr).contains("a similar subcommand exists: 'run'"),
+        "{}",
+        text(&typo.stderr)
+    );
+    let flag = flemma(&["run", "x.chat", "--aprove", "none"], None);
+    assert!(
+        text(&flag.stderr).contains("a similar argument exists: '--approve'"),
+        "{}",
+        text(&flag.stderr)
+    );
+    let worker = flemma(&["worker", "--store", "s3://b/p", "--approve", "ask"], None);
+    assert_eq!(worker.status.code(), Some(2));
+    assert!(
+        text(&worker.stderr).contains("[possible values: all, none]"),
+        "{}",
+        text(&worker.stderr)
+    );
+}
