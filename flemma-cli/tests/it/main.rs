@@ -631,7 +631,9 @@ fn store_path_prints_the_spec_example() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         json["path"],
-        format!("{home}/notes/.flemma/example.chat/job_flemma__jobs__status_job--1.txt")
+        // The spec's example writes `job--1`; ids escape one to one here (`:` is `--3a`), so
+        // that `job:1` and `job 1` never share a file (README, departures).
+        format!("{home}/notes/.flemma/example.chat/job_flemma__jobs__status_job--3a1.txt")
     );
 }
 
@@ -650,7 +652,10 @@ fn store_path_follows_options_and_frontmatter() {
         ],
         None,
     );
-    assert_eq!(text(&out.stdout), "/srv/store/..--..--etc--passwd.log\n");
+    assert_eq!(
+        text(&out.stdout),
+        "/srv/store/--2e.--2f..--2fetc--2fpasswd.log\n"
+    );
     let out = flemma(
         &[
             "store",

@@ -202,7 +202,6 @@ fn the_second_ctrl_c_exits_even_when_a_write_is_stuck() {
 /// (spec §12: the error, a blank line, `Partial output:` and the output; README, bash:
 /// "a cancel gives `User aborted tool execution.` with the partial output").
 #[test]
-#[ignore = "needs the executor's run_one to await a cancelled tool's own report (issue 35, item 2)"]
 fn sigterm_while_bash_runs_keeps_the_partial_output() {
     let chat = scratch("sigterm-partial.chat", b"@You:\nWait.\n");
     let dir = chat.parent().unwrap();

@@ -262,9 +262,14 @@ impl Executor {
     /// answers it (results are matched to calls by id), and the conversation is not sent
     /// while it is there ([`Next::Idle`]: the user gives the call an id of its own).
     pub(super) async fn next_step(&self) -> Result<Next, ExecutorError> {
-        let duplicates = self.with_document(|doc, _| later_duplicates(doc)).await?;
-        for (id, line, first) in &duplicates {
-            self.emit(Event::Warning(msg_duplicate(id, *line, *first)));
+        let duplicates = self
+            .with_document(|doc, _| flemma_ast::duplicate_tool_uses(doc))
+            .await?;
+        for duplicate in &duplicates {
+            self.emit(Event::Warning(format!(
+                "line {}: {}; it is not run and the conversation is not sent",
+                duplicate.line, duplicate.message
+            )));
         }
         let next = self.next_of_document().await?;
         Ok(match next {
@@ -316,30 +321,6 @@ pub(super) fn rename_in_header(
     let at = line.find(&old)?;
     let renamed = format!("{}`{new}`{}", &line[..at], &line[at + old.len()..]);
     Some(TextEdit::replace(line_no, line_no, vec![renamed]))
-}
-
-/// The warning of a later tool use with an earlier one's id.
-fn msg_duplicate(id: &ToolUseId, line: u32, first: u32) -> String {
-    format!(
-        "Duplicate tool use id `{id}` on line {line} (first used on line {first}): this call is not run and the conversation is not sent; give it an id of its own"
-    )
-}
-
-/// Every tool use whose id an earlier tool use has: its id, its header line and the first
-/// use's, in document order.
-fn later_duplicates(doc: &flemma_ast::Document) -> Vec<(ToolUseId, u32, u32)> {
-    let mut first: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
-    let mut found = Vec::new();
-    for tool_use in doc.messages.iter().flat_map(flemma_ast::Message::tool_uses) {
-        let line = tool_use.span.start_line;
-        match first.get(tool_use.id.as_str()) {
-            Some(&at) => found.push((tool_use.id.clone(), line, at)),
-            None => {
-                first.insert(tool_use.id.as_str(), line);
-            }
-        }
-    }
-    found
 }
 
 /// Every tool use without a result, once, in document order: its id, tool, input, and whether

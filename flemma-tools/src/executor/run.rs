@@ -385,10 +385,11 @@ pub(super) async fn run_one(
                 None => std::future::pending().await,
             }
         };
+        tokio::pin!(execute);
         tokio::select! {
             biased;
-            () = token.cancelled() => ToolOutput::error(msg::ABORTED),
-            result = execute => result.unwrap_or_else(|panic| {
+            () = token.cancelled() => aborted(&mut execute).await,
+            result = &mut execute => result.unwrap_or_else(|panic| {
                 ToolOutput::error(crate::registry::panic_payload_text(panic.as_ref()))
             }),
             () = give_up => {
@@ -406,6 +407,23 @@ pub(super) async fn run_one(
         save_to,
         overflow: ctx.overflow_path(),
         overflow_error: ctx.overflow_error(),
+    }
+}
+
+/// The result of a call cancelled while `execute` runs: the tool watches the same token, and
+/// when it reports `User aborted tool execution.` itself within [`GIVE_UP_AFTER`] (`bash`
+/// stops its processes and keeps the output so far), its report is the result, with the
+/// partial output (spec §12); anything else (a tool that does not stop, another text, a
+/// panic) ends with the bare text.
+async fn aborted<F>(execute: &mut std::pin::Pin<&mut F>) -> ToolOutput
+where
+    F: Future<Output = std::thread::Result<ToolOutput>>,
+{
+    match tokio::time::timeout(GIVE_UP_AFTER, execute).await {
+        Ok(Ok(output)) if matches!(&output, ToolOutput::Failure { error, .. } if error == msg::ABORTED) => {
+            output
+        }
+        _ => ToolOutput::error(msg::ABORTED),
     }
 }
 

@@ -283,14 +283,16 @@ impl FileJournal {
         &self.dir
     }
 
-    /// The name of `job`'s entry, `<job id>.json` (bytes outside `[A-Za-z0-9._-]` of the id
-    /// written `--`): a journal kept elsewhere names its entries the same.
+    /// The name of `job`'s entry, `<job id>.json`, the id escaped as the store escapes ids
+    /// ([`flemma_store::escape_id`]: one name per id): a journal kept elsewhere names its
+    /// entries the same.
     ///
     /// ```
     /// use flemma_tools::jobs::FileJournal;
     ///
     /// assert_eq!(FileJournal::entry_name("job_ab12cd34"), "job_ab12cd34.json");
-    /// assert_eq!(FileJournal::entry_name("../x"), "_..--x.json");
+    /// assert_eq!(FileJournal::entry_name("../x"), "--2e.--2fx.json");
+    /// assert_ne!(FileJournal::entry_name("a b"), FileJournal::entry_name("a--b"));
     /// ```
     pub fn entry_name(job: &str) -> String {
         format!("{}.json", escape(job))
@@ -407,20 +409,10 @@ pub(crate) fn read_json_dir<T: serde::de::DeserializeOwned>(dir: &Path, what: &s
         .collect()
 }
 
-/// A job id as a file name: bytes outside `[A-Za-z0-9._-]` become `--` (the store's escaping).
+/// A job id as a file name: the store's escaping ([`flemma_store::escape_id`]), one name per
+/// id, so that two jobs a transcript names never share an entry.
 pub(crate) fn escape(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for c in id.chars() {
-        if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-            out.push(c);
-        } else {
-            out.push_str("--");
-        }
-    }
-    if out.starts_with('.') {
-        out.insert(0, '_');
-    }
-    out
+    flemma_store::escape_id(id)
 }
 
 #[cfg(test)]
@@ -504,7 +496,8 @@ mod tests {
     #[test]
     fn ids_escape_to_file_names() {
         assert_eq!(escape("job_ab12"), "job_ab12");
-        assert_eq!(escape("a/b c"), "a--b--c");
-        assert_eq!(escape("../x"), "_..--x");
+        assert_eq!(escape("a/b c"), "a--2fb--20c");
+        assert_eq!(escape("../x"), "--2e.--2fx");
+        assert_ne!(escape("a b"), escape("a--b"));
     }
 }

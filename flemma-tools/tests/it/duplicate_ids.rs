@@ -56,7 +56,7 @@ fn transcript(after: &str) -> String {
     )
 }
 
-const WARNING: &str = "Duplicate tool use id `t1` on line 20 (first used on line 8): this call is not run and the conversation is not sent; give it an id of its own";
+const WARNING: &str = "line 20: Duplicate tool use id `t1` (first used on line 8): its result would answer the first call; give this call an id of its own; it is not run and the conversation is not sent";
 
 #[tokio::test]
 async fn a_later_duplicate_is_reported_not_run_and_not_answered() {
@@ -92,7 +92,7 @@ async fn the_first_of_two_unanswered_uses_runs_and_the_second_is_reported() {
         (next, warnings, ran),
         (
             Next::Idle,
-            vec!["Duplicate tool use id `t1` on line 13 (first used on line 8): this call is not run and the conversation is not sent; give it an id of its own".to_owned()],
+            vec!["line 13: Duplicate tool use id `t1` (first used on line 8): its result would answer the first call; give this call an id of its own; it is not run and the conversation is not sent".to_owned()],
             1
         )
     );
