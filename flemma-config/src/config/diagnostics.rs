@@ -104,29 +104,8 @@ impl Config {
                 }
             }
         }
-        // A name or glob written in `tools.auto_approve` (not one a preset or the defaults
-        // give: the presets are checked below) that matches no tool approves nothing.
-        for (values, origin) in self.written_values_as_written("tools.auto_approve") {
-            for value in values {
-                if crate::listops::is_preset_ref(&value) {
-                    continue;
-                }
-                let glob = crate::glob::GlobList::new([value.as_str()]);
-                if !registered.iter().any(|r| glob.is_match(r.as_str())) {
-                    let suggestion = if value.contains('*') {
-                        None
-                    } else {
-                        suggest(&value)
-                    };
-                    add(
-                        FinalizeIssue::AutoApproveMatchesNothing {
-                            name: value,
-                            suggestion,
-                        },
-                        Some(origin.clone()),
-                    );
-                }
-            }
+        for (issue, origin) in self.auto_approve_issues(registered) {
+            add(issue, Some(origin));
         }
         for issue in self.presets().finalize(registered) {
             let origin = match &issue {
@@ -137,6 +116,36 @@ impl Config {
             };
             add(issue, origin);
         }
+        for (issue, origin) in self.mcp_server_issues() {
+            add(issue, Some(origin));
+        }
+        for (tool, origin) in self.tool_tables() {
+            if !is_registered(&tool) {
+                let suggestion = suggest(&tool);
+                add(
+                    FinalizeIssue::UnknownToolOptions { tool, suggestion },
+                    Some(origin),
+                );
+            }
+        }
+        // A frontmatter's option outside "flemma"; one that widens the sandbox, the
+        // environment or file access.
+        let stray = self.stray_option.as_ref().map(|(key, line)| {
+            (
+                FinalizeIssue::OptionOutsideFlemmaKey { key: key.clone() },
+                Some(Origin::Frontmatter { line: *line }),
+            )
+        });
+        for (issue, origin) in stray.into_iter().chain(self.widening_issues()) {
+            add(issue, origin);
+        }
+        found
+    }
+
+    /// The MCP servers a layer narrows that the options files do not configure (when they
+    /// configure any), and `enabled = true` for a server they disable.
+    fn mcp_server_issues(&self) -> Vec<(FinalizeIssue, Origin)> {
+        let mut found = Vec::new();
         for (name, origin, enables) in self.narrowed_servers() {
             // Only a host that configures servers in the options files can be checked.
             let Some(servers) = self
@@ -151,35 +160,51 @@ impl Config {
                     let suggestion =
                         crate::suggest::did_you_mean(&name, servers.keys().map(String::as_str))
                             .map(str::to_owned);
-                    add(
-                        FinalizeIssue::UnknownMcpServer { name, suggestion },
-                        Some(origin),
-                    );
+                    found.push((FinalizeIssue::UnknownMcpServer { name, suggestion }, origin));
                 }
                 Some(server) if enables && server.get("enabled") == Some(&false.into()) => {
-                    add(FinalizeIssue::McpServerStaysDisabled { name }, Some(origin));
+                    found.push((FinalizeIssue::McpServerStaysDisabled { name }, origin));
                 }
                 Some(_) => {}
             }
         }
-        for (tool, origin) in self.tool_tables() {
-            if !is_registered(&tool) {
-                let suggestion = suggest(&tool);
-                add(
-                    FinalizeIssue::UnknownToolOptions { tool, suggestion },
-                    Some(origin),
-                );
+        found
+    }
+
+    /// The names and globs written in `tools.auto_approve` (not those a preset or the
+    /// defaults give: the presets are checked on their own) that match no tool: they approve
+    /// nothing.
+    fn auto_approve_issues(
+        &self,
+        registered: &[flemma_ids::ToolName],
+    ) -> Vec<(FinalizeIssue, Origin)> {
+        let mut found = Vec::new();
+        for (values, origin) in self.written_values_as_written("tools.auto_approve") {
+            for value in values {
+                if crate::listops::is_preset_ref(&value) {
+                    continue;
+                }
+                let glob = crate::glob::GlobList::new([value.as_str()]);
+                if registered.iter().any(|r| glob.is_match(r.as_str())) {
+                    continue;
+                }
+                let suggestion = if value.contains('*') {
+                    None
+                } else {
+                    crate::suggest::did_you_mean(
+                        &value,
+                        registered.iter().map(flemma_ids::ToolName::as_str),
+                    )
+                    .map(str::to_owned)
+                };
+                found.push((
+                    FinalizeIssue::AutoApproveMatchesNothing {
+                        name: value,
+                        suggestion,
+                    },
+                    origin.clone(),
+                ));
             }
-        }
-        if let Some((key, line)) = &self.stray_option {
-            add(
-                FinalizeIssue::OptionOutsideFlemmaKey { key: key.clone() },
-                Some(Origin::Frontmatter { line: *line }),
-            );
-        }
-        // A frontmatter that widens the sandbox, the environment or file access.
-        for (issue, origin) in self.widening_issues() {
-            add(issue, origin);
         }
         found
     }
