@@ -88,6 +88,7 @@ pub(crate) fn finish() {
 
 /// FILE's tool set as the model sees it: the options as a transcript of the file evaluates
 /// them (its frontmatter applied once).
+#[cfg(feature = "mcp")]
 pub(crate) fn specs_of(
     file: &Path,
     config: Config,

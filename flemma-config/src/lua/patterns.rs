@@ -602,7 +602,7 @@ fn gmatch(
 
 /// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` of `lua` (and so
 /// the methods of strings) with the bounded ones; the state's steps start at
-/// [`PATTERN_STEPS`].
+/// `PATTERN_STEPS` (20 million).
 ///
 /// # Errors
 ///
