@@ -58,6 +58,22 @@ fn the_quickstart_runs_offline_into_the_output_file_and_leaves_the_example_uncha
         "{transcript}"
     );
     assert!(transcript.ends_with("`cargo run --example NAME`.\n\n@You:\n"));
+    // The README shows this transcript as what the command gives: it must be.
+    assert_eq!(readme_quickstart(), transcript);
+}
+
+/// The transcript the README shows after its main command (the block after
+/// "`target/quickstart.chat` afterwards").
+fn readme_quickstart() -> String {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let after = readme
+        .split_once("`target/quickstart.chat` afterwards")
+        .unwrap()
+        .1;
+    let block = after.split_once("````text\n").unwrap().1;
+    block.split_once("````\n").unwrap().0.to_owned()
 }
 
 #[test]
