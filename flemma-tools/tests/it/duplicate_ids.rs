@@ -4,37 +4,19 @@
 
 use std::sync::{Arc, Mutex};
 
-use flemma_tools::{
-    Event, Executor, MemoryConversation, Next, ToolDefinition, ToolOutput, ToolRegistry,
-    async_tool_fn,
-};
+use flemma_tools::{Event, Executor, MemoryConversation, Next};
 
 const APPROVE: &str = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"echo\"]}}}\n```\n";
 
-fn echo(runs: Arc<Mutex<usize>>) -> ToolRegistry {
-    let registry = ToolRegistry::new();
-    registry.register(async_tool_fn(
-        ToolDefinition::builder("echo", "Echoes its text.")
-            .unwrap()
-            .asynchronous(true)
-            .build()
-            .unwrap(),
-        move |input, _| {
-            let runs = Arc::clone(&runs);
-            async move {
-                *runs.lock().unwrap() += 1;
-                ToolOutput::text(input["text"].as_str().unwrap_or_default().to_owned())
-            }
-        },
-    ));
-    registry
-}
-
 /// One cycle over `text`: the report's next step, the warnings, the runs and the text after.
 async fn cycle(text: &str) -> (Next, Vec<String>, usize, String) {
-    let runs = Arc::new(Mutex::new(0));
+    let runs = Arc::new(Mutex::new(Vec::new()));
     let conversation = Arc::new(MemoryConversation::new(text));
-    let executor = Executor::builder(conversation.clone(), echo(Arc::clone(&runs))).build();
+    let executor = Executor::builder(
+        conversation.clone(),
+        crate::id_names::echo(Arc::clone(&runs)),
+    )
+    .build();
     let mut events = executor.subscribe();
     let report = executor.cycle().await.unwrap();
     let mut warnings = Vec::new();
@@ -43,7 +25,7 @@ async fn cycle(text: &str) -> (Next, Vec<String>, usize, String) {
             warnings.push(warning);
         }
     }
-    let ran = *runs.lock().unwrap();
+    let ran = runs.lock().unwrap().len();
     (report.next, warnings, ran, conversation.text())
 }
 

@@ -19,7 +19,7 @@ fn scratch(test: &str) -> PathBuf {
 }
 
 /// `echo`: answers with its input's `text`, and records every run.
-fn echo(runs: Arc<Mutex<Vec<String>>>) -> ToolRegistry {
+pub(crate) fn echo(runs: Arc<Mutex<Vec<String>>>) -> ToolRegistry {
     let registry = ToolRegistry::new();
     registry.register(async_tool_fn(
         ToolDefinition::builder("echo", "Echoes its text.")
