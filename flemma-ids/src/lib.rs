@@ -36,6 +36,7 @@ mod error;
 mod id;
 mod name;
 mod severity;
+pub mod visible;
 mod wire;
 
 pub use error::InvalidId;

@@ -153,7 +153,6 @@ mod shared;
 mod source;
 mod stdio;
 mod undecodable;
-mod visible;
 
 pub use call::McpTool;
 #[cfg(feature = "serve")]

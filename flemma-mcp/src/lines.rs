@@ -99,7 +99,7 @@ pub(crate) const STDERR_LINE: usize = 8 * 1024;
 /// with a note of how much was dropped.
 pub(crate) fn stderr_text(line: &Line) -> String {
     let text = String::from_utf8_lossy(&line.bytes);
-    let mut text = crate::visible::shown(text.trim_end_matches('\r')).into_owned();
+    let mut text = flemma_ids::visible::line(text.trim_end_matches('\r')).into_owned();
     if line.is_cut() {
         let _ = write!(text, " [line cut: {} more bytes dropped]", line.dropped);
     }

@@ -23,7 +23,7 @@ use crate::error::{McpError, chain};
 use crate::hints::ToolHints;
 use crate::naming::{Assigned, MAX_WIRE_NAME, assign};
 use crate::undecodable::DecodeError;
-use crate::visible::shown;
+use flemma_ids::visible::line as shown;
 
 /// What a cancelled call answers (spec §15 `tool.aborted`).
 pub(crate) const ABORTED: &str = "User aborted tool execution.";

@@ -157,7 +157,7 @@ impl StdioTransport {
                     // answer to anything flemma waits for.
                     tracing::debug!(
                         server = %self.server,
-                        method = %crate::visible::shown(method),
+                        method = %flemma_ids::visible::line(method),
                         error = %crate::error::chain(&cause),
                         "MCP server message ignored"
                     );
