@@ -1,5 +1,6 @@
 //! flemma-object against a real S3-compatible server (moto's, on 127.0.0.1).
 
+mod ids;
 mod journal;
 mod keys;
 mod layout;
