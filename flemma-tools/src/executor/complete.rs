@@ -7,8 +7,8 @@ use flemma_ast::writer::{ResultBody, WriterOptions};
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use flemma_store::{SaveOutcome, Store};
 
-use super::claim::table::Held;
-use super::state::{Executor, Finished, Settings};
+use super::ran::RanResult;
+use super::state::{Claimed, Executor, Finished, Settings};
 use super::types::{Completed, ExecutorError};
 use crate::events::Event;
 use crate::output::ToolOutput;
@@ -34,20 +34,27 @@ pub(super) struct Completion {
 
 impl Executor {
     /// Completion (spec §7.6) of calls that finished together: store materialisation or
-    /// `flemma.save_to` for each, then their results in one edit, then their claims released.
+    /// `flemma.save_to` for each, then their results in one edit (each under the input it
+    /// ran with, see [`write_ran`](Self::write_ran)), then their claims released.
     pub(super) async fn finish_all(
         &self,
-        batch: Vec<(Finished, Option<Held>)>,
+        batch: Vec<(Finished, Option<Claimed>)>,
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
         let mut results = Vec::with_capacity(batch.len());
         let mut done = Vec::with_capacity(batch.len());
-        for (finished, claim) in batch {
+        for (finished, claimed) in batch {
             let (body, completed) = self.result_of(finished, settings).await;
-            results.push((completed.id.clone(), body));
+            let (claim, input) = claimed.map_or((None, None), |c| (c.hold, Some(c.input)));
+            results.push(RanResult {
+                id: completed.id.clone(),
+                tool: completed.tool.clone(),
+                body,
+                input,
+            });
             done.push((completed, claim));
         }
-        self.write_finals(&results, settings.writer).await?;
+        self.write_ran(&results, settings.writer).await?;
         let mut completed = Vec::with_capacity(done.len());
         for (call, claim) in done {
             self.emit(Event::ToolCompleted {

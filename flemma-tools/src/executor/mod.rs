@@ -13,7 +13,8 @@
 //! `builder` builds it; `cycle` is its public face (the cycle, cancellation, user actions);
 //! `phases` and `plan` are Phase 1 and 2's decisions, `approvals` which calls run (the chain's
 //! decision of a call, and which `(approved)` blocks are approvals), `run` the call runner, `complete` a
-//! finished call's way into the transcript, `hooked` the hooks' part in both phases and in
+//! finished call's way into the transcript, `ran` the input a call ran with kept beside its
+//! result, `hooked` the hooks' part in both phases and in
 //! completion, `claim` one execution per call across hosts, and
 //! `jobs` the executor as the host of its background jobs. Each `impl Executor` file imports
 //! the state and the types, never each other's items, so no import circle runs through them.
@@ -27,6 +28,7 @@ mod hooked;
 mod jobs;
 mod phases;
 mod plan;
+mod ran;
 mod run;
 mod state;
 mod types;

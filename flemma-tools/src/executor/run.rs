@@ -13,9 +13,8 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::claim::table::Held;
 use super::plan::tool_cwd;
-use super::state::{Call, Executor, Finished, Handoff, RunningCall, Settings, Started};
+use super::state::{Call, Claimed, Executor, Finished, Handoff, RunningCall, Settings, Started};
 use super::types::{Completed, ExecutorError};
 use crate::context::ExecutionContext;
 use crate::events::Event;
@@ -48,8 +47,9 @@ impl Executor {
             .collect();
         let mut completed = Vec::new();
         let mut tasks: JoinSet<Joined> = JoinSet::new();
-        // The claims of the calls running now; one left here when the cycle ends early reads
-        // as its host's gone, so the next cycle answers its call with an error.
+        // The claims of the calls running now, with the input each runs with; a claim left
+        // here when the cycle ends early reads as its host's gone, so the next cycle answers
+        // its call with an error.
         let mut held = HashMap::new();
         let locked = !queue.is_empty();
         if locked {
@@ -94,13 +94,13 @@ impl Executor {
 
     /// Claims and starts `starting`: a call another host claimed is left to it; the rest
     /// lose their `(approved)` suffix in one edit (spec §7.5 step 7), then run, each in a
-    /// task of `tasks` holding its claim in `held` (a call that became a job releases its
-    /// claim: its journal keeps it).
+    /// task of `tasks` holding its claim and the input it runs with in `held` (a call that
+    /// became a job releases its claim: its journal keeps it).
     async fn start_calls(
         &self,
         starting: Vec<Call>,
         tasks: &mut JoinSet<Joined>,
-        held: &mut HashMap<ToolUseId, Option<Held>>,
+        held: &mut HashMap<ToolUseId, Claimed>,
         settings: &Settings,
     ) -> Result<(), ExecutorError> {
         let starting = self.claim_calls(starting, settings).await?;
@@ -110,8 +110,9 @@ impl Executor {
         }
         for (call, claim) in starting.into_iter().zip(claims) {
             let id = call.id.clone();
+            let input = call.input.clone();
             if let Some((task, moved)) = self.start(call, settings).await? {
-                held.insert(id.clone(), claim);
+                held.insert(id.clone(), Claimed { hold: claim, input });
                 tasks.spawn(run_movable(id, task, moved));
             } else {
                 self.release_claim(claim, settings).await;
@@ -128,9 +129,9 @@ impl Executor {
         &self,
         joined: Result<Joined, tokio::task::JoinError>,
         tasks: &mut JoinSet<Joined>,
-        held: &mut HashMap<ToolUseId, Option<Held>>,
+        held: &mut HashMap<ToolUseId, Claimed>,
         settings: &Settings,
-    ) -> Vec<(Finished, Option<Held>)> {
+    ) -> Vec<(Finished, Option<Claimed>)> {
         let mut batch = Vec::new();
         let mut next = Some(joined);
         while let Some(joined) = next {
@@ -139,12 +140,12 @@ impl Executor {
             match joined {
                 Ok(Joined::Done(finished)) => {
                     self.running_calls().remove(&finished.id);
-                    let claim = held.remove(&finished.id).flatten();
-                    batch.push((finished, claim));
+                    let claimed = held.remove(&finished.id);
+                    batch.push((finished, claimed));
                 }
                 Ok(Joined::Moved(id)) => {
-                    self.release_claim(held.remove(&id).flatten(), settings)
-                        .await;
+                    let claim = held.remove(&id).and_then(|c| c.hold);
+                    self.release_claim(claim, settings).await;
                 }
                 Err(_) => {}
                 Ok(Joined::Failed(id)) => {

@@ -110,6 +110,15 @@ pub(super) struct Call {
     pub(super) input: Value,
 }
 
+/// A call this executor claimed and runs: its claim, and its input as its block read then
+/// (the input it runs with, harness parameters included), so that the result is written
+/// under that input even when the block was edited while the call ran.
+pub(super) struct Claimed {
+    /// The claim; `None` when the call could not be claimed (it runs all the same).
+    pub(super) hold: Option<super::claim::table::Held>,
+    pub(super) input: Value,
+}
+
 /// A finished call on its way into the transcript.
 pub(super) struct Finished {
     pub(super) id: ToolUseId,

@@ -14,6 +14,7 @@ mod cycle;
 mod cycle_many;
 mod duplicate_ids;
 mod durability;
+mod edited_inputs;
 mod executor;
 mod files;
 mod hooks;
