@@ -683,6 +683,39 @@ fn found(published: &Value) -> Vec<(u64, String, String)> {
         .collect()
 }
 
+/// A name in `tools.auto_approve` that matches no tool, and options outside a JSON
+/// frontmatter's `"flemma"` key: warnings in the editor, as in `flemma check`.
+#[test]
+fn a_misspelled_auto_approve_name_and_a_stray_option_are_warnings() {
+    let client = Client::start(with_tools());
+    client.open("```json\n{\n  \"flemma\": {\n    \"tools\": {\"auto_approve\": [\"wirte\"]}\n  }\n}\n```\n@You:\nHi.\n");
+    assert_eq!(
+        found(&client.diagnostics()),
+        [(
+            3,
+            "options".to_owned(),
+            "'wirte' in tools.auto_approve matches no tool: it approves nothing -- did you mean 'write'?".to_owned()
+        )]
+    );
+    client.change(
+        2,
+        json!([{"range": range((0, 0), (6, 3)), "text": "```json\n{\"tools\": [\"bash\"]}\n```"}]),
+    );
+    let mut published = client.diagnostics();
+    while published["version"] != 2 {
+        published = client.diagnostics();
+    }
+    assert_eq!(
+        found(&published),
+        [(
+            1,
+            "options".to_owned(),
+            "\"tools\" is a template variable here, not an option: a JSON frontmatter's options go under its \"flemma\" key ({\"flemma\": {\"tools\": …}})".to_owned()
+        )]
+    );
+    client.shutdown();
+}
+
 #[test]
 fn the_frontmatter_is_checked_against_the_hosts_tools() {
     let client = Client::start(with_tools());
