@@ -125,10 +125,20 @@ where
         loop {
             let never = crossbeam_channel::never();
             let out = crossbeam_channel::select! {
-                recv(outgoing) -> out => match out {
-                    Ok(out) => out,
-                    Err(_) => break,
-                },
+                recv(outgoing) -> out => {
+                    let Ok(out) = out else {
+                        // The server is done: what the reader refused before it ended is
+                        // still answered (select picks among ready channels at random).
+                        for out in refused.iter().flat_map(crossbeam_channel::Receiver::try_iter) {
+                            if let Outgoing::Message(message) = out {
+                                message.write(&mut stdout)?;
+                            }
+                        }
+                        stdout.flush()?;
+                        break;
+                    };
+                    out
+                }
                 recv(refused.as_ref().unwrap_or(&never)) -> out => {
                     let Ok(out) = out else {
                         refused = None;
