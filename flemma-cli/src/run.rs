@@ -302,7 +302,8 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
     match driven.end {
         End::Stopped(Ok(stop)) => {
             ui.status(&format!("stopped: {}", stop_word(stop)));
-            if let Some(next) = what_next(stop, &ui.file) {
+            let ends_answered = stop == Stop::Idle && ends_with_an_answer(&ui.path);
+            if let Some(next) = what_next(stop, &ui.file, ends_answered) {
                 ui.status(&next);
             }
             Ok(code(stop))
@@ -452,10 +453,33 @@ pub(crate) fn exit_code(stop: Stop) -> u8 {
     }
 }
 
-/// What the user can do next, after the `stopped:` line, where it is not obvious.
-fn what_next(stop: Stop, file: &str) -> Option<String> {
+/// Whether the conversation in `path` ends with a model's answer that asks for no tool.
+fn ends_with_an_answer(path: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let doc = flemma::ast::parse(&text);
+    doc.messages
+        .iter()
+        .rev()
+        .find(|m| m.role.is_known() && !is_blank(m))
+        .is_some_and(|m| m.role == flemma::ast::Role::Assistant && m.tool_uses().next().is_none())
+}
+
+/// Whether a message holds nothing but whitespace (the `@You:` a finished run leaves).
+fn is_blank(message: &flemma::ast::Message) -> bool {
+    message
+        .segments
+        .iter()
+        .all(|s| matches!(s, flemma::ast::Segment::Text(t) if t.value.trim().is_empty()))
+}
+
+/// What the user can do next, after the `stopped:` line, where it is not obvious (an idle
+/// stop is only explained when the conversation ends with the model's answer: otherwise the
+/// warnings above said why).
+fn what_next(stop: Stop, file: &str, ends_answered: bool) -> Option<String> {
     match stop {
-        Stop::Idle => Some(format!(
+        Stop::Idle if ends_answered => Some(format!(
             "nothing to do: {file} ends with the model's answer; add a @You: message and run again"
         )),
         Stop::MaxTurns | Stop::AutopilotOff => Some(format!(

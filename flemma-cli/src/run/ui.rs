@@ -40,7 +40,7 @@ pub(super) struct Ui {
     /// Where stdout's text stands, to set each response's text apart.
     paragraph: Paragraph,
     /// The transcript written, read back for the calls left pending.
-    path: PathBuf,
+    pub(super) path: PathBuf,
     /// The session's transcript, whose parse has the results just written.
     transcript: Option<Arc<Transcript>>,
     pub(super) file: String,

@@ -155,6 +155,22 @@ fn check_reports_a_duplicate_tool_use_id() {
             chat.display()
         )
     );
+    // `run` says the same, runs nothing and stops idle without the "ends with the model's
+    // answer" hint, which would be wrong here.
+    let script = scratch("duplicate.script.json", br#"[{"text": "Never sent."}]"#);
+    let out = run_scripted(&chat, &script, "5");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("Duplicate tool use id `toolu_1`") && stderr.ends_with("stopped: idle\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("nothing to do"), "{stderr}");
+    assert!(
+        !std::fs::read_to_string(&chat)
+            .unwrap()
+            .contains("Never sent.")
+    );
 }
 
 #[test]
