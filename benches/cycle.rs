@@ -144,7 +144,10 @@ fn main() {
                 // Parse once (and settle whatever the generated transcript holds), then
                 // append the call the way a streamed response does.
                 executor.cycle().await.expect("warm-up cycle");
-                executor.append_lines(&calls(0, 1)).await.expect("append");
+                executor
+                    .append_lines(&calls(0, 1), flemma::tools::Durability::Durable)
+                    .await
+                    .expect("append");
             });
             executor
         });

@@ -215,6 +215,48 @@ pub struct Failure<'c> {
     pub error: ResolverError,
 }
 
+/// Verdicts already given for one call by resolvers that ran before the chain was asked (the
+/// `PreToolUse` hooks run once per call and feed their edits to the call before it is
+/// decided): [`Chain::decide_knowing`] takes a known verdict in its resolver's place, in its
+/// resolver's turn, instead of asking the resolver again.
+///
+/// ```
+/// use flemma_approval::{KnownVerdicts, Verdict};
+///
+/// let known = KnownVerdicts::new().with("my.hooks", Verdict::deny(Some("not on Fridays".into())));
+/// assert!(known.get("my.hooks").is_some());
+/// assert!(known.get("other").is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct KnownVerdicts {
+    verdicts: Vec<(String, Verdict)>,
+}
+
+impl KnownVerdicts {
+    /// None known: [`Chain::decide_knowing`] asks every resolver, as [`Chain::decide`] does.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the verdict the resolver named `resolver` gave (a later one for the same name
+    /// replaces it).
+    #[must_use]
+    pub fn with(mut self, resolver: impl Into<String>, verdict: Verdict) -> Self {
+        let resolver = resolver.into();
+        self.verdicts.retain(|(name, _)| *name != resolver);
+        self.verdicts.push((resolver, verdict));
+        self
+    }
+
+    /// The verdict known for the resolver named `resolver`.
+    pub fn get(&self, resolver: &str) -> Option<&Verdict> {
+        self.verdicts
+            .iter()
+            .find(|(name, _)| name == resolver)
+            .map(|(_, verdict)| verdict)
+    }
+}
+
 /// A decision with the resolvers consulted to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
@@ -377,10 +419,26 @@ impl Chain {
         call: &ToolCall<'_>,
         ctx: &ApprovalContext<'_>,
     ) -> Outcome<'c> {
+        self.decide_knowing(call, ctx, &KnownVerdicts::new()).await
+    }
+
+    /// Decides a call as [`decide`](Self::decide) does, taking the verdicts in `known` in
+    /// their resolvers' places (those resolvers are not asked; a known verdict's resolver
+    /// must be registered for it to count, in its own priority's turn).
+    pub async fn decide_knowing<'c>(
+        &'c self,
+        call: &ToolCall<'_>,
+        ctx: &ApprovalContext<'_>,
+        known: &KnownVerdicts,
+    ) -> Outcome<'c> {
         let mut failures = Vec::new();
         let mut first: Option<(Decision, &'c ResolverName)> = None;
         for entry in &self.entries {
-            match consult(entry, call, ctx).await {
+            let verdict = match known.get(entry.name.as_str()) {
+                Some(verdict) => Ok((verdict.clone(), None)),
+                None => consult(entry, call, ctx).await,
+            };
+            match verdict {
                 Ok((verdict, failure)) => {
                     if let Some(error) = failure {
                         failures.push(Failure {

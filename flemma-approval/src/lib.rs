@@ -58,8 +58,9 @@ mod resolver;
 pub use async_trait::async_trait;
 pub use builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
 pub use chain::{
-    CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Failure, Outcome,
-    Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult, priority,
+    CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Failure,
+    KnownVerdicts, Outcome, Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
+    priority,
 };
 pub use error::{ApprovalError, ResolverError};
 pub use resolver::{

@@ -16,8 +16,8 @@ use flemma::approval::async_trait;
 use flemma::config::Layer;
 use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
 use flemma::tools::{
-    Answer, Approver, Conversation, ConversationError, FileConversation, PendingCall, Revision,
-    Snapshot,
+    Answer, Approver, Conversation, ConversationError, Durability, FileConversation, PendingCall,
+    Revision, Snapshot,
 };
 use flemma::{Session, Stop};
 use indicatif::{MultiProgress, ProgressDrawTarget};
@@ -84,8 +84,9 @@ impl Conversation for Redirected {
         &self,
         revision: Revision,
         edits: &[flemma::ast::TextEdit],
+        durability: Durability,
     ) -> Result<Snapshot, ConversationError> {
-        self.output.apply(revision, edits).await
+        self.output.apply(revision, edits, durability).await
     }
 
     async fn sync(&self) -> Result<(), ConversationError> {

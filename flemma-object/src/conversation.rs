@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use flemma_ast::TextEdit;
-use flemma_tools::{
-    Conversation, ConversationError, Durability, Revision, Snapshot, current_durability,
-};
+use flemma_tools::{Conversation, ConversationError, Durability, Revision, Snapshot};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -40,7 +38,7 @@ use crate::results::{BucketResults, Writes};
 /// ```
 /// use std::sync::Arc;
 /// use flemma_object::{Bucket, ObjectConversation};
-/// use flemma_tools::Conversation;
+/// use flemma_tools::{Conversation, Durability};
 /// use flemma_ast::TextEdit;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
@@ -48,7 +46,8 @@ use crate::results::{BucketResults, Writes};
 /// let key = "team/a.chat".into();
 /// let chat = ObjectConversation::create(&bucket, &key, "@You:\nhello\n").await?;
 /// let snap = chat.snapshot().await?;
-/// chat.apply(snap.revision, &[TextEdit::insert(3, vec!["world".into()])]).await?;
+/// let world = [TextEdit::insert(3, vec!["world".into()])];
+/// chat.apply(snap.revision, &world, Durability::Durable).await?;
 ///
 /// // Another host's view of the same object sees the change.
 /// let other = ObjectConversation::open(&bucket, &key).await?;
@@ -383,6 +382,7 @@ impl Conversation for ObjectConversation {
         &self,
         revision: Revision,
         edits: &[TextEdit],
+        durability: Durability,
     ) -> Result<Snapshot, ConversationError> {
         let mut state = self.state.lock().await;
         if state.snapshot.revision != revision {
@@ -397,7 +397,7 @@ impl Conversation for ObjectConversation {
         let text = flemma_ast::apply_edits(&state.snapshot.text, edits)
             .map_err(ConversationError::Edit)?;
         let appends = text.starts_with(state.snapshot.text.as_str());
-        if appends && current_durability() == Durability::Buffered {
+        if appends && durability == Durability::Buffered {
             state.dirty = true;
         } else {
             let held = state.dirty;

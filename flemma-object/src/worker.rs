@@ -638,7 +638,9 @@ async fn answer_lost(
         return Ok(Vec::new());
     }
     let (ids, edits): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
-    conversation.apply(snapshot.revision, &edits).await?;
+    conversation
+        .apply(snapshot.revision, &edits, flemma_tools::Durability::Durable)
+        .await?;
     Ok(ids)
 }
 

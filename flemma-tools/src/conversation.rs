@@ -31,8 +31,8 @@ pub struct Snapshot {
     pub revision: Revision,
 }
 
-/// How much a change must survive a crash of the machine: what a [`Conversation`] is asked for
-/// by the code around its [`apply`](Conversation::apply), see [`with_durability`].
+/// How much a change must survive a crash of the machine: what each
+/// [`apply`](Conversation::apply) of a [`Conversation`] is asked for.
 ///
 /// The contract of the shipped [`FileConversation`]: a `Durable` change is on stable storage
 /// when `apply` returns, and a crash (or a kill) during it leaves the old text or the new one,
@@ -50,34 +50,6 @@ pub enum Durability {
     /// Written, made durable later: text that is written again after a crash anyway (a
     /// streamed response's lines while it streams; after a crash the request is sent again).
     Buffered,
-}
-
-tokio::task_local! {
-    static DURABILITY: Durability;
-}
-
-/// Runs `f` with the changes it applies (in this task) asking for `durability`; outside such a
-/// scope every change is [`Durability::Durable`]. The session writes a streamed response
-/// under [`Durability::Buffered`] and calls [`Conversation::sync`] when it is complete.
-///
-/// ```
-/// use flemma_tools::{Durability, current_durability, with_durability};
-///
-/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-/// assert_eq!(current_durability(), Durability::Durable);
-/// let inside = with_durability(Durability::Buffered, async { current_durability() }).await;
-/// assert_eq!(inside, Durability::Buffered);
-/// # });
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub async fn with_durability<F: std::future::Future>(durability: Durability, f: F) -> F::Output {
-    DURABILITY.scope(durability, f).await
-}
-
-/// The durability asked of changes applied now (see [`with_durability`]): what a
-/// [`Conversation`] implementation reads in its `apply`.
-pub fn current_durability() -> Durability {
-    DURABILITY.try_with(|d| *d).unwrap_or_default()
 }
 
 /// Why a conversation could not be read or edited.
@@ -148,7 +120,11 @@ pub trait Conversation: Send + Sync {
     /// The current text.
     async fn snapshot(&self) -> Result<Snapshot, ConversationError>;
 
-    /// Applies `edits` (computed against `revision`) as one change.
+    /// Applies `edits` (computed against `revision`) as one change, stored as `durability`
+    /// asks: a [`Durability::Durable`] change is on stable storage when this returns; a
+    /// [`Durability::Buffered`] one may be made durable later, by the next durable change or
+    /// [`sync`](Self::sync). A conversation that cannot tell the two apart stores every change
+    /// durably.
     ///
     /// # Errors
     ///
@@ -158,6 +134,7 @@ pub trait Conversation: Send + Sync {
         &self,
         revision: Revision,
         edits: &[TextEdit],
+        durability: Durability,
     ) -> Result<Snapshot, ConversationError>;
 
     /// The conversation's file (`__filename`, the store's location), if it has one: an
@@ -223,16 +200,17 @@ pub trait Conversation: Send + Sync {
 /// A conversation held in memory.
 ///
 /// ```
-/// use flemma_tools::{Conversation, MemoryConversation};
+/// use flemma_tools::{Conversation, Durability, MemoryConversation};
 /// use flemma_ast::TextEdit;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let chat = MemoryConversation::new("@You:\nhello\n");
 /// let snap = chat.snapshot().await?;
-/// chat.apply(snap.revision, &[TextEdit::insert(3, vec!["world".into()])]).await?;
+/// let world = [TextEdit::insert(3, vec!["world".into()])];
+/// chat.apply(snap.revision, &world, Durability::Durable).await?;
 /// assert_eq!(chat.text(), "@You:\nhello\nworld\n");
 /// // Edits against an old revision are refused.
-/// assert!(chat.apply(snap.revision, &[]).await.is_err());
+/// assert!(chat.apply(snap.revision, &[], Durability::Durable).await.is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -327,6 +305,8 @@ impl Conversation for MemoryConversation {
         &self,
         revision: Revision,
         edits: &[TextEdit],
+        // Held in memory: no storage to ask anything of.
+        _durability: Durability,
     ) -> Result<Snapshot, ConversationError> {
         let mut guard = self.lock();
         let Memory { snapshot, lines } = &mut *guard;
@@ -581,6 +561,7 @@ impl Conversation for FileConversation {
         &self,
         revision: Revision,
         edits: &[TextEdit],
+        durability: Durability,
     ) -> Result<Snapshot, ConversationError> {
         let mut state = self.state.lock().await;
         // The text the caller's revision names; the file is compared with it under the lock.
@@ -599,7 +580,7 @@ impl Conversation for FileConversation {
         }
         let text =
             flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
-        let buffered = current_durability() == Durability::Buffered;
+        let buffered = durability == Durability::Buffered;
         match self.write(&current, &text, buffered).await? {
             Written::Appended(stamp) => {
                 state.stamp = Some(stamp);

@@ -73,7 +73,7 @@ pub use builtin::register_builtins;
 pub use context::{ExecutionContext, ExecutionContextBuilder};
 pub use conversation::{
     Conversation, ConversationError, Durability, FileConversation, MemoryConversation, Revision,
-    Snapshot, current_durability, with_durability,
+    Snapshot,
 };
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use events::{Event, Placed, ToolProgress};

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use flemma_ast::{Role, Segment};
+use flemma_tools::Durability;
 use flemma_tools::hooks::{
     HookContext, HookEvent, Hooks, SessionInput, StopInput, UserPromptSubmitInput,
 };
@@ -171,7 +172,7 @@ impl Session {
     async fn append_paragraph(&self, text: &str) -> Result<(), SessionError> {
         self.inner
             .executor
-            .append_lines(&format!("\n{text}"))
+            .append_lines(&format!("\n{text}"), Durability::Durable)
             .await?;
         Ok(())
     }
@@ -196,7 +197,10 @@ impl Session {
         } else {
             format!("\n@You:\n{text}")
         };
-        self.inner.executor.append_lines(&lines).await?;
+        self.inner
+            .executor
+            .append_lines(&lines, Durability::Durable)
+            .await?;
         Ok(())
     }
 }

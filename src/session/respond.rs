@@ -13,8 +13,8 @@ use flemma_providers::{
     FileAccess, OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
 };
 use flemma_schema::Capability;
+use flemma_tools::Durability;
 use flemma_tools::transcript::TranscriptError;
-use flemma_tools::{Durability, with_durability};
 use futures_util::StreamExt as _;
 
 use super::{Control, Session, SessionError, SessionEvent};
@@ -409,7 +409,10 @@ impl Session {
     ///
     /// [`Conversation::sync`]: flemma_tools::Conversation::sync
     async fn append(&self, text: &str) -> Result<(), SessionError> {
-        with_durability(Durability::Buffered, self.inner.executor.append_lines(text)).await?;
+        self.inner
+            .executor
+            .append_lines(text, Durability::Buffered)
+            .await?;
         Ok(())
     }
 

@@ -10,7 +10,6 @@ use flemma::ast::TextEdit;
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::tools::{
     Conversation, ConversationError, Durability, MemoryConversation, Revision, Snapshot,
-    current_durability,
 };
 use flemma::{Session, Stop, async_trait};
 use serde_json::json;
@@ -41,11 +40,12 @@ impl Conversation for Recording {
         &self,
         revision: Revision,
         edits: &[TextEdit],
+        durability: Durability,
     ) -> Result<Snapshot, ConversationError> {
         let before = self.inner.text();
-        let applied = self.inner.apply(revision, edits).await?;
+        let applied = self.inner.apply(revision, edits, durability).await?;
         self.log.lock().unwrap().push(Write::Apply(
-            current_durability(),
+            durability,
             before,
             applied.text.as_str().to_owned(),
         ));

@@ -376,3 +376,89 @@ async fn a_panicking_policy_asks_and_is_reported_as_a_failure() {
         )]
     );
 }
+
+/// A resolver that counts how often it is asked, and denies.
+struct Counting(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl Resolver for Counting {
+    async fn resolve(
+        &self,
+        _call: &ToolCall<'_>,
+        _ctx: &ApprovalContext<'_>,
+    ) -> Result<Verdict, ResolverError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(Verdict::deny(Some("asked".into())))
+    }
+}
+
+/// A verdict known before the chain is asked (the hooks ran once for the call) takes its
+/// resolver's turn: the resolver is not asked again, a known approval does not undo a later
+/// resolver's deny, a known deny wins over an earlier approval, and a verdict known for a
+/// resolver the chain does not have counts for nothing.
+#[tokio::test]
+async fn a_known_verdict_takes_its_resolvers_turn_and_deny_still_wins() {
+    use flemma_approval::KnownVerdicts;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let conversation = Conversation::new(&["read"]);
+    let ctx = conversation.ctx();
+    let counting = Arc::new(Counting(AtomicUsize::new(0)));
+    let mut chain = Chain::with_builtins();
+    chain
+        .register("app.hooks", 200, Arc::clone(&counting))
+        .unwrap();
+    let read = ToolName::new("read").unwrap();
+    let bash = ToolName::new("bash").unwrap();
+    let input = json!({});
+
+    // Known approval in place of the resolver's deny: not asked, config approves too.
+    let approve = KnownVerdicts::new().with("app.hooks", Verdict::approve());
+    let outcome = chain
+        .decide_knowing(&call(&read, &input), &ctx, &approve)
+        .await;
+    assert_eq!(outcome.decision, Decision::Approve);
+    assert_eq!(outcome.resolver.unwrap().as_str(), "app.hooks");
+    assert_eq!(counting.0.load(Ordering::SeqCst), 0);
+
+    // A known deny wins, whatever comes after.
+    let deny = KnownVerdicts::new().with("app.hooks", Verdict::deny(Some("known".into())));
+    let outcome = chain
+        .decide_knowing(&call(&read, &input), &ctx, &deny)
+        .await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Deny {
+            reason: Some("known".into())
+        }
+    );
+    assert_eq!(counting.0.load(Ordering::SeqCst), 0);
+
+    // Known for a resolver the chain has not: the chain's own resolvers decide (and the
+    // counting one is asked, and denies).
+    let elsewhere = KnownVerdicts::new().with("app.other", Verdict::approve());
+    let outcome = chain
+        .decide_knowing(&call(&bash, &input), &ctx, &elsewhere)
+        .await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Deny {
+            reason: Some("asked".into())
+        }
+    );
+    assert_eq!(counting.0.load(Ordering::SeqCst), 1);
+
+    // A later resolver's deny wins over a known approval before it.
+    let mut deny_after = Chain::with_builtins();
+    deny_after
+        .register("app.hooks", 200, resolver_fn(|_, _| Verdict::pass()))
+        .unwrap();
+    deny_after
+        .register("app.policy", 50, resolver_fn(|_, _| Verdict::deny(None)))
+        .unwrap();
+    let outcome = deny_after
+        .decide_knowing(&call(&read, &input), &ctx, &approve)
+        .await;
+    assert_eq!(outcome.decision, Decision::Deny { reason: None });
+    assert_eq!(outcome.resolver.unwrap().as_str(), "app.policy");
+}

@@ -95,8 +95,12 @@ async fn answer(
     let snap = chat.snapshot().await?;
     let end = u32::try_from(snap.text.lines().count())? + 1;
     let answer = vec![String::new(), "@Assistant:".into(), "hello".into()];
-    chat.apply(snap.revision, &[TextEdit::insert(end, answer)])
-        .await?;
+    chat.apply(
+        snap.revision,
+        &[TextEdit::insert(end, answer)],
+        flemma_tools::Durability::Durable,
+    )
+    .await?;
     ran.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(assignment.url.clone());

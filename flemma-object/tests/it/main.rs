@@ -13,7 +13,7 @@ use flemma_ast::TextEdit;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use flemma_object::{Acquired, Lease, ObjectConversation, ObjectError, Worker, WorkerOptions};
-use flemma_tools::{Conversation, ConversationError, Durability, with_durability};
+use flemma_tools::{Conversation, ConversationError, Durability};
 use server::bucket;
 
 pub(crate) fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
@@ -62,7 +62,7 @@ async fn of_sixteen_conditional_creates_of_one_key_exactly_one_wins() {
 
 /// Appends `line` at the end, computing the edit again whenever the other writer got there
 /// first: the executor's loop.
-async fn append(chat: &ObjectConversation, line: &str) -> usize {
+async fn append(chat: &ObjectConversation, line: &str, durability: Durability) -> usize {
     let mut stale = 0;
     loop {
         let snap = ok(chat.snapshot().await);
@@ -71,6 +71,7 @@ async fn append(chat: &ObjectConversation, line: &str) -> usize {
             .apply(
                 snap.revision,
                 &[TextEdit::insert(at, vec![line.to_owned()])],
+                durability,
             )
             .await
         {
@@ -96,7 +97,7 @@ async fn two_writers_racing_on_one_object_lose_no_edit() {
             let chat = ok(ObjectConversation::open(&bucket, &key).await);
             let mut stale = 0;
             for i in 0..40 {
-                stale += append(&chat, &format!("{name} {i}")).await;
+                stale += append(&chat, &format!("{name} {i}"), Durability::Durable).await;
             }
             stale
         })
@@ -124,12 +125,9 @@ async fn buffered_appends_are_one_put_at_sync_and_refused_over_another_writers_c
     let key = ObjectPath::from("buffered.chat");
     let chat = ok(ObjectConversation::create(&bucket, &key, "@You:\nhi\n").await);
     let before = bucket.requests();
-    with_durability(Durability::Buffered, async {
-        for i in 0..10 {
-            append(&chat, &format!("line {i}")).await;
-        }
-    })
-    .await;
+    for i in 0..10 {
+        append(&chat, &format!("line {i}"), Durability::Buffered).await;
+    }
     let during = bucket.requests();
     assert_eq!(during.put, before.put, "nothing is put while buffered");
     ok(chat.sync().await);
@@ -139,8 +137,8 @@ async fn buffered_appends_are_one_put_at_sync_and_refused_over_another_writers_c
 
     // Buffered lines, then another writer changes the object: sync refuses, the other
     // writer's text stays, and the conversation reads it from then on.
-    with_durability(Durability::Buffered, append(&chat, "lost line")).await;
-    append(&other, "the other writer").await;
+    append(&chat, "lost line", Durability::Buffered).await;
+    append(&other, "the other writer", Durability::Durable).await;
     let refused = chat.sync().await;
     assert!(
         matches!(refused, Err(ConversationError::Remote { .. })),
@@ -177,7 +175,7 @@ async fn a_lease_has_one_holder_and_is_taken_over_only_when_released_or_expired(
     assert!(previous.is_none(), "a released lease is no dead holder's");
     let b = Arc::new(b);
     let chat = chat.with_lease(Arc::clone(&b));
-    append(&chat, "b writes").await;
+    append(&chat, "b writes", Durability::Durable).await;
 
     // b stops renewing (it is cut off); c waits for the expiry, then takes over.
     assert!(matches!(
@@ -201,7 +199,11 @@ async fn a_lease_has_one_holder_and_is_taken_over_only_when_released_or_expired(
     ));
     let snap = ok(chat.snapshot().await);
     let refused = chat
-        .apply(snap.revision, &[TextEdit::insert(1, vec!["x".into()])])
+        .apply(
+            snap.revision,
+            &[TextEdit::insert(1, vec!["x".into()])],
+            Durability::Durable,
+        )
         .await;
     assert!(
         matches!(refused, Err(ConversationError::Remote { .. })),

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use flemma_approval::{ApprovalContext, Chain, Decision, ToolCall};
+use flemma_approval::{ApprovalContext, Chain, Decision, KnownVerdicts, ToolCall};
 use flemma_ast::writer;
 use flemma_ast::{Document, ToolIndex, ToolStatus};
 use flemma_ids::{ToolName, ToolUseId};
@@ -15,7 +15,7 @@ use super::plan::{Available, plan};
 use super::state::{Call, Executor, Settings};
 use super::types::ExecutorError;
 use crate::events::{Event, Placed};
-use crate::hooks::{HookContext, HookEvent, Hooks};
+use crate::hooks::{HOOKS_RESOLVER, HookContext, HookEvent, Hooks};
 use crate::placements::{PlacedBy, Placement, TranscriptApprovals, input_digest};
 use crate::transcript::TranscriptError;
 
@@ -68,15 +68,12 @@ impl Executor {
             tools: &self.setup.registry,
             sandbox: &Available(settings.sandbox_available),
         };
-        // The hooks ran once for the call: the chain's hooks resolver answers with their
-        // verdict.
-        let outcome = match verdict {
-            Some(verdict) => {
-                crate::hooks::resolver::deciding(id.clone(), verdict, d.chain.decide(&call, &ctx))
-                    .await
-            }
-            None => d.chain.decide(&call, &ctx).await,
+        // The hooks ran once for the call: their verdict is the hooks resolver's.
+        let known = match verdict {
+            Some(verdict) => KnownVerdicts::new().with(HOOKS_RESOLVER, verdict),
+            None => KnownVerdicts::new(),
         };
+        let outcome = d.chain.decide_knowing(&call, &ctx, &known).await;
         self.report_failures(&outcome);
         let (status, reason) = match outcome.decision {
             Decision::Approve => (ToolStatus::Approved, None),

@@ -203,21 +203,32 @@ impl Executor {
     }
 
     /// Appends whole lines at the end of the conversation (a message, a streamed response's
-    /// completed lines), re-parsing only what they add.
+    /// completed lines), re-parsing only what they add, stored as `durability` asks (a
+    /// streamed response's lines are [`Durability::Buffered`](crate::Durability::Buffered)
+    /// until it is complete and [`Conversation::sync`](crate::Conversation::sync) runs).
     ///
     /// # Errors
     ///
     /// [`ExecutorError::Transcript`] ([`TranscriptError::Conversation`]) when the
     /// conversation cannot be read or written.
-    pub async fn append_lines(&self, text: &str) -> Result<(), ExecutorError> {
+    pub async fn append_lines(
+        &self,
+        text: &str,
+        durability: crate::Durability,
+    ) -> Result<(), ExecutorError> {
         let lines: Vec<String> = text
             .strip_suffix('\n')
             .unwrap_or(text)
             .split('\n')
             .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
             .collect();
-        self.edit(|doc| Ok(vec![TextEdit::insert(doc.line_count + 1, lines.clone())]))
+        self.setup
+            .transcript
+            .edit_stored(durability, |doc, _| {
+                Ok::<_, ExecutorError>(vec![TextEdit::insert(doc.line_count + 1, lines.clone())])
+            })
             .await
+            .map(|_| ())
     }
 
     /// The conversation's options as the next cycle evaluates them: the host's layers, the

@@ -14,30 +14,6 @@ pub const HOOKS_RESOLVER: &str = "urn:flemma:approval:hooks";
 /// Claude Code.
 pub const HOOKS_PRIORITY: i32 = 200;
 
-tokio::task_local! {
-    /// The verdict Phase 1 computed for the call being decided (the hooks ran once for it),
-    /// set around that one decision: task-local, so that executors sharing a registry (and
-    /// its hooks) never read each other's verdicts.
-    static DECIDED: (ToolUseId, Verdict);
-}
-
-/// Runs `decide` (one chain decision of the call `id`) with the hooks' `verdict` for it.
-pub(crate) async fn deciding<F: std::future::Future>(
-    id: ToolUseId,
-    verdict: Verdict,
-    decide: F,
-) -> F::Output {
-    DECIDED.scope((id, verdict), decide).await
-}
-
-/// The verdict Phase 1 left for the call `id`, when this is its decision.
-fn decided(id: Option<&ToolUseId>) -> Option<Verdict> {
-    DECIDED
-        .try_with(|(decided, verdict)| (Some(decided) == id).then(|| verdict.clone()))
-        .ok()
-        .flatten()
-}
-
 /// The verdict of the hooks' combined decision (`None`: no opinion).
 pub(crate) fn verdict_of(decision: Option<&(Permission, String, Option<String>)>) -> Verdict {
     let Some((permission, hook, reason)) = decision else {
@@ -59,8 +35,10 @@ pub(crate) fn verdict_of(decision: Option<&(Permission, String, Option<String>)>
     .because(because)
 }
 
-/// The chain's resolver for the hooks: the verdict Phase 1 left for the call, else (a chain
-/// asked outside a cycle, as `flemma approval explain` does) the hooks run now.
+/// The chain's resolver for the hooks: they run now. A cycle has run them once already for
+/// the call (Phase 1) and hands their verdict to the chain as a known one
+/// ([`flemma_approval::KnownVerdicts`]), so this runs only for a chain asked outside a cycle,
+/// as `flemma approval explain` does.
 pub(crate) struct HooksResolver(pub(crate) Hooks);
 
 #[async_trait]
@@ -70,9 +48,6 @@ impl Resolver for HooksResolver {
         call: &ToolCall<'_>,
         ctx: &ApprovalContext<'_>,
     ) -> Result<Verdict, ResolverError> {
-        if let Some(verdict) = decided(call.id) {
-            return Ok(verdict);
-        }
         let id = match call.id {
             Some(id) => id.clone(),
             None => ToolUseId::new("explain")

@@ -5,7 +5,7 @@ use flemma_ast::{AstError, Document, IncrementalParser, TextEdit, ToolIndex, Too
 use flemma_ids::ToolUseId;
 
 use super::{EDIT_ATTEMPTS, Transcript, TranscriptError, refresh};
-use crate::conversation::{ConversationError, Revision};
+use crate::conversation::{ConversationError, Durability, Revision};
 
 impl Transcript {
     /// Computes edits from the current document (and its text) and applies them as one
@@ -20,9 +20,24 @@ impl Transcript {
     /// when the conversation cannot be read or written (all through `E: From`).
     pub async fn edit<E: From<TranscriptError>>(
         &self,
+        f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, E>,
+    ) -> Result<Option<Revision>, E> {
+        self.edit_stored(Durability::Durable, f).await
+    }
+
+    /// [`edit`](Self::edit), the change stored as `durability` asks (see [`Durability`]:
+    /// [`Durability::Buffered`] for text written again after a crash anyway, made durable by
+    /// [`Conversation::sync`](crate::Conversation::sync)).
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit).
+    pub async fn edit_stored<E: From<TranscriptError>>(
+        &self,
+        durability: Durability,
         mut f: impl FnMut(&Document, &str) -> Result<Vec<TextEdit>, E>,
     ) -> Result<Option<Revision>, E> {
-        self.edit_parsed(|parser| f(parser.document(), parser.text()))
+        self.edit_parsed(durability, |parser| f(parser.document(), parser.text()))
             .await
     }
 
@@ -36,13 +51,16 @@ impl Transcript {
         &self,
         mut f: impl FnMut(&Document, &ToolIndex) -> Result<Vec<TextEdit>, E>,
     ) -> Result<Option<Revision>, E> {
-        self.edit_parsed(|parser| f(parser.document(), parser.tool_index()))
-            .await
+        self.edit_parsed(Durability::Durable, |parser| {
+            f(parser.document(), parser.tool_index())
+        })
+        .await
     }
 
     /// The loop of [`edit`](Self::edit), `f` handed the parser at the revision it edits.
     async fn edit_parsed<E: From<TranscriptError>>(
         &self,
+        durability: Durability,
         mut f: impl FnMut(&IncrementalParser) -> Result<Vec<TextEdit>, E>,
     ) -> Result<Option<Revision>, E> {
         let _one_at_a_time = self.editing.lock().await;
@@ -63,7 +81,7 @@ impl Transcript {
             // Let go of the text, so a conversation holding the only other reference can edit
             // it in place.
             drop(snapshot);
-            match self.conversation.apply(revision, &edits).await {
+            match self.conversation.apply(revision, &edits, durability).await {
                 Ok(applied) => {
                     let mut parsed = self.lock_parsed();
                     if let Some(parsed) = parsed.as_mut().filter(|p| p.revision == revision) {

@@ -8,10 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use flemma_ast::TextEdit;
-use flemma_tools::{
-    Conversation, ConversationError, Durability, FileConversation, current_durability,
-    with_durability,
-};
+use flemma_tools::{Conversation, ConversationError, Durability, FileConversation};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("flemma-durability-{name}-{}", std::process::id()));
@@ -27,16 +24,13 @@ fn ino(path: &Path) -> u64 {
 async fn append(chat: &FileConversation, durability: Durability, line: &str) {
     let snapshot = chat.snapshot().await.unwrap();
     let end = snapshot.text.lines().count() as u32 + 1;
-    with_durability(durability, async {
-        assert_eq!(current_durability(), durability);
-        chat.apply(
-            snapshot.revision,
-            &[TextEdit::insert(end, vec![line.into()])],
-        )
-        .await
-        .unwrap()
-    })
-    .await;
+    chat.apply(
+        snapshot.revision,
+        &[TextEdit::insert(end, vec![line.into()])],
+        durability,
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -56,18 +50,16 @@ async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_f
     );
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     chat.sync().await.unwrap();
-    // Outside a buffered scope an append is an atomic rewrite: a new file renamed over it.
+    // A durable append is an atomic rewrite: a new file renamed over it.
     append(&chat, Durability::Durable, "@You:").await;
     assert_ne!(ino(&path), before);
     // A buffered change that is not an append is rewritten too.
     let snapshot = chat.snapshot().await.unwrap();
     let replaced = ino(&path);
-    with_durability(
+    chat.apply(
+        snapshot.revision,
+        &[TextEdit::replace(2, 2, vec!["bye".into()])],
         Durability::Buffered,
-        chat.apply(
-            snapshot.revision,
-            &[TextEdit::replace(2, 2, vec!["bye".into()])],
-        ),
     )
     .await
     .unwrap();
@@ -90,11 +82,13 @@ async fn a_buffered_append_to_a_file_changed_meanwhile_is_refused() {
     let chat = FileConversation::new(&path);
     let snapshot = chat.snapshot().await.unwrap();
     std::fs::write(&path, "@You:\nho\n").unwrap();
-    let refused = with_durability(
-        Durability::Buffered,
-        chat.apply(snapshot.revision, &[TextEdit::insert(3, vec!["x".into()])]),
-    )
-    .await;
+    let refused = chat
+        .apply(
+            snapshot.revision,
+            &[TextEdit::insert(3, vec!["x".into()])],
+            Durability::Buffered,
+        )
+        .await;
     assert!(
         matches!(refused, Err(ConversationError::Stale { .. })),
         "{refused:?}"
@@ -146,7 +140,11 @@ async fn a_change_right_after_a_durable_rewrite_is_seen() {
     std::fs::write(&temp, "@You:\nhi\nONE\nTWO\n").unwrap();
     std::fs::rename(&temp, &path).unwrap();
     let stale = chat
-        .apply(ours.revision, &[TextEdit::insert(5, vec!["three".into()])])
+        .apply(
+            ours.revision,
+            &[TextEdit::insert(5, vec!["three".into()])],
+            Durability::Durable,
+        )
         .await;
     // The edit was computed against a text the file no longer holds: refused, not written.
     assert!(
@@ -199,7 +197,7 @@ async fn crash_child() {
         } else {
             Durability::Durable
         };
-        with_durability(durability, chat.apply(snapshot.revision, &[edit]))
+        chat.apply(snapshot.revision, &[edit], durability)
             .await
             .unwrap();
         println!("written");

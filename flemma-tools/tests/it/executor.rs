@@ -620,9 +620,10 @@ impl flemma_tools::Conversation for Watched {
         &self,
         revision: flemma_tools::Revision,
         edits: &[flemma_ast::TextEdit],
+        durability: flemma_tools::Durability,
     ) -> Result<flemma_tools::Snapshot, flemma_tools::ConversationError> {
         self.applied.fetch_add(1, Ordering::SeqCst);
-        self.inner.apply(revision, edits).await
+        self.inner.apply(revision, edits, durability).await
     }
 
     async fn set_locked(&self, locked: bool) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use flemma_ast::writer::JobPlacement;
 use flemma_tools::jobs::{JobState, JobsStatus};
-use flemma_tools::{Event, Executor, MemoryConversation, Next, ToolRegistry};
+use flemma_tools::{Durability, Event, Executor, MemoryConversation, Next, ToolRegistry};
 
 use crate::cycle::test_registry;
 use crate::executor::cycle_running;
@@ -117,7 +117,7 @@ fn with_the_status_tool_in_the_set_the_placeholder_is_tracked_and_the_three_look
         };
         // 1. Running.
         executor
-            .append_lines(&status_call("toolu_s1", &job))
+            .append_lines(&status_call("toolu_s1", &job), Durability::Durable)
             .await
             .unwrap();
         executor.cycle().await.unwrap();
@@ -128,17 +128,17 @@ fn with_the_status_tool_in_the_set_the_placeholder_is_tracked_and_the_three_look
             }
         }
         executor
-            .append_lines(&status_call("toolu_s2", &job))
+            .append_lines(&status_call("toolu_s2", &job), Durability::Durable)
             .await
             .unwrap();
         executor.cycle().await.unwrap();
         // 3. In the conversation; and an id nobody knows.
         executor
-            .append_lines(&status_call("toolu_s3", &job))
+            .append_lines(&status_call("toolu_s3", &job), Durability::Durable)
             .await
             .unwrap();
         executor
-            .append_lines(&status_call("toolu_s4", "job_nothere"))
+            .append_lines(&status_call("toolu_s4", "job_nothere"), Durability::Durable)
             .await
             .unwrap();
         executor.cycle().await.unwrap();
@@ -176,7 +176,10 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
         // The model answered, the user started typing: the first Job Result goes before the
         // draft, in a new @You: message.
         executor
-            .append_lines("\n@Assistant:\nBoth are running.\n\n@You:\nMy draft.\n")
+            .append_lines(
+                "\n@Assistant:\nBoth are running.\n\n@You:\nMy draft.\n",
+                Durability::Durable,
+            )
             .await
             .unwrap();
         loop {
@@ -195,7 +198,7 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
         conversation.set_text(text);
         executor.cycle().await.unwrap();
         executor
-            .append_lines("\n@Assistant:\nIt is running.\n")
+            .append_lines("\n@Assistant:\nIt is running.\n", Durability::Durable)
             .await
             .unwrap();
         let created = executor.wait_jobs().await.unwrap();
@@ -397,7 +400,7 @@ fn a_re_run_job_replaces_its_job_result_in_place() {
         executor.cycle().await.unwrap();
         executor.wait_jobs().await.unwrap();
         executor
-            .append_lines("\n@Assistant:\nDone.\n\n@You:\nAgain, please.\n")
+            .append_lines("\n@Assistant:\nDone.\n\n@You:\nAgain, please.\n", Durability::Durable)
             .await
             .unwrap();
         // The user runs the call again: the header keeps its job id.
