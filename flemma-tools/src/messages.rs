@@ -262,23 +262,4 @@ pub(crate) const JOB_STATE_COMPLETED: &str = "completed";
 /// `tool.flemma.jobs.status.state_removed`
 pub(crate) const JOB_STATE_REMOVED: &str = "completed (removed from conversation)";
 
-/// Host-initiated background (spec §8.1): the call is not running.
-pub(crate) fn not_executing(id: &str) -> String {
-    format!("Tool {id} is not currently executing")
-}
-
-/// Host-initiated background: the call has its result.
-pub(crate) fn already_completed(id: &str) -> String {
-    format!("Tool {id} has already completed")
-}
-
-/// Host-initiated background: the call is a job already.
-pub(crate) fn already_background(id: &str) -> String {
-    format!("Tool {id} is already running in background")
-}
-
-/// Host-initiated background of a synchronous tool (spec §8.1: sync tools cannot be
-/// backgrounded; the catalogue has no text for it).
-pub(crate) fn sync_not_backgroundable(name: &str) -> String {
-    format!("Tool '{name}' is synchronous and cannot run in the background")
-}
+// Host-initiated background (spec §8.1): the texts are those of `jobs::JobError`.

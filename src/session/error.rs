@@ -18,9 +18,13 @@ pub enum SessionError {
     /// A run was asked for while another run executes tools.
     #[error("the session is already running its tool cycle")]
     AlreadyRunning,
-    /// The tool cycle failed (the conversation, the frontmatter, the options).
+    /// The tool cycle failed for a reason of its own: a job action or an approval that does
+    /// not apply, the result store's options, an edit that does not fit. A failure of the
+    /// conversation, its frontmatter or its options is never here: each has its own variant
+    /// ([`Conversation`](Self::Conversation), [`Frontmatter`](Self::Frontmatter),
+    /// [`Config`](Self::Config)), wherever in the run it happened.
     #[error("the tool cycle failed")]
-    Executor(#[from] ExecutorError),
+    Executor(#[source] ExecutorError),
     /// The conversation could not be read or written.
     #[error("the conversation could not be read or written")]
     Conversation(#[from] ConversationError),
@@ -72,7 +76,18 @@ impl From<TranscriptError> for SessionError {
             TranscriptError::Conversation(e) => Self::Conversation(e),
             TranscriptError::Frontmatter(e) => Self::Frontmatter(e),
             TranscriptError::Config(e) => Self::Config(e),
-            other => Self::Executor(other.into()),
+            other => Self::Executor(ExecutorError::Transcript(other)),
+        }
+    }
+}
+
+impl From<ExecutorError> for SessionError {
+    /// One variant per failure: the executor's failures of the conversation, the frontmatter
+    /// and the options are the session's own variants for them.
+    fn from(error: ExecutorError) -> Self {
+        match error {
+            ExecutorError::Transcript(error) => error.into(),
+            other => Self::Executor(other),
         }
     }
 }

@@ -16,21 +16,12 @@ use super::state::{Call, Executor, Finished, Settings, Started};
 use super::types::ExecutorError;
 use crate::context::ExecutionContext;
 use crate::events::Event;
-use crate::jobs::host::{HostedCall, JobFault, JobHost, RunFuture};
+use crate::jobs::host::{HostedCall, JobHost, RunFuture};
 use crate::jobs::start::JobCall;
 use crate::jobs::table::Delivery;
-use crate::jobs::{Delivered, JobInfo, Recovery};
-use crate::messages as msg;
+use crate::jobs::{Delivered, JobError, JobInfo, Recovery};
 use crate::output::ToolOutput;
 use crate::tool::Tool;
-
-impl From<JobFault> for ExecutorError {
-    fn from(fault: JobFault) -> Self {
-        match fault {
-            JobFault::Refused(text) => ExecutorError::Job(text),
-        }
-    }
-}
 
 impl JobHost for Executor {
     type Settings = Settings;
@@ -181,7 +172,7 @@ impl Executor {
     /// `Tool <id> is already running in background`, and synchronous tools.
     pub async fn background(&self, id: &str) -> Result<JobId, ExecutorError> {
         if self.jobs.job_of(id).is_some() {
-            return Err(ExecutorError::Job(msg::already_background(id)));
+            return Err(JobError::AlreadyBackground { id: id.to_owned() }.into());
         }
         let settings = self.settings().await?;
         let Some((tool, handoff)) = self.take_handoff(id) else {
@@ -191,16 +182,16 @@ impl Executor {
                         .is_some_and(|r| r.node.status.is_none() && r.node.job_id().is_none())
                 })
                 .await?;
-            return Err(ExecutorError::Job(if final_result {
-                msg::already_completed(id)
+            let id = id.to_owned();
+            return Err(if final_result {
+                JobError::AlreadyCompleted { id }
             } else {
-                msg::not_executing(id)
-            }));
+                JobError::NotExecuting { id }
+            }
+            .into());
         };
         let Some(handoff) = handoff else {
-            return Err(ExecutorError::Job(msg::sync_not_backgroundable(
-                tool.as_str(),
-            )));
+            return Err(JobError::NotBackgroundable { tool: tool.clone() }.into());
         };
         let tool_id = ToolUseId::sanitized(id);
         let call = JobCall {

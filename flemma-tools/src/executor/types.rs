@@ -24,8 +24,8 @@ pub enum ExecutorError {
     Action(#[from] ActionError),
     /// A job action does not apply (`Tool <id> is not currently executing`, …), or the job
     /// journal cannot be used.
-    #[error("{0}")]
-    Job(String),
+    #[error(transparent)]
+    Job(#[from] crate::jobs::JobError),
     /// The host's [`cycle_guard`](super::ExecutorBuilder::cycle_guard) refused the cycle
     /// (a session while its request is in flight: `Cannot execute tool while API request is
     /// in flight`).

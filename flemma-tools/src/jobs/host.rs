@@ -17,15 +17,6 @@ use crate::output::ToolOutput;
 use crate::tool::Tool;
 use crate::transcript::{Transcript, TranscriptError};
 
-/// A job action that does not apply: the host turns it into its own error (an edit that does
-/// not apply is the transcript's [`TranscriptError::Edit`]).
-#[derive(Debug)]
-pub(crate) enum JobFault {
-    /// `Tool <id> is not currently executing` and the other texts of spec §8.1, or the
-    /// journal cannot be used.
-    Refused(String),
-}
-
 /// A job's call as the host runs it in its runtime.
 pub(crate) struct HostedCall {
     /// The registered tool.
@@ -47,7 +38,7 @@ pub(crate) trait JobHost: Send + Sync {
     /// The options of the moment (evaluated once per cycle or delivery).
     type Settings: Send + Sync;
     /// The host's error.
-    type Error: From<JobFault> + From<TranscriptError> + Send;
+    type Error: From<super::JobError> + From<TranscriptError> + Send;
 
     /// The conversation's transcript (its edit loop).
     fn transcript(&self) -> &Transcript;

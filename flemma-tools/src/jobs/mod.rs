@@ -64,6 +64,47 @@ pub use journal::{Change, FileJournal, JobJournal, JobRecord, Outcome, Recorded}
 pub use recover::journaled;
 pub use status::JobsStatus;
 
+/// A job action that does not apply, or a job journal that cannot be used: what
+/// [`Executor::background`](crate::Executor::background) and the recovery of a conversation's
+/// jobs refuse with (as [`ExecutorError::Job`](crate::ExecutorError::Job)). The messages are
+/// spec §8.1's.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// The call is not running (no result is being produced for it here).
+    #[error("Tool {id} is not currently executing")]
+    NotExecuting {
+        /// The call.
+        id: String,
+    },
+    /// The call has its result already.
+    #[error("Tool {id} has already completed")]
+    AlreadyCompleted {
+        /// The call.
+        id: String,
+    },
+    /// The call runs as a job already.
+    #[error("Tool {id} is already running in background")]
+    AlreadyBackground {
+        /// The call.
+        id: String,
+    },
+    /// The tool is synchronous: it cannot run in the background (spec §8.1; the catalogue
+    /// has no text for it).
+    #[error("Tool '{tool}' is synchronous and cannot run in the background")]
+    NotBackgroundable {
+        /// The tool.
+        tool: ToolName,
+    },
+    /// The conversation's job journal could not be read or written.
+    #[error("job journal: {source}")]
+    Journal {
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

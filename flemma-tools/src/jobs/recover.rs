@@ -8,7 +8,8 @@ use flemma_ast::Document;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use tokio_util::sync::CancellationToken;
 
-use super::host::{JobFault, JobHost};
+use super::JobError;
+use super::host::JobHost;
 use super::journal::{JobJournal, JobRecord, Recorded};
 use super::table::{Jobs, LiveJob};
 use super::{JobInfo, JobState, ProcessRef, Recovery, now_seconds};
@@ -190,7 +191,7 @@ impl Jobs {
             let claimed = journal
                 .claim(&record.job_id, ProcessRef::current())
                 .await
-                .map_err(|error| JobFault::Refused(format!("job journal: {error}")))?;
+                .map_err(|source| JobError::Journal { source })?;
             let Some(record) = claimed else {
                 return Ok(Adoption::Elsewhere);
             };

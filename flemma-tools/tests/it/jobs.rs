@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma_ast::writer::JobPlacement;
-use flemma_tools::jobs::{JobState, JobsStatus};
-use flemma_tools::{Durability, Event, Executor, MemoryConversation, Next, ToolRegistry};
+use flemma_tools::jobs::{JobError, JobState, JobsStatus};
+use flemma_tools::{
+    Durability, Event, Executor, ExecutorError, MemoryConversation, Next, ToolRegistry,
+};
 
 use crate::cycle::test_registry;
 use crate::executor::cycle_running;
@@ -258,6 +260,10 @@ fn the_host_moves_a_running_call_to_the_background() {
         // Errors of spec §8.1 first.
         let error = executor.background("toolu_9").await.unwrap_err();
         assert_eq!(error.to_string(), "Tool toolu_9 is not currently executing");
+        assert!(
+            matches!(&error, ExecutorError::Job(JobError::NotExecuting { id }) if id == "toolu_9"),
+            "{error:?}"
+        );
         let cycle = cycle_running(&executor, &["toolu_1"]).await;
         let job = executor.background("toolu_1").await.unwrap();
         let again = executor.background("toolu_1").await.unwrap_err();
@@ -265,6 +271,10 @@ fn the_host_moves_a_running_call_to_the_background() {
             again.to_string(),
             "Tool toolu_1 is already running in background"
         );
+        assert!(matches!(
+            again,
+            ExecutorError::Job(JobError::AlreadyBackground { .. })
+        ));
         let report = cycle.await.unwrap().unwrap();
         // The cycle stopped waiting for it: only the echo completed in the foreground.
         assert_eq!(
