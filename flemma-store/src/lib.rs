@@ -51,6 +51,7 @@ pub use path::{
 pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};
 pub use write::{
-    AtomicWriter, BackupStrategy, NoBackup, VersionBackup, write_atomic, write_atomic_metadata,
+    AtomicWriter, BackupStrategy, NoBackup, Replaced, VersionBackup, replace_if_unchanged,
+    write_atomic, write_atomic_metadata,
 };
 pub use writes::{FileWrites, StoreWrites};

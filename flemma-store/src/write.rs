@@ -254,11 +254,11 @@ pub fn write_atomic_metadata(
 ) -> Result<Option<fs::Metadata>, StoreError> {
     let dir = create_parent(path)?;
     let temp = temp_path(path);
-    let result = replace(path, &dir, &temp, content, backup);
+    let result = replace(path, &dir, &temp, content, Before::Backup(backup));
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
-    let metadata = result?;
+    let metadata = backed_up(path, result?)?;
     // Make the rename durable.
     if let Ok(dir) = File::open(&dir) {
         let _ = dir.sync_all();
@@ -266,15 +266,101 @@ pub fn write_atomic_metadata(
     Ok(metadata)
 }
 
-/// Writes and syncs `temp`, then, under the directory lock, backs `path` up and renames
-/// `temp` over it. The caller removes `temp` on failure.
+/// What [`replace_if_unchanged`] did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Replaced {
+    /// The new content is installed and durable; the installed file's metadata (as
+    /// [`write_atomic_metadata`] gives them), `None` when they could not be read.
+    Done(Option<fs::Metadata>),
+    /// The file no longer held the expected content: nothing was written (the temporary file
+    /// is removed).
+    Changed,
+}
+
+/// A compare-and-swap of a whole file: writes `content` to `path` atomically and durably, as
+/// [`write_atomic`] does, only when the file still holds exactly `expected` when the new
+/// content is renamed over it (compared under the directory lock every writer of this crate
+/// takes, so no writer of this crate slips in between). A file that does not exist is
+/// written (there is nothing to compare; the change recreates it).
+///
+/// # Errors
+///
+/// As [`write_atomic`], but for backups (there are none).
+///
+/// ```
+/// use flemma_store::{Replaced, replace_if_unchanged};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-cas-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("chat.txt");
+/// std::fs::write(&path, "one\n")?;
+/// assert!(matches!(replace_if_unchanged(&path, b"one\n", b"two\n")?, Replaced::Done(_)));
+/// // The file is no longer `one\n`: nothing is written.
+/// assert!(matches!(replace_if_unchanged(&path, b"one\n", b"three\n")?, Replaced::Changed));
+/// assert_eq!(std::fs::read_to_string(&path)?, "two\n");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn replace_if_unchanged(
+    path: &Path,
+    expected: &[u8],
+    content: &[u8],
+) -> Result<Replaced, StoreError> {
+    let dir = create_parent(path)?;
+    let temp = temp_path(path);
+    let result = replace(path, &dir, &temp, content, Before::Holds(expected));
+    if !matches!(result, Ok(Installed::Done(_))) {
+        let _ = fs::remove_file(&temp);
+    }
+    let Installed::Done(metadata) = result? else {
+        return Ok(Replaced::Changed);
+    };
+    if let Ok(dir) = File::open(&dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(Replaced::Done(metadata))
+}
+
+/// What an install does, under the directory lock, before it renames over an existing file.
+#[derive(Clone, Copy)]
+enum Before<'a> {
+    /// Backs the file up.
+    Backup(&'a dyn BackupStrategy),
+    /// Compares the file with the text a change was computed from: the install is refused
+    /// ([`Installed::Changed`]) when it holds anything else.
+    Holds(&'a [u8]),
+}
+
+/// What [`install`] did.
+enum Installed {
+    /// Renamed over the path; the installed file's metadata, when they could be read.
+    Done(Option<fs::Metadata>),
+    /// Refused by [`Before::Holds`]: nothing renamed.
+    Changed,
+}
+
+/// The metadata of an install under [`Before::Backup`] (which never gives
+/// [`Installed::Changed`]: a backup refuses with its error; should it ever, that is a failed
+/// write, not a silent one).
+fn backed_up(path: &Path, installed: Installed) -> Result<Option<fs::Metadata>, StoreError> {
+    match installed {
+        Installed::Done(metadata) => Ok(metadata),
+        Installed::Changed => Err(StoreError::Write {
+            path: path.to_owned(),
+            source: io::Error::other("the file changed under the write"),
+        }),
+    }
+}
+
+/// Writes and syncs `temp`, then, under the directory lock, backs `path` up (or compares it)
+/// and renames `temp` over it. The caller removes `temp` on failure and when refused.
 fn replace(
     path: &Path,
     dir: &Path,
     temp: &Path,
     content: &[u8],
-    backup: &dyn BackupStrategy,
-) -> Result<Option<fs::Metadata>, StoreError> {
+    before: Before<'_>,
+) -> Result<Installed, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
@@ -288,7 +374,7 @@ fn replace(
             source,
         })?;
     file.write_all(content).map_err(write_error)?;
-    install(path, dir, temp, &file, backup)
+    install(path, dir, temp, &file, before)
 }
 
 /// Syncs `file` (the open `temp`), then, under the directory lock, backs `path` up and
@@ -299,8 +385,8 @@ fn install(
     dir: &Path,
     temp: &Path,
     file: &File,
-    backup: &dyn BackupStrategy,
-) -> Result<Option<fs::Metadata>, StoreError> {
+    before: Before<'_>,
+) -> Result<Installed, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
@@ -317,10 +403,19 @@ fn install(
         source,
     })?;
     if path.exists() {
-        backup.backup(path).map_err(|source| StoreError::Backup {
-            path: path.to_owned(),
-            source,
-        })?;
+        match before {
+            Before::Backup(backup) => {
+                backup.backup(path).map_err(|source| StoreError::Backup {
+                    path: path.to_owned(),
+                    source,
+                })?;
+            }
+            Before::Holds(expected) => {
+                if fs::read(path).map_err(write_error)? != expected {
+                    return Ok(Installed::Changed);
+                }
+            }
+        }
     }
     fs::rename(temp, path).map_err(write_error)?;
     // The file itself, still open: what now stands at `path` unless another writer (one that
@@ -328,7 +423,7 @@ fn install(
     // It is installed: not knowing its metadata is no failure of the write.
     let metadata = file.metadata().ok();
     drop(lock);
-    Ok(metadata)
+    Ok(Installed::Done(metadata))
 }
 
 /// An atomic write whose content arrives in pieces: a command's output streamed to the store
@@ -451,7 +546,14 @@ impl AtomicWriter {
                 source: io::Error::other("writer already committed"),
             });
         };
-        let result = install(&self.path, &self.dir, &self.temp, &file, &*self.backup);
+        let result = install(
+            &self.path,
+            &self.dir,
+            &self.temp,
+            &file,
+            Before::Backup(&*self.backup),
+        )
+        .and_then(|installed| backed_up(&self.path, installed));
         if result.is_err() {
             let _ = fs::remove_file(&self.temp);
         }

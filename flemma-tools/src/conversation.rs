@@ -498,24 +498,20 @@ impl FileConversation {
             });
         }
         let bytes = text.as_bytes().to_vec();
-        let unchanged = Unchanged(Arc::clone(&current.text));
+        let old = Arc::clone(&current.text);
         let written = tokio::task::spawn_blocking(move || {
-            flemma_store::write_atomic_metadata(&path, &bytes, &unchanged)
+            flemma_store::replace_if_unchanged(&path, old.as_bytes(), &bytes)
         })
         .await
-        .map_err(ConversationError::Task)?;
-        match written {
-            Ok(metadata) => Ok(Written::Rewritten(metadata.as_ref().map(Stamp::of))),
-            // Another writer replaced the file since it was read.
-            Err(flemma_store::StoreError::Backup { source, .. })
-                if source
-                    .get_ref()
-                    .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Changed>) =>
-            {
-                Ok(Written::Changed)
+        .map_err(ConversationError::Task)?
+        .map_err(write_error)?;
+        Ok(match written {
+            flemma_store::Replaced::Done(metadata) => {
+                Written::Rewritten(metadata.as_ref().map(Stamp::of))
             }
-            Err(source) => Err(write_error(source)),
-        }
+            // Another writer changed the file since it was read.
+            _ => Written::Changed,
+        })
     }
 }
 
@@ -528,26 +524,6 @@ enum Written {
     Rewritten(Option<Stamp>),
     /// Not written: the file no longer held the text the change was computed from.
     Changed,
-}
-
-/// The "backup" of a conversation write: run under the directory's write lock right before the
-/// rename, it refuses the write when the file no longer holds the text the edits were applied to.
-#[derive(Debug)]
-struct Unchanged(Arc<String>);
-
-/// The file changed under a write.
-#[derive(Debug, thiserror::Error)]
-#[error("the file changed since it was read")]
-struct Changed;
-
-impl flemma_store::BackupStrategy for Unchanged {
-    fn backup(&self, path: &Path) -> std::io::Result<Option<PathBuf>> {
-        if std::fs::read(path)? == self.0.as_bytes() {
-            Ok(None)
-        } else {
-            Err(std::io::Error::other(Changed))
-        }
-    }
 }
 
 #[async_trait::async_trait]

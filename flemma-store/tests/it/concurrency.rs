@@ -79,3 +79,40 @@ fn eight_threads_fifty_writes_keep_every_run() {
     assert!(stray.is_empty(), "left behind: {stray:?}");
     assert_eq!(names.len(), THREADS * WRITES);
 }
+
+/// Compare-and-swap writers of one path, each computing its change from what it read: every
+/// change that was installed was computed from the text it replaced (a counter incremented
+/// by eight threads ends at the number of installs), and a refused change leaves no
+/// temporary file behind.
+#[test]
+fn compare_and_swap_writers_lose_no_install() {
+    use flemma_store::{Replaced, replace_if_unchanged};
+    let tmp = TempDir::new("cas");
+    let path = tmp.join("counter.txt");
+    std::fs::write(&path, "0").unwrap();
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let path = path.clone();
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut installed = 0;
+                for _ in 0..WRITES {
+                    let old = std::fs::read_to_string(&path).unwrap();
+                    let next = (old.parse::<u64>().unwrap() + 1).to_string();
+                    match replace_if_unchanged(&path, old.as_bytes(), next.as_bytes()).unwrap() {
+                        Replaced::Done(_) => installed += 1,
+                        Replaced::Changed => {}
+                        other => panic!("{other:?}"),
+                    }
+                }
+                installed
+            })
+        })
+        .collect();
+    let installed: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(installed > 0);
+    assert_eq!(read(&path), installed.to_string());
+    assert_eq!(entries(tmp.path()), ["counter.txt"]);
+}
