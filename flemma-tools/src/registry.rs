@@ -110,8 +110,53 @@ impl Default for Shared {
     }
 }
 
+/// The registered tools, and a revision that changes with every registration or removal (what
+/// a cache of anything computed from the tool set is keyed by; the tools' addresses would not
+/// do: a tool dropped and another registered may share an address).
+#[derive(Default)]
+struct Tools {
+    map: BTreeMap<ToolName, Arc<dyn Tool>>,
+    revision: u64,
+}
+
+impl Tools {
+    fn insert(&mut self, name: ToolName, tool: Arc<dyn Tool>) -> Option<Arc<dyn Tool>> {
+        self.revision += 1;
+        self.map.insert(name, tool)
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        let removed = self.map.remove(name);
+        if removed.is_some() {
+            self.revision += 1;
+        }
+        removed
+    }
+
+    fn clear(&mut self) {
+        self.revision += 1;
+        self.map.clear();
+    }
+
+    fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.map.get(name)
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.map.contains_key(name)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.map.values()
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &ToolName> {
+        self.map.keys()
+    }
+}
+
 struct State {
-    tools: BTreeMap<ToolName, Arc<dyn Tool>>,
+    tools: Tools,
     /// Bumped by [`ToolRegistry::clear`]: sources of an older generation can no longer
     /// register or complete.
     generation: u64,
@@ -128,7 +173,7 @@ struct State {
 impl Default for State {
     fn default() -> Self {
         Self {
-            tools: BTreeMap::new(),
+            tools: Tools::default(),
             generation: 0,
             pending: 0,
             ready: watch::Sender::new(true),
@@ -211,6 +256,13 @@ impl ToolRegistry {
     /// The registered tools, sorted by name.
     pub fn list(&self) -> Vec<Arc<dyn Tool>> {
         self.read().tools.values().cloned().collect()
+    }
+
+    /// A number that changes whenever a tool is registered, replaced or removed (in this
+    /// registry and its clones): what a cache of anything computed from the tool set is
+    /// keyed by.
+    pub fn revision(&self) -> u64 {
+        self.read().tools.revision
     }
 
     /// The registered names, sorted.
@@ -366,7 +418,7 @@ impl ToolRegistry {
         };
         let mut state = self.write();
         for tool in tools {
-            state.tools.remove(&tool);
+            state.tools.remove(tool.as_str());
         }
         true
     }
@@ -683,10 +735,10 @@ impl Registrar {
             for (name, tool) in &old {
                 if state
                     .tools
-                    .get(name)
+                    .get(name.as_str())
                     .is_some_and(|current| Arc::ptr_eq(current, tool))
                 {
-                    state.tools.remove(name);
+                    state.tools.remove(name.as_str());
                 }
             }
             let mut new = BTreeMap::new();

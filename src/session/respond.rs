@@ -331,7 +331,7 @@ impl Session {
             .settings()
             .await
             .ok()
-            .filter(|settings| std::sync::Arc::ptr_eq(settings.options(), options));
+            .filter(|settings| std::sync::Arc::ptr_eq(settings.evaluated().options(), options));
         let chat = match &settings {
             Some(settings) => settings.chat().map(Path::to_path_buf),
             None => transcript

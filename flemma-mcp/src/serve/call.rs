@@ -154,8 +154,8 @@ async fn deny_reason(
     };
     let available = settings.sandbox_available();
     let ctx = ApprovalContext {
-        config: settings.config(),
-        options: settings.options(),
+        config: settings.evaluated().config(),
+        options: settings.evaluated().options(),
         tools: &server.inner.registry,
         sandbox: &available,
     };

@@ -63,10 +63,10 @@ impl Executor {
         };
         let settings = d.settings;
         let ctx = ApprovalContext {
-            config: &settings.config,
-            options: &settings.options,
+            config: &settings.shared.evaluated.config,
+            options: &settings.shared.evaluated.options,
             tools: &self.setup.registry,
-            sandbox: &Available(settings.sandbox_available),
+            sandbox: &Available(settings.shared.sandbox_available),
         };
         // The hooks ran once for the call: their verdict is the hooks resolver's.
         let known = match verdict {

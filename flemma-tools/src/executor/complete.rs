@@ -54,7 +54,7 @@ impl Executor {
             });
             done.push((completed, claim));
         }
-        self.write_ran(&results, settings.writer).await?;
+        self.write_ran(&results, settings.shared.writer).await?;
         let mut completed = Vec::with_capacity(done.len());
         for (call, claim) in done {
             self.emit(Event::ToolCompleted {
@@ -91,7 +91,7 @@ impl Executor {
             .await;
         let success = output.is_success();
         let mut body = None;
-        if let Some(store) = &settings.store {
+        if let Some(store) = &settings.shared.store {
             let completion = match (save_to, &output) {
                 (Some(dest), ToolOutput::Success(result)) => Some(Completion {
                     id: StoreId::Tool(id.clone()),
@@ -110,7 +110,7 @@ impl Executor {
             };
             if let Some(completion) = completion {
                 body = self
-                    .store_output(store, &settings.sandbox, completion)
+                    .store_output(store, &settings.shared.sandbox, completion)
                     .await
                     .map(ResultBody::Success);
             }

@@ -93,7 +93,7 @@ impl Executor {
                 self.recover().await?;
             }
             let settings = self.settings().await?;
-            self.report_options(&settings.diagnostics)?;
+            self.report_options(&settings.shared.evaluated.diagnostics)?;
             self.migrate_names().await?;
             // Calls whose host died mid-run get their error first.
             let lost = self.settle_claims(&settings).await?;

@@ -27,7 +27,7 @@ pub(super) fn context_note(hook: &str, text: &str) -> String {
 impl Executor {
     /// What hooks are told about this conversation.
     pub(super) fn hook_context(&self, settings: &Settings) -> HookContext {
-        let chat = settings.chat();
+        let chat = settings.shared.chat();
         let cwd = chat
             .and_then(std::path::Path::parent)
             .map(std::path::Path::to_owned)
@@ -43,7 +43,9 @@ impl Executor {
     /// The hooks of this conversation under `settings`: the registry's, the executor's own
     /// and those its frontmatter added.
     pub(super) fn hooks_of(&self, settings: &crate::transcript::Settings) -> Hooks {
-        settings.hooks_with(&self.setup.registry.hooks().merged(&self.setup.hooks, true))
+        settings
+            .evaluated
+            .hooks_with(&self.setup.registry.hooks().merged(&self.setup.hooks, true))
     }
 
     /// The hooks that run for this executor's conversation now, in the order they run: the
@@ -140,7 +142,7 @@ impl Executor {
         output: ToolOutput,
         truncated: bool,
     ) -> ToolOutput {
-        let hooks = self.hooks_of(settings);
+        let hooks = self.hooks_of(&settings.shared);
         let mut notes = self
             .hook_notes
             .lock()

@@ -36,11 +36,14 @@ impl JobHost for Executor {
     }
 
     fn writer(&self, settings: &Settings) -> WriterOptions {
-        settings.writer
+        settings.shared.writer
     }
 
     fn tracks_jobs(&self, settings: &Settings) -> bool {
-        let tools = self.setup.registry.tool_set(&settings.options);
+        let tools = self
+            .setup
+            .registry
+            .tool_set(&settings.shared.evaluated.options);
         tools
             .iter()
             .any(|t| t.definition().name().as_str() == crate::jobs::status::NAME)
@@ -73,7 +76,7 @@ impl JobHost for Executor {
                 Executor::context(self, id, tool, found.definition(), settings, token).await
             }
             None => Ok(ExecutionContext::builder(id.clone(), tool.clone())
-                .options(Arc::clone(&settings.options))
+                .options(Arc::clone(&settings.shared.evaluated.options))
                 .cancellation(token)
                 .build()?),
         }
@@ -109,7 +112,7 @@ impl JobHost for Executor {
             },
             ..item.clone()
         };
-        let text = match &settings.store {
+        let text = match &settings.shared.store {
             Some(store) => self.store_job(store, &item, settings).await,
             None => item.outcome.text.clone(),
         };
@@ -243,7 +246,7 @@ impl Executor {
                 .then(|| (text.clone(), item.outcome.success)),
             save: save.map(|dest| (dest, text.clone())),
         };
-        self.store_output(store, &settings.sandbox, completion)
+        self.store_output(store, &settings.shared.sandbox, completion)
             .await
             .unwrap_or_else(|| text.clone())
     }

@@ -85,7 +85,7 @@ impl Executor {
         if unanswered.is_empty() && approved.is_empty() {
             return Ok(Vec::new());
         }
-        let hooks = self.hooks_of(settings);
+        let hooks = self.hooks_of(&settings.shared);
         let chain = self
             .setup
             .chain
@@ -129,11 +129,14 @@ impl Executor {
         // (the text changed) is left out and the batch computed again.
         let batch: Vec<(&str, ToolStatus)> =
             placed.iter().map(|p| (p.id.as_str(), p.status)).collect();
-        self.setup.transcript.place(&batch, settings.writer).await?;
+        self.setup
+            .transcript
+            .place(&batch, settings.shared.writer)
+            .await?;
         self.set_statuses(&reviewed).await?;
         placed.extend(reviewed);
         // A denial's reason is its placeholder's body, for Phase 2's error.
-        self.write_denials(&reasons, settings.writer).await?;
+        self.write_denials(&reasons, settings.shared.writer).await?;
         self.emit(Event::PlaceholdersPlaced(placed.clone()));
         if let Some(context) = &context {
             for p in placed.iter().filter(|p| p.status == ToolStatus::Pending) {
@@ -157,7 +160,7 @@ impl Executor {
             self.emit(Event::Warning(msg::edited_approved(plan.protected)));
         }
         // Pasted results, denied, rejected and aborted calls: one batch.
-        let writer = settings.writer;
+        let writer = settings.shared.writer;
         if !plan.settle.is_empty() {
             self.edit_indexed(|doc, index| {
                 let mut edits = Vec::new();
@@ -208,7 +211,7 @@ impl Executor {
         run: &mut VecDeque<Call>,
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
-        let writer = settings.writer;
+        let writer = settings.shared.writer;
         let mut completed = Vec::new();
         if let Some(approver) = &self.setup.approver {
             for call in pending {

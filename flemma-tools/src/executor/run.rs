@@ -35,7 +35,7 @@ impl Executor {
         mut queue: VecDeque<Call>,
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
-        let limit = match usize::try_from(settings.options.tools.max_concurrent) {
+        let limit = match usize::try_from(settings.shared.evaluated.options.tools.max_concurrent) {
             Ok(0) | Err(_) => usize::MAX,
             Ok(limit) => limit,
         };
@@ -225,7 +225,11 @@ impl Executor {
         let early = match &found {
             _ if self.is_running(id.as_str()) => Some(refuse(msg::already_executing(id.as_str()))),
             None => Some(refuse(msg::unknown_tool(tool.as_str()))),
-            Some(t) if !t.definition().is_available(&settings.options) => {
+            Some(t)
+                if !t
+                    .definition()
+                    .is_available(&settings.shared.evaluated.options) =>
+            {
                 Some(refuse(msg::unavailable(tool.as_str())))
             }
             Some(t) if !t.definition().is_executable() => {
@@ -313,10 +317,10 @@ impl Executor {
         settings: &Settings,
         token: CancellationToken,
     ) -> Result<ExecutionContext, ExecutorError> {
-        let chat = settings.chat.as_deref();
+        let chat = settings.shared.chat.as_deref();
         let mut builder = ExecutionContext::builder(id.clone(), tool.clone())
-            .options(Arc::clone(&settings.options))
-            .sandbox(settings.sandbox.clone())
+            .options(Arc::clone(&settings.shared.evaluated.options))
+            .sandbox(settings.shared.sandbox.clone())
             .cancellation(token)
             .jobs(Arc::clone(&self.jobs));
         let events = Arc::clone(&self.events);
@@ -331,13 +335,13 @@ impl Executor {
         if let Some(defaults) = definition.config_defaults() {
             builder = builder.tool_defaults(defaults.clone());
         }
-        if let Some(cwd) = tool_cwd(&settings.options, tool, chat) {
+        if let Some(cwd) = tool_cwd(&settings.shared.evaluated.options, tool, chat) {
             builder = builder.cwd(cwd);
         }
         if let Some(chat) = chat {
             builder = builder.filename(chat);
         }
-        if let Some(store) = &settings.store {
+        if let Some(store) = &settings.shared.store {
             builder = builder.store(Arc::clone(store));
         }
         // The text the call starts from; the tool's document is the transcript's parse of it,

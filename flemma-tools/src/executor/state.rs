@@ -85,22 +85,14 @@ impl std::fmt::Debug for Executor {
 }
 
 /// Everything a cycle needs from the options of the moment: the transcript's
-/// [`Settings`](crate::transcript::Settings) (reached through `Deref`: the options, the
-/// store, the sandbox, the writer's options) and the executor's own journal and claims.
+/// [`Settings`](crate::transcript::Settings) (`shared`: the options, the store, the sandbox,
+/// the writer's options) and the executor's own journal and claims.
 pub(crate) struct Settings {
     pub(super) shared: Arc<crate::transcript::Settings>,
     /// Where the conversation's call claims are kept.
     pub(super) claims: Table,
     /// Where the calls placed for a person's decision are remembered.
     pub(super) placements: Arc<dyn crate::placements::Placements>,
-}
-
-impl std::ops::Deref for Settings {
-    type Target = crate::transcript::Settings;
-
-    fn deref(&self) -> &crate::transcript::Settings {
-        &self.shared
-    }
 }
 
 /// A call ready to run.

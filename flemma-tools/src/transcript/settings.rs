@@ -14,11 +14,12 @@ use super::{Transcript, TranscriptError};
 use crate::sandbox::{Sandbox, SandboxPolicy};
 
 /// What an evaluation depends on besides the host's layers: the frontmatter (language, code,
-/// first line), the registry's tools (each by identity) and whether they are all loaded.
+/// first line), the registry's tools (by its revision) and whether they are all loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Key {
     frontmatter: Option<(String, String, u32)>,
-    tools: Vec<usize>,
+    /// The registry's [`revision`](crate::ToolRegistry::revision).
+    tools: u64,
     checked: bool,
 }
 
@@ -118,8 +119,8 @@ impl Evaluated {
     }
 }
 
-/// What a cycle needs from the options of the moment: the [`Evaluated`] options (reached
-/// through `Deref`), the conversation's file, the result store and the sandbox.
+/// What a cycle needs from the options of the moment: the [`Evaluated`] options
+/// ([`evaluated`](Self::evaluated)), the conversation's file, the result store and the sandbox.
 #[derive(Debug)]
 pub struct Settings {
     pub(crate) evaluated: Arc<Evaluated>,
@@ -135,15 +136,12 @@ pub struct Settings {
     pub(crate) sandbox_available: bool,
 }
 
-impl std::ops::Deref for Settings {
-    type Target = Evaluated;
-
-    fn deref(&self) -> &Evaluated {
+impl Settings {
+    /// The options as the frontmatter evaluated them, with their diagnostics.
+    pub fn evaluated(&self) -> &Evaluated {
         &self.evaluated
     }
-}
 
-impl Settings {
     /// The conversation's file, absolute and resolved.
     pub fn chat(&self) -> Option<&std::path::Path> {
         self.chat.as_deref()
@@ -192,12 +190,7 @@ impl Transcript {
             .await?;
         // Readiness first: tools read after it are at least as complete.
         let checked = self.registry.is_ready();
-        let tools = self
-            .registry
-            .list()
-            .iter()
-            .map(|t| Arc::as_ptr(t).cast::<()>() as usize)
-            .collect();
+        let tools = self.registry.revision();
         let key = Key {
             frontmatter,
             tools,

@@ -44,6 +44,34 @@ fn registering_again_replaces_with_a_warning() {
     assert_eq!(registry.names(), ["calc"]);
 }
 
+/// The revision moves with every change of the tool set, in every clone, and never with a
+/// read: a cache keyed by it (the transcript's evaluated options) sees a tool replaced by
+/// another, even one that got the first one's address.
+#[test]
+fn the_revision_moves_with_every_change_of_the_tool_set() {
+    let registry = ToolRegistry::new();
+    let clone = registry.clone();
+    let start = registry.revision();
+    registry.register(tool("calc"));
+    let registered = registry.revision();
+    assert_ne!(registered, start);
+    let _ = (registry.list(), registry.names(), registry.get("calc"));
+    assert_eq!(registry.revision(), registered);
+    // Dropped, and another under the same name.
+    drop(registry.unregister("calc"));
+    let removed = clone.revision();
+    assert_ne!(removed, registered);
+    clone.register(tool("calc"));
+    assert_ne!(registry.revision(), removed);
+    assert_ne!(registry.revision(), registered);
+    // Removing what is not there changes nothing.
+    let now = registry.revision();
+    assert!(registry.unregister("missing").is_none());
+    assert_eq!(registry.revision(), now);
+    registry.clear();
+    assert_ne!(registry.revision(), now);
+}
+
 #[test]
 fn unregister_get_and_executable() {
     let registry = ToolRegistry::new();

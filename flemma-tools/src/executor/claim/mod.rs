@@ -196,7 +196,7 @@ impl Executor {
             partial_output: None,
         };
         if !lost.is_empty() {
-            let writer = settings.writer;
+            let writer = settings.shared.writer;
             self.edit(|doc| {
                 let mut edits = Vec::new();
                 for record in &lost {
