@@ -30,7 +30,7 @@ mod results;
 mod signals;
 mod ui;
 
-use signals::Signal;
+use signals::{GRACE, Signal};
 use ui::Ui;
 
 /// `--approve`.
@@ -248,10 +248,6 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
         }
     }
 }
-
-/// How long the command waits, after the second Ctrl-C (or a SIGTERM or SIGHUP), for the
-/// cancelled tools and request to write their abort text before it exits regardless.
-pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
 /// How a run ended.
 enum End {
