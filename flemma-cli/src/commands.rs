@@ -125,7 +125,7 @@ pub(crate) fn check(
     let frontmatter = options::apply_frontmatter(&mut config, &doc).err();
     // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
     // The MCP servers' tools are names the options may give too.
-    let registry = tools::ready_registry(&config)?;
+    let registry = crate::setup::ready_registry(&config)?;
     let found = registry
         .evaluate(&mut config)
         .map(|evaluation| evaluation.diagnostics)
@@ -249,7 +249,7 @@ pub(crate) fn explain(
     let mut config = settings.load()?;
     options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| options::frontmatter_failure(&text.name, &e))?;
-    let registry = tools::registry(&config)?;
+    let registry = crate::setup::registry(&config)?;
     let explanation = options::explain(&config, &registry, tool, &call_input).map_err(failed)?;
     let chat = text.path().map(flemma::config::conversation_path);
     let writable = options::writable(&config, chat.as_deref()).map_err(failed)?;

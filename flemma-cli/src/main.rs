@@ -25,12 +25,15 @@ mod options;
 mod render;
 mod request;
 mod run;
+mod runtime;
+mod setup;
 mod tools;
 mod visible;
 
 use commands::SourceArg;
 use failure::Failure;
-use request::{ProviderArg, TemplatesArg};
+use request::ProviderArg;
+use setup::TemplatesArg;
 
 /// Parse, check and format `.chat` transcripts.
 #[derive(Debug, Parser)]
@@ -73,7 +76,7 @@ enum Command {
         /// Keys come from `ANTHROPIC_API_KEY`, `OPENAI_API_KEY` or `VERTEX_ACCESS_TOKEN`,
         /// `VERTEX_PROJECT` and `VERTEX_LOCATION`; `FLEMMA_BASE_URL` replaces the base URL.
         #[arg(long, value_enum, default_value = "anthropic")]
-        provider: run::RunProvider,
+        provider: setup::RunProvider,
         /// The model (default: the `model` option, else a per-provider default).
         #[arg(long)]
         model: Option<String>,
@@ -350,7 +353,7 @@ fn main() -> ExitCode {
     };
     let outcome = run(cli.command, &settings);
     // The MCP servers stop, and the runtime is left behind.
-    tools::finish();
+    runtime::finish();
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
@@ -425,13 +428,13 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                 .map(|()| 0)
                 .map_err(|e| failure::failed(e.into()))
         }
-        Command::Approve { file, id } => tools::act(&file, &tools::Action::Approve(&id), settings),
+        Command::Approve { file, id } => tools::act(&file, &setup::Action::Approve(&id), settings),
         Command::Reject { file, id, message } => tools::act(
             &file,
-            &tools::Action::Reject(&id, message.as_deref()),
+            &setup::Action::Reject(&id, message.as_deref()),
             settings,
         ),
-        Command::ApproveAll { file } => tools::act(&file, &tools::Action::ApproveAll, settings),
+        Command::ApproveAll { file } => tools::act(&file, &setup::Action::ApproveAll, settings),
         Command::Run {
             file,
             provider,

@@ -51,7 +51,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
         crate::input::Input::check(file)?;
     }
     let config = settings.load()?;
-    let mut builder = ToolServer::builder(crate::tools::registry(&config)?)
+    let mut builder = ToolServer::builder(crate::setup::registry(&config)?)
         .config(config)
         // As `flemma cycle`: sandboxed when `sandbox.enabled` is on and bubblewrap can run.
         .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
@@ -63,7 +63,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
         builder = builder.file(file);
     }
     let server = builder.build();
-    let runtime = crate::tools::runtime()?;
+    let runtime = crate::runtime::runtime()?;
     let outcome = runtime.block_on(async {
         let Some(addr) = args.http else {
             return server.serve_stdio().await;
@@ -77,7 +77,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
         );
         flemma::mcp::serve::serve_http(server, listener, stopped()).await
     });
-    // A tool stuck in a blocking call must not keep the command alive (`tools::finish`).
+    // A tool stuck in a blocking call must not keep the command alive (`runtime::finish`).
     drop(runtime);
     outcome.map_err(|e| failed(anyhow::Error::new(e)))?;
     Ok(0)

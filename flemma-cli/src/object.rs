@@ -6,7 +6,7 @@
 //! written anywhere.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::failure::{Failure, failed};
 use crate::options::Settings;
-use crate::run::{ApproveAll, RunArgs, RunProvider};
+use crate::runtime::runtime;
+use crate::setup::{Action, ApproveAll, RunProvider, make_provider};
 
 /// How long `flemma run s3://…` holds a conversation's lease between renewals' worth: the
 /// time after which another host may take over if this one dies.
@@ -79,12 +80,15 @@ impl ObjectRun {
 
 /// FILE as an object (`s3://…`): its lease taken, the calls a dead holder left answered;
 /// `None` when FILE is a path.
-pub(crate) fn open_for_run(args: &RunArgs) -> Result<Option<ObjectRun>, Failure> {
-    let Some(text) = args.file.to_str().filter(|t| ObjectUrl::is_object_url(t)) else {
+pub(crate) fn open_for_run(
+    file: &Path,
+    output: Option<&Path>,
+) -> Result<Option<ObjectRun>, Failure> {
+    let Some(text) = file.to_str().filter(|t| ObjectUrl::is_object_url(t)) else {
         return Ok(None);
     };
     let url = ObjectUrl::parse(text).map_err(usage)?;
-    if args.output.is_some() {
+    if output.is_some() {
         return Err(usage(anyhow::anyhow!(
             "--output is for files; {url} is written in place"
         )));
@@ -98,7 +102,7 @@ pub(crate) fn open_for_run(args: &RunArgs) -> Result<Option<ObjectRun>, Failure>
 fn take_object(url: &ObjectUrl) -> Result<ObjectRun, Failure> {
     let bucket = bucket(url)?;
     let holder = WorkerOptions::new().holder;
-    let runtime = crate::tools::runtime()?;
+    let runtime = runtime()?;
     let workdir = workdir()?;
     // This host on its machine (the working directory): its jobs' journal names it.
     let machine = Arc::new(
@@ -155,8 +159,8 @@ fn take_object(url: &ObjectUrl) -> Result<ObjectRun, Failure> {
 /// (so that no worker runs it meanwhile), after the recovery of its jobs, as for a file; a
 /// worker then runs the approved calls. `None` when FILE is a path.
 pub(crate) fn act(
-    file: &std::path::Path,
-    action: &crate::tools::Action<'_>,
+    file: &Path,
+    action: &Action<'_>,
     settings: &Settings,
 ) -> Result<Option<u8>, Failure> {
     let Some(text) = file.to_str().filter(|t| ObjectUrl::is_object_url(t)) else {
@@ -164,13 +168,13 @@ pub(crate) fn act(
     };
     let url = ObjectUrl::parse(text).map_err(usage)?;
     let config = settings.load()?;
-    let registry = crate::tools::registry(&config)?;
+    let registry = crate::setup::registry(&config)?;
     let run = take_object(&url)?;
-    let executor = crate::run::executor(run.conversation(), registry, config).build();
-    let runtime = crate::tools::runtime()?;
-    let result = crate::tools::act_on(&executor, action, &runtime);
+    let executor = crate::setup::executor(run.conversation(), registry, config).build();
+    let runtime = runtime()?;
+    let result = crate::setup::act_on(&executor, action, &runtime);
     runtime.block_on(run.release());
-    result.map_err(|e| crate::tools::executor_failure(std::path::Path::new(text), e))?;
+    result.map_err(|e| crate::setup::executor_failure(Path::new(text), e))?;
     Ok(Some(0))
 }
 
@@ -260,13 +264,13 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
             .map_err(usage)?;
     }
     // Checked once here, made again for each conversation (a script replays from its start).
-    crate::run::make_provider(
+    make_provider(
         args.provider,
         args.script.as_deref(),
         args.model.as_deref(),
         &config,
     )?;
-    let registry = crate::tools::registry(&config)?;
+    let registry = crate::setup::registry(&config)?;
     let bucket = bucket(&url)?;
     let options = WorkerOptions::new()
         .concurrency(args.concurrency)
@@ -279,15 +283,14 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
         });
     let holder = options.holder.clone();
     let worker = Worker::new(bucket, url.key().clone(), options);
-    let runtime = crate::tools::runtime()?;
+    let runtime = runtime()?;
     let runner = {
         let (provider, script, model) = (args.provider, args.script.clone(), args.model.clone());
         let approve_all = args.approve == WorkerApprove::All;
         let max_turns = args.max_turns;
         move |assignment: Assignment| {
-            let made =
-                crate::run::make_provider(provider, script.as_deref(), model.as_deref(), &config)
-                    .map_err(message);
+            let made = make_provider(provider, script.as_deref(), model.as_deref(), &config)
+                .map_err(message);
             let (config, registry) = (config.clone(), registry.clone());
             async move {
                 let provider =
@@ -390,11 +393,11 @@ async fn run_one(
     max_turns: Option<u64>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let conversation = Arc::clone(&assignment.conversation) as Arc<dyn Conversation>;
-    let mut executor = crate::run::executor(conversation, registry, config);
+    let mut executor = crate::setup::executor(conversation, registry, config);
     if approve_all {
         executor = executor.approver(Arc::new(ApproveAll));
     }
-    let session = crate::run::session_of(executor, provider, max_turns).map_err(message)?;
+    let session = crate::setup::session_of(executor, provider, max_turns).map_err(message)?;
     let run = session.run();
     tokio::pin!(run);
     let stopped = tokio::select! {
@@ -421,13 +424,13 @@ pub(crate) struct ObjectPlace {
 impl ObjectPlace {
     /// The object URL of the result file `path`; `None` for a file that stays on the machine
     /// (a store path configured outside the conversation's store directory).
-    pub(crate) fn url_of(&self, path: &std::path::Path) -> Option<String> {
+    pub(crate) fn url_of(&self, path: &Path) -> Option<String> {
         flemma::object::result_key(&self.local, &self.key, path).map(|key| self.bucket.url(&key))
     }
 }
 
 /// FILE as an object (`s3://…`), its text read when it exists; `None` when FILE is a path.
-pub(crate) fn place(file: &std::path::Path) -> Result<Option<ObjectPlace>, Failure> {
+pub(crate) fn place(file: &Path) -> Result<Option<ObjectPlace>, Failure> {
     let Some(text) = file.to_str().filter(|t| ObjectUrl::is_object_url(t)) else {
         return Ok(None);
     };
@@ -435,7 +438,7 @@ pub(crate) fn place(file: &std::path::Path) -> Result<Option<ObjectPlace>, Failu
     let bucket = bucket(&url)?;
     let mut local = workdir()?.join(url.bucket());
     local.extend(url.key().parts().map(|p| p.as_ref().to_owned()));
-    let runtime = crate::tools::runtime()?;
+    let runtime = runtime()?;
     let text = match runtime.block_on(flemma::object::ObjectConversation::open(&bucket, url.key()))
     {
         Ok(conversation) => Some(

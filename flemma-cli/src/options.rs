@@ -177,7 +177,7 @@ pub(crate) fn evaluated(
     name: &str,
 ) -> Result<std::sync::Arc<flemma::tools::transcript::Evaluated>, Failure> {
     use flemma::tools::transcript::TranscriptError;
-    let runtime = crate::tools::runtime()?;
+    let runtime = crate::runtime::runtime()?;
     let evaluated = runtime
         .block_on(transcript.evaluated())
         .map_err(|e| match e {
@@ -252,7 +252,7 @@ pub(crate) fn explain(
         input,
         id: None,
     };
-    let runtime = crate::tools::runtime().map_err(|f| {
+    let runtime = crate::runtime::runtime().map_err(|f| {
         f.error
             .unwrap_or_else(|| anyhow::anyhow!("cannot start the runtime"))
     })?;

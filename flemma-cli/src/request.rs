@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::failure::{Failure, failed};
 use crate::input::Input;
+use crate::setup::{TemplatesArg, template_engine};
 use crate::{options, tools};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -13,14 +14,6 @@ pub(crate) enum ProviderArg {
     Openai,
     OpenaiChat,
     Vertex,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum TemplatesArg {
-    /// Jinja (minijinja).
-    Jinja,
-    /// Lua (needs the `lua` feature).
-    Lua,
 }
 
 /// `flemma request`: the body a provider would receive, built from the file, its frontmatter
@@ -40,7 +33,7 @@ pub(crate) fn request(
     let input = Input::read(file)?;
     let config = settings.load()?;
     // Once the MCP servers listed their tools: the tool set `flemma tools` and a run offer.
-    let registry = tools::ready_registry(&config)?;
+    let registry = crate::setup::ready_registry(&config)?;
     // One parse and one evaluation of the frontmatter, as a session's transcript has them.
     let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
     let evaluated = options::evaluated(&transcript, &input.name)?;
@@ -72,7 +65,7 @@ pub(crate) fn request(
         &opts.templates,
         store.as_deref(),
     ));
-    let (doc, _) = tools::runtime()?
+    let (doc, _) = crate::runtime::runtime()?
         .block_on(transcript.document())
         .map_err(|e| failed(e.into()))?;
     let prompt = builder.build(&doc);
@@ -111,33 +104,4 @@ pub(crate) fn request(
         );
     }
     Ok(u8::from(prompt.has_errors() || empty))
-}
-
-/// The template engine `flemma request` renders with.
-#[cfg_attr(
-    feature = "lua",
-    expect(
-        clippy::unnecessary_wraps,
-        reason = "only a build without the lua feature can refuse --templates lua"
-    )
-)]
-pub(crate) fn template_engine(
-    choice: Option<TemplatesArg>,
-) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
-    let lua = cfg!(feature = "lua");
-    match choice.unwrap_or(if lua {
-        TemplatesArg::Lua
-    } else {
-        TemplatesArg::Jinja
-    }) {
-        TemplatesArg::Jinja => Ok(std::sync::Arc::new(
-            flemma::providers::MiniJinjaEngine::new(),
-        )),
-        #[cfg(feature = "lua")]
-        TemplatesArg::Lua => Ok(std::sync::Arc::new(flemma::providers::LuaEngine::new())),
-        #[cfg(not(feature = "lua"))]
-        TemplatesArg::Lua => Err(Failure::usage(anyhow::anyhow!(
-            "--templates lua needs flemma built with the `lua` feature"
-        ))),
-    }
 }

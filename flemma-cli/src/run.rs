@@ -14,35 +14,24 @@ use std::time::Duration;
 
 use flemma::approval::async_trait;
 use flemma::config::Layer;
-use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
+use flemma::providers::Provider;
 use flemma::tools::{
-    Answer, Approver, Conversation, ConversationError, Durability, FileConversation, PendingCall,
-    Revision, Snapshot,
+    Conversation, ConversationError, Durability, FileConversation, Revision, Snapshot,
 };
 use flemma::{Session, Stop};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use crate::failure::{Failure, failed};
 use crate::options::Settings;
+use crate::setup::{ApproveAll, RunProvider, make_provider, session_of};
 
 mod ask;
 mod results;
 mod signals;
 mod ui;
 
-use signals::Signal;
+use signals::{GRACE, Signal};
 use ui::Ui;
-
-/// `--provider`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum RunProvider {
-    Anthropic,
-    Openai,
-    OpenaiChat,
-    Vertex,
-    /// Replays `--script` (no network).
-    Scripted,
-}
 
 /// `--approve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -144,50 +133,6 @@ fn provider(
     make_provider(args.provider, args.script.as_deref(), model, config)
 }
 
-/// The provider `--provider` (and `--script`, `--model`) name, `http.*` from `config`.
-pub(crate) fn make_provider(
-    provider: RunProvider,
-    script: Option<&Path>,
-    model: Option<&str>,
-    config: &flemma::config::Config,
-) -> Result<Arc<dyn Provider>, Failure> {
-    let kind = match provider {
-        RunProvider::Scripted => {
-            let script = script.ok_or_else(|| {
-                Failure::usage(anyhow::anyhow!("--provider scripted needs --script PATH"))
-            })?;
-            return ScriptedProvider::from_file(script)
-                .map(|p| Arc::new(p) as Arc<dyn Provider>)
-                .map_err(|e| Failure::usage(e.into()));
-        }
-        _ if script.is_some() => {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "--script goes with --provider scripted"
-            )));
-        }
-        RunProvider::Anthropic => ProviderKind::Anthropic,
-        RunProvider::Openai => ProviderKind::OpenAiResponses,
-        RunProvider::OpenaiChat => ProviderKind::OpenAiChat,
-        RunProvider::Vertex => ProviderKind::Vertex,
-    };
-    let model = model.unwrap_or_else(|| kind.default_model());
-    // `http.*` (timeouts, retries) from flemma.toml and --set; the frontmatter is read later.
-    let options = config.options().map_err(|e| Failure::usage(e.into()))?;
-    HttpProvider::from_env_with(kind, model, TransportConfig::from_options(&options))
-        .map(|p| Arc::new(p) as Arc<dyn Provider>)
-        .map_err(|e| Failure::usage(e.into()))
-}
-
-/// Approves every pending call (`--approve all`).
-pub(crate) struct ApproveAll;
-
-#[async_trait]
-impl Approver for ApproveAll {
-    async fn ask(&self, _call: &PendingCall) -> Answer {
-        Answer::Approve
-    }
-}
-
 /// The session of `flemma run`, with the approver `--approve` asks for: whether pending
 /// calls are decided here (else they wait in the file), and the prompt that asks, if any.
 fn session(
@@ -200,8 +145,8 @@ fn session(
 ) -> Result<(Session, bool, Option<ask::Prompt>), Failure> {
     let mut asks = false;
     let mut prompt = None;
-    let registry = crate::tools::registry(&config)?;
-    let mut executor = executor(conversation, registry, config);
+    let registry = crate::setup::registry(&config)?;
+    let mut executor = crate::setup::executor(conversation, registry, config);
     match args.approve {
         ApproveMode::All => {
             asks = true;
@@ -222,32 +167,6 @@ fn session(
     ))
 }
 
-/// The executor of `conversation` as the commands run it: `config`, the built-in sandbox
-/// backends, `registry`'s tools.
-pub(crate) fn executor(
-    conversation: Arc<dyn Conversation>,
-    registry: flemma::tools::ToolRegistry,
-    config: flemma::config::Config,
-) -> flemma::tools::ExecutorBuilder {
-    flemma::tools::Executor::builder(conversation, registry)
-        .config(config)
-        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
-}
-
-/// The session of `executor`, sending to `provider`, with the CLI's template engine.
-pub(crate) fn session_of(
-    executor: flemma::tools::ExecutorBuilder,
-    provider: Arc<dyn Provider>,
-    max_turns: Option<u64>,
-) -> Result<Session, Failure> {
-    let mut builder = Session::from_executor(executor, provider)
-        .template_engine(crate::request::template_engine(None)?);
-    if let Some(max_turns) = max_turns {
-        builder = builder.max_turns(max_turns);
-    }
-    Ok(builder.build())
-}
-
 /// `flemma run FILE`.
 pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     let mut config = settings.load()?;
@@ -258,7 +177,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     }
     let provider = provider(args, args.model.as_deref(), &config)?;
     #[cfg(feature = "object-store")]
-    let object = crate::object::open_for_run(args)?;
+    let object = crate::object::open_for_run(&args.file, args.output.as_deref())?;
     #[cfg(feature = "object-store")]
     let conversation = match &object {
         Some(object) => object.conversation(),
@@ -277,7 +196,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     let written = args.output.as_deref().unwrap_or(&args.file);
     let mut ui = Ui::new(tty, progress, written, asks);
     ui.results_from(std::sync::Arc::clone(session.executor().transcript()));
-    let runtime = crate::tools::runtime()?;
+    let runtime = crate::runtime::runtime()?;
     let driven = runtime.block_on(drive(&session, &mut ui, prompt));
     #[cfg(feature = "object-store")]
     if let Some(object) = object {
@@ -285,7 +204,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     }
     // A tool stuck in a blocking call (a read that never returns) must not keep the command
     // alive: the runtime is left behind instead of waiting for its blocking threads, when the
-    // command ends (`tools::finish`).
+    // command ends (`runtime::finish`).
     drop(session);
     drop(runtime);
     ui.clear_waiting();
@@ -329,10 +248,6 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
         }
     }
 }
-
-/// How long the command waits, after the second Ctrl-C (or a SIGTERM or SIGHUP), for the
-/// cancelled tools and request to write their abort text before it exits regardless.
-pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
 /// How a run ended.
 enum End {

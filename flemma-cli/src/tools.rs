@@ -3,112 +3,19 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use flemma::ast::writer::JobPlacement;
-use flemma::config::Config;
 use flemma::tools::jobs::Delivered;
-use flemma::tools::{CycleReport, Executor, FileConversation, ToolRegistry};
+use flemma::tools::{CycleReport, Executor, FileConversation};
 use serde_json::json;
 
-use crate::failure::{Failure, failed};
+use crate::failure::Failure;
 use crate::input::Input;
 use crate::notices::{self, Notices};
 use crate::options::{self, Settings};
-
-/// The tools the command offers: the built-ins, and with the `mcp` feature the tools of the
-/// MCP servers of `[mcp.servers]` in the options files ([`crate::mcp`]), started now (in the
-/// command's runtime) and stopped when the command ends ([`finish`]).
-pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
-    let registry = ToolRegistry::new();
-    flemma::tools::register_builtins(&registry).map_err(|e| failed(e.into()))?;
-    #[cfg(feature = "mcp")]
-    {
-        let runtime = runtime()?;
-        let _entered = runtime.enter();
-        crate::mcp::add_servers(&registry, config)?;
-    }
-    // Command hooks come from the options files alone (a frontmatter cannot add them).
-    let project = std::env::current_dir()
-        .ok()
-        .map(|dir| flemma::config::project_root(&dir));
-    let hooks = flemma::tools::hooks::from_config(config, project.as_deref())
-        .map_err(|e| Failure::usage(e.into()))?;
-    for hook in hooks.hooks {
-        registry.register_hook(hook).map_err(|e| failed(e.into()))?;
-    }
-    Ok(registry)
-}
-
-/// [`registry`], once its sources (the MCP servers) have registered their tools or failed:
-/// for commands that list or check names rather than run a cycle (which waits by itself).
-pub(crate) fn ready_registry(config: &Config) -> Result<ToolRegistry, Failure> {
-    let registry = registry(config)?;
-    runtime()?.block_on(registry.ready());
-    Ok(registry)
-}
-
-/// The command's one runtime, made on first use: the MCP servers' connections live on it,
-/// so every `block_on` of the command uses it.
-static RUNTIME: Mutex<Option<Arc<tokio::runtime::Runtime>>> = Mutex::new(None);
-
-/// The command's runtime (current-thread; time for timeouts, I/O for the pseudo-terminals of
-/// `bash` and the MCP servers' pipes).
-pub(crate) fn runtime() -> Result<Arc<tokio::runtime::Runtime>, Failure> {
-    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(runtime) = slot.as_ref() {
-        return Ok(Arc::clone(runtime));
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::usage(anyhow::Error::new(e).context("cannot start the runtime")))?;
-    let runtime = Arc::new(runtime);
-    *slot = Some(Arc::clone(&runtime));
-    Ok(runtime)
-}
-
-/// Ends the command's runtime: the MCP servers are stopped (a stdio server's process ended),
-/// then the runtime is left behind rather than waited for, so that a tool stuck in a blocking
-/// call (a read that never returns) does not keep the command alive.
-pub(crate) fn finish() {
-    let Some(runtime) = RUNTIME
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
-    else {
-        return;
-    };
-    #[cfg(feature = "mcp")]
-    runtime.block_on(crate::mcp::stop_servers());
-    if let Ok(runtime) = Arc::try_unwrap(runtime) {
-        runtime.shutdown_background();
-    }
-}
-
-/// FILE's tool set as the model sees it: the options as a transcript of the file evaluates
-/// them (its frontmatter applied once).
-#[cfg(feature = "mcp")]
-pub(crate) fn specs_of(
-    file: &Path,
-    config: Config,
-    registry: &ToolRegistry,
-) -> Result<Vec<flemma::schema::ToolSpec>, Failure> {
-    Ok(tool_set_of(file, config, registry)?.0)
-}
-
-/// FILE's tool set as the model sees it, and the conversation's options.
-fn tool_set_of(
-    file: &Path,
-    config: Config,
-    registry: &ToolRegistry,
-) -> Result<(Vec<flemma::schema::ToolSpec>, flemma::config::Options), Failure> {
-    let input = Input::read(file)?;
-    let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
-    let evaluated = options::evaluated(&transcript, &input.name)?;
-    let options = flemma::config::Options::clone(evaluated.options());
-    Ok((registry.specs_for_prompt(&options), options))
-}
+use crate::runtime::runtime;
+use crate::setup::{Action, act_on, executor_failure, ready_registry, registry, tool_set_of};
 
 /// `flemma tools [FILE] [--json]`: the conversation's tool set as the model sees it, sorted
 /// by name, harness parameters injected; as text, aligned columns: the name, `auto` when
@@ -207,22 +114,6 @@ fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
         .config(config)
         .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
         .build())
-}
-
-/// Maps an executor error to a failure that names the file.
-pub(crate) fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure {
-    use flemma::tools::ExecutorError::Transcript;
-    use flemma::tools::transcript::TranscriptError;
-    match error {
-        Transcript(TranscriptError::Frontmatter(e)) => {
-            options::frontmatter_failure(&file.display().to_string(), &e)
-        }
-        Transcript(TranscriptError::Config(flemma::config::ConfigError::Finalize { errors })) => {
-            options::options_failure(&file.display().to_string(), &errors)
-        }
-        Transcript(TranscriptError::Conversation(e)) => Failure::usage(anyhow::Error::new(e)),
-        other => failed(anyhow::Error::new(other).context(file.display().to_string())),
-    }
 }
 
 /// `flemma cycle FILE [--json] [--wait]`: Phase 1 then Phase 2 once, no provider call (the
@@ -399,14 +290,6 @@ pub(crate) fn jobs(
     Ok(0)
 }
 
-/// What `approve`, `reject` and `approve-all` do.
-#[derive(Debug)]
-pub(crate) enum Action<'a> {
-    Approve(&'a str),
-    Reject(&'a str, Option<&'a str>),
-    ApproveAll,
-}
-
 /// `flemma approve FILE ID`, `flemma reject FILE ID [--message TEXT]`, `flemma approve-all
 /// FILE`: rewrite status suffixes (spec §7.1).
 pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Result<u8, Failure> {
@@ -417,27 +300,6 @@ pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Resu
     let executor = executor(file, settings)?;
     act_on(&executor, action, &*runtime()?).map_err(|e| executor_failure(file, e))?;
     Ok(0)
-}
-
-/// `action` on `executor`'s conversation, after the recovery of its jobs; the executor's
-/// notices printed.
-pub(crate) fn act_on(
-    executor: &Executor,
-    action: &Action<'_>,
-    runtime: &tokio::runtime::Runtime,
-) -> Result<(), flemma::tools::ExecutorError> {
-    let work = async {
-        // Opening a transcript to write it recovers its jobs first.
-        executor.recover().await?;
-        match action {
-            Action::Approve(id) => executor.approve(id).await,
-            Action::Reject(id, message) => executor.reject(id, *message).await,
-            Action::ApproveAll => executor.approve_all_pending().await,
-        }
-    };
-    let (result, notices) = runtime.block_on(notices::collect(executor, work));
-    notices.print();
-    result
 }
 
 /// `flemma check`'s warnings about calls in progress: a result block that is still the empty

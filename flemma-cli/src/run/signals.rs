@@ -4,7 +4,13 @@
 //! abort text (spec §7.7) before the command exits; none of them kills the command outright,
 //! unless the loop does not end within its grace: then a watchdog does.
 
+use std::time::Duration;
+
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// How long the command waits, after the second Ctrl-C (or a SIGTERM or SIGHUP), for the
+/// cancelled tools and request to write their abort text before it exits regardless.
+pub(super) const GRACE: Duration = Duration::from_secs(5);
 
 /// A signal the run was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +46,7 @@ impl Signal {
 
 /// When the command must be gone after a signal, whatever its own loop does: a SIGTERM or
 /// SIGHUP, or the second Ctrl-C, arms it; the loop normally exits within its grace
-/// ([`super::GRACE`]) and this never fires.
+/// ([`GRACE`]) and this never fires.
 #[derive(Debug, Default)]
 struct Watchdog {
     interrupts: u32,
@@ -48,7 +54,7 @@ struct Watchdog {
 }
 
 /// How long after the signal that arms it the watchdog ends the process.
-const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(super::GRACE.as_secs() + 3);
+const WATCHDOG: Duration = Duration::from_secs(GRACE.as_secs() + 3);
 
 impl Watchdog {
     /// The exit code to end the process with after [`WATCHDOG`], when `signal` arms it.

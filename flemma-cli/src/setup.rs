@@ -1,0 +1,242 @@
+//! What the commands assemble: the tool registry (with the MCP servers), a file's tool set,
+//! the executor, the provider, the session and its template engine, and the approval actions
+//! on an executor.
+//!
+//! It uses the options, the runtime, the MCP servers ([`crate::mcp::servers`]) and the
+//! notices, never a command module (`run`, `tools`, `request`, `object`, `mcp`), so that the
+//! commands share it without depending on one another.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use flemma::Session;
+use flemma::approval::async_trait;
+use flemma::config::Config;
+use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
+use flemma::tools::{Answer, Approver, Conversation, Executor, PendingCall, ToolRegistry};
+
+use crate::failure::{Failure, failed};
+use crate::input::Input;
+use crate::notices;
+use crate::options;
+use crate::runtime::runtime;
+
+/// The tools the command offers: the built-ins, and with the `mcp` feature the tools of the
+/// MCP servers of `[mcp.servers]` in the options files ([`crate::mcp::servers`]), started now
+/// (in the command's runtime) and stopped when the command ends ([`crate::runtime::finish`]).
+pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
+    let registry = ToolRegistry::new();
+    flemma::tools::register_builtins(&registry).map_err(|e| failed(e.into()))?;
+    #[cfg(feature = "mcp")]
+    {
+        let runtime = runtime()?;
+        let _entered = runtime.enter();
+        crate::mcp::servers::add_servers(&registry, config)?;
+    }
+    // Command hooks come from the options files alone (a frontmatter cannot add them).
+    let project = std::env::current_dir()
+        .ok()
+        .map(|dir| flemma::config::project_root(&dir));
+    let hooks = flemma::tools::hooks::from_config(config, project.as_deref())
+        .map_err(|e| Failure::usage(e.into()))?;
+    for hook in hooks.hooks {
+        registry.register_hook(hook).map_err(|e| failed(e.into()))?;
+    }
+    Ok(registry)
+}
+
+/// [`registry`], once its sources (the MCP servers) have registered their tools or failed:
+/// for commands that list or check names rather than run a cycle (which waits by itself).
+pub(crate) fn ready_registry(config: &Config) -> Result<ToolRegistry, Failure> {
+    let registry = registry(config)?;
+    runtime()?.block_on(registry.ready());
+    Ok(registry)
+}
+
+/// FILE's tool set as the model sees it: the options as a transcript of the file evaluates
+/// them (its frontmatter applied once).
+#[cfg(feature = "mcp")]
+pub(crate) fn specs_of(
+    file: &Path,
+    config: Config,
+    registry: &ToolRegistry,
+) -> Result<Vec<flemma::schema::ToolSpec>, Failure> {
+    Ok(tool_set_of(file, config, registry)?.0)
+}
+
+/// FILE's tool set as the model sees it, and the conversation's options.
+pub(crate) fn tool_set_of(
+    file: &Path,
+    config: Config,
+    registry: &ToolRegistry,
+) -> Result<(Vec<flemma::schema::ToolSpec>, flemma::config::Options), Failure> {
+    let input = Input::read(file)?;
+    let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
+    let evaluated = options::evaluated(&transcript, &input.name)?;
+    let options = flemma::config::Options::clone(evaluated.options());
+    Ok((registry.specs_for_prompt(&options), options))
+}
+
+/// The executor of `conversation` as the commands run it: `config`, the built-in sandbox
+/// backends, `registry`'s tools.
+pub(crate) fn executor(
+    conversation: Arc<dyn Conversation>,
+    registry: flemma::tools::ToolRegistry,
+    config: flemma::config::Config,
+) -> flemma::tools::ExecutorBuilder {
+    flemma::tools::Executor::builder(conversation, registry)
+        .config(config)
+        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
+}
+
+/// The session of `executor`, sending to `provider`, with the CLI's template engine.
+pub(crate) fn session_of(
+    executor: flemma::tools::ExecutorBuilder,
+    provider: Arc<dyn Provider>,
+    max_turns: Option<u64>,
+) -> Result<Session, Failure> {
+    let mut builder =
+        Session::from_executor(executor, provider).template_engine(template_engine(None)?);
+    if let Some(max_turns) = max_turns {
+        builder = builder.max_turns(max_turns);
+    }
+    Ok(builder.build())
+}
+
+/// Maps an executor error to a failure that names the file.
+pub(crate) fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure {
+    use flemma::tools::ExecutorError::Transcript;
+    use flemma::tools::transcript::TranscriptError;
+    match error {
+        Transcript(TranscriptError::Frontmatter(e)) => {
+            options::frontmatter_failure(&file.display().to_string(), &e)
+        }
+        Transcript(TranscriptError::Config(flemma::config::ConfigError::Finalize { errors })) => {
+            options::options_failure(&file.display().to_string(), &errors)
+        }
+        Transcript(TranscriptError::Conversation(e)) => Failure::usage(anyhow::Error::new(e)),
+        other => failed(anyhow::Error::new(other).context(file.display().to_string())),
+    }
+}
+
+/// What `approve`, `reject` and `approve-all` do.
+#[derive(Debug)]
+pub(crate) enum Action<'a> {
+    Approve(&'a str),
+    Reject(&'a str, Option<&'a str>),
+    ApproveAll,
+}
+
+/// `action` on `executor`'s conversation, after the recovery of its jobs; the executor's
+/// notices printed.
+pub(crate) fn act_on(
+    executor: &Executor,
+    action: &Action<'_>,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), flemma::tools::ExecutorError> {
+    let work = async {
+        // Opening a transcript to write it recovers its jobs first.
+        executor.recover().await?;
+        match action {
+            Action::Approve(id) => executor.approve(id).await,
+            Action::Reject(id, message) => executor.reject(id, *message).await,
+            Action::ApproveAll => executor.approve_all_pending().await,
+        }
+    };
+    let (result, notices) = runtime.block_on(notices::collect(executor, work));
+    notices.print();
+    result
+}
+
+/// `--provider`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RunProvider {
+    Anthropic,
+    Openai,
+    OpenaiChat,
+    Vertex,
+    /// Replays `--script` (no network).
+    Scripted,
+}
+
+/// The provider `--provider` (and `--script`, `--model`) name, `http.*` from `config`.
+pub(crate) fn make_provider(
+    provider: RunProvider,
+    script: Option<&Path>,
+    model: Option<&str>,
+    config: &flemma::config::Config,
+) -> Result<Arc<dyn Provider>, Failure> {
+    let kind = match provider {
+        RunProvider::Scripted => {
+            let script = script.ok_or_else(|| {
+                Failure::usage(anyhow::anyhow!("--provider scripted needs --script PATH"))
+            })?;
+            return ScriptedProvider::from_file(script)
+                .map(|p| Arc::new(p) as Arc<dyn Provider>)
+                .map_err(|e| Failure::usage(e.into()));
+        }
+        _ if script.is_some() => {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--script goes with --provider scripted"
+            )));
+        }
+        RunProvider::Anthropic => ProviderKind::Anthropic,
+        RunProvider::Openai => ProviderKind::OpenAiResponses,
+        RunProvider::OpenaiChat => ProviderKind::OpenAiChat,
+        RunProvider::Vertex => ProviderKind::Vertex,
+    };
+    let model = model.unwrap_or_else(|| kind.default_model());
+    // `http.*` (timeouts, retries) from flemma.toml and --set; the frontmatter is read later.
+    let options = config.options().map_err(|e| Failure::usage(e.into()))?;
+    HttpProvider::from_env_with(kind, model, TransportConfig::from_options(&options))
+        .map(|p| Arc::new(p) as Arc<dyn Provider>)
+        .map_err(|e| Failure::usage(e.into()))
+}
+
+/// Approves every pending call (`--approve all`).
+pub(crate) struct ApproveAll;
+
+#[async_trait]
+impl Approver for ApproveAll {
+    async fn ask(&self, _call: &PendingCall) -> Answer {
+        Answer::Approve
+    }
+}
+
+/// `--templates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TemplatesArg {
+    /// Jinja (minijinja).
+    Jinja,
+    /// Lua (needs the `lua` feature).
+    Lua,
+}
+
+/// The template engine `flemma request` renders with.
+#[cfg_attr(
+    feature = "lua",
+    expect(
+        clippy::unnecessary_wraps,
+        reason = "only a build without the lua feature can refuse --templates lua"
+    )
+)]
+pub(crate) fn template_engine(
+    choice: Option<TemplatesArg>,
+) -> Result<std::sync::Arc<dyn flemma::providers::TemplateEngine>, Failure> {
+    let lua = cfg!(feature = "lua");
+    match choice.unwrap_or(if lua {
+        TemplatesArg::Lua
+    } else {
+        TemplatesArg::Jinja
+    }) {
+        TemplatesArg::Jinja => Ok(std::sync::Arc::new(
+            flemma::providers::MiniJinjaEngine::new(),
+        )),
+        #[cfg(feature = "lua")]
+        TemplatesArg::Lua => Ok(std::sync::Arc::new(flemma::providers::LuaEngine::new())),
+        #[cfg(not(feature = "lua"))]
+        TemplatesArg::Lua => Err(Failure::usage(anyhow::anyhow!(
+            "--templates lua needs flemma built with the `lua` feature"
+        ))),
+    }
+}
