@@ -338,7 +338,7 @@ pub(crate) fn worker(args: &WorkerArgs, settings: &Settings) -> Result<u8, Failu
     Ok(0)
 }
 
-/// One line about a finished run: `worker: URL: done (N object requests: G get, P put, L list)`.
+/// One line about a finished run: `worker: URL: done (N object requests: G get, P put (R renewing the lease), L list)`.
 fn report(finished: &Finished) -> String {
     let r = finished.requests;
     let outcome = finished.error.as_deref().unwrap_or("done");
@@ -348,11 +348,12 @@ fn report(finished: &Finished) -> String {
         String::new()
     };
     format!(
-        "worker: {}: {outcome} ({} object requests: {} get, {} put, {} list{recovered})",
+        "worker: {}: {outcome} ({} object requests: {} get, {} put ({} renewing the lease), {} list{recovered})",
         finished.url,
         r.total(),
         r.get,
         r.put,
+        finished.lease_renewals,
         r.list
     )
 }

@@ -92,6 +92,8 @@ pub struct Lease {
     holder: String,
     ttl: Duration,
     state: Mutex<Held>,
+    /// The renewals sent (each one conditional put).
+    renewals: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Clone)]
@@ -162,6 +164,7 @@ impl Lease {
             url,
             holder: holder.to_owned(),
             ttl,
+            renewals: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::new(Held {
                 version: UpdateVersion {
                     e_tag: None,
@@ -242,6 +245,8 @@ impl Lease {
     /// until it expires, and renewing may be tried again.
     pub async fn renew(&self) -> Result<(), ObjectError> {
         self.check()?;
+        self.renewals
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let now = now();
         let record = self.record(now, false);
         let version = self.held().version.clone();
@@ -261,6 +266,13 @@ impl Lease {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// How many renewals this host sent for the lease (each one object request, counted by
+    /// the bucket's [`requests`](crate::Bucket::requests) too): the requests that come from
+    /// the time a run takes rather than from what it does.
+    pub fn renewals(&self) -> u64 {
+        self.renewals.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Lets go of the lease (a conditional put of a released record): another host may take

@@ -142,6 +142,9 @@ pub struct Finished {
     pub url: String,
     /// The object requests its run made (reads, writes, the lease's).
     pub requests: RequestCounts,
+    /// How many of them renewed the lease ([`Lease::renewals`](crate::Lease::renewals)):
+    /// one every third of the lease's time to live while the run lasts, however much it does.
+    pub lease_renewals: u64,
     /// The runner's error, if it failed.
     pub error: Option<String>,
     /// The calls answered as lost before it ran.
@@ -782,6 +785,7 @@ where
         Finished {
             url,
             requests: bucket.requests(),
+            lease_renewals: lease.renewals(),
             error,
             recovered,
         },

@@ -125,20 +125,64 @@ fn terminate(child: &Child) {
 }
 
 /// The sum of the object requests the workers reported for their runs, and the number of runs.
-fn reported_requests(logs: &[PathBuf]) -> (u64, u64) {
-    let (mut requests, mut runs) = (0, 0);
+fn reported_requests(logs: &[PathBuf]) -> Reported {
+    let mut reported = Reported::default();
     for log in logs {
         for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
             if let Some(rest) = line.strip_prefix("worker: s3://")
                 && let Some((_, counts)) = rest.split_once(" (")
                 && let Some(n) = counts.split(' ').next()
             {
-                requests += n.parse::<u64>().unwrap();
-                runs += 1;
+                reported.requests += n.parse::<u64>().unwrap();
+                let renewals = counts
+                    .split_once(" put (")
+                    .and_then(|(_, rest)| rest.split(' ').next())
+                    .unwrap_or_else(|| panic!("no lease renewals in {line:?}"));
+                reported.renewals += renewals.parse::<u64>().unwrap();
+                reported.runs += 1;
             }
         }
     }
-    (requests, runs)
+    reported
+}
+
+/// The figures of the README's "Running on many machines", shown with --nocapture.
+#[allow(
+    clippy::print_stderr,
+    clippy::cast_precision_loss,
+    reason = "the figures, shown with --nocapture"
+)]
+fn print_fleet_figures(
+    conversations: usize,
+    turns: u64,
+    counted: &str,
+    wall: Duration,
+    reported: &Reported,
+) {
+    let Reported {
+        requests,
+        renewals,
+        runs,
+    } = reported;
+    eprintln!(
+        "fleet: {conversations} conversations, {turns} model turns, {counted} in {:.1} s; \
+         {requests} object requests in {runs} reported runs ({:.2} per model turn; {renewals} \
+         of them lease renewals, {:.2} per model turn without them)",
+        wall.as_secs_f64(),
+        *requests as f64 / turns as f64,
+        (requests - renewals) as f64 / turns as f64
+    );
+}
+
+/// What the workers' logs say of their runs.
+#[derive(Debug, Default)]
+struct Reported {
+    /// Object requests, lease renewals included.
+    requests: u64,
+    /// Of them, the lease renewals: one per second of a run (the tests' 3 s leases), however
+    /// much it does, so more on a loaded machine.
+    renewals: u64,
+    runs: u64,
 }
 
 /// What a fleet's run left: the conversations' texts, the counter's labels, the workers' logs.
@@ -345,29 +389,21 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
             );
         }
     });
-    let (requests, reported_runs) = reported_requests(&ran.logs);
+    let reported = reported_requests(&ran.logs);
     let turns = u64::try_from(ran.model_turns).unwrap();
+    // What the runs did, without the lease's renewals: those follow the time a run takes (a
+    // loaded machine's runs took 4,181 requests in all, 10.5 per turn, where an idle one's
+    // take 7.5), not what it does.
     assert!(
-        requests <= 10 * turns,
-        "{requests} object requests for {turns} model turns"
+        reported.requests - reported.renewals <= 10 * turns,
+        "{reported:?} for {turns} model turns"
     );
-    // The figures of the README's "Running on many machines".
-    #[allow(
-        clippy::print_stderr,
-        clippy::cast_precision_loss,
-        reason = "the figures, shown with --nocapture"
-    )]
-    {
-        eprintln!(
-            "fleet: {conversations} conversations, {turns} model turns, {} calls counted ({lost} \
-             answered as lost; {} counted when a worker was killed) in {:.1} s; {requests} \
-             object requests in {reported_runs} reported runs ({:.2} per model turn)",
-            runs.len(),
-            ran.killed_at,
-            ran.wall.as_secs_f64(),
-            requests as f64 / turns as f64
-        );
-    }
+    let counted = format!(
+        "{} calls counted ({lost} answered as lost; {} counted when a worker was killed)",
+        runs.len(),
+        ran.killed_at
+    );
+    print_fleet_figures(conversations, turns, &counted, ran.wall, &reported);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
