@@ -129,7 +129,9 @@ fn temp_path(path: &Path) -> PathBuf {
 /// An exclusive lock serialising the writers of one directory, released on drop.
 #[derive(Debug)]
 pub(crate) struct DirLock {
-    _file: File,
+    file: File,
+    /// `file` is the directory itself (not the fallback lock file).
+    is_dir: bool,
 }
 
 impl DirLock {
@@ -138,7 +140,7 @@ impl DirLock {
         if let Ok(file) = File::open(dir)
             && lock(&file).is_ok()
         {
-            return Ok(Self { _file: file });
+            return Ok(Self { file, is_dir: true });
         }
         // Directories cannot be opened or locked here: the fallback.
         Self::fallback(dir)
@@ -156,7 +158,28 @@ impl DirLock {
             .write(true)
             .open(&path)?;
         lock(&file)?;
-        Ok(Self { _file: file })
+        Ok(Self {
+            file,
+            is_dir: false,
+        })
+    }
+
+    /// Releases the lock; the directory, still open, when it was the lock (its sync then
+    /// needs no second open).
+    fn release(self) -> Option<File> {
+        if !self.is_dir {
+            return None;
+        }
+        // Closing the descriptor would release the lock too; it is kept for the sync.
+        self.file.unlock().is_ok().then_some(self.file)
+    }
+}
+
+/// Makes a rename in `dir` durable: syncs `open` (the directory, still open from its lock)
+/// or `dir` opened again.
+fn sync_dir(dir: &Path, open: Option<File>) {
+    if let Some(dir) = open.or_else(|| File::open(dir).ok()) {
+        let _ = dir.sync_all();
     }
 }
 
@@ -258,11 +281,9 @@ pub fn write_atomic_metadata(
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
-    let metadata = backed_up(path, result?)?;
+    let (metadata, open) = backed_up(path, result?)?;
     // Make the rename durable.
-    if let Ok(dir) = File::open(&dir) {
-        let _ = dir.sync_all();
-    }
+    sync_dir(&dir, open);
     Ok(metadata)
 }
 
@@ -309,15 +330,14 @@ pub fn replace_if_unchanged(
     let dir = create_parent(path)?;
     let temp = temp_path(path);
     let result = replace(path, &dir, &temp, content, Before::Holds(expected));
-    if !matches!(result, Ok(Installed::Done(_))) {
+    if !matches!(result, Ok(Installed::Done(..))) {
         let _ = fs::remove_file(&temp);
     }
-    let Installed::Done(metadata) = result? else {
+    let Installed::Done(metadata, open) = result? else {
         return Ok(Replaced::Changed);
     };
-    if let Ok(dir) = File::open(&dir) {
-        let _ = dir.sync_all();
-    }
+    // Make the rename durable.
+    sync_dir(&dir, open);
     Ok(Replaced::Done(metadata))
 }
 
@@ -333,8 +353,9 @@ enum Before<'a> {
 
 /// What [`install`] did.
 enum Installed {
-    /// Renamed over the path; the installed file's metadata, when they could be read.
-    Done(Option<fs::Metadata>),
+    /// Renamed over the path; the installed file's metadata, when they could be read, and the
+    /// directory's descriptor the lock was held on (to sync the rename through).
+    Done(Option<fs::Metadata>, Option<File>),
     /// Refused by [`Before::Holds`]: nothing renamed.
     Changed,
 }
@@ -342,9 +363,12 @@ enum Installed {
 /// The metadata of an install under [`Before::Backup`] (which never gives
 /// [`Installed::Changed`]: a backup refuses with its error; should it ever, that is a failed
 /// write, not a silent one).
-fn backed_up(path: &Path, installed: Installed) -> Result<Option<fs::Metadata>, StoreError> {
+fn backed_up(
+    path: &Path,
+    installed: Installed,
+) -> Result<(Option<fs::Metadata>, Option<File>), StoreError> {
     match installed {
-        Installed::Done(metadata) => Ok(metadata),
+        Installed::Done(metadata, open) => Ok((metadata, open)),
         Installed::Changed => Err(StoreError::Write {
             path: path.to_owned(),
             source: io::Error::other("the file changed under the write"),
@@ -379,7 +403,8 @@ fn replace(
 
 /// Syncs `file` (the open `temp`), then, under the directory lock, backs `path` up and
 /// renames `temp` over it; the installed file's metadata (after the rename, which changes
-/// its change time), `None` when they cannot be read. The caller removes `temp` on failure.
+/// its change time), `None` when they cannot be read, and the directory, still open when it
+/// was the lock, for the caller's sync of the rename. The caller removes `temp` on failure.
 fn install(
     path: &Path,
     dir: &Path,
@@ -422,8 +447,7 @@ fn install(
     // does not take the lock) replaced it in the meantime, which then shows as a difference.
     // It is installed: not knowing its metadata is no failure of the write.
     let metadata = file.metadata().ok();
-    drop(lock);
-    Ok(Installed::Done(metadata))
+    Ok(Installed::Done(metadata, lock.release()))
 }
 
 /// An atomic write whose content arrives in pieces: a command's output streamed to the store
@@ -557,10 +581,8 @@ impl AtomicWriter {
         if result.is_err() {
             let _ = fs::remove_file(&self.temp);
         }
-        result?;
-        if let Ok(dir) = File::open(&self.dir) {
-            let _ = dir.sync_all();
-        }
+        let (_, open) = result?;
+        sync_dir(&self.dir, open);
         // Installed: nothing for `drop` to remove.
         self.temp = PathBuf::new();
         if let Some(writes) = &self.installed {

@@ -71,6 +71,18 @@ fn read_small(path: &str, buf: &mut [u8]) -> Option<usize> {
     Some(len)
 }
 
+/// The whole of a `/proc` file, read into a buffer of `capacity` bytes first: `/proc` reports
+/// a size of 0, so `std::fs::read` would grow a buffer from 32 bytes, one `read` per doubling
+/// (eight for a 4 KiB environment). `None` when it cannot be opened or read.
+pub(crate) fn read_whole(path: &str, capacity: usize) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(capacity);
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
 /// Where pid allocation stands: the last pid the kernel gave out (in this pid namespace),
 /// the number of tasks that exist, and the forks since boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,11 +115,7 @@ pub(crate) fn forks() -> Option<u64> {
     // Read whole (the `processes` line comes after one line per CPU and the interrupt counts),
     // into a buffer that holds it on most machines: `/proc` reports a size of 0, so
     // `std::fs::read` would start from 32 bytes and read seven or eight times.
-    let mut stat = Vec::with_capacity(16 * 1024);
-    std::fs::File::open("/proc/stat")
-        .ok()?
-        .read_to_end(&mut stat)
-        .ok()?;
+    let stat = read_whole("/proc/stat", 16 * 1024)?;
     let at = memchr::memmem::find(&stat, b"\nprocesses ")?;
     let rest = stat.get(at + b"\nprocesses ".len()..)?;
     let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());

@@ -251,7 +251,9 @@ impl Members {
         if stat.start_time < self.since {
             return false;
         }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        // Most environments hold in 16 KiB: one `read`, and one more to see the end.
+        let Some(environ) = super::procfs::read_whole(&format!("/proc/{pid}/environ"), 16 * 1024)
+        else {
             return false;
         };
         let wanted = format!("{MARKER_VAR}={}", self.marker);
@@ -265,13 +267,14 @@ impl Members {
 /// its other threads: `Tgid` of `/proc/<pid>/status`.
 #[cfg(target_os = "linux")]
 fn is_leader(pid: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+    // `Tgid` is the fourth line; the file is 1.5 KiB or so (one `read` into 4 KiB).
+    let Some(status) = super::procfs::read_whole(&format!("/proc/{pid}/status"), 4096) else {
         return false;
     };
     status
-        .lines()
-        .find_map(|line| line.strip_prefix("Tgid:"))
-        .and_then(|tgid| tgid.trim().parse::<i32>().ok())
+        .split(|&b| b == b'\n')
+        .find_map(|line| line.strip_prefix(b"Tgid:"))
+        .and_then(|tgid| std::str::from_utf8(tgid).ok()?.trim().parse::<i32>().ok())
         == Some(pid)
 }
 
