@@ -16,8 +16,6 @@
 //! ]);
 //! ```
 
-use std::collections::HashMap;
-
 use flemma_ids::Severity;
 
 use crate::ast::{Diagnostic, DiagnosticKind, Document};
@@ -35,7 +33,7 @@ pub fn lint(doc: &Document) -> Vec<Diagnostic> {
 /// are matched to calls by id, so the later call would never be answered (or would take the
 /// first call's answer).
 pub fn duplicate_tool_uses(doc: &Document) -> Vec<Diagnostic> {
-    let mut first: HashMap<&str, u32> = HashMap::new();
+    let mut first: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
     let mut found = Vec::new();
     for tool_use in doc.messages.iter().flat_map(crate::Message::tool_uses) {
         let line = tool_use.span.start_line;

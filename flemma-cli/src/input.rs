@@ -59,7 +59,7 @@ impl Input {
     pub(crate) fn read(file: &Path) -> Result<Self, InputError> {
         if file.as_os_str() == "-" {
             let name = "<stdin>".to_owned();
-            let text = read_text(&mut io::stdin().lock(), &name)?;
+            let text = read_text(&mut io::stdin().lock(), &name, 0)?;
             return Ok(Self {
                 name,
                 path: None,
@@ -71,8 +71,8 @@ impl Input {
         if name.starts_with("s3://") {
             return Err(InputError::ObjectUrl { name });
         }
-        let mut opened = open_regular(file, &name)?;
-        let text = read_text(&mut opened, &name)?;
+        let (mut opened, len) = open_regular(file, &name)?;
+        let text = read_text(&mut opened, &name, len)?;
         Ok(Self {
             name,
             path: Some(file.to_owned()),
@@ -117,12 +117,13 @@ impl Input {
     }
 }
 
-/// Opens `file` for reading if it is a regular file (symbolic links followed).
+/// Opens `file` for reading if it is a regular file (symbolic links followed), with its
+/// length.
 ///
 /// The file is opened without blocking (a FIFO with no writer would otherwise hold the open
 /// forever) and its type is taken from the open handle, so it cannot change between the
 /// check and the read.
-fn open_regular(file: &Path, name: &str) -> Result<File, InputError> {
+fn open_regular(file: &Path, name: &str) -> Result<(File, u64), InputError> {
     let read_error = |source| InputError::Read {
         name: name.to_owned(),
         source,
@@ -153,7 +154,7 @@ fn open_regular(file: &Path, name: &str) -> Result<File, InputError> {
             name: name.to_owned(),
         });
     }
-    Ok(opened)
+    Ok((opened, meta.len()))
 }
 
 fn not_a_file(name: &str, kind: std::fs::FileType) -> InputError {
@@ -189,14 +190,20 @@ fn describe(kind: std::fs::FileType) -> &'static str {
 }
 
 /// Reads `reader` to its end as UTF-8, checking each chunk as it arrives: the read stops at
-/// the first invalid byte and past [`MAX_INPUT_BYTES`].
-fn read_text(reader: &mut dyn Read, name: &str) -> Result<String, InputError> {
-    let mut bytes = Vec::new();
+/// the first invalid byte and past [`MAX_INPUT_BYTES`]. `expected` is the length the text will
+/// likely have (a file's size; 0 when unknown), reserved at once.
+///
+/// Each chunk is checked once and appended to the text as it is: the text is neither copied
+/// as it grows nor checked a second time when it is complete.
+fn read_text(reader: &mut dyn Read, name: &str, expected: u64) -> Result<String, InputError> {
+    let mut text =
+        String::with_capacity(usize::try_from(expected.min(MAX_INPUT_BYTES)).unwrap_or(0));
     let mut buffer = vec![0; CHUNK];
-    // Everything before `checked` is valid UTF-8; after it, at most an incomplete sequence.
-    let mut checked = 0;
+    // The first `held` bytes of `buffer`: the start of a sequence at the end of the last read,
+    // which the next read completes.
+    let mut held = 0;
     loop {
-        let n = match reader.read(&mut buffer) {
+        let n = match reader.read(&mut buffer[held..]) {
             Ok(n) => n,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(source) => {
@@ -207,42 +214,120 @@ fn read_text(reader: &mut dyn Read, name: &str) -> Result<String, InputError> {
             }
         };
         let end = n == 0;
-        bytes.extend_from_slice(&buffer[..n]);
-        if bytes.len() as u64 > MAX_INPUT_BYTES {
+        let filled = held + n;
+        if (text.len() + filled) as u64 > MAX_INPUT_BYTES {
             return Err(InputError::TooLarge {
                 name: name.to_owned(),
             });
         }
-        let valid = match std::str::from_utf8(&bytes[checked..]) {
-            Ok(_) => bytes.len() - checked,
-            // An incomplete sequence at the end may be completed by the next read.
-            Err(error) if error.error_len().is_none() && !end => error.valid_up_to(),
+        held = if end {
+            0
+        } else {
+            incomplete_tail(&buffer[..filled])
+        };
+        let complete = &buffer[..filled - held];
+        match std::str::from_utf8(complete) {
+            Ok(chunk) => text.push_str(chunk),
             Err(error) => {
-                let offset = checked + error.valid_up_to();
+                let valid = &complete[..error.valid_up_to()];
                 return Err(InputError::Utf8 {
                     name: name.to_owned(),
-                    offset,
-                    line: line_feeds(&bytes[..offset]) + 1,
+                    offset: text.len() + valid.len(),
+                    line: line_feeds(text.as_bytes()) + line_feeds(valid) + 1,
                 });
             }
-        };
-        checked += valid;
+        }
         if end {
-            break;
+            return Ok(text);
         }
+        buffer.copy_within(filled - held..filled, 0);
     }
-    // Every byte was checked above; this does not fail.
-    String::from_utf8(bytes).map_err(|error| {
-        let offset = error.utf8_error().valid_up_to();
-        InputError::Utf8 {
-            name: name.to_owned(),
-            offset,
-            line: line_feeds(&error.as_bytes()[..offset]) + 1,
+}
+
+/// How many bytes at the end of `bytes` start a UTF-8 sequence they do not complete (0 to
+/// 3). Bytes that cannot start a sequence count as complete: the check reports them.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let byte = bytes[bytes.len() - back];
+        // A continuation byte (`10xxxxxx`): the sequence starts further back.
+        if byte & 0xC0 == 0x80 {
+            continue;
         }
-    })
+        let length = match byte {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if length > back { back } else { 0 };
+    }
+    0
 }
 
 /// The number of line feeds in `bytes`.
 fn line_feeds(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out `step` bytes per read, so sequences are split across reads.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    fn read(bytes: &[u8], step: usize) -> Result<String, InputError> {
+        read_text(&mut Trickle { bytes, step }, "t", 0)
+    }
+
+    #[test]
+    fn sequences_split_across_reads_are_kept_whole() {
+        let text = "a€b😀c\nд\n".repeat(50);
+        for step in 1..=9 {
+            assert_eq!(read(text.as_bytes(), step).unwrap(), text, "step {step}");
+        }
+    }
+
+    #[test]
+    fn invalid_bytes_name_their_offset_and_line_whatever_the_reads() {
+        let cases: [(&[u8], usize, usize); 4] = [
+            (b"ok\n\xffrest", 3, 2),
+            (b"a\nb\nc\xe2\x28\xa1", 5, 3),
+            // Cut off at the end of the text.
+            (b"one\ntwo\xe2\x82", 7, 2),
+            (b"\xf0\x9f\x98", 0, 1),
+        ];
+        for (bytes, offset, line) in cases {
+            for step in 1..=5 {
+                match read(bytes, step) {
+                    Err(InputError::Utf8 {
+                        offset: o, line: l, ..
+                    }) => assert_eq!((o, l), (offset, line), "{bytes:?} step {step}"),
+                    other => panic!("{bytes:?} step {step}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn incomplete_tails() {
+        assert_eq!(incomplete_tail(b"abc"), 0);
+        assert_eq!(incomplete_tail("a€".as_bytes()), 0);
+        assert_eq!(incomplete_tail(&"a€".as_bytes()[..3]), 2);
+        assert_eq!(incomplete_tail(&"😀".as_bytes()[..3]), 3);
+        assert_eq!(incomplete_tail(b"\xff"), 0);
+        assert_eq!(incomplete_tail(b"\x80\x80\x80"), 0);
+    }
 }

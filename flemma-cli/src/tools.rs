@@ -106,6 +106,11 @@ fn first_sentence(description: &str) -> &str {
 fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
     // A regular file of UTF-8 text, as every command reads FILE (exit 2 otherwise).
     Input::check(file)?;
+    executor_of_read(file, settings)
+}
+
+/// [`executor`] of a file the command has read already (with [`Input::read`]).
+fn executor_of_read(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
     let config = settings.load()?;
     let conversation = Arc::new(FileConversation::new(file));
     // Commands run sandboxed when `sandbox.enabled` is on and a built-in backend
@@ -310,14 +315,17 @@ pub(crate) fn in_progress_diagnostics(
     doc: &flemma::ast::Document,
     settings: &Settings,
 ) -> Vec<flemma::ast::Diagnostic> {
-    let Ok(executor) = executor(file, settings) else {
+    // `doc` is the file as the command read it: the executor neither reads nor parses it
+    // again (twice the time and the memory on a large transcript).
+    let Ok(executor) = executor_of_read(file, settings) else {
         return Vec::new();
     };
-    let mut found = unplaced_diagnostics(file, doc, &executor);
-    let Ok(claims) = runtime().and_then(|rt| {
-        rt.block_on(executor.claims())
-            .map_err(|e| executor_failure(file, e))
-    }) else {
+    let Ok(runtime) = runtime() else {
+        return Vec::new();
+    };
+    let mut found =
+        unplaced_diagnostics(doc, &runtime.block_on(executor.unplaced_approvals_in(doc)));
+    let Ok(claims) = runtime.block_on(executor.claims_in(doc)) else {
         return found;
     };
     let pid = |pid: Option<i32>| pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
@@ -352,19 +360,12 @@ pub(crate) fn in_progress_diagnostics(
 }
 
 /// The `(approved)` calls no approval backs (this host did not place them, no person approved
-/// them through it): the next cycle decides them with the approval chain.
+/// them through it), `ids`: the next cycle decides them with the approval chain.
 fn unplaced_diagnostics(
-    file: &Path,
     doc: &flemma::ast::Document,
-    executor: &Executor,
+    ids: &[flemma::ids::ToolUseId],
 ) -> Vec<flemma::ast::Diagnostic> {
-    let Ok(ids) = runtime().and_then(|rt| {
-        rt.block_on(executor.unplaced_approvals())
-            .map_err(|e| executor_failure(file, e))
-    }) else {
-        return Vec::new();
-    };
-    ids.into_iter()
+    ids.iter()
         .filter_map(|id| {
             let result = flemma::ast::find_tool_result_by_id(doc, id.as_str())?.node;
             Some(flemma::ast::Diagnostic {

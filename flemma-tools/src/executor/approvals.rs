@@ -300,6 +300,21 @@ impl Executor {
         let calls = self
             .with_index(|doc, index| self.undecided_approvals(doc, index))
             .await?;
+        Ok(self.unbacked(calls).await)
+    }
+
+    /// [`unbacked_approvals`](Self::unbacked_approvals) of `doc`, a parse of the
+    /// conversation the caller holds: the conversation is not read.
+    pub(super) async fn unbacked_approvals_in(&self, doc: &Document) -> Vec<ToolUseId> {
+        if self.setup.approvals == TranscriptApprovals::Trusted {
+            return Vec::new();
+        }
+        let calls = self.undecided_approvals(doc, &ToolIndex::new(doc));
+        self.unbacked(calls).await
+    }
+
+    /// The ids of `calls` that the ledger holds no placement of (for the same tool and input).
+    async fn unbacked(&self, calls: Vec<Call>) -> Vec<ToolUseId> {
         let ledger = self.ledger();
         let mut unbacked = Vec::new();
         for call in calls {
@@ -308,7 +323,7 @@ impl Executor {
                 unbacked.push(call.id);
             }
         }
-        Ok(unbacked)
+        unbacked
     }
 
     /// The ledger of this conversation, without evaluating its options.

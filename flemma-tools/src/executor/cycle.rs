@@ -202,6 +202,17 @@ impl Executor {
         self.unbacked_approvals().await
     }
 
+    /// [`unplaced_approvals`](Self::unplaced_approvals) of `doc`, a parse of the
+    /// conversation the caller already holds: the conversation is not read again (for a
+    /// large transcript, a second read and parse would double the time and the memory of a
+    /// check). The calls this executor decided, or runs, are left out as there.
+    pub async fn unplaced_approvals_in(
+        &self,
+        doc: &flemma_ast::Document,
+    ) -> Vec<flemma_ids::ToolUseId> {
+        self.unbacked_approvals_in(doc).await
+    }
+
     /// Appends whole lines at the end of the conversation (a message, a streamed response's
     /// completed lines), re-parsing only what they add, stored as `durability` asks (a
     /// streamed response's lines are [`Durability::Buffered`](crate::Durability::Buffered)

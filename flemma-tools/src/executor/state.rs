@@ -213,6 +213,18 @@ impl Executor {
     /// the frontmatter), the journal and the claims under its store.
     pub(super) async fn settings(&self) -> Result<Settings, ExecutorError> {
         let shared = self.setup.transcript.settings().await?;
+        Ok(self.settings_under(shared))
+    }
+
+    /// [`settings`](Self::settings) with the frontmatter of `doc`, a parse of the
+    /// conversation the caller holds: the conversation is not read.
+    pub(super) fn settings_in(&self, doc: &Document) -> Result<Settings, ExecutorError> {
+        let shared = self.setup.transcript.settings_in(doc)?;
+        Ok(self.settings_under(shared))
+    }
+
+    /// The executor's settings on top of the transcript's `shared` ones.
+    fn settings_under(&self, shared: Arc<crate::transcript::Settings>) -> Settings {
         let store_dir = shared.store_directory();
         self.jobs
             .use_store_directory(store_dir, &**self.setup.transcript.conversation());
@@ -224,10 +236,10 @@ impl Executor {
                 shared.chat(),
             ),
         };
-        Ok(Settings {
+        Settings {
             shared,
             claims,
             placements,
-        })
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
+use flemma_ast::Document;
 use flemma_ast::writer::WriterOptions;
 use flemma_config::{Config, OptionDiagnostic, Options};
 use flemma_store::Store;
@@ -181,13 +182,22 @@ impl Transcript {
     /// [`TranscriptError::Config`] when the options do not evaluate at all (an error is not
     /// kept: the next call evaluates again).
     pub async fn evaluated(&self) -> Result<Arc<Evaluated>, TranscriptError> {
-        let frontmatter = self
-            .read(|doc, _| {
-                doc.frontmatter
-                    .as_ref()
-                    .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1))
-            })
-            .await?;
+        let frontmatter = self.read(|doc, _| frontmatter_key(doc)).await?;
+        self.evaluate(frontmatter)
+    }
+
+    /// [`evaluated`](Self::evaluated) with the frontmatter of `doc`, a parse of the
+    /// conversation the caller holds: the conversation is not read.
+    pub(crate) fn evaluated_in(&self, doc: &Document) -> Result<Arc<Evaluated>, TranscriptError> {
+        self.evaluate(frontmatter_key(doc))
+    }
+
+    /// The options under `frontmatter` (language, code, first line), from the cache when
+    /// nothing they depend on changed.
+    fn evaluate(
+        &self,
+        frontmatter: Option<(String, String, u32)>,
+    ) -> Result<Arc<Evaluated>, TranscriptError> {
         // Readiness first: tools read after it are at least as complete.
         let checked = self.registry.is_ready();
         let tools = self.registry.revision();
@@ -271,6 +281,19 @@ impl Transcript {
     /// format does not parse.
     pub async fn settings(&self) -> Result<Arc<Settings>, TranscriptError> {
         let evaluated = self.evaluated().await?;
+        self.settings_under(evaluated)
+    }
+
+    /// [`settings`](Self::settings) with the frontmatter of `doc`, a parse of the
+    /// conversation the caller holds: the conversation is not read.
+    pub(crate) fn settings_in(&self, doc: &Document) -> Result<Arc<Settings>, TranscriptError> {
+        let evaluated = self.evaluated_in(doc)?;
+        self.settings_under(evaluated)
+    }
+
+    /// The settings under `evaluated`, from the cache when the options and the
+    /// conversation's file are those it was built for.
+    fn settings_under(&self, evaluated: Arc<Evaluated>) -> Result<Arc<Settings>, TranscriptError> {
         let given = self.conversation.path().map(std::path::Path::to_path_buf);
         {
             let cached = self.settings.lock().unwrap_or_else(PoisonError::into_inner);
@@ -347,4 +370,11 @@ impl Transcript {
             .directory()
             .ok()
     }
+}
+
+/// What an evaluation reads of a document: its frontmatter's language, code and first line.
+fn frontmatter_key(doc: &Document) -> Option<(String, String, u32)> {
+    doc.frontmatter
+        .as_ref()
+        .map(|fm| (fm.language.clone(), fm.code.clone(), fm.span.start_line + 1))
 }

@@ -252,20 +252,36 @@ impl Executor {
     /// As [`Executor::cycle`], when the options do not evaluate.
     pub async fn claims(&self) -> Result<Vec<CallClaim>, ExecutorError> {
         let settings = self.settings().await?;
-        let mut claims: Vec<CallClaim> = settings
-            .claims
-            .peek()
-            .await
-            .into_iter()
-            .map(|r| CallClaim {
-                live: r.is_live(),
-                id: ToolUseId::sanitized(&r.tool_id),
-                tool: ToolName::read(r.tool.as_str())
-                    .unwrap_or_else(|_| ToolName::sanitized(&r.tool)),
-                pid: r.owner.map(|o| o.pid),
-            })
-            .collect();
-        claims.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
-        Ok(claims)
+        Ok(claims_under(&settings).await)
     }
+
+    /// [`claims`](Self::claims) under the options of `doc`, a parse of the conversation the
+    /// caller already holds: the conversation is not read again (for a large transcript, a
+    /// second read and parse would double the time and the memory of a check).
+    ///
+    /// # Errors
+    ///
+    /// As [`claims`](Self::claims), when the options do not evaluate.
+    pub async fn claims_in(&self, doc: &Document) -> Result<Vec<CallClaim>, ExecutorError> {
+        let settings = self.settings_in(doc)?;
+        Ok(claims_under(&settings).await)
+    }
+}
+
+/// The claims of the table `settings` name, in the order of their ids.
+async fn claims_under(settings: &Settings) -> Vec<CallClaim> {
+    let mut claims: Vec<CallClaim> = settings
+        .claims
+        .peek()
+        .await
+        .into_iter()
+        .map(|r| CallClaim {
+            live: r.is_live(),
+            id: ToolUseId::sanitized(&r.tool_id),
+            tool: ToolName::read(r.tool.as_str()).unwrap_or_else(|_| ToolName::sanitized(&r.tool)),
+            pid: r.owner.map(|o| o.pid),
+        })
+        .collect();
+    claims.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+    claims
 }
