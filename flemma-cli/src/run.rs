@@ -222,7 +222,7 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
     match driven.end {
         End::Stopped(Ok(stop)) => {
             ui.status(&format!("stopped: {}", stop_word(stop)));
-            let ends_answered = stop == Stop::Idle && ends_with_an_answer(&ui.path);
+            let ends_answered = stop == Stop::Idle && ui.ends_with_an_answer();
             if let Some(next) = what_next(stop, &ui.file, ends_answered) {
                 ui.status(&next);
             }
@@ -367,27 +367,6 @@ pub(crate) fn exit_code(stop: Stop) -> u8 {
         // A stop this build does not know: not a success.
         _ => 1,
     }
-}
-
-/// Whether the conversation in `path` ends with a model's answer that asks for no tool.
-fn ends_with_an_answer(path: &std::path::Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    let doc = flemma::ast::parse(&text);
-    doc.messages
-        .iter()
-        .rev()
-        .find(|m| m.role.is_known() && !is_blank(m))
-        .is_some_and(|m| m.role == flemma::ast::Role::Assistant && m.tool_uses().next().is_none())
-}
-
-/// Whether a message holds nothing but whitespace (the `@You:` a finished run leaves).
-fn is_blank(message: &flemma::ast::Message) -> bool {
-    message
-        .segments
-        .iter()
-        .all(|s| matches!(s, flemma::ast::Segment::Text(t) if t.value.trim().is_empty()))
 }
 
 /// What the user can do next, after the `stopped:` line, where it is not obvious (an idle

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use flemma_ast::{Document, Role, Segment, ToolStatus};
+use flemma_ast::{Document, Role, ToolStatus};
 use flemma_tools::Conversation;
 use object_store::path::Path as ObjectPath;
 use tokio_util::sync::CancellationToken;
@@ -167,10 +167,7 @@ pub fn is_ready(doc: &Document, runs_pending: bool) -> bool {
     };
     match last.role {
         Role::You => {
-            let empty = last
-                .segments
-                .iter()
-                .all(|s| matches!(s, Segment::Text(t) if t.value.trim().is_empty()));
+            let empty = last.is_blank();
             let waiting = last
                 .tool_results()
                 .any(|r| r.status == Some(ToolStatus::Pending));

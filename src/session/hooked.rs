@@ -184,12 +184,9 @@ impl Session {
             .inner
             .transcript()
             .read(|doc, _| {
-                doc.messages.last().is_some_and(|m| {
-                    m.role == Role::You
-                        && m.segments
-                            .iter()
-                            .all(|s| matches!(s, Segment::Text(t) if t.value.trim().is_empty()))
-                })
+                doc.messages
+                    .last()
+                    .is_some_and(|m| m.role == Role::You && m.is_blank())
             })
             .await?;
         let lines = if empty_prompt {

@@ -117,6 +117,20 @@ pub struct Message {
 }
 
 impl Message {
+    /// Whether the message holds nothing but whitespace (the empty `@You:` a complete response
+    /// leaves for the user).
+    ///
+    /// ```
+    /// let doc = flemma_ast::parse("@Assistant:\nDone.\n\n@You:\n\n");
+    /// assert!(!doc.messages[0].is_blank());
+    /// assert!(doc.messages[1].is_blank());
+    /// ```
+    pub fn is_blank(&self) -> bool {
+        self.segments
+            .iter()
+            .all(|s| matches!(s, Segment::Text(t) if t.value.trim().is_empty()))
+    }
+
     /// Whether the last segment that is not whitespace-only text is an abort marker (spec §1.10).
     pub fn is_aborted(&self) -> bool {
         self.segments

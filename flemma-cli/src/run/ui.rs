@@ -40,7 +40,7 @@ pub(super) struct Ui {
     /// Where stdout's text stands, to set each response's text apart.
     paragraph: Paragraph,
     /// The transcript written, read back for the calls left pending.
-    pub(super) path: PathBuf,
+    path: PathBuf,
     /// The session's transcript, whose parse has the results just written.
     transcript: Option<Arc<Transcript>>,
     pub(super) file: String,
@@ -131,6 +131,26 @@ impl Ui {
             let _ = writeln!(std::io::stdout());
             self.line_open = false;
         }
+    }
+
+    /// Whether the conversation ends with a model's answer that asks for no tool (messages
+    /// of no known role and a blank `@You:` after it aside), from the session's parse when
+    /// there is one, as [`result`](Self::result) reads it.
+    pub(super) fn ends_with_an_answer(&self) -> bool {
+        let ends = |doc: &flemma::ast::Document| {
+            doc.messages
+                .iter()
+                .rev()
+                .find(|m| m.role.is_known() && !m.is_blank())
+                .is_some_and(|m| {
+                    m.role == flemma::ast::Role::Assistant && m.tool_uses().next().is_none()
+                })
+        };
+        match &self.transcript {
+            Some(transcript) => transcript.read_parsed(|doc, _| ends(doc)),
+            None => results::document(&self.path).map(|doc| ends(&doc)),
+        }
+        .unwrap_or(false)
     }
 
     /// The first lines of a result block, under its status line.
