@@ -1,10 +1,10 @@
 //! flemma: embed LLM agent loops whose conversations live in plain-text `.chat` transcripts.
 //!
 //! This facade re-exports the SDK's crates by concern, so most applications depend on this
-//! crate alone, and holds [`Session`], the agent loop: send the conversation to a
-//! [`Provider`](providers::Provider), stream the response into it, run the tools it asks for
-//! through the [`Executor`](tools::Executor), repeat (spec §7.10 autopilot), reporting every
-//! step as a [`SessionEvent`].
+//! crate alone. [`Session`] is the agent loop (crate flemma-tools, beside the executor): send
+//! the conversation to a [`Provider`](providers::Provider), stream the response into it, run
+//! the tools it asks for through the [`Executor`](tools::Executor), repeat (spec §7.10
+//! autopilot), reporting every step as a [`SessionEvent`].
 //!
 //! ```
 //! let doc = flemma::ast::parse("@You:\nHello!\n");
@@ -28,9 +28,7 @@
 //! [`Provider`](providers::Provider), [`TokenSource`](providers::TokenSource)) are written
 //! with. No name is re-exported at two places of the top level.
 
-mod session;
-
-pub use session::{
+pub use flemma_tools::{
     AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
     Stop,
 };

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crossbeam_channel::Sender;
 use flemma_config::Config;
-use flemma_tools::{Executor, MemoryConversation, ToolRegistry};
+use flemma_tools::{MemoryConversation, Session, ToolRegistry};
 use lsp_types::Uri;
 
 use crate::report;
@@ -56,13 +56,16 @@ fn run(job: &Job) -> Result<String, String> {
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     let conversation =
         std::sync::Arc::new(MemoryConversation::new(job.text.clone()).with_path(&job.chat));
-    let executor = Executor::builder(conversation.clone(), job.registry.clone())
-        .config(job.config.clone())
-        .sandbox_backends(flemma_tools::sandbox::SandboxBackends::with_builtins())
+    let session = Session::tools_only(conversation.clone(), job.registry.clone())
+        .executor(|executor| {
+            executor
+                .config(job.config.clone())
+                .sandbox_backends(flemma_tools::sandbox::SandboxBackends::with_builtins())
+        })
         .build();
     runtime.block_on(async {
-        executor.recover().await.map_err(|e| report(&e))?;
-        executor.cycle().await.map_err(|e| report(&e))
+        session.executor().recover().await.map_err(|e| report(&e))?;
+        session.cycle().await.map_err(|e| report(&e))
     })?;
     Ok(conversation.text())
 }

@@ -1,4 +1,12 @@
-//! The tool system of flemma: what runs when a model asks for a tool.
+//! The runtime of flemma: the agent loop ([`Session`]), the tool cycle it runs ([`Executor`])
+//! and the tools' contracts.
+//!
+//! A [`Session`] sends the conversation to a [`Provider`](flemma_providers::Provider), streams
+//! the response into it, runs the tools it asks for through its [`Executor`], and repeats
+//! (spec §7.10 autopilot), reporting every step as a [`SessionEvent`].
+//! [`Session::tools_only`] runs the tool cycle without a model (an editor's "execute", a call
+//! served over MCP). Both work on one [`transcript::Transcript`], the one owner of a
+//! conversation's text, parse, options and revision-checked edits.
 //!
 //! A [`Tool`] is a [`ToolDefinition`] (name, description, input schema, capabilities) and an
 //! async `execute` that turns a call's input into a [`ToolOutput`]. Simple tools are one
@@ -58,6 +66,7 @@ mod protect;
 mod registry;
 pub mod sandbox;
 mod selection;
+mod session;
 mod shared;
 mod tool;
 pub mod transcript;
@@ -88,6 +97,10 @@ pub use output::{Output, ToolOutput};
 pub use protect::protect_host_process;
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};
 pub use selection::Evaluation;
+pub use session::{
+    AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
+    Stop,
+};
 pub use shared::{FnApprover, approver_fn};
 #[cfg(feature = "typed")]
 pub use tool::typed_tool_fn;

@@ -887,3 +887,39 @@ async fn each_request_offers_the_tools_of_its_moment() {
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert_eq!(offered(3), ["clock"]);
 }
+
+/// A session without a provider runs the calls the last response asked for, writes their
+/// results, and stops where it would send; its `cycle` is the same cycle.
+#[tokio::test]
+async fn a_tools_only_session_runs_the_calls_and_stops_where_it_would_send() {
+    let text = format!(
+        "{}@Assistant:\n**Tool Use:** `calculator` (`toolu_1`)\n\n```json\n{{\"expression\": \"6 * 7\"}}\n```\n",
+        chat(&["calculator"], "What is 6 * 7?").text()
+    );
+    let chat = Arc::new(MemoryConversation::new(text));
+    let session = Session::tools_only(chat.clone(), registry()).build();
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::NoProvider);
+    assert_eq!(session.state(), AutopilotState::Idle);
+    assert!(
+        chat.text()
+            .contains("**Tool Result:** `toolu_1`\n```\n42\n```"),
+        "{}",
+        chat.text()
+    );
+    let events = drain(&mut events);
+    assert!(
+        events.contains(&SessionEvent::Stopped(Stop::NoProvider)),
+        "{events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::RequestSending { .. })),
+        "{events:?}"
+    );
+    // Nothing left to run: a second run stops at the same place, the text unchanged.
+    let before = chat.text();
+    assert_eq!(session.run().await.unwrap(), Stop::NoProvider);
+    assert_eq!(chat.text(), before);
+}

@@ -8,7 +8,7 @@ use flemma_approval::{ApprovalContext, Decision, ToolCall};
 use flemma_ast::ToolStatus;
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_schema::BACKGROUND;
-use flemma_tools::{Answer, CycleReport, Event, Executor, approver_fn};
+use flemma_tools::{Answer, CycleReport, Event, Executor, Session, approver_fn};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -60,23 +60,28 @@ pub(super) async fn run(
     let block = flemma_ast::writer::tool_use_block("", &tool, &id, &arguments);
     let text = server.text(&format!("{PREAMBLE}{block}")).await?;
     let chat = Arc::new(server.conversation(text));
-    let mut builder = Executor::builder(chat, inner.registry.clone())
-        .config(inner.config.clone())
-        .sandbox_backends(inner.backends.clone())
-        .on_event(|event| {
-            if let Event::Warning(warning) = event {
-                tracing::warn!(target: "flemma_mcp::serve", "{warning}");
+    let session = Session::tools_only(chat, inner.registry.clone())
+        .executor(|mut executor| {
+            executor = executor
+                .config(inner.config.clone())
+                .sandbox_backends(inner.backends.clone())
+                .on_event(|event| {
+                    if let Event::Warning(warning) = event {
+                        tracing::warn!(target: "flemma_mcp::serve", "{warning}");
+                    }
+                });
+            if server.file().is_none() {
+                // Without a file, the store's unnamed format names the conversation by its id.
+                executor = executor.conversation_id("mcp-serve");
             }
-        });
-    if server.file().is_none() {
-        // Without a file, the store's unnamed format names the conversation by its id.
-        builder = builder.conversation_id("mcp-serve");
-    }
-    if inner.approval == ServeApproval::All {
-        builder = builder.approver(Arc::new(approver_fn(|_| Answer::Approve)));
-    }
-    let executor = builder.build();
-    let report = cycle(&executor, id.as_str(), &cancel).await?;
+            if inner.approval == ServeApproval::All {
+                executor = executor.approver(Arc::new(approver_fn(|_| Answer::Approve)));
+            }
+            executor
+        })
+        .build();
+    let report = cycle(&session, id.as_str(), &cancel).await?;
+    let executor = session.executor();
     let (doc, _) = executor
         .transcript()
         .document()
@@ -106,7 +111,7 @@ pub(super) async fn run(
             Ok(error_result(result.content.clone()))
         }
         Some(ToolStatus::Error) if placed == Some(ToolStatus::Denied) => {
-            let reason = deny_reason(server, &executor, &tool, &id, &arguments).await;
+            let reason = deny_reason(server, executor, &tool, &id, &arguments).await;
             Ok(error_result(match reason {
                 Some(reason) => format!("{}\nReason: {reason}", result.content),
                 None => result.content.clone(),
@@ -119,16 +124,16 @@ pub(super) async fn run(
 
 /// One cycle; cancelling `cancel` cancels the call, which then ends as a cancelled call does.
 async fn cycle(
-    executor: &Executor,
+    session: &Session,
     id: &str,
     cancel: &CancellationToken,
 ) -> Result<CycleReport, ServeError> {
-    let cycle = executor.cycle();
+    let cycle = session.cycle();
     tokio::pin!(cycle);
     let report = tokio::select! {
         report = &mut cycle => report?,
         () = cancel.cancelled() => {
-            executor.cancel(id);
+            session.executor().cancel(id);
             cycle.await?
         }
     };

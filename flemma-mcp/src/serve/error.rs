@@ -21,6 +21,10 @@ pub enum ServeError {
     /// read back (the executor's error, with its causes).
     #[error(transparent)]
     Executor(#[from] flemma_tools::ExecutorError),
+    /// A call's cycle failed: its conversation, frontmatter or options, or the executor (the
+    /// session's error, with its causes).
+    #[error(transparent)]
+    Session(#[from] flemma_tools::SessionError),
     /// The conversation's options have errors (`PLACE: message`, one per line).
     #[error("the conversation's options have errors: {0}")]
     Options(String),

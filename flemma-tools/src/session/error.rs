@@ -1,9 +1,9 @@
 //! [`SessionError`]: what goes wrong in a run.
 
+use crate::transcript::TranscriptError;
+use crate::{ConversationError, ExecutorError};
 use flemma_config::{ConfigError, FrontmatterError};
 use flemma_providers::SendError;
-use flemma_tools::transcript::TranscriptError;
-use flemma_tools::{ConversationError, ExecutorError};
 
 /// What went wrong in a run. A tool's failure is a result the model sees, not one of these.
 #[derive(Debug, thiserror::Error)]

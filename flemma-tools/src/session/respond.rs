@@ -4,17 +4,18 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use crate::Durability;
+use crate::transcript::TranscriptError;
 use flemma_ast::TextEdit;
 use flemma_ast::{Role, Segment};
 use flemma_config::AutopilotOptions;
 use flemma_ids::Severity;
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_providers::{
-    FileAccess, OnRetry, PromptBuilder, Request, ResponseWriter, Retry, StopReason, StreamEvent,
+    FileAccess, OnRetry, PromptBuilder, Provider, Request, ResponseWriter, Retry, StopReason,
+    StreamEvent,
 };
 use flemma_schema::Capability;
-use flemma_tools::Durability;
-use flemma_tools::transcript::TranscriptError;
 use futures_util::StreamExt as _;
 
 use super::{Control, Session, SessionError, SessionEvent};
@@ -92,16 +93,17 @@ impl Session {
     /// Sends the conversation and streams the response into it.
     pub(super) async fn respond(
         &self,
+        provider: &dyn Provider,
         control: &Control,
         turn: u64,
     ) -> Result<Response, SessionError> {
-        let provider = self.inner.provider.name().to_owned();
+        let name = provider.name().to_owned();
         let _in_flight = InFlight::new(control);
-        let (request, autopilot) = self.prepare().await?;
+        let (request, autopilot) = self.prepare(provider).await?;
         self.emit(SessionEvent::RequestSending { turn });
         let separator = self.write_header().await?;
         let Some(mut stream) = self
-            .open_stream(control, request, &provider, separator)
+            .open_stream(provider, control, request, separator)
             .await?
         else {
             return Ok(Response::Cancelled);
@@ -118,7 +120,7 @@ impl Session {
         let tail = out.writer.finish();
         out.pending.push_str(&tail);
         let ending = Ending {
-            provider,
+            provider: name,
             separator,
             arrived: out.flushed || !out.pending.trim().is_empty(),
         };
@@ -158,9 +160,9 @@ impl Session {
     /// header is removed then, and `RequestAborted` emitted).
     async fn open_stream(
         &self,
+        provider: &dyn Provider,
         control: &Control,
         request: Request,
-        provider: &str,
         separator: bool,
     ) -> Result<Option<flemma_providers::EventStream>, SessionError> {
         let inner = std::sync::Arc::clone(&self.inner);
@@ -172,7 +174,7 @@ impl Session {
         let started = tokio::select! {
             biased;
             () = control.token.cancelled() => None,
-            stream = self.inner.provider.stream_observed(request, on_retry) => Some(stream),
+            stream = provider.stream_observed(request, on_retry) => Some(stream),
         };
         match started {
             None => {
@@ -183,7 +185,7 @@ impl Session {
             Some(Err(source)) => {
                 self.remove_header(separator).await?;
                 Err(SessionError::Send {
-                    provider: provider.to_owned(),
+                    provider: provider.name().to_owned(),
                     source,
                 })
             }
@@ -301,9 +303,12 @@ impl Session {
     }
 
     /// The request for the conversation as it is now, and its autopilot options: built
-    /// from the executor's [`Transcript`](flemma_tools::transcript::Transcript) (its parse
+    /// from the executor's [`Transcript`](crate::transcript::Transcript) (its parse
     /// and its evaluation of the frontmatter, shared with the tool cycle).
-    async fn prepare(&self) -> Result<(Request, AutopilotOptions), SessionError> {
+    async fn prepare(
+        &self,
+        provider: &dyn Provider,
+    ) -> Result<(Request, AutopilotOptions), SessionError> {
         let inner = &self.inner;
         let transcript = inner.transcript();
         let registry = transcript.registry();
@@ -315,7 +320,7 @@ impl Session {
         evaluated.check()?;
         let options = evaluated.options();
         let names = registry.names();
-        let request_options = inner.request_options(options);
+        let request_options = inner.request_options(provider, options);
         let template_tools = names
             .iter()
             .filter(|n| registry.has_capability(n.as_str(), Capability::EmitsTemplate))
@@ -364,7 +369,7 @@ impl Session {
                 let built = match error {
                     Some(error) => Err(error),
                     None if prompt.messages.is_empty() => Err(SessionError::NothingToSend),
-                    None => Ok(inner.provider.build_request(&prompt, &request_options)),
+                    None => Ok(provider.build_request(&prompt, &request_options)),
                 };
                 // The request owns its body: the diagnostics can leave the prompt.
                 (built, std::mem::take(&mut prompt.diagnostics))
@@ -407,7 +412,7 @@ impl Session {
     /// loses at most the lines since the request was sent, the text before is never touched;
     /// see README's decisions on durability).
     ///
-    /// [`Conversation::sync`]: flemma_tools::Conversation::sync
+    /// [`Conversation::sync`]: crate::Conversation::sync
     async fn append(&self, text: &str) -> Result<(), SessionError> {
         self.inner
             .executor

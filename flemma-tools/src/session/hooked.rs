@@ -8,11 +8,9 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use crate::Durability;
+use crate::hooks::{HookContext, HookEvent, Hooks, SessionInput, StopInput, UserPromptSubmitInput};
 use flemma_ast::{Role, Segment};
-use flemma_tools::Durability;
-use flemma_tools::hooks::{
-    HookContext, HookEvent, Hooks, SessionInput, StopInput, UserPromptSubmitInput,
-};
 
 use super::{Session, SessionError, SessionEvent};
 
@@ -23,7 +21,7 @@ fn note(hook: &str, text: &str) -> String {
 }
 
 impl Session {
-    /// The conversation's hooks ([`Executor::hooks`](flemma_tools::Executor::hooks)).
+    /// The conversation's hooks ([`Executor::hooks`](crate::Executor::hooks)).
     async fn hooks(&self) -> Result<Hooks, SessionError> {
         Ok(self.inner.executor.hooks().await?)
     }
@@ -78,7 +76,7 @@ impl Session {
             Ok(hooks) => hooks,
             Err(error) => {
                 let report =
-                    flemma_tools::hooks::HookError::with_source("SessionEnd hooks not run", error)
+                    crate::hooks::HookError::with_source("SessionEnd hooks not run", error)
                         .report();
                 self.emit(SessionEvent::Warning(report));
                 return;

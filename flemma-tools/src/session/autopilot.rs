@@ -1,7 +1,7 @@
 //! The autopilot state machine of spec §7.10, as a pure function of its triggers, so every
 //! transition is tested on its own.
 
-use flemma_tools::Next;
+use crate::Next;
 
 /// Where the autopilot loop is (spec §7.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -42,6 +42,9 @@ pub enum Stop {
     /// A `UserPromptSubmit` hook blocked the send (a
     /// [`SessionEvent::PromptBlocked`](crate::SessionEvent::PromptBlocked) said why).
     PromptBlocked,
+    /// Every call has its result and the conversation would be sent next, but the session
+    /// has no provider ([`Session::tools_only`](crate::Session::tools_only)).
+    NoProvider,
 }
 
 /// What happened, as the state machine sees it.
@@ -63,6 +66,8 @@ pub(crate) enum Trigger {
     /// Background jobs were delivered while the loop was idle, and the resume delay passed
     /// (spec §7.10: deliveries at idle resume the loop).
     JobsDelivered,
+    /// The loop would send, and the session has no provider.
+    NoProvider,
     /// The user cancelled.
     Cancel,
     /// The request or the cycle failed.
@@ -141,6 +146,7 @@ impl Autopilot {
             }
             // Deliveries resume an idle loop; the count of consecutive turns goes on.
             Trigger::JobsDelivered => (Armed, Action::Cycle, None),
+            Trigger::NoProvider => (Idle, Action::Stop(Stop::NoProvider), None),
             Trigger::Cancel => {
                 self.disarmed = true;
                 (Idle, Action::Stop(Stop::Cancelled), None)
@@ -198,6 +204,8 @@ mod tests {
             (Sending, 0, Trigger::ResponseComplete { tool_uses: true, enabled: false, max_turns: 100 }, Idle, Action::Stop(Stop::AutopilotOff), 0, false),
             // idle → armed: background jobs delivered at idle resume the loop
             (Idle, 2, Trigger::JobsDelivered, Armed, Action::Cycle, 2, false),
+            // sending → idle: a session without a provider stops where it would send
+            (Sending, 2, Trigger::NoProvider, Idle, Action::Stop(Stop::NoProvider), 2, false),
             // disarm on cancel and on error, from any state
             (Sending, 1, Trigger::Cancel, Idle, Action::Stop(Stop::Cancelled), 1, false),
             (Armed, 1, Trigger::Cancel, Idle, Action::Stop(Stop::Cancelled), 1, false),

@@ -1,8 +1,8 @@
 //! What a [`Session`](crate::Session) reports to a UI, and the receiving end.
 
+use crate::fanout::{Fanout, Missed, Subscription};
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_providers::StopReason;
-use flemma_tools::fanout::{Fanout, Missed, Subscription};
 
 use super::{AutopilotState, Stop};
 
@@ -70,7 +70,7 @@ pub enum SessionEvent {
     /// removed when nothing had arrived.
     RequestAborted,
     /// What the tool cycle did: placeholders, approvals asked, tools running and completed.
-    Tool(flemma_tools::Event),
+    Tool(crate::Event),
     /// Something the user should know (`Autopilot stopped – exceeded 100 consecutive
     /// turns.`, a prompt warning, a stream warning).
     Warning(String),
@@ -101,7 +101,7 @@ pub enum SessionEvent {
 ///
 /// Each subscriber has its own queue of
 /// [`event_capacity`](crate::SessionBuilder::event_capacity) events (default
-/// [`DEFAULT_CAPACITY`](flemma_tools::fanout::DEFAULT_CAPACITY), 65,536): that bounds the
+/// [`DEFAULT_CAPACITY`](crate::fanout::DEFAULT_CAPACITY), 65,536): that bounds the
 /// memory a stalled UI costs under a hostile burst. A subscriber that falls that far behind
 /// reads one [`SessionEvent::Missed`] with the count of the events that did not fit, where
 /// they would have been; nothing else is dropped. Read them with [`recv`](Self::recv) or as a

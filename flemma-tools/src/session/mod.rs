@@ -15,12 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::transcript::Transcript;
+use crate::{Conversation, CycleReport, Executor, ExecutorBuilder, ExecutorError, ToolRegistry};
 use flemma_ast::Role;
 use flemma_providers::{MiniJinjaEngine, Provider, TemplateEngine};
-use flemma_tools::transcript::Transcript;
-use flemma_tools::{
-    Conversation, CycleReport, Executor, ExecutorBuilder, ExecutorError, ToolRegistry,
-};
 use tokio_util::sync::CancellationToken;
 
 pub use autopilot::{AutopilotState, Stop};
@@ -55,7 +53,7 @@ pub enum Cancelled {
 #[must_use]
 pub struct SessionBuilder {
     executor: ExecutorBuilder,
-    provider: Arc<dyn Provider>,
+    provider: Option<Arc<dyn Provider>>,
     max_turns: Option<u64>,
     engine: Arc<dyn TemplateEngine>,
     flush_interval: Duration,
@@ -73,6 +71,18 @@ impl std::fmt::Debug for SessionBuilder {
 }
 
 impl SessionBuilder {
+    fn new(executor: ExecutorBuilder, provider: Option<Arc<dyn Provider>>) -> Self {
+        Self {
+            executor,
+            provider,
+            max_turns: None,
+            engine: Arc::new(MiniJinjaEngine::new()),
+            flush_interval: Duration::from_millis(100),
+            wait_for_jobs: true,
+            event_capacity: crate::fanout::DEFAULT_CAPACITY,
+        }
+    }
+
     /// Sets the executor's options (the options below the frontmatter, the approval chain,
     /// the approver, the sandbox backends, the conversation's store id, …) on its
     /// [`ExecutorBuilder`]: `.executor(|e| e.config(config).approver(approver))`. Without an
@@ -90,10 +100,10 @@ impl SessionBuilder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use flemma::providers::{ScriptedProvider, Turn};
-    /// use flemma::tools::hooks::{PromptAnswer, hook_fn, on};
-    /// use flemma::tools::{MemoryConversation, ToolRegistry};
-    /// use flemma::{Session, Stop};
+    /// use flemma_providers::{ScriptedProvider, Turn};
+    /// use flemma_tools::hooks::{PromptAnswer, hook_fn, on};
+    /// use flemma_tools::{MemoryConversation, ToolRegistry};
+    /// use flemma_tools::{Session, Stop};
     ///
     /// let chat = Arc::new(MemoryConversation::new("@You:\nWhat is the password?\n"));
     /// let provider = Arc::new(ScriptedProvider::new([Turn::text("Never.")]));
@@ -111,7 +121,7 @@ impl SessionBuilder {
     /// assert_eq!(runtime.block_on(session.run())?, Stop::PromptBlocked);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn hook(self, hook: flemma_tools::hooks::HookRegistration) -> Self {
+    pub fn hook(self, hook: crate::hooks::HookRegistration) -> Self {
         self.executor(|executor| executor.hook(hook))
     }
 
@@ -147,7 +157,7 @@ impl SessionBuilder {
 
     /// How many events each [`subscribe`](Session::subscribe)r's queue holds before it
     /// misses some and reads [`SessionEvent::Missed`] in their place (default
-    /// [`DEFAULT_CAPACITY`](flemma_tools::fanout::DEFAULT_CAPACITY), 65,536 events).
+    /// [`DEFAULT_CAPACITY`](crate::fanout::DEFAULT_CAPACITY), 65,536 events).
     pub fn event_capacity(mut self, capacity: usize) -> Self {
         self.event_capacity = capacity;
         self
@@ -167,7 +177,7 @@ impl SessionBuilder {
             let session = session.clone();
             let executor = self
                 .executor
-                .on_event(move |event: &flemma_tools::Event| {
+                .on_event(move |event: &crate::Event| {
                     if let Some(subscribers) = stream.upgrade() {
                         subscribers.emit(SessionEvent::Tool(event.clone()));
                     }
@@ -206,9 +216,9 @@ impl SessionBuilder {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flemma::providers::{ScriptedProvider, Turn};
-/// use flemma::tools::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
-/// use flemma::{Session, Stop};
+/// use flemma_providers::{ScriptedProvider, Turn};
+/// use flemma_tools::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+/// use flemma_tools::{Session, Stop};
 /// use serde_json::json;
 ///
 /// let registry = ToolRegistry::new();
@@ -244,7 +254,8 @@ impl std::fmt::Debug for Session {
 }
 
 struct Inner {
-    provider: Arc<dyn Provider>,
+    /// `None`: a session that runs tool cycles only ([`Session::tools_only`]).
+    provider: Option<Arc<dyn Provider>>,
     executor: Arc<Executor>,
     engine: Arc<dyn TemplateEngine>,
     max_turns: Option<u64>,
@@ -292,6 +303,7 @@ impl Inner {
     /// ([`Provider::request_options`] and the registry's specs).
     fn request_options(
         &self,
+        provider: &dyn Provider,
         options: &Arc<flemma_config::Options>,
     ) -> Arc<flemma_providers::RequestOptions> {
         let mut offered = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
@@ -300,7 +312,7 @@ impl Inner {
         {
             return Arc::clone(&last.request);
         }
-        let mut request = self.provider.request_options(options);
+        let mut request = provider.request_options(options);
         request.tools = self
             .executor
             .transcript()
@@ -346,18 +358,41 @@ impl Session {
         Self::from_executor(Executor::builder(conversation, registry), provider)
     }
 
+    /// Starts a session on `conversation` with the tools of `registry` and no provider: it
+    /// runs the tool cycle and never sends. [`Session::cycle`] is an editor's "execute" or a
+    /// served call; [`Session::run`] runs the cycle, delivers background jobs as a run does,
+    /// and stops with [`Stop::NoProvider`] where a session with a provider would send. The
+    /// language server and `flemma mcp serve` run their calls through such sessions.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_tools::{MemoryConversation, Session, Stop, ToolRegistry};
+    ///
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let session = Session::tools_only(chat, ToolRegistry::new()).build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::NoProvider);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tools_only(
+        conversation: Arc<dyn Conversation>,
+        registry: ToolRegistry,
+    ) -> SessionBuilder {
+        SessionBuilder::new(Executor::builder(conversation, registry), None)
+    }
+
     /// Starts a session whose tool cycle is `executor`'s (the session builds it, so that its
     /// events reach the session's stream from the first one), sending to `provider`.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use flemma::providers::{ScriptedProvider, Turn};
-    /// use flemma::tools::{Executor, MemoryConversation, ToolRegistry};
-    /// use flemma::{Session, Stop};
+    /// use flemma_providers::{ScriptedProvider, Turn};
+    /// use flemma_tools::{Executor, MemoryConversation, ToolRegistry};
+    /// use flemma_tools::{Session, Stop};
     ///
     /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
     /// let executor = Executor::builder(chat.clone(), ToolRegistry::new())
-    ///     .config(flemma::config::Config::new())
+    ///     .config(flemma_config::Config::new())
     ///     .conversation_id("notes");
     /// let provider = Arc::new(ScriptedProvider::new([Turn::text("Hello.")]));
     /// let session = Session::from_executor(executor, provider).max_turns(3).build();
@@ -367,15 +402,7 @@ impl Session {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_executor(executor: ExecutorBuilder, provider: Arc<dyn Provider>) -> SessionBuilder {
-        SessionBuilder {
-            executor,
-            provider,
-            max_turns: None,
-            engine: Arc::new(MiniJinjaEngine::new()),
-            flush_interval: Duration::from_millis(100),
-            wait_for_jobs: true,
-            event_capacity: flemma_tools::fanout::DEFAULT_CAPACITY,
-        }
+        SessionBuilder::new(executor, Some(provider))
     }
 
     /// Follows the session from now on: its events and its executor's, in order (see
@@ -567,41 +594,53 @@ impl Session {
                     } else {
                         let mut next = report.next;
                         // A response the stream cut: its request is sent again.
-                        if next == flemma_tools::Next::Idle
-                            && self.drop_incomplete_response().await?
-                        {
-                            next = flemma_tools::Next::Send;
+                        if next == crate::Next::Idle && self.drop_incomplete_response().await? {
+                            next = crate::Next::Send;
                         }
                         self.transition(Trigger::ToolsComplete(next)).0
                     }
                 }
-                Action::Send => {
-                    if !self.prompt_hooks().await? {
-                        self.transition(Trigger::Cancel);
-                        return Ok(Stop::PromptBlocked);
-                    }
-                    turn += 1;
-                    match self.respond(control, turn).await? {
-                        respond::Response::Cancelled => self.transition(Trigger::Cancel).0,
-                        respond::Response::Complete {
-                            tool_uses,
-                            autopilot,
-                        } => {
-                            let max_turns = self.inner.max_turns.unwrap_or(autopilot.max_turns);
-                            let (action, warning) = self.transition(Trigger::ResponseComplete {
-                                tool_uses: tool_uses > 0,
-                                enabled: autopilot.enabled,
-                                max_turns,
-                            });
-                            if let Some(warning) = warning {
-                                self.emit(SessionEvent::Warning(warning));
-                            }
-                            action
+                Action::Send => match self.inner.provider.clone() {
+                    None => self.transition(Trigger::NoProvider).0,
+                    Some(provider) => {
+                        if !self.prompt_hooks().await? {
+                            self.transition(Trigger::Cancel);
+                            return Ok(Stop::PromptBlocked);
                         }
+                        turn += 1;
+                        self.send(provider.as_ref(), control, turn).await?
                     }
-                }
+                },
             };
         }
+    }
+
+    /// Sends the conversation to `provider` and streams the response into it; what the loop
+    /// does next.
+    async fn send(
+        &self,
+        provider: &dyn Provider,
+        control: &Control,
+        turn: u64,
+    ) -> Result<Action, SessionError> {
+        Ok(match self.respond(provider, control, turn).await? {
+            respond::Response::Cancelled => self.transition(Trigger::Cancel).0,
+            respond::Response::Complete {
+                tool_uses,
+                autopilot,
+            } => {
+                let max_turns = self.inner.max_turns.unwrap_or(autopilot.max_turns);
+                let (action, warning) = self.transition(Trigger::ResponseComplete {
+                    tool_uses: tool_uses > 0,
+                    enabled: autopilot.enabled,
+                    max_turns,
+                });
+                if let Some(warning) = warning {
+                    self.emit(SessionEvent::Warning(warning));
+                }
+                action
+            }
+        })
     }
 
     /// Waits at idle for background jobs (spec §7.10): each one that finishes is delivered at
