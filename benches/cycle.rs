@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Bencher, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
-use flemma::tools::{
+use flemma::runtime::{
     Conversation, Executor, FileConversation, MemoryConversation, ToolDefinition, ToolOutput,
     ToolRegistry, tool_fn,
 };
@@ -145,7 +145,7 @@ fn main() {
                 // append the call the way a streamed response does.
                 executor.cycle().await.expect("warm-up cycle");
                 executor
-                    .append_lines(&calls(0, 1), flemma::tools::Durability::Durable)
+                    .append_lines(&calls(0, 1), flemma::runtime::Durability::Durable)
                     .await
                     .expect("append");
             });

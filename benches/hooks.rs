@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
-use flemma::tools::hooks::{CommandHook, PreToolUseAnswer, hook_fn, on};
-use flemma::tools::{
+use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, hook_fn, on};
+use flemma::runtime::{
     Executor, HookEvent, HookRegistration, MemoryConversation, ToolDefinition, ToolOutput,
     ToolRegistry, tool_fn,
 };

@@ -27,7 +27,7 @@ use flemma::providers::{
     EventStream, LuaEngine, Prompt, Provider, Request, RequestOptions, ScriptedProvider, SendError,
     Turn,
 };
-use flemma::tools::{
+use flemma::runtime::{
     Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
 };
 use flemma::{Session, Stop};

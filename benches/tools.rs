@@ -34,9 +34,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::Criterion;
-use flemma::tools::builtin::{Find, Grep};
-use flemma::tools::sandbox::{Bwrap, SandboxBackend, SandboxBackends, SandboxPolicy};
-use flemma::tools::{ExecutionContext, Tool, ToolOutput, ToolRegistry, register_builtins};
+use flemma::runtime::builtin::{Find, Grep};
+use flemma::runtime::sandbox::{Bwrap, SandboxBackend, SandboxBackends, SandboxPolicy};
+use flemma::runtime::{ExecutionContext, Tool, ToolOutput, ToolRegistry, register_builtins};
 use serde_json::json;
 
 const TREE_BYTES: u64 = 200 * 1024 * 1024;
@@ -292,7 +292,7 @@ fn bash_tool() -> Arc<dyn Tool> {
     registry.get("bash").expect("bash is built in")
 }
 
-fn bash_context(sandbox: flemma::tools::sandbox::Sandbox) -> ExecutionContext {
+fn bash_context(sandbox: flemma::runtime::sandbox::Sandbox) -> ExecutionContext {
     ExecutionContext::builder(
         "toolu_bench".parse().expect("id"),
         "bash".parse().expect("name"),
@@ -304,7 +304,7 @@ fn bash_context(sandbox: flemma::tools::sandbox::Sandbox) -> ExecutionContext {
 }
 
 /// The bubblewrap sandbox, when it can run here.
-fn bwrap_sandbox() -> Option<flemma::tools::sandbox::Sandbox> {
+fn bwrap_sandbox() -> Option<flemma::runtime::sandbox::Sandbox> {
     let options = flemma::config::Config::new()
         .options()
         .expect("defaults")
@@ -346,7 +346,7 @@ fn bash_benches(c: &mut Criterion) {
     let input = serde_json::json!({"label": "bench", "command": "echo hi", "timeout": null});
     let expected = ToolOutput::text("hi");
 
-    let ctx = bash_context(flemma::tools::sandbox::Sandbox::disabled());
+    let ctx = bash_context(flemma::runtime::sandbox::Sandbox::disabled());
     assert_eq!(
         runtime.block_on(tool.execute(input.clone(), &ctx)),
         expected

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use flemma::approval::async_trait;
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::{Answer, Approver, MemoryConversation, PendingCall};
-use flemma::tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::runtime::{Answer, Approver, MemoryConversation, PendingCall};
+use flemma::runtime::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 use flemma::{Session, SessionEvent};
 use serde_json::json;
 
@@ -52,7 +52,7 @@ async fn main() -> anyhow::Result<()> {
     session.run().await?;
     let mut asked = 0;
     while let Some(event) = events.try_recv() {
-        if let SessionEvent::Tool(flemma::tools::Event::ApprovalAsked { preview, .. }) = event {
+        if let SessionEvent::Tool(flemma::runtime::Event::ApprovalAsked { preview, .. }) = event {
             println!("asked: {preview}");
             asked += 1;
         }

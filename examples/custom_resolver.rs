@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use flemma::approval::{ResolverError, ToolCall, Verdict, async_resolver_fn, priority};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::runtime::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 use serde_json::json;
 
 /// The policy service: an answer after a network round trip.

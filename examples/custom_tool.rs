@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use flemma::approval::async_trait;
 use flemma::providers::{ScriptedProvider, Turn};
+use flemma::runtime::{ExecutionContext, MemoryConversation, Tool, ToolDefinition, ToolOutput};
+use flemma::runtime::{ToolRegistry, tool_fn, typed_tool_fn};
 use flemma::schema::dsl::{object, string};
-use flemma::tools::{ExecutionContext, MemoryConversation, Tool, ToolDefinition, ToolOutput};
-use flemma::tools::{ToolRegistry, tool_fn, typed_tool_fn};
 use serde_json::{Value, json};
 
 /// The trait form: a type that owns its definition.

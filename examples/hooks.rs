@@ -11,14 +11,14 @@
 use std::sync::Arc;
 
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::hooks::{CommandHook, PreToolUseAnswer, StopAnswer, hook_fn, on};
-use flemma::tools::{HookEvent, HookRegistration, MemoryConversation, ToolRegistry};
+use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, StopAnswer, hook_fn, on};
+use flemma::runtime::{HookEvent, HookRegistration, MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let tools = ToolRegistry::new();
-    flemma::tools::register_builtins(&tools)?;
+    flemma::runtime::register_builtins(&tools)?;
 
     // In process: deny `rm -rf`, make `ls` list hidden files too.
     let guard = hook_fn(on::PreToolUse, |call| {

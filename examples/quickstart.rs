@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use flemma::providers::ScriptedProvider;
-use flemma::tools::{MemoryConversation, ToolRegistry, register_builtins};
+use flemma::runtime::{MemoryConversation, ToolRegistry, register_builtins};
 use flemma::{Session, SessionEvent, Stop};
 
 #[tokio::main(flavor = "current_thread")]
@@ -35,7 +35,7 @@ async fn main() -> anyhow::Result<()> {
     while let Some(event) = events.recv().await {
         match event {
             SessionEvent::TextDelta(text) => print!("{text}"),
-            SessionEvent::Tool(flemma::tools::Event::ToolExecuting { preview, .. }) => {
+            SessionEvent::Tool(flemma::runtime::Event::ToolExecuting { preview, .. }) => {
                 println!("\n[running {preview}]");
             }
             SessionEvent::Stopped(stop) => println!("\n[stopped: {stop:?}]"),

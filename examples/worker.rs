@@ -18,7 +18,7 @@ use std::time::Duration;
 use flemma::object::object_store::memory::InMemory;
 use flemma::object::{Assignment, Bucket, Finished, ObjectConversation, Worker, WorkerOptions};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::{Conversation, ToolRegistry, register_builtins};
+use flemma::runtime::{Conversation, ToolRegistry, register_builtins};
 use flemma::{Session, Stop};
 use tokio_util::sync::CancellationToken;
 

@@ -1,9 +1,9 @@
 //! flemma: embed LLM agent loops whose conversations live in plain-text `.chat` transcripts.
 //!
 //! This facade re-exports the SDK's crates by concern, so most applications depend on this
-//! crate alone. [`Session`] is the agent loop (crate flemma-tools, beside the executor): send
+//! crate alone. [`Session`] is the agent loop (crate flemma-runtime, beside the executor): send
 //! the conversation to a [`Provider`](providers::Provider), stream the response into it, run
-//! the tools it asks for through the [`Executor`](tools::Executor), repeat (spec §7.10
+//! the tools it asks for through the [`Executor`](runtime::Executor), repeat (spec §7.10
 //! autopilot), reporting every step as a [`SessionEvent`].
 //!
 //! ```
@@ -15,34 +15,34 @@
 //!
 //! Every item has one canonical path: the module of the crate that defines it.
 //! [`ToolName`](ids::ToolName), [`ToolUseId`](ids::ToolUseId) and [`JobId`](ids::JobId) are
-//! `flemma::ids::…`; [`Executor`](tools::Executor) is `flemma::tools::Executor`;
+//! `flemma::ids::…`; [`Executor`](runtime::Executor) is `flemma::runtime::Executor`;
 //! [`Provider`](providers::Provider) is `flemma::providers::Provider`; the options are
 //! `flemma::config::…`. No crate re-exports the items of the crates below it (a user of
 //! `flemma-ast` alone imports `ToolName` from `flemma-ids`), so each of these names has one
 //! path through the facade. The one exception is the `async_trait` attribute, which
-//! `flemma_tools`, `flemma_approval` and `flemma_providers` each re-export for the users of
+//! `flemma_runtime`, `flemma_approval` and `flemma_providers` each re-export for the users of
 //! that crate alone (it is one macro). The facade's top level holds only what no crate module does: the agent
 //! loop ([`Session`] and its types) and [`async_trait`], the attribute the SDK's traits
-//! ([`Tool`](tools::Tool), [`Conversation`](tools::Conversation),
-//! [`Approver`](tools::Approver), [`Resolver`](approval::Resolver),
+//! ([`Tool`](runtime::Tool), [`Conversation`](runtime::Conversation),
+//! [`Approver`](runtime::Approver), [`Resolver`](approval::Resolver),
 //! [`Provider`](providers::Provider), [`TokenSource`](providers::TokenSource)) are written
 //! with. No name is re-exported at two places of the top level.
 
-pub use flemma_tools::{
+pub use flemma_runtime::{
     AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
     Stop,
 };
 
-/// The attribute for implementing [`Tool`](tools::Tool), [`Conversation`](tools::Conversation),
-/// [`Approver`](tools::Approver), [`Resolver`](approval::Resolver),
+/// The attribute for implementing [`Tool`](runtime::Tool), [`Conversation`](runtime::Conversation),
+/// [`Approver`](runtime::Approver), [`Resolver`](approval::Resolver),
 /// [`Provider`](providers::Provider) and [`TokenSource`](providers::TokenSource) with
 /// `async fn`s, so an application needs no `async-trait` dependency of its own (the one
-/// `async-trait` of the workspace; `flemma_tools::async_trait`, `flemma_approval::async_trait`
+/// `async-trait` of the workspace; `flemma_runtime::async_trait`, `flemma_approval::async_trait`
 /// and `flemma_providers::async_trait` are the same macro):
 ///
 /// ```
 /// use flemma::async_trait;
-/// use flemma::tools::{Answer, Approver, PendingCall};
+/// use flemma::runtime::{Answer, Approver, PendingCall};
 ///
 /// struct Yes;
 ///
@@ -70,9 +70,9 @@ pub use flemma_mcp as mcp;
 #[cfg(feature = "object-store")]
 pub use flemma_object as object;
 pub use flemma_providers as providers;
+pub use flemma_runtime as runtime;
 pub use flemma_schema as schema;
 pub use flemma_store as store;
-pub use flemma_tools as tools;
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

@@ -43,7 +43,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use flemma::tools::sandbox::{Bwrap, SandboxBackend as _, SandboxPolicy};
+use flemma::runtime::sandbox::{Bwrap, SandboxBackend as _, SandboxPolicy};
 use mock_model::MockModel;
 
 const FLEMMA: &str = env!("CARGO_BIN_EXE_flemma");

@@ -1,6 +1,6 @@
 //! Diagnostics on stderr through `tracing`: warnings by default, more with `-v` (info), `-vv`
 //! (debug) and `-vvv` (trace); `RUST_LOG` adds directives of its own
-//! (`RUST_LOG=flemma_tools=debug`).
+//! (`RUST_LOG=flemma_runtime=debug`).
 //!
 //! On a terminal the lines are written above `flemma run`'s spinners, never through them.
 

@@ -53,7 +53,7 @@ struct Cli {
     sets: Vec<String>,
     /// Show more diagnostics on stderr: -v info, -vv debug, -vvv trace.
     ///
-    /// The default shows warnings; `RUST_LOG` adds directives such as `flemma_tools=debug`.
+    /// The default shows warnings; `RUST_LOG` adds directives such as `flemma_runtime=debug`.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 }
@@ -346,7 +346,7 @@ fn main() -> ExitCode {
     log::init(cli.verbose);
     // Tools run as this user: keep them from reading this process's environment (the
     // provider keys) through /proc. A refusal leaves the filtered environment as the bound.
-    let _ = flemma::tools::protect_host_process();
+    let _ = flemma::runtime::protect_host_process();
     let settings = options::Settings {
         config: cli.config,
         sets: cli.sets,
@@ -419,8 +419,8 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             // Frontmatters are checked against the options files and the built-in tools (MCP
             // servers are not started for an editor).
             let config = settings.load()?;
-            let registry = flemma::tools::ToolRegistry::new();
-            flemma::tools::register_builtins(&registry).map_err(|e| failure::failed(e.into()))?;
+            let registry = flemma::runtime::ToolRegistry::new();
+            flemma::runtime::register_builtins(&registry).map_err(|e| failure::failed(e.into()))?;
             let options = flemma::lsp::ServerOptions::default()
                 .config(config)
                 .registry(registry);

@@ -12,8 +12,8 @@
 use std::future::Future;
 use std::io::Write as _;
 
-use flemma::tools::jobs::Recovery;
-use flemma::tools::{Event, Executor};
+use flemma::runtime::jobs::Recovery;
+use flemma::runtime::{Event, Executor};
 use serde_json::json;
 
 /// One thing the user should be told.
@@ -52,7 +52,7 @@ impl Notice {
 }
 
 /// The warning for events a subscriber missed (its queue of
-/// [`DEFAULT_CAPACITY`](flemma::tools::fanout::DEFAULT_CAPACITY) events was full).
+/// [`DEFAULT_CAPACITY`](flemma::runtime::fanout::DEFAULT_CAPACITY) events was full).
 pub(crate) fn missed(count: u64) -> String {
     format!("{count} events were missed")
 }
@@ -113,7 +113,7 @@ impl Notices {
 
 /// Runs `work` and collects the notices `executor` emits meanwhile. Events are read while the
 /// work runs, and the subscription has a queue of its own of
-/// [`DEFAULT_CAPACITY`](flemma::tools::fanout::DEFAULT_CAPACITY) events, so a long cycle
+/// [`DEFAULT_CAPACITY`](flemma::runtime::fanout::DEFAULT_CAPACITY) events, so a long cycle
 /// cannot make it miss any; should it fall that far behind anyway, a notice says how many
 /// events were missed (`Event::Missed`).
 pub(crate) async fn collect<T>(executor: &Executor, work: impl Future<Output = T>) -> (T, Notices) {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use flemma::config::Layer;
 use flemma::object::{Assignment, Bucket, Finished, ObjectUrl, Taken, Worker, WorkerOptions};
-use flemma::tools::Conversation;
+use flemma::runtime::Conversation;
 use tokio_util::sync::CancellationToken;
 
 use crate::failure::{Failure, failed};
@@ -388,7 +388,7 @@ async fn wait_for_signal() {
 async fn run_one(
     assignment: Assignment,
     config: flemma::config::Config,
-    registry: flemma::tools::ToolRegistry,
+    registry: flemma::runtime::ToolRegistry,
     provider: Arc<dyn flemma::providers::Provider>,
     approve_all: bool,
     max_turns: Option<u64>,

@@ -7,7 +7,7 @@ use flemma::approval::{ApprovalContext, Explanation, ToolCall};
 use flemma::ast::Document;
 use flemma::config::{Config, ConfigError, FrontmatterError, Layer, OptionDiagnostic, Origin};
 use flemma::ids::ToolName;
-use flemma::tools::sandbox::SandboxBackends;
+use flemma::runtime::sandbox::SandboxBackends;
 
 use crate::failure::{Failure, failed};
 use crate::render::{NO_BACKEND, Writable};
@@ -155,7 +155,7 @@ pub(crate) fn option_errors<'e>(
 /// errors (exit 1), prints the warnings on stderr.
 pub(crate) fn evaluate(
     config: &mut Config,
-    registry: &flemma::tools::ToolRegistry,
+    registry: &flemma::runtime::ToolRegistry,
     name: &str,
 ) -> Result<flemma::config::Options, Failure> {
     let evaluation = registry
@@ -169,14 +169,14 @@ pub(crate) fn evaluate(
     Ok(evaluation.options)
 }
 
-/// The options of a text as a [`Transcript`](flemma::tools::transcript::Transcript) of it
+/// The options of a text as a [`Transcript`](flemma::runtime::transcript::Transcript) of it
 /// evaluates them (its frontmatter applied once), with the failures and warnings
 /// [`apply_frontmatter`] and [`evaluate`] give.
 pub(crate) fn evaluated(
-    transcript: &flemma::tools::transcript::Transcript,
+    transcript: &flemma::runtime::transcript::Transcript,
     name: &str,
-) -> Result<std::sync::Arc<flemma::tools::transcript::Evaluated>, Failure> {
-    use flemma::tools::transcript::TranscriptError;
+) -> Result<std::sync::Arc<flemma::runtime::transcript::Evaluated>, Failure> {
+    use flemma::runtime::transcript::TranscriptError;
     let runtime = crate::runtime::runtime()?;
     let evaluated = runtime
         .block_on(transcript.evaluated())
@@ -208,7 +208,7 @@ pub(crate) fn evaluated(
 pub(crate) fn conversation_id(chat: Option<&Path>) -> String {
     chat.map_or_else(
         || "stdin".to_owned(),
-        flemma::tools::transcript::file_conversation_id,
+        flemma::runtime::transcript::file_conversation_id,
     )
 }
 
@@ -217,13 +217,13 @@ pub(crate) fn transcript(
     text: &str,
     path: Option<&Path>,
     config: Config,
-    registry: flemma::tools::ToolRegistry,
-) -> flemma::tools::transcript::Transcript {
-    let mut chat = flemma::tools::MemoryConversation::new(text);
+    registry: flemma::runtime::ToolRegistry,
+) -> flemma::runtime::transcript::Transcript {
+    let mut chat = flemma::runtime::MemoryConversation::new(text);
     if let Some(path) = path {
         chat = chat.with_path(path);
     }
-    flemma::tools::transcript::Transcript::builder(std::sync::Arc::new(chat), registry)
+    flemma::runtime::transcript::Transcript::builder(std::sync::Arc::new(chat), registry)
         .config(config)
         .build()
 }
@@ -232,7 +232,7 @@ pub(crate) fn transcript(
 /// call, once the registry's sources have registered their tools.
 pub(crate) fn explain(
     config: &Config,
-    registry: &flemma::tools::ToolRegistry,
+    registry: &flemma::runtime::ToolRegistry,
     tool: &str,
     input: &serde_json::Value,
 ) -> anyhow::Result<Explanation> {
@@ -257,11 +257,11 @@ pub(crate) fn explain(
             .unwrap_or_else(|| anyhow::anyhow!("cannot start the runtime"))
     })?;
     // The conversation's own hooks decide too, where its frontmatter added some.
-    let conversation = flemma::tools::hooks::from_frontmatter(config)?;
+    let conversation = flemma::runtime::hooks::from_frontmatter(config)?;
     let hooks = registry.hooks().with_conversation(&conversation.hooks);
     Ok(runtime.block_on(async {
         registry.ready().await;
-        flemma::tools::hooks::chain_with_hooks(registry.approval_chain(), &hooks)
+        flemma::runtime::hooks::chain_with_hooks(registry.approval_chain(), &hooks)
             .explain(&call, &ctx)
             .await
     }))
@@ -273,7 +273,7 @@ pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<W
     let options = config.options()?;
     let store = flemma::store::Store::new(&options.tools.store, chat, &conversation_id(chat))?;
     let store_dir = store.directory().ok();
-    let policy = flemma::tools::sandbox::SandboxPolicy::for_conversation(
+    let policy = flemma::runtime::sandbox::SandboxPolicy::for_conversation(
         &options.sandbox,
         chat,
         store_dir.as_deref(),

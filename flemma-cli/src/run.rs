@@ -15,7 +15,7 @@ use std::time::Duration;
 use flemma::approval::async_trait;
 use flemma::config::Layer;
 use flemma::providers::Provider;
-use flemma::tools::{
+use flemma::runtime::{
     Conversation, ConversationError, Durability, FileConversation, Revision, Snapshot,
 };
 use flemma::{Session, Stop};

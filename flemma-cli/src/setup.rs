@@ -13,7 +13,7 @@ use flemma::Session;
 use flemma::approval::async_trait;
 use flemma::config::Config;
 use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
-use flemma::tools::{Answer, Approver, Conversation, Executor, PendingCall, ToolRegistry};
+use flemma::runtime::{Answer, Approver, Conversation, Executor, PendingCall, ToolRegistry};
 
 use crate::failure::{Failure, failed};
 use crate::input::Input;
@@ -26,7 +26,7 @@ use crate::runtime::runtime;
 /// (in the command's runtime) and stopped when the command ends ([`crate::runtime::finish`]).
 pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
     let registry = ToolRegistry::new();
-    flemma::tools::register_builtins(&registry).map_err(|e| failed(e.into()))?;
+    flemma::runtime::register_builtins(&registry).map_err(|e| failed(e.into()))?;
     #[cfg(feature = "mcp")]
     {
         let runtime = runtime()?;
@@ -37,7 +37,7 @@ pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
     let project = std::env::current_dir()
         .ok()
         .map(|dir| flemma::config::project_root(&dir));
-    let hooks = flemma::tools::hooks::from_config(config, project.as_deref())
+    let hooks = flemma::runtime::hooks::from_config(config, project.as_deref())
         .map_err(|e| Failure::usage(e.into()))?;
     for hook in hooks.hooks {
         registry.register_hook(hook).map_err(|e| failed(e.into()))?;
@@ -81,17 +81,17 @@ pub(crate) fn tool_set_of(
 /// backends, `registry`'s tools.
 pub(crate) fn executor(
     conversation: Arc<dyn Conversation>,
-    registry: flemma::tools::ToolRegistry,
+    registry: flemma::runtime::ToolRegistry,
     config: flemma::config::Config,
-) -> flemma::tools::ExecutorBuilder {
-    flemma::tools::Executor::builder(conversation, registry)
+) -> flemma::runtime::ExecutorBuilder {
+    flemma::runtime::Executor::builder(conversation, registry)
         .config(config)
-        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
+        .sandbox_backends(flemma::runtime::sandbox::SandboxBackends::with_builtins())
 }
 
 /// The session of `executor`, sending to `provider`, with the CLI's template engine.
 pub(crate) fn session_of(
-    executor: flemma::tools::ExecutorBuilder,
+    executor: flemma::runtime::ExecutorBuilder,
     provider: Arc<dyn Provider>,
     max_turns: Option<u64>,
 ) -> Result<Session, Failure> {
@@ -104,9 +104,9 @@ pub(crate) fn session_of(
 }
 
 /// Maps an executor error to a failure that names the file.
-pub(crate) fn executor_failure(file: &Path, error: flemma::tools::ExecutorError) -> Failure {
-    use flemma::tools::ExecutorError::Transcript;
-    use flemma::tools::transcript::TranscriptError;
+pub(crate) fn executor_failure(file: &Path, error: flemma::runtime::ExecutorError) -> Failure {
+    use flemma::runtime::ExecutorError::Transcript;
+    use flemma::runtime::transcript::TranscriptError;
     match error {
         Transcript(TranscriptError::Frontmatter(e)) => {
             options::frontmatter_failure(&file.display().to_string(), &e)
@@ -133,7 +133,7 @@ pub(crate) fn act_on(
     executor: &Executor,
     action: &Action<'_>,
     runtime: &tokio::runtime::Runtime,
-) -> Result<(), flemma::tools::ExecutorError> {
+) -> Result<(), flemma::runtime::ExecutorError> {
     let work = async {
         // Opening a transcript to write it recovers its jobs first.
         executor.recover().await?;

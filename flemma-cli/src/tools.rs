@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use flemma::ast::writer::JobPlacement;
-use flemma::tools::jobs::Delivered;
-use flemma::tools::{CycleReport, Executor, FileConversation};
+use flemma::runtime::jobs::Delivered;
+use flemma::runtime::{CycleReport, Executor, FileConversation};
 use serde_json::json;
 
 use crate::failure::Failure;
@@ -117,7 +117,7 @@ fn executor_of_read(file: &Path, settings: &Settings) -> Result<Executor, Failur
     // (bubblewrap) can run here; the approval chain sees the same answer.
     Ok(Executor::builder(conversation, registry(&config)?)
         .config(config)
-        .sandbox_backends(flemma::tools::sandbox::SandboxBackends::with_builtins())
+        .sandbox_backends(flemma::runtime::sandbox::SandboxBackends::with_builtins())
         .build())
 }
 
@@ -150,7 +150,7 @@ pub(crate) fn cycle(
                 report.next = again.next;
             }
         }
-        Ok::<_, flemma::tools::ExecutorError>((report, delivered))
+        Ok::<_, flemma::runtime::ExecutorError>((report, delivered))
     };
     let (result, notices) = runtime()?.block_on(notices::collect(&executor, work));
     // What the executor warned about is shown even when the cycle then failed.

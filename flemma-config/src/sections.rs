@@ -1,5 +1,5 @@
 //! Host sections of `flemma.toml`: top-level tables that are not options but belong to a crate
-//! above this one (`[mcp]`, read by flemma-mcp; `[hooks]`, read by flemma-tools), kept as
+//! above this one (`[mcp]`, read by flemma-mcp; `[hooks]`, read by flemma-runtime), kept as
 //! loaded for that crate to parse, and `[frontmatter]` (what a conversation's frontmatter may
 //! do, read here).
 

@@ -1,6 +1,6 @@
 //! Code actions and code lenses on pending and approved calls: approve, reject, approve all.
 //! Each edit is the one `flemma approve` / `flemma reject` / `flemma approve-all` makes
-//! (`flemma_tools::{approve, reject, approve_all_pending}`), so the file ends up the same.
+//! (`flemma_runtime::{approve, reject, approve_all_pending}`), so the file ends up the same.
 
 use std::collections::HashMap;
 
@@ -93,14 +93,14 @@ impl Action {
 pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, String> {
     let document = doc.document();
     let edits = match action {
-        Action::Approve(id) => flemma_tools::approve(document, id),
-        Action::Reject(id, reason) => flemma_tools::reject(
+        Action::Approve(id) => flemma_runtime::approve(document, id),
+        Action::Reject(id, reason) => flemma_runtime::reject(
             document,
             id,
             reason.as_deref(),
             flemma_ast::writer::WriterOptions::default(),
         ),
-        Action::ApproveAll => flemma_tools::approve_all_pending(document),
+        Action::ApproveAll => flemma_runtime::approve_all_pending(document),
     }
     .map_err(|e| e.to_string())?;
     let old = doc.text();
@@ -109,7 +109,7 @@ pub fn action_edit(doc: &OpenDocument, action: &Action) -> Result<TextEdit, Stri
 }
 
 /// Records a person's approval of the calls `action` approves in the conversation's ledger
-/// ([`flemma_tools::placements`]), as `flemma approve` does: an `(approved)` that no host
+/// ([`flemma_runtime::placements`]), as `flemma approve` does: an `(approved)` that no host
 /// placed and no person approved through one is not an approval. Nothing for a rejection.
 ///
 /// # Errors
@@ -133,12 +133,12 @@ pub(crate) fn record_approval(
         Action::Reject(..) => return Ok(()),
     };
     let chat = crate::navigation::uri_path(uri).map(|p| flemma_config::conversation_path(&p));
-    let ledger = flemma_tools::placements::for_file(chat.as_deref());
+    let ledger = flemma_runtime::placements::for_file(chat.as_deref());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     for id in ids {
-        if let Some(placement) = flemma_tools::placements::person_approval(document, &id) {
+        if let Some(placement) = flemma_runtime::placements::person_approval(document, &id) {
             runtime
                 .block_on(ledger.record(&placement))
                 .map_err(|e| format!("the approval of {id} could not be recorded: {e}"))?;

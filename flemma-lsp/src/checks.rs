@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use flemma_ast::{Document, Role, Segment};
 use flemma_config::Config;
 use flemma_ids::Severity;
-use flemma_tools::ToolRegistry;
+use flemma_runtime::ToolRegistry;
 
 use crate::report;
 use lsp_types::DiagnosticSeverity;

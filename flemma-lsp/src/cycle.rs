@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crossbeam_channel::Sender;
 use flemma_config::Config;
-use flemma_tools::{MemoryConversation, Session, ToolRegistry};
+use flemma_runtime::{MemoryConversation, Session, ToolRegistry};
 use lsp_types::Uri;
 
 use crate::report;
@@ -60,7 +60,7 @@ fn run(job: &Job) -> Result<String, String> {
         .executor(|executor| {
             executor
                 .config(job.config.clone())
-                .sandbox_backends(flemma_tools::sandbox::SandboxBackends::with_builtins())
+                .sandbox_backends(flemma_runtime::sandbox::SandboxBackends::with_builtins())
         })
         .build();
     runtime.block_on(async {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use flemma_approval::{ApprovalContext, Decision, ToolCall};
 use flemma_ids::{ToolName, ToolUseId};
-use flemma_tools::ToolRegistry;
+use flemma_runtime::ToolRegistry;
 use serde_json::Value;
 
 use crate::checks::Evaluated;
@@ -20,7 +20,7 @@ pub(crate) fn explain(
     id: &ToolUseId,
     input: &Value,
 ) -> String {
-    let available = flemma_tools::sandbox::SandboxBackends::with_builtins()
+    let available = flemma_runtime::sandbox::SandboxBackends::with_builtins()
         .is_available(&evaluated.options.sandbox);
     let ctx = ApprovalContext {
         config: &evaluated.config,

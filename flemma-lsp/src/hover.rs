@@ -24,11 +24,11 @@ pub struct Host<'a> {
     /// Where jobs' states are read (over the journal).
     pub jobs: Option<&'a dyn JobStatus>,
     /// The conversation's jobs as its journal records them.
-    pub journal: Option<&'a std::collections::BTreeMap<String, flemma_tools::jobs::JobInfo>>,
+    pub journal: Option<&'a std::collections::BTreeMap<String, flemma_runtime::jobs::JobInfo>>,
     /// Which files the conversation's `@./file` references may read, and its file.
     pub access: Option<(&'a flemma_providers::FileAccess, &'a std::path::Path)>,
     /// The tools, for a Tool Use's description.
-    pub registry: Option<&'a flemma_tools::ToolRegistry>,
+    pub registry: Option<&'a flemma_runtime::ToolRegistry>,
     /// How the approval chain would decide a call (`flemma approval explain`'s lines).
     pub explain: Option<&'a dyn Fn(&flemma_ast::ToolUse) -> String>,
 }

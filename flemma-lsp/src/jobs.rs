@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use flemma_ast::Document;
-use flemma_tools::jobs::{JobInfo, JobState};
+use flemma_runtime::jobs::{JobInfo, JobState};
 use lsp_types::{DiagnosticSeverity, Uri};
 
 use crate::checks::{Evaluated, Found};
@@ -19,7 +19,7 @@ pub(crate) fn store_dir(evaluated: &Evaluated, uri: &Uri) -> Option<PathBuf> {
     let store = flemma_store::Store::new(
         &evaluated.options.tools.store,
         Some(&chat),
-        &flemma_tools::transcript::file_conversation_id(&chat),
+        &flemma_runtime::transcript::file_conversation_id(&chat),
     )
     .ok()?;
     store.directory().ok()
@@ -31,7 +31,7 @@ pub(crate) type States = BTreeMap<String, JobInfo>;
 /// Reads the journal under `dir`.
 pub(crate) fn read(runtime: &tokio::runtime::Runtime, dir: &std::path::Path) -> States {
     runtime
-        .block_on(flemma_tools::jobs::journaled(dir))
+        .block_on(flemma_runtime::jobs::journaled(dir))
         .into_iter()
         .map(|job| (job.job_id.as_str().to_owned(), job))
         .collect()

@@ -44,7 +44,7 @@ pub struct ServerOptions {
     /// The host's tools: the names the options may give (unknown tools, "did you mean"),
     /// the schemas tool inputs are checked against, the descriptions a hover shows (default:
     /// none: those checks are not made).
-    pub registry: Option<flemma_tools::ToolRegistry>,
+    pub registry: Option<flemma_runtime::ToolRegistry>,
     /// How often the journals of open documents that name jobs are read, so that a job
     /// finishing in another process refreshes their diagnostics (default 1 s; `None`: never).
     pub journal_poll: Option<Duration>,
@@ -91,7 +91,7 @@ impl ServerOptions {
 
     /// Sets [`registry`](Self::registry).
     #[must_use]
-    pub fn registry(mut self, registry: flemma_tools::ToolRegistry) -> Self {
+    pub fn registry(mut self, registry: flemma_runtime::ToolRegistry) -> Self {
         self.registry = Some(registry);
         self
     }
@@ -345,7 +345,7 @@ impl Server {
             let fresh = self.read_journal(&uri);
             let kept = self.journals.get(uri.as_str());
             let state_of =
-                |states: &crate::jobs::States| -> Vec<(String, flemma_tools::jobs::JobState)> {
+                |states: &crate::jobs::States| -> Vec<(String, flemma_runtime::jobs::JobState)> {
                     states
                         .iter()
                         .map(|(id, job)| (id.clone(), job.state))

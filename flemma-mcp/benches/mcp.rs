@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_mcp::{McpServer, McpServerConfig};
-use flemma_tools::{ExecutionContext, ToolRegistry};
+use flemma_runtime::{ExecutionContext, ToolRegistry};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use flemma_tools::truncate::{Direction, Limits};
-use flemma_tools::{ExecutionContext, Output, Tool, ToolDefinition, ToolOutput, ToolProgress};
+use flemma_runtime::truncate::{Direction, Limits};
+use flemma_runtime::{ExecutionContext, Output, Tool, ToolDefinition, ToolOutput, ToolProgress};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientNotification, ClientRequest, ProgressToken, RequestId,
@@ -32,7 +32,7 @@ use crate::shared::{ABORTED, CANCEL_SEND, Live, Shared};
 /// - The request carries a progress token: each `notifications/progress` for it restarts
 ///   the call's `tool_timeout` and is reported through
 ///   [`ExecutionContext::report_progress`] (the executor's
-///   [`Event::ToolProgress`](flemma_tools::Event::ToolProgress)).
+///   [`Event::ToolProgress`](flemma_runtime::Event::ToolProgress)).
 /// - The call ends with an error result when `tool_timeout` passes without an answer or a
 ///   progress notification, when the server is gone, and when it closes the connection
 ///   during the call (the server is then restarted on the next call, see [`McpServer`](crate::McpServer)).

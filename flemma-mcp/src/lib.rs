@@ -1,8 +1,8 @@
-//! MCP servers as tool sources of a flemma [`ToolRegistry`](flemma_tools::ToolRegistry),
+//! MCP servers as tool sources of a flemma [`ToolRegistry`](flemma_runtime::ToolRegistry),
 //! on the official Rust SDK (`rmcp`).
 //!
 //! Each server of `[mcp.servers.NAME]` in `flemma.toml` ([`servers_of`], [`McpServerConfig`]),
-//! or built in code, becomes an [`McpServer`]: a [`ToolSource`](flemma_tools::ToolSource)
+//! or built in code, becomes an [`McpServer`]: a [`ToolSource`](flemma_runtime::ToolSource)
 //! started when it is added to the registry. Its tools are listed (every page) and
 //! registered as `NAME.tool` ([`registered_name`]; collisions get `-2`, `-3`, … in name order,
 //! reported as warnings), with the server's JSON Schema as the input schema (a schema
@@ -27,8 +27,8 @@
 //! head, 2,000 lines or 50 KB, with the notice `[Showing lines 1-N of M. Full output: PATH]`
 //! and the full text in the conversation's result store. Each request carries a progress
 //! token: a `notifications/progress` for it restarts the call's `tool_timeout` and is reported
-//! as an [`Event::ToolProgress`](flemma_tools::Event::ToolProgress)
-//! ([`ExecutionContext::report_progress`](flemma_tools::ExecutionContext::report_progress)).
+//! as an [`Event::ToolProgress`](flemma_runtime::Event::ToolProgress)
+//! ([`ExecutionContext::report_progress`](flemma_runtime::ExecutionContext::report_progress)).
 //! The executor's cancel, the `tool_timeout` passing without an answer or progress, and a
 //! call future dropped before its answer each send `notifications/cancelled` for the request.
 //! A server that closes the connection during a call (its process exited or was killed)
@@ -57,7 +57,7 @@
 //! `args`, `env`, `cwd`, `url`, `headers` or `startup_timeout` there is an error, and a
 //! narrowed server the options files do not configure stops the conversation (`Unknown MCP
 //! server`). A tool taken away is not offered, even when the `tools` list names it
-//! ([`ToolDefinitionBuilder::available_when`](flemma_tools::ToolDefinitionBuilder::available_when)),
+//! ([`ToolDefinitionBuilder::available_when`](flemma_runtime::ToolDefinitionBuilder::available_when)),
 //! and a call of it never runs: [`McpNarrowedResolver`] denies it, and without that resolver
 //! the executor answers `Tool '<name>' is not available in this conversation`.
 //!
@@ -130,7 +130,7 @@
 //!     "[mcp.servers.everything]\ncommand = \"mcp-server-everything\"\n",
 //!     "flemma.toml".as_ref(),
 //! )?;
-//! let registry = flemma_tools::ToolRegistry::new();
+//! let registry = flemma_runtime::ToolRegistry::new();
 //! let servers = flemma_mcp::add_servers(&registry, flemma_mcp::servers_of(&config)?)?;
 //! registry.ready().await;
 //! assert!(registry.contains("everything.echo"));

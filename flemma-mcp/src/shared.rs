@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use flemma_config::GlobList;
 use flemma_ids::ToolName;
+use flemma_runtime::{ExecutionContext, Registrar, Tool, ToolDefinition, ToolOutput};
 use flemma_schema::InputSchema;
-use flemma_tools::{ExecutionContext, Registrar, Tool, ToolDefinition, ToolOutput};
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use flemma_ids::ToolName;
-use flemma_tools::{Registrar, RegistryError, ToolRegistry, ToolSource};
+use flemma_runtime::{Registrar, RegistryError, ToolRegistry, ToolSource};
 use rmcp::service::{Peer, RoleClient};
 
 use crate::config::McpServerConfig;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use flemma_ast::TextEdit;
-use flemma_tools::{Conversation, ConversationError, Durability, Revision, Snapshot};
+use flemma_runtime::{Conversation, ConversationError, Durability, Revision, Snapshot};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -38,7 +38,7 @@ use crate::results::{BucketResults, Writes};
 /// ```
 /// use std::sync::Arc;
 /// use flemma_object::{Bucket, ObjectConversation};
-/// use flemma_tools::{Conversation, Durability};
+/// use flemma_runtime::{Conversation, Durability};
 /// use flemma_ast::TextEdit;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
@@ -137,7 +137,7 @@ impl ObjectConversation {
         Self {
             bucket: bucket.clone(),
             key: key.clone(),
-            id: flemma_tools::transcript::stable_conversation_id(url.as_bytes()),
+            id: flemma_runtime::transcript::stable_conversation_id(url.as_bytes()),
             url,
             lease: None,
             local: None,
@@ -425,7 +425,7 @@ impl Conversation for ObjectConversation {
     }
 
     /// The id of the conversation's URL
-    /// ([`stable_conversation_id`](flemma_tools::transcript::stable_conversation_id)): every
+    /// ([`stable_conversation_id`](flemma_runtime::transcript::stable_conversation_id)): every
     /// worker of a fleet gives a conversation the same id (hooks' `session_id`), whatever its
     /// local path.
     fn default_id(&self) -> Option<&str> {
@@ -435,7 +435,7 @@ impl Conversation for ObjectConversation {
     fn job_journal(
         &self,
         store_dir: &std::path::Path,
-    ) -> Option<Arc<dyn flemma_tools::jobs::JobJournal>> {
+    ) -> Option<Arc<dyn flemma_runtime::jobs::JobJournal>> {
         let machine = Arc::clone(self.machine.as_ref()?);
         Some(Arc::new(BucketJournal::new(
             &self.bucket,
@@ -445,7 +445,7 @@ impl Conversation for ObjectConversation {
         )))
     }
 
-    fn placements(&self) -> Option<Arc<dyn flemma_tools::placements::Placements>> {
+    fn placements(&self) -> Option<Arc<dyn flemma_runtime::placements::Placements>> {
         Some(Arc::new(crate::placements::BucketPlacements::new(
             &self.bucket,
             &self.key,

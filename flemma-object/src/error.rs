@@ -64,7 +64,7 @@ pub enum ObjectError {
         url: String,
         /// The cause.
         #[source]
-        source: flemma_tools::ConversationError,
+        source: flemma_runtime::ConversationError,
     },
     /// A conversation's directory on this machine could not be made.
     #[error("cannot make {}", path.display())]

@@ -8,7 +8,7 @@ use object_store::{
     GetOptions, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
-use flemma_tools::jobs::{Change, FileJournal, JobJournal, JobRecord, Recorded};
+use flemma_runtime::jobs::{Change, FileJournal, JobJournal, JobRecord, Recorded};
 
 use crate::bucket::Bucket;
 use crate::lease::store_prefix;

@@ -3,7 +3,7 @@
 //! which host runs a conversation; and a [`Worker`] that shares the conversations under a
 //! prefix with other workers on other machines.
 //!
-//! - [`ObjectConversation`] is a [`Conversation`](flemma_tools::Conversation): the
+//! - [`ObjectConversation`] is a [`Conversation`](flemma_runtime::Conversation): the
 //!   executor and the session use it as they use a file. Its revision is the object's `ETag`;
 //!   a write is a put with `If-Match`, so a concurrent writer's change is never lost. Given
 //!   a local path, its result store is copied to the bucket (`dir/.flemma/name.chat/…`)
@@ -16,7 +16,7 @@
 //! - [`BucketPlacements`]: the calls placed `(pending)` for a person, `dir/.flemma/name.chat/placed/`,
 //!   so that a person's approval holds on whichever host runs the conversation next.
 //! - [`Worker`]: picks the ready conversations, leases each, answers the calls a dead holder
-//!   left running ([`flemma_tools::answer_interrupted`]), runs the host's runner (a session),
+//!   left running ([`flemma_runtime::answer_interrupted`]), runs the host's runner (a session),
 //!   releases the lease.
 //!
 //! The README's "Running on many machines" has the bucket layout, the lease rules and the

@@ -4,7 +4,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStoreExt as _, PutPayload};
 
 use flemma_ids::ToolUseId;
-use flemma_tools::placements::{Placement, Placements, entry_name};
+use flemma_runtime::placements::{Placement, Placements, entry_name};
 
 use crate::bucket::Bucket;
 use crate::lease::store_prefix;
@@ -22,7 +22,7 @@ pub fn placements_prefix(key: &ObjectPath) -> ObjectPath {
     store_prefix(key).join("placed")
 }
 
-/// A conversation's ledger of placements ([`flemma_tools::placements`]) on the bucket, shared
+/// A conversation's ledger of placements ([`flemma_runtime::placements`]) on the bucket, shared
 /// by every host that runs it: a call one worker placed `(pending)` and a person approved
 /// (`flemma approve s3://…`, or by editing the object) runs on whichever worker takes the
 /// conversation next. The bucket is the fleet's own storage: whoever may write it may write

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use flemma_ast::{Document, Role, ToolStatus};
-use flemma_tools::Conversation;
+use flemma_runtime::Conversation;
 use object_store::path::Path as ObjectPath;
 use tokio_util::sync::CancellationToken;
 
@@ -628,18 +628,22 @@ async fn take_over(
 /// Reads the conversation under its lease and answers the calls left in progress.
 async fn answer_lost(
     conversation: &ObjectConversation,
-) -> Result<Vec<String>, flemma_tools::ConversationError> {
+) -> Result<Vec<String>, flemma_runtime::ConversationError> {
     conversation.revalidate().await?;
     let snapshot = conversation.snapshot().await?;
     let doc = flemma_ast::parse(&snapshot.text);
     let answered =
-        flemma_tools::answer_interrupted(&doc, flemma_ast::writer::WriterOptions::default());
+        flemma_runtime::answer_interrupted(&doc, flemma_ast::writer::WriterOptions::default());
     if answered.is_empty() {
         return Ok(Vec::new());
     }
     let (ids, edits): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
     conversation
-        .apply(snapshot.revision, &edits, flemma_tools::Durability::Durable)
+        .apply(
+            snapshot.revision,
+            &edits,
+            flemma_runtime::Durability::Durable,
+        )
         .await?;
     Ok(ids)
 }
@@ -672,7 +676,7 @@ pub async fn keep(lease: Arc<Lease>, until: CancellationToken, lost: Cancellatio
 fn remote(
     bucket: &Bucket,
     key: &ObjectPath,
-    error: flemma_tools::ConversationError,
+    error: flemma_runtime::ConversationError,
 ) -> ObjectError {
     ObjectError::Conversation {
         url: bucket.url(key),

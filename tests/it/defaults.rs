@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::sandbox::SandboxBackends;
-use flemma::tools::{MemoryConversation, ToolRegistry, register_builtins};
+use flemma::runtime::sandbox::SandboxBackends;
+use flemma::runtime::{MemoryConversation, ToolRegistry, register_builtins};
 use flemma::{Session, Stop};
 use serde_json::json;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use flemma::ast::TextEdit;
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::{
+use flemma::runtime::{
     Conversation, ConversationError, Durability, MemoryConversation, Revision, Snapshot,
 };
 use flemma::{Session, Stop, async_trait};

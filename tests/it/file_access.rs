@@ -41,8 +41,8 @@ async fn second_request(repo: &Path, frontmatter: &str, config: flemma::config::
         format!("{frontmatter}@You:\nRead notes.txt, please.\n"),
     )
     .unwrap();
-    let registry = flemma::tools::ToolRegistry::new();
-    flemma::tools::register_builtins(&registry).unwrap();
+    let registry = flemma::runtime::ToolRegistry::new();
+    flemma::runtime::register_builtins(&registry).unwrap();
     let provider = Arc::new(ScriptedProvider::new([
         Turn::tool_use(
             "read",
@@ -50,7 +50,7 @@ async fn second_request(repo: &Path, frontmatter: &str, config: flemma::config::
         ),
         Turn::text("Done."),
     ]));
-    let chat = Arc::new(flemma::tools::FileConversation::new(&path));
+    let chat = Arc::new(flemma::runtime::FileConversation::new(&path));
     let session = Session::builder(chat, registry, provider.clone())
         .executor(|executor| executor.config(config))
         .flush_interval(Duration::ZERO)

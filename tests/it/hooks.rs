@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::hooks::{PromptAnswer, StopAnswer, from_config, hook_fn, on};
-use flemma::tools::{HookRegistration, MemoryConversation, ToolRegistry};
+use flemma::runtime::hooks::{PromptAnswer, StopAnswer, from_config, hook_fn, on};
+use flemma::runtime::{HookRegistration, MemoryConversation, ToolRegistry};
 use flemma::{Session, SessionEvent, Stop};
 use pretty_assertions::assert_eq;
 
@@ -272,7 +272,7 @@ async fn a_hooks_words_create_no_message_call_or_template() {
         .filter(|e| {
             matches!(
                 e,
-                SessionEvent::Tool(flemma::tools::Event::ToolExecuting { .. })
+                SessionEvent::Tool(flemma::runtime::Event::ToolExecuting { .. })
             )
         })
         .count();

@@ -17,7 +17,7 @@ mod streams;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use flemma::tools::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::runtime::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 
 /// A file of `shared/fixtures/peer`.
 pub(crate) fn peer(name: &str) -> PathBuf {
@@ -55,7 +55,7 @@ pub(crate) fn registry() -> ToolRegistry {
             ToolOutput::text(value.to_string())
         },
     ));
-    registry.register(flemma::tools::async_tool_fn(
+    registry.register(flemma::runtime::async_tool_fn(
         ToolDefinition::builder("slow", "Sleep.")
             .unwrap()
             .build()
@@ -72,9 +72,9 @@ pub(crate) fn registry() -> ToolRegistry {
 }
 
 /// A conversation whose frontmatter approves `tools` and whose last message is `ask`.
-pub(crate) fn chat(tools: &[&str], ask: &str) -> Arc<flemma::tools::MemoryConversation> {
+pub(crate) fn chat(tools: &[&str], ask: &str) -> Arc<flemma::runtime::MemoryConversation> {
     let list = serde_json::to_string(tools).unwrap();
-    Arc::new(flemma::tools::MemoryConversation::new(format!(
+    Arc::new(flemma::runtime::MemoryConversation::new(format!(
         "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": {list}}}}}}}\n```\n@You:\n{ask}\n"
     )))
 }

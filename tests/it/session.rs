@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use flemma::ast::{Role, Segment};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::tools::{Answer, Approver, Event, MemoryConversation, PendingCall};
+use flemma::runtime::{Answer, Approver, Event, MemoryConversation, PendingCall};
 use flemma::{AutopilotState, Session, SessionError, SessionEvent, SessionEvents, Stop};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -425,7 +425,7 @@ async fn a_user_edit_while_streaming_into_a_file_is_kept() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("edit.chat");
     std::fs::write(&path, "@You:\nHello.\n").unwrap();
-    let chat = Arc::new(flemma::tools::FileConversation::new(&path));
+    let chat = Arc::new(flemma::runtime::FileConversation::new(&path));
     let provider = Arc::new(ScriptedProvider::new([Turn::text(
         "one \ntwo \nthree \nfour",
     )
@@ -502,8 +502,8 @@ async fn a_truncated_recorded_response_warns() {
 }
 
 /// A registry with the async `wait` tool (sleeps `ms`), which can run in the background.
-fn background_registry() -> flemma::tools::ToolRegistry {
-    use flemma::tools::{ToolDefinition, ToolOutput, async_tool_fn};
+fn background_registry() -> flemma::runtime::ToolRegistry {
+    use flemma::runtime::{ToolDefinition, ToolOutput, async_tool_fn};
     let registry = registry();
     registry.register(async_tool_fn(
         ToolDefinition::builder("wait", "Wait a while.")
@@ -741,7 +741,7 @@ async fn the_executor_of_a_session_refuses_a_cycle_while_a_request_is_in_flight(
     let provider = Arc::new(ScriptedProvider::new([
         Turn::text("one \ntwo").with_delay(Duration::from_secs(1))
     ]));
-    let executor = flemma::tools::Executor::builder(chat.clone(), registry());
+    let executor = flemma::runtime::Executor::builder(chat.clone(), registry());
     let session = Session::from_executor(executor, provider)
         .flush_interval(Duration::ZERO)
         .build();
@@ -756,7 +756,7 @@ async fn the_executor_of_a_session_refuses_a_cycle_while_a_request_is_in_flight(
     assert!(
         matches!(
             &refused,
-            flemma::tools::ExecutorError::Refused(message)
+            flemma::runtime::ExecutorError::Refused(message)
                 if message == "Cannot execute tool while API request is in flight"
         ),
         "{refused:?}"
@@ -804,9 +804,9 @@ async fn a_run_evaluates_an_unchanged_frontmatter_once() {
 fn memory_conversations_get_a_store_of_their_own() {
     let options = flemma::config::Config::new().options().unwrap();
     let directory = |text: &str| {
-        flemma::tools::Executor::builder(
+        flemma::runtime::Executor::builder(
             Arc::new(MemoryConversation::new(text)),
-            flemma::tools::ToolRegistry::new(),
+            flemma::runtime::ToolRegistry::new(),
         )
         .build()
         .store_directory(&options)
@@ -815,9 +815,9 @@ fn memory_conversations_get_a_store_of_their_own() {
     assert_ne!(directory("@You:\nOne.\n"), directory("@You:\nTwo.\n"));
     // Named ones keep their names.
     let named = |id: &str| {
-        flemma::tools::Executor::builder(
+        flemma::runtime::Executor::builder(
             Arc::new(MemoryConversation::new("@You:\nHi.\n")),
-            flemma::tools::ToolRegistry::new(),
+            flemma::runtime::ToolRegistry::new(),
         )
         .conversation_id(id)
         .build()
@@ -863,12 +863,12 @@ async fn each_request_offers_the_tools_of_its_moment() {
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert_eq!(offered(1), first);
     // A tool registered between requests is offered by the next.
-    registry.register(flemma::tools::tool_fn(
-        flemma::tools::ToolDefinition::builder("clock", "The time.")
+    registry.register(flemma::runtime::tool_fn(
+        flemma::runtime::ToolDefinition::builder("clock", "The time.")
             .unwrap()
             .build()
             .unwrap(),
-        |_, _| flemma::tools::ToolOutput::text("noon"),
+        |_, _| flemma::runtime::ToolOutput::text("noon"),
     ));
     ask("Three.");
     assert_eq!(session.run().await.unwrap(), Stop::Finished);

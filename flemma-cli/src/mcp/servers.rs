@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use flemma::config::Config;
 use flemma::mcp::{McpServerHandle, McpTransport};
-use flemma::tools::ToolRegistry;
+use flemma::runtime::ToolRegistry;
 
 use crate::failure::{Failure, failed};
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use flemma::approval::async_trait;
-use flemma::tools::{Answer, Approver, PendingCall};
+use flemma::runtime::{Answer, Approver, PendingCall};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, error::TryRecvError};
 

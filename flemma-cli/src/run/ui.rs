@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::SessionEvent;
-use flemma::tools::Event;
-use flemma::tools::transcript::Transcript;
+use flemma::runtime::Event;
+use flemma::runtime::transcript::Transcript;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::results;

@@ -9,7 +9,7 @@ use crate::{flemma, scratch, text};
 
 fn script(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../flemma-tools/tests/it/hooks")
+        .join("../flemma-runtime/tests/it/hooks")
         .join(name)
         .display()
         .to_string()

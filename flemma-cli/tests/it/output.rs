@@ -127,7 +127,7 @@ fn verbose_shows_the_library_diagnostics() {
     // The span names the conversation by its id (a UUID of the file's path).
     let done = stderr
         .lines()
-        .find(|line| line.contains("}: flemma_tools::executor: cycle done"))
+        .find(|line| line.contains("}: flemma_runtime::executor: cycle done"))
         .unwrap_or_else(|| panic!("{stderr}"));
     let id = done
         .split_once("DEBUG flemma.cycle{conversation=")
@@ -142,7 +142,7 @@ fn verbose_shows_the_library_diagnostics() {
         &chat,
         r#"[{"text": "Hello."}]"#,
         &[],
-        &[("RUST_LOG", "flemma_tools=debug")],
+        &[("RUST_LOG", "flemma_runtime=debug")],
     );
     assert!(text(&out.stderr).contains("cycle done"));
 }

@@ -33,7 +33,7 @@ impl Config {
     ///   [`frontmatter_may_widen`](Config::frontmatter_may_widen)).
     ///
     /// Which of these stop a conversation is [`FinalizeIssue::severity`]; hosts usually go
-    /// through `flemma_tools::ToolRegistry::evaluate`, which stops on the errors.
+    /// through `flemma_runtime::ToolRegistry::evaluate`, which stops on the errors.
     ///
     /// ```
     /// use flemma_config::{Config, Layer, Origin};

@@ -454,7 +454,7 @@ impl Config {
     /// Sets what the DEFAULTS layer says of `tools`: the tools enabled by default, which every
     /// other layer's operations start from (spec §4.2, §5.1: "every registered, enabled tool
     /// is appended"). Replaces what the layer said before; the registry does this on each
-    /// evaluation (`flemma_tools::ToolRegistry::evaluate`), since tools come and go.
+    /// evaluation (`flemma_runtime::ToolRegistry::evaluate`), since tools come and go.
     ///
     /// ```
     /// use flemma_config::{Config, Layer};

@@ -395,7 +395,7 @@ fn code_actions_make_the_edit_flemma_approve_makes() {
     // A rejection carries the edit `flemma reject` makes; an approval runs the server's
     // command, which records the person's approval before it sends the edit.
     let doc = flemma_ast::parse(PENDING);
-    let expected = flemma_tools::reject(
+    let expected = flemma_runtime::reject(
         &doc,
         "toolu_1",
         None,
@@ -499,7 +499,7 @@ fn a_lens_command_asks_the_client_to_apply_the_edit() {
 /// `(approved)`; a rejection records nothing.
 #[test]
 fn the_approve_command_records_the_persons_approval() {
-    use flemma_tools::placements::{PlacedBy, for_file};
+    use flemma_runtime::placements::{PlacedBy, for_file};
     // The ledger the server uses for the test's URI.
     let chat =
         flemma_config::conversation_path(std::path::Path::new("/tmp/flemma-lsp-test/chat.chat"));
@@ -660,8 +660,8 @@ fn a_lone_carriage_return_is_a_line_for_the_client_but_not_for_the_parser() {
 }
 
 fn with_tools() -> ServerOptions {
-    let registry = flemma_tools::ToolRegistry::new();
-    flemma_tools::register_builtins(&registry).unwrap();
+    let registry = flemma_runtime::ToolRegistry::new();
+    flemma_runtime::register_builtins(&registry).unwrap();
     ServerOptions::default()
         .debounce(Duration::ZERO)
         .registry(registry)
@@ -1007,7 +1007,7 @@ fn the_editors_cycle_runs_the_hosts_command_hooks() {
     std::fs::create_dir_all(dir.join("victim")).unwrap();
     let dir = std::fs::canonicalize(&dir).unwrap();
     let hook = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../flemma-tools/tests/it/hooks/deny_rm.sh");
+        .join("../flemma-runtime/tests/it/hooks/deny_rm.sh");
     let mut config = flemma_config::Config::new();
     config
         .load_toml_str(

@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use flemma_approval::{ApprovalContext, Decision, ToolCall};
 use flemma_ast::ToolStatus;
 use flemma_ids::{ToolName, ToolUseId};
+use flemma_runtime::{Answer, CycleReport, Event, Executor, Session, approver_fn};
 use flemma_schema::BACKGROUND;
-use flemma_tools::{Answer, CycleReport, Event, Executor, Session, approver_fn};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -86,7 +86,7 @@ pub(super) async fn run(
         .transcript()
         .document()
         .await
-        .map_err(flemma_tools::ExecutorError::from)?;
+        .map_err(flemma_runtime::ExecutorError::from)?;
     let Some(result) = flemma_ast::find_tool_result_by_id(&doc, id.as_str()) else {
         return Err(ServeError::NoResult(id.to_string()));
     };
@@ -106,7 +106,7 @@ pub(super) async fn run(
         // the chain is asked again only when the result holds no reason.
         Some(ToolStatus::Error)
             if placed == Some(ToolStatus::Denied)
-                && result.content.trim() != flemma_tools::DENIED_MESSAGE =>
+                && result.content.trim() != flemma_runtime::DENIED_MESSAGE =>
         {
             Ok(error_result(result.content.clone()))
         }

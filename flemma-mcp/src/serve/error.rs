@@ -20,11 +20,11 @@ pub enum ServeError {
     /// The conversation's options do not evaluate, or a call could not be written, run or
     /// read back (the executor's error, with its causes).
     #[error(transparent)]
-    Executor(#[from] flemma_tools::ExecutorError),
+    Executor(#[from] flemma_runtime::ExecutorError),
     /// A call's cycle failed: its conversation, frontmatter or options, or the executor (the
     /// session's error, with its causes).
     #[error(transparent)]
-    Session(#[from] flemma_tools::SessionError),
+    Session(#[from] flemma_runtime::SessionError),
     /// The conversation's options have errors (`PLACE: message`, one per line).
     #[error("the conversation's options have errors: {0}")]
     Options(String),

@@ -7,9 +7,9 @@
 //! (`flemma.toml`, runtime overrides and the frontmatter of the conversation file, read again
 //! for every request), each with its input schema as the model sees it and MCP
 //! [`annotations`] (`readOnlyHint` for `read`, `ls`, `grep`, `find`). `tools/call` runs the
-//! call through the [`Executor`](flemma_tools::Executor) exactly as a cycle runs a model's
+//! call through the [`Executor`](flemma_runtime::Executor) exactly as a cycle runs a model's
 //! call: the frontmatter and a `**Tool Use:**` block for the call form a conversation of
-//! their own, and one [`cycle`](flemma_tools::Executor::cycle) places its placeholder through
+//! their own, and one [`cycle`](flemma_runtime::Executor::cycle) places its placeholder through
 //! the approval chain and runs it under the sandbox, writing its result there; the server
 //! answers with that result.
 //!
@@ -31,11 +31,11 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), flemma_mcp::serve::ServeError> {
-//! let registry = flemma_tools::ToolRegistry::new();
-//! flemma_tools::register_builtins(&registry).expect("the built-ins register");
+//! let registry = flemma_runtime::ToolRegistry::new();
+//! flemma_runtime::register_builtins(&registry).expect("the built-ins register");
 //! let server = flemma_mcp::serve::ToolServer::builder(registry)
 //!     .file("notes.chat")
-//!     .sandbox_backends(flemma_tools::sandbox::SandboxBackends::with_builtins())
+//!     .sandbox_backends(flemma_runtime::sandbox::SandboxBackends::with_builtins())
 //!     .build();
 //! server.serve_stdio().await
 //! # }
@@ -52,8 +52,8 @@ use std::sync::atomic::AtomicU64;
 
 use flemma_config::Config;
 use flemma_ids::Severity;
-use flemma_tools::sandbox::SandboxBackends;
-use flemma_tools::{MemoryConversation, ToolRegistry};
+use flemma_runtime::sandbox::SandboxBackends;
+use flemma_runtime::{MemoryConversation, ToolRegistry};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -141,7 +141,7 @@ impl ToolServerBuilder {
     }
 
     /// The sandbox backends `sandbox.backend` selects from, as
-    /// [`ExecutorBuilder::sandbox_backends`](flemma_tools::ExecutorBuilder::sandbox_backends)
+    /// [`ExecutorBuilder::sandbox_backends`](flemma_runtime::ExecutorBuilder::sandbox_backends)
     /// (default: none, so commands run unsandboxed).
     pub fn sandbox_backends(mut self, backends: SandboxBackends) -> Self {
         self.backends = backends;
@@ -251,7 +251,7 @@ impl ToolServer {
     pub async fn tools(&self) -> Result<Vec<Tool>, ServeError> {
         self.inner.registry.ready().await;
         let text = self.text("").await?;
-        let transcript = flemma_tools::transcript::Transcript::builder(
+        let transcript = flemma_runtime::transcript::Transcript::builder(
             Arc::new(self.conversation(text)),
             self.inner.registry.clone(),
         )
@@ -260,7 +260,7 @@ impl ToolServer {
         let evaluated = transcript
             .evaluated()
             .await
-            .map_err(flemma_tools::ExecutorError::from)?;
+            .map_err(flemma_runtime::ExecutorError::from)?;
         let errors: Vec<String> = evaluated
             .diagnostics()
             .iter()

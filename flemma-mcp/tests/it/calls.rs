@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flemma_ids::{ToolName, ToolUseId};
-use flemma_tools::{ExecutionContext, ToolOutput, ToolProgress, ToolRegistry};
+use flemma_runtime::{ExecutionContext, ToolOutput, ToolProgress, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

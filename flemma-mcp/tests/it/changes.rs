@@ -2,13 +2,13 @@
 //! changes its tool list when its tool `change` is called, and the registry follows.
 
 use flemma_mcp::McpServerState;
-use flemma_tools::ToolOutput;
+use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::support::{call, eventually, python_server, registry_with};
 
-fn description(registry: &flemma_tools::ToolRegistry, name: &str) -> String {
+fn description(registry: &flemma_runtime::ToolRegistry, name: &str) -> String {
     registry
         .get(name)
         .unwrap()
@@ -78,7 +78,7 @@ async fn list_changed_adds_removes_and_changes_the_servers_tools() {
 async fn a_conversations_globs_see_the_new_tools_on_their_next_evaluation() {
     let (registry, _) = registry_with(vec![python_server("changing", "changing", &[])]).await;
     // What `flemma.opt.tools:append("changing.*")` amounts to: a glob over the names.
-    let names = |registry: &flemma_tools::ToolRegistry| -> Vec<String> {
+    let names = |registry: &flemma_runtime::ToolRegistry| -> Vec<String> {
         let mut config = flemma_config::Config::new();
         config
             .apply_frontmatter("json", r#"{"flemma": {"tools": ["changing.*"]}}"#, 2)
@@ -126,7 +126,7 @@ async fn a_host_that_made_the_connection_refreshes_the_tools_itself() {
         .unwrap();
     // The host's handler gets the notifications, not flemma.
     let client = ().serve(transport).await.unwrap();
-    let registry = flemma_tools::ToolRegistry::new();
+    let registry = flemma_runtime::ToolRegistry::new();
     let server = flemma_mcp::McpServer::with_peer(config.clone(), client.peer().clone());
     let handle = server.handle();
     registry

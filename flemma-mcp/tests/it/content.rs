@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use flemma_ids::{ToolName, ToolUseId};
-use flemma_tools::{ExecutionContext, ToolOutput, ToolRegistry};
+use flemma_runtime::{ExecutionContext, ToolOutput, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

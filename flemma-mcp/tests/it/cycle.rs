@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use flemma_tools::{Executor, MemoryConversation, Next, ToolRegistry};
+use flemma_runtime::{Executor, MemoryConversation, Next, ToolRegistry};
 
 use crate::support::everything;
 

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use flemma_mcp::{McpServerConfig, McpServerState};
-use flemma_tools::{RegistryWarning, ToolOutput};
+use flemma_runtime::{RegistryWarning, ToolOutput};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

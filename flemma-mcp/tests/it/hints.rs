@@ -14,7 +14,7 @@ use flemma_mcp::{
     MCP_DESTRUCTIVE_RESOLVER, MCP_READ_ONLY_RESOLVER, McpServerHandle, ToolHints,
     register_hint_resolvers,
 };
-use flemma_tools::ToolRegistry;
+use flemma_runtime::ToolRegistry;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

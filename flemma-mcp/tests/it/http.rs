@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use flemma_mcp::McpServerState;
-use flemma_tools::{RegistryWarning, ToolOutput};
+use flemma_runtime::{RegistryWarning, ToolOutput};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use flemma_mcp::McpServerConfig;
-use flemma_tools::ToolOutput;
+use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use flemma_config::{Config, Layer};
 use flemma_mcp::{McpServerHandle, register_hint_resolvers};
-use flemma_tools::{Executor, MemoryConversation, ToolOutput, ToolRegistry};
+use flemma_runtime::{Executor, MemoryConversation, ToolOutput, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -203,7 +203,7 @@ async fn a_conversation_shortens_the_tool_timeout_and_cannot_lengthen_it() {
         config
             .set(Layer::Frontmatter, "mcp.servers.rec.tool_timeout", narrowed)
             .unwrap();
-        let ctx = flemma_tools::ExecutionContext::builder(
+        let ctx = flemma_runtime::ExecutionContext::builder(
             flemma_ids::ToolUseId::new("toolu_01").unwrap(),
             flemma_ids::ToolName::new("rec.slow").unwrap(),
         )

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use flemma_mcp::McpServerState;
-use flemma_tools::ToolOutput;
+use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -97,7 +97,7 @@ async fn a_host_can_hand_in_a_connection_it_made_with_rmcp() {
         .unwrap();
     let client = ().serve(transport).await.unwrap();
     let config = flemma_mcp::McpServerConfig::stdio("mine", "never-started").unwrap();
-    let registry = flemma_tools::ToolRegistry::new();
+    let registry = flemma_runtime::ToolRegistry::new();
     let server = flemma_mcp::McpServer::with_peer(config, client.peer().clone());
     let handle = server.handle();
     registry

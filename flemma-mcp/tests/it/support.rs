@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_mcp::{McpServerConfig, McpServerHandle};
-use flemma_tools::{ExecutionContext, Tool, ToolOutput, ToolRegistry};
+use flemma_runtime::{ExecutionContext, Tool, ToolOutput, ToolRegistry};
 use serde_json::Value;
 
 /// The pinned server-everything, as `npm ci` in `tests/mcp` installs it. Missing is a

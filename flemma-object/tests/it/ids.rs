@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use flemma_object::{Bucket, ObjectConversation};
-use flemma_tools::transcript::{default_conversation_id, stable_conversation_id};
+use flemma_runtime::transcript::{default_conversation_id, stable_conversation_id};
 
 use crate::ok;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use flemma_object::object_store::ObjectStoreExt as _;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{BucketJournal, Machine, journal_prefix};
-use flemma_tools::jobs::{FileJournal, JobJournal, JobRecord, JobState, ProcessRef, Recorded};
+use flemma_runtime::jobs::{FileJournal, JobJournal, JobRecord, JobState, ProcessRef, Recorded};
 
 use crate::ok;
 use crate::server::bucket;
@@ -257,7 +257,7 @@ async fn objects_that_are_not_entries_are_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executor_leaves_a_live_machines_job_and_answers_it_lost_once_it_is_gone() {
     use flemma_object::ObjectConversation;
-    use flemma_tools::{Conversation as _, Executor, ToolRegistry, jobs::JobsStatus};
+    use flemma_runtime::{Conversation as _, Executor, ToolRegistry, jobs::JobsStatus};
 
     let bucket = bucket().await;
     let local = temp_dir("journal-executor");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use flemma_ast::TextEdit;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{Assignment, Bucket, ObjectConversation, Worker, WorkerOptions};
-use flemma_tools::Conversation;
+use flemma_runtime::Conversation;
 use tokio_util::sync::CancellationToken;
 use tracing::field::{Field, Visit};
 use tracing::span;
@@ -98,7 +98,7 @@ async fn answer(
     chat.apply(
         snap.revision,
         &[TextEdit::insert(end, answer)],
-        flemma_tools::Durability::Durable,
+        flemma_runtime::Durability::Durable,
     )
     .await?;
     ran.lock()

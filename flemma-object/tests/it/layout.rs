@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{Bucket, local_path};
-use flemma_tools::sandbox::SandboxPolicy;
+use flemma_runtime::sandbox::SandboxPolicy;
 
 /// A scratch directory outside `/tmp` and `$TMPDIR`, which every conversation may write: the
 /// target's when the checkout is elsewhere, else `/var/tmp`.

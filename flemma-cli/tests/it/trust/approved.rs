@@ -72,7 +72,7 @@ fn an_approved_write_in_a_transcript_from_elsewhere_waits_for_a_person() {
 fn a_hosts_deny_hook_wins_over_an_approved_block() {
     let p = Project::new("approved-deny");
     let hook = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../flemma-tools/tests/it/hooks/deny_rm.sh");
+        .join("../flemma-runtime/tests/it/hooks/deny_rm.sh");
     p.write(
         "proj/flemma.toml",
         &format!(

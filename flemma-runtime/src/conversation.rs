@@ -1,0 +1,609 @@
+//! [`Conversation`]: the transcript the executor reads and edits, wherever it lives.
+//!
+//! The executor never holds the text between steps: it takes a [`Snapshot`], computes
+//! [`TextEdit`]s against it, and applies them with the snapshot's [`Revision`]. When the text
+//! changed in between (a user typing, another process writing the file), `apply` refuses with
+//! [`ConversationError::Stale`] and the executor recomputes its edits on the new text, so an
+//! edit made by someone else is never overwritten.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use flemma_ast::TextEdit;
+
+/// A counter that changes whenever the text does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Revision(pub u64);
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
+
+/// The text of a conversation at one revision.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The text.
+    pub text: Arc<String>,
+    /// Its revision.
+    pub revision: Revision,
+}
+
+/// How much a change must survive a crash of the machine: what each
+/// [`apply`](Conversation::apply) of a [`Conversation`] is asked for.
+///
+/// The contract of the shipped [`FileConversation`]: a `Durable` change is on stable storage
+/// when `apply` returns, and a crash (or a kill) during it leaves the old text or the new one,
+/// never a mix. A `Buffered` change that only appends text is written in place without a
+/// sync: the text before it is never touched, and a crash may keep any prefix of what it
+/// appended (none, some or all of it) until the next durable change or
+/// [`sync`](Conversation::sync) makes it durable. A `Buffered` change that does more than
+/// append is made `Durable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// On stable storage when `apply` returns (the default).
+    #[default]
+    Durable,
+    /// Written, made durable later: text that is written again after a crash anyway (a
+    /// streamed response's lines while it streams; after a crash the request is sent again).
+    Buffered,
+}
+
+/// Why a conversation could not be read or edited.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConversationError {
+    /// The text changed since the revision the edits were computed against.
+    #[error("the conversation changed (expected {expected}, now {actual})")]
+    Stale {
+        /// The revision the edits were computed against.
+        expected: Revision,
+        /// The current revision.
+        actual: Revision,
+    },
+    /// The edits do not fit the text.
+    #[error("the edits do not apply")]
+    Edit(#[source] flemma_ast::AstError),
+    /// The conversation file could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The conversation file is not UTF-8.
+    #[error("{} is not UTF-8", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+    /// The conversation file could not be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: flemma_store::StoreError,
+    },
+    /// Blocking file work could not run.
+    #[error("a file task failed")]
+    Task(#[source] tokio::task::JoinError),
+    /// A conversation kept elsewhere (an object in a bucket, a database row) could not be read
+    /// or written.
+    #[error("{location}: {message}")]
+    Remote {
+        /// Where the conversation is (an object's URL).
+        location: String,
+        /// What failed.
+        message: String,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// A transcript the executor reads and edits: a file, an editor buffer, a row in a database.
+///
+/// Implementations make `apply` atomic with respect to their own writers: it applies every
+/// edit of the batch or none, and only when the text is still at `revision`.
+#[async_trait::async_trait]
+pub trait Conversation: Send + Sync {
+    /// The current text.
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError>;
+
+    /// Applies `edits` (computed against `revision`) as one change, stored as `durability`
+    /// asks: a [`Durability::Durable`] change is on stable storage when this returns; a
+    /// [`Durability::Buffered`] one may be made durable later, by the next durable change or
+    /// [`sync`](Self::sync). A conversation that cannot tell the two apart stores every change
+    /// durably.
+    ///
+    /// # Errors
+    ///
+    /// [`ConversationError::Stale`] when the text is no longer at `revision`; the others
+    /// when the edits do not fit or the text cannot be stored.
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+        durability: Durability,
+    ) -> Result<Snapshot, ConversationError>;
+
+    /// The conversation's file (`__filename`, the store's location), if it has one: an
+    /// absolute path (the shipped conversations resolve theirs when opened, with
+    /// [`flemma_config::conversation_path`]). The executor and the session resolve a relative
+    /// one against the process's working directory at each cycle.
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Where the conversation's result store writes (see [`flemma_store::StoreWrites`]):
+    /// `None`, the default, for files beside the conversation's [`path`](Self::path); a
+    /// conversation kept elsewhere (an object in a bucket) gives one that copies the results
+    /// there too, so that they travel with it.
+    fn store_writes(&self) -> Option<Arc<dyn flemma_store::StoreWrites>> {
+        None
+    }
+
+    /// The journal of the conversation's background jobs, kept for its store directory
+    /// `store_dir`. `None`, the default, for files under `store_dir/jobs/` (a
+    /// [`FileJournal`](crate::jobs::FileJournal)); a conversation that several machines run
+    /// in turn (an object in a bucket) gives one they share, whose entries name the machine
+    /// that runs each job.
+    fn job_journal(&self, store_dir: &std::path::Path) -> Option<Arc<dyn crate::jobs::JobJournal>> {
+        let _ = store_dir;
+        None
+    }
+
+    /// Where the hosts of this conversation remember the calls they placed for a person's
+    /// decision ([`crate::placements`]). `None`, the default, for a
+    /// [`FilePlacements`](crate::placements::FilePlacements) in the user's state directory
+    /// (keyed by [`path`](Self::path)), or the process's memory without a path; a conversation
+    /// that several machines run in turn gives one they share.
+    fn placements(&self) -> Option<Arc<dyn crate::placements::Placements>> {
+        None
+    }
+
+    /// The conversation's own store id (`bufnr`), used when the host names none; `None` by
+    /// default (see [`default_conversation_id`](crate::transcript::default_conversation_id)).
+    fn default_id(&self) -> Option<&str> {
+        None
+    }
+
+    /// Makes every change applied so far durable (see [`Durability`]): the session calls it
+    /// when a response is complete, before its calls run or the turn goes to the user. A
+    /// conversation whose every change is durable when `apply` returns has nothing to do
+    /// (the default).
+    ///
+    /// # Errors
+    ///
+    /// When the text cannot be stored.
+    async fn sync(&self) -> Result<(), ConversationError> {
+        Ok(())
+    }
+
+    /// Called before tools start running on the conversation and after the last one ends, so
+    /// an editor can keep the user from typing into blocks being rewritten. No-op by default.
+    async fn set_locked(&self, locked: bool) {
+        let _ = locked;
+    }
+}
+
+/// A conversation held in memory.
+///
+/// ```
+/// use flemma_runtime::{Conversation, Durability, MemoryConversation};
+/// use flemma_ast::TextEdit;
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let chat = MemoryConversation::new("@You:\nhello\n");
+/// let snap = chat.snapshot().await?;
+/// let world = [TextEdit::insert(3, vec!["world".into()])];
+/// chat.apply(snap.revision, &world, Durability::Durable).await?;
+/// assert_eq!(chat.text(), "@You:\nhello\nworld\n");
+/// // Edits against an old revision are refused.
+/// assert!(chat.apply(snap.revision, &[], Durability::Durable).await.is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct MemoryConversation {
+    state: Mutex<Memory>,
+    path: Option<PathBuf>,
+    /// Its id when it has no path, unique.
+    id: String,
+}
+
+/// A conversation id no other conversation was given, in this process or another: a UUID
+/// (version 8) from the SHA-256 of the process id, the time and a counter.
+pub(crate) fn unique_id() -> String {
+    use sha2::Digest as _;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(std::process::id().to_le_bytes());
+    hasher.update(now.to_le_bytes());
+    hasher.update(count.to_le_bytes());
+    let digest = hasher.finalize();
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    crate::transcript::uuid_v8(bytes)
+}
+
+/// The text, its revision, and where its lines start (so edits near the end of a large
+/// transcript do not scan it from the beginning).
+#[derive(Debug)]
+struct Memory {
+    snapshot: Snapshot,
+    lines: flemma_ast::LineIndex,
+}
+
+impl MemoryConversation {
+    /// A conversation holding `text` at revision 0.
+    pub fn new(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            state: Mutex::new(Memory {
+                lines: flemma_ast::LineIndex::new(&text),
+                snapshot: Snapshot {
+                    text: Arc::new(text),
+                    revision: Revision(0),
+                },
+            }),
+            path: None,
+            id: unique_id(),
+        }
+    }
+
+    /// Gives the conversation a file name (for `__filename` and the store) without reading
+    /// or writing it. The path is made absolute and resolved now
+    /// ([`flemma_config::conversation_path`]; the file need not exist).
+    #[must_use]
+    pub fn with_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(flemma_config::conversation_path(&path.into()));
+        self
+    }
+
+    /// The current text.
+    pub fn text(&self) -> String {
+        self.lock().snapshot.text.as_str().to_owned()
+    }
+
+    /// Replaces the text (a user's edit); the revision moves on.
+    pub fn set_text(&self, text: impl Into<String>) {
+        let text = text.into();
+        let mut state = self.lock();
+        state.lines = flemma_ast::LineIndex::new(&text);
+        state.snapshot.text = Arc::new(text);
+        state.snapshot.revision = Revision(state.snapshot.revision.0 + 1);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl Conversation for MemoryConversation {
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
+        Ok(self.lock().snapshot.clone())
+    }
+
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+        // Held in memory: no storage to ask anything of.
+        _durability: Durability,
+    ) -> Result<Snapshot, ConversationError> {
+        let mut guard = self.lock();
+        let Memory { snapshot, lines } = &mut *guard;
+        if snapshot.revision != revision {
+            return Err(ConversationError::Stale {
+                expected: revision,
+                actual: snapshot.revision,
+            });
+        }
+        if !edits.is_empty() {
+            if let Some(text) = Arc::get_mut(&mut snapshot.text) {
+                // Nobody else holds this text: edit it where it is.
+                lines
+                    .apply_edits(text, edits)
+                    .map_err(ConversationError::Edit)?;
+            } else {
+                let mut text = snapshot.text.as_str().to_owned();
+                lines
+                    .apply_edits(&mut text, edits)
+                    .map_err(ConversationError::Edit)?;
+                snapshot.text = Arc::new(text);
+            }
+            snapshot.revision = Revision(snapshot.revision.0 + 1);
+        }
+        Ok(snapshot.clone())
+    }
+
+    fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// A memory conversation with a path is the file's conversation (its id is the file's,
+    /// [`file_conversation_id`](crate::transcript::file_conversation_id)); one without has
+    /// an id of its own, so that two of them never share a store, a job journal or a hook's
+    /// `session_id`.
+    fn default_id(&self) -> Option<&str> {
+        self.path.is_none().then_some(self.id.as_str())
+    }
+}
+
+/// A conversation in a `.chat` file.
+///
+/// Changes are written back atomically and durably (temporary file, fsync, rename, fsync of
+/// the directory), except appends asked for as [`Durability::Buffered`], which are written in
+/// place without a sync until [`sync`](Conversation::sync) or the next durable change (see
+/// [`Durability`] for what a crash leaves in either case).
+///
+/// The text is read once per change of the file: a snapshot is taken from memory while the
+/// file's metadata (size, modification and change times, inode) still match the last read or
+/// append; a change the metadata cannot show (same size, within one tick of the file
+/// system's clock after this conversation's own write) is seen at the latest by the next
+/// `apply`, which compares the file's content under the lock and refuses as
+/// [`ConversationError::Stale`] — an edit made by someone else is never overwritten. That
+/// comparison happens under the lock every [`write_atomic`](flemma_store::write_atomic) of the
+/// directory takes, right before the rename (or the append), so two hosts of this library
+/// never write over each other's change; other writers (editors do not honour advisory locks)
+/// can, in a window the length of one rename.
+#[derive(Debug)]
+pub struct FileConversation {
+    path: PathBuf,
+    state: tokio::sync::Mutex<FileState>,
+}
+
+/// What a [`FileConversation`] knows of its file.
+#[derive(Debug, Default)]
+struct FileState {
+    /// The text last read or written.
+    snapshot: Option<Snapshot>,
+    /// The file's metadata when it held `snapshot`'s text; `None`: read it again to know.
+    stamp: Option<Stamp>,
+    /// Text was appended without a sync since the last durable write.
+    unsynced: bool,
+}
+
+/// The metadata that changes when a file's content does (a rename over it included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    unix: (u64, u64, i64, i64),
+}
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            #[cfg(unix)]
+            unix: (
+                metadata.dev(),
+                metadata.ino(),
+                metadata.ctime(),
+                metadata.ctime_nsec(),
+            ),
+        }
+    }
+}
+
+impl FileConversation {
+    /// A conversation in `path` (read on first use). The path is made absolute and resolved
+    /// now ([`flemma_config::conversation_path`]), so the tools' working directory, the
+    /// store and file references follow the conversation, whatever the process's working
+    /// directory is later; errors name the resolved path.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: flemma_config::conversation_path(&path.into()),
+            state: tokio::sync::Mutex::new(FileState::default()),
+        }
+    }
+
+    /// The file's text and its metadata before it was read.
+    async fn read(&self) -> Result<(String, Stamp), ConversationError> {
+        let path = self.path.clone();
+        let (bytes, stamp) = tokio::task::spawn_blocking(move || {
+            use std::io::Read as _;
+            let mut file = std::fs::File::open(&path)?;
+            let stamp = Stamp::of(&file.metadata()?);
+            let mut bytes = Vec::with_capacity(usize::try_from(stamp.len).unwrap_or(0) + 1);
+            file.read_to_end(&mut bytes)?;
+            Ok::<_, std::io::Error>((bytes, stamp))
+        })
+        .await
+        .map_err(ConversationError::Task)?
+        .map_err(|source| ConversationError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|source| ConversationError::NotUtf8 {
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok((text, stamp))
+    }
+
+    /// The cached snapshot while the file's metadata match it; else the file read again, at a
+    /// new revision when its text changed.
+    async fn current(&self, state: &mut FileState) -> Result<Snapshot, ConversationError> {
+        // One `stat` on this thread (a hand-off to the blocking pool would cost more than it).
+        if let (Some(snapshot), Some(stamp)) = (&state.snapshot, state.stamp)
+            && std::fs::metadata(&self.path).is_ok_and(|m| Stamp::of(&m) == stamp)
+        {
+            return Ok(snapshot.clone());
+        }
+        let (text, stamp) = self.read().await?;
+        let snapshot = match state.snapshot.take() {
+            Some(old) if old.text.as_str() == text => old,
+            Some(old) => Snapshot {
+                text: Arc::new(text),
+                revision: Revision(old.revision.0 + 1),
+            },
+            None => Snapshot {
+                text: Arc::new(text),
+                revision: Revision(0),
+            },
+        };
+        state.snapshot = Some(snapshot.clone());
+        state.stamp = Some(stamp);
+        Ok(snapshot)
+    }
+
+    /// Writes `text`, computed from `current`, as one change: appended in place when that is
+    /// all it does and `buffered`, else rewritten durably.
+    async fn write(
+        &self,
+        current: &Snapshot,
+        text: &str,
+        buffered: bool,
+    ) -> Result<Written, ConversationError> {
+        let path = self.path.clone();
+        let write_error = |source| ConversationError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        if buffered && text.len() > current.text.len() && text.starts_with(current.text.as_str()) {
+            let old = Arc::clone(&current.text);
+            let tail = text.as_bytes()[old.len()..].to_vec();
+            let appended = tokio::task::spawn_blocking(move || {
+                flemma_store::append_if_unchanged(&path, old.as_bytes(), &tail)
+            })
+            .await
+            .map_err(ConversationError::Task)?
+            .map_err(write_error)?;
+            return Ok(match appended {
+                flemma_store::Appended::Done(metadata) => Written::Appended(Stamp::of(&metadata)),
+                _ => Written::Changed,
+            });
+        }
+        let bytes = text.as_bytes().to_vec();
+        let old = Arc::clone(&current.text);
+        let written = tokio::task::spawn_blocking(move || {
+            flemma_store::replace_if_unchanged(&path, old.as_bytes(), &bytes)
+        })
+        .await
+        .map_err(ConversationError::Task)?
+        .map_err(write_error)?;
+        Ok(match written {
+            flemma_store::Replaced::Done(metadata) => {
+                Written::Rewritten(metadata.as_ref().map(Stamp::of))
+            }
+            // Another writer changed the file since it was read.
+            _ => Written::Changed,
+        })
+    }
+}
+
+/// How [`FileConversation::write`] wrote a change.
+enum Written {
+    /// Appended in place, not synced; the file's metadata after it.
+    Appended(Stamp),
+    /// Rewritten atomically and durably; the installed file's metadata, when they could be
+    /// read (else the next snapshot reads the file once for them).
+    Rewritten(Option<Stamp>),
+    /// Not written: the file no longer held the text the change was computed from.
+    Changed,
+}
+
+#[async_trait::async_trait]
+impl Conversation for FileConversation {
+    async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
+        let mut state = self.state.lock().await;
+        self.current(&mut state).await
+    }
+
+    async fn apply(
+        &self,
+        revision: Revision,
+        edits: &[TextEdit],
+        durability: Durability,
+    ) -> Result<Snapshot, ConversationError> {
+        let mut state = self.state.lock().await;
+        // The text the caller's revision names; the file is compared with it under the lock.
+        let current = match &state.snapshot {
+            Some(snapshot) => snapshot.clone(),
+            None => self.current(&mut state).await?,
+        };
+        if current.revision != revision {
+            return Err(ConversationError::Stale {
+                expected: revision,
+                actual: current.revision,
+            });
+        }
+        if edits.is_empty() {
+            return Ok(current);
+        }
+        let text =
+            flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
+        let buffered = durability == Durability::Buffered;
+        match self.write(&current, &text, buffered).await? {
+            Written::Appended(stamp) => {
+                state.stamp = Some(stamp);
+                state.unsynced = true;
+            }
+            Written::Rewritten(stamp) => {
+                // Synced, text appended before included. The stamp is the installed file's
+                // own: a writer that replaces it afterwards shows as a change.
+                state.stamp = stamp;
+                state.unsynced = false;
+            }
+            Written::Changed => {
+                // Another writer changed the file since it was read: the next read sees the
+                // new text and moves the revision on.
+                state.stamp = None;
+                return Err(ConversationError::Stale {
+                    expected: revision,
+                    actual: Revision(revision.0 + 1),
+                });
+            }
+        }
+        let snapshot = Snapshot {
+            text: Arc::new(text),
+            revision: Revision(revision.0 + 1),
+        };
+        state.snapshot = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    async fn sync(&self) -> Result<(), ConversationError> {
+        let mut state = self.state.lock().await;
+        if !state.unsynced {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || flemma_store::sync_data(&path))
+            .await
+            .map_err(ConversationError::Task)?
+            .map_err(|source| ConversationError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        state.unsynced = false;
+        Ok(())
+    }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}

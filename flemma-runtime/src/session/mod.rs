@@ -1,0 +1,743 @@
+//! [`Session`]: the agent loop over one conversation (spec §7.1 Phase 3 and §7.10 autopilot).
+//!
+//! A run alternates the tool cycle (the [`Executor`]: placeholders through the approval
+//! chain, approved calls run, results written) and requests to a [`Provider`] whose response
+//! streams into the conversation as `.chat` text, until the conversation is idle, a call waits
+//! for approval, `max_turns` is exceeded or the user cancels.
+
+mod autopilot;
+mod error;
+mod events;
+mod hooked;
+mod respond;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::transcript::Transcript;
+use crate::{Conversation, CycleReport, Executor, ExecutorBuilder, ExecutorError, ToolRegistry};
+use flemma_ast::Role;
+use flemma_providers::{MiniJinjaEngine, Provider, TemplateEngine};
+use tokio_util::sync::CancellationToken;
+
+pub use autopilot::{AutopilotState, Stop};
+pub use error::SessionError;
+pub use events::{SessionEvent, SessionEvents};
+
+use autopilot::{Action, Autopilot, Trigger};
+use events::Subscribers;
+
+/// What [`Session::cancel`] cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The request in flight (the abort marker is written).
+    Request,
+    /// The running tools (`User aborted tool execution.`).
+    Tools,
+    /// The wait for background jobs and the resume it would schedule (the jobs go on; their
+    /// results are delivered at the next cycle).
+    Resume,
+    /// Nothing was running.
+    Nothing,
+}
+
+/// Builds a [`Session`]; see [`Session::builder`].
+///
+/// Everything about the tool cycle (the options below the frontmatter, the approval chain,
+/// the approver, the sandbox backends, the conversation's store id) is set on the
+/// [`ExecutorBuilder`] the session is built from ([`Session::from_executor`],
+/// [`SessionBuilder::executor`]); this builder holds only what is the
+/// session's own: the provider, the turn limit, the template engine, the flush interval,
+/// the wait for background jobs and the event queue.
+#[must_use]
+pub struct SessionBuilder {
+    executor: ExecutorBuilder,
+    provider: Option<Arc<dyn Provider>>,
+    max_turns: Option<u64>,
+    engine: Arc<dyn TemplateEngine>,
+    flush_interval: Duration,
+    wait_for_jobs: bool,
+    event_capacity: usize,
+}
+
+impl std::fmt::Debug for SessionBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionBuilder")
+            .field("provider", &self.provider)
+            .field("max_turns", &self.max_turns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionBuilder {
+    fn new(executor: ExecutorBuilder, provider: Option<Arc<dyn Provider>>) -> Self {
+        Self {
+            executor,
+            provider,
+            max_turns: None,
+            engine: Arc::new(MiniJinjaEngine::new()),
+            flush_interval: Duration::from_millis(100),
+            wait_for_jobs: true,
+            event_capacity: crate::fanout::DEFAULT_CAPACITY,
+        }
+    }
+
+    /// Sets the executor's options (the options below the frontmatter, the approval chain,
+    /// the approver, the sandbox backends, the conversation's store id, …) on its
+    /// [`ExecutorBuilder`]: `.executor(|e| e.config(config).approver(approver))`. Without an
+    /// approver, a run stops at the first empty `(pending)` block
+    /// ([`Stop::AwaitingApproval`]) and the next run resumes once the transcript says
+    /// `approved` or `rejected`.
+    pub fn executor(mut self, configure: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder) -> Self {
+        self.executor = configure(self.executor);
+        self
+    }
+
+    /// Adds a hook for this session's conversation alone
+    /// ([`ExecutorBuilder::hook`]): `SessionStart`, `UserPromptSubmit`, `Stop` and
+    /// `SessionEnd` hooks as well as the tool events'.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_providers::{ScriptedProvider, Turn};
+    /// use flemma_runtime::hooks::{PromptAnswer, hook_fn, on};
+    /// use flemma_runtime::{MemoryConversation, ToolRegistry};
+    /// use flemma_runtime::{Session, Stop};
+    ///
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nWhat is the password?\n"));
+    /// let provider = Arc::new(ScriptedProvider::new([Turn::text("Never.")]));
+    /// let no_secrets = hook_fn(on::UserPromptSubmit, |prompt| {
+    ///     if prompt.prompt.contains("password") {
+    ///         PromptAnswer::block("no secrets in this session")
+    ///     } else {
+    ///         PromptAnswer::pass()
+    ///     }
+    /// });
+    /// let session = Session::builder(chat, ToolRegistry::new(), provider)
+    ///     .hook(no_secrets.named("no-secrets")?)
+    ///     .build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::PromptBlocked);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hook(self, hook: crate::hooks::HookRegistration) -> Self {
+        self.executor(|executor| executor.hook(hook))
+    }
+
+    /// Overrides `tools.autopilot.max_turns`.
+    pub fn max_turns(mut self, max_turns: u64) -> Self {
+        self.max_turns = Some(max_turns);
+        self
+    }
+
+    /// The engine of `{{ }}` / `{% %}` templates (default: minijinja).
+    pub fn template_engine(mut self, engine: Arc<dyn TemplateEngine>) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// How often complete lines of a streaming response are written to the conversation
+    /// (default 100 ms; each write of a file conversation rewrites the file atomically).
+    /// The UI gets every delta as a [`SessionEvent::TextDelta`] regardless.
+    pub fn flush_interval(mut self, interval: Duration) -> Self {
+        self.flush_interval = interval;
+        self
+    }
+
+    /// Whether a run that would end idle while background jobs run waits for them (default
+    /// `true`): each delivery is written at once, and the loop resumes
+    /// `tools.autopilot.resume_delay` after the last one (spec §7.10), unless the autopilot
+    /// is off or was disarmed. With `false` such a run returns [`Stop::Running`], and the host
+    /// calls [`Session::run`] again when it likes (the cycle delivers what finished).
+    pub fn wait_for_jobs(mut self, wait: bool) -> Self {
+        self.wait_for_jobs = wait;
+        self
+    }
+
+    /// How many events each [`subscribe`](Session::subscribe)r's queue holds before it
+    /// misses some and reads [`SessionEvent::Missed`] in their place (default
+    /// [`DEFAULT_CAPACITY`](crate::fanout::DEFAULT_CAPACITY), 65,536 events).
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = capacity;
+        self
+    }
+
+    /// The session: its executor built from the [`ExecutorBuilder`], its events forwarded
+    /// into the session's stream from the first one, and its cycles refused while a request
+    /// is in flight ([`ExecutorError::Refused`] with spec §7.5's text), also when the host
+    /// calls [`Session::executor`]`().cycle()` itself.
+    pub fn build(self) -> Session {
+        let subscribers = Arc::new(Subscribers::new(self.event_capacity));
+        // The one subscription to the executor: every event it emits, a background job's
+        // included, goes into the session's stream as it happens. Weak, so a job that
+        // outlives the session does not keep its stream open.
+        let stream = Arc::downgrade(&subscribers);
+        let inner = Arc::new_cyclic(|session: &std::sync::Weak<Inner>| {
+            let session = session.clone();
+            let executor = self
+                .executor
+                .on_event(move |event: &crate::Event| {
+                    if let Some(subscribers) = stream.upgrade() {
+                        subscribers.emit(SessionEvent::Tool(event.clone()));
+                    }
+                })
+                // The session's in-flight guard holds for every cycle of its executor.
+                .cycle_guard(move || {
+                    session
+                        .upgrade()
+                        .filter(|inner| inner.is_request_in_flight())
+                        .map(|_| SessionError::ToolWhileRequest.to_string())
+                })
+                .build();
+            Inner {
+                executor: Arc::new(executor),
+                provider: self.provider,
+                engine: self.engine,
+                max_turns: self.max_turns,
+                flush_interval: self.flush_interval,
+                wait_for_jobs: self.wait_for_jobs,
+                pilot: Mutex::new(Autopilot::default()),
+                control: Mutex::new(None),
+                offered: Mutex::new(None),
+                started: AtomicBool::new(false),
+                subscribers,
+            }
+        });
+        Session { inner }
+    }
+}
+
+/// The agent loop over one conversation: send, stream the response into the conversation,
+/// run the tools it asks for, repeat (spec §7.10 autopilot).
+///
+/// A `Session` is a cheap handle (clone it to cancel from another task). Follow it with
+/// [`subscribe`](Self::subscribe); the library prints nothing.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flemma_providers::{ScriptedProvider, Turn};
+/// use flemma_runtime::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+/// use flemma_runtime::{Session, Stop};
+/// use serde_json::json;
+///
+/// let registry = ToolRegistry::new();
+/// registry.register(tool_fn(
+///     ToolDefinition::builder("shout", "Repeat the text in capitals.")?.build()?,
+///     |input, _ctx| ToolOutput::text(input["text"].as_str().unwrap_or("").to_uppercase()),
+/// ));
+/// let provider = Arc::new(ScriptedProvider::new([
+///     Turn::tool_use("shout", json!({"text": "hi"})),
+///     Turn::text("It says HI."),
+/// ]));
+/// let chat = Arc::new(MemoryConversation::new(
+///     "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"shout\"]}}}\n```\n@You:\nShout hi.\n",
+/// ));
+/// let session = Session::builder(chat.clone(), registry, provider).build();
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+/// assert_eq!(runtime.block_on(session.run())?, Stop::Finished);
+/// assert!(chat.text().ends_with("```\nHI\n```\n\n@Assistant:\nIt says HI.\n\n@You:\n"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("provider", &self.inner.provider)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    /// `None`: a session that runs tool cycles only ([`Session::tools_only`]).
+    provider: Option<Arc<dyn Provider>>,
+    executor: Arc<Executor>,
+    engine: Arc<dyn TemplateEngine>,
+    max_turns: Option<u64>,
+    flush_interval: Duration,
+    wait_for_jobs: bool,
+    pilot: Mutex<Autopilot>,
+    control: Mutex<Option<Arc<Control>>>,
+    subscribers: Arc<Subscribers>,
+    /// The request options of the last request, tools included, with what they came from.
+    offered: Mutex<Option<Offered>>,
+    /// Whether the `SessionStart` hooks ran.
+    started: AtomicBool,
+}
+
+/// Request options and the options they were built from (kept, so that their address names
+/// them). The transcript evaluates the options again when the registry's tools change, so the
+/// same options are the same tools.
+struct Offered {
+    options: Arc<flemma_config::Options>,
+    request: Arc<flemma_providers::RequestOptions>,
+}
+
+/// The cancellation of one run and whether its request is in flight.
+#[derive(Debug, Default)]
+struct Control {
+    token: CancellationToken,
+    in_flight: AtomicBool,
+    /// The run waits at idle for background jobs.
+    awaiting_jobs: AtomicBool,
+}
+
+/// Clears the run's control when the run ends (also when its future is dropped).
+struct Running<'a>(&'a Inner);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.lock_control().take();
+    }
+}
+
+impl Inner {
+    /// The request options under `options` (the transcript's evaluation), the offered tools
+    /// included: those of the last request while the evaluation is the same (it is made
+    /// again when the frontmatter or the registry's tools change), else built again
+    /// ([`Provider::request_options`] and the registry's specs).
+    fn request_options(
+        &self,
+        provider: &dyn Provider,
+        options: &Arc<flemma_config::Options>,
+    ) -> Arc<flemma_providers::RequestOptions> {
+        let mut offered = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(last) = offered.as_ref()
+            && Arc::ptr_eq(&last.options, options)
+        {
+            return Arc::clone(&last.request);
+        }
+        let mut request = provider.request_options(options);
+        request.tools = self
+            .executor
+            .transcript()
+            .registry()
+            .specs_for_prompt(options);
+        let request = Arc::new(request);
+        *offered = Some(Offered {
+            options: Arc::clone(options),
+            request: Arc::clone(&request),
+        });
+        request
+    }
+
+    fn lock_control(&self) -> std::sync::MutexGuard<'_, Option<Arc<Control>>> {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_pilot(&self) -> std::sync::MutexGuard<'_, Autopilot> {
+        self.pilot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_request_in_flight(&self) -> bool {
+        self.lock_control()
+            .as_ref()
+            .is_some_and(|c| c.in_flight.load(Ordering::SeqCst))
+    }
+
+    /// The conversation's text, options and edits (the executor's).
+    fn transcript(&self) -> &Transcript {
+        self.executor.transcript()
+    }
+}
+
+impl Session {
+    /// Starts a session on `conversation` with the tools of `registry`, sending to
+    /// `provider`: [`Session::from_executor`] with `Executor::builder(conversation,
+    /// registry)`; set the executor's options with [`SessionBuilder::executor`].
+    pub fn builder(
+        conversation: Arc<dyn Conversation>,
+        registry: ToolRegistry,
+        provider: Arc<dyn Provider>,
+    ) -> SessionBuilder {
+        Self::from_executor(Executor::builder(conversation, registry), provider)
+    }
+
+    /// Starts a session on `conversation` with the tools of `registry` and no provider: it
+    /// runs the tool cycle and never sends. [`Session::cycle`] is an editor's "execute" or a
+    /// served call; [`Session::run`] runs the cycle, delivers background jobs as a run does,
+    /// and stops with [`Stop::NoProvider`] where a session with a provider would send. The
+    /// language server and `flemma mcp serve` run their calls through such sessions.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_runtime::{MemoryConversation, Session, Stop, ToolRegistry};
+    ///
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let session = Session::tools_only(chat, ToolRegistry::new()).build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::NoProvider);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tools_only(
+        conversation: Arc<dyn Conversation>,
+        registry: ToolRegistry,
+    ) -> SessionBuilder {
+        SessionBuilder::new(Executor::builder(conversation, registry), None)
+    }
+
+    /// Starts a session whose tool cycle is `executor`'s (the session builds it, so that its
+    /// events reach the session's stream from the first one), sending to `provider`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_providers::{ScriptedProvider, Turn};
+    /// use flemma_runtime::{Executor, MemoryConversation, ToolRegistry};
+    /// use flemma_runtime::{Session, Stop};
+    ///
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let executor = Executor::builder(chat.clone(), ToolRegistry::new())
+    ///     .config(flemma_config::Config::new())
+    ///     .conversation_id("notes");
+    /// let provider = Arc::new(ScriptedProvider::new([Turn::text("Hello.")]));
+    /// let session = Session::from_executor(executor, provider).max_turns(3).build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::Finished);
+    /// assert!(chat.text().ends_with("@Assistant:\nHello.\n\n@You:\n"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_executor(executor: ExecutorBuilder, provider: Arc<dyn Provider>) -> SessionBuilder {
+        SessionBuilder::new(executor, Some(provider))
+    }
+
+    /// Follows the session from now on: its events and its executor's, in order (see
+    /// [`SessionEvents`]).
+    pub fn subscribe(&self) -> SessionEvents {
+        events::subscribe(&self.inner.subscribers)
+    }
+
+    fn emit(&self, event: SessionEvent) {
+        self.inner.subscribers.emit(event);
+    }
+
+    /// The autopilot's state.
+    pub fn state(&self) -> AutopilotState {
+        self.inner.lock_pilot().state
+    }
+
+    /// The executor running the tool cycle (approve, reject, cancel one call). Its
+    /// [`cycle`](Executor::cycle) is refused while a request is in flight, as
+    /// [`Session::cycle`] is.
+    pub fn executor(&self) -> &Executor {
+        &self.inner.executor
+    }
+
+    /// The conversation.
+    pub fn conversation(&self) -> &Arc<dyn Conversation> {
+        self.inner.executor.conversation()
+    }
+
+    /// Whether a request is streaming now.
+    pub fn is_request_in_flight(&self) -> bool {
+        self.inner.is_request_in_flight()
+    }
+
+    /// Cancels what runs (spec §7.7 Ctrl-C): the request in flight (the abort marker is
+    /// written, or the empty `@Assistant:` removed), else the wait for background jobs (the
+    /// jobs go on), else the running tools. The run stops and the autopilot is disarmed.
+    pub fn cancel(&self) -> Cancelled {
+        let control = self.inner.lock_control().clone();
+        if let Some(control) = control {
+            let request = control.in_flight.load(Ordering::SeqCst);
+            let awaiting_jobs = control.awaiting_jobs.load(Ordering::SeqCst);
+            control.token.cancel();
+            if request {
+                return Cancelled::Request;
+            }
+            if awaiting_jobs {
+                return Cancelled::Resume;
+            }
+            self.inner.executor.cancel_all();
+            return Cancelled::Tools;
+        }
+        self.inner.executor.cancel_all();
+        Cancelled::Nothing
+    }
+
+    /// Cancels everything: the request, every running tool (the double Ctrl-C).
+    pub fn cancel_all(&self) {
+        if let Some(control) = self.inner.lock_control().clone() {
+            control.token.cancel();
+        }
+        self.inner.executor.cancel_all();
+    }
+
+    /// Applies `trigger` to the autopilot, announcing a state change.
+    fn transition(&self, trigger: Trigger) -> (Action, Option<String>) {
+        let (before, after, outcome) = {
+            let mut pilot = self.inner.lock_pilot();
+            let before = pilot.state;
+            let outcome = pilot.on(trigger);
+            (before, pilot.state, outcome)
+        };
+        if before != after {
+            self.emit(SessionEvent::Autopilot(after));
+        }
+        outcome
+    }
+
+    /// Runs the loop (spec §7.1 "send or execute", then §7.10): the tool cycle, then, when
+    /// every call has its result, a request whose response streams into the conversation;
+    /// again while the responses ask for tools.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::RequestInFlight`] when a run is streaming a request,
+    /// [`SessionError::AlreadyRunning`] when one runs tools; the errors of the cycle, the
+    /// options and the provider (the autopilot is disarmed then).
+    pub async fn run(&self) -> Result<Stop, SessionError> {
+        let control = {
+            let mut slot = self.inner.lock_control();
+            if let Some(running) = slot.as_ref() {
+                return Err(if running.in_flight.load(Ordering::SeqCst) {
+                    SessionError::RequestInFlight
+                } else {
+                    SessionError::AlreadyRunning
+                });
+            }
+            let control = Arc::new(Control::default());
+            *slot = Some(Arc::clone(&control));
+            control
+        };
+        let _running = Running(&self.inner);
+        match self.drive(&control).await {
+            Ok(stop) => {
+                self.emit(SessionEvent::Stopped(stop));
+                Ok(stop)
+            }
+            Err(error) => {
+                self.transition(Trigger::Error);
+                Err(error)
+            }
+        }
+    }
+
+    /// A conversation without a `@You:` or `@Assistant:` message (no marker at all, or only
+    /// markers such as `@User:`) has nothing a run could send: each unknown marker is a
+    /// warning, and the run fails with [`SessionError::NothingToSend`] before any hook or tool.
+    async fn refuse_nothing_to_send(&self) -> Result<(), SessionError> {
+        let unknown = self
+            .inner
+            .transcript()
+            .read(|doc, _| {
+                let sendable = doc
+                    .messages
+                    .iter()
+                    .any(|m| matches!(m.role, Role::You | Role::Assistant));
+                (!sendable).then(|| flemma_ast::unknown_roles(doc))
+            })
+            .await?;
+        let Some(unknown) = unknown else {
+            return Ok(());
+        };
+        for diagnostic in unknown {
+            self.emit(SessionEvent::Warning(format!(
+                "line {}: {}",
+                diagnostic.line, diagnostic.message
+            )));
+        }
+        Err(SessionError::NothingToSend)
+    }
+
+    async fn drive(&self, control: &Control) -> Result<Stop, SessionError> {
+        self.refuse_nothing_to_send().await?;
+        self.start_hooks().await;
+        let (mut action, _) = self.transition(Trigger::Run);
+        let mut turn = 0;
+        // How many times a `Stop` hook kept this run going (bounded by `max_turns`).
+        let mut kept_going = 0;
+        loop {
+            action = match action {
+                Action::Stop(stop @ (Stop::Finished | Stop::Idle))
+                    if self.inner.executor.running_jobs() > 0 =>
+                {
+                    if !self.inner.wait_for_jobs {
+                        return Ok(Stop::Running);
+                    }
+                    let autopilot = self.autopilot_options().await?;
+                    let disarmed = self.inner.lock_pilot().disarmed;
+                    if !autopilot.enabled || disarmed {
+                        return Ok(stop);
+                    }
+                    let delay = Duration::from_millis(autopilot.resume_delay);
+                    control.awaiting_jobs.store(true, Ordering::SeqCst);
+                    let resume = self.await_jobs(&control.token, delay).await;
+                    control.awaiting_jobs.store(false, Ordering::SeqCst);
+                    match resume? {
+                        Resume::Resumed => self.transition(Trigger::JobsDelivered).0,
+                        Resume::Cancelled => self.transition(Trigger::Cancel).0,
+                        Resume::Nothing => return Ok(stop),
+                    }
+                }
+                Action::Stop(Stop::Finished) => {
+                    let max_turns = match self.inner.max_turns {
+                        Some(max) => max,
+                        None => self.autopilot_options().await?.max_turns,
+                    };
+                    if kept_going < max_turns && self.stop_hooks(kept_going > 0).await? {
+                        kept_going += 1;
+                        self.transition(Trigger::Run).0
+                    } else {
+                        return Ok(Stop::Finished);
+                    }
+                }
+                Action::Stop(stop) => return Ok(stop),
+                Action::Cycle => {
+                    let report = self.cycle_until(&control.token).await?;
+                    if control.token.is_cancelled() {
+                        self.transition(Trigger::Cancel).0
+                    } else {
+                        let mut next = report.next;
+                        // A response the stream cut: its request is sent again.
+                        if next == crate::Next::Idle && self.drop_incomplete_response().await? {
+                            next = crate::Next::Send;
+                        }
+                        self.transition(Trigger::ToolsComplete(next)).0
+                    }
+                }
+                Action::Send => match self.inner.provider.clone() {
+                    None => self.transition(Trigger::NoProvider).0,
+                    Some(provider) => {
+                        if !self.prompt_hooks().await? {
+                            self.transition(Trigger::Cancel);
+                            return Ok(Stop::PromptBlocked);
+                        }
+                        turn += 1;
+                        self.send(provider.as_ref(), control, turn).await?
+                    }
+                },
+            };
+        }
+    }
+
+    /// Sends the conversation to `provider` and streams the response into it; what the loop
+    /// does next.
+    async fn send(
+        &self,
+        provider: &dyn Provider,
+        control: &Control,
+        turn: u64,
+    ) -> Result<Action, SessionError> {
+        Ok(match self.respond(provider, control, turn).await? {
+            respond::Response::Cancelled => self.transition(Trigger::Cancel).0,
+            respond::Response::Complete {
+                tool_uses,
+                autopilot,
+            } => {
+                let max_turns = self.inner.max_turns.unwrap_or(autopilot.max_turns);
+                let (action, warning) = self.transition(Trigger::ResponseComplete {
+                    tool_uses: tool_uses > 0,
+                    enabled: autopilot.enabled,
+                    max_turns,
+                });
+                if let Some(warning) = warning {
+                    self.emit(SessionEvent::Warning(warning));
+                }
+                action
+            }
+        })
+    }
+
+    /// Waits at idle for background jobs (spec §7.10): each one that finishes is delivered at
+    /// once; the loop resumes `delay` after the last delivery (a new delivery restarts the
+    /// wait), or not at all when `cancel` fires.
+    async fn await_jobs(
+        &self,
+        cancel: &CancellationToken,
+        delay: Duration,
+    ) -> Result<Resume, SessionError> {
+        let executor = &self.inner.executor;
+        tokio::select! {
+            () = executor.job_finished() => {}
+            () = cancel.cancelled() => return Ok(Resume::Cancelled),
+        }
+        let mut delivered = self.deliver_jobs().await?;
+        loop {
+            if delivered > 0 {
+                self.emit(SessionEvent::ResumeScheduled {
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            let more = executor.running_jobs() > 0;
+            tokio::select! {
+                () = tokio::time::sleep(delay), if delivered > 0 => break,
+                () = executor.job_finished(), if more => {
+                    delivered += self.deliver_jobs().await?;
+                }
+                () = cancel.cancelled() => {
+                    if delivered > 0 {
+                        self.emit(SessionEvent::ResumeCancelled);
+                    }
+                    return Ok(Resume::Cancelled);
+                }
+            }
+            if delivered == 0 && executor.running_jobs() == 0 {
+                // Nothing finished that could be delivered (another host took it).
+                return Ok(Resume::Nothing);
+            }
+        }
+        self.emit(SessionEvent::Resumed);
+        Ok(Resume::Resumed)
+    }
+
+    /// Delivers the finished jobs (their events reach the stream as they happen); how many.
+    async fn deliver_jobs(&self) -> Result<usize, SessionError> {
+        Ok(self.inner.executor.drain_jobs().await?.len())
+    }
+
+    /// `tools.autopilot` of the conversation as it is now (the transcript's evaluation).
+    async fn autopilot_options(&self) -> Result<flemma_config::AutopilotOptions, SessionError> {
+        let evaluated = self.inner.transcript().evaluated().await?;
+        Ok(evaluated.options().tools.autopilot.clone())
+    }
+
+    /// One tool cycle outside a run (a user's "execute"), its events forwarded.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::ToolWhileRequest`] while a request is in flight; the cycle's errors.
+    pub async fn cycle(&self) -> Result<CycleReport, SessionError> {
+        if self.is_request_in_flight() {
+            return Err(SessionError::ToolWhileRequest);
+        }
+        match self.cycle_until(&CancellationToken::new()).await {
+            // A request started in between: the executor's guard refused the cycle.
+            Err(SessionError::Executor(ExecutorError::Refused(_))) => {
+                Err(SessionError::ToolWhileRequest)
+            }
+            other => other,
+        }
+    }
+
+    /// Runs the cycle (its events reach the stream as they happen); `cancel` cancels the
+    /// running calls (they end with `User aborted tool execution.`).
+    async fn cycle_until(&self, cancel: &CancellationToken) -> Result<CycleReport, SessionError> {
+        let executor = &self.inner.executor;
+        let cycle = executor.cycle();
+        tokio::pin!(cycle);
+        let report = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                executor.cancel_all();
+                cycle.await
+            }
+            report = &mut cycle => report,
+        };
+        Ok(report?)
+    }
+}
+
+/// How a wait for background jobs ended.
+enum Resume {
+    /// Jobs were delivered and the resume delay passed.
+    Resumed,
+    /// The user cancelled.
+    Cancelled,
+    /// The jobs ended with nothing to deliver here.
+    Nothing,
+}
