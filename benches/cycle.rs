@@ -38,10 +38,8 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Bencher, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
-use flemma::runtime::{
-    Conversation, Executor, FileConversation, MemoryConversation, ToolDefinition, ToolOutput,
-    ToolRegistry, tool_fn,
-};
+use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
+use flemma::runtime::{Conversation, Executor, FileConversation, MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 fn registry() -> ToolRegistry {

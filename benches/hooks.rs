@@ -27,11 +27,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
+use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, hook_fn, on};
-use flemma::runtime::{
-    Executor, HookEvent, HookRegistration, MemoryConversation, ToolDefinition, ToolOutput,
-    ToolRegistry, tool_fn,
-};
+use flemma::runtime::{Executor, HookEvent, HookRegistration, MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 #[derive(Clone, Copy)]

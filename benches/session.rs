@@ -23,13 +23,12 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use flemma::config::{Config, Layer, Options};
+use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::providers::{
     EventStream, LuaEngine, Prompt, Provider, Request, RequestOptions, ScriptedProvider, SendError,
     Turn,
 };
-use flemma::runtime::{
-    Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
-};
+use flemma::runtime::{Executor, MemoryConversation, ToolRegistry};
 use flemma::{Session, Stop};
 use serde_json::json;
 

@@ -34,9 +34,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::Criterion;
-use flemma::runtime::builtin::{Find, Grep};
-use flemma::runtime::sandbox::{Bwrap, SandboxBackend, SandboxBackends, SandboxPolicy};
-use flemma::runtime::{ExecutionContext, Tool, ToolOutput, ToolRegistry, register_builtins};
+use flemma::builtins::Bwrap;
+use flemma::builtins::{Find, Grep};
+use flemma::core::sandbox::{SandboxBackend, SandboxPolicy};
+use flemma::core::{ExecutionContext, Tool, ToolOutput};
+use flemma::runtime::{ToolRegistry, register_builtins};
 use serde_json::json;
 
 const TREE_BYTES: u64 = 200 * 1024 * 1024;
@@ -292,7 +294,7 @@ fn bash_tool() -> Arc<dyn Tool> {
     registry.get("bash").expect("bash is built in")
 }
 
-fn bash_context(sandbox: flemma::runtime::sandbox::Sandbox) -> ExecutionContext {
+fn bash_context(sandbox: flemma::core::sandbox::Sandbox) -> ExecutionContext {
     ExecutionContext::builder(
         "toolu_bench".parse().expect("id"),
         "bash".parse().expect("name"),
@@ -304,7 +306,7 @@ fn bash_context(sandbox: flemma::runtime::sandbox::Sandbox) -> ExecutionContext 
 }
 
 /// The bubblewrap sandbox, when it can run here.
-fn bwrap_sandbox() -> Option<flemma::runtime::sandbox::Sandbox> {
+fn bwrap_sandbox() -> Option<flemma::core::sandbox::Sandbox> {
     let options = flemma::config::Config::new()
         .options()
         .expect("defaults")
@@ -334,7 +336,7 @@ fn bwrap_sandbox() -> Option<flemma::runtime::sandbox::Sandbox> {
         eprintln!("tools/bash_echo_bwrap skipped: bubblewrap cannot create namespaces here");
         return None;
     }
-    Some(SandboxBackends::with_builtins().sandbox(&options, policy))
+    Some(flemma_builtins::sandbox_backends().sandbox(&options, policy))
 }
 
 fn bash_benches(c: &mut Criterion) {
@@ -346,7 +348,7 @@ fn bash_benches(c: &mut Criterion) {
     let input = serde_json::json!({"label": "bench", "command": "echo hi", "timeout": null});
     let expected = ToolOutput::text("hi");
 
-    let ctx = bash_context(flemma::runtime::sandbox::Sandbox::disabled());
+    let ctx = bash_context(flemma::core::sandbox::Sandbox::disabled());
     assert_eq!(
         runtime.block_on(tool.execute(input.clone(), &ctx)),
         expected

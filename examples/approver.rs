@@ -9,9 +9,10 @@
 use std::sync::Arc;
 
 use flemma::approval::async_trait;
+use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::providers::{ScriptedProvider, Turn};
+use flemma::runtime::ToolRegistry;
 use flemma::runtime::{Answer, Approver, MemoryConversation, PendingCall};
-use flemma::runtime::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
 use flemma::{Session, SessionEvent};
 use serde_json::json;
 

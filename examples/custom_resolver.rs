@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::approval::{ResolverError, ToolCall, Verdict, async_resolver_fn, priority};
+use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::runtime::{MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 /// The policy service: an answer after a network round trip.

@@ -9,9 +9,11 @@
 use std::sync::Arc;
 
 use flemma::approval::async_trait;
+use flemma::core::{ExecutionContext, Tool, ToolDefinition, ToolOutput};
+use flemma::core::{tool_fn, typed_tool_fn};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::{ExecutionContext, MemoryConversation, Tool, ToolDefinition, ToolOutput};
-use flemma::runtime::{ToolRegistry, tool_fn, typed_tool_fn};
+use flemma::runtime::MemoryConversation;
+use flemma::runtime::ToolRegistry;
 use flemma::schema::dsl::{object, string};
 use serde_json::{Value, json};
 

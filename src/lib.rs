@@ -58,7 +58,9 @@ pub use flemma_approval::async_trait;
 
 pub use flemma_approval as approval;
 pub use flemma_ast as ast;
+pub use flemma_builtins as builtins;
 pub use flemma_config as config;
+pub use flemma_core as core;
 pub use flemma_ids as ids;
 /// The language server of `.chat` documents (`flemma lsp`; feature `lsp`).
 #[cfg(feature = "lsp")]

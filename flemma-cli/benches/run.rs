@@ -43,7 +43,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use flemma::runtime::sandbox::{Bwrap, SandboxBackend as _, SandboxPolicy};
+use flemma::builtins::Bwrap;
+use flemma::core::sandbox::{SandboxBackend as _, SandboxPolicy};
 use mock_model::MockModel;
 
 const FLEMMA: &str = env!("CARGO_BIN_EXE_flemma");

@@ -54,7 +54,7 @@ pub(crate) fn serve(args: &ServeArgs, settings: &Settings) -> Result<u8, Failure
     let mut builder = ToolServer::builder(crate::setup::registry(&config)?)
         .config(config)
         // As `flemma cycle`: sandboxed when `sandbox.enabled` is on and bubblewrap can run.
-        .sandbox_backends(flemma::runtime::sandbox::SandboxBackends::with_builtins())
+        .sandbox_backends(flemma::builtins::sandbox_backends())
         .approval(match args.approve {
             ServeApprove::None => ServeApproval::Refuse,
             ServeApprove::All => ServeApproval::All,

@@ -7,7 +7,6 @@ use flemma::approval::{ApprovalContext, Explanation, ToolCall};
 use flemma::ast::Document;
 use flemma::config::{Config, ConfigError, FrontmatterError, Layer, OptionDiagnostic, Origin};
 use flemma::ids::ToolName;
-use flemma::runtime::sandbox::SandboxBackends;
 
 use crate::failure::{Failure, failed};
 use crate::render::{NO_BACKEND, Writable};
@@ -239,7 +238,7 @@ pub(crate) fn explain(
     let options = config.options()?;
     // The real backend check (spec §6.4 condition 6): the selection `sandbox.backend` asks
     // for among the built-in backends, with their availability checks.
-    let available = SandboxBackends::with_builtins().is_available(&options.sandbox);
+    let available = flemma::builtins::sandbox_backends().is_available(&options.sandbox);
     let ctx = ApprovalContext {
         config,
         options: &options,
@@ -273,7 +272,7 @@ pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<W
     let options = config.options()?;
     let store = flemma::store::Store::new(&options.tools.store, chat, &conversation_id(chat))?;
     let store_dir = store.directory().ok();
-    let policy = flemma::runtime::sandbox::SandboxPolicy::for_conversation(
+    let policy = flemma::core::sandbox::SandboxPolicy::for_conversation(
         &options.sandbox,
         chat,
         store_dir.as_deref(),
@@ -281,7 +280,7 @@ pub(crate) fn writable(config: &Config, chat: Option<&Path>) -> anyhow::Result<W
     .protecting(&options.sandbox, config.protected_files());
     let reason = if !options.sandbox.enabled {
         Some("sandbox.enabled is false")
-    } else if !SandboxBackends::with_builtins().is_available(&options.sandbox) {
+    } else if !flemma::builtins::sandbox_backends().is_available(&options.sandbox) {
         Some(NO_BACKEND)
     } else {
         None

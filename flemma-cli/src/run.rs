@@ -14,10 +14,9 @@ use std::time::Duration;
 
 use flemma::approval::async_trait;
 use flemma::config::Layer;
+use flemma::core::Revision;
 use flemma::providers::Provider;
-use flemma::runtime::{
-    Conversation, ConversationError, Durability, FileConversation, Revision, Snapshot,
-};
+use flemma::runtime::{Conversation, ConversationError, Durability, FileConversation, Snapshot};
 use flemma::{Session, Stop};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 

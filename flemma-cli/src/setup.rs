@@ -86,7 +86,7 @@ pub(crate) fn executor(
 ) -> flemma::runtime::ExecutorBuilder {
     flemma::runtime::Executor::builder(conversation, registry)
         .config(config)
-        .sandbox_backends(flemma::runtime::sandbox::SandboxBackends::with_builtins())
+        .sandbox_backends(flemma::builtins::sandbox_backends())
 }
 
 /// The session of `executor`, sending to `provider`, with the CLI's template engine.

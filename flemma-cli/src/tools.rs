@@ -117,7 +117,7 @@ fn executor_of_read(file: &Path, settings: &Settings) -> Result<Executor, Failur
     // (bubblewrap) can run here; the approval chain sees the same answer.
     Ok(Executor::builder(conversation, registry(&config)?)
         .config(config)
-        .sandbox_backends(flemma::runtime::sandbox::SandboxBackends::with_builtins())
+        .sandbox_backends(flemma::builtins::sandbox_backends())
         .build())
 }
 

@@ -60,7 +60,7 @@ fn run(job: &Job) -> Result<String, String> {
         .executor(|executor| {
             executor
                 .config(job.config.clone())
-                .sandbox_backends(flemma_runtime::sandbox::SandboxBackends::with_builtins())
+                .sandbox_backends(flemma_builtins::sandbox_backends())
         })
         .build();
     runtime.block_on(async {

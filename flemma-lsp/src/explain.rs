@@ -20,8 +20,7 @@ pub(crate) fn explain(
     id: &ToolUseId,
     input: &Value,
 ) -> String {
-    let available = flemma_runtime::sandbox::SandboxBackends::with_builtins()
-        .is_available(&evaluated.options.sandbox);
+    let available = flemma_builtins::sandbox_backends().is_available(&evaluated.options.sandbox);
     let ctx = ApprovalContext {
         config: &evaluated.config,
         options: &evaluated.options,

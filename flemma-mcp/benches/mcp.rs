@@ -33,9 +33,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use flemma_core::ExecutionContext;
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_mcp::{McpServer, McpServerConfig};
-use flemma_runtime::{ExecutionContext, ToolRegistry};
+use flemma_runtime::ToolRegistry;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};

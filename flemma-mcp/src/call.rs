@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use flemma_runtime::truncate::{Direction, Limits};
-use flemma_runtime::{ExecutionContext, Output, Tool, ToolDefinition, ToolOutput, ToolProgress};
+use flemma_core::truncate::{Direction, Limits};
+use flemma_core::{ExecutionContext, Output, Tool, ToolDefinition, ToolOutput, ToolProgress};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientNotification, ClientRequest, ProgressToken, RequestId,

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use flemma_runtime::{ExecutionContext, ToolOutput};
+use flemma_core::{ExecutionContext, ToolOutput};
 use flemma_store::{VersionBackup, format_size, write_atomic};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
@@ -67,7 +67,7 @@ pub fn tool_output(result: &CallToolResult) -> ToolOutput {
 /// let dir = std::env::temp_dir().join(format!("flemma-mcp-doc-{}", std::process::id()));
 /// let options = flemma_config::Config::new().options()?.tools.store;
 /// let store = flemma_store::Store::new(&options, Some(&dir.join("a.chat")), "1")?;
-/// let ctx = flemma_runtime::ExecutionContext::builder(ToolUseId::new("toolu_01")?, ToolName::new("srv.shot")?)
+/// let ctx = flemma_core::ExecutionContext::builder(ToolUseId::new("toolu_01")?, ToolName::new("srv.shot")?)
 ///     .store(Arc::new(store))
 ///     .build()?;
 /// let result = CallToolResult::success(vec![ContentBlock::image("iVBORw0KGgo=", "image/png")]);

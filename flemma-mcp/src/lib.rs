@@ -28,7 +28,7 @@
 //! and the full text in the conversation's result store. Each request carries a progress
 //! token: a `notifications/progress` for it restarts the call's `tool_timeout` and is reported
 //! as an [`Event::ToolProgress`](flemma_runtime::Event::ToolProgress)
-//! ([`ExecutionContext::report_progress`](flemma_runtime::ExecutionContext::report_progress)).
+//! ([`ExecutionContext::report_progress`](flemma_core::ExecutionContext::report_progress)).
 //! The executor's cancel, the `tool_timeout` passing without an answer or progress, and a
 //! call future dropped before its answer each send `notifications/cancelled` for the request.
 //! A server that closes the connection during a call (its process exited or was killed)
@@ -57,7 +57,7 @@
 //! `args`, `env`, `cwd`, `url`, `headers` or `startup_timeout` there is an error, and a
 //! narrowed server the options files do not configure stops the conversation (`Unknown MCP
 //! server`). A tool taken away is not offered, even when the `tools` list names it
-//! ([`ToolDefinitionBuilder::available_when`](flemma_runtime::ToolDefinitionBuilder::available_when)),
+//! ([`ToolDefinitionBuilder::available_when`](flemma_core::ToolDefinitionBuilder::available_when)),
 //! and a call of it never runs: [`McpNarrowedResolver`] denies it, and without that resolver
 //! the executor answers `Tool '<name>' is not available in this conversation`.
 //!

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use flemma_config::GlobList;
+use flemma_core::{ExecutionContext, Tool, ToolDefinition, ToolOutput};
 use flemma_ids::ToolName;
-use flemma_runtime::{ExecutionContext, Registrar, Tool, ToolDefinition, ToolOutput};
+use flemma_runtime::Registrar;
 use flemma_schema::InputSchema;
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use rmcp::service::{Peer, RoleClient};

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use flemma_ast::TextEdit;
-use flemma_runtime::{Conversation, ConversationError, Durability, Revision, Snapshot};
+use flemma_core::Revision;
+use flemma_runtime::{Conversation, ConversationError, Durability, Snapshot};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
 

@@ -9,7 +9,7 @@ use object_store::{ObjectStoreExt as _, PutPayload, path::PathPart};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use flemma_runtime::jobs::ProcessRef;
+use flemma_builtins::process::ProcessRef;
 
 use crate::bucket::Bucket;
 use crate::error::ObjectError;

@@ -6,21 +6,11 @@
 //! [`ConversationError::Stale`] and the executor recomputes its edits on the new text, so an
 //! edit made by someone else is never overwritten.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use flemma_ast::TextEdit;
-
-/// A counter that changes whenever the text does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Revision(pub u64);
-
-impl fmt::Display for Revision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "r{}", self.0)
-    }
-}
+use flemma_core::Revision;
 
 /// The text of a conversation at one revision.
 #[derive(Debug, Clone)]

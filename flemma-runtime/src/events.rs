@@ -39,7 +39,7 @@ pub enum Event {
         preview: String,
     },
     /// A running call reported how far it got
-    /// ([`ExecutionContext::report_progress`](crate::ExecutionContext::report_progress); an
+    /// ([`ExecutionContext::report_progress`](flemma_core::ExecutionContext::report_progress); an
     /// MCP server's `notifications/progress`).
     ToolProgress {
         /// The call.
@@ -47,7 +47,7 @@ pub enum Event {
         /// The tool.
         tool: ToolName,
         /// How far.
-        progress: ToolProgress,
+        progress: flemma_core::ToolProgress,
     },
     /// A call's result was written (`tool:completed`).
     ToolCompleted {
@@ -100,52 +100,6 @@ impl From<crate::fanout::Missed> for Event {
         Self::Missed {
             count: missed.count,
         }
-    }
-}
-
-/// How far a running call got, as its tool reports it with
-/// [`ExecutionContext::report_progress`](crate::ExecutionContext::report_progress); the
-/// executor forwards it as [`Event::ToolProgress`].
-///
-/// ```
-/// use flemma_runtime::ToolProgress;
-///
-/// let step = ToolProgress::new(2.0).with_total(5.0).with_message("2 of 5 steps");
-/// assert_eq!(step.total, Some(5.0));
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ToolProgress {
-    /// The progress so far (increasing; its unit is the tool's).
-    pub progress: f64,
-    /// The total, when known.
-    pub total: Option<f64>,
-    /// A short text for the user.
-    pub message: Option<String>,
-}
-
-impl ToolProgress {
-    /// Progress `progress`, with no total and no message.
-    pub fn new(progress: f64) -> Self {
-        Self {
-            progress,
-            total: None,
-            message: None,
-        }
-    }
-
-    /// With the total.
-    #[must_use]
-    pub fn with_total(mut self, total: f64) -> Self {
-        self.total = Some(total);
-        self
-    }
-
-    /// With a message.
-    #[must_use]
-    pub fn with_message(mut self, message: impl Into<String>) -> Self {
-        self.message = Some(message.into());
-        self
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use flemma_approval::Resolver;
 
-use crate::tool::Tool;
+use flemma_core::Tool;
 
 /// A bundle of tools and, optionally, the approval resolver that judges their calls. The
 /// resolver is registered under the module's name and leaves with the module
@@ -14,7 +14,8 @@ use crate::tool::Tool;
 ///
 /// ```
 /// use flemma_approval::{Verdict, resolver_fn};
-/// use flemma_runtime::{ToolDefinition, ToolModule, ToolOutput, ToolRegistry, tool_fn};
+/// use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
+/// use flemma_runtime::{ToolModule, ToolRegistry};
 ///
 /// let deploy = tool_fn(
 ///     ToolDefinition::builder("ops.deploy", "Deploy a service.")?.build()?,

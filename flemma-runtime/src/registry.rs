@@ -12,7 +12,7 @@ use flemma_ids::ToolName;
 use flemma_schema::ToolSpec;
 use tokio::sync::watch;
 
-use crate::tool::Tool;
+use flemma_core::Tool;
 use flemma_schema::Capability;
 
 /// Something the registry noticed that a host may want to show (the library prints nothing).
@@ -73,7 +73,8 @@ pub enum RegistryError {
 /// one handle registers into all.
 ///
 /// ```
-/// use flemma_runtime::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+/// use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
+/// use flemma_runtime::ToolRegistry;
 ///
 /// let registry = ToolRegistry::new();
 /// registry.register(tool_fn(ToolDefinition::builder("now", "The time.")?.build()?, |_, _| ToolOutput::text("noon")));
@@ -447,7 +448,7 @@ impl ToolRegistry {
 
     /// The tools one conversation offers (spec §5.1): those its `tools` list names when a
     /// layer above the defaults shaped it (disabled ones included), else every enabled tool;
-    /// never one [unavailable](crate::ToolDefinitionBuilder::available_when) under `options`.
+    /// never one [unavailable](flemma_core::ToolDefinitionBuilder::available_when) under `options`.
     /// Sorted by name; names that no tool has are skipped (read `options` from
     /// [`evaluate`](Self::evaluate), which sets the list's defaults and reports such names).
     pub fn tool_set(&self, options: &Options) -> Vec<Arc<dyn Tool>> {
@@ -682,7 +683,8 @@ impl Registrar {
     /// ```
     /// use std::sync::Arc;
     /// use async_trait::async_trait;
-    /// use flemma_runtime::{Registrar, Tool, ToolDefinition, ToolOutput, ToolSource, tool_fn};
+    /// use flemma_runtime::{Registrar, ToolSource};
+    /// use flemma_core::{Tool, ToolDefinition, ToolOutput, tool_fn};
     ///
     /// fn tool(name: &str) -> Arc<dyn Tool> {
     ///     let def = ToolDefinition::builder(name, "A remote tool.").unwrap().build().unwrap();
@@ -784,7 +786,8 @@ impl Registrar {
 ///
 /// ```
 /// use async_trait::async_trait;
-/// use flemma_runtime::{Registrar, ToolDefinition, ToolOutput, ToolSource, tool_fn};
+/// use flemma_runtime::{Registrar, ToolSource};
+/// use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
 ///
 /// struct Remote;
 ///

@@ -66,7 +66,8 @@ impl ToolRegistry {
     ///
     /// ```
     /// use flemma_config::{Config, ConfigError};
-    /// use flemma_runtime::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+    /// use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
+    /// use flemma_runtime::ToolRegistry;
     ///
     /// let registry = ToolRegistry::new();
     /// for name in ["bash", "read", "write"] {

@@ -1,50 +1,18 @@
-//! The public traits for shared objects: an `Arc<T>` or a `Box<T>` of a [`Tool`], a
-//! [`Conversation`] or an [`Approver`] (`T` may be unsized, `dyn Tool` included) is one too,
-//! so a host can keep a handle on what it passes.
+//! The public traits for shared objects: an `Arc<T>` or a `Box<T>` of a [`Conversation`] or
+//! an [`Approver`] (`T` may be unsized, `dyn Approver` included) is one too, so a host can keep
+//! a handle on what it passes (a [`flemma_core::Tool`]'s are in flemma-core).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use flemma_ast::TextEdit;
-use serde_json::Value;
 
-use crate::context::ExecutionContext;
-use crate::conversation::{Conversation, ConversationError, Durability, Revision, Snapshot};
-use crate::definition::ToolDefinition;
+use crate::conversation::{Conversation, ConversationError, Durability, Snapshot};
 use crate::executor::{Answer, Approver, PendingCall};
-use crate::output::ToolOutput;
-use crate::preview::Preview;
-use crate::tool::Tool;
+use flemma_core::Revision;
 
 macro_rules! shared {
     ($($ptr:ident)::+) => {
-        #[async_trait::async_trait]
-        impl<T: Tool + ?Sized> Tool for $($ptr)::+<T> {
-            fn definition(&self) -> &ToolDefinition {
-                (**self).definition()
-            }
-
-            async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-                (**self).execute(input, ctx).await
-            }
-
-            fn preview(&self, input: &Value, max_len: usize) -> Option<Preview> {
-                (**self).preview(input, max_len)
-            }
-
-            fn detach(&self) -> Option<&dyn crate::jobs::Detach> {
-                (**self).detach()
-            }
-
-            fn time_limit(
-                &self,
-                input: &Value,
-                ctx: &ExecutionContext,
-            ) -> Option<std::time::Duration> {
-                (**self).time_limit(input, ctx)
-            }
-        }
-
         #[async_trait::async_trait]
         impl<T: Conversation + ?Sized> Conversation for $($ptr)::+<T> {
             async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
@@ -124,7 +92,7 @@ where
 }
 
 /// An [`Approver`] from a synchronous closure answering each pending call, beside
-/// [`tool_fn`](crate::tool_fn) and `flemma_approval::resolver_fn`.
+/// [`tool_fn`](flemma_core::tool_fn) and `flemma_approval::resolver_fn`.
 ///
 /// ```
 /// use flemma_runtime::{Answer, Approver, PendingCall, approver_fn};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use flemma::core::sandbox::SandboxBackends;
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::sandbox::SandboxBackends;
 use flemma::runtime::{MemoryConversation, ToolRegistry, register_builtins};
 use flemma::{Session, Stop};
 use serde_json::json;

@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flemma::ast::TextEdit;
+use flemma::core::Revision;
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::{
-    Conversation, ConversationError, Durability, MemoryConversation, Revision, Snapshot,
-};
+use flemma::runtime::{Conversation, ConversationError, Durability, MemoryConversation, Snapshot};
 use flemma::{Session, Stop, async_trait};
 use serde_json::json;
 

@@ -17,7 +17,8 @@ mod streams;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use flemma::runtime::{ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
+use flemma::runtime::ToolRegistry;
 
 /// A file of `shared/fixtures/peer`.
 pub(crate) fn peer(name: &str) -> PathBuf {
@@ -55,7 +56,7 @@ pub(crate) fn registry() -> ToolRegistry {
             ToolOutput::text(value.to_string())
         },
     ));
-    registry.register(flemma::runtime::async_tool_fn(
+    registry.register(flemma::core::async_tool_fn(
         ToolDefinition::builder("slow", "Sleep.")
             .unwrap()
             .build()

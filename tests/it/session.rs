@@ -503,7 +503,7 @@ async fn a_truncated_recorded_response_warns() {
 
 /// A registry with the async `wait` tool (sleeps `ms`), which can run in the background.
 fn background_registry() -> flemma::runtime::ToolRegistry {
-    use flemma::runtime::{ToolDefinition, ToolOutput, async_tool_fn};
+    use flemma::core::{ToolDefinition, ToolOutput, async_tool_fn};
     let registry = registry();
     registry.register(async_tool_fn(
         ToolDefinition::builder("wait", "Wait a while.")
@@ -863,12 +863,12 @@ async fn each_request_offers_the_tools_of_its_moment() {
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert_eq!(offered(1), first);
     // A tool registered between requests is offered by the next.
-    registry.register(flemma::runtime::tool_fn(
-        flemma::runtime::ToolDefinition::builder("clock", "The time.")
+    registry.register(flemma::core::tool_fn(
+        flemma::core::ToolDefinition::builder("clock", "The time.")
             .unwrap()
             .build()
             .unwrap(),
-        |_, _| flemma::runtime::ToolOutput::text("noon"),
+        |_, _| flemma::core::ToolOutput::text("noon"),
     ));
     ask("Three.");
     assert_eq!(session.run().await.unwrap(), Stop::Finished);

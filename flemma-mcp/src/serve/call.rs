@@ -106,7 +106,7 @@ pub(super) async fn run(
         // the chain is asked again only when the result holds no reason.
         Some(ToolStatus::Error)
             if placed == Some(ToolStatus::Denied)
-                && result.content.trim() != flemma_runtime::DENIED_MESSAGE =>
+                && result.content.trim() != flemma_core::messages::DENIED =>
         {
             Ok(error_result(result.content.clone()))
         }

@@ -35,7 +35,7 @@
 //! flemma_runtime::register_builtins(&registry).expect("the built-ins register");
 //! let server = flemma_mcp::serve::ToolServer::builder(registry)
 //!     .file("notes.chat")
-//!     .sandbox_backends(flemma_runtime::sandbox::SandboxBackends::with_builtins())
+//!     .sandbox_backends(flemma_builtins::sandbox_backends())
 //!     .build();
 //! server.serve_stdio().await
 //! # }
@@ -51,8 +51,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use flemma_config::Config;
+use flemma_core::sandbox::SandboxBackends;
 use flemma_ids::Severity;
-use flemma_runtime::sandbox::SandboxBackends;
 use flemma_runtime::{MemoryConversation, ToolRegistry};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use flemma_core::{ExecutionContext, ToolOutput, ToolProgress};
 use flemma_ids::{ToolName, ToolUseId};
-use flemma_runtime::{ExecutionContext, ToolOutput, ToolProgress, ToolRegistry};
+use flemma_runtime::ToolRegistry;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

@@ -1,8 +1,8 @@
 //! `notifications/tools/list_changed`: the Python test server `tests/mcp/py/changing.py`
 //! changes its tool list when its tool `change` is called, and the registry follows.
 
+use flemma_core::ToolOutput;
 use flemma_mcp::McpServerState;
-use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use flemma_core::{ExecutionContext, ToolOutput};
 use flemma_ids::{ToolName, ToolUseId};
-use flemma_runtime::{ExecutionContext, ToolOutput, ToolRegistry};
+use flemma_runtime::ToolRegistry;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use flemma_core::ToolOutput;
 use flemma_mcp::{McpServerConfig, McpServerState};
-use flemma_runtime::{RegistryWarning, ToolOutput};
+use flemma_runtime::RegistryWarning;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

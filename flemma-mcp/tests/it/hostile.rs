@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use flemma_core::ToolOutput;
 use flemma_mcp::McpServerConfig;
-use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -107,7 +107,7 @@ fn hostile(name: &str, args: &[&str]) -> McpServerConfig {
 
 fn text(out: &ToolOutput) -> String {
     match out {
-        ToolOutput::Success(flemma_runtime::Output::Text(text)) => text.clone(),
+        ToolOutput::Success(flemma_core::Output::Text(text)) => text.clone(),
         other => panic!("a text result expected: {other:?}"),
     }
 }

@@ -8,8 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use flemma_core::ToolOutput;
 use flemma_mcp::McpServerState;
-use flemma_runtime::{RegistryWarning, ToolOutput};
+use flemma_runtime::RegistryWarning;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

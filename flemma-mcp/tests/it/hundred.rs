@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use flemma_core::ToolOutput;
 use flemma_mcp::McpServerConfig;
-use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma_config::{Config, Layer};
+use flemma_core::ToolOutput;
 use flemma_mcp::{McpServerHandle, register_hint_resolvers};
-use flemma_runtime::{Executor, MemoryConversation, ToolOutput, ToolRegistry};
+use flemma_runtime::{Executor, MemoryConversation, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -203,7 +204,7 @@ async fn a_conversation_shortens_the_tool_timeout_and_cannot_lengthen_it() {
         config
             .set(Layer::Frontmatter, "mcp.servers.rec.tool_timeout", narrowed)
             .unwrap();
-        let ctx = flemma_runtime::ExecutionContext::builder(
+        let ctx = flemma_core::ExecutionContext::builder(
             flemma_ids::ToolUseId::new("toolu_01").unwrap(),
             flemma_ids::ToolName::new("rec.slow").unwrap(),
         )

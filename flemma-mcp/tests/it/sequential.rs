@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use flemma_core::ToolOutput;
 use flemma_mcp::McpServerConfig;
-use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -83,7 +83,7 @@ async fn a_schema_pointing_into_itself_is_resolved_and_the_tool_offered() {
         json!({"thought": "one", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1, "isRevision": false}),
     )
     .await;
-    let ToolOutput::Success(flemma_runtime::Output::Text(text)) = out else {
+    let ToolOutput::Success(flemma_core::Output::Text(text)) = out else {
         panic!("a text result expected: {out:?}");
     };
     let result: serde_json::Value = serde_json::from_str(&text).unwrap();

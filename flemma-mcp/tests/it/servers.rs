@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use flemma_core::ToolOutput;
 use flemma_mcp::McpServerState;
-use flemma_runtime::ToolOutput;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use flemma_core::{ExecutionContext, Tool, ToolOutput};
 use flemma_ids::{ToolName, ToolUseId};
 use flemma_mcp::{McpServerConfig, McpServerHandle};
-use flemma_runtime::{ExecutionContext, Tool, ToolOutput, ToolRegistry};
+use flemma_runtime::ToolRegistry;
 use serde_json::Value;
 
 /// The pinned server-everything, as `npm ci` in `tests/mcp` installs it. Missing is a

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flemma_builtins::process::ProcessRef;
 use flemma_object::object_store::ObjectStoreExt as _;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{BucketJournal, Machine, journal_prefix};
-use flemma_runtime::jobs::{FileJournal, JobJournal, JobRecord, JobState, ProcessRef, Recorded};
+use flemma_runtime::jobs::{FileJournal, JobJournal, JobRecord, JobState, Recorded};
 
 use crate::ok;
 use crate::server::bucket;

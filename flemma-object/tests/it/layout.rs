@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use flemma_core::sandbox::SandboxPolicy;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{Bucket, local_path};
-use flemma_runtime::sandbox::SandboxPolicy;
 
 /// A scratch directory outside `/tmp` and `$TMPDIR`, which every conversation may write: the
 /// target's when the checkout is elsewhere, else `/var/tmp`.

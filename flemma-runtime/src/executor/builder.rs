@@ -13,8 +13,8 @@ use crate::conversation::Conversation;
 use crate::events::Event;
 use crate::placements::{Placements, TranscriptApprovals};
 use crate::registry::ToolRegistry;
-use crate::sandbox::{SandboxBackend, SandboxBackends};
 use crate::transcript::{Transcript, TranscriptBuilder};
+use flemma_core::sandbox::{SandboxBackend, SandboxBackends};
 
 /// What a builder holds before the transcript is built.
 struct Parts {
@@ -107,7 +107,7 @@ impl ExecutorBuilder {
     }
 
     /// The sandbox backends `sandbox.backend` selects from when `sandbox.enabled` is on
-    /// (default: [`SandboxBackends::with_builtins`], bubblewrap where it works). With none
+    /// (default: [`flemma_builtins::sandbox_backends`], bubblewrap where it works). With none
     /// available (`SandboxBackends::new()`, or no bubblewrap here) commands run unconfined and
     /// `bash` is not approved as sandboxed, while the file tools keep to the writable set in
     /// process. No sandbox at all is the host's choice of the option: `sandbox.enabled = false`
@@ -117,7 +117,7 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Adds one sandbox backend at [`DEFAULT_PRIORITY`](crate::sandbox::DEFAULT_PRIORITY),
+    /// Adds one sandbox backend at [`DEFAULT_PRIORITY`](flemma_core::sandbox::DEFAULT_PRIORITY),
     /// replacing a backend of the same name.
     pub fn sandbox_backend(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
         let mut backends = SandboxBackends::new();
@@ -132,7 +132,7 @@ impl ExecutorBuilder {
                 let _ = backends.register(Arc::clone(kept), priority);
             }
         }
-        let _ = backends.register(backend, crate::sandbox::DEFAULT_PRIORITY);
+        let _ = backends.register(backend, flemma_core::sandbox::DEFAULT_PRIORITY);
         self.parts.sandbox = backends;
         self
     }
@@ -260,7 +260,7 @@ impl Executor {
         ExecutorBuilder {
             parts: Parts {
                 transcript: Transcript::builder(conversation, registry),
-                sandbox: SandboxBackends::with_builtins(),
+                sandbox: flemma_builtins::sandbox_backends(),
                 chain: None,
                 approver: None,
                 hooks: crate::hooks::Hooks::default(),

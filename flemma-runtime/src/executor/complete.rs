@@ -11,8 +11,8 @@ use super::ran::RanResult;
 use super::state::{Claimed, Executor, Finished, Settings};
 use super::types::{Completed, ExecutorError};
 use crate::events::Event;
-use crate::output::ToolOutput;
-use crate::sandbox::Sandbox;
+use flemma_core::ToolOutput;
+use flemma_core::sandbox::Sandbox;
 
 /// The name a stored output is filed under.
 pub(super) enum StoreId {

@@ -15,8 +15,8 @@ use crate::events::Event;
 use crate::hooks::{
     HookContext, HookEvent, Hooks, NotificationInput, PostToolUseInput, PreToolUseInput,
 };
-use crate::output::ToolOutput;
 use crate::transcript::TranscriptError;
+use flemma_core::ToolOutput;
 
 /// How a hook's context for the model is written into a result: its own paragraph, naming
 /// the hook.

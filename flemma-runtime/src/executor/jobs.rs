@@ -14,14 +14,14 @@ use super::complete::{Completion, StoreId};
 use super::run::run_one;
 use super::state::{Call, Executor, Finished, Settings, Started};
 use super::types::ExecutorError;
-use crate::context::ExecutionContext;
 use crate::events::Event;
 use crate::jobs::host::{HostedCall, JobHost, RunFuture};
 use crate::jobs::start::JobCall;
 use crate::jobs::table::Delivery;
 use crate::jobs::{Delivered, JobError, JobInfo, Recovery};
-use crate::output::ToolOutput;
-use crate::tool::Tool;
+use flemma_core::ExecutionContext;
+use flemma_core::Tool;
+use flemma_core::ToolOutput;
 
 impl JobHost for Executor {
     type Settings = Settings;

@@ -180,11 +180,11 @@ pub(super) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) 
         Some("urn:flemma:cwd") => std::env::current_dir().ok(),
         Some(text) => {
             let env = |name: &str| std::env::var(name).ok();
-            let dir = crate::sandbox::expand_path(text, &env)?;
+            let dir = flemma_core::sandbox::expand_path(text, &env)?;
             // Relative: from the conversation's directory (the context makes it absolute
             // against its default for a conversation without a file).
             Some(match chat_dir {
-                Some(base) if dir.is_relative() => crate::sandbox::normalize(&base.join(dir)),
+                Some(base) if dir.is_relative() => flemma_config::fold_path(&base.join(dir)),
                 _ => dir,
             })
         }

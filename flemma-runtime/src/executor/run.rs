@@ -16,13 +16,13 @@ use tokio_util::sync::CancellationToken;
 use super::plan::tool_cwd;
 use super::state::{Call, Claimed, Executor, Finished, Handoff, RunningCall, Settings, Started};
 use super::types::{Completed, ExecutorError};
-use crate::context::ExecutionContext;
 use crate::events::Event;
 use crate::messages as msg;
-use crate::output::ToolOutput;
-use crate::preview::{generic_preview, render_preview};
-use crate::tool::Tool;
 use crate::transcript::TranscriptError;
+use flemma_core::ExecutionContext;
+use flemma_core::Tool;
+use flemma_core::ToolOutput;
+use flemma_core::preview::{generic_preview, render_preview};
 
 /// The width previews are rendered to in events.
 const PREVIEW_WIDTH: usize = 120;
@@ -313,7 +313,7 @@ impl Executor {
         &self,
         id: &ToolUseId,
         tool: &ToolName,
-        definition: &crate::ToolDefinition,
+        definition: &flemma_core::ToolDefinition,
         settings: &Settings,
         token: CancellationToken,
     ) -> Result<ExecutionContext, ExecutorError> {

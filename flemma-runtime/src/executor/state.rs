@@ -15,11 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::claim::table::{Claimant, Table};
 use super::types::{Approver, ExecutorError};
-use crate::conversation::Revision;
 use crate::events::Event;
-use crate::output::ToolOutput;
 use crate::registry::ToolRegistry;
 use crate::transcript::Transcript;
+use flemma_core::Revision;
+use flemma_core::ToolOutput;
 
 /// What an executor is made of: set by [`ExecutorBuilder`](super::ExecutorBuilder), kept by
 /// [`Executor`].

@@ -12,10 +12,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::table::Delivery;
-use crate::context::ExecutionContext;
-use crate::output::ToolOutput;
-use crate::tool::Tool;
 use crate::transcript::{Transcript, TranscriptError};
+use flemma_core::ExecutionContext;
+use flemma_core::Tool;
+use flemma_core::ToolOutput;
 
 /// A job's call as the host runs it in its runtime.
 pub(crate) struct HostedCall {

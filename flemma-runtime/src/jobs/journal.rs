@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::JobState;
-use crate::process::ProcessRef;
+use flemma_builtins::process::ProcessRef;
 
 /// A finished job's result, as its Job Result will say it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

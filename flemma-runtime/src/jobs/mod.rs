@@ -41,12 +41,10 @@
 //! [`Executor::recover`]: crate::Executor::recover
 
 mod deliver;
-mod detach;
 #[cfg(unix)]
 pub(crate) mod detached;
 pub(crate) mod host;
 pub(crate) mod journal;
-pub(crate) mod lookup;
 mod recover;
 pub(crate) mod start;
 pub(crate) mod status;
@@ -58,8 +56,6 @@ use flemma_ast::writer::JobPlacement;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use serde::{Deserialize, Serialize};
 
-pub use crate::process::ProcessRef;
-pub use detach::{Detach, DetachedCommand, DetachedEnding};
 pub use journal::{Change, FileJournal, JobJournal, JobRecord, Outcome, Recorded};
 pub use recover::journaled;
 pub use status::JobsStatus;

@@ -12,8 +12,9 @@ use super::JobError;
 use super::host::JobHost;
 use super::journal::{JobJournal, JobRecord, Recorded};
 use super::table::{Jobs, LiveJob};
-use super::{JobInfo, JobState, ProcessRef, Recovery, now_seconds};
+use super::{JobInfo, JobState, Recovery, now_seconds};
 use crate::events::Event;
+use flemma_builtins::process::ProcessRef;
 
 /// A job, its call and its tool.
 type Reference = (JobId, ToolUseId, ToolName);

@@ -15,8 +15,8 @@ use super::table::{Jobs, LiveJob};
 use super::{crash_point, new_job_id};
 use crate::events::Event;
 use crate::messages as msg;
-use crate::output::ToolOutput;
-use crate::tool::Tool;
+use flemma_core::Tool;
+use flemma_core::ToolOutput;
 
 /// A call that goes to the background.
 #[derive(Debug)]
@@ -202,9 +202,9 @@ impl Jobs {
 /// and records it in `record`; the call's result instead when it cannot start.
 #[cfg(unix)]
 fn spawn_detached(
-    detach: &dyn super::Detach,
+    detach: &dyn flemma_core::Detach,
     input: &Value,
-    ctx: &crate::context::ExecutionContext,
+    ctx: &flemma_core::ExecutionContext,
     journal: &dyn super::journal::JobJournal,
     record: &mut JobRecord,
 ) -> Result<tokio::process::Child, ToolOutput> {

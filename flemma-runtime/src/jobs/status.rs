@@ -3,12 +3,12 @@
 use flemma_schema::SchemaError;
 use serde_json::{Map, Value, json};
 
-use crate::context::ExecutionContext;
-use crate::definition::ToolDefinition;
 use crate::messages as msg;
-use crate::output::ToolOutput;
-use crate::preview::Preview;
-use crate::tool::Tool;
+use flemma_core::ExecutionContext;
+use flemma_core::Tool;
+use flemma_core::ToolDefinition;
+use flemma_core::ToolOutput;
+use flemma_core::preview::Preview;
 
 /// The tool's name.
 pub(crate) const NAME: &str = "flemma.jobs.status";

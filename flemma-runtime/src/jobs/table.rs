@@ -15,12 +15,12 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::journal::{FileJournal, JobJournal, JobRecord, Outcome, Recorded};
-use super::lookup::{JobLookup, JobStatus};
 use super::{JobState, crash_point, now_seconds};
 use crate::events::Event;
 use crate::fanout::Fanout;
 use crate::messages as msg;
-use crate::output::ToolOutput;
+use flemma_core::ToolOutput;
+use flemma_core::{JobLookup, JobStatus};
 
 /// One job this executor knows: running, or finished and waiting for delivery.
 #[derive(Debug)]

@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::DetachedEnding;
 use super::detached::{Watch, Watched, watch};
 use super::journal::{JobJournal, JobRecord};
 use super::table::Jobs;
-use crate::context::ExecutionContext;
 use crate::messages as msg;
-use crate::output::ToolOutput;
-use crate::process::ProcessRef;
-use crate::tool::Tool;
+use flemma_builtins::process::ProcessRef;
+use flemma_core::DetachedEnding;
+use flemma_core::ExecutionContext;
+use flemma_core::Tool;
+use flemma_core::ToolOutput;
 
 /// A detached job to watch: its entry, its journal, its process (and the child handle when
 /// this host started it).

@@ -217,7 +217,8 @@ impl SessionBuilder {
 /// ```
 /// use std::sync::Arc;
 /// use flemma_providers::{ScriptedProvider, Turn};
-/// use flemma_runtime::{MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn};
+/// use flemma_runtime::{MemoryConversation, ToolRegistry};
+/// use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
 /// use flemma_runtime::{Session, Stop};
 /// use serde_json::json;
 ///

@@ -5,7 +5,8 @@ use flemma_ast::{AstError, Document, IncrementalParser, TextEdit, ToolIndex, Too
 use flemma_ids::ToolUseId;
 
 use super::{EDIT_ATTEMPTS, Transcript, TranscriptError, refresh};
-use crate::conversation::{ConversationError, Durability, Revision};
+use crate::conversation::{ConversationError, Durability};
+use flemma_core::Revision;
 
 impl Transcript {
     /// Computes edits from the current document (and its text) and applies them as one

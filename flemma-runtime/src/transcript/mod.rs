@@ -19,9 +19,10 @@ use flemma_config::Config;
 
 pub use settings::{Evaluated, Settings};
 
-use crate::conversation::{Conversation, ConversationError, Revision, Snapshot};
+use crate::conversation::{Conversation, ConversationError, Snapshot};
 use crate::registry::ToolRegistry;
-use crate::sandbox::SandboxBackends;
+use flemma_core::Revision;
+use flemma_core::sandbox::SandboxBackends;
 
 /// How many times an edit is recomputed when the conversation keeps changing under it.
 pub const EDIT_ATTEMPTS: usize = 8;
@@ -281,7 +282,7 @@ impl Transcript {
 
     /// Reads the conversation, parses it (incrementally) and hands the document and its
     /// revision to `f`. `f` runs under the transcript's lock: it must not call the
-    /// transcript (nor [`ExecutionContext::document`](crate::ExecutionContext::document)).
+    /// transcript (nor [`ExecutionContext::document`](flemma_core::ExecutionContext::document)).
     ///
     /// # Errors
     ///
@@ -354,7 +355,7 @@ impl Transcript {
     }
 }
 
-impl crate::context::ParsedDocuments for Transcript {
+impl flemma_core::ParsedDocuments for Transcript {
     fn document_at(&self, revision: Revision) -> Option<Arc<Document>> {
         Transcript::document_at(self, revision)
     }

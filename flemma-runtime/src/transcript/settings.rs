@@ -12,7 +12,7 @@ use flemma_store::Store;
 use serde_json::{Map, Value};
 
 use super::{Transcript, TranscriptError};
-use crate::sandbox::{Sandbox, SandboxPolicy};
+use flemma_core::sandbox::{Sandbox, SandboxPolicy};
 
 /// What an evaluation depends on besides the host's layers: the frontmatter (language, code,
 /// first line), the registry's tools (by its revision) and whether they are all loaded.

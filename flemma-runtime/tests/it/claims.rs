@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
 use flemma_runtime::{
-    Conversation, Executor, FileConversation, MemoryConversation, Next, ToolDefinition, ToolOutput,
-    ToolRegistry, async_tool_fn,
+    Conversation, Executor, FileConversation, MemoryConversation, Next, ToolRegistry,
 };
 
 const CALLS: usize = 12;

@@ -14,11 +14,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn, tool_fn};
 use flemma_runtime::placements::{MemoryPlacements, TranscriptApprovals};
-use flemma_runtime::{
-    CycleReport, Event, Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry,
-    async_tool_fn, tool_fn,
-};
+use flemma_runtime::{CycleReport, Event, Executor, MemoryConversation, ToolRegistry};
 use serde_json::{Value, json};
 
 /// The tools every scenario can call.

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use flemma_ast::Segment;
 use flemma_config::{Config, Layer};
-use flemma_runtime::{
-    Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
-};
+use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
+use flemma_runtime::{Executor, MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 const CALLS: usize = 10_000;

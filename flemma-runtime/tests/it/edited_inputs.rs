@@ -7,9 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use flemma_runtime::{
-    Event, Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, async_tool_fn,
-};
+use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
+use flemma_runtime::{Event, Executor, MemoryConversation, ToolRegistry};
 use tokio::sync::Notify;
 
 const APPROVE: &str = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"slow\"]}}}\n```\n";

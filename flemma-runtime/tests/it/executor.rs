@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
 use flemma_runtime::{
     ActionError, Answer, Approver, CycleReport, Event, Executor, ExecutorError, FileConversation,
-    MemoryConversation, Next, PendingCall, ToolDefinition, ToolOutput, ToolRegistry, async_tool_fn,
+    MemoryConversation, Next, PendingCall, ToolRegistry,
 };
 use proptest::prelude::*;
 
@@ -411,7 +412,7 @@ async fn a_module_resolver_decides_in_phase_one_and_leaves_with_its_module() {
     use flemma_approval::{ResolverError, Verdict, resolver_fn};
     let registry = test_registry();
     let module = flemma_runtime::ToolModule::new("guard")
-        .tool(flemma_runtime::tool_fn(
+        .tool(flemma_core::tool_fn(
             ToolDefinition::builder("guard.ping", "Ping.")
                 .unwrap()
                 .build()
@@ -477,7 +478,7 @@ async fn a_tool_reads_its_defaults_under_the_conversations_table() {
     let mut defaults = serde_json::Map::new();
     defaults.insert("greeting".into(), "hello".into());
     defaults.insert("times".into(), 1.into());
-    registry.register(flemma_runtime::tool_fn(
+    registry.register(flemma_core::tool_fn(
         ToolDefinition::builder("greeter", "Greets.")
             .unwrap()
             .config_defaults(defaults)
@@ -554,7 +555,7 @@ impl flemma_runtime::ToolSource for SlowSource {
         registrar: flemma_runtime::Registrar,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        registrar.register(flemma_runtime::tool_fn(
+        registrar.register(flemma_core::tool_fn(
             ToolDefinition::builder("late.tool", "Arrives late.")?.build()?,
             |_, _| ToolOutput::text("here now"),
         ));
@@ -620,7 +621,7 @@ impl flemma_runtime::Conversation for Watched {
 
     async fn apply(
         &self,
-        revision: flemma_runtime::Revision,
+        revision: flemma_core::Revision,
         edits: &[flemma_ast::TextEdit],
         durability: flemma_runtime::Durability,
     ) -> Result<flemma_runtime::Snapshot, flemma_runtime::ConversationError> {
@@ -662,7 +663,7 @@ async fn the_conversation_is_locked_while_calls_run_and_unlocked_after() {
 async fn calls_that_finish_together_are_written_in_a_few_changes() {
     const CALLS: usize = 2_000;
     let registry = ToolRegistry::new();
-    registry.register(flemma_runtime::tool_fn(
+    registry.register(flemma_core::tool_fn(
         ToolDefinition::builder("noop", "Does nothing.")
             .unwrap()
             .build()
@@ -708,9 +709,9 @@ async fn a_tool_reports_progress_as_events_naming_its_call() {
             .build()
             .unwrap(),
         |_, ctx| async move {
-            ctx.report_progress(flemma_runtime::ToolProgress::new(1.0).with_total(2.0));
+            ctx.report_progress(flemma_core::ToolProgress::new(1.0).with_total(2.0));
             ctx.report_progress(
-                flemma_runtime::ToolProgress::new(2.0)
+                flemma_core::ToolProgress::new(2.0)
                     .with_total(2.0)
                     .with_message("done"),
             );
@@ -743,12 +744,12 @@ async fn a_tool_reports_progress_as_events_naming_its_call() {
             (
                 "toolu_00".to_owned(),
                 "steps".to_owned(),
-                flemma_runtime::ToolProgress::new(1.0).with_total(2.0)
+                flemma_core::ToolProgress::new(1.0).with_total(2.0)
             ),
             (
                 "toolu_00".to_owned(),
                 "steps".to_owned(),
-                flemma_runtime::ToolProgress::new(2.0)
+                flemma_core::ToolProgress::new(2.0)
                     .with_total(2.0)
                     .with_message("done")
             ),

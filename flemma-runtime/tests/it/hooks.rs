@@ -365,7 +365,7 @@ async fn file_cycle(dir: &Path, text: &str, registry: ToolRegistry) -> (String, 
     // No sandbox backend: `bash` is decided by the hooks and the options alone (bubblewrap
     // would let the sandbox resolver approve it), wherever the test runs.
     let executor = Executor::builder(Arc::new(FileConversation::new(&path)), registry)
-        .sandbox_backends(flemma_runtime::sandbox::SandboxBackends::new())
+        .sandbox_backends(flemma_core::sandbox::SandboxBackends::new())
         .build();
     let mut events = executor.subscribe();
     executor.cycle().await.unwrap();

@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use flemma_runtime::{
-    Executor, FileConversation, Next, ToolDefinition, ToolOutput, ToolRegistry, async_tool_fn,
-};
+use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
+use flemma_runtime::{Executor, FileConversation, Next, ToolRegistry};
 use proptest::prelude::*;
 
 /// A scratch directory of its own for `test`.

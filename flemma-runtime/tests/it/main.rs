@@ -1,4 +1,5 @@
-//! Integration tests of flemma-runtime: truncation, previews, the registry and its sources.
+//! Integration tests of flemma-runtime: the registry and its sources, the executor's cycle,
+//! claims, placements, durability, jobs and hooks (the built-in tools' are flemma-builtins').
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -6,8 +7,6 @@
     reason = "test helpers fail loudly"
 )]
 
-mod bash;
-mod bash_load;
 mod claims;
 mod conversation_ids;
 mod cycle;
@@ -16,22 +15,15 @@ mod duplicate_ids;
 mod durability;
 mod edited_inputs;
 mod executor;
-mod files;
 mod hooks;
 mod id_names;
 mod jobs;
 mod paths;
 mod placements;
-mod preview;
 mod registry;
-mod sandbox;
-mod search;
 mod selection;
 mod store_names;
 mod timeouts;
-mod truncate;
-#[cfg(feature = "typed")]
-mod typed;
 
 /// An error and its causes, joined by `: `.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use flemma_config::Config;
-use flemma_runtime::sandbox::{PolicyInputs, SandboxPolicy};
-use flemma_runtime::{
-    Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, tool_fn,
-};
+use flemma_core::sandbox::{PolicyInputs, SandboxPolicy};
+use flemma_core::{ToolDefinition, ToolOutput, tool_fn};
+use flemma_runtime::{Executor, MemoryConversation, ToolRegistry};
 use pretty_assertions::assert_eq;
 
 /// A directory of its own under the temporary directory, removed at the end.
@@ -58,8 +57,14 @@ fn probe_registry() -> ToolRegistry {
 }
 
 async fn probe(conversation: MemoryConversation) -> String {
+    probe_with(conversation, flemma_config::Config::new()).await
+}
+
+async fn probe_with(conversation: MemoryConversation, config: flemma_config::Config) -> String {
     let conversation = Arc::new(conversation);
-    let executor = Executor::builder(conversation.clone(), probe_registry()).build();
+    let executor = Executor::builder(conversation.clone(), probe_registry())
+        .config(config)
+        .build();
     executor.cycle().await.unwrap();
     let doc = flemma_ast::parse(&conversation.text());
     let result = doc
@@ -84,8 +89,18 @@ async fn a_relative_conversation_path_is_resolved_against_the_process_directory_
         flemma_runtime::Conversation::path(&chat),
         Some(here.join("sub/x.chat").as_path())
     );
+    // The store (where the call's claim goes) in a scratch directory, not in the crate's.
+    let s = Scratch::new("relative");
+    let mut config = flemma_config::Config::new();
+    config
+        .set(
+            flemma_config::Layer::Runtime,
+            "tools.store.path_format",
+            serde_json::json!(s.0.join("store").display().to_string()),
+        )
+        .unwrap();
     assert_eq!(
-        probe(chat).await,
+        probe_with(chat, config).await,
         format!(
             "cwd={}\nfile={}\nresolved={}\nin_cwd={}",
             here.join("sub").display(),

@@ -3,10 +3,8 @@
 use std::time::Duration;
 
 use flemma_config::{Config, Layer};
-use flemma_runtime::{
-    FnTool, Registrar, RegistryWarning, ToolDefinition, ToolOutput, ToolRegistry, ToolSource,
-    tool_fn,
-};
+use flemma_core::{FnTool, ToolDefinition, ToolOutput, tool_fn};
+use flemma_runtime::{Registrar, RegistryWarning, ToolRegistry, ToolSource};
 use flemma_schema::Capability;
 use serde_json::json;
 
@@ -16,7 +14,7 @@ fn tool(name: &str) -> FnTool {
     named(ToolDefinition::builder(name, "A test tool.").unwrap())
 }
 
-fn named(builder: flemma_runtime::ToolDefinitionBuilder) -> FnTool {
+fn named(builder: flemma_core::ToolDefinitionBuilder) -> FnTool {
     tool_fn(builder.build().unwrap(), |_, ctx| {
         ToolOutput::text(ctx.tool_name().to_string())
     })
@@ -346,7 +344,7 @@ impl ToolSource for Keeper {
     }
 
     async fn resolve(&self, registrar: Registrar) -> Result<(), BoxError> {
-        let tools: Vec<std::sync::Arc<dyn flemma_runtime::Tool>> = self
+        let tools: Vec<std::sync::Arc<dyn flemma_core::Tool>> = self
             .first
             .iter()
             .map(|name| std::sync::Arc::new(tool(name)) as _)
@@ -370,7 +368,7 @@ async fn keeper(registry: &ToolRegistry, first: Vec<&'static str>) -> Registrar 
     kept.await.unwrap()
 }
 
-fn arcs(names: &[&str]) -> Vec<std::sync::Arc<dyn flemma_runtime::Tool>> {
+fn arcs(names: &[&str]) -> Vec<std::sync::Arc<dyn flemma_core::Tool>> {
     names
         .iter()
         .map(|name| std::sync::Arc::new(tool(name)) as _)

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma_config::{Config, ConfigError, Layer, Origin, Preset};
+use flemma_core::{FnTool, ToolDefinition, ToolOutput, tool_fn};
 use flemma_ids::Severity;
 use flemma_runtime::transcript::TranscriptError;
 use flemma_runtime::{
-    Event, Executor, ExecutorError, FnTool, MemoryConversation, Registrar, ToolDefinition,
-    ToolOutput, ToolRegistry, ToolSource, tool_fn,
+    Event, Executor, ExecutorError, MemoryConversation, Registrar, ToolRegistry, ToolSource,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;

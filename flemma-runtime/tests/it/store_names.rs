@@ -28,7 +28,7 @@ async fn cycle_seq(chat: &Path, id: &str) -> (String, Vec<String>) {
     );
     std::fs::write(chat, text).unwrap();
     let registry = ToolRegistry::new();
-    flemma_runtime::builtin::register_builtins(&registry).unwrap();
+    flemma_runtime::register_builtins(&registry).unwrap();
     let executor = Executor::builder(Arc::new(FileConversation::new(chat)), registry).build();
     let mut events = executor.subscribe();
     executor.cycle().await.unwrap();

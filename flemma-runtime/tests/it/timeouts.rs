@@ -5,9 +5,8 @@
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use flemma_runtime::{
-    Executor, MemoryConversation, ToolDefinition, ToolOutput, ToolRegistry, async_tool_fn,
-};
+use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
+use flemma_runtime::{Executor, MemoryConversation, ToolRegistry};
 
 /// A tool whose call blocks a thread of the blocking pool until the test lets it go, as a
 /// read from a named pipe with no writer does.

@@ -32,9 +32,9 @@ use self::table::{ClaimRecord, Held, host_holds};
 use super::state::{Call, Executor, Settings};
 use super::types::{Completed, ExecutorError};
 use crate::events::Event;
-use crate::jobs::ProcessRef;
 use crate::messages as msg;
 use crate::transcript::TranscriptError;
+use flemma_builtins::process::ProcessRef;
 
 /// A call claimed by a host, as [`Executor::claims`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

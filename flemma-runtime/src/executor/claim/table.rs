@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::Conversation;
-use crate::jobs::ProcessRef;
+use flemma_builtins::process::ProcessRef;
 
 /// The directory of a file conversation's claims, under its store directory.
 const CLAIMS_DIR: &str = "calls";

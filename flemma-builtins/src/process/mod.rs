@@ -1,0 +1,83 @@
+//! Processes: naming one so that a reused pid is never taken for it ([`ProcessRef`]), and
+//! finding and stopping every process a command started ([`reap`]). `bash` and the detached
+//! commands of the runtime's background jobs both use it.
+
+#[cfg(target_os = "linux")]
+pub(crate) mod procfs;
+#[cfg(unix)]
+pub mod reap;
+#[cfg(target_os = "linux")]
+pub(crate) mod spawn;
+
+use serde::{Deserialize, Serialize};
+
+/// A process named by its pid and its start time (clock ticks after boot, from
+/// `/proc/<pid>/stat`), so a pid the kernel gave to another process is never taken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ProcessRef {
+    /// The process id.
+    pub pid: i32,
+    /// Its start time; 0 where the platform does not tell.
+    pub start_time: u64,
+}
+
+impl ProcessRef {
+    /// This process.
+    pub fn current() -> Option<Self> {
+        Self::of(i32::try_from(std::process::id()).ok()?)
+    }
+
+    /// The process `pid` as it is now; `None` when there is none.
+    pub fn of(pid: i32) -> Option<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            let stat = procfs::Stat::of(pid)?;
+            Some(Self {
+                pid,
+                start_time: stat.start_time,
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Some(Self { pid, start_time: 0 })
+        }
+    }
+
+    /// Whether this very process still runs (same pid, same start time, not a zombie).
+    pub fn is_alive(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            procfs::Stat::of(self.pid)
+                .is_some_and(|stat| stat.start_time == self.start_time && !stat.has_ended())
+        }
+        #[cfg(all(unix, not(target_os = "linux")))]
+        {
+            rustix::process::Pid::from_raw(self.pid)
+                .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_wrong_start_time_is_not() {
+        let Some(me) = ProcessRef::current() else {
+            return;
+        };
+        assert!(me.is_alive());
+        if cfg!(target_os = "linux") {
+            let other = ProcessRef {
+                start_time: me.start_time + 1,
+                ..me
+            };
+            assert!(!other.is_alive());
+        }
+    }
+}

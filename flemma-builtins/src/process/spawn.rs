@@ -1,0 +1,371 @@
+//! Starting a command on a pseudo-terminal without copying the host (Linux).
+//!
+//! `std::process::Command` can start a process with `posix_spawn` (the kernel's
+//! `clone(CLONE_VM | CLONE_VFORK)`: nothing of the host is copied), but not in a session of its
+//! own: that needs a `pre_exec` hook, and with one std forks, copying the host's page tables,
+//! and the host then takes a copy-on-write fault for each page it writes until the child has
+//! called `exec`. For a host with a runtime, a Lua state and a parsed conversation that was
+//! the largest cost of a `bash` call after the shell's own start.
+//!
+//! Here glibc's `posix_spawn` does it all: `POSIX_SPAWN_SETSID` makes the child a session
+//! leader, and the terminal's slave, opened by its path after that (without `O_NOCTTY`),
+//! becomes its controlling terminal, as `TIOCSCTTY` made it before. What `posix_spawn` cannot
+//! set is the working directory (glibc's `posix_spawn_file_actions_addchdir_np` has no safe
+//! binding), so the spawns run on one thread of their own whose working directory is its own
+//! (`unshare(CLONE_FS)`): it changes to the command's directory, and the child starts there.
+//!
+//! Children are reaped by one thread that waits on their pidfds (epoll); [`Child::wait`]
+//! gets the exit code from it. A child whose [`Child`] was dropped is reaped all the same.
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use nix::fcntl::OFlag;
+use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags};
+use nix::sys::signal::SigSet;
+use nix::sys::stat::Mode;
+use rustix::event::{EventfdFlags, epoll};
+use rustix::process::{WaitId, WaitIdOptions};
+
+/// What to start.
+#[derive(Debug)]
+pub(crate) struct Spec<'a> {
+    /// The program and its arguments; a program without a `/` is looked up in the `PATH` of
+    /// `env` (`/bin:/usr/bin` without one), as `std::process::Command` does.
+    pub(crate) argv: &'a [String],
+    /// The working directory.
+    pub(crate) cwd: &'a Path,
+    /// The whole environment, later entries winning.
+    pub(crate) env: Vec<(&'a str, &'a str)>,
+    /// The terminal's slave side (`/dev/pts/N`): stdout, stderr and the controlling
+    /// terminal. Stdin is `/dev/null`.
+    pub(crate) terminal: &'a Path,
+}
+
+/// A started child.
+#[derive(Debug)]
+pub(crate) struct Child {
+    pid: i32,
+    exited: Option<tokio::sync::oneshot::Receiver<i32>>,
+}
+
+impl Child {
+    /// The child's process id.
+    pub(crate) fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Waits for the child to exit (the waiting thread reaps it): its exit code, or
+    /// `128 + n` when signal `n` ended it.
+    ///
+    /// # Errors
+    ///
+    /// When it was already waited for, or the waiting thread could not wait for it.
+    pub(crate) async fn wait(&mut self) -> std::io::Result<i32> {
+        let Some(exited) = self.exited.as_mut() else {
+            return Err(std::io::Error::other("the child was already waited for"));
+        };
+        let code = exited
+            .await
+            .map_err(|_| std::io::Error::other("the waiting thread could not wait for the child"));
+        self.exited = None;
+        code
+    }
+}
+
+/// The thread that reaps the spawned children: one epoll set of their pidfds, and an
+/// eventfd that tells it of new ones. A child whose [`Child`] was dropped is still reaped.
+struct Waiter {
+    wake: OwnedFd,
+    queue: Mutex<Vec<(OwnedFd, tokio::sync::oneshot::Sender<i32>)>>,
+}
+
+/// The key of the eventfd in the epoll set (pidfds get 1, 2, …).
+const WAKE: u64 = 0;
+
+fn waiter() -> std::io::Result<Arc<Waiter>> {
+    static WAITER: Mutex<Option<Arc<Waiter>>> = Mutex::new(None);
+    let mut slot = WAITER
+        .lock()
+        .map_err(|_| std::io::Error::other("the waiting thread's start is poisoned"))?;
+    if let Some(waiter) = slot.as_ref() {
+        return Ok(Arc::clone(waiter));
+    }
+    let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    let wake = rustix::event::eventfd(0, EventfdFlags::CLOEXEC)?;
+    epoll::add(
+        &epoll,
+        &wake,
+        epoll::EventData::new_u64(WAKE),
+        epoll::EventFlags::IN,
+    )?;
+    let waiter = Arc::new(Waiter {
+        wake,
+        queue: Mutex::new(Vec::new()),
+    });
+    let theirs = Arc::clone(&waiter);
+    std::thread::Builder::new()
+        .name("flemma-wait".to_owned())
+        .spawn(move || reap_loop(&epoll, &theirs))?;
+    *slot = Some(Arc::clone(&waiter));
+    Ok(waiter)
+}
+
+fn reap_loop(epoll: &OwnedFd, waiter: &Waiter) {
+    let mut waiting: std::collections::HashMap<u64, (OwnedFd, tokio::sync::oneshot::Sender<i32>)> =
+        std::collections::HashMap::new();
+    let mut next = WAKE + 1;
+    let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
+    loop {
+        events.clear();
+        match epoll::wait(epoll, rustix::buffer::spare_capacity(&mut events), None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(error) => {
+                tracing::error!(%error, "the waiting thread stops: epoll_wait failed");
+                return;
+            }
+        }
+        for event in &events {
+            let key = event.data.u64();
+            if key == WAKE {
+                let mut count = [0_u8; 8];
+                let _ = rustix::io::read(&waiter.wake, &mut count);
+                let new = waiter
+                    .queue
+                    .lock()
+                    .map(|mut queue| std::mem::take(&mut *queue))
+                    .unwrap_or_default();
+                for (pidfd, sender) in new {
+                    let key = next;
+                    next += 1;
+                    // A pidfd added after its process exited is readable at once.
+                    if let Err(error) = epoll::add(
+                        epoll,
+                        &pidfd,
+                        epoll::EventData::new_u64(key),
+                        epoll::EventFlags::IN,
+                    ) {
+                        tracing::error!(%error, "a child cannot be waited for");
+                        continue;
+                    }
+                    waiting.insert(key, (pidfd, sender));
+                }
+            } else if let Some((pidfd, _)) = waiting.get(&key) {
+                let status = rustix::process::waitid(
+                    WaitId::PidFd(pidfd.as_fd()),
+                    WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+                );
+                let code = match status {
+                    Ok(None) => continue,
+                    Ok(Some(status)) => status
+                        .exit_status()
+                        .or_else(|| status.terminating_signal().map(|s| 128 + s))
+                        .unwrap_or(-1),
+                    Err(_) => -1,
+                };
+                if let Some((pidfd, sender)) = waiting.remove(&key) {
+                    let _ = epoll::delete(epoll, &pidfd);
+                    let _ = sender.send(code);
+                }
+            }
+        }
+    }
+}
+
+/// Hands `pidfd` to the waiting thread: the receiver gets the exit code.
+fn wait_for(pidfd: OwnedFd) -> std::io::Result<tokio::sync::oneshot::Receiver<i32>> {
+    let waiter = waiter()?;
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    waiter
+        .queue
+        .lock()
+        .map_err(|_| std::io::Error::other("the waiting thread's queue is poisoned"))?
+        .push((pidfd, sender));
+    rustix::io::write(&waiter.wake, &1_u64.to_ne_bytes())?;
+    Ok(receiver)
+}
+
+/// One request to the spawning thread.
+struct Request {
+    path: CString,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    cwd: PathBuf,
+    terminal: CString,
+    reply: mpsc::SyncSender<std::io::Result<i32>>,
+}
+
+/// The spawning thread's queue, started on first use.
+fn spawner() -> std::io::Result<mpsc::Sender<Request>> {
+    static SPAWNER: OnceLock<Mutex<Option<mpsc::Sender<Request>>>> = OnceLock::new();
+    let slot = SPAWNER.get_or_init(|| Mutex::new(None));
+    let mut slot = slot
+        .lock()
+        .map_err(|_| std::io::Error::other("the spawning thread's queue is poisoned"))?;
+    if let Some(sender) = slot.as_ref() {
+        return Ok(sender.clone());
+    }
+    let (sender, requests) = mpsc::channel::<Request>();
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("flemma-spawn".to_owned())
+        .spawn(move || serve(&requests, &ready_tx))?;
+    ready_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawning thread did not start"))??;
+    *slot = Some(sender.clone());
+    Ok(sender)
+}
+
+/// The spawning thread: its own working directory, then one spawn per request.
+fn serve(requests: &mpsc::Receiver<Request>, ready: &mpsc::SyncSender<std::io::Result<()>>) {
+    // Only the filesystem context (working directory, root, umask) is unshared; file
+    // descriptors stay shared. rustix deprecated its safe `unshare` because unsharing
+    // `FILES` breaks other threads' descriptors; `FS` does not.
+    #[allow(deprecated, reason = "unshare(FS) is sound; see above")]
+    let unshared = rustix::thread::unshare(rustix::thread::UnshareFlags::FS);
+    if ready.send(unshared.map_err(std::io::Error::from)).is_err() {
+        return;
+    }
+    while let Ok(request) = requests.recv() {
+        let result = spawn_here(&request);
+        let _ = request.reply.send(result);
+    }
+}
+
+fn spawn_here(request: &Request) -> std::io::Result<i32> {
+    rustix::process::chdir(&request.cwd)?;
+    let mut actions = PosixSpawnFileActions::init()?;
+    actions.add_open(0, c"/dev/null", OFlag::O_RDONLY, Mode::empty())?;
+    // Opened by the new session's leader without O_NOCTTY: its controlling terminal.
+    actions.add_open(1, request.terminal.as_c_str(), OFlag::O_RDWR, Mode::empty())?;
+    actions.add_dup2(1, 2)?;
+    let mut attr = PosixSpawnAttr::init()?;
+    // Every signal at its default and none blocked, whatever the host ignores: Rust's
+    // runtime ignores SIGPIPE, and a host started under `nohup` ignores SIGHUP, which a
+    // command would otherwise inherit.
+    attr.set_sigdefault(&SigSet::all())?;
+    attr.set_sigmask(&SigSet::empty())?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::from_bits_retain(i32::from(nix::libc::POSIX_SPAWN_SETSID)),
+    )?;
+    let pid = nix::spawn::posix_spawn(
+        request.path.as_c_str(),
+        &actions,
+        &attr,
+        &request.argv,
+        &request.env,
+    )?;
+    Ok(pid.as_raw())
+}
+
+/// Starts `spec` in a session of its own with the terminal as its controlling terminal.
+///
+/// # Errors
+///
+/// When the program is not found, an argument holds a NUL byte, or `posix_spawn` fails (the
+/// directory does not exist, the program cannot be executed).
+pub(crate) fn spawn(spec: &Spec<'_>) -> std::io::Result<Child> {
+    let Some(program) = spec.argv.first() else {
+        return Err(std::io::Error::other("empty command line"));
+    };
+    let mut env: BTreeMap<&str, &str> = BTreeMap::new();
+    for (key, value) in &spec.env {
+        env.insert(key, value);
+    }
+    let path = resolve(program, env.get("PATH").copied(), spec.cwd)?;
+    let (reply, answer) = mpsc::sync_channel(1);
+    let request = Request {
+        path: c_string(path.as_os_str())?,
+        argv: spec
+            .argv
+            .iter()
+            .map(|arg| c_string(OsStr::new(arg)))
+            .collect::<std::io::Result<_>>()?,
+        env: env
+            .iter()
+            .map(|(key, value)| c_string(OsStr::new(&format!("{key}={value}"))))
+            .collect::<std::io::Result<_>>()?,
+        cwd: spec.cwd.to_owned(),
+        terminal: c_string(spec.terminal.as_os_str())?,
+        reply,
+    };
+    spawner()?
+        .send(request)
+        .map_err(|_| std::io::Error::other("the spawning thread is gone"))?;
+    let pid = answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawning thread is gone"))??;
+    let raw = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| std::io::Error::other("posix_spawn gave no process id"))?;
+    // Nothing else reaps the child (it is no `std` child), so the pid is its until we do.
+    let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())?;
+    Ok(Child {
+        pid,
+        exited: Some(wait_for(pidfd)?),
+    })
+}
+
+fn c_string(text: &OsStr) -> std::io::Result<CString> {
+    CString::new(text.as_bytes()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "nul byte found in provided data",
+        )
+    })
+}
+
+/// The program to execute: `program` itself when it names a path (relative to `cwd`), else
+/// the first executable file of that name in `path` (`PATH`, `/bin:/usr/bin` without one).
+fn resolve(program: &str, path: Option<&str>, cwd: &Path) -> std::io::Result<PathBuf> {
+    if program.contains('/') {
+        return Ok(cwd.join(program));
+    }
+    let not_found = || std::io::Error::from_raw_os_error(nix::libc::ENOENT);
+    if program.is_empty() {
+        return Err(not_found());
+    }
+    path.unwrap_or("/bin:/usr/bin")
+        .split(':')
+        .map(|dir| {
+            let dir = if dir.is_empty() {
+                Path::new(".")
+            } else {
+                Path::new(dir)
+            };
+            cwd.join(dir).join(program)
+        })
+        .find(|candidate| crate::bwrap::is_executable(candidate))
+        .ok_or_else(not_found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_name_is_looked_up_in_the_commands_path_and_a_path_is_taken_as_it_is() {
+        let cwd = Path::new("/");
+        assert_eq!(
+            resolve("sh", Some("/nonexistent:/bin:/usr/bin"), cwd).ok(),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(
+            resolve("./x", None, Path::new("/tmp")).ok(),
+            Some(PathBuf::from("/tmp/./x"))
+        );
+        let missing = resolve("no-such-program-here", Some("/bin"), cwd);
+        assert_eq!(
+            missing.err().map(|e| e.kind()),
+            Some(std::io::ErrorKind::NotFound)
+        );
+    }
+}
