@@ -29,7 +29,8 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
 use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, hook_fn, on};
-use flemma::runtime::{Executor, HookEvent, HookRegistration, MemoryConversation, ToolRegistry};
+use flemma::runtime::hooks::{HookEvent, HookRegistration};
+use flemma::runtime::{Executor, MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 #[derive(Clone, Copy)]

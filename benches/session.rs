@@ -29,7 +29,7 @@ use flemma::providers::{
     Turn,
 };
 use flemma::runtime::{Executor, MemoryConversation, ToolRegistry};
-use flemma::{Session, Stop};
+use flemma::runtime::{Session, Stop};
 use serde_json::json;
 
 const TURNS: usize = 20;

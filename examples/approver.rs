@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use flemma::approval::async_trait;
+use flemma::async_trait;
 use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::ToolRegistry;
 use flemma::runtime::{Answer, Approver, MemoryConversation, PendingCall};
-use flemma::{Session, SessionEvent};
+use flemma::runtime::{Session, SessionEvent};
 use serde_json::json;
 
 /// Approves deployments to staging, rejects the rest with a reason the model reads (as

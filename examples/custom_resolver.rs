@@ -62,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
     let chat = Arc::new(MemoryConversation::new(
         "@You:\nRead README.md and .env, then write notes/todo.md.\n",
     ));
-    flemma::Session::builder(chat.clone(), tools, model)
+    flemma::runtime::Session::builder(chat.clone(), tools, model)
         .build()
         .run()
         .await?;

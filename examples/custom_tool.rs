@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use flemma::approval::async_trait;
+use flemma::async_trait;
 use flemma::core::{ExecutionContext, Tool, ToolDefinition, ToolOutput};
 use flemma::core::{tool_fn, typed_tool_fn};
 use flemma::providers::{ScriptedProvider, Turn};
@@ -74,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
         "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"+word_count\", \"+shout\", \"+add\"]}}}\n```\n\
          @You:\nCount, shout and add.\n",
     ));
-    flemma::Session::builder(chat.clone(), tools, model)
+    flemma::runtime::Session::builder(chat.clone(), tools, model)
         .build()
         .run()
         .await?;

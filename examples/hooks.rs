@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, StopAnswer, hook_fn, on};
-use flemma::runtime::{HookEvent, HookRegistration, MemoryConversation, ToolRegistry};
+use flemma::runtime::hooks::{HookEvent, HookRegistration};
+use flemma::runtime::{MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
@@ -64,7 +65,7 @@ async fn main() -> anyhow::Result<()> {
     let chat = Arc::new(MemoryConversation::new(
         "@You:\nClean the build directory, then list the files.\n",
     ));
-    let session = flemma::Session::builder(chat.clone(), tools, model).build();
+    let session = flemma::runtime::Session::builder(chat.clone(), tools, model).build();
     session.run().await?;
     session.end("exit").await;
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use flemma::providers::ScriptedProvider;
 use flemma::runtime::{MemoryConversation, ToolRegistry, register_builtins};
-use flemma::{Session, SessionEvent, Stop};
+use flemma::runtime::{Session, SessionEvent, Stop};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {

@@ -1,44 +1,58 @@
 //! flemma: embed LLM agent loops whose conversations live in plain-text `.chat` transcripts.
 //!
 //! This facade re-exports the SDK's crates by concern, so most applications depend on this
-//! crate alone. [`Session`] is the agent loop (crate flemma-runtime, beside the executor): send
-//! the conversation to a [`Provider`](providers::Provider), stream the response into it, run
-//! the tools it asks for through the [`Executor`](runtime::Executor), repeat (spec §7.10
-//! autopilot), reporting every step as a [`SessionEvent`].
+//! crate alone. [`runtime::Session`] is the agent loop: send the conversation to a
+//! [`Provider`](providers::Provider), stream the response into it, run the tools it asks for
+//! through the [`Executor`](runtime::Executor), repeat (spec §7.10 autopilot), reporting every
+//! step as a [`SessionEvent`](runtime::SessionEvent). [`prelude`] holds the names an embedder
+//! starts with.
 //!
 //! ```
-//! let doc = flemma::ast::parse("@You:\nHello!\n");
-//! assert_eq!(doc.messages[0].role, flemma::ast::Role::You);
+//! use std::sync::Arc;
+//! use flemma::prelude::*;
+//! use flemma::providers::{ScriptedProvider, Turn};
+//!
+//! let chat = Arc::new(MemoryConversation::new("@You:\nHello!\n"));
+//! let provider = Arc::new(ScriptedProvider::new([Turn::text("Hi.")]));
+//! let session = Session::builder(chat.clone(), ToolRegistry::new(), provider).build();
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! assert_eq!(runtime.block_on(session.run())?, Stop::Finished);
+//! assert!(chat.text().ends_with("@Assistant:\nHi.\n\n@You:\n"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # The crates, from the bottom
+//!
+//! | module | crate | what it owns |
+//! | --- | --- | --- |
+//! | [`ids`] | flemma-ids | tool names, tool-use and job ids |
+//! | [`ast`] | flemma-ast | the `.chat` grammar, AST, printer and writer |
+//! | [`schema`] | flemma-schema | tool input schemas and their shape per provider |
+//! | [`config`] | flemma-config | layered options, presets, frontmatter |
+//! | [`approval`] | flemma-approval | the resolver chain and its decisions |
+//! | [`store`] | flemma-store | the tool result store |
+//! | [`core`] | flemma-core | the contracts of tools: `Tool`, `ExecutionContext`, the sandbox |
+//! | [`builtins`] | flemma-builtins | the built-in tools and the bubblewrap backend |
+//! | [`providers`] | flemma-providers | the `Provider` trait, the four HTTP APIs, prompts |
+//! | [`runtime`] | flemma-runtime | `Session`, the `Executor`, the registry, jobs, hooks |
+//! | `mcp`, `lsp`, `object` | flemma-mcp, flemma-lsp, flemma-object | MCP, the language server, object storage (features) |
 //!
 //! # One path per name
 //!
-//! Every item has one canonical path: the module of the crate that defines it.
-//! [`ToolName`](ids::ToolName), [`ToolUseId`](ids::ToolUseId) and [`JobId`](ids::JobId) are
-//! `flemma::ids::…`; [`Executor`](runtime::Executor) is `flemma::runtime::Executor`;
-//! [`Provider`](providers::Provider) is `flemma::providers::Provider`; the options are
-//! `flemma::config::…`. No crate re-exports the items of the crates below it (a user of
-//! `flemma-ast` alone imports `ToolName` from `flemma-ids`), so each of these names has one
-//! path through the facade. The one exception is the `async_trait` attribute, which
-//! `flemma_runtime`, `flemma_approval` and `flemma_providers` each re-export for the users of
-//! that crate alone (it is one macro). The facade's top level holds only what no crate module does: the agent
-//! loop ([`Session`] and its types) and [`async_trait`], the attribute the SDK's traits
-//! ([`Tool`](runtime::Tool), [`Conversation`](runtime::Conversation),
-//! [`Approver`](runtime::Approver), [`Resolver`](approval::Resolver),
-//! [`Provider`](providers::Provider), [`TokenSource`](providers::TokenSource)) are written
-//! with. No name is re-exported at two places of the top level.
+//! Every item has one path: the module of the crate that defines it.
+//! [`ToolName`](ids::ToolName) is `flemma::ids::ToolName`; [`Tool`](core::Tool) is
+//! `flemma::core::Tool`; [`Session`](runtime::Session) is `flemma::runtime::Session`;
+//! [`Provider`](providers::Provider) is `flemma::providers::Provider`. No crate re-exports
+//! the items of another (a user of `flemma-ast` alone imports `ToolName` from `flemma-ids`).
+//! The facade's top level holds the crate modules, [`async_trait`] (which no crate
+//! re-exports) and the [`prelude`], the one deliberate second path of the names in it.
 
-pub use flemma_runtime::{
-    AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
-    Stop,
-};
-
-/// The attribute for implementing [`Tool`](runtime::Tool), [`Conversation`](runtime::Conversation),
+/// The attribute the SDK's async traits are written with, for implementing
+/// [`Tool`](core::Tool), [`Conversation`](runtime::Conversation),
 /// [`Approver`](runtime::Approver), [`Resolver`](approval::Resolver),
 /// [`Provider`](providers::Provider) and [`TokenSource`](providers::TokenSource) with
-/// `async fn`s, so an application needs no `async-trait` dependency of its own (the one
-/// `async-trait` of the workspace; `flemma_runtime::async_trait`, `flemma_approval::async_trait`
-/// and `flemma_providers::async_trait` are the same macro):
+/// `async fn`s, so an application needs no `async-trait` dependency of its own (a user of a
+/// crate alone adds `async-trait`):
 ///
 /// ```
 /// use flemma::async_trait;
@@ -54,7 +68,19 @@ pub use flemma_runtime::{
 /// }
 /// # let _ = Yes;
 /// ```
-pub use flemma_approval::async_trait;
+pub use async_trait::async_trait;
+
+/// What an embedder starts with: the agent loop, conversations, the registry and the tool
+/// contracts (`use flemma::prelude::*;`). Each name is also at its crate's path, which the
+/// documentation uses.
+pub mod prelude {
+    pub use crate::async_trait;
+    pub use flemma_core::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};
+    pub use flemma_runtime::{
+        FileConversation, MemoryConversation, Session, SessionEvent, Stop, ToolRegistry,
+        register_builtins,
+    };
+}
 
 pub use flemma_approval as approval;
 pub use flemma_ast as ast;

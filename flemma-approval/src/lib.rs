@@ -54,8 +54,6 @@ mod chain;
 mod error;
 mod resolver;
 
-/// The attribute for implementing [`Resolver`] with an `async fn` (from `async-trait`).
-pub use async_trait::async_trait;
 pub use builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
 pub use chain::{
     CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Failure,

@@ -169,12 +169,14 @@ impl fmt::Debug for ApprovalContext<'_> {
 /// error or panics is skipped: the chain records it (`error` in an explanation, with the
 /// message) and asks the next one (spec §6.1).
 ///
-/// Implement it with `#[async_trait]` (re-exported as [`async_trait`](crate::async_trait)), or
+/// Implement it with `#[async_trait]` (the `async-trait` crate; the facade re-exports it as
+/// `flemma::async_trait`), or
 /// wrap a closure: [`resolver_fn`] for a synchronous one, [`async_resolver_fn`] for one that
 /// awaits.
 ///
 /// ```
-/// use flemma_approval::{ApprovalContext, Resolver, ResolverError, ToolCall, Verdict, async_trait};
+/// use async_trait::async_trait;
+/// use flemma_approval::{ApprovalContext, Resolver, ResolverError, ToolCall, Verdict};
 ///
 /// /// Asks a (here, imaginary) policy service.
 /// struct Remote;

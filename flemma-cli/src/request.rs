@@ -100,7 +100,7 @@ pub(crate) fn request(
             std::io::stderr(),
             "{}: error: {}",
             crate::visible::line(&input.name),
-            flemma::SessionError::NothingToSend
+            flemma::runtime::SessionError::NothingToSend
         );
     }
     Ok(u8::from(prompt.has_errors() || empty))

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma::approval::async_trait;
+use flemma::async_trait;
 use flemma::config::Layer;
 use flemma::core::Revision;
 use flemma::providers::Provider;
 use flemma::runtime::{Conversation, ConversationError, Durability, FileConversation, Snapshot};
-use flemma::{Session, Stop};
+use flemma::runtime::{Session, Stop};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use crate::failure::{Failure, failed};
@@ -251,7 +251,7 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
 /// How a run ended.
 enum End {
     /// The session stopped by itself, or was cancelled and wrote its abort text.
-    Stopped(Result<Stop, flemma::SessionError>),
+    Stopped(Result<Stop, flemma::runtime::SessionError>),
     /// A question at the prompt got no answer (end of input, a signal): the run was dropped
     /// there, nothing of its cycle ran, and its calls stay pending.
     LeftPending,
@@ -303,10 +303,10 @@ async fn drive(
                 if received == Signal::Interrupt && interrupts == 0 {
                     interrupts += 1;
                     let what = match session.cancel() {
-                        flemma::Cancelled::Request => "the request",
-                        flemma::Cancelled::Tools => "the running tools",
-                        flemma::Cancelled::Resume => "the wait for background jobs",
-                        flemma::Cancelled::Nothing => "nothing running",
+                        flemma::runtime::Cancelled::Request => "the request",
+                        flemma::runtime::Cancelled::Tools => "the running tools",
+                        flemma::runtime::Cancelled::Resume => "the wait for background jobs",
+                        flemma::runtime::Cancelled::Nothing => "nothing running",
                     };
                     ui.status(&format!("cancelling {what}; Ctrl-C again cancels everything"));
                 } else {

@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use flemma::Session;
-use flemma::approval::async_trait;
+use flemma::async_trait;
 use flemma::config::Config;
 use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
+use flemma::runtime::Session;
 use flemma::runtime::{Answer, Approver, Conversation, Executor, PendingCall, ToolRegistry};
 
 use crate::failure::{Failure, failed};

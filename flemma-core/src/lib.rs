@@ -44,9 +44,6 @@ pub mod sandbox;
 mod tool;
 pub mod truncate;
 
-/// The attribute that implements [`Tool`] with `async fn`s, re-exported so that implementors
-/// need no dependency of their own.
-pub use async_trait::async_trait;
 pub use context::{ExecutionContext, ExecutionContextBuilder, ParsedDocuments, resolve_path};
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use detach::{Detach, DetachedCommand, DetachedEnding};

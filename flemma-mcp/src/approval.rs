@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use flemma_approval::{
-    ApprovalContext, ApprovalError, Chain, Resolver, ResolverError, ToolCall, Verdict, async_trait,
+    ApprovalContext, ApprovalError, Chain, Resolver, ResolverError, ToolCall, Verdict,
 };
 use flemma_config::{GlobList, Layer, OpKind};
 use flemma_ids::ToolName;

@@ -67,10 +67,6 @@ pub use adapters::chat::chat_completions_request;
 pub use adapters::openai::openai_responses_request;
 pub use adapters::vertex::vertex_request;
 pub use anthropic::AnthropicDecoder;
-/// The attribute [`Provider`] and [`TokenSource`] are written with (`#[async_trait] impl
-/// Provider for … { async fn stream(…) … }`), so that an implementation needs no
-/// `async-trait` dependency of its own.
-pub use async_trait::async_trait;
 pub use body::RequestBody;
 pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};

@@ -68,7 +68,7 @@ impl SendError {
 pub type OnRetry = Arc<dyn Fn(&Retry) + Send + Sync>;
 
 /// The future [`Provider::stream`] and [`Provider::stream_observed`] return, as
-/// [`async_trait`](crate::async_trait) boxes it (to name it, or to build one by hand).
+/// `async_trait` boxes it (to name it, or to build one by hand).
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendError>> + Send + 'a>>;
 
 /// A language-model API: turns a [`Prompt`] into a [`Request`] and a request into a stream of
@@ -77,7 +77,7 @@ pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<EventStream, SendEr
 /// Dropping the [`EventStream`] (or the future) cancels the request. The stream ends after
 /// [`StreamEvent::Done`], or after a [`StreamEvent::Error`] when the response broke off.
 ///
-/// The async methods are written with [`async_trait`](crate::async_trait), like the SDK's
+/// The async methods are written with `async_trait`, like the SDK's
 /// other traits (`Tool`, `Conversation`, `Approver`, `Resolver`): an implementation writes
 /// `#[async_trait] impl Provider for … { async fn stream(…) … }`.
 ///

@@ -66,10 +66,6 @@ pub mod transcript;
 pub use actions::{
     ActionError, answer_interrupted, approve, approve_all_pending, reject, rejection_feedback,
 };
-/// The attribute that implements [`Conversation`] and [`Approver`] with `async fn`s,
-/// re-exported so that implementors need no dependency of their own (`flemma_core`'s for a
-/// [`flemma_core::Tool`] is the same macro).
-pub use async_trait::async_trait;
 pub use builtins::register_builtins;
 pub use conversation::{
     Conversation, ConversationError, Durability, FileConversation, MemoryConversation, Snapshot,
@@ -79,7 +75,6 @@ pub use executor::{
     Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
     Next, PendingCall,
 };
-pub use hooks::{Hook, HookEvent, HookRegistration, Hooks, hook_fn};
 pub use module::ToolModule;
 pub use protect::protect_host_process;
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use flemma::core::sandbox::SandboxBackends;
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::{MemoryConversation, ToolRegistry, register_builtins};
-use flemma::{Session, Stop};
+use flemma::runtime::{Session, Stop};
 use serde_json::json;
 
 /// `base/proj/x.chat` (a repository) asking for a `write` of `base/outside/canary.txt`;
@@ -47,7 +47,7 @@ fn outside_the_temporary_directories() -> PathBuf {
 async fn run(
     chat: &Path,
     canary: &Path,
-    configure: impl FnOnce(flemma::SessionBuilder) -> flemma::SessionBuilder,
+    configure: impl FnOnce(flemma::runtime::SessionBuilder) -> flemma::runtime::SessionBuilder,
 ) -> String {
     let tools = ToolRegistry::new();
     register_builtins(&tools).unwrap();

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flemma::ast::TextEdit;
+use flemma::async_trait;
 use flemma::core::Revision;
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::{Conversation, ConversationError, Durability, MemoryConversation, Snapshot};
-use flemma::{Session, Stop, async_trait};
+use flemma::runtime::{Session, Stop};
 use serde_json::json;
 
 use crate::{chat, registry};

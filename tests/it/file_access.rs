@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::{Session, Stop};
+use flemma::runtime::{Session, Stop};
 use serde_json::json;
 
 /// A repository with the conversation, a file the model reads, and a secret outside it.

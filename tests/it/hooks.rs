@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use flemma::providers::{ScriptedProvider, Turn};
+use flemma::runtime::hooks::HookRegistration;
 use flemma::runtime::hooks::{PromptAnswer, StopAnswer, from_config, hook_fn, on};
-use flemma::runtime::{HookRegistration, MemoryConversation, ToolRegistry};
-use flemma::{Session, SessionEvent, Stop};
+use flemma::runtime::{MemoryConversation, ToolRegistry};
+use flemma::runtime::{Session, SessionEvent, Stop};
 use pretty_assertions::assert_eq;
 
 use crate::{chat, registry};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
-use flemma::{Session, Stop};
+use flemma::runtime::{Session, Stop};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use wiremock::matchers::method;
@@ -180,5 +180,5 @@ async fn an_error_status_disarms_and_leaves_the_transcript_as_it_was() {
         ]
     );
     assert_eq!(chat.text(), before);
-    assert_eq!(session.state(), flemma::AutopilotState::Idle);
+    assert_eq!(session.state(), flemma::runtime::AutopilotState::Idle);
 }

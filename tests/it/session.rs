@@ -7,7 +7,7 @@ use std::time::Duration;
 use flemma::ast::{Role, Segment};
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::{Answer, Approver, Event, MemoryConversation, PendingCall};
-use flemma::{AutopilotState, Session, SessionError, SessionEvent, SessionEvents, Stop};
+use flemma::runtime::{AutopilotState, Session, SessionError, SessionEvent, SessionEvents, Stop};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -190,7 +190,7 @@ async fn without_an_approver_the_run_pauses_at_a_pending_call_and_resumes_once_a
 
 struct NoMultiplication;
 
-#[flemma::approval::async_trait]
+#[flemma::async_trait]
 impl Approver for NoMultiplication {
     async fn ask(&self, call: &PendingCall) -> Answer {
         if call.input["expression"]
@@ -277,7 +277,7 @@ async fn cancel_mid_stream_writes_the_abort_marker_and_the_transcript_still_pars
         refused.to_string(),
         "Cannot execute tool while API request is in flight"
     );
-    assert_eq!(session.cancel(), flemma::Cancelled::Request);
+    assert_eq!(session.cancel(), flemma::runtime::Cancelled::Request);
     assert_eq!(running.await.unwrap().unwrap(), Stop::Cancelled);
     assert_eq!(session.state(), AutopilotState::Idle);
     assert!(!session.is_request_in_flight());
@@ -351,7 +351,7 @@ async fn cancelling_running_tools_aborts_them_and_stops_the_loop() {
     })
     .await;
     assert!(!session.is_request_in_flight());
-    assert_eq!(session.cancel(), flemma::Cancelled::Tools);
+    assert_eq!(session.cancel(), flemma::runtime::Cancelled::Tools);
     assert_eq!(running.await.unwrap().unwrap(), Stop::Cancelled);
     assert!(
         chat.text()
@@ -612,7 +612,7 @@ async fn cancel_while_waiting_for_a_job_stops_without_resuming() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(session.cancel(), flemma::Cancelled::Resume);
+    assert_eq!(session.cancel(), flemma::runtime::Cancelled::Resume);
     assert_eq!(run.await.unwrap().unwrap(), Stop::Cancelled);
     assert_eq!(session.state(), AutopilotState::Idle);
     // The job goes on; cancelling everything stops it, and its Job Result says so.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
-use flemma::{Session, SessionError, SessionEvent, Stop};
+use flemma::runtime::{Session, SessionError, SessionEvent, Stop};
 use pretty_assertions::assert_eq;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wiremock::matchers::method;

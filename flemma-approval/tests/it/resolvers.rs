@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use flemma_approval::{
     ApprovalContext, CONFIG_RESOLVER, Chain, ConfigResolver, Decision, Resolver, ResolverError,
-    ToolCall, Verdict, async_resolver_fn, async_trait, resolver_fn,
+    ToolCall, Verdict, async_resolver_fn, resolver_fn,
 };
 use flemma_config::{Config, Layer, Options};
 use flemma_ids::ToolName;

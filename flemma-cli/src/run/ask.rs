@@ -14,7 +14,7 @@ use std::io::{BufRead as _, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use flemma::approval::async_trait;
+use flemma::async_trait;
 use flemma::runtime::{Answer, Approver, PendingCall};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, error::TryRecvError};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma::SessionEvent;
 use flemma::runtime::Event;
+use flemma::runtime::SessionEvent;
 use flemma::runtime::transcript::Transcript;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 

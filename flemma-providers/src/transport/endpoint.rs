@@ -79,7 +79,7 @@ impl ProviderKind {
     }
 }
 
-/// The future [`TokenSource::token`] returns, as [`async_trait`](crate::async_trait) boxes it.
+/// The future [`TokenSource::token`] returns, as `async_trait` boxes it.
 pub type TokenFuture<'a> = Pin<Box<dyn Future<Output = Result<ApiKey, TokenError>> + Send + 'a>>;
 
 /// Why a [`TokenSource`] could not give a token; the host's own error is kept as the source.
@@ -109,7 +109,8 @@ impl TokenError {
 /// once more with `refresh = true` when the provider answered 401, then retries.
 ///
 /// ```
-/// use flemma_providers::{ApiKey, Endpoint, TokenError, TokenSource, async_trait};
+/// use async_trait::async_trait;
+/// use flemma_providers::{ApiKey, Endpoint, TokenError, TokenSource};
 ///
 /// /// A token from `gcloud auth print-access-token`, cached by the host.
 /// #[derive(Debug)]

@@ -496,7 +496,7 @@ struct Tokens {
     refreshes: std::sync::atomic::AtomicU32,
 }
 
-#[flemma_providers::async_trait]
+#[async_trait::async_trait]
 impl flemma_providers::TokenSource for Tokens {
     async fn token(&self, refresh: bool) -> Result<ApiKey, flemma_providers::TokenError> {
         use std::sync::atomic::Ordering;
@@ -563,7 +563,7 @@ async fn an_expired_token_is_refreshed_once() {
 #[derive(Debug)]
 struct Broken;
 
-#[flemma_providers::async_trait]
+#[async_trait::async_trait]
 impl flemma_providers::TokenSource for Broken {
     async fn token(&self, _refresh: bool) -> Result<ApiKey, flemma_providers::TokenError> {
         Err(flemma_providers::TokenError::new(

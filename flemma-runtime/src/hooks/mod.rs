@@ -112,7 +112,7 @@ impl HookError {
 ///
 /// ```
 /// use flemma_runtime::hooks::{Hook, HookError, PostToolUseAnswer, PostToolUseInput};
-/// use flemma_runtime::async_trait;
+/// use async_trait::async_trait;
 ///
 /// /// Tells the model that a write was formatted.
 /// struct Formatted;

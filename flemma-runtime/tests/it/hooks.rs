@@ -6,14 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use async_trait::async_trait;
 use flemma_approval::Chain;
 use flemma_runtime::hooks::{
     Compat, Hook, HookError, PostToolUseAnswer, PreToolUseAnswer, PreToolUseInput, from_config,
     hook_fn, on,
 };
+use flemma_runtime::hooks::{HookEvent, HookRegistration};
 use flemma_runtime::{
-    Event, Executor, FileConversation, HookEvent, HookRegistration, MemoryConversation,
-    ToolRegistry, async_trait, register_builtins,
+    Event, Executor, FileConversation, MemoryConversation, ToolRegistry, register_builtins,
 };
 
 use crate::cycle::test_registry;
