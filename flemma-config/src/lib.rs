@@ -58,13 +58,13 @@ pub use listops::{ListOp, OpKind, is_preset_ref, parse_list};
 #[cfg(feature = "lua")]
 #[doc(hidden)]
 pub use lua::chunks::Chunks as LuaChunks;
-/// Bounded `string.find`, `string.match`, `string.gmatch` and `string.gsub` for a sandboxed
-/// Lua state (Lua 5.4's matcher, counting its steps), shared with flemma-providers' Lua
-/// templates: an instruction budget never fires inside Lua's own C matcher (not part of the
-/// supported API: it names mlua's types).
+/// The one Lua sandbox, shared with flemma-providers' Lua templates: a state for a
+/// frontmatter or a template, with one list of what is taken away, bounded memory and
+/// instructions, and bounded pattern functions (not part of the supported API: it names
+/// mlua's types).
 #[cfg(feature = "lua")]
 #[doc(hidden)]
-pub use lua::patterns::install as bound_lua_patterns;
+pub use lua::sandbox::{LuaUse, lua_sandbox};
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
     FileAccessMode, HttpOptions, LsOptions, McpOptions, McpServerOptions, Options, PreviewOptions,

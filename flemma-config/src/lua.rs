@@ -4,31 +4,25 @@
 //! (`flemma.opt.tools = {"bash", "read"}`, `flemma.opt.tools.max_concurrent = 4`), the list
 //! methods `:set(x)`, `:append(x)`, `:prepend(x)`, `:remove(x)` and the operators `+` (append),
 //! `-` (remove) and `^` (prepend), and a function as `tools.auto_approve` (spec §6.3; see
-//! [`policy`]). The Lua state is sandboxed: no `io`, `os`, `package`, `load`, `dofile`,
-//! `require` or `print`; memory and instruction count are bounded. The globals the script
+//! [`policy`]). The Lua state is flemma's one sandbox ([`sandbox`]): no `io`, `os`, `package`, `load`,
+//! `dofile`, `require`, `print`, raw access or metatables; memory and instruction count are
+//! bounded. The globals the script
 //! defines (`recipient = "Ada"`) are returned as template variables.
 
 pub(crate) mod chunks;
 pub(crate) mod patterns;
 mod policy;
+pub(crate) mod sandbox;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use mlua::{
-    HookTriggers, Lua, LuaOptions, MetaMethod, StdLib, Table, UserData, UserDataMethods,
-    Value as LuaValue, VmState,
-};
+use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value as LuaValue};
 use serde_json::{Map, Number, Value};
 
 use crate::config::Config;
 use crate::error::FrontmatterError;
 use crate::layer::Layer;
-
-/// Instructions a frontmatter may run (counted in steps of 1,000).
-const INSTRUCTION_BUDGET: u32 = 10_000;
-/// Memory a frontmatter may use.
-const MEMORY_LIMIT: usize = 16 << 20;
 
 /// One write recorded while the script runs, with the chunk line that made it.
 #[derive(Debug, Clone)]
@@ -319,54 +313,6 @@ fn error_line(message: &str) -> Option<u32> {
     rest.split(':').next()?.trim().parse().ok()
 }
 
-fn sandbox() -> mlua::Result<Lua> {
-    let lua = Lua::new_with(
-        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8,
-        LuaOptions::new(),
-    )?;
-    lua.set_memory_limit(MEMORY_LIMIT)?;
-    let globals = lua.globals();
-    for name in [
-        "load",
-        "loadfile",
-        "dofile",
-        "require",
-        "collectgarbage",
-        "print",
-        "rawset",
-        "rawget",
-        "setmetatable",
-        "getmetatable",
-    ] {
-        globals.raw_set(name, LuaValue::Nil)?;
-    }
-    set_budget(&lua, "frontmatter ran too long")?;
-    // The pattern functions count their own steps: the budget above never fires inside them.
-    patterns::install(&lua)?;
-    Ok(lua)
-}
-
-/// Gives the state a fresh instruction budget; running out raises `what` (located like Lua's
-/// own errors, so that the transcript line is the loop's).
-fn set_budget(lua: &Lua, what: &'static str) -> mlua::Result<()> {
-    let steps = std::cell::Cell::new(0u32);
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(1_000),
-        move |_, debug| {
-            steps.set(steps.get() + 1);
-            if steps.get() > INSTRUCTION_BUDGET {
-                let at = debug
-                    .current_line()
-                    .map(|line| format!("frontmatter:{line}: "))
-                    .unwrap_or_default();
-                Err(mlua::Error::runtime(format!("{at}{what}")))
-            } else {
-                Ok(VmState::Continue)
-            }
-        },
-    )
-}
-
 /// A frontmatter run: the state (its globals, its functions) and the writes it recorded.
 struct Evaluated {
     lua: Lua,
@@ -381,7 +327,7 @@ static FRONTMATTER: chunks::Chunks = chunks::Chunks::new("=frontmatter");
 /// Runs a frontmatter chunk in a fresh sandbox (compiled once per source: see [`chunks`]).
 fn evaluate(code: &str) -> mlua::Result<Evaluated> {
     let log: Log = Rc::new(RefCell::new(Vec::new()));
-    let lua = sandbox()?;
+    let lua = sandbox::lua_sandbox(sandbox::LuaUse::Frontmatter)?;
     let flemma = lua.create_table()?;
     flemma.set("opt", OptProxy::root(&log))?;
     lua.globals().set("flemma", flemma)?;

@@ -607,7 +607,7 @@ fn gmatch(
 /// # Errors
 ///
 /// When the functions cannot be made or set.
-pub fn install(lua: &Lua) -> mlua::Result<()> {
+pub(crate) fn install(lua: &Lua) -> mlua::Result<()> {
     let steps = Rc::new(Cell::new(PATTERN_STEPS));
     let string: Table = lua.globals().get("string")?;
     let budget = Rc::clone(&steps);

@@ -33,7 +33,8 @@ use flemma_ids::ToolName;
 use mlua::{Lua, Value as LuaValue};
 use serde_json::Value;
 
-use super::{Write, evaluate, lua_error, set_budget};
+use super::sandbox::{LuaUse, set_budget};
+use super::{Write, evaluate, lua_error};
 use crate::config::{AutoApprovePolicy, PolicyContext, PolicyDecision};
 use crate::error::PolicyError;
 
@@ -107,7 +108,11 @@ impl LuaPolicy {
         };
         let lua = &evaluated.lua;
         let result = (|| -> mlua::Result<LuaValue> {
-            set_budget(lua, "the auto_approve function ran too long")?;
+            set_budget(
+                lua,
+                LuaUse::Frontmatter,
+                "the auto_approve function ran too long",
+            )?;
             let context = lua.create_table()?;
             if let Some(id) = ctx.tool_id {
                 context.set("tool_id", id.as_str())?;

@@ -5,21 +5,17 @@ use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
+use mlua::{Lua, Table, Value as LuaValue};
 
 use super::{Program, Scope, Syntax, TemplateEngine, TemplateError, TemplatePiece};
-
-/// The memory a template may use.
-const MEMORY_LIMIT: usize = 64 * 1024 * 1024;
-/// How many thousands of instructions a template may run.
-const INSTRUCTION_BUDGET: u32 = 100_000;
 
 /// Renders templates as Lua, as the reference implementation does: `{{ expr }}` is a Lua
 /// expression (`nil` renders as nothing) and `{% code %}` Lua statements, which may wrap the
 /// text after them (`{% for i = 1, 3 do %}` … `{% end %}`).
 ///
 /// The environment is a sandbox: `string`, `table`, `math`, `utf8`, `os.date`, `os.time`,
-/// `os.clock`, `os.difftime`, the base functions without `load`/`require`/file access, the
+/// `os.clock`, `os.difftime`, the base functions without `load`/`require`/file access, raw
+/// access or metatables (flemma-config's one Lua sandbox, the frontmatter's too), the
 /// scope's variables, `__filename` (`nil` for an unsaved conversation), `__dirname` and
 /// `include(path)` / `include(path, {binary = true, mime = "image/png"})`. A template runs
 /// with a memory limit and an instruction budget.
@@ -51,7 +47,7 @@ impl TemplateEngine for LuaEngine {
         let references = std::mem::take(&mut program.references);
         let raised: Rc<RefCell<Option<TemplateError>>> = Rc::default();
         let run = || -> mlua::Result<String> {
-            let lua = sandbox()?;
+            let lua = flemma_config::lua_sandbox(flemma_config::LuaUse::Template)?;
             let globals = lua.globals();
             globals.set(
                 "__flemma_text",
@@ -154,52 +150,6 @@ impl Syntax for LuaSyntax {
 fn error_line(message: &str) -> Option<u32> {
     let rest = message.split("template:").nth(1)?;
     rest.split(':').next()?.trim().parse().ok()
-}
-
-/// A Lua state with the sandboxed standard library, a memory limit and an instruction budget.
-fn sandbox() -> mlua::Result<Lua> {
-    let lua = Lua::new_with(
-        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::OS,
-        LuaOptions::new(),
-    )?;
-    lua.set_memory_limit(MEMORY_LIMIT)?;
-    let globals = lua.globals();
-    for name in [
-        "load",
-        "loadfile",
-        "dofile",
-        "require",
-        "collectgarbage",
-        "print",
-    ] {
-        globals.raw_set(name, LuaValue::Nil)?;
-    }
-    // `os` keeps its clock and date functions only.
-    let os: Table = globals.get("os")?;
-    let safe = lua.create_table()?;
-    for name in ["date", "time", "clock", "difftime"] {
-        safe.set(name, os.get::<LuaValue>(name)?)?;
-    }
-    globals.set("os", safe)?;
-    let steps = std::cell::Cell::new(0u32);
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(1_000),
-        move |_, debug| {
-            steps.set(steps.get() + 1);
-            if steps.get() > INSTRUCTION_BUDGET {
-                let at = debug
-                    .current_line()
-                    .map(|line| format!("template:{line}: "))
-                    .unwrap_or_default();
-                Err(mlua::Error::runtime(format!("{at}template ran too long")))
-            } else {
-                Ok(VmState::Continue)
-            }
-        },
-    )?;
-    // The pattern functions count their own steps: the budget above never fires inside them.
-    flemma_config::bound_lua_patterns(&lua)?;
-    Ok(lua)
 }
 
 /// A JSON value as a Lua value (`null` is `nil`).
