@@ -1,5 +1,6 @@
-//! Provider adapters for flemma: streaming decoders and the writer of responses into `.chat`
-//! text.
+//! The model side of flemma: the [`Provider`] trait and its implementations for the four
+//! APIs, the prompt built from a conversation, templates, request bodies, the HTTP transport,
+//! the streaming decoders and the writer of responses into `.chat` text.
 //!
 //! A provider streams server-sent events; [`SseDecoder`] turns bytes (in any chunking) into
 //! events, a [`StreamDecoder`] per provider turns those into provider-neutral
