@@ -36,6 +36,7 @@
 //! an in-process job whose host died, is lost: its header becomes `error job=…` and its Job
 //! Result says `Job lost: session ended before completion.`
 //!
+//! [`Detach`]: flemma_core::Detach
 //! [`Executor::background`]: crate::Executor::background
 //! [`Executor::drain_jobs`]: crate::Executor::drain_jobs
 //! [`Executor::recover`]: crate::Executor::recover
