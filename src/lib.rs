@@ -44,8 +44,9 @@
 //! `flemma::core::Tool`; [`Session`](runtime::Session) is `flemma::runtime::Session`;
 //! [`Provider`](providers::Provider) is `flemma::providers::Provider`. No crate re-exports
 //! the items of another (a user of `flemma-ast` alone imports `ToolName` from `flemma-ids`).
-//! The facade's top level holds the crate modules, [`async_trait`] (which no crate
-//! re-exports) and the [`prelude`], the one deliberate second path of the names in it.
+//! The facade's top level holds the crate modules, [`async_trait`](macro@async_trait) (which
+//! no crate re-exports) and the [`prelude`], the one deliberate second path of the names in
+//! it.
 
 /// The attribute the SDK's async traits are written with, for implementing
 /// [`Tool`](core::Tool), [`Conversation`](runtime::Conversation),

@@ -3,7 +3,7 @@
 //! `read`, `write`, `edit`, `ls`, the search tools `grep` and `find`, and the bubblewrap
 //! sandbox backend ([`Bwrap`]).
 //!
-//! They are ordinary [`Tool`](flemma_core::Tool)s: each takes its definition from
+//! They are ordinary [`Tool`]s: each takes its definition from
 //! flemma-schema's table of built-ins
 //! ([`ToolDefinition::from_builtin`](flemma_core::ToolDefinition::from_builtin)), so names,
 //! descriptions, schemas and capabilities have one home, and a host registers them through the

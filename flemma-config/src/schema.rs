@@ -175,6 +175,25 @@ pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(
      tools with their approval resolver",
 )];
 
+/// The fields of a server table `[mcp.servers.NAME]` of the `[mcp]` host section, as
+/// flemma-mcp reads them. Outside the options files a layer may write only the ones that
+/// narrow a server (`enabled`, `include`, `exclude`, `tool_timeout`; see
+/// [`McpOptions`](crate::McpOptions)); the others define how a server starts.
+pub const MCP_SERVER_FIELDS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "include",
+    "exclude",
+    "startup_timeout",
+    "tool_timeout",
+    "trusted",
+];
+
 /// What a conversation may write about an MCP server of the options files
 /// (`mcp.servers.<name>.<field>`): it may narrow the server, never start or change one.
 pub(crate) const MCP_NARROWING: &[(&str, OptionKind)] = &[
@@ -223,7 +242,7 @@ fn resolve_mcp(path: &str, segments: &[&str]) -> Option<Result<Resolved, ConfigE
     };
     // `env.PATH` and `headers.X` of a written table are refused as their field.
     let narrows = MCP_NARROWING.iter().any(|(f, _)| *f == field);
-    if !narrows && crate::sections::MCP_SERVER_FIELDS.contains(&field) {
+    if !narrows && MCP_SERVER_FIELDS.contains(&field) {
         return Some(Err(ConfigError::Unsupported {
             path: segments[..4].join("."),
             instead: MCP_SETUP_ONLY_INSTEAD,

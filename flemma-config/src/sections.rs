@@ -18,25 +18,6 @@ pub const HOST_SECTIONS: &[&str] = &["mcp", "hooks", "frontmatter"];
 /// hooks of every settings file).
 const APPENDING: &[&str] = &["hooks"];
 
-/// The fields of a server table `[mcp.servers.NAME]` of the `[mcp]` host section, as
-/// flemma-mcp reads them. Outside the options files a layer may write only the ones that
-/// narrow a server (`enabled`, `include`, `exclude`, `tool_timeout`; see
-/// [`McpOptions`](crate::McpOptions)); the others define how a server starts.
-pub const MCP_SERVER_FIELDS: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "enabled",
-    "include",
-    "exclude",
-    "startup_timeout",
-    "tool_timeout",
-    "trusted",
-];
-
 /// One host section: its merged value and the last file that wrote it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Section {

@@ -11,7 +11,7 @@ use flemma_config::Config;
 use flemma_ids::Severity;
 use flemma_runtime::ToolRegistry;
 
-use crate::report;
+use crate::error::report;
 use lsp_types::DiagnosticSeverity;
 
 /// A diagnostic on a line of the parser's (1-based).

@@ -9,7 +9,7 @@ use flemma_config::Config;
 use flemma_runtime::{MemoryConversation, Session, ToolRegistry};
 use lsp_types::Uri;
 
-use crate::report;
+use crate::error::report;
 
 /// A cycle that ended.
 #[derive(Debug)]

@@ -187,7 +187,10 @@ where
 /// What the server says of a frame it refused: the request's error when it has an id (the
 /// protocol's `InvalidRequest`), a warning in the client's log otherwise.
 fn refusal_message(id: Option<RequestId>, refusal: &crate::frame::Refusal) -> Message {
-    let text = format!("flemma-lsp: frame refused: {}", crate::report(refusal));
+    let text = format!(
+        "flemma-lsp: frame refused: {}",
+        crate::error::report(refusal)
+    );
     match id {
         Some(id) => Message::Response(Response::new_err(
             id,

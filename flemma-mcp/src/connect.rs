@@ -159,23 +159,6 @@ fn plain_http_off_loopback(url: &str) -> bool {
     }
 }
 
-#[cfg(test)]
-mod plain_http_tests {
-    #[test]
-    fn plain_http_to_another_host_is_found() {
-        for (url, off) in [
-            ("http://mcp.example.com/mcp", true),
-            ("http://10.0.0.5:8080/mcp", true),
-            ("http://127.0.0.1:3001/mcp", false),
-            ("http://localhost/mcp", false),
-            ("http://[::1]:80/mcp", false),
-            ("https://mcp.example.com/mcp", false),
-        ] {
-            assert_eq!(super::plain_http_off_loopback(url), off, "{url}");
-        }
-    }
-}
-
 /// reqwest with rustls on ring (installed as the process default unless another provider
 /// was first), trusting the platform's certificate store (MCP servers are often internal).
 /// It follows redirects within the server's origin only: a redirect to another origin would
@@ -258,5 +241,19 @@ mod tests {
             expand("s", "env.P", "${OPEN"),
             Err(McpError::BadReference { .. })
         ));
+    }
+
+    #[test]
+    fn plain_http_to_another_host_is_found() {
+        for (url, off) in [
+            ("http://mcp.example.com/mcp", true),
+            ("http://10.0.0.5:8080/mcp", true),
+            ("http://127.0.0.1:3001/mcp", false),
+            ("http://localhost/mcp", false),
+            ("http://[::1]:80/mcp", false),
+            ("https://mcp.example.com/mcp", false),
+        ] {
+            assert_eq!(plain_http_off_loopback(url), off, "{url}");
+        }
     }
 }

@@ -229,7 +229,23 @@ pub(crate) fn unique_id() -> String {
     let digest = hasher.finalize();
     let mut bytes = [0_u8; 16];
     bytes.copy_from_slice(&digest[..16]);
-    crate::transcript::uuid_v8(bytes)
+    uuid_v8(bytes)
+}
+
+/// `bytes` as a UUID of version 8 (RFC 9562 §5.8), with its version and variant bits set.
+pub(crate) fn uuid_v8(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let mut id = String::with_capacity(36);
+    for (at, byte) in bytes.iter().enumerate() {
+        if matches!(at, 4 | 6 | 8 | 10) {
+            id.push('-');
+        }
+        for nibble in [byte >> 4, byte & 0x0f] {
+            id.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    id
 }
 
 /// The text, its revision, and where its lines start (so edits near the end of a large

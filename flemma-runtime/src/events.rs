@@ -10,7 +10,7 @@
 use flemma_ast::ToolStatus;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 
-use crate::jobs::{Delivered, Recovery};
+use crate::jobs::types::{Delivered, Recovery};
 
 /// Something the executor did or noticed.
 #[derive(Debug, Clone, PartialEq)]

@@ -119,8 +119,9 @@ impl Tool for Bash {
     }
 }
 
-/// In the background, `bash` runs its command detached from the host (see [`crate::jobs`]):
-/// the same command line, environment and result, with the output read from the job's file.
+/// In the background, `bash` runs its command detached from the host (see
+/// `flemma_runtime::jobs`): the same command line, environment and result, with the output
+/// read from the job's file.
 impl Detach for Bash {
     fn command(
         &self,

@@ -14,7 +14,7 @@
 //!
 //! Every member started after the call's command, and the kernel gives pids out in turn
 //! (the next free one after the last it gave, wrapping at `pid_max`). So a call whose
-//! command was just started ([`Members::spawned`]) only looks at the pids given out since:
+//! command was just started (`Members::spawned`) only looks at the pids given out since:
 //! those between its command's pid and the last pid given out (`/proc/loadavg`), probed one
 //! by one when they are few, else picked from the listing of `/proc`. That holds while the
 //! pid counter has not gone all the way round since, which the forks counted since

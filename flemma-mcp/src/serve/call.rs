@@ -13,7 +13,8 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{ServeApproval, ServeError, ToolServer};
+use super::error::ServeError;
+use super::server::{ServeApproval, ToolServer};
 
 /// The user message before the call: the conversation's first message (it is never sent).
 const PREAMBLE: &str = "@You:\nA call from an MCP client (`flemma mcp serve`).\n\n@Assistant:\n";

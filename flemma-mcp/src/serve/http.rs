@@ -15,7 +15,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::{ServeError, ToolServer};
+use super::error::ServeError;
+use super::server::ToolServer;
 
 /// The path the MCP endpoint answers at (`http://127.0.0.1:PORT/mcp`); every other path is
 /// `404 Not Found`.

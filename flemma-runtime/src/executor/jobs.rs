@@ -18,7 +18,7 @@ use crate::events::Event;
 use crate::jobs::host::{HostedCall, JobHost, RunFuture};
 use crate::jobs::start::JobCall;
 use crate::jobs::table::Delivery;
-use crate::jobs::{Delivered, JobError, JobInfo, Recovery};
+use crate::jobs::types::{Delivered, JobError, JobInfo, Recovery};
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
 use flemma_core::ToolOutput;

@@ -10,12 +10,13 @@ use serde_json::{Map, Value, json};
 
 use super::claude::{claude_input, claude_tool_name, native_input};
 use super::config::Compat;
+use super::error::HookError;
 use super::event::{
     HookContext, HookEvent, NotificationInput, Permission, PostToolUseAnswer, PostToolUseInput,
     PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
     UserPromptSubmitInput,
 };
-use super::{Hook, HookError};
+use super::hook::Hook;
 
 /// A command hook's time limit when its table sets none (Claude Code's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
-use super::HookError;
+use super::error::HookError;
 
 /// The moments a hook can run at (Claude Code's event names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

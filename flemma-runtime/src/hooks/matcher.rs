@@ -2,7 +2,7 @@
 
 use flemma_config::GlobList;
 
-use super::HookError;
+use super::error::HookError;
 
 /// A hook's matcher.
 ///

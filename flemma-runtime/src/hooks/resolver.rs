@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use flemma_approval::{ApprovalContext, Resolver, ResolverError, ToolCall, Verdict};
 use flemma_ids::ToolUseId;
 
-use super::Hooks;
 use super::event::{HookContext, Permission, PreToolUseInput};
+use super::registration::Hooks;
 
 /// The name of the resolver the `PreToolUse` hooks decide through.
 pub const HOOKS_RESOLVER: &str = "urn:flemma:approval:hooks";
@@ -61,7 +61,7 @@ impl Resolver for HooksResolver {
             call.input.clone(),
         );
         // The conversation's own hooks, where its frontmatter added some.
-        let conversation = super::from_frontmatter(ctx.config)
+        let conversation = super::config::from_frontmatter(ctx.config)
             .map_err(|e| ResolverError::with_source("the frontmatter's hooks", e))?;
         let outcome = self
             .0

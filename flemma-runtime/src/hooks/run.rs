@@ -7,11 +7,13 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt as _;
 use serde_json::Value;
 
+use super::error::HookError;
+use super::event::HookEvent;
 use super::event::{
     NotificationInput, Permission, PostToolUseInput, PreToolUseInput, SessionInput, StopInput,
     UserPromptSubmitInput,
 };
-use super::{HookError, HookEvent, HookRegistration, Hooks};
+use super::registration::{HookRegistration, Hooks};
 
 /// What the `PreToolUse` hooks made of a call.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -5,8 +5,9 @@ use flemma_ast::writer;
 
 use super::host::JobHost;
 use super::journal::JobRecord;
+use super::support::crash_point;
 use super::table::{Delivery, Jobs};
-use super::{Delivered, JobState, crash_point};
+use super::types::{Delivered, JobState};
 use crate::events::Event;
 
 impl Jobs {

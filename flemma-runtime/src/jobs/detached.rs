@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::now_seconds;
+use super::support::now_seconds;
 use flemma_builtins::process::ProcessRef;
 use flemma_builtins::process::reap::{MARKER_VAR, Members, stop_all};
 use flemma_core::DetachedCommand;

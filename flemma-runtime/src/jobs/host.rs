@@ -38,7 +38,7 @@ pub(crate) trait JobHost: Send + Sync {
     /// The options of the moment (evaluated once per cycle or delivery).
     type Settings: Send + Sync;
     /// The host's error.
-    type Error: From<super::JobError> + From<TranscriptError> + Send;
+    type Error: From<super::types::JobError> + From<TranscriptError> + Send;
 
     /// The conversation's transcript (its edit loop).
     fn transcript(&self) -> &Transcript;

@@ -11,7 +11,7 @@ use flemma_ids::{JobId, ToolName, ToolUseId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::JobState;
+use super::types::JobState;
 use flemma_builtins::process::ProcessRef;
 
 /// A finished job's result, as its Job Result will say it.
@@ -92,7 +92,7 @@ impl JobRecord {
             tool_id: tool_id.to_owned(),
             tool: tool.as_str().to_owned(),
             state: JobState::Running,
-            started_at: super::now_seconds(),
+            started_at: super::support::now_seconds(),
             completed_at: None,
             owner: ProcessRef::current(),
             process: None,

@@ -8,11 +8,11 @@ use flemma_ast::Document;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use tokio_util::sync::CancellationToken;
 
-use super::JobError;
 use super::host::JobHost;
 use super::journal::{JobJournal, JobRecord, Recorded};
+use super::support::now_seconds;
 use super::table::{Jobs, LiveJob};
-use super::{JobInfo, JobState, Recovery, now_seconds};
+use super::types::{JobError, JobInfo, JobState, Recovery};
 use crate::events::Event;
 use flemma_builtins::process::ProcessRef;
 

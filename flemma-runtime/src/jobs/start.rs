@@ -10,9 +10,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::host::{HostedCall, JobHost};
+use super::id::new_job_id;
 use super::journal::JobRecord;
+use super::support::crash_point;
 use super::table::{Jobs, LiveJob};
-use super::{crash_point, new_job_id};
 use crate::events::Event;
 use crate::messages as msg;
 use flemma_core::Tool;

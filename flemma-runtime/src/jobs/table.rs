@@ -15,7 +15,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::journal::{FileJournal, JobJournal, JobRecord, Outcome, Recorded};
-use super::{JobState, crash_point, now_seconds};
+use super::support::{crash_point, now_seconds};
+use super::types::JobState;
 use crate::events::Event;
 use crate::fanout::Fanout;
 use crate::messages as msg;

@@ -117,7 +117,7 @@ impl Executor {
                 tool: call.tool.as_str().to_owned(),
                 owner,
                 host: self.claimant.id(),
-                claimed_at: crate::jobs::now_seconds(),
+                claimed_at: crate::jobs::support::now_seconds(),
             };
             if let Err(error) = locked.put(record) {
                 self.emit(Event::Warning(format!(
