@@ -73,7 +73,7 @@ pub use conversation::{
 pub use events::{Event, Placed};
 pub use executor::{
     Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
-    Next, PendingCall,
+    Next, PendingCall, Refusal,
 };
 pub use module::ToolModule;
 pub use protect::protect_host_process;

@@ -756,10 +756,13 @@ async fn the_executor_of_a_session_refuses_a_cycle_while_a_request_is_in_flight(
     assert!(
         matches!(
             &refused,
-            flemma::runtime::ExecutorError::Refused(message)
-                if message == "Cannot execute tool while API request is in flight"
+            flemma::runtime::ExecutorError::Refused(flemma::runtime::Refusal::RequestInFlight)
         ),
         "{refused:?}"
+    );
+    assert_eq!(
+        refused.to_string(),
+        "Cannot execute tool while API request is in flight"
     );
     assert!(matches!(
         session.cycle().await,

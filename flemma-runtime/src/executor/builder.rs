@@ -8,7 +8,7 @@ use flemma_config::Config;
 
 use super::claim::table::Claimant;
 use super::state::{CycleGuard, Executor, Setup};
-use super::types::Approver;
+use super::types::{Approver, Refusal};
 use crate::conversation::Conversation;
 use crate::events::Event;
 use crate::placements::{Placements, TranscriptApprovals};
@@ -183,32 +183,35 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Asks `guard` at the start of every [`cycle`](Executor::cycle): a message refuses the
-    /// cycle with [`ExecutorError::Refused`](super::ExecutorError::Refused) before anything
+    /// Asks `guard` at the start of every [`cycle`](Executor::cycle): a [`Refusal`] refuses
+    /// the cycle with [`ExecutorError::Refused`](super::ExecutorError::Refused) before anything
     /// is read or written. A flemma `Session` refuses its executor's cycles this way while
     /// its request is in flight (spec §7.5 step 2), so that no caller bypasses that guard.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use flemma_runtime::{Executor, ExecutorError, MemoryConversation, ToolRegistry};
+    /// use flemma_runtime::{Executor, ExecutorError, MemoryConversation, Refusal, ToolRegistry};
     ///
     /// let busy = Arc::new(AtomicBool::new(true));
     /// let flag = Arc::clone(&busy);
     /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
     /// let executor = Executor::builder(chat, ToolRegistry::new())
-    ///     .cycle_guard(move || flag.load(Ordering::SeqCst).then(|| "busy".to_owned()))
+    ///     .cycle_guard(move || {
+    ///         flag.load(Ordering::SeqCst).then(|| Refusal::Host("the host is busy".into()))
+    ///     })
     ///     .build();
     /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     /// let refused = runtime.block_on(executor.cycle()).unwrap_err();
-    /// assert!(matches!(refused, ExecutorError::Refused(m) if m == "busy"));
+    /// assert!(matches!(refused, ExecutorError::Refused(Refusal::Host(_))));
+    /// assert_eq!(refused.to_string(), "the host is busy");
     /// busy.store(false, Ordering::SeqCst);
     /// assert!(runtime.block_on(executor.cycle()).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cycle_guard(
         mut self,
-        guard: impl Fn() -> Option<String> + Send + Sync + 'static,
+        guard: impl Fn() -> Option<Refusal> + Send + Sync + 'static,
     ) -> Self {
         self.parts.guard = Some(Arc::new(guard));
         self

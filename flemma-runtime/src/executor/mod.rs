@@ -36,4 +36,6 @@ mod types;
 pub use builder::ExecutorBuilder;
 pub use claim::CallClaim;
 pub use state::Executor;
-pub use types::{Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall};
+pub use types::{
+    Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall, Refusal,
+};

@@ -42,7 +42,7 @@ pub(super) struct Setup {
 
 /// A host's check before each cycle (see
 /// [`ExecutorBuilder::cycle_guard`](super::ExecutorBuilder::cycle_guard)).
-pub(super) type CycleGuard = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+pub(super) type CycleGuard = Arc<dyn Fn() -> Option<super::Refusal> + Send + Sync>;
 
 /// Runs the tool cycle on one conversation. Share it behind an `Arc` to cancel calls from
 /// another task while a cycle runs.

@@ -27,10 +27,9 @@ pub enum ExecutorError {
     #[error(transparent)]
     Job(#[from] crate::jobs::JobError),
     /// The host's [`cycle_guard`](super::ExecutorBuilder::cycle_guard) refused the cycle
-    /// (a session while its request is in flight: `Cannot execute tool while API request is
-    /// in flight`).
-    #[error("{0}")]
-    Refused(String),
+    /// (a session while its request is in flight: [`Refusal::RequestInFlight`]).
+    #[error(transparent)]
+    Refused(Refusal),
     /// A person's approval of the call `id` could not be recorded in the conversation's
     /// ledger of placements ([`crate::placements`]); the call was not approved.
     #[error("the approval of {id} could not be recorded")]
@@ -148,4 +147,18 @@ pub struct CycleReport {
     pub completed: Vec<Completed>,
     /// What the host should do next.
     pub next: Next,
+}
+
+/// Why a host's [`cycle_guard`](super::ExecutorBuilder::cycle_guard) refused a cycle
+/// ([`ExecutorError::Refused`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A request of the conversation is streaming (spec §7.5 step 2): a flemma `Session`'s
+    /// guard while its request is in flight.
+    #[error("Cannot execute tool while API request is in flight")]
+    RequestInFlight,
+    /// The host's own reason, its error kept with its causes.
+    #[error(transparent)]
+    Host(Box<dyn std::error::Error + Send + Sync>),
 }

@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::transcript::Transcript;
-use crate::{Conversation, CycleReport, Executor, ExecutorBuilder, ExecutorError, ToolRegistry};
+use crate::{
+    Conversation, CycleReport, Executor, ExecutorBuilder, ExecutorError, Refusal, ToolRegistry,
+};
 use flemma_ast::Role;
 use flemma_providers::{MiniJinjaEngine, Provider, TemplateEngine};
 use tokio_util::sync::CancellationToken;
@@ -165,7 +167,7 @@ impl SessionBuilder {
 
     /// The session: its executor built from the [`ExecutorBuilder`], its events forwarded
     /// into the session's stream from the first one, and its cycles refused while a request
-    /// is in flight ([`ExecutorError::Refused`] with spec §7.5's text), also when the host
+    /// is in flight ([`ExecutorError::Refused`] with [`Refusal::RequestInFlight`], spec §7.5's text), also when the host
     /// calls [`Session::executor`]`().cycle()` itself.
     pub fn build(self) -> Session {
         let subscribers = Arc::new(Subscribers::new(self.event_capacity));
@@ -187,7 +189,7 @@ impl SessionBuilder {
                     session
                         .upgrade()
                         .filter(|inner| inner.is_request_in_flight())
-                        .map(|_| SessionError::ToolWhileRequest.to_string())
+                        .map(|_| Refusal::RequestInFlight)
                 })
                 .build();
             Inner {
@@ -708,7 +710,7 @@ impl Session {
         }
         match self.cycle_until(&CancellationToken::new()).await {
             // A request started in between: the executor's guard refused the cycle.
-            Err(SessionError::Executor(ExecutorError::Refused(_))) => {
+            Err(SessionError::Executor(ExecutorError::Refused(Refusal::RequestInFlight))) => {
                 Err(SessionError::ToolWhileRequest)
             }
             other => other,
