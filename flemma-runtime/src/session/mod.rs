@@ -167,8 +167,8 @@ impl SessionBuilder {
 
     /// The session: its executor built from the [`ExecutorBuilder`], its events forwarded
     /// into the session's stream from the first one, and its cycles refused while a request
-    /// is in flight ([`ExecutorError::Refused`] with [`Refusal::RequestInFlight`], spec §7.5's text), also when the host
-    /// calls [`Session::executor`]`().cycle()` itself.
+    /// is in flight ([`ExecutorError::Refused`] with [`Refusal::RequestInFlight`], spec
+    /// §7.5's text), also when the host calls [`Session::executor`]`().cycle()` itself.
     pub fn build(self) -> Session {
         let subscribers = Arc::new(Subscribers::new(self.event_capacity));
         // The one subscription to the executor: every event it emits, a background job's
