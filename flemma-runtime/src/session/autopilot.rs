@@ -68,6 +68,8 @@ pub(crate) enum Trigger {
     JobsDelivered,
     /// The loop would send, and the session has no provider.
     NoProvider,
+    /// A `Stop` hook kept a finished run going ([`Rest::AskStopHooks`] answered yes).
+    KeptGoing,
     /// The user cancelled.
     Cancel,
     /// The request or the cycle failed.
@@ -85,12 +87,14 @@ pub(crate) enum Action {
     Stop(Stop),
 }
 
-/// The state, the consecutive turns, and whether the user disarmed the loop.
+/// The state, the consecutive turns, whether the user disarmed the loop, and how many times
+/// `Stop` hooks kept this run going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Autopilot {
     pub(crate) state: AutopilotState,
     pub(crate) turns: u64,
     pub(crate) disarmed: bool,
+    pub(crate) kept_going: u64,
 }
 
 impl Default for Autopilot {
@@ -99,6 +103,63 @@ impl Default for Autopilot {
             state: AutopilotState::Idle,
             turns: 0,
             disarmed: false,
+            kept_going: 0,
+        }
+    }
+}
+
+/// What a run knows when the machine stops it `Finished` or `Idle`: the facts
+/// [`Autopilot::at_rest`] decides by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AtRest {
+    /// Background jobs still run.
+    pub(crate) jobs_running: bool,
+    /// The session waits for them (`SessionBuilder::wait_for_jobs`).
+    pub(crate) wait_for_jobs: bool,
+    /// `tools.autopilot.enabled`.
+    pub(crate) enabled: bool,
+    /// `max_turns` (the session's or the options'): also how many times `Stop` hooks may keep
+    /// one run going.
+    pub(crate) max_turns: u64,
+}
+
+/// What a run does at rest (see [`Autopilot::at_rest`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rest {
+    /// Return this stop.
+    Return(Stop),
+    /// Wait for the running jobs, deliver each, and resume after the last delivery (spec
+    /// §7.10): then [`Trigger::JobsDelivered`] (or [`Trigger::Cancel`]).
+    AwaitJobs,
+    /// Ask the `Stop` hooks whether the run goes on (`again`: one kept it going before); yes
+    /// is [`Trigger::KeptGoing`], no returns [`Stop::Finished`].
+    AskStopHooks {
+        /// A hook kept this run going before.
+        again: bool,
+    },
+}
+
+impl Autopilot {
+    /// What a run that the machine stopped at `stop` does next, given `facts`: a finished or
+    /// idle run waits for its background jobs when the session waits for jobs and the
+    /// autopilot is on and armed (spec §7.10; without waiting it returns [`Stop::Running`]); a
+    /// finished run with no jobs asks the `Stop` hooks, at most `max_turns` times; anything
+    /// else returns.
+    pub(crate) fn at_rest(&self, stop: Stop, facts: AtRest) -> Rest {
+        match stop {
+            Stop::Finished | Stop::Idle if facts.jobs_running => {
+                if !facts.wait_for_jobs {
+                    Rest::Return(Stop::Running)
+                } else if !facts.enabled || self.disarmed {
+                    Rest::Return(stop)
+                } else {
+                    Rest::AwaitJobs
+                }
+            }
+            Stop::Finished if self.kept_going < facts.max_turns => Rest::AskStopHooks {
+                again: self.kept_going > 0,
+            },
+            other => Rest::Return(other),
         }
     }
 }
@@ -118,6 +179,15 @@ impl Autopilot {
             Trigger::Run => {
                 self.turns = 0;
                 self.disarmed = false;
+                self.kept_going = 0;
+                (Armed, Action::Cycle, None)
+            }
+            // A `Stop` hook's reason is a new prompt: the count of consecutive turns starts
+            // again, the count of continuations goes on.
+            Trigger::KeptGoing => {
+                self.turns = 0;
+                self.disarmed = false;
+                self.kept_going += 1;
                 (Armed, Action::Cycle, None)
             }
             Trigger::ToolsComplete(next) => match next {
@@ -216,7 +286,7 @@ mod tests {
             let mut pilot = Autopilot {
                 state: before,
                 turns,
-                disarmed: false,
+                ..Autopilot::default()
             };
             let (got, warning) = pilot.on(trigger);
             let row = format!("{before:?} {turns} {trigger:?}");
@@ -230,6 +300,65 @@ mod tests {
                 "{row}"
             );
         }
+    }
+
+    /// Every case of [`Autopilot::at_rest`]: (stop, jobs running, wait for jobs, enabled,
+    /// disarmed, kept going so far, max turns) → what the run does.
+    #[test]
+    fn at_rest_waits_for_jobs_asks_the_stop_hooks_or_returns() {
+        use Stop::{AwaitingApproval, Finished, Idle, Running};
+        type Row = (Stop, bool, bool, bool, bool, u64, u64, Rest);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            // jobs run: wait for them when the session waits and the autopilot is on and armed
+            (Finished, true, true, true, false, 0, 100, Rest::AwaitJobs),
+            (Idle, true, true, true, false, 0, 100, Rest::AwaitJobs),
+            // a session that does not wait returns `Running`
+            (Finished, true, false, true, false, 0, 100, Rest::Return(Running)),
+            (Idle, true, false, true, false, 0, 100, Rest::Return(Running)),
+            // autopilot off or disarmed: the stop as it is (no Stop hooks while jobs run)
+            (Finished, true, true, false, false, 0, 100, Rest::Return(Finished)),
+            (Idle, true, true, true, true, 0, 100, Rest::Return(Idle)),
+            // no jobs: a finished run asks the Stop hooks, at most max_turns times
+            (Finished, false, true, true, false, 0, 100, Rest::AskStopHooks { again: false }),
+            (Finished, false, true, true, false, 3, 100, Rest::AskStopHooks { again: true }),
+            (Finished, false, true, true, false, 100, 100, Rest::Return(Finished)),
+            (Finished, false, true, true, false, 0, 0, Rest::Return(Finished)),
+            // an idle run without jobs, and every other stop, returns
+            (Idle, false, true, true, false, 0, 100, Rest::Return(Idle)),
+            (AwaitingApproval, true, true, true, false, 0, 100, Rest::Return(AwaitingApproval)),
+        ];
+        for (stop, jobs_running, wait_for_jobs, enabled, disarmed, kept_going, max_turns, rest) in
+            table
+        {
+            let pilot = Autopilot {
+                disarmed,
+                kept_going,
+                ..Autopilot::default()
+            };
+            let facts = AtRest {
+                jobs_running,
+                wait_for_jobs,
+                enabled,
+                max_turns,
+            };
+            assert_eq!(
+                pilot.at_rest(stop, facts),
+                rest,
+                "{stop:?} {facts:?} {pilot:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stop_hook_keeps_a_run_going_without_resetting_its_count() {
+        let mut pilot = Autopilot::default();
+        pilot.on(Trigger::Run);
+        pilot.on(Trigger::KeptGoing);
+        pilot.on(Trigger::KeptGoing);
+        assert_eq!((pilot.kept_going, pilot.state), (2, AutopilotState::Armed));
+        pilot.on(Trigger::Run);
+        assert_eq!(pilot.kept_going, 0);
     }
 
     #[test]

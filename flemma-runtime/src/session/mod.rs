@@ -27,7 +27,7 @@ pub use autopilot::{AutopilotState, Stop};
 pub use error::SessionError;
 pub use events::{SessionEvent, SessionEvents};
 
-use autopilot::{Action, Autopilot, Trigger};
+use autopilot::{Action, AtRest, Autopilot, Rest, Trigger};
 use events::Subscribers;
 
 /// What [`Session::cancel`] cancelled.
@@ -552,41 +552,41 @@ impl Session {
         self.start_hooks().await;
         let (mut action, _) = self.transition(Trigger::Run);
         let mut turn = 0;
-        // How many times a `Stop` hook kept this run going (bounded by `max_turns`).
-        let mut kept_going = 0;
         loop {
             action = match action {
-                Action::Stop(stop @ (Stop::Finished | Stop::Idle))
-                    if self.inner.executor.running_jobs() > 0 =>
-                {
-                    if !self.inner.wait_for_jobs {
-                        return Ok(Stop::Running);
-                    }
-                    let autopilot = self.autopilot_options().await?;
-                    let disarmed = self.inner.lock_pilot().disarmed;
-                    if !autopilot.enabled || disarmed {
+                Action::Stop(stop @ (Stop::Finished | Stop::Idle)) => {
+                    let jobs_running = self.inner.executor.running_jobs() > 0;
+                    if stop == Stop::Idle && !jobs_running {
                         return Ok(stop);
                     }
-                    let delay = Duration::from_millis(autopilot.resume_delay);
-                    control.awaiting_jobs.store(true, Ordering::SeqCst);
-                    let resume = self.await_jobs(&control.token, delay).await;
-                    control.awaiting_jobs.store(false, Ordering::SeqCst);
-                    match resume? {
-                        Resume::Resumed => self.transition(Trigger::JobsDelivered).0,
-                        Resume::Cancelled => self.transition(Trigger::Cancel).0,
-                        Resume::Nothing => return Ok(stop),
-                    }
-                }
-                Action::Stop(Stop::Finished) => {
-                    let max_turns = match self.inner.max_turns {
-                        Some(max) => max,
-                        None => self.autopilot_options().await?.max_turns,
+                    let autopilot = self.autopilot_options().await?;
+                    let facts = AtRest {
+                        jobs_running,
+                        wait_for_jobs: self.inner.wait_for_jobs,
+                        enabled: autopilot.enabled,
+                        max_turns: self.inner.max_turns.unwrap_or(autopilot.max_turns),
                     };
-                    if kept_going < max_turns && self.stop_hooks(kept_going > 0).await? {
-                        kept_going += 1;
-                        self.transition(Trigger::Run).0
-                    } else {
-                        return Ok(Stop::Finished);
+                    let rest = self.inner.lock_pilot().at_rest(stop, facts);
+                    match rest {
+                        Rest::Return(stop) => return Ok(stop),
+                        Rest::AwaitJobs => {
+                            let delay = Duration::from_millis(autopilot.resume_delay);
+                            control.awaiting_jobs.store(true, Ordering::SeqCst);
+                            let resume = self.await_jobs(&control.token, delay).await;
+                            control.awaiting_jobs.store(false, Ordering::SeqCst);
+                            match resume? {
+                                Resume::Resumed => self.transition(Trigger::JobsDelivered).0,
+                                Resume::Cancelled => self.transition(Trigger::Cancel).0,
+                                Resume::Nothing => return Ok(stop),
+                            }
+                        }
+                        Rest::AskStopHooks { again } => {
+                            if self.stop_hooks(again).await? {
+                                self.transition(Trigger::KeptGoing).0
+                            } else {
+                                return Ok(Stop::Finished);
+                            }
+                        }
                     }
                 }
                 Action::Stop(stop) => return Ok(stop),
