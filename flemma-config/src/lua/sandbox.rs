@@ -60,7 +60,10 @@ impl LuaUse {
     }
 }
 
-/// A fresh sandboxed state for `usage` (see the [module docs](self)).
+/// A fresh sandboxed state for `usage`: `string`, `table`, `math`, `utf8` and the base
+/// functions without `load`, `loadfile`, `dofile`, `require`, `collectgarbage`, `print`, raw
+/// access or metatables; `os`'s clock and date functions for templates only; bounded memory,
+/// instructions and pattern functions.
 ///
 /// # Errors
 ///
