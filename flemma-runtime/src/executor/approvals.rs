@@ -309,6 +309,16 @@ impl Executor {
         if self.setup.approvals == TranscriptApprovals::Trusted {
             return Vec::new();
         }
+        // Only an `(approved)` result block can be unbacked: a document without one (most, and
+        // `flemma check` of a large file) needs no index of its calls.
+        let any_approved = doc
+            .messages
+            .iter()
+            .flat_map(flemma_ast::Message::tool_results)
+            .any(|result| result.status == Some(flemma_ast::ToolStatus::Approved));
+        if !any_approved {
+            return Vec::new();
+        }
         let calls = self.undecided_approvals(doc, &ToolIndex::new(doc));
         self.unbacked(calls).await
     }
