@@ -9,10 +9,11 @@
 use std::sync::Arc;
 
 use flemma::async_trait;
+use flemma::core::{Answer, Approver, PendingCall};
 use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
 use flemma::providers::{ScriptedProvider, Turn};
+use flemma::runtime::MemoryConversation;
 use flemma::runtime::ToolRegistry;
-use flemma::runtime::{Answer, Approver, MemoryConversation, PendingCall};
 use flemma::runtime::{Session, SessionEvent};
 use serde_json::json;
 

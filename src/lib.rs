@@ -50,14 +50,14 @@
 
 /// The attribute the SDK's async traits are written with, for implementing
 /// [`Tool`](core::Tool), [`Conversation`](runtime::Conversation),
-/// [`Approver`](runtime::Approver), [`Resolver`](approval::Resolver),
+/// [`Approver`](core::Approver), [`Resolver`](approval::Resolver),
 /// [`Provider`](providers::Provider) and [`TokenSource`](providers::TokenSource) with
 /// `async fn`s, so an application needs no `async-trait` dependency of its own (a user of a
 /// crate alone adds `async-trait`):
 ///
 /// ```
 /// use flemma::async_trait;
-/// use flemma::runtime::{Answer, Approver, PendingCall};
+/// use flemma::core::{Answer, Approver, PendingCall};
 ///
 /// struct Yes;
 ///

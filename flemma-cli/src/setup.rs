@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use flemma::async_trait;
 use flemma::config::Config;
+use flemma::core::{Answer, Approver, PendingCall};
 use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
 use flemma::runtime::Session;
-use flemma::runtime::{Answer, Approver, Conversation, Executor, PendingCall, ToolRegistry};
+use flemma::runtime::{Conversation, Executor, ToolRegistry};
 
 use crate::failure::{Failure, failed};
 use crate::input::Input;

@@ -6,7 +6,8 @@
 //! `typed_tool_fn` (feature `typed`). Every call gets an [`ExecutionContext`]: its working
 //! directory, timeout, the conversation's text and options, the [`sandbox::Sandbox`] it runs
 //! in, a cancellation token and [`truncate`]-with-overflow bound to the result store. A tool
-//! whose background calls run as processes of their own implements [`Detach`].
+//! whose background calls run as processes of their own implements [`Detach`]. An
+//! [`Approver`] answers the calls that wait for a person's approval.
 //!
 //! This crate holds these traits and their value types and nothing that runs them: the
 //! runtime (`flemma-runtime`: the registry, the executor, the agent loop) calls them, the
@@ -31,6 +32,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod approver;
 mod context;
 mod definition;
 mod detach;
@@ -44,6 +46,7 @@ pub mod sandbox;
 mod tool;
 pub mod truncate;
 
+pub use approver::{Answer, Approver, FnApprover, PendingCall, approver_fn};
 pub use context::{ExecutionContext, ExecutionContextBuilder, ParsedDocuments, resolve_path};
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use detach::{Detach, DetachedCommand, DetachedEnding};

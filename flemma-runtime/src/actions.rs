@@ -110,8 +110,8 @@ pub fn approve_all_pending(doc: &Document) -> Result<Vec<TextEdit>, ActionError>
 ///
 /// The reason is trimmed. A reason that already starts with `User feedback: ` (a host that
 /// pre-fills its prompt with it, as the reference's rejection popup does) is not wrapped
-/// twice. [`reject`] and a host [`Approver`](crate::Approver)'s
-/// [`Answer::Reject`](crate::Answer::Reject) both go through this.
+/// twice. [`reject`] and a host [`Approver`](flemma_core::Approver)'s
+/// [`Answer::Reject`](flemma_core::Answer::Reject) both go through this.
 ///
 /// ```
 /// use flemma_runtime::rejection_feedback;

@@ -20,7 +20,7 @@ pub enum Event {
     PlaceholdersPlaced(Vec<Placed>),
     /// Tool names with the legacy `:` separator were rewritten to `.` (one batch).
     NamesMigrated(Vec<(ToolName, ToolName)>),
-    /// A pending call was put to the host's [`Approver`](crate::Approver).
+    /// A pending call was put to the host's [`Approver`](flemma_core::Approver).
     ApprovalAsked {
         /// The call.
         id: ToolUseId,

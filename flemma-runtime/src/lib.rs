@@ -72,8 +72,7 @@ pub use conversation::{
 };
 pub use events::{Event, Placed};
 pub use executor::{
-    Answer, Approver, CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError,
-    Next, PendingCall, Refusal,
+    CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError, Next, Refusal,
 };
 pub use module::ToolModule;
 pub use protect::protect_host_process;
@@ -83,4 +82,3 @@ pub use session::{
     AutopilotState, Cancelled, Session, SessionBuilder, SessionError, SessionEvent, SessionEvents,
     Stop,
 };
-pub use shared::{FnApprover, approver_fn};

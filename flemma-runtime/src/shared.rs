@@ -1,6 +1,7 @@
-//! The public traits for shared objects: an `Arc<T>` or a `Box<T>` of a [`Conversation`] or
-//! an [`Approver`] (`T` may be unsized, `dyn Approver` included) is one too, so a host can keep
-//! a handle on what it passes (a [`flemma_core::Tool`]'s are in flemma-core).
+//! The public trait for shared objects: an `Arc<T>` or a `Box<T>` of a [`Conversation`] (`T`
+//! may be unsized, `dyn Conversation` included) is one too, so a host can keep a handle on what
+//! it passes (those of a [`flemma_core::Tool`] and a [`flemma_core::Approver`] are in
+//! flemma-core).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +9,6 @@ use std::sync::Arc;
 use flemma_ast::TextEdit;
 
 use crate::conversation::{Conversation, ConversationError, Durability, Snapshot};
-use crate::executor::{Answer, Approver, PendingCall};
 use flemma_core::Revision;
 
 macro_rules! shared {
@@ -60,99 +60,15 @@ macro_rules! shared {
             }
         }
 
-        #[async_trait::async_trait]
-        impl<T: Approver + ?Sized> Approver for $($ptr)::+<T> {
-            async fn ask(&self, call: &PendingCall) -> Answer {
-                (**self).ask(call).await
-            }
-        }
     };
 }
 
 shared!(Arc);
 shared!(Box);
 
-/// An approver made of a synchronous closure; see [`approver_fn`].
-pub struct FnApprover<F>(F);
-
-impl<F> std::fmt::Debug for FnApprover<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FnApprover(..)")
-    }
-}
-
-#[async_trait::async_trait]
-impl<F> Approver for FnApprover<F>
-where
-    F: Fn(&PendingCall) -> Answer + Send + Sync,
-{
-    async fn ask(&self, call: &PendingCall) -> Answer {
-        (self.0)(call)
-    }
-}
-
-/// An [`Approver`] from a synchronous closure answering each pending call, beside
-/// [`tool_fn`](flemma_core::tool_fn) and `flemma_approval::resolver_fn`.
-///
-/// ```
-/// use flemma_runtime::{Answer, Approver, PendingCall, approver_fn};
-///
-/// let no_deletes = approver_fn(|call: &PendingCall| {
-///     if call.input["command"].as_str().is_some_and(|c| c.contains("rm ")) {
-///         Answer::Reject(Some("No deletions from this chat.".into()))
-///     } else {
-///         Answer::Approve
-///     }
-/// });
-/// let call = PendingCall {
-///     id: "toolu_1".parse()?,
-///     tool: flemma_ids::ToolName::new("bash")?,
-///     input: serde_json::json!({"command": "rm -rf build"}),
-///     preview: "bash: $ rm -rf build".into(),
-/// };
-/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-/// assert_eq!(
-///     runtime.block_on(no_deletes.ask(&call)),
-///     Answer::Reject(Some("No deletions from this chat.".into()))
-/// );
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn approver_fn<F>(f: F) -> FnApprover<F>
-where
-    F: Fn(&PendingCall) -> Answer + Send + Sync,
-{
-    FnApprover(f)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn call(command: &str) -> PendingCall {
-        PendingCall {
-            id: "toolu_1".parse().unwrap(),
-            tool: flemma_ids::ToolName::new("bash").unwrap(),
-            input: serde_json::json!({ "command": command }),
-            preview: format!("bash: $ {command}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn approver_fn_answers_with_the_closure_and_shares_as_arc_and_box() {
-        let approver = approver_fn(|call: &PendingCall| {
-            if call.preview.contains("rm") {
-                Answer::Reject(None)
-            } else {
-                Answer::Approve
-            }
-        });
-        assert_eq!(approver.ask(&call("ls")).await, Answer::Approve);
-        assert_eq!(approver.ask(&call("rm x")).await, Answer::Reject(None));
-        let shared: Arc<dyn Approver> = Arc::new(approver);
-        assert_eq!(shared.ask(&call("rm x")).await, Answer::Reject(None));
-        let boxed: Box<Arc<dyn Approver>> = Box::new(shared);
-        assert_eq!(boxed.ask(&call("ls")).await, Answer::Approve);
-    }
 
     #[tokio::test]
     async fn a_shared_conversation_is_a_conversation() {

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::ast::{Role, Segment};
+use flemma::core::{Answer, Approver, PendingCall};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::{Answer, Approver, Event, MemoryConversation, PendingCall};
 use flemma::runtime::{AutopilotState, Session, SessionError, SessionEvent, SessionEvents, Stop};
+use flemma::runtime::{Event, MemoryConversation};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

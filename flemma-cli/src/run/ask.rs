@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use flemma::async_trait;
-use flemma::runtime::{Answer, Approver, PendingCall};
+use flemma::core::{Answer, Approver, PendingCall};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, error::TryRecvError};
 

@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 
 use flemma_approval::{ApprovalContext, Decision, ToolCall};
 use flemma_ast::ToolStatus;
+use flemma_core::{Answer, approver_fn};
 use flemma_ids::{ToolName, ToolUseId};
-use flemma_runtime::{Answer, CycleReport, Event, Executor, Session, approver_fn};
+use flemma_runtime::{CycleReport, Event, Executor, Session};
 use flemma_schema::BACKGROUND;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};

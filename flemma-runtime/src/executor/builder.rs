@@ -8,12 +8,13 @@ use flemma_config::Config;
 
 use super::claim::table::Claimant;
 use super::state::{CycleGuard, Executor, Setup};
-use super::types::{Approver, Refusal};
+use super::types::Refusal;
 use crate::conversation::Conversation;
 use crate::events::Event;
 use crate::placements::{Placements, TranscriptApprovals};
 use crate::registry::ToolRegistry;
 use crate::transcript::{Transcript, TranscriptBuilder};
+use flemma_core::Approver;
 use flemma_core::sandbox::{SandboxBackend, SandboxBackends};
 
 /// What a builder holds before the transcript is built.

@@ -36,6 +36,4 @@ mod types;
 pub use builder::ExecutorBuilder;
 pub use claim::CallClaim;
 pub use state::Executor;
-pub use types::{
-    Answer, Approver, Completed, CycleReport, ExecutorError, Next, PendingCall, Refusal,
-};
+pub use types::{Completed, CycleReport, ExecutorError, Next, Refusal};

@@ -14,12 +14,13 @@ use serde_json::Value;
 use super::approvals::Decider;
 use super::plan::{has_content, plan};
 use super::state::{Call, Executor, Settings};
-use super::types::{Answer, Completed, ExecutorError, Next, PendingCall};
+use super::types::{Completed, ExecutorError, Next};
 use crate::actions;
 use crate::events::{Event, Placed};
 use crate::hooks::HookEvent;
 use crate::messages as msg;
 use crate::transcript::TranscriptError;
+use flemma_core::{Answer, PendingCall};
 
 impl Executor {
     /// Stops on the errors of the options (spec §5.4-§5.6: a tool set other than the one

@@ -14,10 +14,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::claim::table::{Claimant, Table};
-use super::types::{Approver, ExecutorError};
+use super::types::ExecutorError;
 use crate::events::Event;
 use crate::registry::ToolRegistry;
 use crate::transcript::Transcript;
+use flemma_core::Approver;
 use flemma_core::Revision;
 use flemma_core::ToolOutput;
 

@@ -1,7 +1,6 @@
-//! The executor's public data: its error, the host's approver, and what a cycle reports.
+//! The executor's public data: its error, its refusals and what a cycle reports.
 
 use flemma_ids::{ToolName, ToolUseId};
-use serde_json::Value;
 
 use crate::actions::ActionError;
 use crate::conversation::ConversationError;
@@ -59,56 +58,6 @@ through_transcript!(
     flemma_config::ConfigError,
     flemma_store::StoreError
 );
-
-/// What the host's [`Approver`] answers for a pending call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Run it.
-    Approve,
-    /// Do not run it. A reason reaches the model as `User feedback: <reason>`
-    /// ([`rejection_feedback`](crate::rejection_feedback)); without one (or a blank one) it
-    /// reads `This tool has been rejected by the user.`
-    Reject(Option<String>),
-}
-
-/// A call waiting for a human decision, as shown to an [`Approver`].
-#[derive(Debug, Clone)]
-pub struct PendingCall {
-    /// The call id.
-    pub id: ToolUseId,
-    /// The tool.
-    pub tool: ToolName,
-    /// The input, as the model wrote it.
-    pub input: Value,
-    /// The rendered preview (`bash: $ rm -rf build — cleaning`).
-    pub preview: String,
-}
-
-/// Decides pending calls for the host: a dialog, a chat message to a reviewer, a policy
-/// service. Without one, pending calls wait in the transcript until a user approves them.
-///
-/// ```
-/// use async_trait::async_trait;
-/// use flemma_runtime::{Answer, Approver, PendingCall};
-///
-/// struct NoDeletes;
-///
-/// #[async_trait]
-/// impl Approver for NoDeletes {
-///     async fn ask(&self, call: &PendingCall) -> Answer {
-///         if call.input["command"].as_str().is_some_and(|c| c.contains("rm ")) {
-///             Answer::Reject(Some("No deletions from this chat.".into()))
-///         } else {
-///             Answer::Approve
-///         }
-///     }
-/// }
-/// ```
-#[async_trait::async_trait]
-pub trait Approver: Send + Sync {
-    /// Decides one pending call.
-    async fn ask(&self, call: &PendingCall) -> Answer;
-}
 
 /// What to do after a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use flemma_core::{Answer, Approver, PendingCall};
 use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
 use flemma_runtime::{
-    ActionError, Answer, Approver, CycleReport, Event, Executor, ExecutorError, FileConversation,
-    MemoryConversation, Next, PendingCall, ToolRegistry,
+    ActionError, CycleReport, Event, Executor, ExecutorError, FileConversation, MemoryConversation,
+    Next, ToolRegistry,
 };
 use proptest::prelude::*;
 
