@@ -26,9 +26,10 @@ use crate::results::{BucketResults, Writes};
 /// executor computes its edits again on the new text, as it does for a file, and no writer's
 /// change is lost.
 ///
-/// Appends asked for as [`Durability::Buffered`] (a response while it streams) are kept in
-/// memory and written by [`sync`](Conversation::sync) or the next durable change, as one put:
-/// a crash before then loses them (the request is sent again), the text before is never
+/// Appends asked for as [`Durability::Buffered`] (a response while it streams, the
+/// placeholders of a cycle's Phase 1) are kept in memory and written by
+/// [`sync`](Conversation::sync) or the next durable change, as one put: a crash before then
+/// loses them (the request is sent again, the placeholders placed again), the text before is never
 /// touched. If another writer changed the object while such appends were held, the put is
 /// refused and the appends are dropped with an error ([`ConversationError::Remote`]), never
 /// written over the other writer's text.

@@ -38,7 +38,8 @@ pub enum Durability {
     #[default]
     Durable,
     /// Written, made durable later: text that is written again after a crash anyway (a
-    /// streamed response's lines while it streams; after a crash the request is sent again).
+    /// streamed response's lines while it streams: after a crash the request is sent again;
+    /// the placeholders of Phase 1: the next cycle places them again).
     Buffered,
 }
 
@@ -168,8 +169,9 @@ pub trait Conversation: Send + Sync {
         None
     }
 
-    /// Makes every change applied so far durable (see [`Durability`]): the session calls it
-    /// when a response is complete, before its calls run or the turn goes to the user. A
+    /// Makes every change applied so far durable (see [`Durability`]): the executor calls it
+    /// before a call starts (when no durable change did it already) and at the end of every
+    /// cycle, the session when a response goes to the user with no cycle after it. A
     /// conversation whose every change is durable when `apply` returns has nothing to do
     /// (the default).
     ///

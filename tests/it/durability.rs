@@ -1,6 +1,7 @@
 //! The session's durability points (README, "Durability of the transcript"): a streamed
-//! response is appended `Buffered` and synced once when complete, before its calls run or the
-//! turn goes to the user; everything else, the results above all, is written `Durable`.
+//! response and the placeholders of its calls are appended `Buffered` and made durable before
+//! a call starts or the turn goes to the user; everything else, the results above all, is
+//! written `Durable`.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -63,7 +64,7 @@ impl Conversation for Recording {
 }
 
 #[tokio::test]
-async fn a_response_is_buffered_then_synced_and_results_are_durable() {
+async fn a_response_and_its_placeholders_are_buffered_then_made_durable_before_the_call() {
     let recording = Arc::new(Recording {
         inner: chat(&["calculator"], "What is 6 * 7?"),
         log: Mutex::new(Vec::new()),
@@ -78,27 +79,40 @@ async fn a_response_is_buffered_then_synced_and_results_are_durable() {
         .build();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     let log = recording.log.lock().unwrap().clone();
-    let syncs: Vec<usize> = (0..log.len()).filter(|&i| log[i] == Write::Sync).collect();
-    // One sync per response, the last write of all after the final answer.
-    assert_eq!(syncs.len(), 2, "{log:#?}");
-    assert_eq!(syncs[1], log.len() - 1, "{log:#?}");
+    // The run ends durable: its last write is a sync, after the final answer.
+    assert_eq!(log.last(), Some(&Write::Sync), "{log:#?}");
+    let mut result = None;
     for (i, write) in log.iter().enumerate() {
         let Write::Apply(durability, before, after) = write else {
             continue;
         };
         if *durability == Durability::Buffered {
-            // Buffered changes only ever append, and never a result.
+            // Buffered changes only ever append: a response's lines, an empty placeholder,
+            // never a result.
             let added = after.strip_prefix(before.as_str()).unwrap_or_else(|| {
                 panic!("a buffered change that does not append: {before:?} -> {after:?}")
             });
-            assert!(!added.contains("**Tool Result:**"), "{added:?}");
+            assert!(!added.contains("```\n42\n```"), "{added:?}");
         }
         if after.contains("```\n42\n```") && !before.contains("```\n42\n```") {
-            // The result, durable, after the first response was synced.
             assert_eq!(*durability, Durability::Durable);
-            assert!(syncs[0] < i, "{log:#?}");
+            result = Some(i);
         }
     }
+    // The call ran after the response and its placeholder were made durable: the write
+    // before its result (the one before the call started) is durable or a sync.
+    let result = result.expect("the result was written");
+    assert!(
+        !matches!(log[result - 1], Write::Apply(Durability::Buffered, ..)),
+        "{log:#?}"
+    );
+    assert!(
+        log[..result]
+            .iter()
+            .any(|w| matches!(w, Write::Apply(Durability::Buffered, _, a)
+            if a.contains("**Tool Result:**"))),
+        "the placeholder was buffered: {log:#?}"
+    );
     let buffered = |needle: &str| {
         log.iter().any(|w| {
             matches!(w, Write::Apply(Durability::Buffered, b, a)

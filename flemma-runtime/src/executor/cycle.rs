@@ -124,6 +124,12 @@ impl Executor {
                 ?next,
                 "cycle done"
             );
+            // What the cycle left buffered (Phase 1's placeholders, the response before
+            // them) is durable when it returns.
+            self.conversation()
+                .sync()
+                .await
+                .map_err(crate::transcript::TranscriptError::from)?;
             if next == Next::Idle {
                 self.emit(Event::ConversationIdle);
             }

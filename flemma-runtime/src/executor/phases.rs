@@ -130,9 +130,11 @@ impl Executor {
         // (the text changed) is left out and the batch computed again.
         let batch: Vec<(&str, ToolStatus)> =
             placed.iter().map(|p| (p.id.as_str(), p.status)).collect();
+        // Buffered: the placeholders are made durable before a call starts or when the cycle
+        // ends (see `Executor::cycle`), with the response before them.
         self.setup
             .transcript
-            .place(&batch, settings.shared.writer)
+            .place_stored(&batch, settings.shared.writer, crate::Durability::Buffered)
             .await?;
         self.set_statuses(&reviewed).await?;
         placed.extend(reviewed);

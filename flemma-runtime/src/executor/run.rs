@@ -107,6 +107,13 @@ impl Executor {
         let (starting, claims): (Vec<Call>, Vec<_>) = starting.into_iter().unzip();
         if !starting.is_empty() {
             self.clear_suffixes(&starting).await?;
+            // The durable point before a call starts: the cleared suffixes are a durable
+            // change, which made every buffered one before it (the response, the
+            // placeholders) durable too; when there was nothing to clear, a sync does it.
+            self.conversation()
+                .sync()
+                .await
+                .map_err(TranscriptError::from)?;
         }
         for (call, claim) in starting.into_iter().zip(claims) {
             let id = call.id.clone();

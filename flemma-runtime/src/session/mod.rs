@@ -641,6 +641,10 @@ impl Session {
                 if let Some(warning) = warning {
                     self.emit(SessionEvent::Warning(warning));
                 }
+                if tool_uses > 0 && action != Action::Cycle {
+                    // No cycle makes the response durable: the run stops here.
+                    self.inner.executor.conversation().sync().await?;
+                }
                 action
             }
         })

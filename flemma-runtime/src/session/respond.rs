@@ -212,7 +212,9 @@ impl Session {
     }
 
     /// Ends a complete response: its warnings shown, the user's `@You:` when it asked for no
-    /// tool, and the response made durable before its calls run or the user answers.
+    /// tool, and the response made durable before the user answers. A response with calls is
+    /// made durable by the cycle that follows it, before any call starts (its first durable
+    /// change, or its sync), or by [`Session::send`](super::Session) when no cycle follows.
     async fn end_complete(&self, out: &mut Output, ending: &Ending) -> Result<(), SessionError> {
         let provider = &ending.provider;
         for warning in out.writer.warnings() {
@@ -229,8 +231,8 @@ impl Session {
             if out.tool_uses == 0 {
                 // The user's turn.
                 self.append("\n@You:").await?;
+                self.inner.executor.conversation().sync().await?;
             }
-            self.inner.executor.conversation().sync().await?;
         } else {
             self.remove_header(ending.separator).await?;
             self.emit(SessionEvent::Warning(format!(

@@ -196,7 +196,25 @@ impl Transcript {
         batch: &[(&str, ToolStatus)],
         writer: WriterOptions,
     ) -> Result<Option<Revision>, TranscriptError> {
-        self.edit(|doc, _| placeholders(doc, batch, writer)).await
+        self.place_stored(batch, writer, Durability::Durable).await
+    }
+
+    /// [`place`](Self::place), the change stored as `durability` asks. The executor's Phase 1
+    /// places [`Durability::Buffered`]: a placeholder is written again after a crash anyway
+    /// (the next cycle places it again), and the cycle makes it durable before any call
+    /// starts (the cleared `(approved)` suffix is a durable change) or when it ends.
+    ///
+    /// # Errors
+    ///
+    /// As [`edit`](Self::edit).
+    pub async fn place_stored(
+        &self,
+        batch: &[(&str, ToolStatus)],
+        writer: WriterOptions,
+        durability: Durability,
+    ) -> Result<Option<Revision>, TranscriptError> {
+        self.edit_stored(durability, |doc, _| placeholders(doc, batch, writer))
+            .await
     }
 }
 
