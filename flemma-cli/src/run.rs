@@ -101,7 +101,8 @@ fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
         )
     };
     let Some(output) = args.output.as_ref().filter(|o| !same(o)) else {
-        return Ok(Arc::new(FileConversation::new(&args.file)));
+        // One conversation on a current-thread runtime: its file work needs no other thread.
+        return Ok(Arc::new(FileConversation::new(&args.file).with_inline_io()));
     };
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -119,7 +120,7 @@ fn conversation(args: &RunArgs) -> Result<Arc<dyn Conversation>, Failure> {
     })?;
     let origin = flemma::config::conversation_path(&args.file);
     Ok(Arc::new(Redirected {
-        output: FileConversation::new(output),
+        output: FileConversation::new(output).with_inline_io(),
         origin,
     }))
 }

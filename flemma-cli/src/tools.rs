@@ -112,7 +112,8 @@ fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
 /// [`executor`] of a file the command has read already (with [`Input::read`]).
 fn executor_of_read(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
     let config = settings.load()?;
-    let conversation = Arc::new(FileConversation::new(file));
+    // One conversation on a current-thread runtime: its file work needs no other thread.
+    let conversation = Arc::new(FileConversation::new(file).with_inline_io());
     // Commands run sandboxed when `sandbox.enabled` is on and a built-in backend
     // (bubblewrap) can run here; the approval chain sees the same answer.
     Ok(Executor::builder(conversation, registry(&config)?)

@@ -13,7 +13,7 @@ use std::io::{self, Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
-use crate::write::DirLock;
+use crate::write::{DirLock, Wait};
 
 /// What [`append_if_unchanged`] did.
 #[derive(Debug)]
@@ -25,6 +25,9 @@ pub enum Appended {
     /// The file no longer held the expected content (or was replaced meanwhile): nothing was
     /// appended to it.
     Changed,
+    /// Another writer held the directory's lock ([`try_append_if_unchanged`] only): nothing
+    /// was appended.
+    Busy,
 }
 
 /// Appends `tail` to `path` when the file holds exactly `expected`, without syncing.
@@ -59,6 +62,47 @@ pub fn append_if_unchanged(
     expected: &[u8],
     tail: &[u8],
 ) -> Result<Appended, StoreError> {
+    append_with(path, expected, tail, Wait::Block)
+}
+
+/// [`append_if_unchanged`] that does not wait for another writer of the directory: when the
+/// directory's lock is held, it answers [`Appended::Busy`] at once, nothing appended. For a
+/// caller that must not block its thread on another process (an async runtime's own
+/// thread); it calls [`append_if_unchanged`] elsewhere then.
+///
+/// # Errors
+///
+/// As [`append_if_unchanged`].
+///
+/// ```
+/// use flemma_store::{Appended, try_append_if_unchanged};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-try-append-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("log.txt");
+/// std::fs::write(&path, "one\n")?;
+/// let held = std::fs::File::open(&dir)?;
+/// held.lock()?;
+/// assert!(matches!(try_append_if_unchanged(&path, b"one\n", b"two\n")?, Appended::Busy));
+/// drop(held);
+/// assert!(matches!(try_append_if_unchanged(&path, b"one\n", b"two\n")?, Appended::Done(_)));
+/// assert_eq!(std::fs::read_to_string(&path)?, "one\ntwo\n");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn try_append_if_unchanged(
+    path: &Path,
+    expected: &[u8],
+    tail: &[u8],
+) -> Result<Appended, StoreError> {
+    append_with(path, expected, tail, Wait::No)
+}
+
+fn append_with(
+    path: &Path,
+    expected: &[u8],
+    tail: &[u8],
+    wait: Wait,
+) -> Result<Appended, StoreError> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
         _ => PathBuf::from("."),
@@ -67,10 +111,13 @@ pub fn append_if_unchanged(
         path: path.to_owned(),
         source,
     };
-    let lock = DirLock::acquire(&dir).map_err(|source| StoreError::Lock {
+    let lock = DirLock::take(&dir, wait).map_err(|source| StoreError::Lock {
         dir: dir.clone(),
         source,
     })?;
+    let Some(lock) = lock else {
+        return Ok(Appended::Busy);
+    };
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -41,7 +41,7 @@ mod store;
 mod write;
 mod writes;
 
-pub use append::{Appended, append_if_unchanged, sync_data};
+pub use append::{Appended, append_if_unchanged, sync_data, try_append_if_unchanged};
 pub use body::ResultBody;
 pub use error::StoreError;
 pub use path::{
@@ -52,6 +52,6 @@ pub use preview::format_size;
 pub use store::{EnvLookup, STORE_PATH_VAR, SaveOutcome, Store, WritablePaths};
 pub use write::{
     AtomicWriter, BackupStrategy, NoBackup, Replaced, VersionBackup, replace_if_unchanged,
-    write_atomic, write_atomic_metadata,
+    try_replace_if_unchanged, write_atomic, write_atomic_metadata,
 };
 pub use writes::{FileWrites, StoreWrites};

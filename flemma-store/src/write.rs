@@ -136,18 +136,35 @@ pub(crate) struct DirLock {
 
 impl DirLock {
     /// Locks `dir` itself, or the fallback lock file where the directory cannot be locked.
-    pub(crate) fn acquire(dir: &Path) -> io::Result<Self> {
-        if let Ok(file) = File::open(dir)
-            && lock(&file).is_ok()
-        {
-            return Ok(Self { file, is_dir: true });
+    #[cfg(test)]
+    fn acquire(dir: &Path) -> io::Result<Self> {
+        Self::take(dir, Wait::Block)?
+            .ok_or_else(|| io::Error::other("the directory lock was not taken"))
+    }
+
+    /// Locks `dir` itself, or the fallback lock file where the directory cannot be locked;
+    /// with [`Wait::No`], `None` at once when another writer holds the lock.
+    pub(crate) fn take(dir: &Path, wait: Wait) -> io::Result<Option<Self>> {
+        if let Ok(file) = File::open(dir) {
+            match lock_with(&file, wait) {
+                Ok(true) => return Ok(Some(Self { file, is_dir: true })),
+                Ok(false) => return Ok(None),
+                // Directories cannot be locked here: the fallback.
+                Err(_) => {}
+            }
         }
-        // Directories cannot be opened or locked here: the fallback.
-        Self::fallback(dir)
+        Self::fallback_with(dir, wait)
     }
 
     /// Locks `dir`'s fallback lock file, [`fallback_lock_path`].
+    #[cfg(test)]
     fn fallback(dir: &Path) -> io::Result<Self> {
+        Self::fallback_with(dir, Wait::Block)?
+            .ok_or_else(|| io::Error::other("the fallback lock was not taken"))
+    }
+
+    /// [`fallback`](Self::fallback), `None` when it is held and `wait` is [`Wait::No`].
+    fn fallback_with(dir: &Path, wait: Wait) -> io::Result<Option<Self>> {
         let path = fallback_lock_path(dir);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent)?;
@@ -157,11 +174,13 @@ impl DirLock {
             .truncate(false)
             .write(true)
             .open(&path)?;
-        lock(&file)?;
-        Ok(Self {
+        if !lock_with(&file, wait)? {
+            return Ok(None);
+        }
+        Ok(Some(Self {
             file,
             is_dir: false,
-        })
+        }))
     }
 
     /// Releases the lock; the directory, still open, when it was the lock (its sync then
@@ -190,6 +209,28 @@ fn lock(file: &File) -> io::Result<()> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             other => return other,
         }
+    }
+}
+
+/// Whether a writer waits for a directory lock another writer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Waits for it.
+    Block,
+    /// Gives up at once (the `try_` writes).
+    No,
+}
+
+/// Locks `file` as `wait` says; `false` when another holder has it and `wait` is
+/// [`Wait::No`].
+fn lock_with(file: &File, wait: Wait) -> io::Result<bool> {
+    match wait {
+        Wait::Block => lock(file).map(|()| true),
+        Wait::No => match file.try_lock() {
+            Ok(()) => Ok(true),
+            Err(fs::TryLockError::WouldBlock) => Ok(false),
+            Err(fs::TryLockError::Error(error)) => Err(error),
+        },
     }
 }
 
@@ -277,7 +318,14 @@ pub fn write_atomic_metadata(
 ) -> Result<Option<fs::Metadata>, StoreError> {
     let dir = create_parent(path)?;
     let temp = temp_path(path);
-    let result = replace(path, &dir, &temp, content, Before::Backup(backup));
+    let result = replace(
+        path,
+        &dir,
+        &temp,
+        content,
+        Before::Backup(backup),
+        Wait::Block,
+    );
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
@@ -297,6 +345,9 @@ pub enum Replaced {
     /// The file no longer held the expected content: nothing was written (the temporary file
     /// is removed).
     Changed,
+    /// Another writer held the directory's lock ([`try_replace_if_unchanged`] only): nothing
+    /// was written (the temporary file is removed).
+    Busy,
 }
 
 /// A compare-and-swap of a whole file: writes `content` to `path` atomically and durably, as
@@ -327,18 +378,63 @@ pub fn replace_if_unchanged(
     expected: &[u8],
     content: &[u8],
 ) -> Result<Replaced, StoreError> {
+    replace_with(path, expected, content, Wait::Block)
+}
+
+/// [`replace_if_unchanged`] that does not wait for another writer of the directory: when the
+/// directory's lock is held, it answers [`Replaced::Busy`] at once (nothing written, the
+/// temporary file removed). For a caller that must not block its thread on another process
+/// (an async runtime's own thread); it calls [`replace_if_unchanged`] elsewhere then.
+///
+/// # Errors
+///
+/// As [`replace_if_unchanged`].
+///
+/// ```
+/// use flemma_store::{Replaced, try_replace_if_unchanged};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-try-cas-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("chat.txt");
+/// std::fs::write(&path, "one\n")?;
+/// assert!(matches!(try_replace_if_unchanged(&path, b"one\n", b"two\n")?, Replaced::Done(_)));
+/// // Another writer holds the directory: nothing is written.
+/// let held = std::fs::File::open(&dir)?;
+/// held.lock()?;
+/// assert!(matches!(try_replace_if_unchanged(&path, b"two\n", b"three\n")?, Replaced::Busy));
+/// assert_eq!(std::fs::read_to_string(&path)?, "two\n");
+/// # drop(held);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn try_replace_if_unchanged(
+    path: &Path,
+    expected: &[u8],
+    content: &[u8],
+) -> Result<Replaced, StoreError> {
+    replace_with(path, expected, content, Wait::No)
+}
+
+fn replace_with(
+    path: &Path,
+    expected: &[u8],
+    content: &[u8],
+    wait: Wait,
+) -> Result<Replaced, StoreError> {
     let dir = create_parent(path)?;
     let temp = temp_path(path);
-    let result = replace(path, &dir, &temp, content, Before::Holds(expected));
+    let result = replace(path, &dir, &temp, content, Before::Holds(expected), wait);
     if !matches!(result, Ok(Installed::Done(..))) {
         let _ = fs::remove_file(&temp);
     }
-    let Installed::Done(metadata, open) = result? else {
-        return Ok(Replaced::Changed);
-    };
-    // Make the rename durable.
-    sync_dir(&dir, open);
-    Ok(Replaced::Done(metadata))
+    match result? {
+        Installed::Done(metadata, open) => {
+            // Make the rename durable.
+            sync_dir(&dir, open);
+            Ok(Replaced::Done(metadata))
+        }
+        Installed::Changed => Ok(Replaced::Changed),
+        Installed::Busy => Ok(Replaced::Busy),
+    }
 }
 
 /// What an install does, under the directory lock, before it renames over an existing file.
@@ -358,6 +454,9 @@ enum Installed {
     Done(Option<fs::Metadata>, Option<File>),
     /// Refused by [`Before::Holds`]: nothing renamed.
     Changed,
+    /// Another writer held the directory's lock and the install was not to wait for it:
+    /// nothing renamed.
+    Busy,
 }
 
 /// The metadata of an install under [`Before::Backup`] (which never gives
@@ -369,7 +468,7 @@ fn backed_up(
 ) -> Result<(Option<fs::Metadata>, Option<File>), StoreError> {
     match installed {
         Installed::Done(metadata, open) => Ok((metadata, open)),
-        Installed::Changed => Err(StoreError::Write {
+        Installed::Changed | Installed::Busy => Err(StoreError::Write {
             path: path.to_owned(),
             source: io::Error::other("the file changed under the write"),
         }),
@@ -384,6 +483,7 @@ fn replace(
     temp: &Path,
     content: &[u8],
     before: Before<'_>,
+    wait: Wait,
 ) -> Result<Installed, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
@@ -398,7 +498,7 @@ fn replace(
             source,
         })?;
     file.write_all(content).map_err(write_error)?;
-    install(path, dir, temp, &file, before)
+    install(path, dir, temp, &file, before, wait)
 }
 
 /// Syncs `file` (the open `temp`), then, under the directory lock, backs `path` up and
@@ -411,6 +511,7 @@ fn install(
     temp: &Path,
     file: &File,
     before: Before<'_>,
+    wait: Wait,
 ) -> Result<Installed, StoreError> {
     let write_error = |source| StoreError::Write {
         path: path.to_owned(),
@@ -423,10 +524,13 @@ fn install(
     }
     file.sync_all().map_err(write_error)?;
 
-    let lock = DirLock::acquire(dir).map_err(|source| StoreError::Lock {
+    let lock = DirLock::take(dir, wait).map_err(|source| StoreError::Lock {
         dir: dir.to_owned(),
         source,
     })?;
+    let Some(lock) = lock else {
+        return Ok(Installed::Busy);
+    };
     if path.exists() {
         match before {
             Before::Backup(backup) => {
@@ -576,6 +680,7 @@ impl AtomicWriter {
             &self.temp,
             &file,
             Before::Backup(&*self.backup),
+            Wait::Block,
         )
         .and_then(|installed| backed_up(&self.path, installed));
         if result.is_err() {
@@ -679,6 +784,29 @@ mod tests {
     fn fallback_lock_excludes() {
         let dir = assert_excludes("fallback", DirLock::fallback);
         assert!(fallback_lock_path(&dir).is_file());
+        let _ = fs::remove_file(fallback_lock_path(&dir));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A writer that does not wait gets no lock while another holds it, and the lock once it
+    /// is released: the directory's own and the fallback lock file alike.
+    #[test]
+    fn a_writer_that_does_not_wait_is_told_the_lock_is_held() {
+        let dir = std::env::temp_dir().join(format!("flemma-store-nowait-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let held = DirLock::take(&dir, Wait::Block).unwrap_or_else(|e| panic!("{e}"));
+        assert!(held.is_some());
+        assert!(matches!(DirLock::take(&dir, Wait::No), Ok(None)));
+        drop(held);
+        assert!(matches!(DirLock::take(&dir, Wait::No), Ok(Some(_))));
+        let held = DirLock::fallback(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(DirLock::fallback_with(&dir, Wait::No), Ok(None)));
+        drop(held);
+        assert!(matches!(
+            DirLock::fallback_with(&dir, Wait::No),
+            Ok(Some(_))
+        ));
         let _ = fs::remove_file(fallback_lock_path(&dir));
         let _ = fs::remove_dir_all(&dir);
     }

@@ -22,9 +22,22 @@ pub struct ProcessRef {
 }
 
 impl ProcessRef {
-    /// This process.
+    /// This process. Its start time is read once (every claim of a call names its owner);
+    /// a child made by `fork` has another pid, and reads its own.
     pub fn current() -> Option<Self> {
-        Self::of(i32::try_from(std::process::id()).ok()?)
+        static CURRENT: std::sync::Mutex<Option<ProcessRef>> = std::sync::Mutex::new(None);
+        let pid = i32::try_from(std::process::id()).ok()?;
+        let mut known = CURRENT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(this) = *known
+            && this.pid == pid
+        {
+            return Some(this);
+        }
+        let this = Self::of(pid)?;
+        *known = Some(this);
+        Some(this)
     }
 
     /// The process `pid` as it is now; `None` when there is none.
@@ -79,5 +92,13 @@ mod tests {
             };
             assert!(!other.is_alive());
         }
+    }
+
+    #[test]
+    fn this_process_read_once_is_this_process_read_now() {
+        let first = ProcessRef::current();
+        assert_eq!(ProcessRef::current(), first);
+        let pid = i32::try_from(std::process::id()).unwrap();
+        assert_eq!(first, ProcessRef::of(pid));
     }
 }

@@ -21,6 +21,13 @@ fn ino(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().ino()
 }
 
+/// The conversation in `path`, its file work on the blocking pool or, `inline`, on the
+/// caller's thread ([`FileConversation::with_inline_io`]): the contract is the same.
+fn open(path: &Path, inline: bool) -> FileConversation {
+    let chat = FileConversation::new(path);
+    if inline { chat.with_inline_io() } else { chat }
+}
+
 async fn append(chat: &FileConversation, durability: Durability, line: &str) {
     let snapshot = chat.snapshot().await.unwrap();
     let end = snapshot.text.lines().count() as u32 + 1;
@@ -35,10 +42,19 @@ async fn append(chat: &FileConversation, durability: Durability, line: &str) {
 
 #[tokio::test]
 async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_file() {
-    let dir = scratch("in-place");
+    for inline in [false, true] {
+        buffered_appends_are_written_in_place_and_durable_changes_replace_the_file_with(inline)
+            .await;
+    }
+}
+
+async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_file_with(
+    inline: bool,
+) {
+    let dir = scratch(&format!("in-place-{inline}"));
     let path = dir.join("t.chat");
     std::fs::write(&path, "@You:\nhi\n").unwrap();
-    let chat = FileConversation::new(&path);
+    let chat = open(&path, inline);
     let before = ino(&path);
     append(&chat, Durability::Buffered, "@Assistant:").await;
     append(&chat, Durability::Buffered, "hello").await;
@@ -76,10 +92,16 @@ async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_f
 /// snapshot has the other writer's text at a new revision.
 #[tokio::test]
 async fn a_buffered_append_to_a_file_changed_meanwhile_is_refused() {
-    let dir = scratch("stale");
+    for inline in [false, true] {
+        a_buffered_append_to_a_file_changed_meanwhile_is_refused_with(inline).await;
+    }
+}
+
+async fn a_buffered_append_to_a_file_changed_meanwhile_is_refused_with(inline: bool) {
+    let dir = scratch(&format!("stale-{inline}"));
     let path = dir.join("t.chat");
     std::fs::write(&path, "@You:\nhi\n").unwrap();
-    let chat = FileConversation::new(&path);
+    let chat = open(&path, inline);
     let snapshot = chat.snapshot().await.unwrap();
     std::fs::write(&path, "@You:\nho\n").unwrap();
     let refused = chat
@@ -104,10 +126,16 @@ async fn a_buffered_append_to_a_file_changed_meanwhile_is_refused() {
 /// next snapshot (its metadata changed), without a change of this conversation in between.
 #[tokio::test]
 async fn a_snapshot_sees_a_write_made_after_its_own() {
-    let dir = scratch("seen");
+    for inline in [false, true] {
+        a_snapshot_sees_a_write_made_after_its_own_with(inline).await;
+    }
+}
+
+async fn a_snapshot_sees_a_write_made_after_its_own_with(inline: bool) {
+    let dir = scratch(&format!("seen-{inline}"));
     let path = dir.join("t.chat");
     std::fs::write(&path, "@You:\nhi\n").unwrap();
-    let chat = FileConversation::new(&path);
+    let chat = open(&path, inline);
     append(&chat, Durability::Buffered, "more").await;
     std::fs::write(&path, "@You:\nhi\nmore\nand the user's line\n").unwrap();
     let now = chat.snapshot().await.unwrap();
@@ -121,10 +149,16 @@ async fn a_snapshot_sees_a_write_made_after_its_own() {
 /// old text.
 #[tokio::test]
 async fn a_change_right_after_a_durable_rewrite_is_seen() {
-    let dir = scratch("after-rewrite");
+    for inline in [false, true] {
+        a_change_right_after_a_durable_rewrite_is_seen_with(inline).await;
+    }
+}
+
+async fn a_change_right_after_a_durable_rewrite_is_seen_with(inline: bool) {
+    let dir = scratch(&format!("after-rewrite-{inline}"));
     let path = dir.join("t.chat");
     std::fs::write(&path, "@You:\nhi\n").unwrap();
-    let chat = FileConversation::new(&path);
+    let chat = open(&path, inline);
     // In place, as an editor that truncates and writes.
     append(&chat, Durability::Durable, "one").await;
     let ours = chat.snapshot().await.unwrap();
@@ -260,5 +294,38 @@ fn a_killed_writer_leaves_the_old_or_the_new_text() {
             assert!(left == old || left == new, "a mix: {} bytes", left.len());
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With the file work on the caller's thread, a write that finds another writer holding the
+/// directory's lock waits for it elsewhere: the thread's other tasks go on meanwhile, and the
+/// write lands once the lock is released.
+#[tokio::test(flavor = "current_thread")]
+async fn an_inline_write_waits_for_another_writer_off_the_thread() {
+    let dir = scratch("inline-busy");
+    let path = dir.join("t.chat");
+    std::fs::write(&path, "@You:\nhi\n").unwrap();
+    let chat = std::sync::Arc::new(open(&path, true));
+    let snapshot = chat.snapshot().await.unwrap();
+    let held = std::fs::File::open(&dir).unwrap();
+    held.lock().unwrap();
+    let write = tokio::spawn({
+        let chat = std::sync::Arc::clone(&chat);
+        async move {
+            chat.apply(
+                snapshot.revision,
+                &[TextEdit::insert(3, vec!["more".into()])],
+                Durability::Durable,
+            )
+            .await
+        }
+    });
+    // This task runs while the write waits (on one thread, an inline wait would stop it).
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(!write.is_finished());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "@You:\nhi\n");
+    held.unlock().unwrap();
+    write.await.unwrap().unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "@You:\nhi\nmore\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
