@@ -123,3 +123,44 @@ async fn a_response_and_its_placeholders_are_buffered_then_made_durable_before_t
     assert!(buffered("@Assistant:\nLet me compute."), "{log:#?}");
     assert!(buffered("It is\n42."), "{log:#?}");
 }
+
+/// The durable points when no call runs after a response that asked for one: with the
+/// autopilot off the run stops after the response, which is synced then; a call left
+/// `(pending)` for a person is synced by the cycle that placed it.
+#[tokio::test]
+async fn a_response_no_cycle_follows_and_a_pending_placeholder_are_synced() {
+    let recording = Arc::new(Recording {
+        inner: Arc::new(MemoryConversation::new(
+            "```json\n{\"flemma\": {\"tools\": {\"autopilot\": false}}}\n```\n@You:\nGo.\n",
+        )),
+        log: Mutex::new(Vec::new()),
+    });
+    let provider = Arc::new(ScriptedProvider::new([Turn::tool_use(
+        "calculator",
+        json!({"expression": "1 + 1"}),
+    )]));
+    let session = Session::builder(recording.clone(), registry(), provider)
+        .flush_interval(Duration::ZERO)
+        .build();
+    assert_eq!(session.run().await.unwrap(), Stop::AutopilotOff);
+    let log = recording.log.lock().unwrap().clone();
+    // The response with its call was buffered, then synced: the last write of the run.
+    assert!(
+        matches!(&log[log.len() - 2], Write::Apply(Durability::Buffered, _, a)
+            if a.contains("**Tool Use:**")),
+        "{log:#?}"
+    );
+    assert_eq!(log.last(), Some(&Write::Sync), "{log:#?}");
+
+    // A cycle places the call `(pending)` (no approver, not auto-approved): buffered, then
+    // synced when the cycle ends.
+    recording.log.lock().unwrap().clear();
+    session.cycle().await.unwrap();
+    let log = recording.log.lock().unwrap().clone();
+    assert!(
+        matches!(&log[log.len() - 2], Write::Apply(Durability::Buffered, _, a)
+            if a.contains("(pending)")),
+        "{log:#?}"
+    );
+    assert_eq!(log.last(), Some(&Write::Sync), "{log:#?}");
+}
