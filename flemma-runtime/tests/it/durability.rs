@@ -309,6 +309,15 @@ async fn an_inline_write_waits_for_another_writer_off_the_thread() {
     let snapshot = chat.snapshot().await.unwrap();
     let held = std::fs::File::open(&dir).unwrap();
     held.lock().unwrap();
+    // Another thread stands for the other writer: it lets go after 300 ms. Were the write to
+    // wait on the runtime's one thread, nothing else would run until then, and the check
+    // below fails (it does not hang).
+    let other = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let released = std::time::Instant::now();
+        held.unlock().unwrap();
+        released
+    });
     let write = tokio::spawn({
         let chat = std::sync::Arc::clone(&chat);
         async move {
@@ -320,12 +329,14 @@ async fn an_inline_write_waits_for_another_writer_off_the_thread() {
             .await
         }
     });
-    // This task runs while the write waits (on one thread, an inline wait would stop it).
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    assert!(!write.is_finished());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "@You:\nhi\n");
-    held.unlock().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let ticked = std::time::Instant::now();
     write.await.unwrap().unwrap();
+    let released = other.join().unwrap();
+    assert!(
+        ticked < released,
+        "the runtime's thread was held by the write until the other writer let go"
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "@You:\nhi\nmore\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
