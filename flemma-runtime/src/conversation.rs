@@ -31,6 +31,12 @@ pub struct Snapshot {
 /// appended (none, some or all of it) until the next durable change or
 /// [`sync`](Conversation::sync) makes it durable. A `Buffered` change that does more than
 /// append is made `Durable`.
+///
+/// One exception keeps that cheap: a `Durable` change that only touches text appended
+/// `Buffered` since the last durable point (the `(approved)` suffix of a placeholder placed
+/// that way) is written in place and synced once, without a rewrite. A crash or a kill during
+/// it keeps the durable text whole, followed by a prefix of the buffered text as it was or as
+/// the change makes it: what a crash could already do to that buffered text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Durability {
@@ -359,8 +365,9 @@ impl Conversation for MemoryConversation {
 ///
 /// Changes are written back atomically and durably (temporary file, fsync, rename, fsync of
 /// the directory), except appends asked for as [`Durability::Buffered`], which are written in
-/// place without a sync until [`sync`](Conversation::sync) or the next durable change (see
-/// [`Durability`] for what a crash leaves in either case).
+/// place without a sync until [`sync`](Conversation::sync) or the next durable change, and
+/// durable changes to text appended that way only, written in place with one `fdatasync`
+/// (see [`Durability`] for what a crash leaves in each case).
 ///
 /// The text is read once per change of the file: a snapshot is taken from memory while the
 /// file's metadata (size, modification and change times, inode) still match the last read or
@@ -389,6 +396,9 @@ struct FileState {
     stamp: Option<Stamp>,
     /// Text was appended without a sync since the last durable write.
     unsynced: bool,
+    /// How many bytes at the start of `snapshot`'s text this conversation made durable (a
+    /// rewrite, a sync); `None` when it does not know (the file was read since).
+    durable: Option<usize>,
 }
 
 /// The metadata that changes when a file's content does (a rename over it included).
@@ -514,22 +524,55 @@ impl FileConversation {
         };
         state.snapshot = Some(snapshot.clone());
         state.stamp = Some(stamp);
+        // Read from the file: how much of it is on stable storage is not known.
+        state.durable = None;
         Ok(snapshot)
     }
 
     /// Writes `text`, computed from `current`, as one change: appended in place when that is
-    /// all it does and `buffered`, else rewritten durably.
+    /// all it does and `buffered`; else written in place and synced when it leaves the first
+    /// `durable` bytes alone (when they are all that is durable, a crash may lose the rest
+    /// anyway); else rewritten durably.
     async fn write(
         &self,
         current: &Snapshot,
         text: &str,
         buffered: bool,
+        durable: Option<usize>,
     ) -> Result<Written, ConversationError> {
         let write_error = |source| ConversationError::Write {
             path: self.path.clone(),
             source,
         };
         let old = &current.text;
+        let kept = common_prefix(old.as_bytes(), text.as_bytes());
+        if let Some(durable) = durable
+            && durable < old.len()
+            && kept >= durable
+            && !(buffered && kept == old.len())
+        {
+            let tail = &text.as_bytes()[kept..];
+            if self.inline_io {
+                match flemma_store::try_rewrite_tail_if_unchanged(
+                    &self.path,
+                    old.as_bytes(),
+                    kept,
+                    tail,
+                )
+                .map_err(write_error)?
+                {
+                    flemma_store::Appended::Busy => {}
+                    written => return Ok(Written::of_tail(written)),
+                }
+            }
+            let (path, old, tail) = (self.path.clone(), Arc::clone(old), tail.to_vec());
+            let written = pooled(move || {
+                flemma_store::rewrite_tail_if_unchanged(&path, old.as_bytes(), kept, &tail)
+            })
+            .await?
+            .map_err(write_error)?;
+            return Ok(Written::of_tail(written));
+        }
         if buffered && text.len() > old.len() && text.starts_with(old.as_str()) {
             let tail = &text.as_bytes()[old.len()..];
             if self.inline_io {
@@ -570,6 +613,11 @@ impl FileConversation {
     }
 }
 
+/// The length of the longest common prefix of `a` and `b`.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// Runs `work` on Tokio's blocking pool.
 async fn pooled<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
@@ -586,6 +634,8 @@ enum Written {
     /// Rewritten atomically and durably; the installed file's metadata, when they could be
     /// read (else the next snapshot reads the file once for them).
     Rewritten(Option<Stamp>),
+    /// Its unsynced tail rewritten in place and synced; the file's metadata after it.
+    Synced(Stamp),
     /// Not written: the file no longer held the text the change was computed from.
     Changed,
 }
@@ -595,6 +645,16 @@ impl Written {
     fn of_append(appended: flemma_store::Appended) -> Self {
         match appended {
             flemma_store::Appended::Done(metadata) => Self::Appended(Stamp::of(&metadata)),
+            // Another writer changed the file since it was read.
+            _ => Self::Changed,
+        }
+    }
+
+    /// What a rewrite of the unsynced tail did: the file's metadata after it, or
+    /// [`Written::Changed`].
+    fn of_tail(written: flemma_store::Appended) -> Self {
+        match written {
+            flemma_store::Appended::Done(metadata) => Self::Synced(Stamp::of(&metadata)),
             // Another writer changed the file since it was read.
             _ => Self::Changed,
         }
@@ -643,7 +703,8 @@ impl Conversation for FileConversation {
         let text =
             flemma_ast::apply_edits(&current.text, edits).map_err(ConversationError::Edit)?;
         let buffered = durability == Durability::Buffered;
-        match self.write(&current, &text, buffered).await? {
+        let durable = state.unsynced.then_some(state.durable).flatten();
+        match self.write(&current, &text, buffered, durable).await? {
             Written::Appended(stamp) => {
                 state.stamp = Some(stamp);
                 state.unsynced = true;
@@ -653,11 +714,18 @@ impl Conversation for FileConversation {
                 // own: a writer that replaces it afterwards shows as a change.
                 state.stamp = stamp;
                 state.unsynced = false;
+                state.durable = Some(text.len());
+            }
+            Written::Synced(stamp) => {
+                state.stamp = Some(stamp);
+                state.unsynced = false;
+                state.durable = Some(text.len());
             }
             Written::Changed => {
                 // Another writer changed the file since it was read: the next read sees the
                 // new text and moves the revision on.
                 state.stamp = None;
+                state.durable = None;
                 return Err(ConversationError::Stale {
                     expected: revision,
                     actual: Revision(revision.0 + 1),
@@ -685,6 +753,7 @@ impl Conversation for FileConversation {
                 source,
             })?;
         state.unsynced = false;
+        state.durable = state.snapshot.as_ref().map(|s| s.text.len());
         Ok(())
     }
 

@@ -7,6 +7,9 @@
 //! leaves the old content followed by a prefix of the appended bytes, never less than the old
 //! content. Nothing is synced: [`sync_data`] makes the appended bytes durable when the caller
 //! reaches a point that must survive a crash.
+//!
+//! [`rewrite_tail_if_unchanged`] changes such unsynced bytes in place and syncs once, for the
+//! durable point itself: the bytes before them are never touched either.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, Write as _};
@@ -19,7 +22,7 @@ use crate::write::{DirLock, Wait};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Appended {
-    /// The bytes were appended; the file's metadata after the append (from the written
+    /// The bytes were written; the file's metadata after the write (from the written
     /// descriptor, under the lock).
     Done(std::fs::Metadata),
     /// The file no longer held the expected content (or was replaced meanwhile): nothing was
@@ -103,6 +106,75 @@ fn append_with(
     tail: &[u8],
     wait: Wait,
 ) -> Result<Appended, StoreError> {
+    splice(path, expected, expected.len(), tail, false, wait)
+}
+
+/// Replaces what follows the first `keep` bytes of `path` with `tail` and makes the file
+/// durable (`fdatasync`), in place, when the file holds exactly `expected`: the durable
+/// change of text that was appended without a sync, where an atomic rewrite would copy,
+/// sync and rename the whole file and sync its directory.
+///
+/// The first `keep` bytes (at most `expected.len()`) are never touched: a crash or a kill
+/// during the call leaves them followed by what came after them, cut short or not, or by a
+/// prefix of `tail`. So a caller uses it only where those bytes were all it had made
+/// durable before (a [`sync_data`] or an atomic rewrite): what followed was already allowed
+/// to be lost to a crash. The check happens under the directory lock, as for
+/// [`append_if_unchanged`]; a failed write puts `expected` back as far as it can.
+///
+/// # Errors
+///
+/// As [`append_if_unchanged`].
+///
+/// ```
+/// use flemma_store::{Appended, rewrite_tail_if_unchanged};
+/// let dir = std::env::temp_dir().join(format!("flemma-store-tail-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("log.txt");
+/// std::fs::write(&path, "one\ntwo (draft)\n")?;
+/// let done = rewrite_tail_if_unchanged(&path, b"one\ntwo (draft)\n", 7, b"\n")?;
+/// assert!(matches!(done, Appended::Done(_)));
+/// assert_eq!(std::fs::read_to_string(&path)?, "one\ntwo\n");
+/// // The file is no longer what the change was computed from: nothing is written.
+/// let refused = rewrite_tail_if_unchanged(&path, b"one\ntwo (draft)\n", 7, b"\n")?;
+/// assert!(matches!(refused, Appended::Changed));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn rewrite_tail_if_unchanged(
+    path: &Path,
+    expected: &[u8],
+    keep: usize,
+    tail: &[u8],
+) -> Result<Appended, StoreError> {
+    splice(path, expected, keep, tail, true, Wait::Block)
+}
+
+/// [`rewrite_tail_if_unchanged`] that does not wait for another writer of the directory: when
+/// the directory's lock is held, it answers [`Appended::Busy`] at once, nothing written.
+///
+/// # Errors
+///
+/// As [`rewrite_tail_if_unchanged`].
+pub fn try_rewrite_tail_if_unchanged(
+    path: &Path,
+    expected: &[u8],
+    keep: usize,
+    tail: &[u8],
+) -> Result<Appended, StoreError> {
+    splice(path, expected, keep, tail, true, Wait::No)
+}
+
+/// Writes `tail` after the first `keep` bytes of `path` (cutting what followed them) when the
+/// file holds exactly `expected`; syncs the data when `sync`.
+fn splice(
+    path: &Path,
+    expected: &[u8],
+    keep: usize,
+    tail: &[u8],
+    sync: bool,
+    wait: Wait,
+) -> Result<Appended, StoreError> {
+    let keep = keep.min(expected.len());
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
         _ => PathBuf::from("."),
@@ -129,13 +201,22 @@ fn append_with(
     if !holds(&mut file, expected).map_err(write_error)? {
         return Ok(Appended::Changed);
     }
-    let len = expected.len() as u64;
-    let written = file
-        .seek(io::SeekFrom::Start(len))
-        .and_then(|_| file.write_all(tail));
+    let at = keep as u64;
+    let cut = if keep < expected.len() {
+        file.set_len(at)
+    } else {
+        Ok(())
+    };
+    let written = cut
+        .and_then(|()| file.seek(io::SeekFrom::Start(at)))
+        .and_then(|_| file.write_all(tail))
+        .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
     if let Err(source) = written {
-        // No half-written tail left behind.
-        let _ = file.set_len(len);
+        // No half-written tail left behind: the expected bytes again, as far as they go.
+        let _ = file
+            .set_len(at)
+            .and_then(|()| file.seek(io::SeekFrom::Start(at)))
+            .and_then(|_| file.write_all(&expected[keep..]));
         return Err(write_error(source));
     }
     let metadata = file.metadata().map_err(write_error)?;

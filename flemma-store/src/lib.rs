@@ -41,7 +41,10 @@ mod store;
 mod write;
 mod writes;
 
-pub use append::{Appended, append_if_unchanged, sync_data, try_append_if_unchanged};
+pub use append::{
+    Appended, append_if_unchanged, rewrite_tail_if_unchanged, sync_data, try_append_if_unchanged,
+    try_rewrite_tail_if_unchanged,
+};
 pub use body::ResultBody;
 pub use error::StoreError;
 pub use path::{

@@ -2,6 +2,8 @@
 //! changes are atomic rewrites, `Buffered` appends are written in place and never touch the
 //! text before them, and a process killed while writing leaves the old text or the new one
 //! (a durable change) or the old text and a prefix of the appended lines (a buffered append).
+//! A durable change to buffered text only is written in place and synced: killed, it leaves
+//! the durable text and a prefix of the buffered text as it was or as it became.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -84,6 +86,82 @@ async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_f
         std::fs::read_to_string(&path).unwrap(),
         "@You:\nbye\n@Assistant:\nhello\n@You:\n"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A durable change that only touches text appended `Buffered` since the last durable point
+/// is written in place (the same file, nothing beside it) and synced; one that reaches into
+/// the durable text, or made when what is durable is not known (the file was only read), is an
+/// atomic rewrite.
+#[tokio::test]
+async fn a_durable_change_to_buffered_text_only_is_written_in_place() {
+    for inline in [false, true] {
+        a_durable_change_to_buffered_text_only_is_written_in_place_with(inline).await;
+    }
+}
+
+async fn a_durable_change_to_buffered_text_only_is_written_in_place_with(inline: bool) {
+    let dir = scratch(&format!("tail-{inline}"));
+    let path = dir.join("t.chat");
+    std::fs::write(&path, "@You:\nhi\n").unwrap();
+    let chat = open(&path, inline);
+    let replace_last = |text: &str, line: &str| {
+        let last = text.lines().count() as u32;
+        TextEdit::replace(last, last, vec![line.into()])
+    };
+    // The file was read, never made durable here: a rewrite.
+    append(&chat, Durability::Buffered, "draft (approved)").await;
+    let snapshot = chat.snapshot().await.unwrap();
+    let edit = replace_last(&snapshot.text, "draft");
+    let read_only = ino(&path);
+    chat.apply(snapshot.revision, &[edit], Durability::Durable)
+        .await
+        .unwrap();
+    assert_ne!(ino(&path), read_only);
+    // Durable now; appended to, then the appended line changed: in place.
+    let durable = ino(&path);
+    append(&chat, Durability::Buffered, "@Assistant:").await;
+    append(&chat, Durability::Buffered, "call (approved)").await;
+    let snapshot = chat.snapshot().await.unwrap();
+    let edit = replace_last(&snapshot.text, "call");
+    chat.apply(snapshot.revision, &[edit], Durability::Durable)
+        .await
+        .unwrap();
+    assert_eq!(ino(&path), durable);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "@You:\nhi\ndraft\n@Assistant:\ncall\n"
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    // All of it is durable now: a change to it is a rewrite, with or without appends after.
+    append(&chat, Durability::Buffered, "more").await;
+    let snapshot = chat.snapshot().await.unwrap();
+    chat.apply(
+        snapshot.revision,
+        &[TextEdit::replace(5, 5, vec!["called".into()])],
+        Durability::Durable,
+    )
+    .await
+    .unwrap();
+    assert_ne!(ino(&path), durable);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "@You:\nhi\ndraft\n@Assistant:\ncalled\nmore\n"
+    );
+    // A change by another writer between the append and the change is never overwritten.
+    append(&chat, Durability::Buffered, "mine (approved)").await;
+    let snapshot = chat.snapshot().await.unwrap();
+    let theirs = format!("{}edited\n", snapshot.text);
+    std::fs::write(&path, &theirs).unwrap();
+    let edit = replace_last(&snapshot.text, "mine");
+    let stale = chat
+        .apply(snapshot.revision, &[edit], Durability::Durable)
+        .await;
+    assert!(
+        matches!(stale, Err(ConversationError::Stale { .. })),
+        "{stale:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -211,6 +289,12 @@ async fn crash_child() {
     let chat = FileConversation::new(PathBuf::from(path));
     let buffered = std::env::var_os("FLEMMA_DURABILITY_BUFFERED").is_some();
     let new = vec!["new line".to_owned(); 40_000];
+    if std::env::var_os("FLEMMA_DURABILITY_TAIL").is_some() {
+        loop {
+            tail_step(&chat).await;
+            println!("written");
+        }
+    }
     loop {
         let snapshot = chat.snapshot().await.unwrap();
         let lines = snapshot.text.lines().count() as u32;
@@ -236,6 +320,96 @@ async fn crash_child() {
             .unwrap();
         println!("written");
     }
+}
+
+/// The lines [`tail_step`] appends `Buffered`, then changes `Durable` to [`DONE`].
+const DRAFT: &str = "draft line (approved)";
+/// What [`DRAFT`] lines become.
+const DONE: &str = "done line";
+
+/// One change of the tail mode of [`crash_child`]: appends draft lines `Buffered`, or changes
+/// them to done lines `Durable` (in place after the first time: they are all that is not
+/// durable).
+async fn tail_step(chat: &FileConversation) {
+    let snapshot = chat.snapshot().await.unwrap();
+    let lines = snapshot.text.lines().count() as u32;
+    let (edit, durability) = if snapshot.text.ends_with(&format!("{DRAFT}\n")) {
+        let first = lines - 19_999;
+        (
+            TextEdit::replace(first, lines, vec![DONE.to_owned(); 20_000]),
+            Durability::Durable,
+        )
+    } else {
+        (
+            TextEdit::insert(lines + 1, vec![DRAFT.to_owned(); 20_000]),
+            Durability::Buffered,
+        )
+    };
+    chat.apply(snapshot.revision, &[edit], durability)
+        .await
+        .unwrap();
+}
+
+/// Kills a writer that changes its buffered lines durably in place, at arbitrary points: the
+/// text before them is intact, then done lines, then at most a prefix of draft lines (a
+/// prefix of the buffered text as it was) — never a draft line before a done line, never a
+/// line that is neither.
+#[test]
+fn a_killed_writer_of_its_buffered_tail_leaves_the_durable_text_and_a_prefix() {
+    let dir = scratch("crash-tail");
+    let path = dir.join("t.chat");
+    // Small, so that most of a change's time is its write.
+    let old = "@You:\n".to_owned() + &"old line of the user's text\n".repeat(100);
+    for round in 0..24_u64 {
+        std::fs::write(&path, &old).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "durability::crash_child",
+                "--nocapture",
+            ])
+            .env("FLEMMA_DURABILITY_CHILD", &path)
+            .env("FLEMMA_DURABILITY_TAIL", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut written = 0;
+        let mut line = String::new();
+        while written < 3 + (round % 4) as usize {
+            line.clear();
+            if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+                break;
+            }
+            written += usize::from(line.trim() == "written");
+        }
+        // Then at a point further into the next change each round: its reads, its edit,
+        // its write.
+        std::thread::sleep(std::time::Duration::from_millis(round * 5 % 23));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(written > 2, "the child made no change in place");
+        let left = std::fs::read_to_string(&path).unwrap();
+        let rest = left
+            .strip_prefix(old.as_str())
+            .unwrap_or_else(|| panic!("the old text was damaged ({} bytes left)", left.len()));
+        let mut drafts = false;
+        for line in rest.split_inclusive('\n') {
+            let whole = line.strip_suffix('\n');
+            match whole {
+                Some(DONE) => assert!(!drafts, "a done line after a draft line"),
+                Some(DRAFT) => drafts = true,
+                Some(other) => panic!("a line that is neither: {other:?}"),
+                None => assert!(
+                    DONE.starts_with(line) || DRAFT.starts_with(line),
+                    "a cut line that is neither: {line:?}"
+                ),
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Kills a writer (SIGKILL) at arbitrary points of its writes, many times: each time the file
