@@ -160,3 +160,49 @@ async fn a_call_whose_executor_went_away_mid_run_is_answered_with_an_error() {
         conversation.text()
     );
 }
+
+/// A call whose claim a crash of the machine left unreadable (the file's name durable, its
+/// bytes not: an empty file, what ext4 can leave of a file renamed into place just before) is
+/// answered with the lost-call error, not sent as an empty success; the torn claim goes. A
+/// well-formed result next to it is left alone.
+#[tokio::test]
+async fn a_call_whose_claim_a_crash_left_empty_is_answered_with_an_error() {
+    let dir = std::env::temp_dir().join(format!("flemma-claims-torn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("torn.chat");
+    std::fs::write(
+        &file,
+        "@Assistant:\n\
+         **Tool Use:** `hang` (`toolu_h`)\n```json\n{}\n```\n\
+         **Tool Use:** `hang` (`toolu_done`)\n```json\n{}\n```\n\n\
+         @You:\n\n\
+         **Tool Result:** `toolu_h`\n```\n```\n\n\
+         **Tool Result:** `toolu_done`\n```\nfinished\n```\n",
+    )
+    .unwrap();
+    let calls = dir.join(".flemma/torn.chat/calls");
+    std::fs::create_dir_all(&calls).unwrap();
+    std::fs::write(calls.join("toolu_h.json"), "").unwrap();
+    let executor =
+        Executor::builder(Arc::new(FileConversation::new(&file)), ToolRegistry::new()).build();
+    let report = executor.cycle().await.unwrap();
+    assert_eq!(
+        report
+            .completed
+            .iter()
+            .map(|c| (c.id.as_str(), c.tool.as_str(), c.success))
+            .collect::<Vec<_>>(),
+        [("toolu_h", "hang", false)]
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.ends_with(
+            "**Tool Result:** `toolu_h` (error)\n```\nTool execution lost: session ended before completion. It may have run in part; check before retrying.\n```\n\n\
+             **Tool Result:** `toolu_done`\n```\nfinished\n```\n"
+        ),
+        "{text}"
+    );
+    assert!(!calls.join("toolu_h.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,11 @@
 //! [`CALL_LOST`](crate::messages::CALL_LOST), so an interrupted call is never sent as an empty
 //! success. A gone owner's claim on a block that is still `(approved)` is dropped: the host died
 //! before it started the call (it clears the suffix, then runs), so the call runs now.
+//!
+//! Claim files are not synced. A crash of the machine can leave a claim's name without its
+//! bytes (an empty file); a claim file that does not read as a claim is taken for a gone
+//! owner's (claims are written whole and renamed into place, so a live host's always reads),
+//! and its in-progress call is answered with the same error.
 
 pub(super) mod table;
 
@@ -55,6 +60,24 @@ pub struct CallClaim {
 fn in_progress(doc: &Document, id: &str) -> bool {
     flemma_ast::find_tool_result_by_id(doc, id)
         .is_some_and(|r| r.node.status.is_none() && r.node.content.trim().is_empty())
+}
+
+/// The calls whose result block is in progress (empty, status-less), with their tools.
+fn calls_in_progress(doc: &Document) -> Vec<(String, String)> {
+    let open: HashSet<&str> = doc
+        .messages
+        .iter()
+        .flat_map(flemma_ast::Message::tool_results)
+        .filter(|r| r.status.is_none() && r.content.trim().is_empty())
+        .map(|r| r.tool_use_id.as_str())
+        .collect();
+    let mut seen = HashSet::new();
+    doc.messages
+        .iter()
+        .flat_map(flemma_ast::Message::tool_uses)
+        .filter(|u| open.contains(u.id.as_str()) && seen.insert(u.id.as_str()))
+        .map(|u| (u.id.as_str().to_owned(), u.name.as_str().to_owned()))
+        .collect()
 }
 
 /// Whether the call `id` is still to run: its block is empty and `(approved)`, or
@@ -171,26 +194,37 @@ impl Executor {
         &self,
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
-        let peeked = settings.claims.peek().await;
-        if !peeked.iter().any(|r| self.is_foreign(r) && !r.is_live()) {
+        let (peeked, any_torn) = settings.claims.scan().await;
+        if !any_torn && !peeked.iter().any(|r| self.is_foreign(r) && !r.is_live()) {
             return Ok(Vec::new());
         }
         let Ok(mut locked) = settings.claims.lock().await else {
             return Ok(Vec::new());
         };
-        let gone: Vec<ClaimRecord> = locked
+        let mut gone: Vec<ClaimRecord> = locked
             .all()
             .into_iter()
             .filter(|r| self.is_foreign(r) && !r.is_live())
             .collect();
-        let lost: Vec<ClaimRecord> = self
+        let (mut lost, in_progress_calls): (Vec<ClaimRecord>, Vec<(String, String)>) = self
             .with_document(|doc, _| {
-                gone.iter()
+                let lost = gone
+                    .iter()
                     .filter(|r| in_progress(doc, &r.tool_id))
                     .cloned()
-                    .collect()
+                    .collect();
+                let calls = if any_torn {
+                    calls_in_progress(doc)
+                } else {
+                    Vec::new()
+                };
+                (lost, calls)
             })
             .await?;
+        // A call in progress whose claim a crash left unreadable: its host is gone with it.
+        let torn = self.torn_claims(&locked, in_progress_calls);
+        lost.extend(torn.iter().cloned());
+        gone.extend(torn.iter().cloned());
         let body = ResultBody::Error {
             message: Some(msg::CALL_LOST.to_owned()),
             partial_output: None,
@@ -220,14 +254,48 @@ impl Executor {
             }
         }
         drop(locked);
+        Ok(self.report_lost(lost, &torn))
+    }
+
+    /// The calls of `in_progress` (id, tool) not running here whose claim file does not read
+    /// as a claim ([`Locked::torn`](table::Locked::torn)), as records of a gone owner.
+    fn torn_claims(
+        &self,
+        locked: &table::Locked,
+        in_progress: Vec<(String, String)>,
+    ) -> Vec<ClaimRecord> {
+        in_progress
+            .into_iter()
+            .filter(|(id, _)| !self.is_running(id) && locked.torn(id))
+            .map(|(tool_id, tool)| ClaimRecord {
+                tool_id,
+                tool,
+                owner: None,
+                host: 0,
+                claimed_at: 0.0,
+            })
+            .collect()
+    }
+
+    /// Tells of the calls answered with [`msg::CALL_LOST`] (a warning and a completion each).
+    fn report_lost(&self, lost: Vec<ClaimRecord>, torn: &[ClaimRecord]) -> Vec<Completed> {
         let mut completed = Vec::with_capacity(lost.len());
         for record in lost {
             let id = ToolUseId::sanitized(&record.tool_id);
             let tool = ToolName::read(record.tool.as_str())
                 .unwrap_or_else(|_| ToolName::sanitized(&record.tool));
+            let host = if torn.iter().any(|t| t.tool_id == record.tool_id) {
+                "its host (its claim left unreadable, as by a crash)".to_owned()
+            } else {
+                format!(
+                    "its host (pid {})",
+                    record
+                        .owner
+                        .map_or_else(|| "?".to_owned(), |o| o.pid.to_string())
+                )
+            };
             self.emit(Event::Warning(format!(
-                "{tool} ({id}): its host (pid {}) ended before it completed; answered with an error",
-                record.owner.map_or_else(|| "?".to_owned(), |o| o.pid.to_string())
+                "{tool} ({id}): {host} ended before it completed; answered with an error"
             )));
             self.emit(Event::ToolCompleted {
                 id: id.clone(),
@@ -240,7 +308,7 @@ impl Executor {
                 success: false,
             });
         }
-        Ok(completed)
+        completed
     }
 
     /// The calls of this conversation that hosts have claimed (read only): those running in

@@ -190,15 +190,24 @@ impl Table {
     /// the claims of the calls running now (none or a few small files), less work than a
     /// hand-off to the blocking pool and back, which every cycle paid twice.
     pub(crate) async fn peek(&self) -> Vec<ClaimRecord> {
+        self.scan().await.0
+    }
+
+    /// [`peek`](Self::peek), and whether a claim file was left unreadable (see
+    /// [`Locked::torn`]).
+    pub(crate) async fn scan(&self) -> (Vec<ClaimRecord>, bool) {
         match self {
-            Table::Dir(dir) => read_dir(dir),
-            Table::Memory(key, conversation) => MEMORY
-                .lock()
-                .await
-                .get(key)
-                .filter(|(weak, _)| Weak::ptr_eq(weak, conversation))
-                .map(|(_, claims)| claims.values().cloned().collect())
-                .unwrap_or_default(),
+            Table::Dir(dir) => scan_dir(dir),
+            Table::Memory(key, conversation) => {
+                let records = MEMORY
+                    .lock()
+                    .await
+                    .get(key)
+                    .filter(|(weak, _)| Weak::ptr_eq(weak, conversation))
+                    .map(|(_, claims)| claims.values().cloned().collect())
+                    .unwrap_or_default();
+                (records, false)
+            }
         }
     }
 }
@@ -228,7 +237,33 @@ fn lock_dir(dir: &Path, wait: bool) -> std::io::Result<Option<std::fs::File>> {
 }
 
 fn read_dir(dir: &Path) -> Vec<ClaimRecord> {
-    crate::jobs::journal::read_json_dir(dir, "call claim")
+    scan_dir(dir).0
+}
+
+/// The claims in `dir`, and whether a claim file there does not read as one (each such file
+/// warned of).
+fn scan_dir(dir: &Path) -> (Vec<ClaimRecord>, bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (Vec::new(), false);
+    };
+    let mut records = Vec::new();
+    let mut torn = false;
+    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(record) => records.push(record),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "call claim unreadable");
+                torn = true;
+            }
+        }
+    }
+    (records, torn)
 }
 
 /// A table under its lock.
@@ -281,6 +316,21 @@ impl Locked {
         let bytes = std::fs::read(path).ok()?;
         let record: ClaimRecord = serde_json::from_slice(&bytes).ok()?;
         (record.tool_id == id).then_some(record)
+    }
+
+    /// Whether the claim file of `id` is there but does not read as a claim: what a crash of
+    /// the machine can leave of a claim recorded just before it (the file's name made durable,
+    /// its bytes not), its host gone with it. Claims are written whole and renamed into
+    /// place, so no live host's claim reads like that.
+    pub(crate) fn torn(&self, id: &str) -> bool {
+        match self {
+            Locked::Dir { dir, .. } => {
+                let path = Self::file(dir, id);
+                std::fs::read(&path)
+                    .is_ok_and(|bytes| serde_json::from_slice::<ClaimRecord>(&bytes).is_err())
+            }
+            Locked::Memory { .. } => false,
+        }
     }
 
     pub(crate) fn all(&self) -> Vec<ClaimRecord> {
