@@ -14,8 +14,10 @@
 //! binding), so the spawns run on one thread of their own whose working directory is its own
 //! (`unshare(CLONE_FS)`): it changes to the command's directory, and the child starts there.
 //!
-//! Children are reaped by one thread that waits on their pidfds (epoll); [`Child::wait`]
-//! gets the exit code from it. A child whose [`Child`] was dropped is reaped all the same.
+//! A child is reaped by the task that waits for it: its pidfd is registered with that task's
+//! runtime, and [`Child::wait`] reaps it when the pidfd turns readable. A child whose
+//! [`Child`] is dropped first, or started where no runtime does I/O, is reaped by one thread
+//! that waits on such pidfds (epoll).
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr};
@@ -51,7 +53,20 @@ pub(crate) struct Spec<'a> {
 #[derive(Debug)]
 pub(crate) struct Child {
     pid: i32,
-    exited: Option<tokio::sync::oneshot::Receiver<i32>>,
+    exit: Exit,
+}
+
+/// How a [`Child`]'s exit is waited for.
+#[derive(Debug)]
+enum Exit {
+    /// Its pidfd, registered with the runtime of the task that started it: the task reaps it
+    /// itself when the pidfd turns readable (no thread hand-off). Handed to the waiting thread
+    /// when the child is dropped before that.
+    Fd(tokio::io::unix::AsyncFd<OwnedFd>),
+    /// The waiting thread reaps it (a runtime without I/O, or no runtime).
+    Thread(tokio::sync::oneshot::Receiver<i32>),
+    /// Reaped, its status given out.
+    Reaped,
 }
 
 impl Child {
@@ -60,22 +75,54 @@ impl Child {
         self.pid
     }
 
-    /// Waits for the child to exit (the waiting thread reaps it): its exit code, or
-    /// `128 + n` when signal `n` ended it.
+    /// Waits for the child to exit and reaps it: its exit code, or `128 + n` when signal `n`
+    /// ended it. Cancel-safe: a wait dropped before the exit leaves the child to the next one
+    /// (or, should the child be dropped, to the waiting thread).
     ///
     /// # Errors
     ///
-    /// When it was already waited for, or the waiting thread could not wait for it.
+    /// When it was already waited for, or it could not be waited for.
     pub(crate) async fn wait(&mut self) -> std::io::Result<i32> {
-        let Some(exited) = self.exited.as_mut() else {
-            return Err(std::io::Error::other("the child was already waited for"));
+        let code = match &mut self.exit {
+            Exit::Reaped => return Err(std::io::Error::other("the child was already waited for")),
+            Exit::Thread(exited) => exited.await.map_err(|_| {
+                std::io::Error::other("the waiting thread could not wait for the child")
+            })?,
+            Exit::Fd(pidfd) => loop {
+                let mut ready = pidfd.readable().await?;
+                match reap(pidfd.get_ref())? {
+                    Some(code) => break code,
+                    None => ready.clear_ready(),
+                }
+            },
         };
-        let code = exited
-            .await
-            .map_err(|_| std::io::Error::other("the waiting thread could not wait for the child"));
-        self.exited = None;
-        code
+        self.exit = Exit::Reaped;
+        Ok(code)
     }
+}
+
+impl Drop for Child {
+    /// A child not reaped yet is handed to the waiting thread, which reaps it when it exits.
+    fn drop(&mut self) {
+        if let Exit::Fd(pidfd) = std::mem::replace(&mut self.exit, Exit::Reaped) {
+            let _ = wait_for(pidfd.into_inner());
+        }
+    }
+}
+
+/// The exit code of the child behind `pidfd` when it has exited (reaping it), `None` while
+/// it runs.
+fn reap(pidfd: &OwnedFd) -> std::io::Result<Option<i32>> {
+    let status = rustix::process::waitid(
+        WaitId::PidFd(pidfd.as_fd()),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+    )?;
+    Ok(status.map(|status| {
+        status
+            .exit_status()
+            .or_else(|| status.terminating_signal().map(|s| 128 + s))
+            .unwrap_or(-1)
+    }))
 }
 
 /// The thread that reaps the spawned children: one epoll set of their pidfds, and an
@@ -157,16 +204,9 @@ fn reap_loop(epoll: &OwnedFd, waiter: &Waiter) {
                     waiting.insert(key, (pidfd, sender));
                 }
             } else if let Some((pidfd, _)) = waiting.get(&key) {
-                let status = rustix::process::waitid(
-                    WaitId::PidFd(pidfd.as_fd()),
-                    WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
-                );
-                let code = match status {
+                let code = match reap(pidfd) {
                     Ok(None) => continue,
-                    Ok(Some(status)) => status
-                        .exit_status()
-                        .or_else(|| status.terminating_signal().map(|s| 128 + s))
-                        .unwrap_or(-1),
+                    Ok(Some(code)) => code,
                     Err(_) => -1,
                 };
                 if let Some((pidfd, sender)) = waiting.remove(&key) {
@@ -307,11 +347,30 @@ pub(crate) fn spawn(spec: &Spec<'_>) -> std::io::Result<Child> {
     let raw = rustix::process::Pid::from_raw(pid)
         .ok_or_else(|| std::io::Error::other("posix_spawn gave no process id"))?;
     // Nothing else reaps the child (it is no `std` child), so the pid is its until we do.
-    let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())?;
-    Ok(Child {
-        pid,
-        exited: Some(wait_for(pidfd)?),
-    })
+    let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::NONBLOCK)?;
+    // Registered with the caller's runtime when it has one that does I/O (readable once the
+    // child exits); else the waiting thread reaps it.
+    let exit = if tokio::runtime::Handle::try_current().is_ok() {
+        // Deprecated as unsound for a `T` that can close the descriptor while registered; an
+        // `OwnedFd` cannot (the descriptor lives exactly as long as the registration), and the
+        // safe replacement is `unsafe`, which this workspace forbids.
+        #[allow(deprecated, reason = "sound for an OwnedFd; see above")]
+        let registered =
+            tokio::io::unix::AsyncFd::with_interest(pidfd, tokio::io::Interest::READABLE);
+        match registered {
+            Ok(registered) => Exit::Fd(registered),
+            Err(refused) => {
+                tracing::debug!(error = %refused, "pidfd not registered; the waiting thread reaps");
+                Exit::Thread(wait_for(rustix::process::pidfd_open(
+                    raw,
+                    rustix::process::PidfdFlags::empty(),
+                )?)?)
+            }
+        }
+    } else {
+        Exit::Thread(wait_for(pidfd)?)
+    };
+    Ok(Child { pid, exit })
 }
 
 fn c_string(text: &OsStr) -> std::io::Result<CString> {
@@ -350,6 +409,60 @@ fn resolve(program: &str, path: Option<&str>, cwd: &Path) -> std::io::Result<Pat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn start(script: &str) -> Child {
+        let argv = ["sh".to_owned(), "-c".to_owned(), script.to_owned()];
+        spawn(&Spec {
+            argv: &argv,
+            cwd: Path::new("/"),
+            env: vec![("PATH", "/bin:/usr/bin")],
+            terminal: Path::new("/dev/null"),
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Whether the process `pid` is gone (reaped: no `/proc` entry), within two seconds.
+    fn reaped(pid: i32) -> bool {
+        let entry = PathBuf::from(format!("/proc/{pid}"));
+        (0..200).any(|_| {
+            let gone = !entry.exists();
+            if !gone {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            gone
+        })
+    }
+
+    /// On a runtime that does I/O the task that waits reaps the child itself; a wait dropped
+    /// before the exit (a timeout that won a `select!`) loses nothing: the next one gets the
+    /// code.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_waiting_task_reaps_its_child_and_a_dropped_wait_loses_nothing() {
+        let mut child = start("sleep 0.3; exit 3");
+        assert!(matches!(child.exit, Exit::Fd(_)));
+        let early = tokio::time::timeout(std::time::Duration::from_millis(20), child.wait()).await;
+        assert!(early.is_err(), "{early:?}");
+        assert_eq!(child.wait().await.ok(), Some(3));
+        assert!(reaped(child.pid()));
+        assert!(child.wait().await.is_err());
+        let mut killed = start("kill -9 $$");
+        assert_eq!(killed.wait().await.ok(), Some(128 + 9));
+    }
+
+    /// A child dropped before it exits is reaped by the waiting thread; one started without
+    /// a runtime is waited for through it.
+    #[test]
+    fn a_child_dropped_or_started_without_a_runtime_is_reaped_by_the_waiting_thread() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dropped = runtime.block_on(async { start("sleep 0.1").pid() });
+        assert!(reaped(dropped), "a dropped child was left a zombie");
+        let mut outside = start("exit 4");
+        assert!(matches!(outside.exit, Exit::Thread(_)));
+        assert_eq!(runtime.block_on(outside.wait()).ok(), Some(4));
+    }
 
     #[test]
     fn a_bare_name_is_looked_up_in_the_commands_path_and_a_path_is_taken_as_it_is() {
