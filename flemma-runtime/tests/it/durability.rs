@@ -30,6 +30,15 @@ fn open(path: &Path, inline: bool) -> FileConversation {
     if inline { chat.with_inline_io() } else { chat }
 }
 
+/// A scratch directory `name` holding `t.chat` (`@You:\nhi\n`), and its conversation.
+fn hi_chat(name: &str, inline: bool) -> (PathBuf, PathBuf, FileConversation) {
+    let dir = scratch(name);
+    let path = dir.join("t.chat");
+    std::fs::write(&path, "@You:\nhi\n").unwrap();
+    let chat = open(&path, inline);
+    (dir, path, chat)
+}
+
 async fn append(chat: &FileConversation, durability: Durability, line: &str) {
     let snapshot = chat.snapshot().await.unwrap();
     let end = snapshot.text.lines().count() as u32 + 1;
@@ -101,10 +110,7 @@ async fn a_durable_change_to_buffered_text_only_is_written_in_place() {
 }
 
 async fn a_durable_change_to_buffered_text_only_is_written_in_place_with(inline: bool) {
-    let dir = scratch(&format!("tail-{inline}"));
-    let path = dir.join("t.chat");
-    std::fs::write(&path, "@You:\nhi\n").unwrap();
-    let chat = open(&path, inline);
+    let (dir, path, chat) = hi_chat(&format!("tail-{inline}"), inline);
     let replace_last = |text: &str, line: &str| {
         let last = text.lines().count() as u32;
         TextEdit::replace(last, last, vec![line.into()])
