@@ -411,3 +411,55 @@ fn approval_explain_prints_the_read_only_files() {
         text(&out.stdout)
     );
 }
+
+/// A claim file that does not read as a claim marks its call lost (a crash's leftover), so a
+/// model may not make one: `calls/` is read-only for `write` and under bubblewrap, and an
+/// in-progress call whose claim the attempts aimed at is left as it was, cycle after cycle.
+#[test]
+fn tools_cannot_tear_a_claim_to_make_another_call_lost() {
+    let t = Tree::new("claims");
+    let victim = ".flemma/x.chat/calls/toolu_victim.json";
+    let calls = vec![
+        (
+            "toolu_victim",
+            "bash",
+            json!({"label": "v", "timeout": null, "command": "true"}),
+        ),
+        (
+            "toolu_w",
+            "write",
+            json!({"label": "w", "path": victim, "content": ""}),
+        ),
+        (
+            "toolu_b",
+            "bash",
+            json!({"label": "b", "timeout": null, "command": format!(": > {victim}")}),
+        ),
+    ];
+    // The victim's block is in progress (empty, no status); the attacks are new calls.
+    let before = format!(
+        "{}@You:\n\n**Tool Result:** `toolu_victim`\n```\n```\n",
+        transcript(&calls)
+    );
+    std::fs::write(t.chat(), &before).unwrap();
+    for _ in 0..2 {
+        let out = flemma_in_project(
+            &t,
+            &["--set", "sandbox.backend=bwrap", "cycle", "notes/x.chat"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let after = std::fs::read_to_string(t.chat()).unwrap();
+    let outcomes = outcomes(&after);
+    assert_eq!(
+        outcomes["toolu_w"],
+        read_only_error("write", victim),
+        "{after}"
+    );
+    let (status, content) = &outcomes["toolu_b"];
+    assert_eq!(status.as_deref(), Some("error"), "{content}");
+    assert!(content.contains("Read-only file system"), "{content}");
+    // The canary: no claim file was made, and the victim is not answered as lost.
+    assert!(!t.path("proj/notes").join(victim).exists());
+    assert_eq!(outcomes["toolu_victim"], (None, String::new()), "{after}");
+}
