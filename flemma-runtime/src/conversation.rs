@@ -545,10 +545,11 @@ impl FileConversation {
             source,
         };
         let old = &current.text;
-        let kept = common_prefix(old.as_bytes(), text.as_bytes());
-        if let Some(durable) = durable
-            && durable < old.len()
-            && kept >= durable
+        // Only with text unsynced since a durable point the change leaves alone.
+        let kept = durable
+            .filter(|&durable| durable < old.len())
+            .and_then(|durable| kept_from(old.as_bytes(), text.as_bytes(), durable));
+        if let Some(kept) = kept
             && !(buffered && kept == old.len())
         {
             let tail = &text.as_bytes()[kept..];
@@ -613,9 +614,22 @@ impl FileConversation {
     }
 }
 
-/// The length of the longest common prefix of `a` and `b`.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+/// The length of the common prefix of `old` and `new` when it covers their first `durable`
+/// bytes, else `None`: one comparison of those bytes, then a search for the first difference
+/// after them, a block at a time.
+fn kept_from(old: &[u8], new: &[u8], durable: usize) -> Option<usize> {
+    const BLOCK: usize = 64;
+    if old.get(..durable)? != new.get(..durable)? {
+        return None;
+    }
+    let (old, new) = (&old[durable..], &new[durable..]);
+    let mut at = 0;
+    let shorter = old.len().min(new.len());
+    while at + BLOCK <= shorter && old[at..at + BLOCK] == new[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    let rest = old[at..].iter().zip(&new[at..]).take_while(|(a, b)| a == b);
+    Some(durable + at + rest.count())
 }
 
 /// Runs `work` on Tokio's blocking pool.
@@ -759,5 +773,35 @@ impl Conversation for FileConversation {
 
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kept_from;
+    use proptest::prelude::*;
+
+    /// The common prefix, byte by byte: what `kept_from` computes a block at a time.
+    fn naive(a: &[u8], b: &[u8]) -> usize {
+        a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    }
+
+    proptest! {
+        /// `kept_from` is the common prefix when that covers the durable bytes, else `None`,
+        /// whatever the lengths and wherever the first difference (around the block size).
+        #[test]
+        fn kept_from_is_the_common_prefix_past_the_durable_bytes(
+            base in proptest::collection::vec(0_u8..3, 0..300),
+            cut in 0_usize..300,
+            tail in proptest::collection::vec(0_u8..3, 0..200),
+            durable in 0_usize..320,
+        ) {
+            let cut = cut.min(base.len());
+            let new: Vec<u8> = base[..cut].iter().chain(&tail).copied().collect();
+            let common = naive(&base, &new);
+            let expected = (durable <= base.len() && durable <= new.len() && common >= durable)
+                .then_some(common);
+            prop_assert_eq!(kept_from(&base, &new, durable), expected);
+        }
     }
 }
