@@ -391,22 +391,36 @@ impl JobJournal for FileJournal {
 /// Every `*.json` file of `dir` decoded as a `T`; files that cannot be read or decoded are
 /// skipped (a decoding failure with a warning naming `what`), and a missing directory is empty.
 pub(crate) fn read_json_dir<T: serde::de::DeserializeOwned>(dir: &Path, what: &str) -> Vec<T> {
+    scan_json_dir(dir, what).0
+}
+
+/// [`read_json_dir`], and whether a `.json` file there did not parse (each warned of as
+/// `what` unreadable).
+pub(crate) fn scan_json_dir<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    what: &str,
+) -> (Vec<T>, bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .filter_map(|path| {
-            let bytes = std::fs::read(&path).ok()?;
-            serde_json::from_slice(&bytes)
-                .map_err(
-                    |error| tracing::warn!(path = %path.display(), %error, "{what} unreadable"),
-                )
-                .ok()
-        })
-        .collect()
+    let mut records = Vec::new();
+    let mut unreadable = false;
+    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(record) => records.push(record),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "{what} unreadable");
+                unreadable = true;
+            }
+        }
+    }
+    (records, unreadable)
 }
 
 /// A job id as a file name: the store's escaping ([`flemma_store::escape_id`]), one name per

@@ -240,30 +240,9 @@ fn read_dir(dir: &Path) -> Vec<ClaimRecord> {
     scan_dir(dir).0
 }
 
-/// The claims in `dir`, and whether a claim file there does not read as one (each such file
-/// warned of).
+/// The claims in `dir`, and whether a claim file there does not read as one.
 fn scan_dir(dir: &Path) -> (Vec<ClaimRecord>, bool) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (Vec::new(), false);
-    };
-    let mut records = Vec::new();
-    let mut torn = false;
-    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
-        if path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        match serde_json::from_slice(&bytes) {
-            Ok(record) => records.push(record),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "call claim unreadable");
-                torn = true;
-            }
-        }
-    }
-    (records, torn)
+    crate::jobs::journal::scan_json_dir(dir, "call claim")
 }
 
 /// A table under its lock.
