@@ -39,6 +39,23 @@ fn hi_chat(name: &str, inline: bool) -> (PathBuf, PathBuf, FileConversation) {
     (dir, path, chat)
 }
 
+/// Replaces line `line` (1-based; 0: the last line) with `text`, as `durability` says.
+async fn replace_line(chat: &FileConversation, line: u32, text: &str, durability: Durability) {
+    let snapshot = chat.snapshot().await.unwrap();
+    let line = if line == 0 {
+        snapshot.text.lines().count() as u32
+    } else {
+        line
+    };
+    chat.apply(
+        snapshot.revision,
+        &[TextEdit::replace(line, line, vec![text.into()])],
+        durability,
+    )
+    .await
+    .unwrap();
+}
+
 async fn append(chat: &FileConversation, durability: Durability, line: &str) {
     let snapshot = chat.snapshot().await.unwrap();
     let end = snapshot.text.lines().count() as u32 + 1;
@@ -81,15 +98,8 @@ async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_f
     append(&chat, Durability::Durable, "@You:").await;
     assert_ne!(ino(&path), before);
     // A buffered change that is not an append is rewritten too.
-    let snapshot = chat.snapshot().await.unwrap();
     let replaced = ino(&path);
-    chat.apply(
-        snapshot.revision,
-        &[TextEdit::replace(2, 2, vec!["bye".into()])],
-        Durability::Buffered,
-    )
-    .await
-    .unwrap();
+    replace_line(&chat, 2, "bye", Durability::Buffered).await;
     assert_ne!(ino(&path), replaced);
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
@@ -111,28 +121,16 @@ async fn a_durable_change_to_buffered_text_only_is_written_in_place() {
 
 async fn a_durable_change_to_buffered_text_only_is_written_in_place_with(inline: bool) {
     let (dir, path, chat) = hi_chat(&format!("tail-{inline}"), inline);
-    let replace_last = |text: &str, line: &str| {
-        let last = text.lines().count() as u32;
-        TextEdit::replace(last, last, vec![line.into()])
-    };
     // The file was read, never made durable here: a rewrite.
     append(&chat, Durability::Buffered, "draft (approved)").await;
-    let snapshot = chat.snapshot().await.unwrap();
-    let edit = replace_last(&snapshot.text, "draft");
     let read_only = ino(&path);
-    chat.apply(snapshot.revision, &[edit], Durability::Durable)
-        .await
-        .unwrap();
+    replace_line(&chat, 0, "draft", Durability::Durable).await;
     assert_ne!(ino(&path), read_only);
     // Durable now; appended to, then the appended line changed: in place.
     let durable = ino(&path);
     append(&chat, Durability::Buffered, "@Assistant:").await;
     append(&chat, Durability::Buffered, "call (approved)").await;
-    let snapshot = chat.snapshot().await.unwrap();
-    let edit = replace_last(&snapshot.text, "call");
-    chat.apply(snapshot.revision, &[edit], Durability::Durable)
-        .await
-        .unwrap();
+    replace_line(&chat, 0, "call", Durability::Durable).await;
     assert_eq!(ino(&path), durable);
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
@@ -141,14 +139,7 @@ async fn a_durable_change_to_buffered_text_only_is_written_in_place_with(inline:
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     // All of it is durable now: a change to it is a rewrite, with or without appends after.
     append(&chat, Durability::Buffered, "more").await;
-    let snapshot = chat.snapshot().await.unwrap();
-    chat.apply(
-        snapshot.revision,
-        &[TextEdit::replace(5, 5, vec!["called".into()])],
-        Durability::Durable,
-    )
-    .await
-    .unwrap();
+    replace_line(&chat, 5, "called", Durability::Durable).await;
     assert_ne!(ino(&path), durable);
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
@@ -159,7 +150,8 @@ async fn a_durable_change_to_buffered_text_only_is_written_in_place_with(inline:
     let snapshot = chat.snapshot().await.unwrap();
     let theirs = format!("{}edited\n", snapshot.text);
     std::fs::write(&path, &theirs).unwrap();
-    let edit = replace_last(&snapshot.text, "mine");
+    let last = snapshot.text.lines().count() as u32;
+    let edit = TextEdit::replace(last, last, vec!["mine".into()]);
     let stale = chat
         .apply(snapshot.revision, &[edit], Durability::Durable)
         .await;
