@@ -143,23 +143,21 @@ async fn a_response_no_cycle_follows_and_a_pending_placeholder_are_synced() {
         .flush_interval(Duration::ZERO)
         .build();
     assert_eq!(session.run().await.unwrap(), Stop::AutopilotOff);
-    let log = recording.log.lock().unwrap().clone();
     // The response with its call was buffered, then synced: the last write of the run.
-    assert!(
-        matches!(&log[log.len() - 2], Write::Apply(Durability::Buffered, _, a)
-            if a.contains("**Tool Use:**")),
-        "{log:#?}"
-    );
-    assert_eq!(log.last(), Some(&Write::Sync), "{log:#?}");
+    assert_buffered_then_synced(&recording.log.lock().unwrap(), "**Tool Use:**");
 
     // A cycle places the call `(pending)` (no approver, not auto-approved): buffered, then
     // synced when the cycle ends.
     recording.log.lock().unwrap().clear();
     session.cycle().await.unwrap();
-    let log = recording.log.lock().unwrap().clone();
+    assert_buffered_then_synced(&recording.log.lock().unwrap(), "(pending)");
+}
+
+/// The last two writes of `log`: a buffered change whose text holds `needle`, then a sync.
+fn assert_buffered_then_synced(log: &[Write], needle: &str) {
     assert!(
         matches!(&log[log.len() - 2], Write::Apply(Durability::Buffered, _, a)
-            if a.contains("(pending)")),
+            if a.contains(needle)),
         "{log:#?}"
     );
     assert_eq!(log.last(), Some(&Write::Sync), "{log:#?}");
