@@ -540,11 +540,8 @@ impl FileConversation {
         buffered: bool,
         durable: Option<usize>,
     ) -> Result<Written, ConversationError> {
-        let write_error = |source| ConversationError::Write {
-            path: self.path.clone(),
-            source,
-        };
         let old = &current.text;
+        let path = &self.path;
         // Only with text unsynced since a durable point the change leaves alone.
         let kept = durable
             .filter(|&durable| durable < old.len())
@@ -553,64 +550,86 @@ impl FileConversation {
             && !(buffered && kept == old.len())
         {
             let tail = &text.as_bytes()[kept..];
-            if self.inline_io {
-                match flemma_store::try_rewrite_tail_if_unchanged(
-                    &self.path,
-                    old.as_bytes(),
-                    kept,
-                    tail,
+            let written = self
+                .store_write(
+                    || {
+                        flemma_store::try_rewrite_tail_if_unchanged(
+                            path,
+                            old.as_bytes(),
+                            kept,
+                            tail,
+                        )
+                    },
+                    |w| matches!(w, flemma_store::Appended::Busy),
+                    || {
+                        let (path, old, tail) = (path.clone(), Arc::clone(old), tail.to_vec());
+                        move || {
+                            flemma_store::rewrite_tail_if_unchanged(
+                                &path,
+                                old.as_bytes(),
+                                kept,
+                                &tail,
+                            )
+                        }
+                    },
                 )
-                .map_err(write_error)?
-                {
-                    flemma_store::Appended::Busy => {}
-                    written => return Ok(Written::of_tail(written)),
-                }
-            }
-            let (path, old, tail) = (self.path.clone(), Arc::clone(old), tail.to_vec());
-            let written = pooled(move || {
-                flemma_store::rewrite_tail_if_unchanged(&path, old.as_bytes(), kept, &tail)
-            })
-            .await?
-            .map_err(write_error)?;
+                .await?;
             return Ok(Written::of_tail(written));
         }
         if buffered && text.len() > old.len() && text.starts_with(old.as_str()) {
             let tail = &text.as_bytes()[old.len()..];
-            if self.inline_io {
-                // On this thread unless another writer holds the directory: never wait for
-                // one here (a stuck writer would stop every task of the thread).
-                match flemma_store::try_append_if_unchanged(&self.path, old.as_bytes(), tail)
-                    .map_err(write_error)?
-                {
-                    flemma_store::Appended::Busy => {}
-                    appended => return Ok(Written::of_append(appended)),
-                }
-            }
-            let (path, old, tail) = (self.path.clone(), Arc::clone(old), tail.to_vec());
-            let appended =
-                pooled(move || flemma_store::append_if_unchanged(&path, old.as_bytes(), &tail))
-                    .await?
-                    .map_err(write_error)?;
+            let appended = self
+                .store_write(
+                    || flemma_store::try_append_if_unchanged(path, old.as_bytes(), tail),
+                    |w| matches!(w, flemma_store::Appended::Busy),
+                    || {
+                        let (path, old, tail) = (path.clone(), Arc::clone(old), tail.to_vec());
+                        move || flemma_store::append_if_unchanged(&path, old.as_bytes(), &tail)
+                    },
+                )
+                .await?;
             return Ok(Written::of_append(appended));
         }
-        if self.inline_io {
-            match flemma_store::try_replace_if_unchanged(
-                &self.path,
-                old.as_bytes(),
-                text.as_bytes(),
+        let written = self
+            .store_write(
+                || flemma_store::try_replace_if_unchanged(path, old.as_bytes(), text.as_bytes()),
+                |w| matches!(w, flemma_store::Replaced::Busy),
+                || {
+                    let (path, old, bytes) =
+                        (path.clone(), Arc::clone(old), text.as_bytes().to_vec());
+                    move || flemma_store::replace_if_unchanged(&path, old.as_bytes(), &bytes)
+                },
             )
-            .map_err(write_error)?
-            {
-                flemma_store::Replaced::Busy => {}
-                written => return Ok(Written::of_replace(written)),
+            .await?;
+        Ok(Written::of_replace(written))
+    }
+
+    /// Runs one write of the store: with [`with_inline_io`](Self::with_inline_io), first on
+    /// this thread in the form that does not wait for another writer (`now`); on the
+    /// blocking pool in the form that waits (the work `later` makes, with its own copies of
+    /// what it writes) otherwise, or when `busy` says another writer held the directory's
+    /// lock.
+    async fn store_write<R, W>(
+        &self,
+        now: impl FnOnce() -> Result<R, flemma_store::StoreError>,
+        busy: impl FnOnce(&R) -> bool,
+        later: impl FnOnce() -> W,
+    ) -> Result<R, ConversationError>
+    where
+        R: Send + 'static,
+        W: FnOnce() -> Result<R, flemma_store::StoreError> + Send + 'static,
+    {
+        let write_error = |source| ConversationError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        if self.inline_io {
+            let written = now().map_err(write_error)?;
+            if !busy(&written) {
+                return Ok(written);
             }
         }
-        let (path, old, bytes) = (self.path.clone(), Arc::clone(old), text.as_bytes().to_vec());
-        let written =
-            pooled(move || flemma_store::replace_if_unchanged(&path, old.as_bytes(), &bytes))
-                .await?
-                .map_err(write_error)?;
-        Ok(Written::of_replace(written))
+        pooled(later()).await?.map_err(write_error)
     }
 }
 
