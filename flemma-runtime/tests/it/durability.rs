@@ -320,6 +320,46 @@ async fn crash_child() {
     }
 }
 
+/// Runs [`crash_child`] on `path` (in `mode`, an environment variable set to `1`), kills it
+/// (SIGKILL) `delay` after its `changes`-th completed change, and returns how many changes it
+/// completed.
+fn kill_child(
+    path: &Path,
+    mode: Option<&str>,
+    changes: usize,
+    delay: std::time::Duration,
+) -> usize {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args([
+            "--ignored",
+            "--exact",
+            "durability::crash_child",
+            "--nocapture",
+        ])
+        .env("FLEMMA_DURABILITY_CHILD", path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(mode) = mode {
+        command.env(mode, "1");
+    }
+    let mut child = command.spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut written = 0;
+    let mut line = String::new();
+    while written < changes {
+        line.clear();
+        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+            break;
+        }
+        written += usize::from(line.trim() == "written");
+    }
+    std::thread::sleep(delay);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    written
+}
+
 /// The lines [`tail_step`] appends `Buffered`, then changes `Durable` to [`DONE`].
 const DRAFT: &str = "draft line (approved)";
 /// What [`DRAFT`] lines become.
@@ -360,34 +400,14 @@ fn a_killed_writer_of_its_buffered_tail_leaves_the_durable_text_and_a_prefix() {
     let old = "@You:\n".to_owned() + &"old line of the user's text\n".repeat(100);
     for round in 0..24_u64 {
         std::fs::write(&path, &old).unwrap();
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "durability::crash_child",
-                "--nocapture",
-            ])
-            .env("FLEMMA_DURABILITY_CHILD", &path)
-            .env("FLEMMA_DURABILITY_TAIL", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut written = 0;
-        let mut line = String::new();
-        while written < 3 + (round % 4) as usize {
-            line.clear();
-            if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
-                break;
-            }
-            written += usize::from(line.trim() == "written");
-        }
-        // Then at a point further into the next change each round: its reads, its edit,
-        // its write.
-        std::thread::sleep(std::time::Duration::from_millis(round * 5 % 23));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        // Killed after a few changes, then at a point further into the next change each
+        // round: its reads, its edit, its write.
+        let written = kill_child(
+            &path,
+            Some("FLEMMA_DURABILITY_TAIL"),
+            3 + (round % 4) as usize,
+            std::time::Duration::from_millis(round * 5 % 23),
+        );
         assert!(written > 2, "the child made no change in place");
         let left = std::fs::read_to_string(&path).unwrap();
         let rest = left
@@ -423,34 +443,9 @@ fn a_killed_writer_leaves_the_old_or_the_new_text() {
     for round in 0..12 {
         let buffered = round % 2 == 1;
         std::fs::write(&path, &old).unwrap();
-        let mut command = Command::new(std::env::current_exe().unwrap());
-        command
-            .args([
-                "--ignored",
-                "--exact",
-                "durability::crash_child",
-                "--nocapture",
-            ])
-            .env("FLEMMA_DURABILITY_CHILD", &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        if buffered {
-            command.env("FLEMMA_DURABILITY_BUFFERED", "1");
-        }
-        let mut child = command.spawn().unwrap();
-        // Kill it after a few completed changes, at whatever point it then is.
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut written = 0;
-        let mut line = String::new();
-        while written < 1 + round / 2 {
-            line.clear();
-            if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
-                break;
-            }
-            written += usize::from(line.trim() == "written");
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        // Killed after a few completed changes, at whatever point it then is.
+        let mode = buffered.then_some("FLEMMA_DURABILITY_BUFFERED");
+        let written = kill_child(&path, mode, 1 + round / 2, std::time::Duration::ZERO);
         assert!(written > 0, "the child wrote nothing");
         let left = std::fs::read_to_string(&path).unwrap();
         if buffered {
