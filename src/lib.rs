@@ -107,3 +107,24 @@ pub use flemma_store as store;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's chapters (`docs/src`), their Rust snippets compiled and run as doctests.
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../docs/src/introduction.md")]
+    pub struct Introduction;
+    #[doc = include_str!("../docs/src/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../docs/src/security.md")]
+    pub struct Security;
+    #[doc = include_str!("../docs/src/hooks.md")]
+    pub struct Hooks;
+    #[doc = include_str!("../docs/src/mcp.md")]
+    pub struct Mcp;
+    #[doc = include_str!("../docs/src/editor.md")]
+    pub struct Editor;
+    #[doc = include_str!("../docs/src/many-machines.md")]
+    pub struct ManyMachines;
+    #[doc = include_str!("../docs/src/reference/cli.md")]
+    pub struct ReferenceCli;
+}

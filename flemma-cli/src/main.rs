@@ -22,6 +22,8 @@ mod notices;
 #[cfg(feature = "object-store")]
 mod object;
 mod options;
+#[cfg(test)]
+mod reference;
 mod render;
 mod request;
 mod run;

@@ -19,8 +19,8 @@
 //!   left running ([`flemma_runtime::answer_interrupted`]), runs the host's runner (a session),
 //!   releases the lease.
 //!
-//! The README's "Running on many machines" has the bucket layout, the lease rules and the
-//! failure table.
+//! The book's "Running on many machines" (`docs/src/many-machines.md`) has the bucket
+//! layout, the lease rules and the failure table.
 
 mod bucket;
 mod conversation;

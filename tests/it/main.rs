@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod book;
 mod defaults;
 mod durability;
 mod file_access;

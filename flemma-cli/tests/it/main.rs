@@ -632,7 +632,7 @@ fn store_path_prints_the_spec_example() {
     assert_eq!(
         json["path"],
         // The spec's example writes `job--1`; ids escape one to one here (`:` is `--3a`), so
-        // that `job:1` and `job 1` never share a file (README, departures).
+        // that `job:1` and `job 1` never share a file (the book's security chapter, departures).
         format!("{home}/notes/.flemma/example.chat/job_flemma__jobs__status_job--3a1.txt")
     );
 }

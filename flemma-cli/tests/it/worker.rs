@@ -146,7 +146,7 @@ fn reported_requests(logs: &[PathBuf]) -> Reported {
     reported
 }
 
-/// The figures of the README's "Running on many machines", shown with --nocapture.
+/// The figures of the book's "Running on many machines", shown with --nocapture.
 #[allow(
     clippy::print_stderr,
     clippy::cast_precision_loss,

@@ -13,7 +13,7 @@ struct Mapping {
     fields: &'static [(&'static str, &'static str)],
 }
 
-/// The built-in tools as Claude Code names them (README "Hooks": the mapping table).
+/// The built-in tools as Claude Code names them (the book's "Hooks" chapter: the mapping table).
 const MAPPINGS: &[Mapping] = &[
     Mapping {
         ours: "bash",
