@@ -127,4 +127,6 @@ pub mod book {
     pub struct ManyMachines;
     #[doc = include_str!("../docs/src/reference/cli.md")]
     pub struct ReferenceCli;
+    #[doc = include_str!("../docs/src/reference/configuration.md")]
+    pub struct ReferenceConfiguration;
 }

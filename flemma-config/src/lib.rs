@@ -76,6 +76,6 @@ pub use project::{
     PROJECT_MARKER, conversation_dir, conversation_path, fold_path, project_root,
     project_root_with_home,
 };
-pub use schema::{MCP_SERVER_FIELDS, OptionKind};
+pub use schema::{FrontmatterRule, MCP_SERVER_FIELDS, OptionInfo, OptionKind, known_options};
 pub use sections::HOST_SECTIONS;
 pub use suggest::did_you_mean;

@@ -61,6 +61,25 @@ const RULES: &[(&str, Rule)] = &[
     ("templates.allowed_roots", Rule::Grants),
 ];
 
+/// What a frontmatter may write to `path`, for the options reference.
+pub(crate) fn frontmatter_rule(path: &str) -> crate::schema::FrontmatterRule {
+    use crate::schema::FrontmatterRule;
+    let Some((_, rule)) = RULES.iter().find(|(p, _)| *p == path) else {
+        return FrontmatterRule::Any;
+    };
+    match rule {
+        Rule::HostOnly => FrontmatterRule::HostOnly,
+        Rule::TrueWidens => FrontmatterRule::Narrow("may set `false`, not `true`"),
+        Rule::FalseWidens => FrontmatterRule::Narrow("may set `true`, not `false`"),
+        Rule::Grants => FrontmatterRule::Narrow("may leave entries out, not add any"),
+        Rule::Denies => FrontmatterRule::Narrow("may add entries, not leave any out"),
+        Rule::Only => FrontmatterRule::Narrow(
+            "may set a list when the host's is empty, or leave entries out of the host's",
+        ),
+        Rule::Order(order) => FrontmatterRule::NarrowOrder(order),
+    }
+}
+
 fn items(value: &Value) -> Vec<&str> {
     value
         .as_array()

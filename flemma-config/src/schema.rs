@@ -47,8 +47,8 @@ impl OptionKind {
         }
     }
 
-    /// How the kind reads in an error.
-    pub(crate) fn describe(self) -> &'static str {
+    /// How the kind reads in an error and in the options reference (`a list of strings`).
+    pub fn describe(self) -> &'static str {
         match self {
             OptionKind::Bool => "a boolean",
             OptionKind::Integer => "a non-negative integer",
@@ -62,20 +62,78 @@ impl OptionKind {
     }
 }
 
+/// One option of the schema, as [`known_options`] lists it: for a reference page, a
+/// completion list or a settings screen.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OptionInfo {
+    /// The dotted path (`tools.max_concurrent`), as `--set` and a frontmatter write it.
+    pub path: &'static str,
+    /// What it holds.
+    pub kind: OptionKind,
+    /// Its value when no layer sets it; `null` when the program decides (a provider's own
+    /// default, or a default the option's description states).
+    pub default: Value,
+    /// What it does, in a sentence or two.
+    pub doc: &'static str,
+    /// What a conversation's frontmatter may write to it.
+    pub frontmatter: FrontmatterRule,
+}
+
+/// What a conversation's frontmatter may write to an option. The host's layers (defaults,
+/// `flemma.toml`, `--set`, the builder) may write any option; a frontmatter is text the user
+/// may not have written, so for the sandbox, the tools' environment and what references read
+/// it may only narrow the host's value, unless the host allows widening (`[frontmatter]
+/// may_widen = true`, [`Config::allow_frontmatter_widening`](crate::Config::allow_frontmatter_widening)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrontmatterRule {
+    /// Any value.
+    Any,
+    /// Only a value that lets less happen than the host's; how, in words.
+    Narrow(&'static str),
+    /// Only a value at or before the host's in this order, narrowest first.
+    NarrowOrder(&'static [&'static str]),
+    /// Nothing different from the host's value: how the sandbox starts is the host's.
+    HostOnly,
+}
+
+/// Every option of the schema, in the order of its table: path, kind, default, what it does
+/// and what a frontmatter may write. The book's configuration reference is generated from it.
+///
+/// ```
+/// let option = flemma_config::known_options()
+///     .find(|o| o.path == "tools.max_concurrent")
+///     .unwrap();
+/// assert_eq!(option.default, 2);
+/// assert_eq!(option.kind.describe(), "a non-negative integer");
+/// ```
+pub fn known_options() -> impl Iterator<Item = OptionInfo> {
+    OPTIONS.iter().map(|def| OptionInfo {
+        path: def.path,
+        kind: def.kind,
+        default: (def.default)(),
+        doc: def.doc,
+        frontmatter: crate::narrow::frontmatter_rule(def.path),
+    })
+}
+
 /// One known option.
 #[derive(Debug, Clone)]
 pub(crate) struct OptionDef {
     pub(crate) path: &'static str,
     pub(crate) kind: OptionKind,
     pub(crate) default: fn() -> Value,
+    pub(crate) doc: &'static str,
 }
 
 macro_rules! options {
-    ($($path:literal : $kind:ident $(($($arg:expr),*))? = $default:expr),* $(,)?) => {
+    ($($path:literal : $kind:ident $(($($arg:expr),*))? = $default:expr => $doc:literal),* $(,)?) => {
         &[$(OptionDef {
             path: $path,
             kind: OptionKind::$kind $(($($arg),*))?,
             default: || json!($default),
+            doc: $doc,
         }),*]
     };
 }
@@ -92,78 +150,131 @@ const EXCLUDES: [&str; 8] = [
     "vendor",
 ];
 
-/// Every option with its default (spec §5-§7, §7.8, §7.10, §11.1, §14.1).
+/// Every option with its default and what it does (spec §5-§7, §7.8, §7.10, §11.1, §14.1).
+/// The book's configuration reference is generated from this table.
 pub(crate) const OPTIONS: &[OptionDef] = options![
-    "tools": List = Vec::<String>::new(),
-    "tools.auto_approve": List = ["$standard"],
-    "tools.require_approval": Bool = true,
-    "tools.auto_approve_sandboxed": Bool = true,
-    "tools.max_concurrent": Integer = 2,
-    "tools.default_timeout": Integer = 30,
-    "tools.show_spinner": Bool = true,
+    "tools": List = Vec::<String>::new()
+        => "The tools the conversation offers the model, as names and globs with list operations (`+x`, `^x`, `!x`, `$preset`). Unset, every enabled tool of the registry; once a layer sets it, exactly the tools it names.",
+    "tools.auto_approve": List = ["$standard"]
+        => "Tools whose calls run without asking, as names and globs (`mcp.fs.*`) and presets (`$standard`, `$readonly`); a frontmatter may also give a Lua function deciding per call.",
+    "tools.require_approval": Bool = true
+        => "Ask for approval of a call no resolver approved; `false` approves them (a deny still wins).",
+    "tools.auto_approve_sandboxed": Bool = true
+        => "Approve calls of tools that are safe when sandboxed (`bash`) while a sandbox backend runs them.",
+    "tools.max_concurrent": Integer = 2
+        => "How many foreground calls run at once; `0` means no limit.",
+    "tools.default_timeout": Integer = 30
+        => "Seconds a call may run before it is given up (a tool's own `timeout` input wins); a call still running 3 s past its limit is reported as timed out.",
+    "tools.show_spinner": Bool = true
+        => "For an editor host: show a spinner in a call's result while the tool runs (kept for the plugin's options; flemma's own commands do not read it).",
     "tools.cursor_after_result": Choice(
         &["result", "stay", "next"],
         "one of \"result\", \"stay\", \"next\""
-    ) = "result",
+    ) = "result"
+        => "For an editor host: where the cursor goes after a result is written: onto the result, where it was, or to the next pending call (flemma's own commands do not read it).",
     // `tools.modules` (spec §4.2: Lua module paths) is refused with what to do instead: see
     // `UNSUPPORTED`.
-    "tools.autopilot.enabled": Bool = true,
-    "tools.autopilot.max_turns": Integer = 100,
-    "tools.autopilot.resume_delay": Integer = 2000,
-    "tools.store.path_format": String = "$chat",
+    "tools.autopilot.enabled": Bool = true
+        => "Send the conversation again once every call of a response has its result, until the model answers without tools.",
+    "tools.autopilot.max_turns": Integer = 100
+        => "Stop after this many consecutive responses that ask for tools.",
+    "tools.autopilot.resume_delay": Integer = 2000
+        => "Milliseconds to wait after a background job's result arrives before sending again (a new result restarts the wait).",
+    "tools.store.path_format": String = "$chat"
+        => "Where stored results go: `$chat` (`.flemma/<file>/` beside the conversation), `$state` (under `$XDG_STATE_HOME`), or a path template.",
     "tools.store.unnamed_path_format": String =
-        "${TMPDIR:-/tmp}/flemma/unnamed/{{ flemma.pid }}/{{ bufnr }}/{{ source }}_{{ name }}_{{ id }}.txt",
-    "tools.store.materialize": Bool = false,
-    "tools.store.preview.lines": Integer = 10,
-    "tools.store.preview.bytes": Integer = 2048,
-    "tools.store.backup": Any = "version",
-    "tools.bash.shell": String = "bash",
-    "tools.bash.cwd": String = "urn:flemma:buffer:path",
-    "tools.bash.env": StringMap = serde_json::Map::new(),
-    "tools.env.inherit": Choice(&["all", "core", "none"], "one of \"all\", \"core\", \"none\"") = "all",
-    "tools.env.ignore_default_excludes": Bool = false,
-    "tools.env.exclude": List = Vec::<String>::new(),
-    "tools.env.include_only": List = Vec::<String>::new(),
-    "tools.env.keep": List = Vec::<String>::new(),
-    "tools.env.set": StringMap = serde_json::Map::new(),
-    "tools.grep.cwd": String = "urn:flemma:buffer:path",
-    "tools.grep.exclude": List = EXCLUDES,
-    "tools.find.cwd": String = "urn:flemma:buffer:path",
-    "tools.find.exclude": List = EXCLUDES,
-    "tools.ls.cwd": String = "urn:flemma:buffer:path",
-    "sandbox.enabled": Bool = true,
-    "sandbox.backend": String = "auto",
+        "${TMPDIR:-/tmp}/flemma/unnamed/{{ flemma.pid }}/{{ bufnr }}/{{ source }}_{{ name }}_{{ id }}.txt"
+        => "The path template of stored results for a conversation without a file.",
+    "tools.store.materialize": Bool = false
+        => "Write every result to the store, not only those too large for the transcript and those redirected by `flemma.save_to`.",
+    "tools.store.preview.lines": Integer = 10
+        => "Lines of a stored result shown in the transcript in its place (`0`: none).",
+    "tools.store.preview.bytes": Integer = 2048
+        => "Bytes of a stored result shown in the transcript in its place, at most.",
+    "tools.store.backup": Any = "version"
+        => "What happens to a file a store write replaces: `\"version\"` keeps the old one beside it with a number; `false` overwrites it.",
+    "tools.bash.shell": String = "bash"
+        => "The shell `bash` runs commands with.",
+    "tools.bash.cwd": String = "urn:flemma:buffer:path"
+        => "The directory commands run in: the conversation's directory by default; `urn:flemma:project`, `urn:flemma:cwd`, an absolute path, or a path relative to the conversation.",
+    "tools.bash.env": StringMap = serde_json::Map::new()
+        => "Variables set for `bash`'s commands (after `tools.env`).",
+    "tools.env.inherit": Choice(&["all", "core", "none"], "one of \"all\", \"core\", \"none\"") = "all"
+        => "Which of the host's variables tool processes see: all (without the credentials of the default excludes), a core set (`PATH`, `HOME`, locale, terminal), or none.",
+    "tools.env.ignore_default_excludes": Bool = false
+        => "Pass the variables of the default excludes too (API keys, tokens, passwords); a frontmatter cannot set it.",
+    "tools.env.exclude": List = Vec::<String>::new()
+        => "More variable names and globs tool processes do not see.",
+    "tools.env.include_only": List = Vec::<String>::new()
+        => "When not empty, tool processes see only these names and globs.",
+    "tools.env.keep": List = Vec::<String>::new()
+        => "Names of the default excludes passed anyway (a credential a tool needs).",
+    "tools.env.set": StringMap = serde_json::Map::new()
+        => "Variables set for every tool process.",
+    "tools.grep.cwd": String = "urn:flemma:buffer:path"
+        => "The directory `grep` searches from (as `tools.bash.cwd`).",
+    "tools.grep.exclude": List = EXCLUDES
+        => "Directory and file names `grep` skips.",
+    "tools.find.cwd": String = "urn:flemma:buffer:path"
+        => "The directory `find` searches from (as `tools.bash.cwd`).",
+    "tools.find.exclude": List = EXCLUDES
+        => "Directory and file names `find` skips.",
+    "tools.ls.cwd": String = "urn:flemma:buffer:path"
+        => "The directory `ls` lists relative paths from (as `tools.bash.cwd`).",
+    "sandbox.enabled": Bool = true
+        => "Run commands and file tools inside the sandbox; `false` runs them with the host's rights.",
+    "sandbox.backend": String = "auto"
+        => "Which backend confines commands: `auto` (the first available, else none), `required` (the first available, else a warning that commands run unconfined), or a backend's name (`bwrap`).",
     // Departure from spec §14.1: `urn:flemma:project` (the conversation's project) in place
     // of `urn:flemma:cwd` (the process's working directory, which is `/` or `$HOME` for a
     // command run from there). Listing `urn:flemma:cwd` restores the spec's entry.
     "sandbox.policy.rw_paths": List = [
         "urn:flemma:project", "urn:flemma:buffer:path", "urn:flemma:store", "/tmp",
         "${TMPDIR:-/tmp}", "${XDG_CACHE_HOME:-~/.cache}", "${XDG_DATA_HOME:-~/.local/share}"
-    ],
-    "sandbox.policy.network": Bool = true,
-    "sandbox.policy.allow_privileged": Bool = false,
+    ]
+        => "The paths tools may write under the sandbox (everything else is read-only): the conversation's project, its directory, its store and the temporary and cache directories.",
+    "sandbox.policy.network": Bool = true
+        => "Let sandboxed commands use the network.",
+    "sandbox.policy.allow_privileged": Bool = false
+        => "Run sandboxed commands without a new user namespace (setuid programs such as `sudo` work; weaker confinement).",
     // Not in the spec: the conversation's file and the options files the host loaded are
     // read-only for tools (a model could otherwise rewrite its own frontmatter). `false`
     // restores the spec.
-    "sandbox.policy.protect_conversation": Bool = true,
-    "sandbox.backends.bwrap.path": String = "bwrap",
-    "sandbox.backends.bwrap.extra_args": List = Vec::<String>::new(),
-    "editing.compact_headers": Bool = true,
-    "http.connect_timeout": Number = Value::Null,
-    "http.first_byte_timeout": Number = Value::Null,
-    "http.idle_timeout": Number = Value::Null,
-    "http.max_retries": Integer = Value::Null,
+    "sandbox.policy.protect_conversation": Bool = true
+        => "Keep the conversation's file, the options files, hooks and the project's `.git`, `.claude` and store bookkeeping read-only for tools, sandbox or not.",
+    "sandbox.backends.bwrap.path": String = "bwrap"
+        => "The bubblewrap program.",
+    "sandbox.backends.bwrap.extra_args": List = Vec::<String>::new()
+        => "Arguments added to every bubblewrap command line.",
+    "editing.compact_headers": Bool = true
+        => "Write result headers without the blank line before their fence.",
+    "http.connect_timeout": Number = Value::Null
+        => "Seconds to connect to the provider (10 when unset).",
+    "http.first_byte_timeout": Number = Value::Null
+        => "Seconds from sending a request to the response's first byte (60 when unset); a request that times out is retried.",
+    "http.idle_timeout": Number = Value::Null
+        => "Seconds a response may stay silent between chunks (60 when unset); not retried.",
+    "http.max_retries": Integer = Value::Null
+        => "Retries of a request that failed before its response began (3 when unset).",
     "templates.file_access": Choice(
         &["project", "any", "none"],
         "one of \"project\", \"any\", \"none\""
-    ) = "project",
-    "templates.allowed_roots": List = Vec::<String>::new(),
-    "provider": String = Value::Null,
-    "model": String = Value::Null,
-    "thinking": Any = Value::Null,
-    "max_tokens": Integer = Value::Null,
-    "temperature": Number = Value::Null,
-    "cache_retention": String = Value::Null,
+    ) = "project"
+        => "What `@./file` references and `include()` may read: the project, the store and `templates.allowed_roots`; any file; or nothing.",
+    "templates.allowed_roots": List = Vec::<String>::new()
+        => "More directories references and `include()` may read under `templates.file_access = \"project\"`.",
+    "provider": String = Value::Null
+        => "The provider: `anthropic`, `openai`, `openai-chat` or `vertex` (the command's `--provider` wins).",
+    "model": String = Value::Null
+        => "The model (a per-provider default when unset).",
+    "thinking": Any = Value::Null
+        => "Extended thinking: a level (`minimal`, `low`, `medium`, `high`, `max`), a token budget, or `false`; provider-specific parameters win.",
+    "max_tokens": Integer = Value::Null
+        => "The most tokens a response may have (a per-provider default when unset).",
+    "temperature": Number = Value::Null
+        => "The sampling temperature.",
+    "cache_retention": String = Value::Null
+        => "Prompt caching: `none`, `short` (the default) or `long`.",
 ];
 
 /// Options of the spec that cannot be honoured here, with the Rust-side equivalent: a write

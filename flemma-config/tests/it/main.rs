@@ -20,6 +20,7 @@ mod lua_policy;
 mod mcp_narrowing;
 mod options;
 mod presets;
+mod reference;
 mod selection;
 mod toml;
 mod tool_tables;
