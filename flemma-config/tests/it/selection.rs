@@ -1,7 +1,9 @@
 //! Spec §5.1-§5.6: a conversation's tool list starts from the DEFAULTS layer's enabled tools;
 //! the names it gives are checked, each diagnostic with where it was written.
 
-use flemma_config::{Config, FinalizeIssue, Layer, OptionDiagnostic, Origin, Preset};
+use flemma_config::{Config, Layer, OptionDiagnostic, Origin};
+#[cfg(feature = "lua")]
+use flemma_config::{FinalizeIssue, Preset};
 use flemma_ids::Severity;
 use flemma_ids::ToolName;
 use pretty_assertions::assert_eq;
@@ -56,6 +58,7 @@ fn without_a_layer_above_the_defaults_every_enabled_tool_is_the_list() {
     assert_eq!(config.list("tools").source, "D");
 }
 
+#[cfg(feature = "lua")] // the frontmatter is Lua
 #[test]
 fn remove_and_minus_take_from_the_defaults() {
     for code in [
@@ -71,6 +74,7 @@ fn remove_and_minus_take_from_the_defaults() {
     }
 }
 
+#[cfg(feature = "lua")] // the frontmatter is Lua
 #[test]
 fn append_and_plus_add_to_the_defaults() {
     for (code, added) in [
@@ -155,6 +159,7 @@ fn the_defaults_are_replaced_not_added_to() {
     );
 }
 
+#[cfg(feature = "lua")] // the frontmatter is Lua
 #[test]
 fn lua_diagnostics_carry_the_line_of_the_statement() {
     let mut config = with_defaults();
@@ -266,6 +271,7 @@ fn toml_and_runtime_diagnostics_say_their_origin() {
     assert_eq!(zzz.origin, Some(Origin::Layer(Layer::Setup)));
 }
 
+#[cfg(feature = "lua")] // the frontmatter is Lua
 #[test]
 fn presets_in_tools_are_checked_after_expansion() {
     let mut config = with_defaults();
