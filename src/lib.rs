@@ -115,6 +115,12 @@ pub mod book {
     pub struct Introduction;
     #[doc = include_str!("../docs/src/getting-started.md")]
     pub struct GettingStarted;
+    #[doc = include_str!("../docs/src/command.md")]
+    pub struct Command;
+    #[doc = include_str!("../docs/src/embedding.md")]
+    pub struct Embedding;
+    #[doc = include_str!("../docs/src/tools.md")]
+    pub struct Tools;
     #[doc = include_str!("../docs/src/security.md")]
     pub struct Security;
     #[doc = include_str!("../docs/src/hooks.md")]
@@ -129,4 +135,6 @@ pub mod book {
     pub struct ReferenceCli;
     #[doc = include_str!("../docs/src/reference/configuration.md")]
     pub struct ReferenceConfiguration;
+    #[doc = include_str!("../docs/src/contributing.md")]
+    pub struct Contributing;
 }

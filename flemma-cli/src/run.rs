@@ -352,7 +352,7 @@ async fn drive(
     Ok(Driven { end, signal })
 }
 
-/// The exit code of a run that stopped on its own (README, "Exit codes"): 0 the model
+/// The exit code of a run that stopped on its own (the book's "The `flemma` command", exit codes): 0 the model
 /// answered or there was nothing to do, 3 a call waits for approval, 4 a limit or setting
 /// stopped the loop (`--max-turns`, autopilot off), 5 background jobs still run, 6 a
 /// `UserPromptSubmit` hook blocked the send, 130 cancelled.

@@ -58,17 +58,18 @@ fn the_quickstart_runs_offline_into_the_output_file_and_leaves_the_example_uncha
         "{transcript}"
     );
     assert!(transcript.ends_with("`cargo run --example NAME`.\n\n@You:\n"));
-    // The README shows this transcript as what the command gives: it must be.
-    assert_eq!(readme_quickstart(), transcript);
+    // The book's "Getting started" shows this transcript as what the command gives: it must be.
+    assert_eq!(book_quickstart(), transcript);
 }
 
-/// The transcript the README shows after its main command (the block after
-/// "`target/quickstart.chat` afterwards").
-fn readme_quickstart() -> String {
-    let readme =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .unwrap();
-    let after = readme
+/// The transcript the book's "Getting started" shows after the README's main command (the
+/// block after "`target/quickstart.chat` afterwards").
+fn book_quickstart() -> String {
+    let page = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/src/getting-started.md"),
+    )
+    .unwrap();
+    let after = page
         .split_once("`target/quickstart.chat` afterwards")
         .unwrap()
         .1;
@@ -382,7 +383,7 @@ fn run_scripted(chat: &Path, script: &Path, max_turns: &str) -> std::process::Ou
     )
 }
 
-/// Each way a run stops has its own exit code (README, "Exit codes"), and the stops that
+/// Each way a run stops has its own exit code (the book's "The `flemma` command", exit codes), and the stops that
 /// leave work say what to do next.
 #[test]
 fn a_runs_exit_code_says_how_it_stopped() {
