@@ -28,7 +28,7 @@ pub(crate) trait Builtin: Send + Sync {
 
 /// `urn:flemma:approval:config`: the host's closure policy, then the value of
 /// `tools.auto_approve`: the function a layer set (a Lua frontmatter's
-/// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end`, spec §6.3), then the
+/// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end`), then the
 /// list (exact names and `*` globs).
 ///
 /// A policy that fails (a panicking closure; a Lua function that raises an error, runs too
@@ -134,8 +134,7 @@ impl Builtin for ConfigResolver {
 }
 
 /// `urn:flemma:approval:sandbox`: approves a tool that is safe when sandboxed, while a sandbox is
-/// active, unless the conversation's frontmatter took `auto_approve` into its own hands
-/// (spec §6.4).
+/// active, unless the conversation's frontmatter took `auto_approve` into its own hands.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SandboxResolver;
 

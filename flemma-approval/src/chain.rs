@@ -53,7 +53,7 @@ pub const CONFIG_RESOLVER: &str = "urn:flemma:approval:config";
 pub const SANDBOX_RESOLVER: &str = "urn:flemma:approval:sandbox";
 /// Name of the resolver approving everything when `tools.require_approval` is off.
 pub const CATCH_ALL_RESOLVER: &str = "urn:flemma:approval:catch-all";
-/// The default priority of a resolver (spec §6.1), in the [`priority`] band below the
+/// The default priority of a resolver, in the [`priority`] band below the
 /// options: a conversation's `tools.auto_approve` decides before it (only its deny still
 /// wins). A host's own policy goes in [`priority::HOST`].
 pub const DEFAULT_PRIORITY: i32 = 50;
@@ -412,8 +412,8 @@ impl Chain {
     /// decides. A resolver that fails (or panics) is skipped and reported in
     /// [`Outcome::failures`].
     ///
-    /// Spec §6.1 stops at the first decision; here the resolvers after an approval or an ask
-    /// are still asked whether they deny.
+    /// Unlike the Flemma plugin, which stops at the first decision, this asks the resolvers
+    /// after an approval or an ask whether they deny.
     pub async fn decide<'c>(
         &'c self,
         call: &ToolCall<'_>,

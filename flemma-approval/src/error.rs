@@ -18,10 +18,10 @@ pub enum ApprovalError {
 /// A resolver that could not decide: its policy service was unreachable, the person it asked
 /// went away, it panicked.
 ///
-/// The chain records the failure (as `error` in an [`Explanation`](crate::Explanation)'s
-/// trace, in [`Outcome::failures`](crate::Outcome::failures)) and asks the next resolver
-/// (spec §6.1). The message says what the resolver was doing; the cause, when there is one,
-/// stays available through [`std::error::Error::source`].
+/// The chain records the failure (as `error` in an [`Explanation`](crate::Explanation)'s trace, in
+/// [`Outcome::failures`](crate::Outcome::failures)) and asks the next resolver. The message says
+/// what the resolver was doing; the cause, when there is one, stays available through
+/// [`std::error::Error::source`].
 ///
 /// ```
 /// use flemma_approval::ResolverError;

@@ -5,12 +5,12 @@
 //! decision wins; nothing deciding means "ask". The built-ins read the layered options of
 //! `flemma-config`: `tools.auto_approve` (names, `*` globs, `$presets`, a Lua frontmatter's
 //! function, or the host's closure policy; a policy that fails asks for approval),
-//! the sandbox rule (spec §6.4) and the catch-all for `tools.require_approval = false`.
+//! the sandbox rule and the catch-all for `tools.require_approval = false`.
 //! Applications add their own resolvers with [`Chain::register`]: a type implementing the
 //! asynchronous [`Resolver`] trait (a host asking a remote policy service or a person), or a
 //! closure through [`resolver_fn`] (synchronous) or [`async_resolver_fn`]. A resolver answers a
 //! [`Verdict`] or a [`ResolverError`]; a failing or panicking resolver is skipped, and
-//! recorded (spec §6.1). [`ApprovalContext`] is `Send + Sync`, so deciding can run in any task.
+//! recorded. [`ApprovalContext`] is `Send + Sync`, so deciding can run in any task.
 //!
 //! [`Chain::explain`] returns the decision with every resolver consulted and why (the
 //! `auto_approve` entry that matched, the sandbox condition that failed, the error of a

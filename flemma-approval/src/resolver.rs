@@ -167,7 +167,7 @@ impl fmt::Debug for ApprovalContext<'_> {
 /// decision in priority order wins. Resolving is asynchronous, so a resolver can ask a remote
 /// policy service or a person; the chain awaits each in turn. A resolver that returns an
 /// error or panics is skipped: the chain records it (`error` in an explanation, with the
-/// message) and asks the next one (spec §6.1).
+/// message) and asks the next one.
 ///
 /// Implement it with `#[async_trait]` (the `async-trait` crate; the facade re-exports it as
 /// `flemma::async_trait`), or

@@ -1,5 +1,5 @@
 //! The content of one message: the body's block reader, and an `@Assistant:` message's text,
-//! thinking blocks, abort markers and tool uses (spec §1.5, §1.6, §1.9, §1.10).
+//! thinking blocks, abort markers and tool uses.
 
 use std::cell::{Cell, OnceCell};
 

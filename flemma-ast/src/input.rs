@@ -1,4 +1,4 @@
-//! The check that a tool-use fence holds a JSON object, run while parsing (spec §1.6).
+//! The check that a tool-use fence holds a JSON object, run while parsing.
 
 use crate::messages as msg;
 

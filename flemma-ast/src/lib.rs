@@ -66,7 +66,7 @@ pub use source::line_ending;
 
 /// Splits a text into [`Text`], [`Segment::Expression`] and [`Segment::Code`] segments, with
 /// positions counted from `base_line` (the line of the text's first byte, in column 1), as the
-/// parser does for message text (spec §1.11). Template engines use it for included files.
+/// parser does for message text. Template engines use it for included files.
 ///
 /// ```
 /// use flemma_ast::{Segment, parse_template};

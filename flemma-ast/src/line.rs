@@ -177,7 +177,7 @@ pub(crate) struct FenceOpen<'a> {
 }
 
 impl<'a> FenceOpen<'a> {
-    /// Whether the message segmenter treats the line as a fence (§1.3).
+    /// Whether the message segmenter treats the line as a fence.
     pub(crate) fn opens_message_fence(&self) -> bool {
         self.ticks >= 3 && !self.rest.contains('`')
     }
@@ -222,7 +222,7 @@ pub(crate) fn leading_ticks(line: &str) -> usize {
     line.bytes().take_while(|&b| b == b'`').count()
 }
 
-/// One line through the message segmenter (spec §1.3): the message-level fence open after it
+/// One line through the message segmenter: the message-level fence open after it
 /// (its backticks, 0 for none) given the one open before it (`fence`), and whether the line is a
 /// role marker outside a fence (which starts the next message).
 pub(crate) fn message_fence(fence: u32, text: &str) -> (u32, bool) {

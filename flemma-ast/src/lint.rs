@@ -1,4 +1,4 @@
-//! Diagnostics beyond the parser's (spec §1.13): what the spec lets parse but a user would
+//! Diagnostics beyond the parser's: what the grammar lets parse but a user would
 //! not want, for `flemma check` and the language server.
 //!
 //! ```

@@ -1,9 +1,9 @@
-//! Every text this crate produces for people or models, in one table (spec §1.13, §1.10).
+//! Every text this crate produces for people or models, in one table.
 
 /// `**Tool Use:**` whose fence content cannot be decoded; the detail follows.
 pub(crate) const TOOL_USE_PARSE_PREFIX: &str = "Failed to parse tool input: ";
-/// A tool-use header whose name breaks the tool-name rule (not in the spec, whose grammar takes
-/// any name: see the README's parser decisions).
+/// A tool-use header whose name breaks the tool-name rule (not in the Flemma plugin, whose grammar takes
+/// any name: see the book's decision record 0003).
 pub(crate) const TOOL_USE_HEADER_PREFIX: &str = "Invalid tool use header: ";
 /// Detail when the fence language has no decoder; the language follows.
 pub(crate) const NO_PARSER_PREFIX: &str = "No parser registered for language: ";

@@ -1,4 +1,4 @@
-//! The modeline tokenizer (spec §2): `key=value` pairs and positionals with quoting and
+//! The modeline tokenizer: `key=value` pairs and positionals with quoting and
 //! coercion, as found inside the parentheses of a `**Tool Result:**` header.
 
 use std::collections::HashMap;
@@ -277,7 +277,7 @@ impl Serialize for Modeline {
     }
 }
 
-/// Tokenizes a modeline (spec §2).
+/// Tokenizes a modeline.
 ///
 /// Never fails: an unterminated quote runs to the end of the input.
 pub fn parse(input: &str) -> Modeline {

@@ -1,4 +1,4 @@
-//! The document parser: frontmatter, message segmentation and per-role content (spec §1).
+//! The document parser: frontmatter, message segmentation and per-role content.
 
 use crate::ast::{Diagnostic, Document, Frontmatter, LineSpan, Message, Role, Segment, Text};
 use crate::content::{Body, parse_assistant};

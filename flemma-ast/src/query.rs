@@ -1,4 +1,4 @@
-//! Stateless queries over a [`Document`] (spec §1.14).
+//! Stateless queries over a [`Document`].
 
 use std::collections::HashMap;
 

@@ -1,4 +1,4 @@
-//! The content of a `@You:` message: text, tool results and job results (spec §1.7, §1.8), and
+//! The content of a `@You:` message: text, tool results and job results, and
 //! the units the incremental parser resumes at.
 
 use crate::ast::{
@@ -161,7 +161,7 @@ pub(crate) fn parse_you(
     segments
 }
 
-/// Splits a result header's modeline into a status and the remaining meta (spec §1.7).
+/// Splits a result header's modeline into a status and the remaining meta.
 fn status_and_meta(modeline: Option<&str>) -> (Option<ToolStatus>, Modeline) {
     let Some(text) = modeline else {
         return (None, Modeline::new());

@@ -1,9 +1,9 @@
 //! Role markers that name no role flemma knows (`@User:`, `@you:`, `@Assistent:`).
 //!
-//! The spec parses such a message like `@System:` and drops it from provider requests
-//! (§1.3, §9): the text is kept but never sent. A newcomer who writes `@User:` would see an
-//! empty request and no reason, so the checks (`flemma check`, the language server) and the
-//! request builder report each such marker, with the role it most likely meant.
+//! The Flemma plugin parses such a message like `@System:` and drops it from provider requests: the
+//! text is kept but never sent. A newcomer who writes `@User:` would see an empty request and no
+//! reason, so the checks (`flemma check`, the language server) and the request builder report each
+//! such marker, with the role it most likely meant.
 //!
 //! ```
 //! use flemma_ast::{Role, parse, unknown_roles};

@@ -1,4 +1,4 @@
-//! Template segments: `{{ expression }}` and `{% code %}` inside text (spec §1.11).
+//! Template segments: `{{ expression }}` and `{% code %}` inside text.
 
 use crate::ast::{Segment, Template, Text, TextSpan};
 

@@ -1,4 +1,4 @@
-//! The bubblewrap backend (spec §14.4).
+//! The bubblewrap backend.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use flemma_core::sandbox::{SandboxBackend, SandboxError, SandboxPolicy};
 /// The priority of the [`Bwrap`] backend in [`sandbox_backends`](crate::sandbox_backends).
 pub const BWRAP_PRIORITY: i32 = 100;
 
-/// `Bubblewrap sandbox requires Linux …` (spec §14.4).
+/// `Bubblewrap sandbox requires Linux …`.
 pub(crate) const REQUIRES_LINUX: &str = "Bubblewrap sandbox requires Linux (user namespaces). No sandbox backend is available for this platform.";
 
 /// Runs commands under [bubblewrap](https://github.com/containers/bubblewrap) (`bwrap`): the
@@ -17,7 +17,7 @@ pub(crate) const REQUIRES_LINUX: &str = "Bubblewrap sandbox requires Linux (user
 /// `allow_privileged`), pid, UTS and IPC namespaces, the network namespace unshared when the
 /// policy forbids network access, the sandbox killed with its parent, in a new session.
 ///
-/// The command line is exactly spec §14.4's:
+/// The command line is exactly the Flemma plugin's:
 ///
 /// ```
 /// use flemma_builtins::Bwrap;
@@ -32,12 +32,12 @@ pub(crate) const REQUIRES_LINUX: &str = "Bubblewrap sandbox requires Linux (user
 /// ```
 ///
 /// After the writable paths come the policy's [read-only paths](SandboxPolicy::read_only) that
-/// exist and lie inside one (not in the spec): each directory between the writable path and
+/// exist and lie inside one (not in the Flemma plugin): each directory between the writable path and
 /// the path as `--bind DIR DIR`, then `--ro-bind PATH PATH` (a directory with everything in
 /// it).
 ///
-/// A writable path that does not exist when the command is wrapped is left out (bubblewrap
-/// refuses to bind a missing source), so it "drops out of the rw list" as spec §11.7 says.
+/// A writable path that does not exist when the command is wrapped is left out (bubblewrap refuses
+/// to bind a missing source), so it drops out of the writable list, as in the Flemma plugin.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bwrap;
 

@@ -1,4 +1,4 @@
-//! `edit` (spec §12.4): replace one exact occurrence of a text in a file.
+//! `edit`: replace one exact occurrence of a text in a file.
 
 use std::io::Read as _;
 use std::path::PathBuf;

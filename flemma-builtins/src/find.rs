@@ -1,4 +1,4 @@
-//! The built-in `find` (spec §12.6): files by glob pattern, printed as the spec's `fd`
+//! The built-in `find`: files by glob pattern, printed as the Flemma plugin's `fd`
 //! backend prints them (relative paths, sorted), run in process with ripgrep's crates.
 
 use std::path::{Path, PathBuf};
@@ -79,7 +79,7 @@ impl Pattern {
     }
 }
 
-/// Splits a pattern as the spec's `fd` backend does: a pattern with a `/` is a directory
+/// Splits a pattern as the Flemma plugin's `fd` backend does: a pattern with a `/` is a directory
 /// prefix and a file-name glob, and `fd` looks for the name anywhere below the prefix. The
 /// prefix's leading literal directories become part of the walk root (`src/`); what is left of
 /// it (`*/tests/`) must match the directories between the root and the file.
@@ -192,7 +192,7 @@ impl Tool for Find {
     }
 }
 
-/// A listed path as the spec prints it: `fd`'s output with a `<cwd>/` or `./` prefix taken
+/// A listed path as the Flemma plugin prints it: `fd`'s output with a `<cwd>/` or `./` prefix taken
 /// off.
 fn relative(shown: String, cwd: &Path) -> String {
     if let Some(rel) = shown.strip_prefix("./") {

@@ -1,4 +1,4 @@
-//! The built-in `grep` (spec §12.5): a regex search of file contents, printed as the spec's
+//! The built-in `grep`: a regex search of file contents, printed as the Flemma plugin's
 //! `rg` backend prints it, run in process with ripgrep's crates.
 
 use std::sync::Arc;

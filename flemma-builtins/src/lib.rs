@@ -1,4 +1,4 @@
-//! The built-in tools of flemma (spec §12) and what they run on: `bash` with process
+//! The built-in tools of flemma and what they run on: `bash` with process
 //! supervision (a command's every process found and stopped, [`process`]), the file tools
 //! `read`, `write`, `edit`, `ls`, the search tools `grep` and `find`, and the bubblewrap
 //! sandbox backend ([`Bwrap`]).

@@ -1,4 +1,4 @@
-//! `ls` (spec §12.7): a directory's entries, directories first, optionally recursive.
+//! `ls`: a directory's entries, directories first, optionally recursive.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The built-in tools' model-facing strings (spec §12, §15), kept byte-identical in one
+//! The built-in tools' model-facing strings, kept byte-identical to the Flemma plugin's in one
 //! table; the strings shared with the runtime are in `flemma_core::messages`.
 
 pub(crate) use flemma_core::messages::{
@@ -80,7 +80,7 @@ pub(crate) fn write_success(count: usize, path: &str) -> String {
     format!("Successfully wrote {count} {bytes} to {path}")
 }
 
-/// Not in the spec: `write`, `edit` (`verb`) of a path tools may not write: the
+/// Not in the Flemma plugin: `write`, `edit` (`verb`) of a path tools may not write: the
 /// conversation's file, an options file or hook the host loaded, or in the project what the
 /// host or git runs or reads as configuration (`sandbox.policy.protect_conversation`).
 pub(crate) fn read_only_denied(verb: &str, path: &str) -> String {
@@ -159,7 +159,7 @@ pub(crate) fn bash_timeout(seconds: f64) -> String {
     )
 }
 
-/// The detail of a refusal to open what is not a regular file (ours, after the spec's
+/// The detail of a refusal to open what is not a regular file (ours, after the Flemma plugin's
 /// `Cannot read file: ` / `Cannot write file: `): `<path> is a directory`, or
 /// `<path> is <kind>, not a regular file`.
 pub(crate) fn not_regular(path: &str, kind: &str) -> String {

@@ -1,4 +1,4 @@
-//! `read` (spec §12.2): a file's lines, with offset and limit, head-truncated, or a file
+//! `read`: a file's lines, with offset and limit, head-truncated, or a file
 //! reference for binary files.
 
 use std::io::Read as _;
@@ -216,7 +216,7 @@ fn binary_mime(head: &[u8]) -> Option<&'static str> {
     memchr::memchr(0, head).map(|_| "application/octet-stream")
 }
 
-/// `@<ref>;type=<mime>` (spec §12.2): an absolute path as `@//abs/path`, a path starting with
+/// `@<ref>;type=<mime>`: an absolute path as `@//abs/path`, a path starting with
 /// `~/`, `./` or `../` as written, any other with `./` before it; whitespace, `#`, `%`, `?`
 /// and `;` percent-encoded so the reference stays one token.
 fn file_reference(path: &str, mime: &str) -> String {

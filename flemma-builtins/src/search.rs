@@ -1,4 +1,4 @@
-//! What `grep` and `find` share (spec §12.5, §12.6): where a search starts and how its
+//! What `grep` and `find` share: where a search starts and how its
 //! paths are shown, the parallel walk (ripgrep's `ignore` crate, on blocking threads), the
 //! limit, and stopping on the limit, a timeout or a cancellation.
 //!
@@ -45,7 +45,7 @@ pub(crate) fn timed_out_output(
     }
 }
 
-/// An invalid `glob`, find `pattern` or `exclude` entry (not a spec string: the spec's
+/// An invalid `glob`, find `pattern` or `exclude` entry (not one of the plugin's strings: the plugin's
 /// processes would exit with an error code).
 pub(crate) fn invalid_glob(glob: &str, error: &dyn std::fmt::Display) -> String {
     format!("Invalid glob pattern '{glob}': {error}")
@@ -63,7 +63,7 @@ pub(crate) struct Root {
 }
 
 impl Root {
-    /// The search path of a call (spec §12.5: `.` when empty, otherwise made relative to the
+    /// The search path of a call (`.` when empty, otherwise made relative to the
     /// working directory), resolved by the context's resolver
     /// ([`ExecutionContext::resolve_in_cwd`]).
     pub(crate) fn new(input: Option<&str>, ctx: &ExecutionContext) -> Self {

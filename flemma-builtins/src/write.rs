@@ -1,4 +1,4 @@
-//! `write` (spec §12.3): create or overwrite a file.
+//! `write`: create or overwrite a file.
 
 use flemma_schema::SchemaError;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! What the executor tells the user while a command runs a cycle, shown the same way by every
-//! command: its warnings (the content-overwrite protection of spec §7.3, a result that could
+//! command: its warnings (the content-overwrite protection, a result that could
 //! not be stored, a resolver that failed) as `warning: <text>`, and what opening the
-//! conversation found of its background jobs (spec §8.8: "a notification reports the count")
+//! conversation found of its background jobs (counted, as the Flemma plugin's notification does)
 //! as `jobs: <n> re-adopted, <n> finished while away, <n> lost, <n> run elsewhere`.
 //!
 //! `flemma run` shows each as it comes ([`Notice::of`] on its events); `flemma cycle`,

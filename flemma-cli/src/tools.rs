@@ -297,7 +297,7 @@ pub(crate) fn jobs(
 }
 
 /// `flemma approve FILE ID`, `flemma reject FILE ID [--message TEXT]`, `flemma approve-all
-/// FILE`: rewrite status suffixes (spec §7.1).
+/// FILE`: rewrite status suffixes.
 pub(crate) fn act(file: &Path, action: &Action<'_>, settings: &Settings) -> Result<u8, Failure> {
     #[cfg(feature = "object-store")]
     if let Some(code) = crate::object::act(file, action, settings)? {

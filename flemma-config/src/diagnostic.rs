@@ -1,5 +1,5 @@
 //! What [`Config::diagnostics`](crate::Config::diagnostics) finds wrong with the names the
-//! options give ([`FinalizeIssue`], spec §5.4-§5.6), and where the option was written
+//! options give ([`FinalizeIssue`]), and where the option was written
 //! ([`Origin`]).
 
 use std::fmt;
@@ -54,7 +54,7 @@ impl Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OptionDiagnostic {
-    /// What is wrong (its `Display` is the spec's text).
+    /// What is wrong (its `Display` is the Flemma plugin's text).
     pub issue: FinalizeIssue,
     /// Where it was written; for [`FinalizeIssue::PresetUnknownTool`] where the preset was
     /// defined, when it came from an options file (`None` for presets set in code).
@@ -130,7 +130,7 @@ pub enum FinalizeIssue {
         /// The closest preset name.
         suggestion: Option<String>,
     },
-    /// A preset naming a tool that is not registered (spec §5.6; a warning).
+    /// A preset naming a tool that is not registered (a warning).
     PresetUnknownTool {
         /// The preset (with its `$`).
         preset: String,
@@ -172,12 +172,11 @@ pub enum FinalizeIssue {
 }
 
 impl FinalizeIssue {
-    /// Whether the issue stops a conversation (spec §5.4, §5.6): a name or glob in `tools`
-    /// that matches no tool, an unknown preset in `tools` and a narrowed MCP server that is not
-    /// configured are errors (the tool set would silently differ from the one asked for); an unknown preset in another list
-    /// (`tools.auto_approve`: it approves nothing, spec §5.3 "warn"), a preset naming an
-    /// unknown tool, a name in `tools.auto_approve` that matches no tool and options for an
-    /// unknown tool are warnings.
+    /// Whether the issue stops a conversation: a name or glob in `tools` that matches no tool, an
+    /// unknown preset in `tools` and a narrowed MCP server that is not configured are errors (the
+    /// tool set would silently differ from the one asked for); an unknown preset in another list
+    /// (`tools.auto_approve`: it approves nothing), a preset naming an unknown tool, a name in
+    /// `tools.auto_approve` that matches no tool and options for an unknown tool are warnings.
     ///
     /// ```
     /// use flemma_config::FinalizeIssue;

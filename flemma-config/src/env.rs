@@ -4,7 +4,7 @@
 //! developer's shell holds the provider keys (`ANTHROPIC_API_KEY`) and more. So the processes
 //! tools start (the foreground `bash`, background jobs, anything under the sandbox) get the
 //! host's environment *filtered*: names that look like credentials are removed unless the
-//! configuration keeps them. The spec (§12.1) passes the whole environment; `EnvPolicy` with
+//! configuration keeps them. The Flemma plugin passes the whole environment; `EnvPolicy` with
 //! `ignore_default_excludes = true` restores that. [`EnvPolicy`] says how the environment is
 //! built, step by step.
 //!
@@ -117,7 +117,7 @@ fn url_with_password(value: &str) -> bool {
 pub struct EnvPolicy {
     /// Where the environment starts.
     pub inherit: Inherit,
-    /// Keep the names [`DEFAULT_EXCLUDES`] would remove (the spec's behaviour with `inherit =
+    /// Keep the names [`DEFAULT_EXCLUDES`] would remove (the Flemma plugin's behaviour with `inherit =
     /// "all"`).
     pub ignore_default_excludes: bool,
     /// Patterns of names removed.
@@ -132,7 +132,7 @@ pub struct EnvPolicy {
 }
 
 impl EnvPolicy {
-    /// The policy that passes the host's environment as it is (the spec's behaviour).
+    /// The policy that passes the host's environment as it is (the Flemma plugin's behaviour).
     pub fn inherit_all() -> Self {
         Self {
             ignore_default_excludes: true,

@@ -59,7 +59,7 @@ pub enum ConfigError {
         #[source]
         source: serde_json::Error,
     },
-    /// An option flemma knows from the spec but cannot honour here, with what to do instead
+    /// An option flemma knows from the Flemma plugin but cannot honour here, with what to do instead
     /// (`tools.modules`: Lua modules cannot be loaded; tools are registered in Rust).
     #[error("option `{path}` is not supported here: {instead}")]
     Unsupported {
@@ -96,7 +96,7 @@ pub enum ConfigError {
         source: Box<ConfigError>,
     },
     /// The options name tools, globs or presets that do not exist once every tool source
-    /// has loaded (spec §5.4-§5.6): the [errors](flemma_ids::Severity::Error) of
+    /// has loaded: the [errors](flemma_ids::Severity::Error) of
     /// [`Config::diagnostics`](crate::Config::diagnostics), each with where it was written.
     /// A conversation with such a mistake is not run, rather than run with a tool set it did
     /// not ask for.
@@ -212,7 +212,7 @@ impl Eq for FrontmatterError {}
 
 /// Why an `auto_approve` function could not decide about a call: it raised an error, ran out
 /// of its instruction budget or memory, or returned something other than `true`, `false`,
-/// `"deny"` or `nil`. The config resolver asks for approval then (fail closed, spec §6.3).
+/// `"deny"` or `nil`. The config resolver asks for approval then (fail closed).
 ///
 /// ```
 /// use flemma_config::PolicyError;

@@ -1,4 +1,4 @@
-//! The glob dialect of tool names (spec §5.4): `*` matches any run of characters, dots
+//! The glob dialect of tool names: `*` matches any run of characters, dots
 //! included; everything else is literal; the match is anchored at both ends.
 //!
 //! One matcher serves every crate: [`GlobList`] compiles patterns with `globset` (every
@@ -30,7 +30,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
     }
 }
 
-/// Tool-name patterns compiled once, to match many names (spec §5.4).
+/// Tool-name patterns compiled once, to match many names.
 ///
 /// Patterns without `*` are exact names, looked up in a hash map; the others go into one
 /// `globset` set. [`GlobList::first_match`] says which pattern matched, for traces.

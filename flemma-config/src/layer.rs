@@ -1,4 +1,4 @@
-//! The four layers options are written in (spec §5.2).
+//! The four layers options are written in.
 
 /// Where an option was set, lowest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,7 +39,7 @@ impl Layer {
     ///
     /// The frontmatter is the highest layer, except for `sandbox.enabled`, where a runtime
     /// override (`:Flemma sandbox:enable|disable`, `--set`) beats the frontmatter, which beats
-    /// the setup (spec §14.1).
+    /// the setup.
     pub(crate) fn lookup_order(path: &str) -> [Layer; 4] {
         if path == "sandbox.enabled" {
             [

@@ -2,7 +2,7 @@
 //!
 //! Every decision the SDK makes (which tools a conversation has, which calls run unasked, how
 //! many run at once) reads an option. Options live in four layers of operation logs, replayed
-//! on read (spec §5.2): DEFAULTS < SETUP (`flemma.toml`, the builder) < RUNTIME (`--set`) <
+//! on read: DEFAULTS < SETUP (`flemma.toml`, the builder) < RUNTIME (`--set`) <
 //! FRONTMATTER (the conversation's own). List options take operations (`+x` append, `^x`
 //! prepend, `!x` remove, `$preset` spread); the layers keep the operations themselves, so the
 //! approval chain can ask what a conversation *meant* ("did the frontmatter remove `bash`?"),

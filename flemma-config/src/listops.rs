@@ -1,4 +1,4 @@
-//! List operations: `+x` append, `^x` prepend, `!x` remove, `$preset` spread (spec §5.3).
+//! List operations: `+x` append, `^x` prepend, `!x` remove, `$preset` spread.
 
 use serde_json::Value;
 

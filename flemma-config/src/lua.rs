@@ -1,13 +1,12 @@
 //! Lua frontmatter (feature `lua`): `flemma.opt` writes options into the FRONTMATTER layer.
 //!
 //! Supported, as real Flemma transcripts write them: assignment
-//! (`flemma.opt.tools = {"bash", "read"}`, `flemma.opt.tools.max_concurrent = 4`), the list
-//! methods `:set(x)`, `:append(x)`, `:prepend(x)`, `:remove(x)` and the operators `+` (append),
-//! `-` (remove) and `^` (prepend), and a function as `tools.auto_approve` (spec §6.3; see
-//! [`policy`]). The Lua state is flemma's one sandbox ([`sandbox`]): no `io`, `os`, `package`, `load`,
-//! `dofile`, `require`, `print`, raw access or metatables; memory and instruction count are
-//! bounded. The globals the script
-//! defines (`recipient = "Ada"`) are returned as template variables.
+//! (`flemma.opt.tools = {"bash", "read"}`, `flemma.opt.tools.max_concurrent = 4`), the list methods
+//! `:set(x)`, `:append(x)`, `:prepend(x)`, `:remove(x)` and the operators `+` (append), `-`
+//! (remove) and `^` (prepend), and a function as `tools.auto_approve` (see [`policy`]). The Lua
+//! state is flemma's one sandbox ([`sandbox`]): no `io`, `os`, `package`, `load`, `dofile`,
+//! `require`, `print`, raw access or metatables; memory and instruction count are bounded. The
+//! globals the script defines (`recipient = "Ada"`) are returned as template variables.
 
 pub(crate) mod chunks;
 pub(crate) mod patterns;

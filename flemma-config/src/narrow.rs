@@ -2,14 +2,14 @@
 //! files references read: it may narrow them, never widen them.
 //!
 //! A transcript can come from anywhere, and its frontmatter is a layer of options above the
-//! options files (spec §5.2). For the options below, a frontmatter's value that lets more
+//! options files. For the options below, a frontmatter's value that lets more
 //! happen than the host's layers (defaults, `flemma.toml`, `--set`) is not taken: the options
 //! keep the host's value ([`Config::options`]) and [`Config::diagnostics`] reports the write as
 //! an error ([`FinalizeIssue::FrontmatterWidens`]), which stops the conversation. Narrowing is
 //! always fine: `sandbox.enabled = true`, `network = false`, an `rw_paths` without an entry,
 //! `file_access = "none"`.
 //!
-//! A host whose conversations are all its users' own restores the spec's behaviour (the
+//! A host whose conversations are all its users' own restores the Flemma plugin's behaviour (the
 //! frontmatter may set any of these) with `[frontmatter] may_widen = true` in `flemma.toml`
 //! or [`Config::allow_frontmatter_widening`]; no frontmatter can say that itself.
 
@@ -153,7 +153,7 @@ impl Config {
     }
 
     /// Lets conversations' frontmatters widen the sandbox, the tools' environment and the
-    /// files references read (`true`, the spec's behaviour), or not, whatever the options
+    /// files references read (`true`, the Flemma plugin's behaviour), or not, whatever the options
     /// files say.
     pub fn allow_frontmatter_widening(&mut self, allow: bool) {
         self.may_widen = Some(allow);

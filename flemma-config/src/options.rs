@@ -58,9 +58,9 @@ pub struct Options {
 }
 
 impl Options {
-    /// The options table of one tool (`tools.<name>.*`, spec §4.7 `ctx:get_config()`), when a
-    /// layer sets one. The built-in tools with typed tables (`bash`, `grep`, `find`, `ls`) are
-    /// read from their fields ([`ToolsOptions::bash`], …) instead.
+    /// The options table of one tool (`tools.<name>.*`, the Flemma plugin's `ctx:get_config()`),
+    /// when a layer sets one. The built-in tools with typed tables (`bash`, `grep`, `find`, `ls`)
+    /// are read from their fields ([`ToolsOptions::bash`], …) instead.
     ///
     /// ```
     /// use flemma_config::{Config, Layer};
@@ -105,9 +105,9 @@ pub struct ToolsOptions {
     pub max_concurrent: u64,
     /// Seconds before a tool times out.
     pub default_timeout: u64,
-    /// Show a spinner in pending placeholders while a tool runs (spec §7.10).
+    /// Show a spinner in pending placeholders while a tool runs.
     pub show_spinner: bool,
-    /// Where the cursor goes after a result is injected (spec §7.8).
+    /// Where the cursor goes after a result is injected.
     pub cursor_after_result: CursorAfterResult,
     /// `tools.autopilot.*`
     pub autopilot: AutopilotOptions,
@@ -131,7 +131,7 @@ pub struct ToolsOptions {
 }
 
 /// `tools.cursor_after_result`: where the cursor goes after a tool result is injected
-/// (spec §7.8; skipped while autopilot is armed).
+/// (skipped while autopilot is armed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CursorAfterResult {
@@ -243,7 +243,7 @@ pub struct SandboxPolicy {
     /// Writable paths (paths, URNs, `${VAR:-default}`). URNs: `urn:flemma:project` (the
     /// conversation's project, [`crate::project_root`] of its directory; default),
     /// `urn:flemma:buffer:path` (its directory), `urn:flemma:store` (its store directory),
-    /// `urn:flemma:cwd` (the process working directory: the spec's default, not ours). A
+    /// `urn:flemma:cwd` (the process working directory: the Flemma plugin's default, not ours). A
     /// relative entry is taken against the conversation's directory.
     pub rw_paths: Vec<String>,
     /// Allow network access.
@@ -253,7 +253,7 @@ pub struct SandboxPolicy {
     /// Keep the conversation's file and the options files the host loaded
     /// ([`Config::protected_files`](crate::Config::protected_files)) read-only for tools,
     /// whatever `sandbox.enabled` says: `write`, `edit` and `flemma.save_to` refuse them, and
-    /// under the sandbox they are bound read-only. Default `true`; `false` is the spec's
+    /// under the sandbox they are bound read-only. Default `true`; `false` is the Flemma plugin's
     /// behaviour (a tool may rewrite the transcript, frontmatter included).
     pub protect_conversation: bool,
 }
@@ -320,7 +320,7 @@ pub enum FileAccessMode {
     /// (symbolic links resolved first).
     #[default]
     Project,
-    /// Any file the process can read (the spec's behaviour).
+    /// Any file the process can read (the Flemma plugin's behaviour).
     Any,
     /// No file.
     None,

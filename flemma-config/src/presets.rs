@@ -1,4 +1,4 @@
-//! Presets: named bundles of `tools` and `auto_approve` lists (spec §5.6).
+//! Presets: named bundles of `tools` and `auto_approve` lists.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +44,7 @@ impl Preset {
 
 /// The presets in force: the built-ins, overridden by user presets of the same name.
 ///
-/// The built-ins (spec §5.6), and what they approve:
+/// The built-ins, and what they approve:
 ///
 /// | preset | `auto_approve` | |
 /// | --- | --- | --- |
@@ -120,7 +120,7 @@ impl Presets {
     }
 
     /// Warnings for tool names the presets' `auto_approve` and `tools` lists name but that are
-    /// not registered (spec §5.6): operators `+ ^ !` are stripped, `$references` and globs are
+    /// not registered: operators `+ ^ !` are stripped, `$references` and globs are
     /// skipped. Built-in presets left as shipped are not checked: they name the built-in tools,
     /// which an application may choose not to register.
     pub fn finalize(&self, registered: &[ToolName]) -> Vec<FinalizeIssue> {

@@ -8,9 +8,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// The conversation file's directory made absolute once, with symlinks resolved (spec §14.2
-/// `urn:flemma:buffer:path`, "resolved via realpath"). A relative `file` is taken against the
-/// process working directory, which is the one moment that directory matters.
+/// The conversation file's directory made absolute once, with symlinks resolved (the directory
+/// `urn:flemma:buffer:path` names, resolved like `realpath`). A relative `file` is taken against
+/// the process working directory, which is the one moment that directory matters.
 ///
 /// # Errors
 ///

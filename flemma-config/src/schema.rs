@@ -150,7 +150,7 @@ const EXCLUDES: [&str; 8] = [
     "vendor",
 ];
 
-/// Every option with its default and what it does (spec §5-§7, §7.8, §7.10, §11.1, §14.1).
+/// Every option with its default and what it does.
 /// The book's configuration reference is generated from this table.
 pub(crate) const OPTIONS: &[OptionDef] = options![
     "tools": List = Vec::<String>::new()
@@ -277,7 +277,7 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
         => "Prompt caching: `none`, `short` (the default) or `long`.",
 ];
 
-/// Options of the spec that cannot be honoured here, with the Rust-side equivalent: a write
+/// Options of the Flemma plugin that cannot be honoured here, with the Rust-side equivalent: a write
 /// is [`ConfigError::Unsupported`], never silently ignored.
 pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(
     "tools.modules",

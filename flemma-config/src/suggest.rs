@@ -1,4 +1,4 @@
-//! "Did you mean" (spec §5.5).
+//! "Did you mean".
 
 /// The candidate closest to `word` by Levenshtein distance, when it is at most 3 away (ties:
 /// the first found).

@@ -1,4 +1,4 @@
-//! [`ExecutionContext`]: what a tool call knows about where it runs (spec §4.7, §7.9).
+//! [`ExecutionContext`]: what a tool call knows about where it runs.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -126,7 +126,7 @@ impl ExecutionContext {
         &self.inner.tool_name
     }
 
-    /// The absolute working directory (spec §7.9).
+    /// The absolute working directory.
     pub fn cwd(&self) -> &Path {
         &self.inner.cwd
     }
@@ -223,10 +223,10 @@ impl ExecutionContext {
         &self.inner.cancel
     }
 
-    /// A path as the tool should use it (spec §4.7 `path.resolve`): `~` expanded, absolute
-    /// paths normalised, relative ones joined to the conversation's directory (the working
-    /// directory of the call for a conversation without a file) and normalised. Always
-    /// absolute: the conversation's file is resolved when the context is built.
+    /// A path as the tool should use it (like the Flemma plugin's `path.resolve`): `~` expanded,
+    /// absolute paths normalised, relative ones joined to the conversation's directory (the working
+    /// directory of the call for a conversation without a file) and normalised. Always absolute:
+    /// the conversation's file is resolved when the context is built.
     ///
     /// `read`, `write` and `edit` resolve their `path` with it;
     /// [`resolve_in_cwd`](Self::resolve_in_cwd) is the same resolver from the call's working
@@ -237,13 +237,13 @@ impl ExecutionContext {
 
     /// A path resolved as [`resolve_path`](Self::resolve_path) does, but relative paths from
     /// the call's working directory ([`cwd`](Self::cwd), `tools.<name>.cwd`): `ls`, `grep`
-    /// and `find` (spec §12.5-12.7).
+    /// and `find`.
     pub fn resolve_in_cwd(&self, path: &str) -> PathBuf {
         resolve_path(&self.inner.cwd, path)
     }
 
     /// Truncates an output, writing the full text to the result store under this call's id
-    /// when something was cut (spec §10.5), and remembers where, so the completion does not
+    /// when something was cut, and remembers where, so the completion does not
     /// store the result a second time.
     pub fn truncate_with_overflow(
         &self,
@@ -332,7 +332,7 @@ impl ExecutionContext {
 }
 
 /// The one path resolver of the tools: `~` expanded, `path` joined to `base` unless absolute,
-/// `.` and `..` folded lexically (spec §4.7 `path.resolve`).
+/// `.` and `..` folded lexically (like the Flemma plugin's `path.resolve`).
 ///
 /// ```
 /// use std::path::Path;

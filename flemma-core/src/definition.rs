@@ -10,7 +10,7 @@ use flemma_schema::{
 };
 use serde_json::{Map, Value};
 
-/// Whether a tool is in a conversation's default tool set (spec §4.1 `enabled`).
+/// Whether a tool is in a conversation's default tool set.
 #[derive(Clone)]
 pub enum Enabled {
     /// Always (`true`) or never (`false`) in the default set; a disabled tool stays
@@ -62,7 +62,7 @@ impl fmt::Debug for Availability {
     }
 }
 
-/// A tool's name, description, input schema and traits (spec §4.1).
+/// A tool's name, description, input schema and traits.
 ///
 /// Built with [`ToolDefinition::builder`]; building compiles the input schema once, so a
 /// definition that builds can always be offered to a model.
@@ -123,7 +123,7 @@ impl ToolDefinition {
         }
     }
 
-    /// The definition of a built-in tool (spec §12): its name, description, strict input
+    /// The definition of a built-in tool: its name, description, strict input
     /// schema and capabilities from flemma-schema's table.
     ///
     /// # Errors
@@ -146,7 +146,7 @@ impl ToolDefinition {
     }
 
     /// What the model is told (description with the output schema, input schema with the
-    /// harness parameters of spec §9).
+    /// harness parameters).
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -226,7 +226,7 @@ impl ToolDefinitionBuilder {
         self
     }
 
-    /// A JSON Schema of the output, appended to the description (spec §4.5).
+    /// A JSON Schema of the output, appended to the description.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
@@ -295,7 +295,7 @@ impl ToolDefinitionBuilder {
         self
     }
 
-    /// Declares a capability (spec §4.6).
+    /// Declares a capability.
     pub fn capability(mut self, capability: Capability) -> Self {
         self.capabilities = self.capabilities.with(capability);
         self

@@ -1,5 +1,5 @@
 //! The one thing a tool call may ask of the executor's jobs: where a job is
-//! (`flemma.jobs.status`, spec §8.7). The tool context holds it as a [`JobLookup`], so that
+//! (`flemma.jobs.status`). The tool context holds it as a [`JobLookup`], so that
 //! neither depends on the other's insides.
 
 /// A job that runs, or that finished and waits for its delivery, as this host's jobs or the
@@ -16,7 +16,7 @@ pub struct JobStatus {
     pub elapsed_seconds: f64,
 }
 
-/// Looks jobs up for `flemma.jobs.status` (lookups 1 and 2 of spec §8.7: this host's jobs,
+/// Looks jobs up for `flemma.jobs.status` (this host's jobs,
 /// then a job running in another live host or finished without delivery, from the journal).
 #[async_trait::async_trait]
 pub trait JobLookup: Send + Sync + std::fmt::Debug {

@@ -1,7 +1,7 @@
-//! The model-facing strings (spec §15) that more than one crate writes: a tool's unknown
+//! The model-facing strings that more than one crate writes: a tool's unknown
 //! failure, a denial, an abort, a command's exit code, a timeout. They are public so a host's
 //! own tools can write the same words the built-ins do. The runtime's own strings and the
-//! built-in tools' are in those crates, kept byte-identical to the spec as these are.
+//! built-in tools' are in those crates, kept byte-identical to the Flemma plugin's as these are.
 
 /// `tool.error.unknown`
 pub const UNKNOWN_ERROR: &str = "Unknown error";
@@ -13,7 +13,7 @@ pub const DENIED: &str = "The tool was denied by a policy.";
 pub const ABORTED: &str = "User aborted tool execution.";
 
 /// `Tool '<name>' is not available in this conversation`: a tool its options take away
-/// (not in the spec; [`ToolDefinitionBuilder::available_when`](crate::ToolDefinitionBuilder::available_when)).
+/// (not in the Flemma plugin; [`ToolDefinitionBuilder::available_when`](crate::ToolDefinitionBuilder::available_when)).
 pub fn unavailable(name: &str) -> String {
     format!("Tool '{name}' is not available in this conversation")
 }
@@ -29,9 +29,9 @@ pub fn exit_code(code: i32) -> String {
     format!("Command exited with code {code}")
 }
 
-/// `Tool timed out after <n> second.` (`seconds.` unless n = 1): a tool that did not finish
-/// within its time limit and was given up on (ours: the spec has no string for it; §7.7 has
-/// timeouts for `bash`, `grep` and `find` only).
+/// `Tool timed out after <n> second.` (`seconds.` unless n = 1): a tool that did not finish within
+/// its time limit and was given up on (this string is not in the Flemma plugin, which has timeouts
+/// for `bash`, `grep` and `find` only).
 pub fn tool_timeout(seconds: f64) -> String {
     let unit = if (seconds - 1.0).abs() < f64::EPSILON {
         "second"

@@ -21,8 +21,8 @@ impl Output {
     }
 }
 
-/// What a tool call produced (spec §4.1 `ExecutionResult`). A failure is a result the model
-/// sees and can act on ("File not found: x"), not a Rust error: faults of the harness itself
+/// What a tool call produced (the Flemma plugin's `ExecutionResult`). A failure is a result the
+/// model sees and can act on ("File not found: x"), not a Rust error: faults of the harness itself
 /// are the executor's errors.
 ///
 /// ```
@@ -82,7 +82,7 @@ impl ToolOutput {
         matches!(self, ToolOutput::Success(_))
     }
 
-    /// The text of the result block (spec §1.16): the output, or the error text (default
+    /// The text of the result block: the output, or the error text (default
     /// `Unknown error`) followed by `\n\nPartial output:\n` and the output when there was some.
     pub fn result_text(&self) -> String {
         match self {

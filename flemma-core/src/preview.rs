@@ -1,4 +1,4 @@
-//! Previews of tool calls (spec §12.10): what a pending placeholder shows about the call it
+//! Previews of tool calls: what a pending placeholder shows about the call it
 //! waits for, as `<tool>: <detail> — <label>`.
 
 use serde_json::{Map, Value};

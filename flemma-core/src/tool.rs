@@ -62,8 +62,8 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs one call.
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput;
 
-    /// What a pending placeholder shows about a call; `None` uses the generic preview
-    /// (spec §12.10). `max_len` is the width available after `<name>: `.
+    /// What a pending placeholder shows about a call; `None` uses the generic preview. `max_len` is
+    /// the width available after `<name>: `.
     fn preview(&self, input: &Value, max_len: usize) -> Option<Preview> {
         let _ = (input, max_len);
         None

@@ -1,4 +1,4 @@
-//! Output truncation (spec §10): keep the head or the tail of a text within a line and a byte
+//! Output truncation: keep the head or the tail of a text within a line and a byte
 //! budget, cut long lines, and write the full text elsewhere when something was cut.
 //!
 //! Lines are split on `\n`; a trailing newline yields an empty last line, which counts. Cuts
@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use flemma_store::format_size;
 
-/// The line budget of a truncated output (spec §10.1).
+/// The line budget of a truncated output.
 pub const MAX_LINES: usize = 2000;
-/// The byte budget of a truncated output: 50 KB (spec §10.1).
+/// The byte budget of a truncated output: 50 KB.
 pub const MAX_BYTES: usize = 51_200;
 /// The per-line cap [`truncate_line`] applies by default (bytes).
 pub const MAX_LINE_CHARS: usize = 500;
@@ -101,7 +101,7 @@ fn untouched(content: &str, total_lines: usize) -> Truncation<'_> {
     }
 }
 
-/// Keeps whole lines from the top within both budgets (spec §10.2).
+/// Keeps whole lines from the top within both budgets.
 ///
 /// ```
 /// use flemma_core::truncate::{Limits, TruncatedBy, truncate_head};
@@ -162,7 +162,7 @@ pub fn truncate_head(content: &str, limits: Limits) -> Truncation<'_> {
     }
 }
 
-/// Keeps whole lines from the end within both budgets (spec §10.3). When the last line alone
+/// Keeps whole lines from the end within both budgets. When the last line alone
 /// is over the byte budget, its last `max_bytes` bytes are kept, moved forward to a character
 /// boundary.
 ///
@@ -230,7 +230,7 @@ pub fn truncate_tail(content: &str, limits: Limits) -> Truncation<'_> {
     }
 }
 
-/// Cuts one line to `max` bytes (spec §10.4): a prefix of `max − 15` bytes (at least one),
+/// Cuts one line to `max` bytes: a prefix of `max − 15` bytes (at least one),
 /// cut back to a whole character, then `... [truncated]`.
 ///
 /// ```
@@ -275,7 +275,7 @@ pub struct Overflow {
 }
 
 /// Truncates `text` towards `direction`; when something was cut, writes the full text to
-/// `sink` and appends the spec §10.5 notice after a blank line (the notice replaces the
+/// `sink` and appends the overflow notice after a blank line (the notice replaces the
 /// content when the first line alone was too large).
 ///
 /// ```
@@ -359,7 +359,7 @@ pub fn truncate_tail_of(
     }
 }
 
-/// The notice of spec §10.5 for a truncation.
+/// The overflow notice of a truncation.
 fn overflow_notice(
     cut: &Truncation<'_>,
     by: TruncatedBy,

@@ -1,4 +1,4 @@
-//! Tool names on the wire (spec §4.4).
+//! Tool names on the wire.
 
 use std::borrow::Cow;
 

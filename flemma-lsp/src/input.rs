@@ -7,7 +7,7 @@
 //! - a missing property whose schema admits `null`: strict schemas list their optional
 //!   properties as required and nullable, and `null` reads as absent
 //!   ([`flemma_schema::StrictSchema::decode`]);
-//! - a missing `label` of a built-in tool: the harness's name for a preview (spec §12), which
+//! - a missing `label` of a built-in tool: the harness's name for a preview, which
 //!   the tool does without.
 //!
 //! What is left are the violations that make the call fail: a property of the wrong type or

@@ -52,7 +52,7 @@ fn lookup<'s>(servers: &'s Servers, tool: &ToolName) -> Option<(&'s McpServerHan
 /// conversation auto-approves the read-only built-ins (`read`, `find`, `grep` and `ls` each
 /// match the resolved `tools.auto_approve`, as with the presets `$readonly` and `$standard`,
 /// the default) and its frontmatter neither removes the tool from `tools.auto_approve` nor
-/// sets `tools.auto_approve` (as for the sandbox resolver, spec §6.4). Passes otherwise, and
+/// sets `tools.auto_approve` (as for the sandbox resolver). Passes otherwise, and
 /// on tools not from its servers.
 #[derive(Debug, Clone)]
 pub struct McpReadOnlyResolver {

@@ -25,7 +25,7 @@ use crate::shared::{ABORTED, CANCEL_SEND, Live, Shared};
 ///
 /// - The output (a success's text or JSON text, a failure's message) goes through the
 ///   execution context's [`truncate_with_overflow`](ExecutionContext::truncate_with_overflow)
-///   from the head with the default limits (2,000 lines, 50 KB; spec §10.5, §12.9): a longer
+///   from the head with the default limits (2,000 lines, 50 KB): a longer
 ///   one keeps its first lines and the notice `[Showing lines 1-N of M. Full output: PATH]`,
 ///   the full text is written to the result store, and a JSON result that is cut becomes
 ///   text (pretty-printed, so the kept lines are whole members).
@@ -255,7 +255,7 @@ fn call_result(result: ServerResult) -> Option<CallToolResult> {
     }
 }
 
-/// `output` cut by the context's truncation (spec §10.5): the full text to the store.
+/// `output` cut by the context's truncation: the full text to the store.
 fn truncated(output: ToolOutput, ctx: &ExecutionContext) -> ToolOutput {
     let cut = |text: &str| {
         let overflow = ctx.truncate_with_overflow(text, Direction::Head, Limits::default());

@@ -50,7 +50,7 @@ pub fn tool_output(result: &CallToolResult) -> ToolOutput {
 /// the call's result store (when `ctx` has one) and named in its placeholder:
 /// `[image/png, 3.9KB, saved to /notes/.flemma/a.chat/tool_srv__shot_toolu_01-1.png]`.
 ///
-/// The file is the call's store path (spec §11.3) with `-N` (the binary block's number,
+/// The file is the call's store path with `-N` (the binary block's number,
 /// from 1) and an extension from the MIME type (`png`, `jpg`, `wav`, `pdf`, `gz`, …; the
 /// resource URI's own extension, else `bin`) in place of `.txt`; an existing file is kept as
 /// a numbered version (the `version` backup). A block whose data is not valid base64, or

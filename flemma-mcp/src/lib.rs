@@ -11,7 +11,7 @@
 //! the node it points to first). A tool whose name on the wire (`NAME__tool`) would pass
 //! [`MAX_WIRE_NAME`] (64) characters is skipped with a warning naming it: providers refuse
 //! the whole request otherwise. Requests wait
-//! for the listing like for every asynchronous source (spec §4.3); a server that fails or
+//! for the listing like for every asynchronous source; a server that fails or
 //! times out is a warning naming it, and the rest goes on.
 //!
 //! The registry follows the server while it runs ([`McpServer`]):
@@ -23,7 +23,7 @@
 //! ([`McpServer::with_peer`]) calls [`McpServerHandle::refresh_tools`] instead.
 //!
 //! A call ([`McpTool`]) sends the input as the arguments and maps the result
-//! ([`tool_output_in`]), then truncates it like every tool output (spec §10.5, §12.9): from the
+//! ([`tool_output_in`]), then truncates it like every tool output: from the
 //! head, 2,000 lines or 50 KB, with the notice `[Showing lines 1-N of M. Full output: PATH]`
 //! and the full text in the conversation's result store. Each request carries a progress
 //! token: a `notifications/progress` for it restarts the call's `tool_timeout` and is reported
@@ -81,7 +81,7 @@
 //!   JSON text unless the content already holds it.
 //!
 //! Binary content is no file part of the request: in flemma a result carries file parts
-//! only when its tool declares `emits_template` (spec §4.6), and then the whole result text
+//! only when its tool declares `emits_template`, and then the whole result text
 //! is template-evaluated, so a server answering `{{ include('./.env') }}` or `@./secret.txt`
 //! would have project files sent to the model. MCP tools therefore declare no
 //! `emits_template`; the model sees a saved image by calling the built-in `read` on the
@@ -99,7 +99,7 @@
 //!   conversation auto-approves the read-only built-ins (`read`, `find`, `grep` and `ls` each
 //!   match the resolved `tools.auto_approve`, as with `$readonly` and `$standard`, the
 //!   default), unless its frontmatter removes the tool from `tools.auto_approve` or sets
-//!   `tools.auto_approve` (the sandbox resolver's rule, spec §6.4).
+//!   `tools.auto_approve` (the sandbox resolver's rule).
 //! - `destructiveHint: true` (without `readOnlyHint: true`): [`McpDestructiveResolver`]
 //!   (`urn:flemma:approval:mcp-destructive`, priority 110, above the config resolver) asks for
 //!   approval unless the resolved `tools.auto_approve` holds the tool's registered name itself

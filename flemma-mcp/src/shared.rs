@@ -26,7 +26,7 @@ use crate::naming::{Assigned, MAX_WIRE_NAME, assign};
 use crate::undecodable::DecodeError;
 use flemma_ids::visible::line as shown;
 
-/// What a cancelled call answers (spec §15 `tool.aborted`).
+/// What a cancelled call answers (the `tool.aborted` text).
 pub(crate) const ABORTED: &str = "User aborted tool execution.";
 
 /// Extra time the registry gives a source past its `startup_timeout`, so that the server's

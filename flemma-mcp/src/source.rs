@@ -113,7 +113,7 @@ impl McpServerHandle {
 ///
 /// The server is started when the source is added to a registry
 /// ([`ToolRegistry::add_source`], or [`add_servers`]), that is at start-up, not on first
-/// use: a request waits for its tools like for every asynchronous source (spec §4.3), so
+/// use: a request waits for its tools like for every asynchronous source, so
 /// starting early overlaps the server's start with the host's. Its tools are listed (every
 /// page) and registered as `SERVER.tool` ([`registered_name`](crate::registered_name)). A
 /// server that fails to start, or does not start and list within `startup_timeout` (a

@@ -19,7 +19,7 @@
 //!   left running ([`flemma_runtime::answer_interrupted`]), runs the host's runner (a session),
 //!   releases the lease.
 //!
-//! The book's "Running on many machines" (`docs/src/many-machines.md`) has the bucket
+//! The book's "Running on many machines" (`docs/many-machines.md`) has the bucket
 //! layout, the lease rules and the failure table.
 
 mod bucket;

@@ -1,4 +1,4 @@
-//! The Anthropic Messages API stream (spec §13.2).
+//! The Anthropic Messages API stream.
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! The OpenAI-compatible Chat Completions stream (spec §13.4), the base of Moonshot and
+//! The OpenAI-compatible Chat Completions stream, the base of Moonshot and
 //! other compatible providers.
 
 use std::collections::BTreeMap;

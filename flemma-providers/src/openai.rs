@@ -1,4 +1,4 @@
-//! The OpenAI Responses API stream (spec §13.3).
+//! The OpenAI Responses API stream.
 
 use std::collections::HashMap;
 

@@ -109,7 +109,7 @@ impl Thinking {
     }
 }
 
-/// What to do with thinking that another provider produced (spec §13.1).
+/// What to do with thinking that another provider produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ForeignThinking {
     /// Re-send it as `<thinking>` text, so the model still sees its earlier reasoning.
@@ -257,7 +257,7 @@ impl RequestOptions {
 }
 
 /// Serializes a request body with keys sorted at every level, except that the top level's
-/// `trailing` keys come last in the given order (prompt-cache stability, spec §13.1).
+/// `trailing` keys come last in the given order (prompt-cache stability).
 ///
 /// ```
 /// let body = serde_json::json!({"messages": [], "model": "m", "system": "s", "tools": []});

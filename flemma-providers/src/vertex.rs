@@ -1,4 +1,4 @@
-//! The Vertex AI / Gemini stream (spec §13.5).
+//! The Vertex AI / Gemini stream.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

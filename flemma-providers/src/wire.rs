@@ -1,4 +1,4 @@
-//! Names and ids on the wire (spec §4.4, §13.1).
+//! Names and ids on the wire.
 
 use std::borrow::Cow;
 

@@ -1,4 +1,4 @@
-//! Writes decoded events into `.chat` text, as the reference implementation does (spec §1.16).
+//! Writes decoded events into `.chat` text, as the reference implementation does.
 
 use flemma_ast::escape::Escaper;
 use flemma_ast::writer::{append_prefix, thinking_block, tool_use_block};

@@ -1,4 +1,4 @@
-//! What a user does to a pending call (spec §7.1): approve it, reject it, approve them all.
+//! What a user does to a pending call: approve it, reject it, approve them all.
 //! Each is a set of [`TextEdit`]s computed from the document, so a host with its own buffer can
 //! apply them as one undo step.
 
@@ -7,7 +7,7 @@ use flemma_ast::{Document, TextEdit, ToolStatus};
 
 use crate::messages as msg;
 
-/// Why a user action cannot apply (spec §7.1; these are the spec's texts).
+/// Why a user action cannot apply (these are the Flemma plugin's texts).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ActionError {
@@ -58,7 +58,7 @@ pub fn approve(doc: &Document, id: &str) -> Result<Vec<TextEdit>, ActionError> {
 /// `User feedback: <reason>` ([`rejection_feedback`]), the error the model sees. Without a
 /// reason (or a blank one) the block stays empty and Phase 2 answers the call with `This tool
 /// has been rejected by the user.` Text a user types into a `(rejected)` block themselves is
-/// sent as written (spec §7.5); only a reason given here is wrapped.
+/// sent as written; only a reason given here is wrapped.
 ///
 /// # Errors
 ///
@@ -106,7 +106,7 @@ pub fn approve_all_pending(doc: &Document) -> Result<Vec<TextEdit>, ActionError>
 }
 
 /// The text a user's rejection reason becomes, the error the model reads:
-/// `User feedback: <reason>` (`tool.rejected.feedback`, spec §15).
+/// `User feedback: <reason>` (`tool.rejected.feedback`).
 ///
 /// The reason is trimmed. A reason that already starts with `User feedback: ` (a host that
 /// pre-fills its prompt with it, as the reference's rejection popup does) is not wrapped

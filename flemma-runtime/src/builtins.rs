@@ -4,8 +4,8 @@
 use crate::registry::ToolRegistry;
 
 /// Registers every built-in tool ([`flemma_builtins::tools`]: `bash`, `read`, `write`,
-/// `edit`, `ls`, `grep`, `find`) and the harness tool `flemma.jobs.status` (spec §8.7,
-/// [`JobsStatus`](crate::jobs::JobsStatus)), through [`ToolRegistry::register_arc`].
+/// `edit`, `ls`, `grep`, `find`) and the harness tool `flemma.jobs.status`
+/// ([`JobsStatus`](crate::jobs::JobsStatus)), through [`ToolRegistry::register_arc`].
 ///
 /// ```
 /// let registry = flemma_runtime::ToolRegistry::new();

@@ -445,7 +445,7 @@ impl FileConversation {
     /// asks for it instead of Tokio's blocking pool, saving two thread hand-offs per step.
     ///
     /// For a host that runs one conversation on a current-thread runtime, as the `flemma`
-    /// command does: about 0.35 ms less per tool turn there (README "Performance"). A
+    /// command does: about 0.35 ms less per tool turn there (the book's "Performance"). A
     /// host that runs many conversations on one runtime keeps the default: with this, a sync
     /// on a slow disk or the rewrite of a large transcript holds up every task of that
     /// thread meanwhile. A write never waits on this thread for another writer: when another

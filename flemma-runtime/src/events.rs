@@ -1,4 +1,4 @@
-//! The typed events a UI follows (spec §7.11): the library prints nothing, a host subscribes
+//! The typed events a UI follows: the library prints nothing, a host subscribes
 //! with [`Executor::subscribe`](crate::Executor::subscribe) (or forwards them with
 //! [`ExecutorBuilder::on_event`](crate::ExecutorBuilder::on_event)).
 //!
@@ -58,7 +58,7 @@ pub enum Event {
         /// Whether it succeeded.
         success: bool,
     },
-    /// Something the user should know: the content-overwrite protection (spec §7.3), a
+    /// Something the user should know: the content-overwrite protection, a
     /// result that could not be stored, a registry warning.
     Warning(String),
     /// Nothing left to run or send until the user acts (`conversation:idle`).

@@ -3,12 +3,12 @@
 //!
 //! A [`Session`] sends the conversation to a [`Provider`](flemma_providers::Provider), streams
 //! the response into it, runs the tools it asks for through its [`Executor`], and repeats
-//! (spec §7.10 autopilot), reporting every step as a [`SessionEvent`].
+//! (autopilot), reporting every step as a [`SessionEvent`].
 //! [`Session::tools_only`] runs the tool cycle without a model (an editor's "execute", a call
 //! served over MCP). Both work on one [`transcript::Transcript`], the one owner of a
 //! conversation's text, parse, options and revision-checked edits.
 //!
-//! An [`Executor`] runs the three-phase cycle of spec §7 on a [`Conversation`]: placeholders for
+//! An [`Executor`] runs the three-phase tool cycle on a [`Conversation`]: placeholders for
 //! new calls through the approval chain, then the lifecycle statuses settled and the approved
 //! calls run under `tools.max_concurrent`, each result written back as soon as it is ready.
 //! The tools are [`flemma_core::Tool`]s in a [`ToolRegistry`]; [`register_builtins`] adds the

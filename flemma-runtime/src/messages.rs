@@ -1,4 +1,4 @@
-//! Model-facing strings (spec §15), kept byte-identical in one table.
+//! Model-facing strings, kept byte-identical to the Flemma plugin's in one table.
 //! The runtime's own; those shared with the built-in tools are in `flemma_core::messages`.
 
 pub(crate) use flemma_core::messages::{
@@ -14,22 +14,22 @@ pub(crate) const REJECTED_FEEDBACK_PREFIX: &str = "User feedback: ";
 /// `request.aborted`, the default message of an abort marker.
 pub(crate) const REQUEST_ABORTED: &str = "Response interrupted by the user.";
 
-/// `Unknown tool: <name>` (spec §7.5).
+/// `Unknown tool: <name>`.
 pub(crate) fn unknown_tool(name: &str) -> String {
     format!("Unknown tool: {name}")
 }
 
-/// `Tool '<name>' is not executable` (spec §7.5).
+/// `Tool '<name>' is not executable`.
 pub(crate) fn not_executable(name: &str) -> String {
     format!("Tool '{name}' is not executable")
 }
 
-/// `Tool <id> is already executing` (spec §7.5).
+/// `Tool <id> is already executing`.
 pub(crate) fn already_executing(id: &str) -> String {
     format!("Tool {id} is already executing")
 }
 
-/// The content-overwrite warning (spec §7.3).
+/// The content-overwrite warning.
 pub(crate) fn edited_approved(count: usize) -> String {
     format!(
         "{count} tool result(s) have edited content inside an approved tool block – skipping execution to protect your edits. Remove the (approved) status from the header to send your content."
@@ -50,8 +50,8 @@ pub(crate) const JOB_EXECUTING_UNTRACKED: &str = "Running as a background job. D
 /// `job.lost`
 pub(crate) const JOB_LOST: &str = "Job lost: session ended before completion.";
 
-/// A foreground call whose host ended (was killed) before the call completed (ours: the spec
-/// has `job.lost` for background jobs only).
+/// A foreground call whose host ended (was killed) before the call completed (this string is not in
+/// the Flemma plugin, whose `job.lost` is for background jobs only).
 pub(crate) const CALL_LOST: &str = "Tool execution lost: session ended before completion. It may have run in part; check before retrying.";
 
 /// `tool.flemma.jobs.status.state_running`

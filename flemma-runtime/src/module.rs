@@ -1,5 +1,4 @@
-//! [`ToolModule`]: tools that come together with the approval resolver that judges them
-//! (spec §4.2).
+//! [`ToolModule`]: tools that come together with the approval resolver that judges them.
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,13 +1,13 @@
 //! Which `(approved)` blocks are approvals: the calls this host placed, and those a person
 //! approved through it.
 //!
-//! Spec §7.1 runs every `(approved)` block in Phase 2. A transcript can come from anywhere (a
-//! colleague, a repository, a model that forged one), so here an `(approved)` written in the
-//! file approves nothing by itself. The executor runs an `(approved)` call when
+//! The Flemma plugin runs every `(approved)` block in Phase 2 of the tool cycle. A transcript can
+//! come from anywhere (a colleague, a repository, a model that forged one), so here an `(approved)`
+//! written in the file approves nothing by itself. The executor runs an `(approved)` call when
 //!
 //! - its own approval chain approved it (in this executor: Phase 1 placed it `(approved)`), or
 //! - this host placed the call's `(pending)` placeholder, for the same tool and input, and a
-//!   person turned it into `(approved)` in their editor (the spec's workflow), or
+//!   person turned it into `(approved)` in their editor (the Flemma plugin's workflow), or
 //! - a person approved it through the host ([`Executor::approve`](crate::Executor::approve),
 //!   `flemma approve`, an editor's code action).
 //!
@@ -22,7 +22,7 @@
 //! conversation without a file. An entry lives while its placeholder waits: the executor
 //! removes it when the call runs, when the cycle settles the placeholder (rejected, denied, a
 //! pasted result) and when the host's approver decides the call.
-//! [`TranscriptApprovals::Trusted`] restores the spec's behaviour.
+//! [`TranscriptApprovals::Trusted`] restores the Flemma plugin's behaviour.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -42,8 +42,8 @@ pub enum TranscriptApprovals {
     /// `(approved)` call is decided by the approval chain. The default.
     #[default]
     Placed,
-    /// Every `(approved)` block runs, as spec §7.1 says: for a host whose transcripts only its
-    /// own users ever write.
+    /// Every `(approved)` block runs, as in the Flemma plugin: for a host whose transcripts only
+    /// its own users ever write.
     Trusted,
 }
 

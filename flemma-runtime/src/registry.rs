@@ -1,5 +1,5 @@
 //! [`ToolRegistry`]: the tools a host offers, registered directly or by asynchronous
-//! [`ToolSource`]s, and the tool set of one conversation (spec §4, §5.1).
+//! [`ToolSource`]s, and the tool set of one conversation.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -271,7 +271,7 @@ impl ToolRegistry {
         self.read().tools.keys().cloned().collect()
     }
 
-    /// Whether `name` is registered and executable (spec §4.2 `is_executable`).
+    /// Whether `name` is registered and executable.
     pub fn is_executable(&self, name: &str) -> bool {
         self.read()
             .tools
@@ -360,8 +360,8 @@ impl ToolRegistry {
         self.shared.hooks.unregister(name)
     }
 
-    /// Registers a module's tools and its approval resolver, under the module's name
-    /// (spec §4.2); a module registered again replaces the previous one.
+    /// Registers a module's tools and its approval resolver, under the module's name; a module
+    /// registered again replaces the previous one.
     ///
     /// # Errors
     ///
@@ -425,7 +425,7 @@ impl ToolRegistry {
     }
 
     /// Removes every tool and forgets running sources: their later registrations and
-    /// completions are ignored (spec §4.3 generations).
+    /// completions are ignored.
     pub fn clear(&self) {
         let mut state = self.write();
         state.tools.clear();
@@ -446,7 +446,7 @@ impl ToolRegistry {
         )
     }
 
-    /// The tools one conversation offers (spec §5.1): those its `tools` list names when a
+    /// The tools one conversation offers: those its `tools` list names when a
     /// layer above the defaults shaped it (disabled ones included), else every enabled tool;
     /// never one [unavailable](flemma_core::ToolDefinitionBuilder::available_when) under `options`.
     /// Sorted by name; names that no tool has are skipped (read `options` from
@@ -484,8 +484,8 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// [`specs_for_prompt`](Self::specs_for_prompt) once every source is done (spec §4.3:
-    /// the tool list is part of the prompt-cache prefix, so a request waits for it).
+    /// [`specs_for_prompt`](Self::specs_for_prompt) once every source is done (the tool list is
+    /// part of the prompt-cache prefix, so a request waits for it).
     pub async fn specs_when_ready(&self, options: &Options) -> Vec<ToolSpec> {
         self.ready().await;
         self.specs_for_prompt(options)
@@ -496,7 +496,7 @@ impl ToolRegistry {
         self.read().pending == 0
     }
 
-    /// Resolves when every source started so far is done (spec §4.3); building a prompt
+    /// Resolves when every source started so far is done; building a prompt
     /// waits on it, because the tool list is part of the prompt-cache prefix.
     pub async fn ready(&self) {
         let mut receiver = self.read().ready.subscribe();
@@ -504,7 +504,7 @@ impl ToolRegistry {
         let _ = receiver.wait_for(|ready| *ready).await;
     }
 
-    /// Starts an asynchronous source on the current tokio runtime (spec §4.3). Its
+    /// Starts an asynchronous source on the current tokio runtime. Its
     /// registrations land as they come; it counts as done when `resolve` returns (an error
     /// or a panic becomes a [`RegistryWarning::SourceFailed`]), when it calls
     /// [`Registrar::done`], or after its timeout (`default_timeout` when it names none),

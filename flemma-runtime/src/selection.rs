@@ -1,5 +1,5 @@
 //! A conversation's options against a registry: the tools enabled by default, globs expanded,
-//! the names checked (spec §5.1-§5.6).
+//! the names checked.
 
 use flemma_config::{Config, ConfigError, OptionDiagnostic, Options};
 use flemma_ids::Severity;
@@ -17,7 +17,7 @@ pub struct Evaluation {
     /// when not [`checked`](Self::checked).
     pub diagnostics: Vec<OptionDiagnostic>,
     /// Whether the names were checked: not while a tool source is still loading (a glob
-    /// for its tools matches nothing yet; spec §5.4's second pass checks it once loaded).
+    /// for its tools matches nothing yet; a second pass checks it once loaded).
     pub checked: bool,
 }
 
@@ -56,7 +56,7 @@ impl ToolRegistry {
     /// registered tools. What the executor and the session do before each cycle and request.
     ///
     /// Sets the DEFAULTS layer of `tools` to every registered tool that is enabled under
-    /// these options (spec §4.2, §5.1), so that `:remove("write")`, `"!write"` and
+    /// these options, so that `:remove("write")`, `"!write"` and
     /// `--set 'tools=["!write"]'` take from all enabled tools and `:append("grep")` adds to
     /// them; then resolves the typed options, globs expanded against every registered name
     /// (disabled tools included). Once every tool source is done ([`Self::is_ready`]), the

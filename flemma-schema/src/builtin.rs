@@ -1,4 +1,4 @@
-//! The input schemas of the built-in tools (spec §12, §8.7), as DSL and as Rust types.
+//! The input schemas of the built-in tools, as DSL and as Rust types.
 
 use std::sync::LazyLock;
 
@@ -10,12 +10,12 @@ use crate::messages as msg;
 use crate::spec::ToolSpec;
 
 /// A built-in tool's name, description, input schema, and the traits that decide its harness
-/// parameters and how the SDK treats it (its capabilities, spec §4.6).
+/// parameters and how the SDK treats it (its capabilities).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Builtin {
     /// The tool name.
     pub name: &'static str,
-    /// The description (spec §15, truncation constants filled in).
+    /// The description (truncation constants filled in).
     pub description: &'static str,
     /// The input schema.
     pub input: Schema,
@@ -32,7 +32,7 @@ impl Builtin {
         HarnessParameters::from_capabilities(self.is_async, self.capabilities)
     }
 
-    /// The spec the model sees; built-in tools are strict (spec §12).
+    /// The spec the model sees; built-in tools are strict.
     ///
     /// # Errors
     ///
@@ -78,8 +78,7 @@ pub fn get(name: &str) -> Option<&'static Builtin> {
     ALL.iter().find(|b| b.name == name)
 }
 
-/// Whether the built-in tool `name` declares `capability`; `false` for every other name
-/// (spec §4.6 `has_capability`).
+/// Whether the built-in tool `name` declares `capability`; `false` for every other name.
 ///
 /// ```
 /// use flemma_schema::{Capability, builtin};

@@ -1,14 +1,14 @@
-//! Capability tags (spec §4.6): facts of a tool definition that other parts of the SDK act on.
+//! Capability tags: facts of a tool definition that other parts of the SDK act on.
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// One capability tag, named `verb_target` as the spec writes them (serde: snake case).
+/// One capability tag, named `verb_target` as the Flemma plugin writes them (serde: snake case).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
-    /// The sandbox resolver may approve the tool while a sandbox is active (spec §6.4; `bash`).
+    /// The sandbox resolver may approve the tool while a sandbox is active (`bash`).
     AutoApprovesIfSandboxed,
     /// The tool's results are templates: `@./file` references in them become file parts
     /// when the request is built (`read`).
@@ -28,7 +28,7 @@ impl Capability {
         Capability::DisablesSaveTo,
     ];
 
-    /// The tag as the spec and tool definitions write it (`auto_approves_if_sandboxed`).
+    /// The tag as the Flemma plugin and tool definitions write it (`auto_approves_if_sandboxed`).
     pub fn as_str(self) -> &'static str {
         match self {
             Capability::AutoApprovesIfSandboxed => "auto_approves_if_sandboxed",

@@ -1,4 +1,4 @@
-//! The schema DSL (spec §3.1-§3.2): build a tool's input schema from small constructors.
+//! The schema DSL: build a tool's input schema from small constructors.
 //!
 //! ```
 //! use flemma_schema::dsl::{number, object, string};

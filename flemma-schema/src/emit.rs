@@ -1,4 +1,4 @@
-//! DSL → JSON Schema (spec §3.3, §3.4).
+//! DSL → JSON Schema.
 
 use std::collections::BTreeMap;
 
@@ -186,7 +186,7 @@ fn nullable_keywords(mut inner: Keywords) -> Keywords {
     inner
 }
 
-/// Makes an emitted schema accept `null` (spec §3.4).
+/// Makes an emitted schema accept `null`.
 pub(crate) fn nullable_json(mut inner: Value) -> Value {
     match inner.get_mut("type") {
         Some(Value::String(t)) => {

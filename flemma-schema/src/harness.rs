@@ -1,4 +1,4 @@
-//! Harness parameters (spec §9): `flemma.background` and `flemma.save_to`, injected into a
+//! Harness parameters: `flemma.background` and `flemma.save_to`, injected into a
 //! tool's schema for the model and stripped from its input before the tool runs.
 
 use serde_json::{Map, Value, json};
@@ -21,7 +21,7 @@ pub struct HarnessParameters {
 }
 
 impl HarnessParameters {
-    /// The parameters a tool gets from its traits (spec §9): `flemma.background` for async
+    /// The parameters a tool gets from its traits: `flemma.background` for async
     /// tools that do not disable it, `flemma.save_to` for tools that do not disable it.
     /// [`HarnessParameters::from_capabilities`] reads the two flags from a capability set.
     pub fn for_tool(is_async: bool, disables_background: bool, disables_save_to: bool) -> Self {

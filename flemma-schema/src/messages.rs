@@ -1,4 +1,4 @@
-//! Model-facing strings of this crate (spec §15), in one table.
+//! Model-facing strings of this crate, in one table.
 
 /// `tool.parameter.background`
 pub(crate) const PARAM_BACKGROUND: &str = "Set to true to run this tool in the background. The conversation continues immediately with a placeholder; the actual result is delivered as a separate message later — you cannot access it until then. Default to foreground. Use background only when you have other meaningful work to do while waiting and no upcoming tool call or decision depends on this result, even indirectly. Avoid backgrounding all tool calls in a single response — keep at least one foreground result to act on.";
@@ -6,7 +6,7 @@ pub(crate) const PARAM_BACKGROUND: &str = "Set to true to run this tool in the b
 /// `tool.parameter.save_to`
 pub(crate) const PARAM_SAVE_TO: &str = "Save the full tool output to this file path instead of returning it in the conversation. You will receive a short preview of the output along with the file path where the complete content was saved. Use this when the output is large and would clutter the conversation, or when you need the output saved to a specific location for later use. Absolute paths and ~/... paths are supported. Use $FLEMMA_TOOLS_STORE_PATH/<filename> to save into the conversation's store directory (the same directory where truncated tool results are automatically saved).";
 
-/// Put between a description and its output schema (spec §4.5).
+/// Put between a description and its output schema.
 pub(crate) const RETURNS_PREFIX: &str = "\n\nReturns (JSON Schema): ";
 
 /// The `$schema` added to an output schema in a description.

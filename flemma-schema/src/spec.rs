@@ -57,7 +57,7 @@ impl From<StrictSchema> for InputSchema {
 }
 
 /// What the model is told about a tool: `{name, description, input_schema, strict}`, with the
-/// harness parameters injected and the output schema appended to the description (spec §4.5).
+/// harness parameters injected and the output schema appended to the description.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
     /// The tool name (`bash`, `flemma.jobs.status`).
@@ -111,7 +111,7 @@ impl ToolSpec {
         }
     }
 
-    /// The name as providers accept it: each `.` becomes `__` (spec §4.4).
+    /// The name as providers accept it: each `.` becomes `__`.
     pub fn wire_name(&self) -> std::borrow::Cow<'_, str> {
         self.name.to_wire()
     }

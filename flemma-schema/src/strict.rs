@@ -31,7 +31,7 @@ const UNSUPPORTED: &[&str] = &[
 /// Keywords [`compile_strict`] drops: annotations providers ignore or reject.
 const DROPPED: &[&str] = &["$schema", "$id", "title", "$comment", "examples"];
 
-/// Lists every way `schema` breaks OpenAI's strict-mode invariants (spec §3.5): the root is an
+/// Lists every way `schema` breaks OpenAI's strict-mode invariants: the root is an
 /// object; every object has `additionalProperties: false` and lists all of its properties in
 /// `required`; no keyword strict mode cannot express.
 ///

@@ -1,4 +1,4 @@
-//! The canonical text of a finished result: what the store writes for it (spec §11.5).
+//! The canonical text of a finished result: what the store writes for it.
 
 use std::borrow::Cow;
 
@@ -23,7 +23,7 @@ pub enum ResultBody<'a> {
 
 impl<'a> ResultBody<'a> {
     /// The canonical text: the output of a success; the error text of a failure, followed by
-    /// `\n\nPartial output:\n<output>` when it produced output (spec §11.5). This is what
+    /// `\n\nPartial output:\n<output>` when it produced output. This is what
     /// [`Store::materialize`](crate::Store::materialize) writes and what truncation overflow
     /// and `flemma.save_to` should write for the same result. Borrows unless there is partial
     /// output to append.

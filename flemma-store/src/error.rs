@@ -1,6 +1,6 @@
-//! The crate's error type. Messages follow spec §11: a message the spec writes as
-//! `<message>: <err>` is the error's `Display` followed by its [`source`](std::error::Error::source),
-//! which is not repeated in the `Display`.
+//! The crate's error type. Messages follow the Flemma plugin's wording: a message it writes as
+//! `<message>: <err>` is the error's `Display` followed by its
+//! [`source`](std::error::Error::source), which is not repeated in the `Display`.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! Store paths: presets, templates, environment expansion, namespace collapse, name
-//! de-duplication and escaping (spec §11.2, §11.3).
+//! de-duplication and escaping.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -188,7 +188,7 @@ impl PathFormat {
         &self.source
     }
 
-    /// Renders the path (spec §11.3 steps 2-6). `vars` looks up inline variables before the
+    /// Renders the path. `vars` looks up inline variables before the
     /// environment (`FLEMMA_TOOLS_STORE_PATH`).
     ///
     /// # Errors

@@ -118,7 +118,7 @@ impl fmt::Debug for Store {
     }
 }
 
-/// The outcome of a `flemma.save_to` redirect (spec §11.6).
+/// The outcome of a `flemma.save_to` redirect.
 #[derive(Debug)]
 pub enum SaveOutcome {
     /// Saved: the result becomes the stub.
@@ -206,7 +206,7 @@ impl Store {
         }
     }
 
-    /// The store path of a result (spec §11.3).
+    /// The store path of a result.
     ///
     /// # Errors
     ///
@@ -308,11 +308,10 @@ impl Store {
         self.materialize
     }
 
-    /// Materialises a finished result (spec §11.5) when `tools.store.materialize` was on in
-    /// the options given to [`Store::new`]: writes [`ResultBody::render`] to the result's
-    /// store path and returns it; `Ok(None)` when materialisation is off (nothing is rendered
-    /// or written then). Blocks as [`Store::write_result`] does; `Store::materialize_async` (feature
-    /// `tokio`) does not.
+    /// Materialises a finished result when `tools.store.materialize` was on in the options given to
+    /// [`Store::new`]: writes [`ResultBody::render`] to the result's store path and returns it;
+    /// `Ok(None)` when materialisation is off (nothing is rendered or written then). Blocks as
+    /// [`Store::write_result`] does; `Store::materialize_async` (feature `tokio`) does not.
     ///
     /// The executor skips it when truncation already wrote the overflow file or when
     /// `flemma.save_to` is set.
@@ -380,7 +379,7 @@ impl Store {
         Ok(path)
     }
 
-    /// Redirects a successful result to `save_to` (spec §11.6). Never loses the content: on
+    /// Redirects a successful result to `save_to`. Never loses the content: on
     /// any failure the full content comes back with a notice. Blocks as [`Store::write_result`]
     /// does; `Store::save_to_async` (feature `tokio`) does not.
     pub fn save_to(

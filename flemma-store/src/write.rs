@@ -1,4 +1,4 @@
-//! Atomic writes with backups (spec §11.4).
+//! Atomic writes with backups.
 //!
 //! A write creates the parent directories, writes the content to a temporary file in the same
 //! directory and syncs it; then, holding an exclusive lock on the directory, runs the backup

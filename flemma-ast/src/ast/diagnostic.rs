@@ -1,4 +1,4 @@
-//! What the parser reports about a transcript (spec §1.13).
+//! What the parser reports about a transcript.
 
 use std::fmt;
 
@@ -42,7 +42,7 @@ pub struct Diagnostic {
     pub kind: DiagnosticKind,
     /// How serious it is.
     pub severity: Severity,
-    /// The exact text (spec §1.13).
+    /// The exact text.
     pub message: String,
     /// The 1-based line the construct starts on.
     pub line: u32,

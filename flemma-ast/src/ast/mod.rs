@@ -1,4 +1,4 @@
-//! The typed AST of a `.chat` transcript (spec §1.14).
+//! The typed AST of a `.chat` transcript.
 
 use std::fmt;
 
@@ -41,7 +41,7 @@ impl Document {
     }
 }
 
-/// The fenced block on the first line of a file (spec §1.2).
+/// The fenced block on the first line of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Frontmatter {
     /// The language word after the opening backticks (`lua`, `json`).
@@ -131,7 +131,7 @@ impl Message {
             .all(|s| matches!(s, Segment::Text(t) if t.value.trim().is_empty()))
     }
 
-    /// Whether the last segment that is not whitespace-only text is an abort marker (spec §1.10).
+    /// Whether the last segment that is not whitespace-only text is an abort marker.
     pub fn is_aborted(&self) -> bool {
         self.segments
             .iter()
@@ -287,7 +287,7 @@ impl ToolResult {
         self.status.is_none_or(|s| !s.is_lifecycle())
     }
 
-    /// The content parsed for `{{ }}` / `{% %}` templates, with positions (spec §1.7).
+    /// The content parsed for `{{ }}` / `{% %}` templates, with positions.
     ///
     /// Empty for lifecycle placeholders (`pending`, `approved`, …), whose content is never
     /// evaluated.

@@ -1,4 +1,4 @@
-//! Tool uses and the status words of results (spec §1.6, §1.7).
+//! Tool uses and the status words of results.
 
 use std::fmt;
 

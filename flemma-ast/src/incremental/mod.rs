@@ -1,4 +1,4 @@
-//! Incremental parsing: a document kept equal to a full parse of a changing text (spec §1.15).
+//! Incremental parsing: a document kept equal to a full parse of a changing text.
 
 mod units;
 

@@ -1,4 +1,4 @@
-//! Job results: their lines and where delivery puts them (spec §8.5).
+//! Job results: their lines and where delivery puts them.
 
 use super::block::{WriterOptions, block_lines};
 use crate::ast::{Document, Message, Role, Segment};
@@ -21,7 +21,7 @@ pub fn job_result_lines(
     block_lines(header, content, None, opts)
 }
 
-/// How [`place_job_result`] placed a job result (spec §8.5).
+/// How [`place_job_result`] placed a job result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobPlacement {
     /// An existing Job Result with the same id was replaced in place.
@@ -34,7 +34,7 @@ pub enum JobPlacement {
     Created,
 }
 
-/// Places a Job Result block (from [`job_result_lines`]) per the delivery rules (spec §8.5).
+/// Places a Job Result block (from [`job_result_lines`]) per the delivery rules.
 pub fn place_job_result(
     doc: &Document,
     job_id: &JobId,

@@ -1,4 +1,4 @@
-//! What the harness writes into a transcript (spec §1.16, §1.17, §8.5), as [`TextEdit`]s.
+//! What the harness writes into a transcript, as [`TextEdit`]s.
 //!
 //! Every function here is pure: it reads a [`Document`] (and sometimes the text) and returns
 //! edits for the host to apply to its own buffer, or text to append while a response streams.
@@ -48,7 +48,7 @@ pub fn append_prefix(response_so_far: &str) -> &'static str {
     }
 }
 
-/// A `**Tool Use:**` block for a streamed response, prefix included (spec §1.16).
+/// A `**Tool Use:**` block for a streamed response, prefix included.
 ///
 /// ```
 /// use flemma_ast::writer;
@@ -77,7 +77,7 @@ pub fn tool_use_block(
     )
 }
 
-/// A `<thinking>` block for the end of a streamed response (spec §1.9).
+/// A `<thinking>` block for the end of a streamed response.
 ///
 /// The text is trimmed; with no text and a signature an open/close pair with no body is written.
 /// The text is the model's: it is escaped as its reply is ([`crate::escape::escape_assistant`]),
@@ -123,7 +123,7 @@ pub fn thinking_block(text: &str, signature: Option<(&str, &str)>, redacted: boo
     }
 }
 
-/// The abort marker to append to an interrupted response, separator included (spec §1.10).
+/// The abort marker to append to an interrupted response, separator included.
 ///
 /// ```
 /// assert_eq!(
@@ -177,7 +177,7 @@ impl ResultBody {
     }
 }
 
-/// Replaces the (last) result block of a tool use with its final result (spec §1.16).
+/// Replaces the (last) result block of a tool use with its final result.
 ///
 /// The header loses any status and meta; errors get `(error)`.
 ///

@@ -1,4 +1,4 @@
-//! Result placeholders: where Phase 1 of the tool cycle puts them (spec §1.17).
+//! Result placeholders: where Phase 1 of the tool cycle puts them.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -18,7 +18,7 @@ pub struct Placement {
     pub header_line: u32,
 }
 
-/// Inserts a `**Tool Result:**` placeholder with `status` for a tool use (spec §1.17).
+/// Inserts a `**Tool Result:**` placeholder with `status` for a tool use.
 ///
 /// Results stay ordered like their tool uses and come before any user text. When a result for
 /// the tool use already exists, nothing is written and its header line is returned. To place
@@ -55,7 +55,7 @@ pub fn insert_placeholder(
     Ok(Placement { edit, header_line })
 }
 
-/// Placeholders for several tool uses at once, as one set of edits (spec §1.17, §7.1 Phase 1).
+/// Placeholders for several tool uses at once, as one set of edits (Phase 1 of the tool cycle).
 ///
 /// Each `(tool_use_id, status)` gets a `**Tool Result:**` placeholder unless a result for that
 /// tool use already exists (or the id came earlier in the list). The edits do not overlap and
@@ -95,7 +95,7 @@ pub fn insert_placeholders(
     place_all(doc, &build_tool_sibling_table(doc), placeholders, opts)
 }
 
-/// Where placeholders go, relative to the messages around their tool use (spec §1.17).
+/// Where placeholders go, relative to the messages around their tool use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Anchor {
     /// No `@You:` after the assistant message: a new one after it.

@@ -1,4 +1,4 @@
-//! `bash` (spec §12.1): runs a command in a pseudo-terminal and reports its terminal text.
+//! `bash`: runs a command in a pseudo-terminal and reports its terminal text.
 //!
 //! The command line is `[tools.bash.shell, "-c", command]`, wrapped by the sandbox, in the
 //! call's working directory, with standard input from `/dev/null`, in its own session and
@@ -35,7 +35,7 @@ use collect::{Collected, Collector};
 use run::Ending;
 use terminal::TerminalText;
 
-/// The built-in `bash` tool (spec §12.1), with the definition of flemma-schema's table.
+/// The built-in `bash` tool, with the definition of flemma-schema's table.
 #[derive(Debug)]
 pub struct Bash {
     definition: ToolDefinition,
@@ -176,7 +176,7 @@ fn feed_file(path: &std::path::Path, collector: &mut Collector) -> std::io::Resu
     Ok(())
 }
 
-/// The call's timeout: `input.timeout` when positive, else the context's (spec §12.1).
+/// The call's timeout: `input.timeout` when positive, else the context's.
 fn timeout_of(input: &Value, ctx: &ExecutionContext) -> (Duration, f64) {
     match input.get("timeout").and_then(Value::as_f64) {
         Some(s) if s > 0.0 => match Duration::try_from_secs_f64(s) {
@@ -271,7 +271,7 @@ fn finish(
     }
 }
 
-/// The output tail-truncated with overflow to the store (spec §10.5); empty for no output.
+/// The output tail-truncated with overflow to the store; empty for no output.
 fn report(ctx: &ExecutionContext, collected: Collected) -> String {
     let limits = Limits::default();
     match collected {

@@ -1,7 +1,7 @@
 //! The signals `flemma run` answers: SIGINT (Ctrl-C), SIGTERM and SIGHUP.
 //!
 //! Each is turned into a message for the run's loop, which cancels what runs and writes the
-//! abort text (spec §7.7) before the command exits; none of them kills the command outright,
+//! abort text before the command exits; none of them kills the command outright,
 //! unless the loop does not end within its grace: then a watchdog does.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! What [`Config::diagnostics`] finds wrong with the names the options give (spec §5.4-§5.6).
+//! What [`Config::diagnostics`] finds wrong with the names the options give.
 
 use super::{Config, Entry};
 use crate::diagnostic::{FinalizeIssue, OptionDiagnostic, Origin};
@@ -8,9 +8,9 @@ use crate::schema::tool_table;
 
 impl Config {
     /// What is wrong with the names the options give, checked against the registered tools
-    /// and the presets (spec §5.4-§5.6), each with where it was written.
+    /// and the presets, each with where it was written.
     ///
-    /// Call it once every tool source has loaded (the finalize pass of spec §5.4): a glob
+    /// Call it once every tool source has loaded (the finalize pass): a glob
     /// that matches nothing yet is kept as written while sources load, and is expanded and
     /// checked here. Checked, in the order written:
     ///

@@ -1,4 +1,4 @@
-//! The layered option store (spec §5.2): four layers of operation logs, replayed on read.
+//! The layered option store: four layers of operation logs, replayed on read.
 
 pub(crate) mod builder;
 mod diagnostics;
@@ -21,7 +21,7 @@ use crate::schema::{OPTIONS, OptionKind, default_of, is_table_path, resolve_path
 
 pub use policy::{AutoApprovePolicy, PolicyContext, PolicyDecision};
 
-/// The option that takes a function (spec §6.3).
+/// The option that takes a function.
 const AUTO_APPROVE: &str = "tools.auto_approve";
 
 /// The next state stamp (see [`Config::generation`]).
@@ -75,7 +75,7 @@ impl ResolvedList {
     }
 }
 
-/// Layered options: defaults, setup, runtime and frontmatter op logs (spec §5.2), presets and
+/// Layered options: defaults, setup, runtime and frontmatter op logs, presets and
 /// an optional closure policy for `tools.auto_approve`.
 ///
 /// Lists replay every layer bottom-up (`set` replaces and takes ownership, `append`/`prepend`
@@ -257,15 +257,14 @@ impl Config {
     }
 
     /// Sets `tools.auto_approve` to a function in a layer: what a Lua frontmatter's
-    /// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes (spec
-    /// §6.3).
+    /// `flemma.opt.tools.auto_approve = function(tool_name, input, ctx) … end` writes.
     ///
-    /// The function replaces the list like a list `set` (so [`Config::layer_has_set`] is true
-    /// for the layer: the conversation owns its policy, and the sandbox resolver stands back,
-    /// spec §6.4); a later list `set` replaces the function in turn. List operations written
-    /// after it (`:append("bash")`) build a list that is consulted when the function passes
-    /// (returns `nil`). The config resolver asks the function per call, after the host's
-    /// closure ([`Config::set_auto_approve_policy`]) and before that list.
+    /// The function replaces the list like a list `set` (so [`Config::layer_has_set`] is true for
+    /// the layer: the conversation owns its policy, and the sandbox resolver stands back); a later
+    /// list `set` replaces the function in turn. List operations written after it
+    /// (`:append("bash")`) build a list that is consulted when the function passes (returns `nil`).
+    /// The config resolver asks the function per call, after the host's closure
+    /// ([`Config::set_auto_approve_policy`]) and before that list.
     ///
     /// ```
     /// use flemma_config::{AutoApprovePolicy, Config, Layer, PolicyDecision};
@@ -346,7 +345,7 @@ impl Config {
     }
 
     /// Sets an option in a layer. Tables set each of their keys; a list value may carry list
-    /// operations and `$preset` references (spec §5.3).
+    /// operations and `$preset` references.
     ///
     /// # Errors
     ///
@@ -452,9 +451,9 @@ impl Config {
     }
 
     /// Sets what the DEFAULTS layer says of `tools`: the tools enabled by default, which every
-    /// other layer's operations start from (spec §4.2, §5.1: "every registered, enabled tool
-    /// is appended"). Replaces what the layer said before; the registry does this on each
-    /// evaluation (`flemma_runtime::ToolRegistry::evaluate`), since tools come and go.
+    /// other layer's operations start from (every registered, enabled tool is appended). Replaces
+    /// what the layer said before; the registry does this on each evaluation
+    /// (`flemma_runtime::ToolRegistry::evaluate`), since tools come and go.
     ///
     /// ```
     /// use flemma_config::{Config, Layer};
@@ -491,7 +490,7 @@ impl Config {
     /// for a key of a tool's table that no layer sets.
     ///
     /// The frontmatter is the highest layer, except for `sandbox.enabled`: a RUNTIME setting
-    /// beats the frontmatter there (spec §14.1).
+    /// beats the frontmatter there.
     ///
     /// ```
     /// use flemma_config::{Config, Layer};

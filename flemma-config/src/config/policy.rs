@@ -9,8 +9,8 @@ use serde_json::Value;
 use crate::error::PolicyError;
 
 /// What an `auto_approve` policy decides about one call: a closure given to
-/// [`ConfigBuilder::auto_approve_policy`](crate::ConfigBuilder::auto_approve_policy), or the function a Lua frontmatter assigns to
-/// `tools.auto_approve` (spec §6.3: `true`, `false`, `"deny"`, `nil`).
+/// [`ConfigBuilder::auto_approve_policy`](crate::ConfigBuilder::auto_approve_policy), or the
+/// function a Lua frontmatter assigns to `tools.auto_approve` (`true`, `false`, `"deny"`, `nil`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicyDecision {
     /// Run without asking (Lua `true`).
@@ -22,13 +22,13 @@ pub enum PolicyDecision {
     /// No opinion (Lua `nil`): the list, then the later resolvers, decide.
     Pass,
     /// The policy could not decide (the function raised an error, ran too long or returned
-    /// something else). The config resolver asks for approval then (fail closed, spec §6.3)
+    /// something else). The config resolver asks for approval then (fail closed)
     /// and reports the error.
     Failed(PolicyError),
 }
 
 /// What an `auto_approve` policy is told about a call besides its tool and input: the `ctx`
-/// of spec §6.1 (`bufnr` has no equivalent here: there are no buffers).
+/// the Flemma plugin passes (`bufnr` has no equivalent here: there are no buffers).
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct PolicyContext<'a> {

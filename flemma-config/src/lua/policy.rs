@@ -1,4 +1,4 @@
-//! A Lua function as `tools.auto_approve` (spec §6.3), asked once per call.
+//! A Lua function as `tools.auto_approve`, asked once per call.
 //!
 //! ```lua
 //! flemma.opt.tools.auto_approve = function(tool_name, input, ctx)
@@ -25,7 +25,7 @@
 //!
 //! **Failing closed.** An error, an exhausted instruction budget, the memory limit or a
 //! return value other than the four above is [`PolicyDecision::Failed`]: the config resolver
-//! asks for approval (spec §6.3) and reports the error.
+//! asks for approval and reports the error.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The backend registry and selection (spec §14.3).
+//! The backend registry and selection.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,11 +10,11 @@ use super::backend::{SandboxBackend, SandboxError};
 use super::confined::Sandbox;
 use super::policy::SandboxPolicy;
 
-/// The priority of a backend registered without one (spec §14.3).
+/// The priority of a backend registered without one.
 pub const DEFAULT_PRIORITY: i32 = 50;
 
 /// The sandbox backends a host knows, with their priorities, and the choice among them that
-/// `sandbox.backend` asks for (spec §14.3).
+/// `sandbox.backend` asks for.
 ///
 /// * `auto` and `required`: the first available backend by priority (highest first, then
 ///   by name). With none, commands run unsandboxed: quietly for `auto`; `required` logs one
@@ -146,7 +146,7 @@ impl SandboxBackends {
         entries.into_iter()
     }
 
-    /// The backend `sandbox.backend` selects (spec §14.3): `Ok(None)` when `auto` or
+    /// The backend `sandbox.backend` selects: `Ok(None)` when `auto` or
     /// `required` find no available backend (commands then run unsandboxed).
     ///
     /// # Errors
@@ -201,7 +201,7 @@ impl SandboxBackends {
     }
 
     /// Whether a backend can run commands under `options` (`validate_backend`, the sandbox
-    /// approval resolver's last condition, spec §6.4).
+    /// approval resolver's last condition).
     pub fn is_available(&self, options: &SandboxOptions) -> bool {
         matches!(self.select(options), Ok(Some(_)))
     }

@@ -100,7 +100,7 @@ impl Sandbox {
 
     /// Whether a tool may write `path` (relative paths against `cwd`): not a
     /// [read-only file](Self::read_only_file), and, when sandboxed (or bounded in process),
-    /// inside the writable set; any other path when the sandbox is disabled (spec §14.2).
+    /// inside the writable set; any other path when the sandbox is disabled.
     pub fn is_path_writable(&self, path: &Path, cwd: &Path) -> bool {
         let bounds = self
             .inner

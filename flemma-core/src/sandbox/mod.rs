@@ -1,10 +1,10 @@
-//! The sandbox seen by tools (spec §14): a backend that wraps command lines, and the resolved
+//! The sandbox seen by tools: a backend that wraps command lines, and the resolved
 //! policy that says which paths a sandboxed call may write.
 //!
-//! This module holds the [`SandboxBackend`] trait, the [`PassThrough`] backend (commands run
-//! as given), the registry that selects a backend ([`SandboxBackends`], spec §14.3), the
-//! [`Sandbox`] a call runs in and the policy resolution of spec §14.2. The bubblewrap backend
-//! is crate flemma-builtins' `Bwrap`.
+//! This module holds the [`SandboxBackend`] trait, the [`PassThrough`] backend (commands run as
+//! given), the registry that selects a backend ([`SandboxBackends`]), the [`Sandbox`] a call runs
+//! in and the resolution of `sandbox.policy` ([`SandboxPolicy`]). The bubblewrap backend is crate
+//! flemma-builtins' `Bwrap`.
 
 mod backend;
 mod backends;

@@ -1,4 +1,4 @@
-//! The resolved policy of spec §14.2: which paths a sandboxed call may write.
+//! The resolved sandbox policy: which paths a sandboxed call may write.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ pub struct SandboxPolicy {
     pub allow_privileged: bool,
 }
 
-/// What `urn:flemma:…` entries and `$VAR`s resolve to (spec §14.2).
+/// What `urn:flemma:…` entries and `$VAR`s resolve to.
 #[derive(Clone)]
 pub struct PolicyInputs<'a> {
     /// The process working directory: `urn:flemma:cwd`, and the base of relative entries for
@@ -57,13 +57,13 @@ impl fmt::Debug for PolicyInputs<'_> {
 }
 
 impl SandboxPolicy {
-    /// Resolves `sandbox.policy` (spec §14.2): each `rw_paths` entry expanded (URNs, `$VAR`,
+    /// Resolves `sandbox.policy`: each `rw_paths` entry expanded (URNs, `$VAR`,
     /// `${VAR:-default}`, `~`; unset variables and unknown URNs dropped), made absolute
     /// (relative entries against the conversation's directory, the working directory for a
     /// conversation without a file), symlinks resolved (also for paths that do not exist
     /// yet), sorted, and paths under a kept one dropped.
     ///
-    /// `urn:flemma:project` (a default entry in place of the spec's `urn:flemma:cwd`) is the
+    /// `urn:flemma:project` (a default entry in place of the Flemma plugin's `urn:flemma:cwd`) is the
     /// conversation's project: the nearest repository holding its file, else its directory
     /// ([`flemma_config::project_root`]). `urn:flemma:cwd` is the process working directory
     /// and only counts when listed.

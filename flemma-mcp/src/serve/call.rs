@@ -143,7 +143,7 @@ async fn cycle(
 }
 
 /// Why the chain denied the call: its decision asked again under the options the cycle used
-/// (the executor writes the spec's fixed text into the result).
+/// (the executor writes the Flemma plugin's fixed text into the result).
 async fn deny_reason(
     server: &ToolServer,
     executor: &Executor,

@@ -1,4 +1,4 @@
-//! The Anthropic Messages request body (spec §13.1, §13.2).
+//! The Anthropic Messages request body.
 
 use flemma_schema::Dialect;
 use serde_json::{Value, json};
@@ -15,7 +15,7 @@ const DEFAULT_MAX_TOKENS: u64 = 8192;
 /// The room left for the answer above a thinking budget.
 const ANSWER_ROOM: u64 = 4096;
 
-/// The Anthropic Messages request body of `prompt` (spec §13.2), streaming.
+/// The Anthropic Messages request body of `prompt`, streaming.
 ///
 /// [`RequestBody::to_json`] writes it with the trailing keys `["system", "tools",
 /// "messages"]`. Consecutive messages of one role are merged; in user messages tool results
@@ -76,7 +76,7 @@ pub fn anthropic_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -
 
 /// The tool declarations, the last one carrying the cache marker.
 fn tools(options: &RequestOptions) -> Vec<Json<'static>> {
-    /// Spec 13.2: stream tool input as it is generated.
+    /// Streams tool input as it is generated.
     fn eager(tool: &mut Value) {
         if let Value::Object(map) = tool {
             map.insert("eager_input_streaming".into(), Value::Bool(true));

@@ -1,4 +1,4 @@
-//! The OpenAI-compatible Chat Completions request body (spec §13.4).
+//! The OpenAI-compatible Chat Completions request body.
 
 use std::borrow::Cow;
 
@@ -14,7 +14,7 @@ use flemma_ids::encode_tool_name;
 /// This format's tool declarations, built once per spec.
 static DECLARED: super::Declared = super::Declared::new(Dialect::OpenAiChat, super::as_declared);
 
-/// Builds the streaming Chat Completions body of a prompt (spec §13.4).
+/// Builds the streaming Chat Completions body of a prompt.
 ///
 /// * `model`, `stream: true`, `stream_options: {include_usage: true}`, then `max_tokens` and
 ///   `temperature` when set.

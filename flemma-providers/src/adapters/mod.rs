@@ -1,5 +1,4 @@
-//! Request bodies: a provider-neutral [`Prompt`](crate::Prompt) encoded for each provider
-//! (spec §13).
+//! Request bodies: a provider-neutral [`Prompt`](crate::Prompt) encoded for each provider.
 
 pub(crate) mod anthropic;
 pub(crate) mod chat;

@@ -1,4 +1,4 @@
-//! The OpenAI Responses request body (spec §13.1, §13.3).
+//! The OpenAI Responses request body.
 
 use base64::Engine as _;
 use base64::alphabet;
@@ -24,7 +24,7 @@ const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
-/// The OpenAI Responses request body of `prompt` (spec §13.3), streaming and not stored.
+/// The OpenAI Responses request body of `prompt`, streaming and not stored.
 ///
 /// [`RequestBody::to_json`] writes it with the trailing keys `["tools", "input"]`. The
 /// system prompt is a `developer` item; a user message's tool results are

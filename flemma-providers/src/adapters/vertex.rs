@@ -1,4 +1,4 @@
-//! The Vertex AI / Gemini `generateContent` request body (spec §13.5).
+//! The Vertex AI / Gemini `generateContent` request body.
 
 use std::borrow::Cow;
 
@@ -15,7 +15,7 @@ use flemma_ids::encode_tool_name;
 /// This format's tool declarations, built once per spec.
 static DECLARED: super::Declared = super::Declared::new(Dialect::Gemini, super::as_declared);
 
-/// Builds the Vertex / Gemini `generateContent` body of a prompt (spec §13.5).
+/// Builds the Vertex / Gemini `generateContent` body of a prompt.
 ///
 /// * `contents`: consecutive user messages are merged (the prompt may end with an extra user
 ///   message of synthetic results). A `user` content sends its tool results first as

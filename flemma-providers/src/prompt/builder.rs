@@ -148,7 +148,7 @@ struct Builder<'b> {
     template_tools: &'b HashSet<String>,
 }
 
-/// Builds the provider-neutral prompt of a transcript (spec §13.1, §1.10, §8.6) with the
+/// Builds the provider-neutral prompt of a transcript with the
 /// default [`PromptBuilder`].
 ///
 /// * Templates and `@./file` references in `@System:` and `@You:` text, and in the results of
@@ -164,7 +164,7 @@ struct Builder<'b> {
 /// * A Job Result becomes the text `[Job result for <tool> (<tool_use_id>)]\n<content>`, or
 ///   `[Job result for unknown tool (job: <job_id>)]\n<content>` (plus a diagnostic) when no
 ///   tool result carries its `job=` id. The `(error)` status of a Job Result is not conveyed
-///   separately (spec §8.6): a failed job sends its text alone, which says what went wrong
+///   separately: a failed job sends its text alone, which says what went wrong
 ///   (`Job lost: session ended before completion.`, `Command exited with code 2`). Empty
 ///   content sends nothing.
 /// * In `@Assistant:` messages, text, thinking (empty unsigned plain thinking is skipped) and

@@ -1,7 +1,7 @@
-//! The provider-neutral prompt (spec §13.1) and its builder.
+//! The provider-neutral prompt and its builder.
 //!
 //! [`build_prompt`] turns a parsed transcript into a [`Prompt`]: the system text, the
-//! user/assistant history as generic [`Part`]s (spec §1.14), and the warnings found on the way.
+//! user/assistant history as generic [`Part`]s, and the warnings found on the way.
 //! Provider adapters turn a [`Prompt`] into their request bodies; they wire-encode tool names
 //! and normalise tool ids themselves.
 //!
@@ -101,7 +101,7 @@ pub struct ThinkingSignature<'d> {
     pub value: Cow<'d, str>,
 }
 
-/// A provider-neutral piece of message content (spec §1.14, generic parts).
+/// A provider-neutral piece of message content.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Part<'d> {

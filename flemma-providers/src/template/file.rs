@@ -1,4 +1,4 @@
-//! File parts: what an `@./file` reference or a binary `include()` sends (spec §1.12, §1.14).
+//! File parts: what an `@./file` reference or a binary `include()` sends.
 
 use std::path::Path;
 
@@ -6,7 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
 
-/// A file attached to a message or a tool result (spec §1.14 generic parts).
+/// A file attached to a message or a tool result.
 ///
 /// `filename` is the path as the reference wrote it (`./img/cat.png`), which is what the
 /// adapters show the model.
@@ -135,8 +135,8 @@ impl FilePart {
             .map(|data| format!("data:{};base64,{data}", self.mime_type()))
     }
 
-    /// What a text-only provider is sent instead of the file: `[binary file: <name> (<mime>)]`
-    /// (spec §13.4), or the text of a text file.
+    /// What a text-only provider is sent instead of the file: `[binary file: <name> (<mime>)]`, or
+    /// the text of a text file.
     pub fn as_text_fallback(&self) -> String {
         match self {
             FilePart::TextFile { text, .. } => text.clone(),

@@ -1,8 +1,8 @@
-//! `@./file` references in message text (spec §1.12).
+//! `@./file` references in message text.
 
 use std::borrow::Cow;
 
-/// An `@./file` reference found in message text (spec §1.12).
+/// An `@./file` reference found in message text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileReference<'a> {
     /// The path, URL-decoded: `./a b.png`, `../x`, `/abs/path` (from `@//abs/path`), `~/x`.

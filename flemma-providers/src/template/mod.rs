@@ -1,5 +1,4 @@
-//! Templates in prompts: `{{ … }}` / `{% … %}` segments and `@./file` references
-//! (spec §1.11, §1.12).
+//! Templates in prompts: `{{ … }}` / `{% … %}` segments and `@./file` references.
 //!
 //! When a prompt is built, the text of `@System:` and `@You:` messages (and the results of
 //! tools that declare `emits_template`) goes through a [`TemplateEngine`]. The parser has

@@ -90,7 +90,7 @@ impl ExecutorBuilder {
     /// Whether an `(approved)` written in the transcript approves a call by itself (default
     /// [`TranscriptApprovals::Placed`]: only on calls this host placed or a person approved
     /// through it; see [`crate::placements`]). [`TranscriptApprovals::Trusted`] runs every
-    /// `(approved)` block, as spec §7.1 says.
+    /// `(approved)` block, as the Flemma plugin does.
     pub fn transcript_approvals(mut self, approvals: TranscriptApprovals) -> Self {
         self.parts.approvals = approvals;
         self
@@ -187,7 +187,7 @@ impl ExecutorBuilder {
     /// Asks `guard` at the start of every [`cycle`](Executor::cycle): a [`Refusal`] refuses
     /// the cycle with [`ExecutorError::Refused`](super::ExecutorError::Refused) before anything
     /// is read or written. A flemma `Session` refuses its executor's cycles this way while
-    /// its request is in flight (spec §7.5 step 2), so that no caller bypasses that guard.
+    /// its request is in flight, so that no caller bypasses that guard.
     ///
     /// ```
     /// use std::sync::Arc;

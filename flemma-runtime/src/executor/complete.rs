@@ -1,4 +1,4 @@
-//! Completion (spec §7.6): a finished call's output stored or saved, then its result
+//! Completion: a finished call's output stored or saved, then its result
 //! written; the one path both foreground calls and background jobs take.
 
 use std::sync::Arc;
@@ -33,7 +33,7 @@ pub(super) struct Completion {
 }
 
 impl Executor {
-    /// Completion (spec §7.6) of calls that finished together: store materialisation or
+    /// Completion of calls that finished together: store materialisation or
     /// `flemma.save_to` for each, then their results in one edit (each under the input it
     /// ran with, see [`write_ran`](Self::write_ran)), then their claims released.
     pub(super) async fn finish_all(
@@ -119,11 +119,11 @@ impl Executor {
         (body, Completed { id, tool, success })
     }
 
-    /// The one completion path of a finished call's output, foreground or job (spec §7.6,
-    /// §8.5): the `flemma.save_to` redirect of a success (returns the text its block holds
-    /// instead: the stub, or the content with the notice when it was not saved), else the
-    /// store's materialisation when it materialises (returns `None`: the block holds the
-    /// output). The writes run on the blocking pool; failures are warnings.
+    /// The one completion path of a finished call's output, foreground or job: the `flemma.save_to`
+    /// redirect of a success (returns the text its block holds instead: the stub, or the content
+    /// with the notice when it was not saved), else the store's materialisation when it
+    /// materialises (returns `None`: the block holds the output). The writes run on the blocking
+    /// pool; failures are warnings.
     pub(super) async fn store_output(
         &self,
         store: &Arc<Store>,

@@ -51,7 +51,7 @@ impl Executor {
     }
 
     /// Cancels a running call or background job by its call id: it ends with `User aborted
-    /// tool execution.` (spec §7.7). Returns whether it was running.
+    /// tool execution.` Returns whether it was running.
     pub fn cancel(&self, id: &str) -> bool {
         let foreground = self
             .running_calls()
@@ -69,7 +69,7 @@ impl Executor {
         self.jobs.cancel_all();
     }
 
-    /// Phase 1 then Phase 2 (spec §7.1): places placeholders, settles every lifecycle
+    /// Phase 1 then Phase 2: places placeholders, settles every lifecycle
     /// status and runs the approved calls, returning when their results are written.
     ///
     /// # Errors
@@ -143,13 +143,13 @@ impl Executor {
         .await
     }
 
-    /// Approves the pending call `id` (spec §7.1 `approve`): a person's approval, recorded in
+    /// Approves the pending call `id`: a person's approval, recorded in
     /// the conversation's [ledger](crate::placements) so that the call runs at the next cycle
     /// whoever placed it.
     ///
     /// # Errors
     ///
-    /// [`ExecutorError::Action`] with the spec's texts (`Tool not found: <id>`, …).
+    /// [`ExecutorError::Action`] with the Flemma plugin's texts (`Tool not found: <id>`, …).
     pub async fn approve(&self, id: &str) -> Result<(), ExecutorError> {
         // The person's approval is recorded before the file says `(approved)`, so that no
         // cycle takes the block for one that came in the file (see `crate::placements`).

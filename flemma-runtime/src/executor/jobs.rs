@@ -121,7 +121,7 @@ impl JobHost for Executor {
 }
 
 impl Executor {
-    /// Starts a call as a background job (spec §7.5 steps 5 and 8): a job id (the one its
+    /// Starts a call as a background job: a job id (the one its
     /// result already names, when it ran before), the journal entry, the placeholder, then the
     /// task or detached process.
     pub(super) async fn start_job(
@@ -151,7 +151,7 @@ impl Executor {
         })
     }
 
-    /// Header `job=<id>` and the tracked or untracked placeholder text (spec §8.3), one edit.
+    /// Header `job=<id>` and the tracked or untracked placeholder text, one edit.
     pub(super) async fn write_job_placeholder(
         &self,
         id: &ToolUseId,
@@ -163,14 +163,14 @@ impl Executor {
             .await
     }
 
-    /// Moves the running foreground call `id` to the background (spec §8.1, host-initiated):
+    /// Moves the running foreground call `id` to the background (host-initiated):
     /// it gets a job id and its placeholder, and the cycle that started it stops waiting for
     /// it. The call itself keeps running in this host (a call already running cannot move to
     /// a process of its own), so it ends with the host.
     ///
     /// # Errors
     ///
-    /// [`ExecutorError::Action`]-like texts of spec §8.1 as [`ExecutorError::Job`]:
+    /// The Flemma plugin's [`ExecutorError::Action`]-like texts as [`ExecutorError::Job`]:
     /// `Tool <id> is not currently executing`, `Tool <id> has already completed`,
     /// `Tool <id> is already running in background`, and synchronous tools.
     pub async fn background(&self, id: &str) -> Result<JobId, ExecutorError> {
@@ -221,7 +221,7 @@ impl Executor {
         Ok(job_id)
     }
 
-    /// Writes the Job Results of every finished job, first finished first (spec §8.5):
+    /// Writes the Job Results of every finished job, first finished first:
     /// store materialisation with `source = "job"` or the `flemma.save_to` redirect, the block
     /// placed by the delivery rules, then the journal marked `delivered`. Every cycle runs it
     /// when no foreground call is running; a host runs it at its own idle points and before a
@@ -267,7 +267,7 @@ impl Executor {
     }
 
     /// Waits until one of this executor's background jobs finishes (at once when none runs),
-    /// without delivering it: a host that debounces deliveries (spec §7.10 `resume_delay`)
+    /// without delivering it: a host that debounces deliveries (`tools.autopilot.resume_delay`)
     /// waits on this, then calls [`Executor::drain_jobs`].
     pub async fn job_finished(&self) {
         self.jobs.finished().await;
@@ -279,7 +279,7 @@ impl Executor {
         self.jobs.cancel_job(job_id)
     }
 
-    /// Orphan recovery and re-adoption (spec §8.8, with the journal): run when a conversation
+    /// Orphan recovery and re-adoption (with the journal): run when a conversation
     /// is opened (the first cycle does it). Jobs whose process still runs are watched again;
     /// jobs that finished while no host was running, or whose delivery was interrupted, are
     /// queued and delivered; only jobs gone without a result are marked lost (header
@@ -295,7 +295,7 @@ impl Executor {
     }
 
     /// The conversation's jobs: the journal's, this executor's, and those the transcript
-    /// names without either. Of those (spec §8.8): one whose Job Result is in the transcript
+    /// names without either. Of those: one whose Job Result is in the transcript
     /// was delivered (by another host), unless it is the lost marker recovery writes (the
     /// call's header `error job=J`); one without a Job Result is lost.
     ///

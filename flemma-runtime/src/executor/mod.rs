@@ -1,4 +1,4 @@
-//! The executor: the three-phase cycle of spec §7.1 over one
+//! The executor: the three-phase tool cycle over one
 //! [`Conversation`](crate::Conversation).
 //!
 //! Phase 1 gives every tool use without a result a placeholder (`approved`, `pending`,

@@ -1,4 +1,4 @@
-//! The phases of a cycle (spec §7.1): the options checked, legacy names migrated, Phase 1's
+//! The phases of a cycle: the options checked, legacy names migrated, Phase 1's
 //! placeholders through the approval chain, Phase 2's settled statuses and approver, and the
 //! next step.
 
@@ -23,7 +23,7 @@ use crate::transcript::TranscriptError;
 use flemma_core::{Answer, PendingCall};
 
 impl Executor {
-    /// Stops on the errors of the options (spec §5.4-§5.6: a tool set other than the one
+    /// Stops on the errors of the options (a tool set other than the one
     /// asked for is never run); emits each warning once while it lasts.
     pub(super) fn report_options(
         &self,

@@ -30,7 +30,7 @@ pub(super) struct Plan {
     pub(super) pending: Vec<Call>,
     /// Approved, empty, not running.
     pub(super) approved: Vec<Call>,
-    /// Approved blocks with edited content (spec §7.3).
+    /// Approved blocks with edited content.
     pub(super) protected: usize,
 }
 
@@ -156,10 +156,10 @@ pub(super) fn has_content(message: &flemma_ast::Message) -> bool {
     })
 }
 
-/// The working directory of a tool's calls (spec §7.9): `tools.<name>.cwd` expanded, else
+/// The working directory of a tool's calls: `tools.<name>.cwd` expanded, else
 /// the conversation's directory; `None` leaves the context's default (the process's).
 /// `chat` is the conversation's resolved file; a relative configured directory is taken
-/// against its directory. Besides the spec's `urn:flemma:buffer:path` and `urn:flemma:cwd`,
+/// against its directory. Besides the Flemma plugin's `urn:flemma:buffer:path` and `urn:flemma:cwd`,
 /// `urn:flemma:project` names the conversation's project ([`flemma_config::project_root`]).
 pub(super) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
     let configured = match tool.as_str() {

@@ -1,5 +1,5 @@
-//! The input a call ran with stays in the transcript (issue 35). The conversation is locked
-//! while calls run (spec §7.5 step 6), but the lock is advisory ([`Conversation::set_locked`]
+//! The input a call ran with stays in the transcript. The conversation is locked
+//! while calls run, but the lock is advisory ([`Conversation::set_locked`]
 //! is a hint an editor may honour; a file cannot be locked): a user may still edit a running
 //! call's `**Tool Use:**` block. Its result is then written with the input that ran put back
 //! in the same edit, and a warning quotes what the user wrote, so the transcript never pairs

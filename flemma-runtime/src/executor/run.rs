@@ -1,4 +1,4 @@
-//! Phase 2's runner (spec §7.5): approved calls started at most `tools.max_concurrent` at a
+//! Phase 2's runner: approved calls started at most `tools.max_concurrent` at a
 //! time, each in a task of its own that can be handed to the background, with its context,
 //! its time limit and its cancellation.
 
@@ -93,7 +93,7 @@ impl Executor {
     }
 
     /// Claims and starts `starting`: a call another host claimed is left to it; the rest
-    /// lose their `(approved)` suffix in one edit (spec §7.5 step 7), then run, each in a
+    /// lose their `(approved)` suffix in one edit, then run, each in a
     /// task of `tasks` holding its claim and the input it runs with in `held` (a call that
     /// became a job releases its claim: its journal keeps it).
     async fn start_calls(
@@ -197,7 +197,7 @@ impl Executor {
         .await
     }
 
-    /// Prepares one call (spec §7.5): a result for unknown, unexecutable or duplicate calls,
+    /// Prepares one call: a result for unknown, unexecutable or duplicate calls,
     /// else the future that runs it.
     pub(super) async fn start(
         &self,
@@ -425,7 +425,7 @@ pub(super) async fn run_one(
 /// The result of a call cancelled while `execute` runs: the tool watches the same token, and
 /// when it reports `User aborted tool execution.` itself within [`GIVE_UP_AFTER`] (`bash`
 /// stops its processes and keeps the output so far), its report is the result, with the
-/// partial output (spec §12); anything else (a tool that does not stop, another text, a
+/// partial output; anything else (a tool that does not stop, another text, a
 /// panic) ends with the bare text.
 async fn aborted<F>(execute: &mut std::pin::Pin<&mut F>) -> ToolOutput
 where

@@ -103,7 +103,7 @@ pub struct CycleReport {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// A request of the conversation is streaming (spec §7.5 step 2): a flemma `Session`'s
+    /// A request of the conversation is streaming: a flemma `Session`'s
     /// guard while its request is in flight.
     #[error("Cannot execute tool while API request is in flight")]
     RequestInFlight,

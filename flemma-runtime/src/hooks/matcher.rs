@@ -6,10 +6,10 @@ use super::error::HookError;
 
 /// A hook's matcher.
 ///
-/// Native matchers (`matcher = "bash|write"`, `flemma.*`) are `|`-separated tool-name globs
-/// (spec §5.4: `*` matches any run of characters, the rest is literal, anchored). Claude Code
-/// matchers ([`Matcher::claude`]) follow Claude Code's rule: a string of letters, digits,
-/// `_` and `|` names tools exactly (`Edit|Write`), anything else is a regular expression
+/// Native matchers (`matcher = "bash|write"`, `flemma.*`) are `|`-separated tool-name globs (the
+/// glob dialect of tool names: `*` matches any run of characters, the rest is literal, anchored).
+/// Claude Code matchers ([`Matcher::claude`]) follow Claude Code's rule: a string of letters,
+/// digits, `_` and `|` names tools exactly (`Edit|Write`), anything else is a regular expression
 /// searched in the name (`mcp__memory__.*`). Empty and `*` match every tool either way.
 ///
 /// ```

@@ -1,4 +1,4 @@
-//! Delivery (spec §8.5): the finished jobs' Job Results, first finished first, at the host's
+//! Delivery: the finished jobs' Job Results, first finished first, at the host's
 //! delivery points.
 
 use flemma_ast::writer;

@@ -1,12 +1,12 @@
-//! Fresh job ids (spec §8.2).
+//! Fresh job ids.
 
 use flemma_ids::JobId;
 
-/// The characters of a job id's random part (spec §8.2).
+/// The characters of a job id's random part.
 const ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 
 /// A fresh job id (`job_` and eight characters of `[a-z0-9]` from the OS's randomness),
-/// drawn again while `taken` says it is in use, at most 100 times (spec §8.2).
+/// drawn again while `taken` says it is in use, at most 100 times.
 pub fn new_job_id(taken: impl Fn(&str) -> bool) -> JobId {
     let mut id = random_id();
     for _ in 0..100 {

@@ -1,4 +1,4 @@
-//! Background jobs (spec §8): long calls that run past the turn and come back later as
+//! Background jobs: long calls that run past the turn and come back later as
 //! `**Job Result:**` blocks, and the journal that keeps them across host processes.
 //!
 //! A call enters the background when the model sets `"flemma.background": true` on an async

@@ -1,4 +1,4 @@
-//! Orphan recovery and re-adoption (spec §8.8, with the journal), and the listing of a
+//! Orphan recovery and re-adoption (with the journal), and the listing of a
 //! conversation's jobs.
 
 use std::collections::HashSet;
@@ -27,7 +27,7 @@ enum Adoption {
 }
 
 impl Jobs {
-    /// Looks at every job the conversation references (spec §8.8): jobs whose process still
+    /// Looks at every job the conversation references: jobs whose process still
     /// runs are watched again, jobs that finished while no host ran, or whose delivery was
     /// interrupted, are queued and delivered; only jobs gone without a result are lost.
     pub(crate) async fn recover<H: JobHost>(
@@ -131,7 +131,7 @@ impl Jobs {
     }
 
     /// A host that died between journaling a job and writing its placeholder left the result
-    /// without `job=`: a re-adopted job gets its placeholder now (spec §7.5 step 3).
+    /// without `job=`: a re-adopted job gets its placeholder now.
     async fn place_missing_placeholders<H: JobHost>(
         &self,
         host: &H,
@@ -226,7 +226,7 @@ impl Jobs {
     }
 
     /// The conversation's jobs: the journal's, this executor's, and those the transcript
-    /// names without either (spec §8.8).
+    /// names without either.
     pub(crate) async fn list<H: JobHost>(&self, host: &H) -> Result<Vec<JobInfo>, H::Error> {
         let (references, job_results, marked_lost) = host
             .read(|doc| (job_references(doc), delivered_jobs(doc), lost_jobs(doc)))
@@ -359,8 +359,8 @@ fn job_references(doc: &Document) -> Vec<Reference> {
     out
 }
 
-/// The jobs whose call's header says `error job=J`: what recovery writes for a lost job
-/// (spec §8.8), next to its Job Result `Job lost: …`.
+/// The jobs whose call's header says `error job=J`: what recovery writes for a lost job, next to
+/// its Job Result `Job lost: …`.
 fn lost_jobs(doc: &Document) -> HashSet<String> {
     doc.messages
         .iter()

@@ -1,4 +1,4 @@
-//! Entering the background (spec §7.5 steps 5 and 8, §8.1): a job id, the journal entry, the
+//! Entering the background: a job id, the journal entry, the
 //! placeholder, then the task or the detached process.
 
 use std::collections::HashSet;
@@ -118,9 +118,9 @@ impl Jobs {
         Ok(Started::Job)
     }
 
-    /// Moves the running foreground call `tool_id` to the background (spec §8.1,
-    /// host-initiated): a job id, the journal entry and the placeholder; the host hands the
-    /// call's result to [`Jobs::complete`] when it ends. The call keeps running in this host.
+    /// Moves the running foreground call `tool_id` to the background (host-initiated): a job id,
+    /// the journal entry and the placeholder; the host hands the call's result to
+    /// [`Jobs::complete`] when it ends. The call keeps running in this host.
     pub(crate) async fn background<H: JobHost>(
         self: &Arc<Self>,
         host: &H,
@@ -149,7 +149,7 @@ impl Jobs {
     }
 
     /// The job id for a call: the one its result names already, else a fresh one no other
-    /// result, Job Result, or journal entry uses (spec §8.2).
+    /// result, Job Result, or journal entry uses.
     async fn job_id_for<H: JobHost>(&self, host: &H, id: &ToolUseId) -> Result<JobId, H::Error> {
         let (taken, existing) = host
             .read(|doc| {
@@ -172,7 +172,7 @@ impl Jobs {
         }))
     }
 
-    /// Header `job=<id>` and the tracked or untracked placeholder text (spec §8.3), one edit;
+    /// Header `job=<id>` and the tracked or untracked placeholder text, one edit;
     /// a result block the user removed is put back first.
     pub(crate) async fn write_placeholder<H: JobHost>(
         &self,

@@ -1,4 +1,4 @@
-//! `flemma.jobs.status` (spec §8.7): the harness tool a model uses to ask about a job.
+//! `flemma.jobs.status`: the harness tool a model uses to ask about a job.
 
 use flemma_schema::SchemaError;
 use serde_json::{Map, Value, json};
@@ -55,7 +55,7 @@ impl Tool for JobsStatus {
     }
 }
 
-/// The lookup order of spec §8.7: the executor's jobs (running, or finished with the
+/// The lookup order: the executor's jobs (running, or finished with the
 /// delivery pending), a job running in another host (the journal), then the conversation.
 async fn status(job_id: &str, ctx: &ExecutionContext) -> Value {
     let mut out = Map::new();

@@ -105,7 +105,7 @@ pub(crate) struct Delivery {
     pub(crate) lost: bool,
 }
 
-/// What this executor knows of one of its jobs (lookups 1 and 2 of spec §8.7).
+/// What this executor knows of one of its jobs (the first two lookups of `flemma.jobs.status`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LiveStatus {
     pub(crate) delivery_pending: bool,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// A job action that does not apply, or a job journal that cannot be used: what
 /// [`Executor::background`](crate::Executor::background) and the recovery of a conversation's
 /// jobs refuse with (as [`ExecutorError::Job`](crate::ExecutorError::Job)). The messages are
-/// spec §8.1's.
+/// the Flemma plugin's.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JobError {
@@ -30,8 +30,8 @@ pub enum JobError {
         /// The call.
         id: String,
     },
-    /// The tool is synchronous: it cannot run in the background (spec §8.1; the catalogue
-    /// has no text for it).
+    /// The tool is synchronous: it cannot run in the background (the Flemma
+    /// plugin has no text for it).
     #[error("Tool '{tool}' is synchronous and cannot run in the background")]
     NotBackgroundable {
         /// The tool.

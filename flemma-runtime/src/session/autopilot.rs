@@ -1,9 +1,9 @@
-//! The autopilot state machine of spec §7.10, as a pure function of its triggers, so every
+//! The autopilot state machine, as a pure function of its triggers, so every
 //! transition is tested on its own.
 
 use crate::Next;
 
-/// Where the autopilot loop is (spec §7.10).
+/// Where the autopilot loop is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AutopilotState {
@@ -64,7 +64,7 @@ pub(crate) enum Trigger {
         max_turns: u64,
     },
     /// Background jobs were delivered while the loop was idle, and the resume delay passed
-    /// (spec §7.10: deliveries at idle resume the loop).
+    /// (deliveries at idle resume the loop).
     JobsDelivered,
     /// The loop would send, and the session has no provider.
     NoProvider,
@@ -128,8 +128,8 @@ pub(crate) struct AtRest {
 pub(crate) enum Rest {
     /// Return this stop.
     Return(Stop),
-    /// Wait for the running jobs, deliver each, and resume after the last delivery (spec
-    /// §7.10): then [`Trigger::JobsDelivered`] (or [`Trigger::Cancel`]).
+    /// Wait for the running jobs, deliver each, and resume after the last delivery:
+    /// then [`Trigger::JobsDelivered`] (or [`Trigger::Cancel`]).
     AwaitJobs,
     /// Ask the `Stop` hooks whether the run goes on (`again`: one kept it going before); yes
     /// is [`Trigger::KeptGoing`], no returns [`Stop::Finished`].
@@ -142,7 +142,7 @@ pub(crate) enum Rest {
 impl Autopilot {
     /// What a run that the machine stopped at `stop` does next, given `facts`: a finished or
     /// idle run waits for its background jobs when the session waits for jobs and the
-    /// autopilot is on and armed (spec §7.10; without waiting it returns [`Stop::Running`]); a
+    /// autopilot is on and armed (without waiting it returns [`Stop::Running`]); a
     /// finished run with no jobs asks the `Stop` hooks, at most `max_turns` times; anything
     /// else returns.
     pub(crate) fn at_rest(&self, stop: Stop, facts: AtRest) -> Rest {
@@ -164,7 +164,7 @@ impl Autopilot {
     }
 }
 
-/// The warning when `max_turns` is exceeded (spec §7.10; en dash).
+/// The warning when `max_turns` is exceeded (with an en dash).
 pub(crate) fn max_turns_warning(max_turns: u64) -> String {
     format!("Autopilot stopped – exceeded {max_turns} consecutive turns.")
 }

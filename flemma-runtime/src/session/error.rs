@@ -9,10 +9,10 @@ use flemma_providers::SendError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
-    /// A run was asked for while a request streams (spec §7.1 guard).
+    /// A run was asked for while a request streams.
     #[error("A request is already in progress. Use <C-c> to cancel it first.")]
     RequestInFlight,
-    /// A tool cycle was asked for while a request streams (spec §7.5 step 2).
+    /// A tool cycle was asked for while a request streams.
     #[error("Cannot execute tool while API request is in flight")]
     ToolWhileRequest,
     /// A run was asked for while another run executes tools.

@@ -1,4 +1,4 @@
-//! [`Session`]: the agent loop over one conversation (spec §7.1 Phase 3 and §7.10 autopilot).
+//! [`Session`]: the agent loop over one conversation (the tool cycle's Phase 3, and autopilot).
 //!
 //! A run alternates the tool cycle (the [`Executor`]: placeholders through the approval
 //! chain, approved calls run, results written) and requests to a [`Provider`] whose response
@@ -149,7 +149,7 @@ impl SessionBuilder {
 
     /// Whether a run that would end idle while background jobs run waits for them (default
     /// `true`): each delivery is written at once, and the loop resumes
-    /// `tools.autopilot.resume_delay` after the last one (spec §7.10), unless the autopilot
+    /// `tools.autopilot.resume_delay` after the last one, unless the autopilot
     /// is off or was disarmed. With `false` such a run returns [`Stop::Running`], and the host
     /// calls [`Session::run`] again when it likes (the cycle delivers what finished).
     pub fn wait_for_jobs(mut self, wait: bool) -> Self {
@@ -167,8 +167,8 @@ impl SessionBuilder {
 
     /// The session: its executor built from the [`ExecutorBuilder`], its events forwarded
     /// into the session's stream from the first one, and its cycles refused while a request
-    /// is in flight ([`ExecutorError::Refused`] with [`Refusal::RequestInFlight`], spec
-    /// §7.5's text), also when the host calls [`Session::executor`]`().cycle()` itself.
+    /// is in flight ([`ExecutorError::Refused`] with [`Refusal::RequestInFlight`], the
+    /// Flemma plugin's text), also when the host calls [`Session::executor`]`().cycle()` itself.
     pub fn build(self) -> Session {
         let subscribers = Arc::new(Subscribers::new(self.event_capacity));
         // The one subscription to the executor: every event it emits, a background job's
@@ -211,7 +211,7 @@ impl SessionBuilder {
 }
 
 /// The agent loop over one conversation: send, stream the response into the conversation,
-/// run the tools it asks for, repeat (spec §7.10 autopilot).
+/// run the tools it asks for, repeat (autopilot).
 ///
 /// A `Session` is a cheap handle (clone it to cancel from another task). Follow it with
 /// [`subscribe`](Self::subscribe); the library prints nothing.
@@ -440,9 +440,9 @@ impl Session {
         self.inner.is_request_in_flight()
     }
 
-    /// Cancels what runs (spec §7.7 Ctrl-C): the request in flight (the abort marker is
-    /// written, or the empty `@Assistant:` removed), else the wait for background jobs (the
-    /// jobs go on), else the running tools. The run stops and the autopilot is disarmed.
+    /// Cancels what runs (like Ctrl-C in the Flemma plugin): the request in flight (the abort
+    /// marker is written, or the empty `@Assistant:` removed), else the wait for background jobs
+    /// (the jobs go on), else the running tools. The run stops and the autopilot is disarmed.
     pub fn cancel(&self) -> Cancelled {
         let control = self.inner.lock_control().clone();
         if let Some(control) = control {
@@ -484,7 +484,7 @@ impl Session {
         outcome
     }
 
-    /// Runs the loop (spec §7.1 "send or execute", then §7.10): the tool cycle, then, when
+    /// Runs the loop ("send or execute", then autopilot): the tool cycle, then, when
     /// every call has its result, a request whose response streams into the conversation;
     /// again while the responses ask for tools.
     ///
@@ -650,7 +650,7 @@ impl Session {
         })
     }
 
-    /// Waits at idle for background jobs (spec §7.10): each one that finishes is delivered at
+    /// Waits at idle for background jobs: each one that finishes is delivered at
     /// once; the loop resumes `delay` after the last delivery (a new delivery restarts the
     /// wait), or not at all when `cancel` fires.
     async fn await_jobs(

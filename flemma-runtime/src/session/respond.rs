@@ -36,10 +36,10 @@ fn push_decimal(out: &mut String, n: u32) {
     out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
-/// The abort marker's line (spec §1.10, `request.aborted`).
+/// The abort marker's line (the `request.aborted` text).
 const ABORT_MARKER: &str = "<!-- flemma:aborted: Response interrupted by the user. -->";
 /// How the message of the abort marker under a response the stream cut begins (the marker is
-/// spec §1.10's; its message says why the response is incomplete).
+/// the Flemma plugin's; its message says why the response is incomplete).
 pub(crate) const INCOMPLETE: &str = "Response incomplete";
 
 /// How a response ended.
@@ -412,7 +412,7 @@ impl Session {
     /// Appends lines of the response being written, [`Durability::Buffered`]: nothing of a
     /// response is durable before [`Conversation::sync`] at its end (a crash before then
     /// loses at most the lines since the request was sent, the text before is never touched;
-    /// see README's decisions on durability).
+    /// see the book's decision record 0086).
     ///
     /// [`Conversation::sync`]: crate::Conversation::sync
     async fn append(&self, text: &str) -> Result<(), SessionError> {
@@ -458,7 +458,7 @@ impl Session {
     /// abort marker whose message begins `Response incomplete`, and it has no tool use) after
     /// a message of the user, removes that response, so that the request it answered is sent
     /// again; returns whether it did. A cut response with complete tool uses is left to the
-    /// tool cycle instead (spec §7.1: its calls are answered with the marker's message).
+    /// tool cycle instead (its calls are answered with the marker's message).
     pub(super) async fn drop_incomplete_response(&self) -> Result<bool, SessionError> {
         let removed = self
             .inner
@@ -538,7 +538,7 @@ impl Session {
     }
 }
 
-/// The abort marker (spec §1.10) under a response the stream cut: `<!-- flemma:aborted:
+/// The abort marker under a response the stream cut: `<!-- flemma:aborted:
 /// Response incomplete: <cause>. -->`, on one line whatever `cause` holds.
 fn incomplete_marker(cause: &str) -> String {
     let cause = cause

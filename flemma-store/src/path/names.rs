@@ -1,4 +1,4 @@
-//! The last steps of a store path (spec §11.3): `.` and `..` folded, the `flemma` namespaces
+//! The last steps of a store path: `.` and `..` folded, the `flemma` namespaces
 //! collapsed, the tool name de-duplicated, segments shortened to what file systems take.
 
 use std::path::{Path, PathBuf};
