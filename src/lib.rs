@@ -3,7 +3,7 @@
 //! This facade re-exports the SDK's crates by concern, so most applications depend on this
 //! crate alone. [`runtime::Session`] is the agent loop: send the conversation to a
 //! [`Provider`](providers::Provider), stream the response into it, run the tools it asks for
-//! through the [`Executor`](runtime::Executor), repeat (spec §7.10 autopilot), reporting every
+//! through the [`Executor`](runtime::Executor), repeat (autopilot), reporting every
 //! step as a [`SessionEvent`](runtime::SessionEvent). [`prelude`] holds the names an embedder
 //! starts with.
 //!
@@ -108,33 +108,39 @@ pub use flemma_store as store;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-/// The book's chapters (`docs/src`), their Rust snippets compiled and run as doctests.
+/// The book's pages (`docs/`) that hold Rust snippets, compiled and run as doctests.
 #[cfg(doctest)]
 pub mod book {
-    #[doc = include_str!("../docs/src/introduction.md")]
+    #[doc = include_str!("../docs/introduction.md")]
     pub struct Introduction;
-    #[doc = include_str!("../docs/src/getting-started.md")]
+    #[doc = include_str!("../docs/getting-started.md")]
     pub struct GettingStarted;
-    #[doc = include_str!("../docs/src/command.md")]
+    #[doc = include_str!("../docs/command.md")]
     pub struct Command;
-    #[doc = include_str!("../docs/src/embedding.md")]
+    #[doc = include_str!("../docs/chat-format.md")]
+    pub struct ChatFormat;
+    #[doc = include_str!("../docs/embedding.md")]
     pub struct Embedding;
-    #[doc = include_str!("../docs/src/tools.md")]
+    #[doc = include_str!("../docs/tools.md")]
     pub struct Tools;
-    #[doc = include_str!("../docs/src/security.md")]
+    #[doc = include_str!("../docs/approval.md")]
+    pub struct Approval;
+    #[doc = include_str!("../docs/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../docs/security.md")]
     pub struct Security;
-    #[doc = include_str!("../docs/src/hooks.md")]
+    #[doc = include_str!("../docs/hooks.md")]
     pub struct Hooks;
-    #[doc = include_str!("../docs/src/mcp.md")]
+    #[doc = include_str!("../docs/mcp.md")]
     pub struct Mcp;
-    #[doc = include_str!("../docs/src/editor.md")]
+    #[doc = include_str!("../docs/editor.md")]
     pub struct Editor;
-    #[doc = include_str!("../docs/src/many-machines.md")]
+    #[doc = include_str!("../docs/many-machines.md")]
     pub struct ManyMachines;
-    #[doc = include_str!("../docs/src/reference/cli.md")]
+    #[doc = include_str!("../docs/reference/cli.md")]
     pub struct ReferenceCli;
-    #[doc = include_str!("../docs/src/reference/configuration.md")]
+    #[doc = include_str!("../docs/reference/configuration.md")]
     pub struct ReferenceConfiguration;
-    #[doc = include_str!("../docs/src/contributing.md")]
+    #[doc = include_str!("../docs/contributing.md")]
     pub struct Contributing;
 }

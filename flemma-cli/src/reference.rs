@@ -1,4 +1,4 @@
-//! The book's command-line reference (`docs/src/reference/cli.md`), generated from the
+//! The book's command-line reference (`docs/reference/cli.md`), generated from the
 //! command's clap definition and checked fresh by a test.
 //!
 //! `cargo test -p flemma-cli cli_reference` fails when the committed page differs from what the
@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn cli_reference_is_fresh() -> Result<(), Box<dyn std::error::Error>> {
         let page = super::render(&crate::command());
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/src/reference/cli.md");
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
         if std::env::var_os("FLEMMA_UPDATE_DOCS").is_some() {
             std::fs::write(&path, &page)?;
             return Ok(());

@@ -1,4 +1,4 @@
-//! Issue 34, safe defaults for an embedder: an application written as the README's
+//! Issue 34, safe defaults for an embedder: an application written as the book's
 //! "Embedding the loop" (the book) shows (no sandbox call, the default `$standard`, which approves
 //! `write`) cannot write outside the conversation's writable set, with bubblewrap or without
 //! any backend; no sandbox at all is the host's explicit choice of the option.

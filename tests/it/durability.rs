@@ -1,7 +1,7 @@
-//! The session's durability points (README, "Durability of the transcript"): a streamed
-//! response and the placeholders of its calls are appended `Buffered` and made durable before
-//! a call starts or the turn goes to the user; everything else, the results above all, is
-//! written `Durable`.
+//! The session's durability points (the book's decision record 0086,
+//! `docs/decisions/0086-durable-transcript.md`): a streamed response and the placeholders of its
+//! calls are appended `Buffered` and made durable before a call starts or the turn goes to the
+//! user; everything else, the results above all, is written `Durable`.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

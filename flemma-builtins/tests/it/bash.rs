@@ -508,7 +508,10 @@ async fn huge_output() {
         "resident memory grew by {growth} KiB for {size} bytes of output (in {elapsed:?})"
     );
     // The parent shows it with --nocapture.
-    #[expect(clippy::print_stderr, reason = "the figure the README quotes")]
+    #[expect(
+        clippy::print_stderr,
+        reason = "the figure the book's Performance page quotes"
+    )]
     {
         eprintln!(
             "{size} bytes of output in {elapsed:?}; peak resident memory grew by {growth} KiB"

@@ -66,7 +66,7 @@ fn the_quickstart_runs_offline_into_the_output_file_and_leaves_the_example_uncha
 /// block after "`target/quickstart.chat` afterwards").
 fn book_quickstart() -> String {
     let page = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/src/getting-started.md"),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/getting-started.md"),
     )
     .unwrap();
     let after = page
@@ -117,7 +117,7 @@ fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
         "{waiting}"
     );
     // Approved in the transcript, the next run (a new process, the same script: the
-    // README's flow) executes it and sends; the script resumes after the turn the
+    // the book's flow) executes it and sends; the script resumes after the turn the
     // conversation holds, so no call id repeats.
     let approve = flemma(
         &["approve", chat.to_str().unwrap(), "toolu_scripted_1_1"],

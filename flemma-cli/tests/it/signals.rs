@@ -199,7 +199,7 @@ fn the_second_ctrl_c_exits_even_when_a_write_is_stuck() {
 }
 
 /// A SIGTERM while a command runs: the aborted result keeps what the command had written
-/// (spec §12: the error, a blank line, `Partial output:` and the output; README, bash:
+/// (spec §12: the error, a blank line, `Partial output:` and the output; decision record 0111:
 /// "a cancel gives `User aborted tool execution.` with the partial output").
 #[test]
 fn sigterm_while_bash_runs_keeps_the_partial_output() {

@@ -1,4 +1,4 @@
-//! The book's configuration reference (`docs/src/reference/configuration.md`), generated from
+//! The book's configuration reference (`docs/reference/configuration.md`), generated from
 //! the options schema (`known_options`) and the built-in presets, and checked fresh here:
 //! `FLEMMA_UPDATE_DOCS=1 cargo test -p flemma-config reference` rewrites it.
 
@@ -111,8 +111,7 @@ fn render() -> String {
 #[test]
 fn the_configuration_reference_is_fresh() -> Result<(), Box<dyn std::error::Error>> {
     let page = render();
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/src/reference/configuration.md");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/configuration.md");
     if std::env::var_os("FLEMMA_UPDATE_DOCS").is_some() {
         std::fs::write(&path, &page)?;
         return Ok(());

@@ -1,7 +1,8 @@
-//! `FileConversation`'s durability contract (README, "Durability of the transcript"): durable
-//! changes are atomic rewrites, `Buffered` appends are written in place and never touch the
-//! text before them, and a process killed while writing leaves the old text or the new one
-//! (a durable change) or the old text and a prefix of the appended lines (a buffered append).
+//! `FileConversation`'s durability contract (the book's decision record 0086,
+//! `docs/decisions/0086-durable-transcript.md`): durable changes are atomic rewrites,
+//! `Buffered` appends are written in place and never touch the text before them, and a process
+//! killed while writing leaves the old text or the new one (a durable change) or the old text and
+//! a prefix of the appended lines (a buffered append).
 //! A durable change to buffered text only is written in place and synced: killed, it leaves
 //! the durable text and a prefix of the buffered text as it was or as it became.
 
