@@ -48,6 +48,7 @@
 //! no crate re-exports) and the [`prelude`], the one deliberate second path of the names in
 //! it.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 /// The attribute the SDK's async traits are written with, for implementing
 /// [`Tool`](core::Tool), [`Conversation`](runtime::Conversation),
 /// [`Approver`](core::Approver), [`Resolver`](approval::Resolver),

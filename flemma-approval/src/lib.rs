@@ -48,6 +48,7 @@
 //! # }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod builtin;
 mod cache;
 mod chain;

@@ -29,6 +29,7 @@
 //! assert_eq!(flemma_ast::print(&doc), text);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod ast;
 mod content;
 mod edit;

@@ -19,6 +19,7 @@
 //! # Ok::<(), flemma_schema::SchemaError>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #[cfg(unix)]
 mod bash;
 mod bwrap;

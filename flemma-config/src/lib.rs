@@ -24,6 +24,7 @@
 //! # Ok::<(), flemma_config::ConfigError>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod config;
 mod diagnostic;
 mod env;

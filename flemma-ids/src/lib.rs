@@ -32,6 +32,7 @@
 //! # Ok::<(), flemma_ids::InvalidId>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod error;
 mod id;
 mod name;

@@ -139,6 +139,7 @@
 //! # }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod approval;
 mod call;
 mod config;

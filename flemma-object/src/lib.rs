@@ -22,6 +22,7 @@
 //! The book's "Running on many machines" (`docs/many-machines.md`) has the bucket
 //! layout, the lease rules and the failure table.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod bucket;
 mod conversation;
 mod error;

@@ -41,6 +41,7 @@
 //! assert_eq!(text, "Hi!");
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod adapters;
 mod anthropic;
 mod body;
