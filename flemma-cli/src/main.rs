@@ -22,7 +22,8 @@ mod notices;
 #[cfg(feature = "object-store")]
 mod object;
 mod options;
-#[cfg(test)]
+// The book's command-line reference lists every command: it is rendered with all of them.
+#[cfg(all(test, feature = "mcp", feature = "lsp", feature = "object-store"))]
 mod reference;
 mod render;
 mod request;
