@@ -324,6 +324,16 @@ impl Config {
     /// ([`Config::set_auto_approve_function`]): the last function written, unless a later list
     /// `set` replaced it.
     pub fn auto_approve_function(&self) -> Option<&AutoApprovePolicy> {
+        // Asked for every call: without a function in any layer there is nothing to find, and
+        // the lists need not be parsed.
+        let has_function = self
+            .layers
+            .iter()
+            .flatten()
+            .any(|entry| matches!(entry, Entry::Function { path, .. } if path == AUTO_APPROVE));
+        if !has_function {
+            return None;
+        }
         let expand = |name: &str| self.presets.expand(name, AUTO_APPROVE);
         let mut function = None;
         for entry in Layer::ALL
