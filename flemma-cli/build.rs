@@ -8,10 +8,11 @@
 //!
 //! Only where the linker is known to be lld: the `x86_64-unknown-linux-gnu` target with rustc
 //! 1.90 or later (which links with its own `rust-lld` there) and no linker chosen by the
-//! build (`RUSTC_LINKER`, or a `linker` flag in the rustflags). Elsewhere, or with
-//! `FLEMMA_LINK_ORDER=0`, nothing is added and the linker's default layout is kept. Names
-//! the file lists that the binary does not have (another version, other features, another
-//! toolchain) are ignored: the layout is then partly the default one, never a failed link.
+//! build (`RUSTC_LINKER`, or any link flag in the rustflags: `-C linker`, `-C link-arg`).
+//! Elsewhere, or with `FLEMMA_LINK_ORDER=0`, nothing is added and the linker's default layout
+//! is kept. Names the file lists that the binary does not have (another version, other
+//! features, another toolchain) are ignored: the layout is then partly the default one, never a
+//! failed link.
 //! It applies to every profile, so that the debug builds of the tests link with it too.
 
 use std::env;
