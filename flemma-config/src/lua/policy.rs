@@ -38,7 +38,8 @@ use super::{Write, evaluate, lua_error};
 use crate::config::{AutoApprovePolicy, PolicyContext, PolicyDecision};
 use crate::error::PolicyError;
 
-/// How deep a call's input may nest (the parser refuses inputs deeper than 127 levels).
+/// How deep the conversion of a call's input to Lua goes: above the parser's own limit
+/// (`flemma_ast::MAX_INPUT_DEPTH`), so every input the parser accepts converts.
 const MAX_DEPTH: u32 = 128;
 
 /// The function of one frontmatter write, found again by running the frontmatter.

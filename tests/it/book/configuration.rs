@@ -28,10 +28,9 @@ pub(super) fn render() -> String {
          applied in turn to the layer below: `+x` adds, `^x` puts first, `!x` removes, `$name` \
          is a preset's list. In `flemma.toml` an option is a key of its table \
          (`[tools]` `max_concurrent = 4`; `tools` itself is `tools.list`).\n\n\
-         A frontmatter is text the user may not have written: for the sandbox, the tools' \
-         environment and what references read, it may only narrow the host's value (each \
-         option says how), unless the host's options file says `[frontmatter] may_widen = true`. \
-         A value that widens is not taken and stops the conversation with an error.\n",
+         A frontmatter may only narrow some options, each marked below with how; \
+         [What a transcript's frontmatter can change](../security.md#what-a-transcripts-frontmatter-can-change) \
+         says why, what happens to a wider value, and how a host lets it widen.\n",
     );
 
     page.push_str(
