@@ -40,7 +40,22 @@ use setup::TemplatesArg;
 
 /// Parse, check and format `.chat` transcripts.
 #[derive(Debug, Parser)]
-#[command(name = "flemma", version, about)]
+#[command(
+    name = "flemma",
+    version,
+    about,
+    long_about = concat!(
+        env!("CARGO_PKG_DESCRIPTION"),
+        "\n\n`run`, `cycle`, `approve`, `reject` and `approve-all` print on stderr the \
+         executor's warnings as `warning: TEXT` (an approved block whose content was edited and \
+         is not run, a result that could not be stored, a resolver that failed, ...) and what \
+         opening the conversation found of its background jobs as `jobs: N re-adopted, N \
+         finished while away, N lost, N run elsewhere`.",
+        "\n\n`run`, `cycle`, `tools` and `request` stop with exit 1 on an option error, one \
+         line each (`flemma: FILE:LINE: Unknown tool 'reed' -- did you mean 'read'?`); an \
+         option warning goes to stderr and the command goes on.",
+    )
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,7 +71,8 @@ struct Cli {
     sets: Vec<String>,
     /// Show more diagnostics on stderr: -v info, -vv debug, -vvv trace.
     ///
-    /// The default shows warnings; `RUST_LOG` adds directives such as `flemma_runtime=debug`.
+    /// The default shows warnings; `RUST_LOG` adds directives such as `flemma_runtime=debug`
+    /// (`RUST_LOG=off` silences them, the default warnings included).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 }
@@ -66,8 +82,20 @@ enum Command {
     /// Run the agent loop on FILE: send, run the tools, repeat.
     ///
     /// Runs until the model answers, a call waits for approval, `--max-turns` is reached or
-    /// it is cancelled (Ctrl-C; twice cancels everything). FILE is appended to as the response
-    /// streams and rewritten atomically as the tools finish; edits made meanwhile are kept.
+    /// it is cancelled. FILE is appended to as the response streams and rewritten atomically
+    /// as the tools finish; edits made meanwhile are kept.
+    ///
+    /// The model's text goes to standard output, status lines to stderr: `request 1`,
+    /// `running: ls: .`, `ok: ls: .` followed by the result's first lines, `stopped:
+    /// finished`. On a terminal a spinner shows each running tool; elsewhere the lines are
+    /// plain, without escape codes.
+    ///
+    /// Ctrl-C cancels the request (an abort marker is written), the running tools, or the wait
+    /// for background jobs (the jobs go on); a second Ctrl-C cancels everything, background
+    /// jobs included. SIGTERM and SIGHUP cancel as the first Ctrl-C does. After the second
+    /// Ctrl-C, a SIGTERM or a SIGHUP the command exits within 5 s; one more signal exits at
+    /// once.
+    ///
     /// Exit codes: 0 finished or nothing to do, 3 awaiting approval, 4 stopped by a limit, 5
     /// background jobs still running, 6 a hook blocked the prompt, 1 failed, 2 usage error,
     /// 130/143/129 cancelled by a signal.
@@ -94,6 +122,13 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         script: Option<PathBuf>,
         /// What happens to calls that need approval.
+        ///
+        /// `ask` asks `allow CALL? [y/n/reason]` on a terminal: only `y` or `yes` runs the
+        /// call, `n` or `no` rejects it, other text rejects it with that text as the reason,
+        /// and Ctrl-D or Ctrl-C leaves it `(pending)` and stops the run. Where standard input
+        /// or stderr is not a terminal, `ask` is `none`: calls wait as `(pending)` in the file
+        /// (exit 3) for `flemma approve` or `flemma reject`, then a new `flemma run`. `all`
+        /// approves every call the approval chain leaves pending.
         #[arg(long, value_enum, default_value = "ask")]
         approve: run::ApproveMode,
         /// Stop after this many consecutive responses that ask for tools (default: the
@@ -113,7 +148,9 @@ enum Command {
     Cycle {
         /// The `.chat` file.
         file: PathBuf,
-        /// Print `{"placed", "completed", "delivered", "warnings", "recovered", "next"}`.
+        /// Print `{"placed", "completed", "delivered", "warnings", "recovered": {"adopted",
+        /// "finished", "lost", "elsewhere"}, "next"}`, `next` being `send`, `await_approval`,
+        /// `running` or `idle`.
         #[arg(long)]
         json: bool,
         /// Then wait for the conversation's background jobs and deliver their Job Results.
@@ -121,13 +158,18 @@ enum Command {
         wait: bool,
     },
     /// Approve the pending call ID.
+    ///
+    /// Fails (exit 1) with `flemma: FILE: Tool not found: ID`, `No tool result placeholder for
+    /// ID` or `Tool ID has already completed`.
     Approve {
         /// The `.chat` file.
         file: PathBuf,
         /// The tool call id.
         id: String,
     },
-    /// Reject the pending call ID; the model is told `User feedback: MESSAGE`.
+    /// Reject the pending call ID.
+    ///
+    /// Fails as `flemma approve` does.
     Reject {
         /// The `.chat` file.
         file: PathBuf,
@@ -139,21 +181,32 @@ enum Command {
         message: Option<String>,
     },
     /// Approve every pending call.
+    ///
+    /// Fails (exit 1) with `flemma: FILE: No pending tools to approve` when none is pending.
     ApproveAll {
         /// The `.chat` file.
         file: PathBuf,
     },
     /// List the conversation's background jobs.
     ///
-    /// Each job is running, completed (delivery pending), delivered or lost.
+    /// Each job is running, completed (delivery pending), delivered or lost. As text, columns
+    /// JOB, CALL, TOOL, STATE and ELAPSED, or `no jobs`. It only reads: no recovery runs. A job
+    /// the transcript names and no journal knows is delivered when its Job Result is there,
+    /// lost when it is not or when that block is the `Job lost` marker (header `error job=J`).
     Jobs {
         /// The `.chat` file.
         file: PathBuf,
-        /// Print `[{"job_id", "tool_id", "tool", "state", "elapsed_seconds"}]`.
+        /// Print `[{"job_id", "tool_id", "tool", "state", "elapsed_seconds"}]`; `state` is
+        /// `running`, `completed`, `delivered` or `lost`, `elapsed_seconds` null when unknown.
         #[arg(long)]
         json: bool,
     },
     /// Report diagnostics; exit 1 when there are any.
+    ///
+    /// The parser's diagnostics, the frontmatter's error, the option diagnostics (unknown
+    /// tools, globs matching nothing, unknown presets) and the calls in progress, one line
+    /// each: `PLACE: severity: kind: message`, PLACE being `FILE:LINE`, an options file's
+    /// `PATH:LINE` or `--set`.
     Check {
         /// The `.chat` file.
         file: PathBuf,
@@ -162,14 +215,20 @@ enum Command {
         json: bool,
     },
     /// Print the parsed transcript (`-` reads standard input).
+    ///
+    /// As text, an outline: the frontmatter, each message with its segments and their lines,
+    /// then the diagnostics.
     Parse {
         /// The `.chat` file.
         file: PathBuf,
-        /// Print the AST as JSON.
+        /// Print the AST as JSON: `flemma::ast::Document` serialized.
         #[arg(long)]
         json: bool,
     },
     /// Rewrite the file in canonical form (`-` prints the result to standard output).
+    ///
+    /// The file is replaced atomically (no backup), only when it changes, and keeps its line
+    /// ending: that of its first line, so a CRLF file stays CRLF.
     Fmt {
         /// The `.chat` file.
         file: PathBuf,
@@ -185,6 +244,11 @@ enum Command {
     /// Sorted by name, as the model sees them (with `--json`, harness parameters included);
     /// without FILE, the defaults. MCP servers of the options files are started and their
     /// tools listed as well.
+    ///
+    /// As text, columns NAME, APPROVAL and DESCRIPTION (its first sentence). APPROVAL is
+    /// `auto` when `tools.auto_approve` names the tool (or `tools.require_approval` is off),
+    /// `sandboxed` when the sandbox resolver approves it because a sandbox runs it, else `ask`;
+    /// hooks and MCP hints may still decide a call (`flemma approval explain` shows how).
     Tools {
         /// The `.chat` file whose frontmatter shapes the tool set.
         file: Option<PathBuf>,
@@ -193,6 +257,11 @@ enum Command {
         json: bool,
     },
     /// Print the request body a provider would receive for FILE (no network).
+    ///
+    /// The tools offered are the conversation's tool set as `flemma tools` lists it, the MCP
+    /// servers' included; templates and `@./file` references are rendered. Diagnostics go to
+    /// stderr as `FILE:LINE: severity: message`. The exit code is 1 when a template failed
+    /// or there is nothing to send; the body is printed all the same.
     Request {
         /// The `.chat` file.
         file: PathBuf,
@@ -225,7 +294,8 @@ enum Command {
     },
     /// The language server of `.chat` documents, on standard input and output.
     ///
-    /// For an editor to start.
+    /// For an editor to start. It reads the options files and `--set` as the other commands
+    /// do and checks frontmatters against the built-in tools; MCP servers are not started.
     #[cfg(feature = "lsp")]
     Lsp,
     /// Run the ready conversations under an object-store prefix (`s3://bucket/prefix`).
@@ -235,6 +305,9 @@ enum Command {
     /// on any number of machines. The bucket's client comes from the `AWS_*` variables
     /// (`AWS_ENDPOINT_URL` for S3-compatible servers). Runs until SIGINT, SIGTERM or SIGHUP,
     /// then lets the runs stop and releases their leases.
+    ///
+    /// `flemma run s3://BUCKET/KEY.chat` runs one conversation of a prefix, under a lease as a
+    /// worker does.
     #[cfg(feature = "object-store")]
     Worker(object::WorkerArgs),
 }
@@ -255,12 +328,19 @@ enum McpCommand {
     },
     /// Serve FILE's tools (its tool set, approval chain and sandbox, as a cycle applies them)
     /// to an MCP client over stdio, or streamable HTTP on a loopback address with `--http`.
+    ///
+    /// Calls the approval chain leaves pending are refused with an error result unless
+    /// `--approve all`.
     Serve(mcp_serve::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
 enum StoreCommand {
     /// Print where the store keeps a result of FILE's conversation (FILE need not exist).
+    ///
+    /// For `s3://BUCKET/KEY.chat` (the `object-store` feature, on by default) it prints the
+    /// result's object URL; a result the store keeps outside the conversation's store
+    /// directory stays a path on this machine.
     Path {
         /// The `.chat` file.
         file: PathBuf,
@@ -282,7 +362,7 @@ enum StoreCommand {
 #[derive(Debug, Subcommand)]
 enum ApprovalCommand {
     /// Decide a call of TOOL in FILE's conversation and show every resolver consulted, then
-    /// what the conversation's tools may write (the sandbox's writable set).
+    /// what the conversation's tools may write (the sandbox's writable set, absolute paths).
     Explain {
         /// The `.chat` file (its frontmatter is the FRONTMATTER layer).
         file: PathBuf,
@@ -292,7 +372,8 @@ enum ApprovalCommand {
         /// The call's input as JSON.
         #[arg(long, default_value = "{}")]
         input: String,
-        /// Print the explanation as JSON.
+        /// Print the explanation as JSON, with `"writable": {"enforced", "reason", "paths",
+        /// "read_only"}`; `reason` only when the set is not enforced.
         #[arg(long)]
         json: bool,
     },
