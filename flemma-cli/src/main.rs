@@ -175,8 +175,8 @@ enum Command {
         file: PathBuf,
         /// The tool call id.
         id: String,
-        /// Why; written into the block as `User feedback: MESSAGE` (without it, the model
-        /// reads `This tool has been rejected by the user.`).
+        /// Why; written into the block as the model will read it, marked as the user's
+        /// feedback (without it, the model reads the plugin's rejection text).
         #[arg(long)]
         message: Option<String>,
     },
