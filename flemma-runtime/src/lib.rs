@@ -47,6 +47,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod actions;
+pub mod agents;
 mod builtins;
 mod conversation;
 mod events;

@@ -98,6 +98,20 @@ pub fn claude_tool_name(tool: &str) -> String {
     }
 }
 
+/// Our name of a tool Claude Code names `claude`: its built-ins (`Bash` → `bash`, `Glob` →
+/// `find`), `Task` and `Agent` → `agent`, `mcp__server__tool` → `server.tool`; `None` for any
+/// other name (ours already, or one of Claude Code's tools flemma does not have).
+pub(crate) fn native_tool_name(claude: &str) -> Option<String> {
+    if let Some(m) = MAPPINGS.iter().find(|m| m.claude == claude) {
+        return Some(m.ours.to_owned());
+    }
+    if matches!(claude, "Task" | "Agent") {
+        return Some(crate::agents::AGENT_TOOL.to_owned());
+    }
+    let (server, tool) = claude.strip_prefix("mcp__")?.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then(|| format!("{server}.{tool}"))
+}
+
 /// A call's input in Claude Code's vocabulary: the built-ins' fields renamed
 /// (`path` → `file_path`, `old_text` → `old_string`), relative paths made absolute from
 /// `cwd`, `bash`'s `timeout` in milliseconds; other fields and other tools as they are.

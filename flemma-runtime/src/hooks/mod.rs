@@ -51,6 +51,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub(crate) use claude::native_tool_name;
 pub use claude::{claude_input, claude_tool_name, native_input};
 pub use command::{CommandHook, DEFAULT_TIMEOUT};
 pub use config::{Compat, HookConfigError, HooksConfig, from_config, from_frontmatter};

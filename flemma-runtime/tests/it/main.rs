@@ -7,6 +7,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod agents;
 mod claims;
 mod conversation_ids;
 mod cycle;
@@ -35,4 +36,12 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
         cause = error.source();
     }
     text
+}
+
+/// A subagent warning with the causes of the error it holds.
+pub(crate) fn chain_warning(warning: &flemma_runtime::agents::AgentWarning) -> String {
+    match warning {
+        flemma_runtime::agents::AgentWarning::Skipped { error } => chain(error),
+        other => other.to_string(),
+    }
 }
