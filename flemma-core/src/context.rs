@@ -43,6 +43,8 @@ struct Inner {
     cancel: CancellationToken,
     /// The executor's jobs (for `flemma.jobs.status`).
     jobs: Option<Arc<dyn crate::JobLookup>>,
+    /// The session's child conversations (for the `agent` tool).
+    delegate: Option<Arc<dyn crate::Delegate>>,
     /// Where a bound truncation wrote the full output, so completion does not store it twice.
     overflow: Mutex<Option<PathBuf>>,
     /// Why the full output could not be written to the store, when it could not.
@@ -91,6 +93,7 @@ pub struct ExecutionContextBuilder {
     store: Option<Arc<Store>>,
     cancel: Option<CancellationToken>,
     jobs: Option<Arc<dyn crate::JobLookup>>,
+    delegate: Option<Arc<dyn crate::Delegate>>,
     progress: Option<ProgressSink>,
 }
 
@@ -112,6 +115,7 @@ impl ExecutionContext {
             store: None,
             cancel: None,
             jobs: None,
+            delegate: None,
             progress: None,
         }
     }
@@ -193,6 +197,12 @@ impl ExecutionContext {
     /// The executor's jobs, for `flemma.jobs.status`.
     pub fn jobs(&self) -> Option<&Arc<dyn crate::JobLookup>> {
         self.inner.jobs.as_ref()
+    }
+
+    /// The session's child conversations, for the `agent` tool; `None` where the host runs
+    /// tools without a session that lends them (a tools-only host, subagents not enabled).
+    pub fn delegate(&self) -> Option<&Arc<dyn crate::Delegate>> {
+        self.inner.delegate.as_ref()
     }
 
     /// Reports how far the call got: the executor forwards it as an
@@ -426,6 +436,12 @@ impl ExecutionContextBuilder {
         self
     }
 
+    /// The session's child conversations, for the `agent` tool.
+    pub fn delegate(mut self, delegate: Arc<dyn crate::Delegate>) -> Self {
+        self.delegate = Some(delegate);
+        self
+    }
+
     /// Where [`ExecutionContext::report_progress`] goes (default: nowhere). The executor sets
     /// it to emit an `flemma_runtime::Event::ToolProgress`.
     pub fn on_progress(
@@ -502,6 +518,7 @@ impl ExecutionContextBuilder {
                 store: self.store,
                 cancel: self.cancel.unwrap_or_default(),
                 jobs: self.jobs,
+                delegate: self.delegate,
                 overflow: Mutex::new(None),
                 overflow_error: Mutex::new(None),
                 progress: self.progress,

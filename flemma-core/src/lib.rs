@@ -36,6 +36,7 @@
 mod approver;
 mod context;
 mod definition;
+mod delegate;
 mod detach;
 mod lookup;
 pub mod messages;
@@ -50,6 +51,7 @@ pub mod truncate;
 pub use approver::{Answer, Approver, FnApprover, PendingCall, approver_fn};
 pub use context::{ExecutionContext, ExecutionContextBuilder, ParsedDocuments, resolve_path};
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
+pub use delegate::{Delegate, DelegateRequest};
 pub use detach::{Detach, DetachedCommand, DetachedEnding};
 pub use lookup::{JobLookup, JobStatus};
 pub use output::{Output, ToolOutput};

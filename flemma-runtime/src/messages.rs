@@ -65,3 +65,42 @@ pub(crate) const JOB_STATE_COMPLETED: &str = "completed";
 
 /// `tool.flemma.jobs.status.state_removed`
 pub(crate) const JOB_STATE_REMOVED: &str = "completed (removed from conversation)";
+
+// Subagents (flemma-rs's own strings: the plugin has no `agent` tool).
+
+/// An `agent` call naming no defined agent.
+pub(crate) fn unknown_agent(name: &str, suggestion: Option<&str>, known: &[&str]) -> String {
+    let mut text = format!("Unknown agent '{name}'.");
+    if let Some(suggestion) = suggestion {
+        text.push_str(" Did you mean '");
+        text.push_str(suggestion);
+        text.push_str("'?");
+    }
+    if known.is_empty() {
+        text.push_str(" No agents are defined.");
+    } else {
+        text.push_str(" Agents: ");
+        text.push_str(&known.join(", "));
+        text.push('.');
+    }
+    text
+}
+
+/// An `agent` call where no session lends children (a tools-only host).
+pub(crate) const AGENT_NEEDS_SESSION: &str =
+    "The agent tool needs a session with a model; this host runs tools only.";
+
+/// The line after a child's answer that names its transcript.
+pub(crate) fn agent_transcript(path: &str) -> String {
+    format!("Subagent transcript: {path}")
+}
+
+/// A child that stopped without an answer, and why.
+pub(crate) fn agent_stopped(agent: &str, why: &str, transcript: Option<&str>) -> String {
+    match transcript {
+        Some(path) => {
+            format!("Subagent '{agent}' stopped without an answer: {why}. Its transcript: {path}")
+        }
+        None => format!("Subagent '{agent}' stopped without an answer: {why}."),
+    }
+}

@@ -14,6 +14,7 @@ mod hooks;
 mod http;
 mod session;
 mod streams;
+mod subagents;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -17,6 +17,7 @@
 
 mod definition;
 mod error;
+mod tool;
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -24,6 +25,12 @@ use std::path::{Path, PathBuf};
 
 pub use definition::{AGENT_TOOL, AgentDefinition, AgentSource, MAX_AGENT_NAME, Narrowed};
 pub use error::{AgentError, AgentWarning};
+pub use tool::{AgentTool, DEFAULT_MAX_DEPTH, Subagents};
+
+/// The resolver of a child's approval chain through which the parent conversation's decision
+/// of the same call bounds the child's (first in the chain: `approval explain` of a child's
+/// call shows it).
+pub const PARENT_RESOLVER: &str = "urn:flemma:approval:parent";
 
 /// The largest definition file read, in bytes.
 pub const MAX_DEFINITION_BYTES: u64 = 1024 * 1024;

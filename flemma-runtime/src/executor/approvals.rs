@@ -346,3 +346,37 @@ impl Executor {
         crate::placements::of_conversation(&**conversation, chat.as_deref())
     }
 }
+
+impl Executor {
+    /// How this executor's conversation would decide a call of `tool` with `input` now: its
+    /// options and its chain, its `PreToolUse` hooks not run (a child's cycle runs the same
+    /// hooks for its own call). What a child's call may get at most
+    /// ([`crate::agents`]: the parent's approvals bind its children).
+    pub(crate) async fn decision_for(
+        &self,
+        tool: &ToolName,
+        input: &Value,
+    ) -> Result<Decision, ExecutorError> {
+        let settings = self.settings().await?;
+        let chain = self
+            .setup
+            .chain
+            .clone()
+            .unwrap_or_else(|| self.setup.registry.approval_chain());
+        let call = ToolCall {
+            name: tool,
+            input,
+            id: None,
+        };
+        let ctx = ApprovalContext {
+            config: &settings.shared.evaluated.config,
+            options: &settings.shared.evaluated.options,
+            tools: &self.setup.registry,
+            sandbox: &Available(settings.shared.sandbox_available),
+        };
+        let known = KnownVerdicts::new().with(HOOKS_RESOLVER, flemma_approval::Verdict::pass());
+        let outcome = chain.decide_knowing(&call, &ctx, &known).await;
+        self.report_failures(&outcome);
+        Ok(outcome.decision)
+    }
+}

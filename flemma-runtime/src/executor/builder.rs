@@ -27,6 +27,7 @@ struct Parts {
     hooks: crate::hooks::Hooks,
     placements: Option<Arc<dyn Placements>>,
     approvals: TranscriptApprovals,
+    delegate: Option<Arc<dyn flemma_core::Delegate>>,
 }
 
 /// Builds an [`Executor`]; see [`Executor::builder`].
@@ -50,6 +51,15 @@ impl ExecutorBuilder {
     /// overrides); default: the built-in defaults.
     pub fn config(mut self, config: Config) -> Self {
         self.parts.transcript = self.parts.transcript.config(config);
+        self
+    }
+
+    /// What this executor's calls may ask of a session beyond their own work: child
+    /// conversations ([`ExecutionContext::delegate`](flemma_core::ExecutionContext::delegate),
+    /// for the `agent` tool). [`SessionBuilder::subagents`](crate::SessionBuilder::subagents)
+    /// sets it; without it the `agent` tool answers that subagents need a session.
+    pub fn delegate(mut self, delegate: Arc<dyn flemma_core::Delegate>) -> Self {
+        self.parts.delegate = Some(delegate);
         self
     }
 
@@ -233,6 +243,7 @@ impl ExecutorBuilder {
             hooks,
             placements,
             approvals,
+            delegate,
         } = self.parts;
         let transcript = Arc::new(transcript.sandbox_backends(sandbox).build());
         Executor {
@@ -245,6 +256,7 @@ impl ExecutorBuilder {
                 hooks: hooks.snapshot(),
                 placements,
                 approvals,
+                delegate,
             },
             jobs: Arc::new(crate::jobs::table::Jobs::new(Arc::clone(&events))),
             events,
@@ -271,6 +283,7 @@ impl Executor {
                 guard: None,
                 placements: None,
                 approvals: TranscriptApprovals::default(),
+                delegate: None,
             },
             event_capacity: crate::fanout::DEFAULT_CAPACITY,
             forwards: Vec::new(),

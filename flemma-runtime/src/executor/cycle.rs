@@ -33,6 +33,11 @@ impl Executor {
         self.setup.transcript.conversation()
     }
 
+    /// The host's approver, when it set one.
+    pub(crate) fn approver(&self) -> Option<&Arc<dyn flemma_core::Approver>> {
+        self.setup.approver.as_ref()
+    }
+
     /// The conversation's text, options and edits, shared with the executor's clients (a
     /// session builds its requests from the same parse and the same evaluation).
     pub fn transcript(&self) -> &Arc<Transcript> {

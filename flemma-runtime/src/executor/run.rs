@@ -330,6 +330,9 @@ impl Executor {
             .sandbox(settings.shared.sandbox.clone())
             .cancellation(token)
             .jobs(Arc::clone(&self.jobs));
+        if let Some(delegate) = &self.setup.delegate {
+            builder = builder.delegate(Arc::clone(delegate));
+        }
         let events = Arc::clone(&self.events);
         let (call, name) = (id.clone(), tool.clone());
         builder = builder.on_progress(move |progress| {

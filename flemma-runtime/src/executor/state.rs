@@ -39,6 +39,8 @@ pub(super) struct Setup {
     pub(super) placements: Option<Arc<dyn crate::placements::Placements>>,
     /// Whether an `(approved)` in the transcript approves by itself.
     pub(super) approvals: crate::placements::TranscriptApprovals,
+    /// What calls may ask of the session beyond their own work (child conversations).
+    pub(super) delegate: Option<Arc<dyn flemma_core::Delegate>>,
 }
 
 /// A host's check before each cycle (see

@@ -86,6 +86,16 @@ pub enum SessionEvent {
     Resumed,
     /// The run returned.
     Stopped(Stop),
+    /// An event of a subagent: the child session an `agent` call of this conversation started
+    /// (a grandchild's events arrive nested once more).
+    Subagent {
+        /// The `agent` call that started the child.
+        call: ToolUseId,
+        /// The agent's name.
+        agent: String,
+        /// The child's event.
+        event: Box<SessionEvent>,
+    },
     /// This subscriber's queue was full: `count` events were missed here (see
     /// [`SessionEvents`]).
     Missed {

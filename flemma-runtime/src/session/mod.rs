@@ -6,6 +6,7 @@
 //! for approval, `max_turns` is exceeded or the user cancels.
 
 mod autopilot;
+mod delegate;
 mod error;
 mod events;
 mod hooked;
@@ -61,6 +62,8 @@ pub struct SessionBuilder {
     flush_interval: Duration,
     wait_for_jobs: bool,
     event_capacity: usize,
+    /// The subagents the session's calls may start, and this session's depth among them.
+    subagents: Option<(crate::agents::Subagents, u32)>,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -82,7 +85,24 @@ impl SessionBuilder {
             flush_interval: Duration::from_millis(100),
             wait_for_jobs: true,
             event_capacity: crate::fanout::DEFAULT_CAPACITY,
+            subagents: None,
         }
+    }
+
+    /// Lends this session to the `agent` calls of its conversation: each runs a subagent of
+    /// `subagents` as a child session, with this session's provider, its tools narrowed to the
+    /// agent's within the conversation's, this conversation's approvals over its own (a call
+    /// the parent would ask about is asked about; one it would deny is denied), this session's
+    /// approver, hooks and limits. Register [`Subagents::tool`](crate::agents::Subagents::tool)
+    /// in the registry for the model to see the tool.
+    pub fn subagents(self, subagents: crate::agents::Subagents) -> Self {
+        self.nested_subagents(subagents, 0)
+    }
+
+    /// [`subagents`](Self::subagents) for a session that is itself a child at `depth`.
+    fn nested_subagents(mut self, subagents: crate::agents::Subagents, depth: u32) -> Self {
+        self.subagents = Some((subagents, depth));
+        self
     }
 
     /// Sets the executor's options (the options below the frontmatter, the approval chain,
@@ -176,9 +196,16 @@ impl SessionBuilder {
         // outlives the session does not keep its stream open.
         let stream = Arc::downgrade(&subscribers);
         let inner = Arc::new_cyclic(|session: &std::sync::Weak<Inner>| {
+            let mut executor = self.executor;
+            if let Some((subagents, depth)) = self.subagents {
+                executor = executor.delegate(Arc::new(delegate::SessionDelegate {
+                    session: session.clone(),
+                    subagents,
+                    depth,
+                }));
+            }
             let session = session.clone();
-            let executor = self
-                .executor
+            let executor = executor
                 .on_event(move |event: &crate::Event| {
                     if let Some(subscribers) = stream.upgrade() {
                         subscribers.emit(SessionEvent::Tool(event.clone()));
