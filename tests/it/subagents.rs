@@ -512,3 +512,146 @@ fn a_tampered_child_transcript_cannot_widen_the_childs_approvals() {
         chat.text()
     );
 }
+
+/// Subagents with a tool `meet` that waits (10 s at most) for a second call of it to run at
+/// the same time: "together" when one did, "alone" otherwise.
+fn meeting(subagents: &Subagents) -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    registry.register(flemma::core::async_tool_fn(
+        ToolDefinition::builder("meet", "Meet the other.")
+            .unwrap()
+            .build()
+            .unwrap(),
+        move |_input, _ctx| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                match tokio::time::timeout(std::time::Duration::from_secs(10), barrier.wait()).await
+                {
+                    Ok(_) => ToolOutput::text("together"),
+                    Err(_) => ToolOutput::text("alone"),
+                }
+            }
+        },
+    ));
+    registry.register(subagents.tool().unwrap());
+    registry
+}
+
+#[test]
+fn several_agent_calls_of_one_message_run_their_children_at_once() {
+    let dir = Scratch::new("concurrent");
+    let subagents = reviewer(&["meet"]);
+    let registry = meeting(&subagents);
+    let chat = parent(&dir.0, &["agent", "meet"], "Both.");
+    let model = Arc::new(ScriptedProvider::new([
+        agent_call("First.")
+            .with_tool_use("agent", json!({"agent": "reviewer", "prompt": "Second."})),
+        // The two children's turns, in whichever order they ask.
+        Turn::tool_use("meet", json!({})),
+        Turn::tool_use("meet", json!({})),
+        Turn::text("Met."),
+        Turn::text("Met."),
+        Turn::text("Both met."),
+    ]));
+    let session = Session::builder(chat.clone(), registry, model)
+        .subagents(subagents)
+        .build();
+    assert_eq!(run(&session), Stop::Finished);
+    let text = chat.text();
+    assert_eq!(
+        text.matches("Met.\n\nSubagent transcript: ").count(),
+        2,
+        "{text}"
+    );
+    for id in ["toolu_scripted_1_1", "toolu_scripted_1_2"] {
+        let child = std::fs::read_to_string(dir.0.join(format!("x.reviewer.{id}.chat"))).unwrap();
+        assert!(child.contains("```\ntogether\n```"), "{id}: {child}");
+    }
+}
+
+#[test]
+fn cancelling_the_parent_cancels_its_child_and_no_success_is_reported() {
+    let dir = Scratch::new("cancel");
+    let subagents = reviewer(&["wait"]);
+    let registry = ToolRegistry::new();
+    let (started, mut waiting) = tokio::sync::mpsc::unbounded_channel();
+    registry.register(flemma::core::async_tool_fn(
+        ToolDefinition::builder("wait", "Wait until cancelled.")
+            .unwrap()
+            .build()
+            .unwrap(),
+        move |_input, ctx| {
+            let started = started.clone();
+            async move {
+                let _ = started.send(());
+                ctx.cancellation().cancelled().await;
+                ToolOutput::error("User aborted tool execution.")
+            }
+        },
+    ));
+    registry.register(subagents.tool().unwrap());
+    let chat = parent(&dir.0, &["agent", "wait"], "Go.");
+    let model = Arc::new(ScriptedProvider::new([
+        agent_call("Wait."),
+        Turn::tool_use("wait", json!({})),
+        Turn::text("never sent"),
+    ]));
+    let session = Session::builder(chat.clone(), registry, model.clone())
+        .subagents(subagents)
+        .build();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stop = runtime.block_on(async {
+        let running = tokio::spawn({
+            let session = session.clone();
+            async move { session.run().await }
+        });
+        waiting.recv().await.unwrap();
+        session.cancel_all();
+        running.await.unwrap().unwrap()
+    });
+    assert_eq!(stop, Stop::Cancelled);
+    assert_eq!(
+        model.remaining(),
+        1,
+        "the child or the parent sent after the cancellation"
+    );
+    let text = chat.text();
+    assert!(
+        text.contains("`toolu_scripted_1_1` (error)\n```\nUser aborted tool execution.\n```"),
+        "{text}"
+    );
+    let child = std::fs::read_to_string(dir.0.join("x.reviewer.toolu_scripted_1_1.chat")).unwrap();
+    assert!(child.contains("User aborted tool execution."), "{child}");
+}
+
+#[test]
+fn children_start_children_only_within_the_depth_limit() {
+    for (depth, offered_to_child) in [(1, vec!["note"]), (2, vec!["agent", "note"])] {
+        let dir = Scratch::new(&format!("depth-{depth}"));
+        let mut agents = Agents::new();
+        agents.register(AgentDefinition::new("reviewer", "Reviews.", "").unwrap());
+        let subagents = Subagents::new(agents).max_depth(depth);
+        let tools = tools(&subagents);
+        tools.registry.unregister("secret");
+        let chat = parent(&dir.0, &["agent", "note"], "Go.");
+        let model = Arc::new(ScriptedProvider::new([
+            agent_call("Go on."),
+            Turn::text("Child done."),
+            Turn::text("Done."),
+        ]));
+        let session = Session::builder(chat.clone(), tools.registry, model.clone())
+            .subagents(subagents)
+            .build();
+        assert_eq!(run(&session), Stop::Finished);
+        assert_eq!(
+            offered(&model.requests()[1]),
+            offered_to_child,
+            "max_depth {depth}"
+        );
+    }
+}
