@@ -398,7 +398,7 @@ async fn run_one(
     if approve_all {
         executor = executor.approver(Arc::new(ApproveAll));
     }
-    let session = crate::setup::session_of(executor, provider, max_turns).map_err(message)?;
+    let session = crate::setup::session_of(executor, provider, max_turns, None).map_err(message)?;
     let run = session.run();
     tokio::pin!(run);
     let stopped = tokio::select! {

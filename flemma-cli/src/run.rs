@@ -146,6 +146,7 @@ fn session(
     let mut asks = false;
     let mut prompt = None;
     let registry = crate::setup::registry(&config)?;
+    let subagents = crate::setup::subagents(&registry, conversation.path())?;
     let mut executor = crate::setup::executor(conversation, registry, config);
     match args.approve {
         ApproveMode::All => {
@@ -161,7 +162,7 @@ fn session(
         ApproveMode::Ask | ApproveMode::None => {}
     }
     Ok((
-        session_of(executor, provider, args.max_turns)?,
+        session_of(executor, provider, args.max_turns, subagents)?,
         asks,
         prompt,
     ))

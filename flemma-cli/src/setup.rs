@@ -46,6 +46,54 @@ pub(crate) fn registry(config: &Config) -> Result<ToolRegistry, Failure> {
     Ok(registry)
 }
 
+/// The subagents of the conversation's project (`.flemma/agents/*.md`, then Claude Code's
+/// `.claude/agents/*.md`; the project of the working directory without a conversation file),
+/// with the `agent` tool registered in `registry`; `None` when the project defines none. What
+/// the files could not give goes to stderr as warnings, escaped.
+pub(crate) fn subagents(
+    registry: &ToolRegistry,
+    conversation: Option<&Path>,
+) -> Result<Option<flemma::runtime::agents::Subagents>, Failure> {
+    use flemma::runtime::agents::{AgentWarning, Agents, Subagents};
+    use std::io::Write as _;
+    let dir = conversation
+        .map(flemma::config::conversation_path)
+        .and_then(|chat| chat.parent().map(Path::to_owned))
+        .or_else(|| std::env::current_dir().ok());
+    let Some(dir) = dir else {
+        return Ok(None);
+    };
+    let mut agents = Agents::new();
+    let warnings = agents.load_project(&flemma::config::project_root(&dir));
+    let mut err = std::io::stderr().lock();
+    for warning in &warnings {
+        let text = match warning {
+            AgentWarning::Skipped { error } => {
+                let mut text = error.to_string();
+                let mut cause = std::error::Error::source(error);
+                while let Some(error) = cause {
+                    text.push_str(": ");
+                    text.push_str(&error.to_string());
+                    cause = error.source();
+                }
+                text
+            }
+            other => other.to_string(),
+        };
+        let _ = writeln!(
+            err,
+            "{}",
+            crate::visible::line(&notices::warning_line(&text))
+        );
+    }
+    if agents.is_empty() {
+        return Ok(None);
+    }
+    let subagents = Subagents::new(agents);
+    registry.register(subagents.tool().map_err(|e| failed(e.into()))?);
+    Ok(Some(subagents))
+}
+
 /// [`registry`], once its sources (the MCP servers) have registered their tools or failed:
 /// for commands that list or check names rather than run a cycle (which waits by itself).
 pub(crate) fn ready_registry(config: &Config) -> Result<ToolRegistry, Failure> {
@@ -95,11 +143,15 @@ pub(crate) fn session_of(
     executor: flemma::runtime::ExecutorBuilder,
     provider: Arc<dyn Provider>,
     max_turns: Option<u64>,
+    subagents: Option<flemma::runtime::agents::Subagents>,
 ) -> Result<Session, Failure> {
     let mut builder =
         Session::from_executor(executor, provider).template_engine(template_engine(None)?);
     if let Some(max_turns) = max_turns {
         builder = builder.max_turns(max_turns);
+    }
+    if let Some(subagents) = subagents {
+        builder = builder.subagents(subagents);
     }
     Ok(builder.build())
 }

@@ -467,3 +467,43 @@ fn terminal_controls_in_a_call_are_shown_not_obeyed() {
         "{screen}"
     );
 }
+
+/// A subagent's call that needs approval is asked about at the parent's prompt, naming the
+/// agent: its definition is a Claude Code agent file, unchanged.
+#[test]
+fn a_subagents_call_is_asked_about_at_the_parents_prompt_naming_the_agent() {
+    let chat = scratch(
+        "pty-agent.chat",
+        b"```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"agent\"]}}}\n```\n@You:\nDelegate it.\n",
+    );
+    let dir = chat.parent().unwrap().to_owned();
+    let _ = std::fs::remove_file(dir.join("marker"));
+    std::fs::create_dir_all(dir.join(".claude/agents")).unwrap();
+    std::fs::write(
+        dir.join(".claude/agents/marker.md"),
+        "---\nname: marker\ndescription: Marks things.\ntools: Bash\nmodel: inherit\n---\n\nYou mark things.\n",
+    )
+    .unwrap();
+    let script = serde_json::json!([
+        {"tool_uses": [{"name": "agent", "input": {"agent": "marker", "prompt": "Mark it."}}]},
+        {"tool_uses": [{"name": "bash", "input": {"command": COMMAND, "label": "marking"}}]},
+        {"text": "Marked."},
+        {"text": "Done."}
+    ]);
+    std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+    let mut term = ask(&chat, &dir);
+    term.expect("allow agent marker: bash: $ touch marker && echo made-it — marking? [");
+    term.send(b"y\r");
+    term.expect("Done.");
+    term.expect("stopped: finished");
+    assert_eq!(term.exit_code(), Some(0));
+    assert!(dir.join("marker").exists());
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        transcript.contains("Marked.\n\nSubagent transcript: "),
+        "{transcript}"
+    );
+    let child =
+        std::fs::read_to_string(dir.join("pty-agent.marker.toolu_scripted_1_1.chat")).unwrap();
+    assert!(child.contains("```\nmade-it\n```"), "{child}");
+}
