@@ -132,6 +132,8 @@ pub mod book {
     pub struct Security;
     #[doc = include_str!("../docs/hooks.md")]
     pub struct Hooks;
+    #[doc = include_str!("../docs/subagents.md")]
+    pub struct Subagents;
     #[doc = include_str!("../docs/mcp.md")]
     pub struct Mcp;
     #[doc = include_str!("../docs/editor.md")]
