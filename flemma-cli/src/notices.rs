@@ -23,6 +23,9 @@ pub(crate) enum Notice {
     Warning(String),
     /// Orphan recovery and re-adoption found jobs.
     Recovered(Recovery),
+    /// A call ended without a result and waits (a subagent's call waiting for approval):
+    /// `waiting: TOOL ID: what it waits for`.
+    Waiting(String),
 }
 
 impl Notice {
@@ -32,6 +35,9 @@ impl Notice {
             Event::Warning(text) => Some(Self::Warning(text.clone())),
             Event::JobsRecovered(found) => Some(Self::Recovered(found.clone())),
             Event::Missed { count } => Some(Self::Warning(missed(*count))),
+            Event::CallDeferred { id, tool, reason } => {
+                Some(Self::Waiting(format!("waiting: {tool} {id}: {reason}")))
+            }
             _ => None,
         }
     }
@@ -40,6 +46,7 @@ impl Notice {
     pub(crate) fn line(&self) -> String {
         match self {
             Self::Warning(text) => warning_line(text),
+            Self::Waiting(line) => line.clone(),
             Self::Recovered(found) => format!(
                 "jobs: {} re-adopted, {} finished while away, {} lost, {} run elsewhere",
                 found.adopted.len(),
@@ -85,7 +92,7 @@ impl Notices {
             .iter()
             .filter_map(|n| match n {
                 Notice::Warning(text) => Some(json!(text)),
-                Notice::Recovered(_) => None,
+                Notice::Recovered(_) | Notice::Waiting(_) => None,
             })
             .collect()
     }

@@ -49,6 +49,8 @@ struct Inner {
     overflow: Mutex<Option<PathBuf>>,
     /// Why the full output could not be written to the store, when it could not.
     overflow_error: Mutex<Option<Arc<flemma_store::StoreError>>>,
+    /// Why the call ended without a result, when it did ([`ExecutionContext::defer`]).
+    deferred: Mutex<Option<String>>,
     /// Where [`ExecutionContext::report_progress`] goes.
     progress: Option<ProgressSink>,
 }
@@ -197,6 +199,30 @@ impl ExecutionContext {
     /// The executor's jobs, for `flemma.jobs.status`.
     pub fn jobs(&self) -> Option<&Arc<dyn crate::JobLookup>> {
         self.inner.jobs.as_ref()
+    }
+
+    /// Ends the call without a result: the executor puts its block back to `(approved)` and
+    /// writes none of the output, so the call runs again at the conversation's next cycle,
+    /// which waits for a person meanwhile (the session stops as for a pending call). For a
+    /// call that cannot finish until someone decides something elsewhere: the `agent` tool
+    /// whose child waits for an approval in its own transcript. `why` says what is awaited
+    /// (the executor's `CallDeferred` event carries it). A background call cannot wait so: its
+    /// output is delivered as it is.
+    pub fn defer(&self, why: impl Into<String>) {
+        *self
+            .inner
+            .deferred
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.into());
+    }
+
+    /// Why the call ended without a result, when [`defer`](Self::defer) said so.
+    pub fn deferred(&self) -> Option<String> {
+        self.inner
+            .deferred
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The session's child conversations, for the `agent` tool; `None` where the host runs
@@ -521,6 +547,7 @@ impl ExecutionContextBuilder {
                 delegate: self.delegate,
                 overflow: Mutex::new(None),
                 overflow_error: Mutex::new(None),
+                deferred: Mutex::new(None),
                 progress: self.progress,
             }),
         })

@@ -29,6 +29,18 @@ pub enum Event {
         /// The rendered preview (`bash: $ make — building`).
         preview: String,
     },
+    /// A call ended without a result ([`flemma_core::ExecutionContext::defer`]): its block is
+    /// `(approved)` again and it runs again at the next cycle, once `reason` is settled (an
+    /// `agent` call whose child waits for an approval: `reason` names the child's pending
+    /// calls and the commands that decide them).
+    CallDeferred {
+        /// The call.
+        id: ToolUseId,
+        /// The tool.
+        tool: ToolName,
+        /// What it waits for.
+        reason: String,
+    },
     /// A call started (`tool:executing`).
     ToolExecuting {
         /// The call.

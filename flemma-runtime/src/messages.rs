@@ -104,3 +104,22 @@ pub(crate) fn agent_stopped(agent: &str, why: &str, transcript: Option<&str>) ->
         None => format!("Subagent '{agent}' stopped without an answer: {why}."),
     }
 }
+
+/// What a deferred `agent` call waits for: its child's pending calls, each with the commands
+/// that decide it.
+pub(crate) fn agent_waits(agent: &str, transcript: &str, pending: &[(String, String)]) -> String {
+    let calls: Vec<String> = pending
+        .iter()
+        .map(|(tool, id)| {
+            format!(
+                "{tool} {id} (flemma approve {transcript} {id}, or flemma reject {transcript} {id})"
+            )
+        })
+        .collect();
+    let mut text = format!("subagent '{agent}' waits for approval in {transcript}");
+    if !calls.is_empty() {
+        text.push_str(": ");
+        text.push_str(&calls.join("; "));
+    }
+    text
+}

@@ -293,7 +293,7 @@ fn a_call_the_parent_would_ask_about_is_asked_about_in_the_child() {
 }
 
 #[test]
-fn without_an_approver_a_child_call_the_parent_would_ask_about_never_runs() {
+fn without_an_approver_the_parent_waits_for_the_childs_call_and_resumes_the_child() {
     let dir = Scratch::new("no-approver");
     let subagents = reviewer(&["note"]);
     let tools = tools(&subagents);
@@ -304,18 +304,69 @@ fn without_an_approver_a_child_call_the_parent_would_ask_about_never_runs() {
         .unwrap();
     let model = Arc::new(ScriptedProvider::new([
         agent_call("Take a note."),
-        Turn::tool_use("note", json!({"text": "must not run"})),
-        Turn::text("The child could not finish."),
+        Turn::tool_use("note", json!({"text": "after approval"})),
+        Turn::text("Noted."),
+        Turn::text("The child took the note."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model)
+    let session = Session::builder(chat.clone(), tools.registry, model.clone())
         .subagents(subagents)
         .executor(|e| e.config(config))
         .build();
-    assert_eq!(run(&session), Stop::Finished);
+    let mut events = session.subscribe();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    // The child's call waits; so does the parent, its agent call back to `(approved)`.
+    assert_eq!(
+        runtime.block_on(session.run()).unwrap(),
+        Stop::AwaitingApproval
+    );
     assert!(tools.notes.lock().unwrap().is_empty());
+    let child = dir.0.join("x.reviewer.toolu_scripted_1_1.chat");
     let text = chat.text();
     assert!(
-        text.contains("Subagent 'reviewer' stopped without an answer: a call waits for approval in its transcript. Its transcript: "),
+        text.ends_with("**Tool Result:** `toolu_scripted_1_1` (approved)\n```\n```\n"),
+        "{text}"
+    );
+    let mut deferred = Vec::new();
+    while let Some(event) = events.try_recv() {
+        if let SessionEvent::Tool(flemma::runtime::Event::CallDeferred { id, reason, .. }) = event {
+            deferred.push((id.to_string(), reason));
+        }
+    }
+    let child_shown = child.display().to_string();
+    assert_eq!(
+        deferred,
+        [(
+            "toolu_scripted_1_1".to_owned(),
+            format!(
+                "subagent 'reviewer' waits for approval in {child_shown}: note toolu_scripted_2_1 \
+                 (flemma approve {child_shown} toolu_scripted_2_1, or flemma reject {child_shown} \
+                 toolu_scripted_2_1)"
+            )
+        )]
+    );
+
+    // A person approves the child's call in its transcript; the parent's next run resumes
+    // the child where it stopped.
+    let approving = flemma::runtime::Executor::builder(
+        Arc::new(flemma::runtime::FileConversation::new(&child)),
+        ToolRegistry::new(),
+    )
+    .build();
+    runtime
+        .block_on(approving.approve("toolu_scripted_2_1"))
+        .unwrap();
+    assert_eq!(runtime.block_on(session.run()).unwrap(), Stop::Finished);
+    assert_eq!(tools.notes.lock().unwrap().as_slice(), ["after approval"]);
+    assert_eq!(model.remaining(), 0);
+    let text = chat.text();
+    assert!(text.contains("Noted.\n\nSubagent transcript: "), "{text}");
+    assert!(
+        text.ends_with("@Assistant:\nThe child took the note.\n\n@You:\n"),
         "{text}"
     );
 }
@@ -500,17 +551,14 @@ fn a_tampered_child_transcript_cannot_widen_the_childs_approvals() {
     let session = Session::builder(chat.clone(), tools.registry, model)
         .subagents(subagents)
         .build();
-    assert_eq!(run(&session), Stop::Finished);
+    assert_eq!(run(&session), Stop::AwaitingApproval);
     assert!(
         tools.notes.lock().unwrap().is_empty(),
         "a child's frontmatter widened its approvals"
     );
-    assert!(
-        chat.text()
-            .contains("stopped without an answer: a call waits for approval"),
-        "{}",
-        chat.text()
-    );
+    // The child's call waits in its transcript, as a pending one.
+    let child = std::fs::read_to_string(dir.0.join("x.reviewer.toolu_scripted_1_1.chat")).unwrap();
+    assert!(child.contains("(pending)"), "{child}");
 }
 
 /// Subagents with a tool `meet` that waits (10 s at most) for a second call of it to run at
@@ -654,4 +702,37 @@ fn children_start_children_only_within_the_depth_limit() {
             "max_depth {depth}"
         );
     }
+}
+
+#[test]
+fn a_background_agent_call_is_a_job_whose_result_is_the_childs_answer() {
+    let dir = Scratch::new("background");
+    let subagents = reviewer(&["note"]);
+    let tools = tools(&subagents);
+    let chat = parent(&dir.0, &["agent", "note"], "Go.");
+    let model = Arc::new(ScriptedProvider::new([
+        Turn::tool_use(
+            "agent",
+            json!({"agent": "reviewer", "prompt": "In the background.", "flemma.background": true}),
+        ),
+        // The parent goes on while the job runs: its next request and the child's first race
+        // for these two turns, alike.
+        Turn::text("Working."),
+        Turn::text("Working."),
+        Turn::text("The job answered."),
+    ]));
+    let session = Session::builder(chat.clone(), tools.registry, model.clone())
+        .subagents(subagents)
+        .build();
+    assert_eq!(run(&session), Stop::Finished);
+    let text = chat.text();
+    assert!(text.contains("**Job Result:**"), "{text}");
+    assert!(
+        text.contains("```\nWorking.\n\nSubagent transcript: "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("@Assistant:\nThe job answered.\n\n@You:\n"),
+        "{text}"
+    );
 }

@@ -304,6 +304,14 @@ impl Ui {
                 }
                 self.status(&format!("background: {tool_id} is job {job_id}"));
             }
+            Event::CallDeferred { id, .. } => {
+                if let Some((Some(bar), _)) = self.running.remove(id.as_str()) {
+                    bar.finish_and_clear();
+                }
+                if let Some(notice) = crate::notices::Notice::of(event) {
+                    self.status(&notice.line());
+                }
+            }
             Event::JobDelivered(done) => {
                 let mark = if done.success { "ok" } else { "error" };
                 self.status(&format!("{mark}: job {} ({})", done.job_id, done.tool));

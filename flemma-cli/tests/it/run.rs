@@ -471,3 +471,79 @@ fn unknown_role_markers_are_reported_and_an_empty_request_is_refused() {
     assert!(stderr.contains("@User: is not a role"), "{stderr}");
     assert_eq!(text(&out.stdout), "Hello.\n");
 }
+
+/// With no one to ask, a subagent's call that needs approval stops the parent too, naming the
+/// child's call and the command that approves it; approved there, the next run of the parent
+/// (a new process, the same script) resumes the child where it stopped.
+#[test]
+fn a_waiting_subagent_stops_the_parent_and_the_next_run_resumes_it() {
+    let chat = scratch(
+        "agent-wait.chat",
+        b"```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"agent\"]}}}\n```\n@You:\nDelegate it.\n",
+    );
+    let dir = chat.parent().unwrap().to_owned();
+    std::fs::create_dir_all(dir.join(".flemma/agents")).unwrap();
+    std::fs::write(
+        dir.join(".flemma/agents/marker.md"),
+        "---\ndescription: Marks things.\ntools: [bash]\n---\nYou mark things.\n",
+    )
+    .unwrap();
+    let script = dir.join("agent-wait.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"tool_uses": [{"name": "agent", "input": {"agent": "marker", "prompt": "Mark it."}}]},
+            {"tool_uses": [{"name": "bash", "input": {"command": "echo marked > marker"}}]},
+            {"text": "Marked."},
+            {"text": "Done."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let run = || {
+        flemma(
+            &[
+                "run",
+                chat.to_str().unwrap(),
+                "--provider",
+                "scripted",
+                "--script",
+                script.to_str().unwrap(),
+                "--approve",
+                "none",
+                "--set",
+                "sandbox.enabled=false",
+            ],
+            None,
+        )
+    };
+    let out = run();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let child = dir.join("agent-wait.marker.toolu_scripted_1_1.chat");
+    let shown = child.display().to_string();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "waiting: agent toolu_scripted_1_1: subagent 'marker' waits for approval in {shown}: \
+             bash toolu_scripted_2_1 (flemma approve {shown} toolu_scripted_2_1, or flemma reject \
+             {shown} toolu_scripted_2_1)"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("stopped: awaiting_approval\n"), "{stderr}");
+    assert!(!dir.join("marker").exists());
+
+    let approve = flemma(&["approve", &shown, "toolu_scripted_2_1"], None);
+    assert_eq!(approve.status.code(), Some(0), "{}", text(&approve.stderr));
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("marker")).unwrap(),
+        "marked\n"
+    );
+    let done = std::fs::read_to_string(&chat).unwrap();
+    assert!(done.contains("Marked.\n\nSubagent transcript: "), "{done}");
+    assert!(done.ends_with("@Assistant:\nDone.\n\n@You:\n"), "{done}");
+    let check = flemma(&["check", &shown], None);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+}

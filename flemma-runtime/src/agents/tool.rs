@@ -124,6 +124,8 @@ impl AgentTool {
                 string().describe("The task, complete: the agent sees nothing else"),
             ),
         ]))
+        // `flemma.background` runs a child as a job whose Job Result is its answer.
+        .asynchronous(true)
         .build()?;
         Ok(Self { definition, agents })
     }

@@ -41,6 +41,11 @@ impl Executor {
         batch: Vec<(Finished, Option<Claimed>)>,
         settings: &Settings,
     ) -> Result<Vec<Completed>, ExecutorError> {
+        let (deferred, batch): (Vec<_>, Vec<_>) =
+            batch.into_iter().partition(|(f, _)| f.deferred.is_some());
+        if !deferred.is_empty() {
+            self.defer_all(deferred, settings).await?;
+        }
         let mut results = Vec::with_capacity(batch.len());
         let mut done = Vec::with_capacity(batch.len());
         for (finished, claimed) in batch {
@@ -68,6 +73,54 @@ impl Executor {
         Ok(completed)
     }
 
+    /// Calls that ended without a result ([`flemma_core::ExecutionContext::defer`]): their
+    /// blocks go back to `(approved)` in one edit, this executor keeps them decided (so its
+    /// next cycle runs them again; another host decides them again), their claims are released
+    /// and a [`Event::CallDeferred`] says what each awaits.
+    async fn defer_all(
+        &self,
+        deferred: Vec<(Finished, Option<Claimed>)>,
+        settings: &Settings,
+    ) -> Result<(), ExecutorError> {
+        self.edit_indexed(|doc, index| {
+            let mut edits = Vec::with_capacity(deferred.len());
+            for (finished, _) in &deferred {
+                match flemma_ast::writer::set_status_in(
+                    doc,
+                    index,
+                    finished.id.as_str(),
+                    Some(flemma_ast::ToolStatus::Approved),
+                ) {
+                    Ok(edit) => edits.push(edit),
+                    // The block went away meanwhile: nothing to put back.
+                    Err(flemma_ast::AstError::UnknownToolResult { .. }) => {}
+                    Err(error) => {
+                        return Err(crate::transcript::TranscriptError::Edit(error).into());
+                    }
+                }
+            }
+            Ok(edits)
+        })
+        .await?;
+        for (finished, claimed) in deferred {
+            let Finished {
+                id, tool, deferred, ..
+            } = finished;
+            let hold = claimed.map(|claimed| {
+                self.decided()
+                    .insert(id.clone(), crate::placements::input_digest(&claimed.input));
+                claimed.hold
+            });
+            self.release_claim(hold.flatten(), settings).await;
+            self.emit(Event::CallDeferred {
+                id,
+                tool,
+                reason: deferred.unwrap_or_default(),
+            });
+        }
+        Ok(())
+    }
+
     /// The result block's body of a finished call (store materialisation or
     /// `flemma.save_to` done, on the blocking pool), and what the report says of it.
     pub(super) async fn result_of(
@@ -82,6 +135,8 @@ impl Executor {
             save_to,
             overflow,
             overflow_error,
+            // A background call cannot wait for a person: its output is delivered as it is.
+            deferred: _,
         } = done;
         if let Some(error) = overflow_error {
             self.emit(Event::Warning(format!("full output not stored: {error}")));

@@ -147,6 +147,7 @@ impl Executor {
                 save_to: None,
                 overflow: None,
                 overflow_error: None,
+                deferred: None,
             }),
         })
     }

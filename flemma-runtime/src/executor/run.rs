@@ -220,6 +220,7 @@ impl Executor {
             save_to: None,
             overflow: None,
             overflow_error: None,
+            deferred: None,
         };
         // A call that runs as a job already (its block was put back to `approved`, by an undo
         // say) is re-adopted: it gets its placeholder again, and no second run (spec §7.5
@@ -422,6 +423,8 @@ pub(super) async fn run_one(
         save_to,
         overflow: ctx.overflow_path(),
         overflow_error: ctx.overflow_error(),
+        // A call cancelled or given up on has its result, whatever the tool said before.
+        deferred: ctx.deferred().filter(|_| !token.is_cancelled()),
     }
 }
 

@@ -123,6 +123,11 @@ pub(super) struct Finished {
     pub(super) overflow: Option<PathBuf>,
     /// Why the full output of a truncation could not be stored, when it could not.
     pub(super) overflow_error: Option<Arc<flemma_store::StoreError>>,
+    /// Why the call ended without a result ([`ExecutionContext::defer`]): its block goes back
+    /// to `(approved)` instead.
+    ///
+    /// [`ExecutionContext::defer`]: flemma_core::ExecutionContext::defer
+    pub(super) deferred: Option<String>,
 }
 
 /// What starting a background call gave.

@@ -113,7 +113,7 @@ impl SessionDelegate {
         let Some(ended) = drive(&child.session, ctx).await else {
             return Ok(ToolOutput::error(msg::ABORTED));
         };
-        report(&child, definition.name(), ended).await
+        report(&child, definition.name(), ended, ctx).await
     }
 
     /// The child session of `definition` for the call `ctx` describes; `None` when the parent
@@ -243,6 +243,7 @@ async fn report(
     child: &Child,
     agent: &str,
     ended: Result<Stop, super::SessionError>,
+    ctx: &ExecutionContext,
 ) -> Result<ToolOutput, String> {
     let shown = child.path.as_ref().map(|p| p.display().to_string());
     let stop = match ended {
@@ -272,7 +273,21 @@ async fn report(
             return Ok(ToolOutput::text(answer));
         }
         Stop::Cancelled => return Ok(ToolOutput::error(msg::ABORTED)),
-        Stop::AwaitingApproval => "a call waits for approval in its transcript".to_owned(),
+        Stop::AwaitingApproval => {
+            // The parent waits too, and the call runs again (resuming the child) once the
+            // child's calls are decided in its transcript.
+            if let Some(path) = &shown {
+                let text = child
+                    .session
+                    .conversation()
+                    .snapshot()
+                    .await
+                    .map_err(|e| error_chain(&e))?
+                    .text;
+                ctx.defer(msg::agent_waits(agent, path, &pending_calls(&text)));
+            }
+            "a call waits for approval in its transcript".to_owned()
+        }
         Stop::MaxTurns => format!("it reached its limit of {} turns", child.max_turns),
         Stop::Running => "its background jobs still run".to_owned(),
         Stop::PromptBlocked => "a hook blocked its prompt".to_owned(),
@@ -399,6 +414,30 @@ fn first_text(
     text.push_str(&escape_user(prompt.trim_end()));
     text.push('\n');
     Ok(text)
+}
+
+/// The calls of a transcript that wait for a decision: (tool, id) of each empty `(pending)`
+/// block.
+fn pending_calls(text: &str) -> Vec<(String, String)> {
+    let document = flemma_ast::parse(text);
+    let mut tools = std::collections::HashMap::new();
+    let mut waiting = Vec::new();
+    for segment in document.messages.iter().flat_map(|m| &m.segments) {
+        match segment {
+            flemma_ast::Segment::ToolUse(call) => {
+                tools.insert(call.id.to_string(), call.name.to_string());
+            }
+            flemma_ast::Segment::ToolResult(result)
+                if result.status == Some(flemma_ast::ToolStatus::Pending)
+                    && result.content.trim().is_empty() =>
+            {
+                let id = result.tool_use_id.to_string();
+                waiting.push((tools.get(&id).cloned().unwrap_or_default(), id));
+            }
+            _ => {}
+        }
+    }
+    waiting
 }
 
 /// The text of the last `@Assistant:` message, as the model wrote it.
