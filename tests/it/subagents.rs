@@ -736,3 +736,148 @@ fn a_background_agent_call_is_a_job_whose_result_is_the_childs_answer() {
         "{text}"
     );
 }
+
+/// An Anthropic Messages stream: a text, or one tool call.
+fn anthropic_stream(text: Option<&str>, call: Option<(&str, &str, &Value)>) -> String {
+    let mut events = vec![json!({"type": "message_start", "message": {"id": "msg_1",
+        "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": null,
+        "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}})];
+    if let Some(text) = text {
+        events.push(json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}));
+        events.push(json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": text}}));
+        events.push(json!({"type": "content_block_stop", "index": 0}));
+    }
+    let stop = if let Some((id, name, input)) = &call {
+        events.push(json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}));
+        events.push(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
+        events.push(json!({"type": "content_block_stop", "index": 1}));
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop,
+        "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    let mut stream = String::new();
+    for event in &events {
+        stream.push_str("event: ");
+        stream.push_str(event["type"].as_str().unwrap());
+        stream.push_str("\ndata: ");
+        stream.push_str(&event.to_string());
+        stream.push_str("\n\n");
+    }
+    stream
+}
+
+/// Matches requests by what their body holds and lacks.
+struct Body(&'static [&'static str], &'static [&'static str]);
+
+impl wiremock::Match for Body {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        let body = String::from_utf8_lossy(&request.body);
+        self.0.iter().all(|n| body.contains(n)) && !self.1.iter().any(|n| body.contains(n))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_the_childs_request_offers_exactly_its_narrowed_tools() {
+    use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
+    use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
+
+    let server = MockServer::start().await;
+    let sse = |body: String| {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body)
+    };
+    // The child's system prompt tells its requests apart; a tool result, their second turns.
+    let routes = [
+        (
+            Body(&[], &["CHILD-PROMPT", "tool_result"]),
+            anthropic_stream(
+                None,
+                Some((
+                    "toolu_p1",
+                    "agent",
+                    &json!({"agent": "reviewer", "prompt": "Note it."}),
+                )),
+            ),
+        ),
+        (
+            Body(&["CHILD-PROMPT"], &["tool_result"]),
+            anthropic_stream(
+                None,
+                Some(("toolu_c1", "note", &json!({"text": "over http"}))),
+            ),
+        ),
+        (
+            Body(&["CHILD-PROMPT", "tool_result"], &[]),
+            anthropic_stream(Some("Child noted."), None),
+        ),
+        (
+            Body(&["tool_result"], &["CHILD-PROMPT"]),
+            anthropic_stream(Some("All done."), None),
+        ),
+    ];
+    for (matcher, body) in routes {
+        Mock::given(method("POST"))
+            .and(matcher)
+            .respond_with(sse(body))
+            .mount(&server)
+            .await;
+    }
+    let provider = HttpProvider::new(
+        Endpoint::anthropic(ApiKey::new("sk-test")).with_base_url(server.uri()),
+        TransportConfig {
+            max_retries: 0,
+            ..TransportConfig::default()
+        },
+    )
+    .unwrap();
+
+    let dir = Scratch::new("http");
+    let mut agents = Agents::new();
+    agents.register(
+        AgentDefinition::new("reviewer", "Reviews.", "CHILD-PROMPT: you review.")
+            .unwrap()
+            .with_tools(["note"])
+            .unwrap(),
+    );
+    let subagents = Subagents::new(agents);
+    let tools = tools(&subagents);
+    let chat = parent(&dir.0, &["agent", "note", "secret"], "Go.");
+    let session = Session::builder(chat.clone(), tools.registry, Arc::new(provider))
+        .subagents(subagents)
+        .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(tools.notes.lock().unwrap().as_slice(), ["over http"]);
+
+    let bodies: Vec<String> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert_eq!(bodies.len(), 4);
+    let (child, parent): (Vec<&String>, Vec<&String>) =
+        bodies.iter().partition(|b| b.contains("CHILD-PROMPT"));
+    assert_eq!(child.len(), 2);
+    for body in child {
+        assert_eq!(offered(body), ["note"]);
+    }
+    for body in parent {
+        assert_eq!(offered(body), ["agent", "note", "secret"]);
+    }
+    assert!(
+        chat.text().ends_with("@Assistant:\nAll done.\n\n@You:\n"),
+        "{}",
+        chat.text()
+    );
+}
