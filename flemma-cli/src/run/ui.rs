@@ -249,6 +249,27 @@ impl Ui {
                     *count,
                 )));
             }
+            SessionEvent::Subagent { agent, event, .. } => self.subagent(agent, event),
+            _ => {}
+        }
+    }
+
+    /// A subagent's calls as status lines of their own, the agent named first
+    /// (`reviewer: running: bash: $ make`); its text stays in its transcript.
+    fn subagent(&mut self, agent: &str, event: &SessionEvent) {
+        match event {
+            SessionEvent::Tool(Event::ToolExecuting { preview, .. }) => {
+                self.status(&format!("{agent}: running: {preview}"));
+            }
+            SessionEvent::Tool(Event::ToolCompleted { id, tool, success }) => {
+                let mark = if *success { "ok" } else { "error" };
+                self.status(&format!("{agent}: {mark}: {tool} ({id})"));
+            }
+            SessionEvent::Subagent {
+                agent: inner,
+                event,
+                ..
+            } => self.subagent(&format!("{agent}: {inner}"), event),
             _ => {}
         }
     }

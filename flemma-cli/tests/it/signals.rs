@@ -240,3 +240,40 @@ fn sigterm_while_bash_runs_keeps_the_partial_output() {
     assert!(flemma::ast::parse(&transcript).diagnostics.is_empty());
     assert!(!transcript.contains("Done."), "{transcript}");
 }
+
+/// SIGTERM while a subagent's command runs: the child's call and the parent's `agent` call both
+/// end as aborted, neither as a success, and the command exits 143.
+#[test]
+fn sigterm_while_a_subagents_command_runs_aborts_the_child_and_the_agent_call() {
+    let chat = scratch("sigterm-agent.chat", b"@You:\nDelegate the wait.\n");
+    let dir = chat.parent().unwrap().to_owned();
+    std::fs::create_dir_all(dir.join(".flemma/agents")).unwrap();
+    std::fs::write(
+        dir.join(".flemma/agents/waiter.md"),
+        "---\ndescription: Waits.\ntools: bash\n---\nYou wait.\n",
+    )
+    .unwrap();
+    let script = chat.with_file_name("script.json");
+    std::fs::write(
+        &script,
+        br#"[{"tool_uses": [{"name": "agent", "input": {"agent": "waiter", "prompt": "Wait."}}]},
+            {"tool_uses": [{"name": "bash", "input": {"command": "sleep 30", "label": "waiting"}}]},
+            {"text": "never"}, {"text": "never"}]"#,
+    )
+    .unwrap();
+    let mut run = Running::start(&chat, &script);
+    run.expect("waiter: running: bash: $ sleep 30");
+    run.signal(Signal::TERM);
+    let (exit, stderr) = run.exit(Duration::from_secs(10));
+    assert_eq!(exit, Some(143), "{stderr:#?}");
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    assert!(transcript.contains(ABORTED), "{transcript}");
+    assert!(!transcript.contains("never"), "{transcript}");
+    let child =
+        std::fs::read_to_string(dir.join("sigterm-agent.waiter.toolu_scripted_1_1.chat")).unwrap();
+    assert!(
+        child.contains("`toolu_scripted_2_1` (error)\n```\nUser aborted tool execution.\n```"),
+        "{child}"
+    );
+    assert!(!child.contains("never"), "{child}");
+}
