@@ -881,3 +881,83 @@ async fn over_http_the_childs_request_offers_exactly_its_narrowed_tools() {
         chat.text()
     );
 }
+
+#[test]
+fn hooks_hear_subagent_start_and_stop_with_claude_codes_fields() {
+    let dir = Scratch::new("hooks");
+    let subagents = reviewer(&["note"]);
+    let tools = tools(&subagents);
+    // A code hook for both events, and a command hook as Claude Code users write one.
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    for (name, start) in [("starts", true), ("stops", false)] {
+        let seen = Arc::clone(&heard);
+        let record = move |event: &flemma::runtime::hooks::SubagentInput| {
+            seen.lock().unwrap().push(format!(
+                "{} {} {} {}",
+                if start { "start" } else { "stop" },
+                event.agent_type,
+                event.agent_id,
+                event.agent_transcript_path.is_some()
+            ));
+        };
+        let registration = if start {
+            flemma::runtime::hooks::hook_fn(flemma::runtime::hooks::on::SubagentStart, record)
+                .named(name)
+        } else {
+            flemma::runtime::hooks::hook_fn(flemma::runtime::hooks::on::SubagentStop, record)
+                .named(name)
+        };
+        tools.registry.register_hook(registration.unwrap()).unwrap();
+    }
+    let out = dir.0.join("stop.json");
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            &format!(
+                "[hooks]\ncompat = \"claude\"\n\n[[hooks.SubagentStop]]\nhooks = [{{ type = \
+                 \"command\", command = \"cat > '{}'\" }}]\n",
+                out.display()
+            ),
+            "flemma.toml".as_ref(),
+        )
+        .unwrap();
+    for hook in flemma::runtime::hooks::from_config(&config, None)
+        .unwrap()
+        .hooks
+    {
+        tools.registry.register_hook(hook).unwrap();
+    }
+    let chat = parent(&dir.0, &["agent"], "Go.");
+    let model = Arc::new(ScriptedProvider::new([
+        agent_call("Review."),
+        Turn::text("Reviewed."),
+        Turn::text("Done."),
+    ]));
+    let session = Session::builder(chat.clone(), tools.registry, model)
+        .subagents(subagents)
+        .build();
+    assert_eq!(run(&session), Stop::Finished);
+    assert_eq!(
+        heard.lock().unwrap().as_slice(),
+        [
+            "start reviewer toolu_scripted_1_1 true",
+            "stop reviewer toolu_scripted_1_1 true"
+        ]
+    );
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "SubagentStop");
+    assert_eq!(input["agent_id"], "toolu_scripted_1_1");
+    assert_eq!(input["agent_type"], "reviewer");
+    assert_eq!(input["stop_hook_active"], false);
+    assert_eq!(
+        input["agent_transcript_path"],
+        dir.0
+            .join("x.reviewer.toolu_scripted_1_1.chat")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        input["transcript_path"],
+        dir.0.join("x.chat").display().to_string()
+    );
+}

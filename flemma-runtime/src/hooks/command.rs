@@ -14,7 +14,7 @@ use super::error::HookError;
 use super::event::{
     HookContext, HookEvent, NotificationInput, Permission, PostToolUseAnswer, PostToolUseInput,
     PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
-    UserPromptSubmitInput,
+    SubagentInput, UserPromptSubmitInput,
 };
 use super::hook::Hook;
 
@@ -366,6 +366,28 @@ impl Hook for CommandHook {
 
     async fn session_end(&self, event: &SessionInput) -> Result<(), HookError> {
         self.session(HookEvent::SessionEnd, "reason", event).await
+    }
+
+    async fn subagent_start(&self, event: &SubagentInput) -> Result<(), HookError> {
+        let mut input = Self::base(HookEvent::SubagentStart, &event.context);
+        input.insert("agent_id".into(), event.agent_id.as_str().into());
+        input.insert("agent_type".into(), event.agent_type.clone().into());
+        self.quiet(input, &event.context.cwd).await
+    }
+
+    async fn subagent_stop(&self, event: &SubagentInput) -> Result<(), HookError> {
+        let mut input = Self::base(HookEvent::SubagentStop, &event.context);
+        input.insert("stop_hook_active".into(), false.into());
+        input.insert("agent_id".into(), event.agent_id.as_str().into());
+        input.insert("agent_type".into(), event.agent_type.clone().into());
+        input.insert(
+            "agent_transcript_path".into(),
+            event
+                .agent_transcript_path
+                .as_ref()
+                .map_or(Value::Null, |p| p.to_string_lossy().into_owned().into()),
+        );
+        self.quiet(input, &event.context.cwd).await
     }
 
     async fn notification(&self, event: &NotificationInput) -> Result<(), HookError> {

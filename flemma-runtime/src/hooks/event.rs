@@ -29,11 +29,15 @@ pub enum HookEvent {
     SessionEnd,
     /// A call waits for approval.
     Notification,
+    /// A subagent starts (an `agent` call of the conversation).
+    SubagentStart,
+    /// A subagent stopped (answered, waits, failed or was cancelled).
+    SubagentStop,
 }
 
 impl HookEvent {
     /// Every event, in the order above.
-    pub const ALL: [HookEvent; 8] = [
+    pub const ALL: [HookEvent; 10] = [
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::PostToolUseFailure,
@@ -42,6 +46,8 @@ impl HookEvent {
         HookEvent::SessionStart,
         HookEvent::SessionEnd,
         HookEvent::Notification,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
     ];
 
     /// The event's name (`PreToolUse`), as `hook_event_name` and `flemma.toml` write it.
@@ -55,6 +61,8 @@ impl HookEvent {
             HookEvent::SessionStart => "SessionStart",
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::Notification => "Notification",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
         }
     }
 
@@ -476,6 +484,39 @@ impl SessionInput {
         Self {
             context,
             reason: reason.into(),
+        }
+    }
+}
+
+/// `SubagentStart` and `SubagentStop`: a subagent of the conversation, as Claude Code
+/// describes one (`agent_id`, `agent_type`; at its stop, `agent_transcript_path`). The
+/// hooks are told; nothing they answer changes the child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SubagentInput {
+    /// The parent conversation.
+    pub context: HookContext,
+    /// The `agent` call that runs the child (Claude Code's `agent_id`).
+    pub agent_id: ToolUseId,
+    /// The agent's name (Claude Code's `agent_type`).
+    pub agent_type: String,
+    /// The child's transcript, when it is a file.
+    pub agent_transcript_path: Option<PathBuf>,
+}
+
+impl SubagentInput {
+    /// The event for the child the call `agent_id` runs.
+    pub fn new(
+        context: HookContext,
+        agent_id: ToolUseId,
+        agent_type: impl Into<String>,
+        agent_transcript_path: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            context,
+            agent_id,
+            agent_type: agent_type.into(),
+            agent_transcript_path,
         }
     }
 }

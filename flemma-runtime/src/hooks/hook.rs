@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::error::HookError;
 use super::event::{
     NotificationInput, PostToolUseAnswer, PostToolUseInput, PreToolUseAnswer, PreToolUseInput,
-    PromptAnswer, SessionInput, StopAnswer, StopInput, UserPromptSubmitInput,
+    PromptAnswer, SessionInput, StopAnswer, StopInput, SubagentInput, UserPromptSubmitInput,
 };
 
 /// Code that runs at the [`HookEvent`](super::HookEvent)s it is registered for. Every method
@@ -85,6 +85,18 @@ pub trait Hook: Send + Sync {
         let _ = event;
         Ok(())
     }
+
+    /// A subagent starts.
+    async fn subagent_start(&self, event: &SubagentInput) -> Result<(), HookError> {
+        let _ = event;
+        Ok(())
+    }
+
+    /// A subagent stopped.
+    async fn subagent_stop(&self, event: &SubagentInput) -> Result<(), HookError> {
+        let _ = event;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -121,5 +133,11 @@ impl<H: Hook + ?Sized> Hook for Arc<H> {
     }
     async fn notification(&self, event: &NotificationInput) -> Result<(), HookError> {
         (**self).notification(event).await
+    }
+    async fn subagent_start(&self, event: &SubagentInput) -> Result<(), HookError> {
+        (**self).subagent_start(event).await
+    }
+    async fn subagent_stop(&self, event: &SubagentInput) -> Result<(), HookError> {
+        (**self).subagent_stop(event).await
     }
 }

@@ -59,7 +59,7 @@ pub use error::HookError;
 pub use event::{
     HookContext, HookEvent, NotificationInput, Permission, PostToolUseAnswer, PostToolUseInput,
     PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
-    UserPromptSubmitInput,
+    SubagentInput, UserPromptSubmitInput,
 };
 pub use hook::Hook;
 pub use matcher::Matcher;
@@ -117,6 +117,10 @@ pub mod on {
         SessionEnd: event::SessionInput => ();
         /// `Notification`.
         Notification: event::NotificationInput => ();
+        /// `SubagentStart`.
+        SubagentStart: event::SubagentInput => ();
+        /// `SubagentStop`.
+        SubagentStop: event::SubagentInput => ();
     }
 }
 
@@ -194,6 +198,8 @@ fn_hooks! {
     SessionStart => session_start(SessionInput) -> ();
     SessionEnd => session_end(SessionInput) -> ();
     Notification => notification(NotificationInput) -> ();
+    SubagentStart => subagent_start(SubagentInput) -> ();
+    SubagentStop => subagent_stop(SubagentInput) -> ();
 }
 
 /// `chain` with the hooks resolver ([`HOOKS_RESOLVER`] at [`HOOKS_PRIORITY`]) deciding for

@@ -11,7 +11,7 @@ use super::error::HookError;
 use super::event::HookEvent;
 use super::event::{
     NotificationInput, Permission, PostToolUseInput, PreToolUseInput, SessionInput, StopInput,
-    UserPromptSubmitInput,
+    SubagentInput, UserPromptSubmitInput,
 };
 use super::registration::{HookRegistration, Hooks};
 
@@ -275,6 +275,27 @@ impl Hooks {
                 hook.hook.session_start(event)
             } else {
                 hook.hook.session_end(event)
+            };
+            if let Err(warning) = guarded(hook, run).await {
+                warnings.push(warning);
+            }
+        }
+        warnings
+    }
+
+    /// Runs the `SubagentStart` (`start`) or `SubagentStop` hooks; returns their warnings.
+    pub async fn subagent(&self, start: bool, event: &SubagentInput) -> Vec<String> {
+        let kind = if start {
+            HookEvent::SubagentStart
+        } else {
+            HookEvent::SubagentStop
+        };
+        let mut warnings = Vec::new();
+        for hook in self.of(kind, None).iter() {
+            let run = if start {
+                hook.hook.subagent_start(event)
+            } else {
+                hook.hook.subagent_stop(event)
             };
             if let Err(warning) = guarded(hook, run).await {
                 warnings.push(warning);

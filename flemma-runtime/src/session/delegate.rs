@@ -110,7 +110,19 @@ impl SessionDelegate {
             return Ok(ToolOutput::error(msg::AGENT_NEEDS_SESSION));
         };
         forward_events(parent, &child.session, ctx, definition.name());
-        let Some(ended) = drive(&child.session, ctx).await else {
+        let parent = super::Session {
+            inner: Arc::clone(parent),
+        };
+        let event = crate::hooks::SubagentInput::new(
+            parent.hook_context(),
+            ctx.tool_id().clone(),
+            definition.name(),
+            child.path.clone(),
+        );
+        subagent_hooks(&parent, true, &event).await;
+        let ended = drive(&child.session, ctx).await;
+        subagent_hooks(&parent, false, &event).await;
+        let Some(ended) = ended else {
             return Ok(ToolOutput::error(msg::ABORTED));
         };
         report(&child, definition.name(), ended, ctx).await
@@ -192,6 +204,26 @@ impl SessionDelegate {
             path,
             max_turns,
         }))
+    }
+}
+
+/// The parent's `SubagentStart` (`start`) or `SubagentStop` hooks, their warnings the parent's.
+async fn subagent_hooks(parent: &super::Session, start: bool, event: &crate::hooks::SubagentInput) {
+    let kind = if start {
+        crate::hooks::HookEvent::SubagentStart
+    } else {
+        crate::hooks::HookEvent::SubagentStop
+    };
+    match parent.hooks().await {
+        Ok(hooks) if hooks.has(kind) => {
+            let warnings = hooks.subagent(start, event).await;
+            parent.warn_all(warnings);
+        }
+        Ok(_) => {}
+        Err(error) => parent.warn_all(vec![format!(
+            "{kind} hooks not run: {}",
+            error_chain(&error)
+        )]),
     }
 }
 

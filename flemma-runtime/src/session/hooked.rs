@@ -22,12 +22,12 @@ fn note(hook: &str, text: &str) -> String {
 
 impl Session {
     /// The conversation's hooks ([`Executor::hooks`](crate::Executor::hooks)).
-    async fn hooks(&self) -> Result<Hooks, SessionError> {
+    pub(super) async fn hooks(&self) -> Result<Hooks, SessionError> {
         Ok(self.inner.executor.hooks().await?)
     }
 
     /// What the session's hooks are told about the conversation.
-    fn hook_context(&self) -> HookContext {
+    pub(super) fn hook_context(&self) -> HookContext {
         let transcript = self.inner.transcript();
         let chat = transcript
             .conversation()
@@ -46,7 +46,7 @@ impl Session {
         }
     }
 
-    fn warn_all(&self, warnings: Vec<String>) {
+    pub(super) fn warn_all(&self, warnings: Vec<String>) {
         for warning in warnings {
             self.emit(SessionEvent::Warning(warning));
         }
