@@ -961,3 +961,60 @@ fn hooks_hear_subagent_start_and_stop_with_claude_codes_fields() {
         dir.0.join("x.chat").display().to_string()
     );
 }
+
+#[test]
+fn a_childs_bash_call_that_needs_approval_reaches_the_parents_approver() {
+    for (answer, runs) in [
+        (Answer::Approve, true),
+        (Answer::Reject(Some("no".into())), false),
+    ] {
+        let dir = Scratch::new(if runs { "bash-yes" } else { "bash-no" });
+        let mut agents = Agents::new();
+        agents.register(
+            AgentDefinition::new("builder", "Builds.", "")
+                .unwrap()
+                .with_tools(["Bash"])
+                .unwrap(),
+        );
+        let subagents = Subagents::new(agents);
+        let registry = ToolRegistry::new();
+        flemma::runtime::register_builtins(&registry).unwrap();
+        registry.register(subagents.tool().unwrap());
+        let mut config = Config::new();
+        // No sandbox: bash needs a person's approval, in the parent as in the child.
+        config.set(Layer::Setup, "sandbox.enabled", false).unwrap();
+        config
+            .set(Layer::Setup, "tools.auto_approve", json!(["agent"]))
+            .unwrap();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&asked);
+        let approver = approver_fn(move |call: &PendingCall| {
+            seen.lock().unwrap().push(call.preview.clone());
+            answer.clone()
+        });
+        let chat =
+            Arc::new(MemoryConversation::new("@You:\nBuild.\n").with_path(dir.0.join("x.chat")));
+        let model = Arc::new(ScriptedProvider::new([
+            Turn::tool_use("agent", json!({"agent": "builder", "prompt": "Mark it."})),
+            Turn::tool_use(
+                "bash",
+                json!({"command": "echo hi > marker", "label": "marking"}),
+            ),
+            Turn::text("Tried."),
+            Turn::text("Done."),
+        ]));
+        let session = Session::builder(chat.clone(), registry, model)
+            .subagents(subagents)
+            .executor(|e| e.config(config).approver(Arc::new(approver)))
+            .build();
+        assert_eq!(run(&session), Stop::Finished);
+        assert_eq!(
+            asked.lock().unwrap().as_slice(),
+            ["agent builder: bash: $ echo hi > marker — marking"]
+        );
+        assert_eq!(dir.0.join("marker").exists(), runs);
+        let child =
+            std::fs::read_to_string(dir.0.join("x.builder.toolu_scripted_1_1.chat")).unwrap();
+        assert_eq!(child.contains("User feedback: no"), !runs, "{child}");
+    }
+}
