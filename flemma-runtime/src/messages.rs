@@ -123,3 +123,12 @@ pub(crate) fn agent_waits(agent: &str, transcript: &str, pending: &[(String, Str
     }
     text
 }
+
+/// An `agent` call without a task.
+pub(crate) const AGENT_NEEDS_PROMPT: &str =
+    "The agent tool needs a prompt: the complete task for the agent.";
+
+/// An `agent` call past the depth limit of subagents.
+pub(crate) fn agent_too_deep(limit: u32) -> String {
+    format!("Subagents cannot start here: the depth limit of subagents is {limit}.")
+}

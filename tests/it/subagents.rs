@@ -1018,3 +1018,32 @@ fn a_childs_bash_call_that_needs_approval_reaches_the_parents_approver() {
         assert_eq!(child.contains("User feedback: no"), !runs, "{child}");
     }
 }
+
+#[test]
+fn an_agent_call_without_a_task_or_past_the_depth_limit_is_an_error() {
+    let dir = Scratch::new("refused");
+    let mut agents = Agents::new();
+    agents.register(AgentDefinition::new("reviewer", "Reviews.", "").unwrap());
+    let subagents = Subagents::new(agents).max_depth(0);
+    let tools = tools(&subagents);
+    let chat = parent(&dir.0, &["agent"], "Go.");
+    let model = Arc::new(ScriptedProvider::new([
+        Turn::tool_use("agent", json!({"agent": "reviewer", "prompt": "  "}))
+            .with_tool_use("agent", json!({"agent": "reviewer", "prompt": "Go deep."})),
+        Turn::text("Neither ran."),
+    ]));
+    let session = Session::builder(chat.clone(), tools.registry, model.clone())
+        .subagents(subagents)
+        .build();
+    assert_eq!(run(&session), Stop::Finished);
+    let text = chat.text();
+    assert!(
+        text.contains("The agent tool needs a prompt: the complete task for the agent."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Subagents cannot start here: the depth limit of subagents is 0."),
+        "{text}"
+    );
+    assert_eq!(model.requests().len(), 2, "a child sent a request");
+}

@@ -140,6 +140,9 @@ impl Tool for AgentTool {
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
         let field = |name: &str| input.get(name).and_then(Value::as_str).unwrap_or_default();
         let (agent, prompt) = (field("agent").trim(), field("prompt"));
+        if prompt.trim().is_empty() {
+            return ToolOutput::error(msg::AGENT_NEEDS_PROMPT);
+        }
         if self.agents.get(agent).is_none() {
             let known: Vec<&str> = self
                 .agents

@@ -77,11 +77,7 @@ impl Delegate for SessionDelegate {
             ));
         };
         if self.depth >= self.subagents.depth_limit() {
-            return ToolOutput::error(msg::agent_stopped(
-                definition.name(),
-                "subagents may not start subagents here",
-                None,
-            ));
+            return ToolOutput::error(msg::agent_too_deep(self.subagents.depth_limit()));
         }
         match self.run_child(&parent, definition, request, ctx).await {
             Ok(output) => output,
@@ -324,7 +320,8 @@ async fn report(
         Stop::Running => "its background jobs still run".to_owned(),
         Stop::PromptBlocked => "a hook blocked its prompt".to_owned(),
         Stop::AutopilotOff => "autopilot is off".to_owned(),
-        other => format!("{other:?}"),
+        Stop::Idle => "it had nothing to send".to_owned(),
+        other => format!("it stopped ({other:?})"),
     };
     Ok(ToolOutput::error(msg::agent_stopped(
         agent,
