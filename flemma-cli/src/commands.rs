@@ -129,6 +129,7 @@ pub(crate) fn check(
     // The names the options give, checked against the built-in tools (spec §5.4-§5.6).
     // The MCP servers' tools are names the options may give too.
     let registry = crate::setup::ready_registry(&config)?;
+    crate::setup::subagents(&registry, Some(file))?;
     let found = registry
         .evaluate(&mut config)
         .map(|evaluation| evaluation.diagnostics)

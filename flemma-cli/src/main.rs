@@ -90,6 +90,12 @@ enum Command {
     /// finished`. On a terminal a spinner shows each running tool; elsewhere the lines are
     /// plain, without escape codes.
     ///
+    /// Agents defined in the conversation's project (`.flemma/agents/NAME.md`, or Claude Code's
+    /// `.claude/agents/NAME.md`) add the `agent` tool: each call runs one as a child
+    /// conversation beside FILE, within FILE's tools and approvals; its calls show as
+    /// `AGENT: running: …`, and one that waits for approval with no one to ask stops the run
+    /// (`waiting: agent ID: …`, exit 3) until it is decided in the child's file.
+    ///
     /// Ctrl-C cancels the request (an abort marker is written), the running tools, or the wait
     /// for background jobs (the jobs go on); a second Ctrl-C cancels everything, background
     /// jobs included. SIGTERM and SIGHUP cancel as the first Ctrl-C does. After the second

@@ -34,6 +34,7 @@ pub(crate) fn request(
     let config = settings.load()?;
     // Once the MCP servers listed their tools: the tool set `flemma tools` and a run offer.
     let registry = crate::setup::ready_registry(&config)?;
+    crate::setup::subagents(&registry, Some(file))?;
     // One parse and one evaluation of the frontmatter, as a session's transcript has them.
     let transcript = options::transcript(&input.text, input.path(), config, registry.clone());
     let evaluated = options::evaluated(&transcript, &input.name)?;

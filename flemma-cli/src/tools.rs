@@ -31,6 +31,7 @@ pub(crate) fn tools(
 ) -> Result<u8, Failure> {
     let config = settings.load()?;
     let registry = ready_registry(&config)?;
+    crate::setup::subagents(&registry, file)?;
     let (specs, options) = if let Some(file) = file {
         tool_set_of(file, config, &registry)?
     } else {
@@ -116,7 +117,10 @@ fn executor_of_read(file: &Path, settings: &Settings) -> Result<Executor, Failur
     let conversation = Arc::new(FileConversation::new(file).with_inline_io());
     // Commands run sandboxed when `sandbox.enabled` is on and a built-in backend
     // (bubblewrap) can run here; the approval chain sees the same answer.
-    Ok(Executor::builder(conversation, registry(&config)?)
+    let registry = registry(&config)?;
+    // An `agent` call has no session to run its child here: it says so.
+    crate::setup::subagents(&registry, Some(file))?;
+    Ok(Executor::builder(conversation, registry)
         .config(config)
         .sandbox_backends(flemma::builtins::sandbox_backends())
         .build())

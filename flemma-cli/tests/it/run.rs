@@ -546,4 +546,11 @@ fn a_waiting_subagent_stops_the_parent_and_the_next_run_resumes_it() {
     assert!(done.ends_with("@Assistant:\nDone.\n\n@You:\n"), "{done}");
     let check = flemma(&["check", &shown], None);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+    // The parent's commands know the project's agents: its `agent` tool is no unknown name.
+    let check = flemma(&["check", chat.to_str().unwrap()], None);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+    let tools = flemma(&["tools", chat.to_str().unwrap()], None);
+    let listed = text(&tools.stdout);
+    assert!(listed.lines().any(|l| l.starts_with("agent ")), "{listed}");
+    assert!(listed.contains("Delegate a task to a subagent"), "{listed}");
 }
