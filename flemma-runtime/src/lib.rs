@@ -60,6 +60,7 @@ mod module;
 pub mod placements;
 mod protect;
 mod registry;
+mod report;
 mod selection;
 mod session;
 mod shared;

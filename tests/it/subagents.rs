@@ -131,6 +131,18 @@ fn transcript_of(parent_text: &str) -> PathBuf {
     PathBuf::from(line)
 }
 
+/// The session of `chat` with `registry` and `model`, lending children of `subagents`.
+fn with_subagents(
+    chat: Arc<MemoryConversation>,
+    registry: ToolRegistry,
+    model: Arc<dyn flemma::providers::Provider>,
+    subagents: Subagents,
+) -> Session {
+    Session::builder(chat, registry, model)
+        .subagents(subagents)
+        .build()
+}
+
 fn run(session: &Session) -> Stop {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -153,9 +165,7 @@ fn a_child_never_runs_a_tool_its_definition_does_not_give_it() {
         Turn::text("All good."),
         Turn::text("The reviewer says all good."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model.clone())
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model.clone(), subagents);
     let mut events = session.subscribe();
     assert_eq!(run(&session), Stop::Finished);
 
@@ -219,9 +229,7 @@ fn a_task_or_a_system_prompt_cannot_become_structure_of_the_childs_transcript() 
         Turn::text("Nothing to do."),
         Turn::text("Done."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model.clone())
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model.clone(), subagents);
     assert_eq!(run(&session), Stop::Finished);
     assert!(!*tools.secret_ran.lock().unwrap());
 
@@ -381,9 +389,7 @@ fn an_unknown_agent_is_an_error_with_a_suggestion() {
         Turn::tool_use("agent", json!({"agent": "reviwer", "prompt": "x"})),
         Turn::text("Oh."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model)
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model, subagents);
     assert_eq!(run(&session), Stop::Finished);
     assert!(
         chat.text()
@@ -464,9 +470,7 @@ fn a_child_has_its_parents_narrowed_sandbox_and_approvals_and_cannot_write_the_p
         Turn::text("Probed."),
         Turn::text("Done."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model)
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model, subagents);
     assert_eq!(run(&session), Stop::Finished);
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "{seen:?}");
@@ -548,9 +552,7 @@ fn a_tampered_child_transcript_cannot_widen_the_childs_approvals() {
         Turn::tool_use("note", json!({"text": "must not run"})),
         Turn::text("Done."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model)
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model, subagents);
     assert_eq!(run(&session), Stop::AwaitingApproval);
     assert!(
         tools.notes.lock().unwrap().is_empty(),
@@ -602,9 +604,7 @@ fn several_agent_calls_of_one_message_run_their_children_at_once() {
         Turn::text("Met."),
         Turn::text("Both met."),
     ]));
-    let session = Session::builder(chat.clone(), registry, model)
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), registry, model, subagents);
     assert_eq!(run(&session), Stop::Finished);
     let text = chat.text();
     assert_eq!(
@@ -645,9 +645,7 @@ fn cancelling_the_parent_cancels_its_child_and_no_success_is_reported() {
         Turn::tool_use("wait", json!({})),
         Turn::text("never sent"),
     ]));
-    let session = Session::builder(chat.clone(), registry, model.clone())
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), registry, model.clone(), subagents);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -692,9 +690,7 @@ fn children_start_children_only_within_the_depth_limit() {
             Turn::text("Child done."),
             Turn::text("Done."),
         ]));
-        let session = Session::builder(chat.clone(), tools.registry, model.clone())
-            .subagents(subagents)
-            .build();
+        let session = with_subagents(chat.clone(), tools.registry, model.clone(), subagents);
         assert_eq!(run(&session), Stop::Finished);
         assert_eq!(
             offered(&model.requests()[1]),
@@ -721,9 +717,7 @@ fn a_background_agent_call_is_a_job_whose_result_is_the_childs_answer() {
         Turn::text("Working."),
         Turn::text("The job answered."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model.clone())
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model.clone(), subagents);
     assert_eq!(run(&session), Stop::Finished);
     let text = chat.text();
     assert!(text.contains("**Job Result:**"), "{text}");
@@ -852,9 +846,7 @@ async fn over_http_the_childs_request_offers_exactly_its_narrowed_tools() {
     let subagents = Subagents::new(agents);
     let tools = tools(&subagents);
     let chat = parent(&dir.0, &["agent", "note", "secret"], "Go.");
-    let session = Session::builder(chat.clone(), tools.registry, Arc::new(provider))
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, Arc::new(provider), subagents);
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert_eq!(tools.notes.lock().unwrap().as_slice(), ["over http"]);
 
@@ -933,9 +925,7 @@ fn hooks_hear_subagent_start_and_stop_with_claude_codes_fields() {
         Turn::text("Reviewed."),
         Turn::text("Done."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model)
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model, subagents);
     assert_eq!(run(&session), Stop::Finished);
     assert_eq!(
         heard.lock().unwrap().as_slice(),
@@ -1032,9 +1022,7 @@ fn an_agent_call_without_a_task_or_past_the_depth_limit_is_an_error() {
             .with_tool_use("agent", json!({"agent": "reviewer", "prompt": "Go deep."})),
         Turn::text("Neither ran."),
     ]));
-    let session = Session::builder(chat.clone(), tools.registry, model.clone())
-        .subagents(subagents)
-        .build();
+    let session = with_subagents(chat.clone(), tools.registry, model.clone(), subagents);
     assert_eq!(run(&session), Stop::Finished);
     let text = chat.text();
     assert!(

@@ -32,6 +32,7 @@ use super::{Inner, SessionBuilder, SessionEvent, Stop};
 use crate::agents::{AgentDefinition, PARENT_RESOLVER, Subagents};
 use crate::conversation::{Conversation, FileConversation, MemoryConversation};
 use crate::messages as msg;
+use crate::report::error_chain;
 use crate::{Executor, ToolRegistry};
 
 /// Above every other resolver, so that a parent's "ask" binds a child's "allow".
@@ -92,6 +93,19 @@ struct Child {
     /// Its transcript's file, when it has one.
     path: Option<PathBuf>,
     max_turns: u64,
+}
+
+impl Child {
+    /// The child's transcript now.
+    async fn text(&self) -> Result<Arc<String>, String> {
+        Ok(self
+            .session
+            .conversation()
+            .snapshot()
+            .await
+            .map_err(|e| error_chain(&e))?
+            .text)
+    }
 }
 
 impl SessionDelegate {
@@ -286,13 +300,7 @@ async fn report(
     };
     let why = match stop {
         Stop::Finished => {
-            let text = child
-                .session
-                .conversation()
-                .snapshot()
-                .await
-                .map_err(|e| error_chain(&e))?
-                .text;
+            let text = child.text().await?;
             let mut answer = final_answer(&text);
             if let Some(path) = &shown {
                 answer.push_str("\n\n");
@@ -305,13 +313,7 @@ async fn report(
             // The parent waits too, and the call runs again (resuming the child) once the
             // child's calls are decided in its transcript.
             if let Some(path) = &shown {
-                let text = child
-                    .session
-                    .conversation()
-                    .snapshot()
-                    .await
-                    .map_err(|e| error_chain(&e))?
-                    .text;
+                let text = child.text().await?;
                 ctx.defer(msg::agent_waits(agent, path, &pending_calls(&text)));
             }
             "a call waits for approval in its transcript".to_owned()
@@ -534,16 +536,4 @@ impl Approver for ChildApprover {
         shown.preview = format!("agent {}: {}", self.agent, call.preview);
         self.parent.ask(&shown).await
     }
-}
-
-/// An error and its causes, joined by `: `.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
 }
