@@ -1035,3 +1035,40 @@ fn an_agent_call_without_a_task_or_past_the_depth_limit_is_an_error() {
     );
     assert_eq!(model.requests().len(), 2, "a child sent a request");
 }
+
+#[test]
+fn a_childs_turns_are_its_definitions_at_most_the_parents() {
+    // The definition allows 5 turns, the parent's session 1: the child stops after one.
+    let dir = Scratch::new("turns");
+    let mut agents = Agents::new();
+    agents.register(
+        AgentDefinition::new("reviewer", "Reviews.", "")
+            .unwrap()
+            .with_tools(["note"])
+            .unwrap()
+            .with_max_turns(5)
+            .unwrap(),
+    );
+    let subagents = Subagents::new(agents);
+    let tools = tools(&subagents);
+    let chat = parent(&dir.0, &["agent", "note"], "Go.");
+    let model = Arc::new(ScriptedProvider::new([
+        agent_call("Note twice."),
+        Turn::tool_use("note", json!({"text": "one"})),
+        Turn::tool_use("note", json!({"text": "two"})),
+        Turn::text("The child ran out of turns."),
+    ]));
+    let session = Session::builder(chat.clone(), tools.registry, model.clone())
+        .subagents(subagents)
+        .max_turns(1)
+        .build();
+    let stop = run(&session);
+    let text = chat.text();
+    assert!(
+        text.contains(
+            "Subagent 'reviewer' stopped without an answer: it reached its turn limit (1)."
+        ),
+        "{text}"
+    );
+    assert_eq!(tools.notes.lock().unwrap().as_slice(), ["one"], "{stop:?}");
+}

@@ -318,7 +318,7 @@ async fn report(
             }
             "a call waits for approval in its transcript".to_owned()
         }
-        Stop::MaxTurns => format!("it reached its limit of {} turns", child.max_turns),
+        Stop::MaxTurns => format!("it reached its turn limit ({})", child.max_turns),
         Stop::Running => "its background jobs still run".to_owned(),
         Stop::PromptBlocked => "a hook blocked its prompt".to_owned(),
         Stop::AutopilotOff => "autopilot is off".to_owned(),
