@@ -554,3 +554,36 @@ fn a_waiting_subagent_stops_the_parent_and_the_next_run_resumes_it() {
     assert!(listed.lines().any(|l| l.starts_with("agent ")), "{listed}");
     assert!(listed.contains("Delegate a task to a subagent"), "{listed}");
 }
+
+/// A definition file that cannot be used is a warning on stderr, and what its name or text
+/// holds cannot steer the terminal: controls are shown as escapes.
+#[test]
+fn a_broken_agent_definition_is_an_escaped_warning() {
+    let chat = scratch("agent-warn.chat", b"@You:\nHi.\n");
+    let dir = chat.parent().unwrap().to_owned();
+    std::fs::create_dir_all(dir.join(".claude/agents")).unwrap();
+    std::fs::write(
+        dir.join(".claude/agents/\x1b[2Jevil.md"),
+        "---\ndescription: [unclosed\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(".claude/agents/wide.md"),
+        "---\ndescription: Wide.\npermissionMode: bypassPermissions\n---\nGo.\n",
+    )
+    .unwrap();
+    let out = flemma(&["tools", chat.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(
+        stderr.contains("\\x1b[2Jevil.md: the frontmatter cannot be read"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("wide.md: agent wide: `permissionMode` is not honoured"),
+        "{stderr}"
+    );
+    // The definition that can be used is offered, without what it may not widen.
+    assert!(text(&out.stdout).lines().any(|l| l.starts_with("agent ")));
+}

@@ -391,3 +391,36 @@ fn a_project_without_agents_has_none() {
     assert!(agents.load_project(&project.0.join("missing")).is_empty());
     assert!(agents.is_empty());
 }
+
+#[test]
+fn the_agent_tools_description_lists_each_agent_with_the_first_line_of_its_description() {
+    use flemma_core::Tool as _;
+    let mut agents = Agents::new();
+    agents
+        .register(AgentDefinition::new("reviewer", "Reviews code.\nUse after edits.", "").unwrap());
+    agents.register(AgentDefinition::new("explorer", "Finds things.", "").unwrap());
+    let tool = flemma_runtime::agents::Subagents::new(agents)
+        .tool()
+        .unwrap();
+    let spec = tool.definition().spec();
+    assert_eq!(spec.name.as_str(), "agent");
+    assert!(
+        spec.description
+            .ends_with("Agents:\n- explorer: Finds things.\n- reviewer: Reviews code."),
+        "{}",
+        spec.description
+    );
+    assert_eq!(
+        spec.input_schema["required"],
+        serde_json::json!(["agent", "prompt"])
+    );
+    let none = flemma_runtime::agents::Subagents::new(Agents::new())
+        .tool()
+        .unwrap();
+    assert!(
+        none.definition()
+            .spec()
+            .description
+            .ends_with("No agents are defined.")
+    );
+}
