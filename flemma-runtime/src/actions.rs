@@ -81,6 +81,36 @@ pub fn reject(
     Ok(edits)
 }
 
+/// The calls that wait for a person's decision: each empty `(pending)` block, as (tool, id),
+/// in document order (a block whose call is gone has the tool `""`).
+///
+/// ```
+/// let doc = flemma_ast::parse(
+///     "@Assistant:\n**Tool Use:** `bash` (`t1`)\n\n```json\n{}\n```\n\n@You:\n\n**Tool Result:** `t1` (pending)\n```\n```\n",
+/// );
+/// assert_eq!(flemma_runtime::pending_calls(&doc), [("bash".to_owned(), "t1".to_owned())]);
+/// ```
+pub fn pending_calls(doc: &Document) -> Vec<(String, String)> {
+    let mut tools = std::collections::HashMap::new();
+    let mut waiting = Vec::new();
+    for segment in doc.messages.iter().flat_map(|m| &m.segments) {
+        match segment {
+            flemma_ast::Segment::ToolUse(call) => {
+                tools.insert(call.id.to_string(), call.name.to_string());
+            }
+            flemma_ast::Segment::ToolResult(result)
+                if result.status == Some(ToolStatus::Pending)
+                    && result.content.trim().is_empty() =>
+            {
+                let id = result.tool_use_id.to_string();
+                waiting.push((tools.get(&id).cloned().unwrap_or_default(), id));
+            }
+            _ => {}
+        }
+    }
+    waiting
+}
+
 /// Approves every `pending` call.
 ///
 /// # Errors

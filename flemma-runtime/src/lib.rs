@@ -67,7 +67,8 @@ mod shared;
 pub mod transcript;
 
 pub use actions::{
-    ActionError, answer_interrupted, approve, approve_all_pending, reject, rejection_feedback,
+    ActionError, answer_interrupted, approve, approve_all_pending, pending_calls, reject,
+    rejection_feedback,
 };
 pub use builtins::register_builtins;
 pub use conversation::{

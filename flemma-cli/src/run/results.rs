@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use flemma::ast::{Segment, ToolStatus};
+use flemma::ast::Segment;
 
 /// A result block of the transcript.
 #[derive(Debug, Clone, Copy)]
@@ -68,27 +68,7 @@ pub(super) fn excerpt(doc: &flemma::ast::Document, block: Block<'_>) -> Option<V
 
 /// The calls whose block waits for a decision (`(pending)`, empty), as (tool, id).
 pub(super) fn pending(path: &Path) -> Vec<(String, String)> {
-    let Some(doc) = document(path) else {
-        return Vec::new();
-    };
-    let mut tools = std::collections::HashMap::new();
-    let mut waiting = Vec::new();
-    for segment in doc.messages.iter().flat_map(|m| &m.segments) {
-        match segment {
-            Segment::ToolUse(u) => {
-                tools.insert(u.id.to_string(), u.name.to_string());
-            }
-            Segment::ToolResult(r)
-                if r.status == Some(ToolStatus::Pending) && r.content.trim().is_empty() =>
-            {
-                let id = r.tool_use_id.to_string();
-                let tool = tools.get(&id).cloned().unwrap_or_default();
-                waiting.push((tool, id));
-            }
-            _ => {}
-        }
-    }
-    waiting
+    document(path).map_or_else(Vec::new, |doc| flemma::runtime::pending_calls(&doc))
 }
 
 #[cfg(test)]

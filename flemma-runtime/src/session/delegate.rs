@@ -314,7 +314,11 @@ async fn report(
             // child's calls are decided in its transcript.
             if let Some(path) = &shown {
                 let text = child.text().await?;
-                ctx.defer(msg::agent_waits(agent, path, &pending_calls(&text)));
+                ctx.defer(msg::agent_waits(
+                    agent,
+                    path,
+                    &crate::actions::pending_calls(&flemma_ast::parse(&text)),
+                ));
             }
             "a call waits for approval in its transcript".to_owned()
         }
@@ -445,30 +449,6 @@ fn first_text(
     text.push_str(&escape_user(prompt.trim_end()));
     text.push('\n');
     Ok(text)
-}
-
-/// The calls of a transcript that wait for a decision: (tool, id) of each empty `(pending)`
-/// block.
-fn pending_calls(text: &str) -> Vec<(String, String)> {
-    let document = flemma_ast::parse(text);
-    let mut tools = std::collections::HashMap::new();
-    let mut waiting = Vec::new();
-    for segment in document.messages.iter().flat_map(|m| &m.segments) {
-        match segment {
-            flemma_ast::Segment::ToolUse(call) => {
-                tools.insert(call.id.to_string(), call.name.to_string());
-            }
-            flemma_ast::Segment::ToolResult(result)
-                if result.status == Some(flemma_ast::ToolStatus::Pending)
-                    && result.content.trim().is_empty() =>
-            {
-                let id = result.tool_use_id.to_string();
-                waiting.push((tools.get(&id).cloned().unwrap_or_default(), id));
-            }
-            _ => {}
-        }
-    }
-    waiting
 }
 
 /// The text of the last `@Assistant:` message, as the model wrote it.
