@@ -1072,3 +1072,69 @@ fn a_childs_turns_are_its_definitions_at_most_the_parents() {
     );
     assert_eq!(tools.notes.lock().unwrap().as_slice(), ["one"], "{stop:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_stream_that_stops_halfway_is_no_answer() {
+    use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
+    use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
+
+    let server = MockServer::start().await;
+    let sse = |body: String| {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body)
+    };
+    // The child's stream ends after half an answer: no content_block_stop, no message_stop.
+    let full = anthropic_stream(Some("Half an answer that never ends"), None);
+    let half = full[..full.find("event: content_block_stop").unwrap()].to_owned();
+    let routes = [
+        (
+            Body(&[], &["CHILD-PROMPT", "tool_result"]),
+            anthropic_stream(
+                None,
+                Some((
+                    "toolu_p1",
+                    "agent",
+                    &json!({"agent": "reviewer", "prompt": "Answer."}),
+                )),
+            ),
+        ),
+        (Body(&["CHILD-PROMPT"], &[]), half),
+        (
+            Body(&["tool_result"], &["CHILD-PROMPT"]),
+            anthropic_stream(Some("The child failed."), None),
+        ),
+    ];
+    for (matcher, body) in routes {
+        Mock::given(method("POST"))
+            .and(matcher)
+            .respond_with(sse(body))
+            .mount(&server)
+            .await;
+    }
+    let provider = HttpProvider::new(
+        Endpoint::anthropic(ApiKey::new("sk-test")).with_base_url(server.uri()),
+        TransportConfig {
+            max_retries: 0,
+            ..TransportConfig::default()
+        },
+    )
+    .unwrap();
+    let dir = Scratch::new("half");
+    let mut agents = Agents::new();
+    agents.register(AgentDefinition::new("reviewer", "Reviews.", "CHILD-PROMPT").unwrap());
+    let subagents = Subagents::new(agents);
+    let tools = tools(&subagents);
+    let chat = parent(&dir.0, &["agent"], "Go.");
+    let session = with_subagents(chat.clone(), tools.registry, Arc::new(provider), subagents);
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let text = chat.text();
+    assert!(
+        text.contains("`toolu_p1` (error)\n```\nSubagent 'reviewer' stopped without an answer: "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("@Assistant:\nThe child failed.\n\n@You:\n"),
+        "{text}"
+    );
+}

@@ -587,3 +587,54 @@ fn a_broken_agent_definition_is_an_escaped_warning() {
     // The definition that can be used is offered, without what it may not widen.
     assert!(text(&out.stdout).lines().any(|l| l.starts_with("agent ")));
 }
+
+/// `flemma run sub/FILE` from another directory: the agents are the conversation's project's,
+/// and the child's transcript is beside FILE, not in the working directory.
+#[test]
+fn a_relative_file_from_another_directory_finds_its_projects_agents() {
+    let chat = scratch(
+        "agent-rel.chat",
+        b"```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"agent\"]}}}\n```\n@You:\nAsk.\n",
+    );
+    let dir = chat.parent().unwrap().to_owned();
+    let base = dir.parent().unwrap().to_owned();
+    let relative = format!(
+        "{}/agent-rel.chat",
+        dir.file_name().unwrap().to_str().unwrap()
+    );
+    std::fs::create_dir_all(dir.join(".flemma/agents")).unwrap();
+    std::fs::write(
+        dir.join(".flemma/agents/helper.md"),
+        "---\ndescription: Helps.\ntools: []\n---\nHelp.\n",
+    )
+    .unwrap();
+    let script = dir.join("rel.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"tool_uses": [{"name": "agent", "input": {"agent": "helper", "prompt": "Help."}}]},
+            {"text": "Helped."},
+            {"text": "Done."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = crate::flemma_command()
+        .current_dir(&base)
+        .args(["run", &relative, "--provider", "scripted"])
+        .args(["--script", script.to_str().unwrap(), "--approve", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let done = std::fs::read_to_string(&chat).unwrap();
+    assert!(done.contains("Helped.\n\nSubagent transcript: "), "{done}");
+    assert!(
+        dir.join("agent-rel.helper.toolu_scripted_1_1.chat")
+            .exists()
+    );
+    assert!(
+        !base
+            .join("agent-rel.helper.toolu_scripted_1_1.chat")
+            .exists()
+    );
+}

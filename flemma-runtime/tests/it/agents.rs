@@ -349,7 +349,7 @@ fn a_project_cannot_make_a_file_outside_it_a_childs_prompt() {
 
 #[cfg(unix)]
 #[test]
-fn a_fifo_or_a_huge_file_is_skipped_without_blocking() {
+fn a_fifo_a_huge_file_or_one_not_utf8_is_skipped_without_blocking() {
     let project = Project::new("special");
     let fifo = project.0.join(".flemma/agents/pipe.md");
     std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
@@ -362,6 +362,11 @@ fn a_fifo_or_a_huge_file_is_skipped_without_blocking() {
     let huge = format!("---\ndescription: big\n---\n{}", "x".repeat(1024 * 1024));
     project.write(".flemma/agents/huge.md", &huge);
     project.write(".flemma/agents/ok.md", "---\ndescription: fine\n---\n");
+    std::fs::write(
+        project.0.join(".flemma/agents/latin1.md"),
+        b"---\ndescription: caf\xe9\n---\n",
+    )
+    .unwrap();
 
     let mut agents = Agents::new();
     let warnings = agents.load_project(&project.0);
@@ -370,16 +375,21 @@ fn a_fifo_or_a_huge_file_is_skipped_without_blocking() {
         ["ok"]
     );
     let shown: Vec<String> = warnings.iter().map(crate::chain_warning).collect();
-    assert_eq!(shown.len(), 2, "{shown:#?}");
+    assert_eq!(shown.len(), 3, "{shown:#?}");
+    assert!(
+        shown[1].contains("latin1.md: cannot read the agent definition: invalid utf-8"),
+        "{}",
+        shown[1]
+    );
     assert!(
         shown[0].contains("huge.md: cannot read the agent definition: larger than 1 MiB"),
         "{}",
         shown[0]
     );
     assert!(
-        shown[1].contains("pipe.md: cannot read the agent definition: not a regular file"),
+        shown[2].contains("pipe.md: cannot read the agent definition: not a regular file"),
         "{}",
-        shown[1]
+        shown[2]
     );
 }
 
