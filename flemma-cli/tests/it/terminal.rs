@@ -507,3 +507,63 @@ fn a_subagents_call_is_asked_about_at_the_parents_prompt_naming_the_agent() {
         std::fs::read_to_string(dir.join("pty-agent.marker.toolu_scripted_1_1.chat")).unwrap();
     assert!(child.contains("```\nmade-it\n```"), "{child}");
 }
+
+/// Ctrl-D at a subagent's question: nothing runs, and the child's call stays pending in its
+/// transcript.
+#[test]
+fn ctrl_d_at_a_subagents_question_runs_nothing() {
+    let chat = scratch(
+        "pty-agent-eof.chat",
+        b"```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"agent\"]}}}\n```\n@You:\nDelegate it.\n",
+    );
+    let dir = chat.parent().unwrap().to_owned();
+    let _ = std::fs::remove_file(dir.join("marker"));
+    std::fs::create_dir_all(dir.join(".claude/agents")).unwrap();
+    std::fs::write(
+        dir.join(".claude/agents/marker.md"),
+        "---\nname: marker\ndescription: Marks things.\ntools: Bash\n---\nYou mark things.\n",
+    )
+    .unwrap();
+    let script = serde_json::json!([
+        {"tool_uses": [{"name": "agent", "input": {"agent": "marker", "prompt": "Mark it."}}]},
+        {"tool_uses": [{"name": "bash", "input": {"command": COMMAND, "label": "marking"}}]},
+        {"text": "Marked."},
+        {"text": "Done."}
+    ]);
+    std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+    let mut term = ask(&chat, &dir);
+    term.expect("allow agent marker: bash: $ touch marker && echo made-it — marking? [");
+    term.send(b"\x04");
+    term.expect("stopped: ");
+    let code = term.exit_code();
+    let screen = term.text();
+    let transcript = std::fs::read_to_string(&chat).unwrap();
+    let child =
+        std::fs::read_to_string(dir.join("pty-agent-eof.marker.toolu_scripted_1_1.chat")).unwrap();
+    assert_eq!(code, Some(3), "{screen}");
+    assert!(!dir.join("marker").exists(), "the call ran");
+    assert!(
+        child.ends_with("**Tool Result:** `toolu_scripted_2_1` (pending)\n```\n```\n"),
+        "{child}"
+    );
+    // Known gap: the parent's agent call is left in progress (its block has no status), so
+    // the next run answers it as lost instead of resuming the child; still nothing runs.
+    assert!(
+        transcript.ends_with("**Tool Result:** `toolu_scripted_1_1`\n```\n```\n"),
+        "{transcript}"
+    );
+    let again = crate::flemma_command()
+        .current_dir(&dir)
+        .args(["run", chat.to_str().unwrap(), "--provider", "scripted"])
+        .args(["--script", "script.json", "--approve", "none"])
+        .args(["--set", "sandbox.enabled=false"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(3));
+    let after = std::fs::read_to_string(&chat).unwrap();
+    assert!(
+        after.contains("`toolu_scripted_1_1` (error)\n```\nTool execution lost: session ended before completion."),
+        "{after}"
+    );
+    assert!(!dir.join("marker").exists(), "the call ran");
+}
