@@ -1,0 +1,963 @@
+//! Reads a command with brush's bash parser into the simple commands it runs, seeing through
+//! wrappers, and what the rules cannot see (escalations, writes, what does not parse).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Component, Path, PathBuf};
+
+use brush_parser::ast;
+
+use crate::words::{self, Found, Word};
+
+/// The longest command read; a longer one is not read (it needs approval).
+pub(crate) const MAX_LEN: usize = 64 * 1024;
+/// The most openings (`(`, `{`, backquotes, `if`, `while`, …) a command may hold: the parser
+/// recurses on nesting, and a bound on the openings bounds the nesting (and the stack).
+pub(crate) const MAX_OPENINGS: usize = 256;
+/// How deep `bash -c`, `eval` and substitutions are read in turn.
+const MAX_DEPTH: usize = 16;
+
+/// One simple command the rules judge.
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    /// Its words, the command word first (after the wrappers seen through).
+    pub(crate) words: Vec<Word>,
+    /// Unknown words follow (`xargs`, `find -exec`).
+    pub(crate) open_ended: bool,
+    /// The wrappers seen through to reach it, outermost first (`timeout`, `sudo`, …).
+    pub(crate) via: Vec<String>,
+    /// It runs only with arguments it reads: it needs an allow pattern ending in `*`, or
+    /// approval.
+    pub(crate) needs_open_rule: Option<&'static str>,
+}
+
+/// Something the rules cannot allow, so the command needs approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// What was found, e.g. `sudo` or `> /etc/passwd`.
+    pub(crate) subject: String,
+    /// Why it needs approval.
+    pub(crate) reason: String,
+}
+
+/// What a command runs and what it does besides.
+#[derive(Debug, Default)]
+pub(crate) struct Analysis {
+    pub(crate) segments: Vec<Segment>,
+    pub(crate) findings: Vec<Finding>,
+}
+
+/// Where relative write targets are taken from, and whether a path may be written.
+pub(crate) struct Place<'a> {
+    pub(crate) cwd: Option<&'a Path>,
+    pub(crate) writable: &'a (dyn Fn(&Path) -> bool + Send + Sync),
+}
+
+/// Commands with more openings than this are read on a thread of their own with a large stack
+/// ([`BIG_STACK`]): the parser's recursion per level is deep (in a debug build, a few dozen
+/// levels fill the 2 MiB stack of a Tokio worker). Fewer are read on the caller's thread.
+const INLINE_OPENINGS: usize = 16;
+/// The stack of that thread: room for [`MAX_OPENINGS`] levels in a debug build.
+const BIG_STACK: usize = 256 * 1024 * 1024;
+
+/// Reads `command`.
+pub(crate) fn analyze(command: &str, place: &Place<'_>) -> Analysis {
+    if command.len() > MAX_LEN || openings(command) <= INLINE_OPENINGS {
+        return analyze_here(command, place);
+    }
+    // The stack is reserved, not touched: only what the parser uses becomes memory.
+    let read = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("flemma-shell".to_owned())
+            .stack_size(BIG_STACK)
+            .spawn_scoped(scope, || analyze_here(command, place))
+            .map(std::thread::ScopedJoinHandle::join)
+    });
+    match read {
+        Ok(Ok(analysis)) => analysis,
+        Ok(Err(_)) | Err(_) => Analysis {
+            segments: Vec::new(),
+            findings: vec![Finding {
+                subject: command.to_owned(),
+                reason: "could not be read (no thread to read it on)".to_owned(),
+            }],
+        },
+    }
+}
+
+fn analyze_here(command: &str, place: &Place<'_>) -> Analysis {
+    let mut walker = Walker {
+        out: Analysis::default(),
+        place,
+        cwd_changed: false,
+        sources: Vec::new(),
+    };
+    walker.script(command, 0);
+    walker.out
+}
+
+struct Walker<'a> {
+    out: Analysis,
+    place: &'a Place<'a>,
+    /// A `cd` came before: relative targets are no longer known.
+    cwd_changed: bool,
+    /// The text of each script being walked, innermost last.
+    sources: Vec<String>,
+}
+
+/// Variables that choose what a command runs or loads: assigning one before a command makes it
+/// another command.
+fn changes_what_runs(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "PATH",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "NODE_OPTIONS",
+        "RUSTFLAGS",
+        "HOME",
+        "ZDOTDIR",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+    ];
+    const PREFIXES: &[&str] = &[
+        "LD_", "DYLD_", "GIT_", "PYTHON", "PERL5", "RUBY", "RUSTC", "CARGO",
+    ];
+    const SUFFIXES: &[&str] = &["_COMMAND", "PAGER", "EDITOR", "ASKPASS"];
+    EXACT.contains(&name)
+        || PREFIXES.iter().any(|p| name.starts_with(p))
+        || SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// Counts what opens a nesting level, quoting ignored (an overcount only asks sooner).
+fn openings(command: &str) -> usize {
+    let symbols = command
+        .bytes()
+        .filter(|b| matches!(b, b'(' | b'{' | b'`'))
+        .count();
+    let keywords = command
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| {
+            matches!(
+                *w,
+                "if" | "while"
+                    | "until"
+                    | "for"
+                    | "case"
+                    | "select"
+                    | "do"
+                    | "then"
+                    | "function"
+                    | "coproc"
+            )
+        })
+        .count();
+    symbols + keywords
+}
+
+impl Walker<'_> {
+    fn find(&mut self, subject: impl Into<String>, reason: impl Into<String>) {
+        self.out.findings.push(Finding {
+            subject: subject.into(),
+            reason: reason.into(),
+        });
+    }
+
+    /// Parses and walks a whole script (the command, a substitution, a `bash -c` string).
+    fn script(&mut self, text: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.find(text, "nested too deeply to read");
+            return;
+        }
+        if text.len() > MAX_LEN {
+            self.find(
+                format!("{} bytes", text.len()),
+                format!("longer than {MAX_LEN} bytes: not read"),
+            );
+            return;
+        }
+        if openings(text) > MAX_OPENINGS {
+            self.find(
+                text,
+                format!("more than {MAX_OPENINGS} nested constructs: not read"),
+            );
+            return;
+        }
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            let options = words::options();
+            let mut parser =
+                brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options);
+            parser.parse_program()
+        }));
+        match parsed {
+            Ok(Ok(program)) => {
+                self.sources.push(text.to_owned());
+                for list in &program.complete_commands {
+                    self.list(list, depth);
+                }
+                self.sources.pop();
+            }
+            Ok(Err(error)) => self.find(
+                text,
+                format!("bash syntax the parser cannot read ({error})"),
+            ),
+            Err(_) => self.find(text, "the parser failed on it"),
+        }
+    }
+
+    fn list(&mut self, list: &ast::CompoundList, depth: usize) {
+        for item in &list.0 {
+            self.pipeline(&item.0.first, depth);
+            for next in &item.0.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, depth),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, pipeline: &ast::Pipeline, depth: usize) {
+        for command in &pipeline.seq {
+            self.command(command, depth);
+        }
+    }
+
+    fn command(&mut self, command: &ast::Command, depth: usize) {
+        match command {
+            ast::Command::Simple(simple) => self.simple(simple, depth),
+            ast::Command::Compound(compound, redirects) => {
+                self.compound(compound, depth);
+                self.redirects(redirects.as_ref(), depth);
+            }
+            ast::Command::Function(function) => {
+                self.compound(&function.body.0, depth);
+                self.redirects(function.body.1.as_ref(), depth);
+            }
+            ast::Command::ExtendedTest(test, redirects) => {
+                self.test(&test.expr, depth);
+                self.redirects(redirects.as_ref(), depth);
+            }
+        }
+    }
+
+    fn test(&mut self, expr: &ast::ExtendedTestExpr, depth: usize) {
+        match expr {
+            ast::ExtendedTestExpr::And(a, b) | ast::ExtendedTestExpr::Or(a, b) => {
+                self.test(a, depth);
+                self.test(b, depth);
+            }
+            ast::ExtendedTestExpr::Not(a) | ast::ExtendedTestExpr::Parenthesized(a) => {
+                self.test(a, depth);
+            }
+            ast::ExtendedTestExpr::UnaryTest(_, word) => {
+                self.word(&word.value, depth);
+            }
+            ast::ExtendedTestExpr::BinaryTest(_, a, b) => {
+                self.word(&a.value, depth);
+                self.word(&b.value, depth);
+            }
+        }
+    }
+
+    /// An arithmetic text: it runs nothing unless it holds a substitution.
+    fn arithmetic(&mut self, expr: &ast::UnexpandedArithmeticExpr) {
+        if expr.value.contains("$(") || expr.value.contains('`') {
+            self.find(
+                format!("(( {} ))", expr.value),
+                "a command substitution inside arithmetic",
+            );
+        }
+    }
+
+    /// brush-parser reads `( ( cmd ) )` as the arithmetic command `(( cmd ))` where bash runs
+    /// two subshells: an arithmetic command whose text does not open with `((` and close with
+    /// `))` is read by bash as something else, so it needs approval.
+    fn double_parentheses(&mut self, loc: &brush_parser::SourceSpan) {
+        let written = self.sources.last().and_then(|source| {
+            let byte = |index: usize| {
+                source
+                    .char_indices()
+                    .nth(index)
+                    .map_or(source.len(), |(at, _)| at)
+            };
+            source.get(byte(loc.start.index)..byte(loc.end.index))
+        });
+        let arithmetic = written.is_some_and(|w| w.starts_with("((") && w.ends_with("))"));
+        if !arithmetic {
+            self.find(
+                written.unwrap_or("(( … ))").to_owned(),
+                "parentheses the parser reads as arithmetic and bash may not",
+            );
+        }
+    }
+
+    fn compound(&mut self, compound: &ast::CompoundCommand, depth: usize) {
+        use ast::CompoundCommand as C;
+        match compound {
+            C::Arithmetic(a) => {
+                self.arithmetic(&a.expr);
+                self.double_parentheses(&a.loc);
+            }
+            C::ArithmeticForClause(f) => {
+                for expr in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(expr);
+                }
+                self.list(&f.body.list, depth);
+            }
+            C::BraceGroup(g) => self.list(&g.list, depth),
+            C::Subshell(s) => self.list(&s.list, depth),
+            C::ForClause(f) => {
+                for value in f.values.iter().flatten() {
+                    self.word(&value.value, depth);
+                }
+                self.list(&f.body.list, depth);
+            }
+            C::CaseClause(c) => {
+                self.word(&c.value.value, depth);
+                for item in &c.cases {
+                    for pattern in &item.patterns {
+                        self.word(&pattern.value, depth);
+                    }
+                    if let Some(cmd) = &item.cmd {
+                        self.list(cmd, depth);
+                    }
+                }
+            }
+            C::IfClause(i) => {
+                self.list(&i.condition, depth);
+                self.list(&i.then, depth);
+                for branch in i.elses.iter().flatten() {
+                    if let Some(condition) = &branch.condition {
+                        self.list(condition, depth);
+                    }
+                    self.list(&branch.body, depth);
+                }
+            }
+            C::WhileClause(w) | C::UntilClause(w) => {
+                self.list(&w.0, depth);
+                self.list(&w.1.list, depth);
+            }
+            C::Coprocess(c) => self.command(&c.body, depth),
+        }
+    }
+
+    /// Decodes a word, reading its substitutions in turn.
+    fn word(&mut self, raw: &str, depth: usize) -> Word {
+        let mut found = Found::default();
+        let word = words::decode(raw, &mut found);
+        self.found(found, raw, depth);
+        word
+    }
+
+    fn found(&mut self, found: Found, raw: &str, depth: usize) {
+        if let Some(hidden) = found.hidden {
+            self.find(raw, hidden);
+        }
+        for substitution in found.substitutions {
+            self.script(&substitution, depth + 1);
+        }
+    }
+
+    fn redirects(&mut self, redirects: Option<&ast::RedirectList>, depth: usize) {
+        for redirect in redirects.iter().flat_map(|r| r.0.iter()) {
+            self.redirect(redirect, depth);
+        }
+    }
+
+    fn redirect(&mut self, redirect: &ast::IoRedirect, depth: usize) {
+        use ast::IoFileRedirectKind as K;
+        use ast::IoFileRedirectTarget as T;
+        match redirect {
+            ast::IoRedirect::File(_, kind, target) => match target {
+                T::Filename(word) => {
+                    let writes = matches!(
+                        kind,
+                        K::Write | K::Append | K::Clobber | K::ReadAndWrite | K::DuplicateOutput
+                    );
+                    let decoded = self.word(&word.value, depth);
+                    if writes {
+                        self.target(&decoded);
+                    }
+                }
+                T::Duplicate(word) => {
+                    let decoded = self.word(&word.value, depth);
+                    // `>&2`, `>&-` duplicate or close a descriptor; `>&file` writes the file.
+                    let descriptor = decoded.literal.as_deref().is_some_and(|t| {
+                        t == "-" || t.trim_end_matches('-').parse::<u32>().is_ok()
+                    });
+                    if matches!(kind, K::DuplicateOutput) && !descriptor {
+                        self.target(&decoded);
+                    }
+                }
+                T::Fd(_) => {}
+                T::ProcessSubstitution(_, sub) => self.list(&sub.list, depth),
+            },
+            ast::IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let mut found = Found::default();
+                    words::heredoc(&doc.doc.value, &mut found);
+                    self.found(found, "<<", depth);
+                }
+            }
+            ast::IoRedirect::HereString(_, word) => {
+                self.word(&word.value, depth);
+            }
+            ast::IoRedirect::OutputAndError(word, _) => {
+                let decoded = self.word(&word.value, depth);
+                self.target(&decoded);
+            }
+        }
+    }
+
+    /// A path the command writes.
+    fn target(&mut self, word: &Word) {
+        let Some(path) = word.literal.as_deref() else {
+            self.find(
+                format!("> {}", word.raw),
+                "writes to a path that is not literal",
+            );
+            return;
+        };
+        if let Some(reason) = self.unwritable(path) {
+            self.find(format!("> {}", word.raw), reason);
+        }
+    }
+
+    /// Why `path` may not be written, if it may not.
+    fn unwritable(&self, path: &str) -> Option<String> {
+        const DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+        if DEVICES.contains(&path)
+            || path
+                .strip_prefix("/dev/fd/")
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        {
+            return None;
+        }
+        let given = Path::new(path);
+        let absolute = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            if self.cwd_changed {
+                return Some("writes to a relative path after a change of directory".to_owned());
+            }
+            match self.place.cwd {
+                Some(cwd) => cwd.join(given),
+                None => {
+                    return Some(
+                        "writes to a relative path and the working directory is not known"
+                            .to_owned(),
+                    );
+                }
+            }
+        };
+        let normal = normalize(&absolute);
+        if (self.place.writable)(&normal) {
+            None
+        } else {
+            Some(format!(
+                "writes outside the writable paths ({})",
+                normal.display()
+            ))
+        }
+    }
+
+    fn simple(&mut self, simple: &ast::SimpleCommand, depth: usize) {
+        use ast::CommandPrefixOrSuffixItem as Item;
+        let mut words = Vec::new();
+        let mut assignments = Vec::new();
+        for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
+            match item {
+                Item::IoRedirect(r) => self.redirect(r, depth),
+                Item::Word(w) => words.push(self.word(&w.value, depth)),
+                Item::AssignmentWord(assignment, _) => {
+                    self.assignment(assignment, depth);
+                    assignments.push(assignment_name(assignment));
+                }
+                Item::ProcessSubstitution(_, sub) => self.list(&sub.list, depth),
+            }
+        }
+        if let Some(name) = &simple.word_or_name {
+            words.push(self.word(&name.value, depth));
+        }
+        for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
+            match item {
+                Item::IoRedirect(r) => self.redirect(r, depth),
+                Item::Word(w) => words.push(self.word(&w.value, depth)),
+                // `export X=…`, `local X=…`: an argument like any other.
+                Item::AssignmentWord(assignment, w) => {
+                    self.assignment(assignment, depth);
+                    let mut found = Found::default();
+                    words.push(words::decode(&w.value, &mut found));
+                }
+                Item::ProcessSubstitution(_, sub) => self.list(&sub.list, depth),
+            }
+        }
+        if words.is_empty() {
+            // Assignments alone run nothing.
+            return;
+        }
+        for name in &assignments {
+            if changes_what_runs(name) {
+                self.find(
+                    format!("{name}=…"),
+                    "assigns a variable that changes what the command runs",
+                );
+            }
+        }
+        let mut via = Vec::new();
+        if !assignments.is_empty() {
+            via.push("NAME=value".to_owned());
+        }
+        self.run(words, via, depth);
+    }
+
+    /// Reads an assignment's value for substitutions.
+    fn assignment(&mut self, assignment: &ast::Assignment, depth: usize) {
+        match &assignment.value {
+            ast::AssignmentValue::Scalar(w) => {
+                self.word(&w.value, depth);
+            }
+            ast::AssignmentValue::Array(items) => {
+                for (key, value) in items {
+                    if let Some(key) = key {
+                        self.word(&key.value, depth);
+                    }
+                    self.word(&value.value, depth);
+                }
+            }
+        }
+    }
+
+    /// A command's words: wrappers seen through, escalations found, the segment recorded.
+    fn run(&mut self, mut words: Vec<Word>, mut via: Vec<String>, depth: usize) {
+        for _ in 0..MAX_DEPTH {
+            match self.step(words, &mut via, depth) {
+                Step::Inner(inner) => words = inner,
+                Step::Segment(segment) => {
+                    if !segment.is_empty() {
+                        self.out.segments.push(Segment {
+                            words: segment,
+                            open_ended: false,
+                            via,
+                            needs_open_rule: None,
+                        });
+                    }
+                    return;
+                }
+                Step::Done => return,
+            }
+        }
+        self.find(via.join(" "), "wrappers nested too deeply to read");
+    }
+
+    /// One wrapper seen through, or the command itself.
+    fn step(&mut self, words: Vec<Word>, via: &mut Vec<String>, depth: usize) -> Step {
+        let Some(first) = words.first() else {
+            return Step::Done;
+        };
+        let Some(name) = first.literal.clone() else {
+            self.find(first.raw.clone(), "the command's name is an expansion");
+            return Step::Done;
+        };
+        // A path to a wrapper is that wrapper (`/usr/bin/sudo`).
+        let base = name.rsplit('/').next().unwrap_or(&name).to_owned();
+        match base.as_str() {
+            "sudo" | "doas" | "pkexec" | "run0" | "su" | "eval" | "exec" => {
+                self.escalation(&base, name, words, via, depth)
+            }
+            "command" => {
+                let query = words
+                    .get(1)
+                    .and_then(|w| w.literal.as_deref())
+                    .is_some_and(|a| a.starts_with("-v") || a.starts_with("-V"));
+                if query {
+                    return Step::Segment(words);
+                }
+                via.push(name);
+                Step::Inner(skip_options(&words[1..], &[]))
+            }
+            "nohup" => {
+                via.push(name);
+                Step::Inner(words[1..].to_vec())
+            }
+            "nice" => {
+                via.push(name);
+                Step::Inner(skip_options(&words[1..], &["-n", "--adjustment"]))
+            }
+            "timeout" => {
+                via.push(name);
+                let mut rest = skip_options(&words[1..], &["-s", "-k", "--signal", "--kill-after"]);
+                if !rest.is_empty() {
+                    rest.remove(0); // the duration
+                }
+                Step::Inner(rest)
+            }
+            "time" => {
+                self.time(&words);
+                via.push(name);
+                Step::Inner(skip_options(
+                    &words[1..],
+                    &["-f", "--format", "-o", "--output"],
+                ))
+            }
+            "env" => match self.env(&words[1..]) {
+                Some(rest) if !rest.is_empty() => {
+                    via.push(name);
+                    Step::Inner(rest)
+                }
+                // `env` alone prints the environment: a command of its own.
+                Some(_) => Step::Segment(words),
+                None => Step::Done,
+            },
+            "xargs" => {
+                let rest = skip_options(&words[1..], XARGS_VALUES);
+                via.push(name);
+                let inner = if rest.is_empty() {
+                    vec![literal_word("echo")]
+                } else {
+                    rest
+                };
+                self.open_ended(inner, via.clone(), "runs it with arguments it reads");
+                Step::Done
+            }
+            "find" => {
+                self.find_command(&words, via);
+                Step::Segment(words)
+            }
+            "bash" | "sh" | "dash" | "zsh" | "ksh" | "mksh" | "ash" => {
+                match shell_string(&words[1..]) {
+                    ShellString::None => Step::Segment(words),
+                    ShellString::Literal(text) => {
+                        self.script(&text, depth + 1);
+                        Step::Done
+                    }
+                    ShellString::Unknown(raw) => {
+                        self.find(
+                            format!("{name} -c {raw}"),
+                            "runs a string that is an expansion",
+                        );
+                        Step::Done
+                    }
+                }
+            }
+            "cd" | "pushd" | "popd" => {
+                self.cwd_changed = true;
+                Step::Segment(words)
+            }
+            "tee" => {
+                self.tee(&words);
+                Step::Segment(words)
+            }
+            _ => Step::Segment(words),
+        }
+    }
+
+    /// A wrapper that runs its command with other rights, or text, or a variable.
+    fn escalation(
+        &mut self,
+        base: &str,
+        name: String,
+        words: Vec<Word>,
+        via: &mut Vec<String>,
+        depth: usize,
+    ) -> Step {
+        match base {
+            "sudo" | "doas" | "pkexec" | "run0" => {
+                self.find(name.clone(), "runs a command as another user");
+                via.push(name);
+                Step::Inner(skip_options(&words[1..], SUDO_VALUES))
+            }
+            "su" => {
+                self.find(name, "runs a command as another user");
+                Step::Done
+            }
+            "eval" => {
+                self.find(name, "runs text as a command");
+                let text: Option<Vec<&str>> =
+                    words[1..].iter().map(|w| w.literal.as_deref()).collect();
+                // Read what it would run too, so a deny rule still sees it.
+                if let Some(text) = text {
+                    self.script(&text.join(" "), depth + 1);
+                }
+                Step::Done
+            }
+            "exec" => {
+                let rest = skip_options(&words[1..], &["-a"]);
+                if let Some(command) = rest.first().filter(|w| w.literal.is_none()) {
+                    self.find(
+                        format!("exec {}", command.raw),
+                        "runs a command named by an expansion",
+                    );
+                    return Step::Done;
+                }
+                via.push(name);
+                Step::Inner(rest)
+            }
+            _ => Step::Segment(words),
+        }
+    }
+
+    /// `tee`'s files: every argument but an option.
+    fn tee(&mut self, words: &[Word]) {
+        for target in words[1..].iter().filter(|w| {
+            !w.literal
+                .as_deref()
+                .is_some_and(|l| l.starts_with('-') && l.len() > 1)
+        }) {
+            self.target(target);
+        }
+    }
+
+    /// `time -o FILE` writes the timings to FILE.
+    fn time(&mut self, words: &[Word]) {
+        for pair in words[1..].windows(2) {
+            if matches!(pair[0].literal.as_deref(), Some("-o" | "--output")) {
+                self.target(&pair[1]);
+            }
+        }
+    }
+
+    /// `env`'s options and assignments; the command after them (`None` when the rules cannot
+    /// follow it).
+    fn env(&mut self, args: &[Word]) -> Option<Vec<Word>> {
+        let mut i = 0;
+        while let Some(word) = args.get(i) {
+            let Some(text) = word.literal.as_deref() else {
+                self.find(
+                    format!("env {}", word.raw),
+                    "an expansion among env's arguments",
+                );
+                return None;
+            };
+            if text == "--" {
+                i += 1;
+                break;
+            }
+            if text == "-S"
+                || text.starts_with("--split-string")
+                || (text.starts_with('-') && !text.starts_with("--") && text.contains('S'))
+            {
+                self.find(format!("env {text}"), "splits a string into a command");
+                return None;
+            }
+            if text == "-C" || text.starts_with("--chdir") {
+                self.cwd_changed = true;
+                i += if text == "-C" { 2 } else { 1 };
+                continue;
+            }
+            if text == "-u" {
+                i += 2;
+                continue;
+            }
+            if text.starts_with('-') {
+                i += 1;
+                continue;
+            }
+            if let Some((name, _)) = text.split_once('=') {
+                if changes_what_runs(name) {
+                    self.find(
+                        format!("env {name}=…"),
+                        "assigns a variable that changes what the command runs",
+                    );
+                }
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        Some(args.get(i..).unwrap_or_default().to_vec())
+    }
+
+    /// A command run with unknown arguments appended (`xargs`, `find -exec`).
+    fn open_ended(&mut self, words: Vec<Word>, via: Vec<String>, reason: &'static str) {
+        if words.first().is_some_and(|w| w.literal.is_none()) {
+            self.find(words[0].raw.clone(), "the command's name is an expansion");
+            return;
+        }
+        self.out.segments.push(Segment {
+            words,
+            open_ended: true,
+            via,
+            needs_open_rule: Some(reason),
+        });
+    }
+
+    /// `find`: itself, the commands its `-exec`s run, and its actions that write.
+    fn find_command(&mut self, words: &[Word], via: &[String]) {
+        let mut i = 1;
+        while i < words.len() {
+            let text = words[i].literal.as_deref().unwrap_or_default();
+            match text {
+                "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < words.len()
+                        && !matches!(words[end].literal.as_deref(), Some(";" | "+"))
+                    {
+                        end += 1;
+                    }
+                    let inner: Vec<Word> = words[start..end]
+                        .iter()
+                        .map(|w| {
+                            if w.literal.as_deref() == Some("{}") {
+                                Word::unknown("{}")
+                            } else {
+                                w.clone()
+                            }
+                        })
+                        .collect();
+                    if !inner.is_empty() {
+                        let mut via = via.to_vec();
+                        via.push(format!("find {text}"));
+                        self.open_ended(inner, via, "runs it on the files it finds");
+                    }
+                    i = end + 1;
+                }
+                "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                    self.find(format!("find {text}"), "deletes or writes files");
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+        }
+    }
+}
+
+/// What seeing through one word of a command gave.
+enum Step {
+    /// A wrapper: the command it runs.
+    Inner(Vec<Word>),
+    /// The command the rules judge.
+    Segment(Vec<Word>),
+    /// Nothing more to judge (what it runs was read, or found unreadable).
+    Done,
+}
+
+/// `sudo`'s options that take a value.
+const SUDO_VALUES: &[&str] = &[
+    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
+];
+
+/// `xargs`'s options that take a value.
+const XARGS_VALUES: &[&str] = &[
+    "-a",
+    "-d",
+    "-E",
+    "-I",
+    "-L",
+    "-n",
+    "-P",
+    "-s",
+    "--arg-file",
+    "--delimiter",
+    "--eof",
+    "--replace",
+    "--max-lines",
+    "--max-args",
+    "--max-procs",
+    "--max-chars",
+    "--process-slot-var",
+];
+
+fn literal_word(text: &str) -> Word {
+    Word {
+        literal: Some(text.to_owned()),
+        raw: text.to_owned(),
+        splits: false,
+    }
+}
+
+fn assignment_name(assignment: &ast::Assignment) -> String {
+    match &assignment.name {
+        ast::AssignmentName::VariableName(name)
+        | ast::AssignmentName::ArrayElementName(name, _) => name.clone(),
+    }
+}
+
+/// The words after a wrapper's options (`-x`, `--long`, `--long=value`, and those of
+/// `with_value` followed by their value); `--` ends them.
+fn skip_options(words: &[Word], with_value: &[&str]) -> Vec<Word> {
+    let mut i = 0;
+    while let Some(word) = words.get(i) {
+        let Some(text) = word.literal.as_deref() else {
+            break;
+        };
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        if !text.starts_with('-') || text == "-" {
+            break;
+        }
+        // `nice -10`: a number is the option's own value.
+        i += if with_value.contains(&text) { 2 } else { 1 };
+    }
+    words.get(i..).unwrap_or_default().to_vec()
+}
+
+enum ShellString {
+    /// Not `-c`: the shell runs a script file or reads its input.
+    None,
+    Literal(String),
+    Unknown(String),
+}
+
+/// The string of `bash -c STRING` (options before it, `-c` alone or among short options).
+fn shell_string(args: &[Word]) -> ShellString {
+    let mut command_flag = false;
+    let mut option_value = false;
+    for word in args {
+        if option_value {
+            option_value = false;
+            continue;
+        }
+        let Some(text) = word.literal.as_deref() else {
+            return if command_flag {
+                ShellString::Unknown(word.raw.clone())
+            } else {
+                ShellString::None
+            };
+        };
+        if command_flag {
+            return ShellString::Literal(text.to_owned());
+        }
+        if text.starts_with('-') && !text.starts_with("--") && text.len() > 1 {
+            if text.contains('c') {
+                command_flag = true;
+            }
+            // `-o pipefail`, `-O extglob`: a value follows.
+            option_value = text.ends_with(['o', 'O']);
+            continue;
+        }
+        if text.starts_with('+') && text.len() > 1 {
+            option_value = text.ends_with(['o', 'O']);
+            continue;
+        }
+        if text.starts_with("--") {
+            continue;
+        }
+        return ShellString::None;
+    }
+    ShellString::None
+}
+
+/// `path` with `.` and `..` resolved lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
