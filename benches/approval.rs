@@ -9,6 +9,9 @@
 //!   each with its own 50 rules) decided in turn through one chain, as a host running several
 //!   conversations does; each list must stay compiled.
 //!
+//! - `approval/bash_rules_1kb`: a 1 KB `bash` command of 20 simple commands, each allowed by
+//!   one of 12 `tools.bash.allow` rules: the command rules parse and judge all of it.
+//!
 //! The built-in resolvers never wait, so each decision is polled once (`now_or_never`).
 #![allow(
     clippy::expect_used,
@@ -60,12 +63,7 @@ fn benches(c: &mut Criterion) {
     let conversations: Vec<(Config, Options)> = (0..4).map(conversation).collect();
     let contexts: Vec<ApprovalContext<'_>> = conversations
         .iter()
-        .map(|(config, options)| ApprovalContext {
-            config,
-            options,
-            tools: &tools,
-            sandbox: &false,
-        })
+        .map(|(config, options)| ApprovalContext::new(config, options).with_tools(&tools))
         .collect();
     let ctx = &contexts[0];
     let chain = Chain::with_builtins();
@@ -106,7 +104,76 @@ fn benches(c: &mut Criterion) {
             decide(&chain, black_box(&call), black_box(&contexts[turn]))
         });
     });
+    bash_rules(&mut group, &chain);
     group.finish();
+}
+
+/// A 1 KB `bash` command of 20 simple commands (lists, pipes, a substitution, quotes, a
+/// redirection into the project), every one allowed by one of 12 rules: the command rules read
+/// all of it, then the rest of the chain runs.
+fn bash_rules(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    chain: &Chain,
+) {
+    let mut config = Config::new();
+    for rule in [
+        "git status",
+        "git diff *",
+        "git log *",
+        "cargo test *",
+        "cargo build *",
+        "ls *",
+        "cat *",
+        "grep *",
+        "echo *",
+        "head *",
+        "wc *",
+        "sort *",
+    ] {
+        config
+            .append(Layer::Setup, "tools.bash.allow", rule)
+            .expect("rule");
+    }
+    let options = config.options().expect("options");
+    let tools = |name: &ToolName| *name == "bash";
+    let workspace = Project;
+    let ctx = ApprovalContext::new(&config, &options)
+        .with_tools(&tools)
+        .with_workspace(&workspace);
+    let part = "git status && cargo test -p flemma-shell -- --nocapture 2>&1 | grep -v 'warning: unused' | head -n 40; \
+        echo \"built at $(date +%s)\" > /work/project/build.log; ";
+    let command: String = part
+        .repeat(1024 / part.len() + 1)
+        .chars()
+        .take(1024)
+        .collect();
+    // Cut at the last complete part.
+    let command = &command[..=command.rfind("; ").expect("a part")];
+    assert!(command.len() > 900, "{}", command.len());
+    let input = json!({ "command": command });
+    let tool = ToolName::new("bash").expect("name");
+    let call = ToolCall {
+        name: &tool,
+        input: &input,
+        id: None,
+    };
+    assert_eq!(decide(chain, &call, &ctx), Decision::Approve);
+    group.bench_function("bash_rules_1kb", |b| {
+        b.iter(|| decide(chain, black_box(&call), black_box(&ctx)));
+    });
+}
+
+/// Commands start in `/work/project` and may write under it.
+struct Project;
+
+impl flemma::approval::Workspace for Project {
+    fn cwd(&self) -> Option<&std::path::Path> {
+        Some(std::path::Path::new("/work/project"))
+    }
+
+    fn may_write(&self, path: &std::path::Path) -> bool {
+        path.starts_with("/work/project")
+    }
 }
 
 fn main() {

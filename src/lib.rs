@@ -102,6 +102,7 @@ pub use flemma_object as object;
 pub use flemma_providers as providers;
 pub use flemma_runtime as runtime;
 pub use flemma_schema as schema;
+pub use flemma_shell as shell;
 pub use flemma_store as store;
 
 /// The README's examples, compiled and run as doctests.

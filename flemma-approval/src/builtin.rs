@@ -203,4 +203,9 @@ macro_rules! resolver_from_verdict {
     )*};
 }
 
-resolver_from_verdict!(ConfigResolver, SandboxResolver, CatchAllResolver);
+resolver_from_verdict!(
+    ConfigResolver,
+    SandboxResolver,
+    CatchAllResolver,
+    crate::BashRulesResolver
+);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures_util::FutureExt as _;
 use serde::{Serialize, Serializer};
 
+use crate::bash_rules::BashRulesResolver;
 use crate::builtin::{Builtin, CatchAllResolver, ConfigResolver, SandboxResolver};
 use crate::error::{ApprovalError, ResolverError};
 use crate::resolver::{ApprovalContext, Decision, Resolver, ToolCall, Verdict};
@@ -49,6 +50,9 @@ impl Serialize for ResolverName {
 
 /// Name of the resolver evaluating `tools.auto_approve`.
 pub const CONFIG_RESOLVER: &str = "urn:flemma:approval:config";
+/// Name of the resolver of the command rules on `bash` calls (`tools.bash.allow`, `ask`,
+/// `deny`).
+pub const BASH_RULES_RESOLVER: &str = "urn:flemma:approval:bash-rules";
 /// Name of the resolver approving sandboxed tools.
 pub const SANDBOX_RESOLVER: &str = "urn:flemma:approval:sandbox";
 /// Name of the resolver approving everything when `tools.require_approval` is off.
@@ -66,6 +70,7 @@ pub const DEFAULT_PRIORITY: i32 = 50;
 /// | --- | --- | --- |
 /// | [`HOST`](priority::HOST) | 300 | the host's own policy: nothing the conversation says (its frontmatter's `tools.auto_approve`, a hook's allow) comes before it |
 /// | hooks | 200 | the `PreToolUse` hooks (`urn:flemma:approval:hooks`) |
+/// | [`COMMAND_RULES`](priority::COMMAND_RULES) | 150 | the command rules on `bash` calls (`urn:flemma:approval:bash-rules`): their ask comes before `tools.auto_approve` and the sandbox's approval |
 /// | MCP | 110–120 | a narrowed MCP tool (deny), a destructive one (ask) |
 /// | [`OPTIONS`](priority::OPTIONS) | 100 | `tools.auto_approve` of the host's options and the conversation's frontmatter (`urn:flemma:approval:config`) |
 /// | [`DEFAULT_PRIORITY`] | 50 | tool modules' resolvers, an MCP server's read-only hint |
@@ -84,6 +89,8 @@ pub const DEFAULT_PRIORITY: i32 = 50;
 pub mod priority {
     /// The host's own resolvers.
     pub const HOST: i32 = 300;
+    /// The command rules on `bash` calls.
+    pub const COMMAND_RULES: i32 = 150;
     /// The options' resolver (`tools.auto_approve`).
     pub const OPTIONS: i32 = 100;
     /// The sandbox resolver.
@@ -140,7 +147,7 @@ impl fmt::Debug for Registration {
 /// let mut config = Config::new();
 /// config.append(Layer::Setup, "tools.auto_approve", "bash")?;
 /// let options = config.options()?;
-/// let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &ToolName| false, sandbox: &false };
+/// let ctx = ApprovalContext::new(&config, &options);
 /// let chain = Chain::with_builtins();
 ///
 /// let input = serde_json::json!({"command": "ls"});
@@ -295,7 +302,13 @@ impl Chain {
     /// `tools.require_approval` is off).
     pub fn with_builtins() -> Self {
         let mut chain = Self::new();
-        let builtins: [(&str, i32, &str, Arc<dyn Builtin>); 3] = [
+        let builtins: [(&str, i32, &str, Arc<dyn Builtin>); 4] = [
+            (
+                BASH_RULES_RESOLVER,
+                priority::COMMAND_RULES,
+                "tools.bash.allow, ask and deny on each simple command of a bash call",
+                Arc::new(BashRulesResolver::default()),
+            ),
             (
                 CONFIG_RESOLVER,
                 priority::OPTIONS,

@@ -5,7 +5,9 @@
 //! decision wins; nothing deciding means "ask". The built-ins read the layered options of
 //! `flemma-config`: `tools.auto_approve` (names, `*` globs, `$presets`, a Lua frontmatter's
 //! function, or the host's closure policy; a policy that fails asks for approval),
-//! the sandbox rule and the catch-all for `tools.require_approval = false`.
+//! the command rules of `tools.bash.allow`, `ask` and `deny` ([`BashRulesResolver`], read with
+//! the bash parser of `flemma-shell`), the sandbox rule and the catch-all for
+//! `tools.require_approval = false`.
 //! Applications add their own resolvers with [`Chain::register`]: a type implementing the
 //! asynchronous [`Resolver`] trait (a host asking a remote policy service or a person), or a
 //! closure through [`resolver_fn`] (synchronous) or [`async_resolver_fn`]. A resolver answers a
@@ -25,7 +27,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::new();
 //! let options = config.options()?;
-//! let ctx = ApprovalContext { config: &config, options: &options, tools: &|_: &ToolName| false, sandbox: &false };
+//! let ctx = ApprovalContext::new(&config, &options);
 //!
 //! let mut chain = Chain::with_builtins();
 //! chain.register("my_app.no_deploys", 200, resolver_fn(|call, _| {
@@ -49,20 +51,22 @@
 //! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod bash_rules;
 mod builtin;
 mod cache;
 mod chain;
 mod error;
 mod resolver;
 
+pub use bash_rules::{BashRulesResolver, claude_pattern};
 pub use builtin::{CatchAllResolver, ConfigResolver, SandboxResolver};
 pub use chain::{
-    CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation, Failure,
-    KnownVerdicts, Outcome, Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry, TraceResult,
-    priority,
+    BASH_RULES_RESOLVER, CATCH_ALL_RESOLVER, CONFIG_RESOLVER, Chain, DEFAULT_PRIORITY, Explanation,
+    Failure, KnownVerdicts, Outcome, Registration, ResolverName, SANDBOX_RESOLVER, TraceEntry,
+    TraceResult, priority,
 };
 pub use error::{ApprovalError, ResolverError};
 pub use resolver::{
     ApprovalContext, AsyncFnResolver, Decision, FnResolver, IntoVerdict, ResolveFuture, Resolver,
-    SandboxStatus, ToolCall, ToolTraits, Verdict, async_resolver_fn, resolver_fn,
+    SandboxStatus, ToolCall, ToolTraits, Verdict, Workspace, async_resolver_fn, resolver_fn,
 };

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 
 use async_trait::async_trait;
@@ -131,10 +132,54 @@ impl SandboxStatus for bool {
     }
 }
 
+/// Where a conversation's commands run, for the command rules
+/// ([`BashRulesResolver`](crate::BashRulesResolver)): the directory they start in, the project
+/// whose `.claude/settings.json` may hold rules, and which paths a redirection may write
+/// without asking. Every method has a default that knows nothing: no directory, no project,
+/// nothing writable (so every redirection to a file asks).
+pub trait Workspace: Send + Sync {
+    /// The directory `bash` starts commands in (relative redirection targets are taken
+    /// against it).
+    fn cwd(&self) -> Option<&Path> {
+        None
+    }
+
+    /// The conversation's project.
+    fn project(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Whether a command may write `path` (absolute, without `.` or `..`) without asking:
+    /// the conversation's writable set.
+    fn may_write(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
+}
+
+/// Knows nothing of where commands run.
+impl Workspace for () {}
+
 /// Everything a resolver may consult about the conversation.
 ///
 /// `Send + Sync` (checked at compile time), so a resolver may hold it across an `.await`.
+/// Build one with [`ApprovalContext::new`] and the `with_*` methods; the fields stay public to
+/// read.
+///
+/// ```
+/// use flemma_approval::ApprovalContext;
+/// use flemma_config::Config;
+/// use flemma_ids::ToolName;
+///
+/// let config = Config::new();
+/// let options = config.options()?;
+/// let sandboxed = |name: &ToolName| name == "bash";
+/// let ctx = ApprovalContext::new(&config, &options).with_tools(&sandboxed).with_sandbox(&true);
+/// assert!(ctx.sandbox.backend_available());
+/// # Ok::<(), flemma_config::ConfigError>(())
+/// ```
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct ApprovalContext<'a> {
     /// The conversation's layered options (for intent queries on the op logs).
     pub config: &'a Config,
@@ -144,6 +189,48 @@ pub struct ApprovalContext<'a> {
     pub tools: &'a dyn ToolTraits,
     /// Sandbox backend availability.
     pub sandbox: &'a dyn SandboxStatus,
+    /// Where commands run.
+    pub workspace: &'a dyn Workspace,
+}
+
+/// No tool declares a capability.
+fn no_traits(_: &ToolName) -> bool {
+    false
+}
+
+impl<'a> ApprovalContext<'a> {
+    /// A context of these options: no tool declares a capability, no sandbox backend is
+    /// available, nothing is known of where commands run.
+    pub fn new(config: &'a Config, options: &'a Options) -> Self {
+        ApprovalContext {
+            config,
+            options,
+            tools: &no_traits,
+            sandbox: &false,
+            workspace: &(),
+        }
+    }
+
+    /// With the tools' capabilities.
+    #[must_use]
+    pub fn with_tools(mut self, tools: &'a dyn ToolTraits) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// With the sandbox backend's availability.
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: &'a dyn SandboxStatus) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// With where commands run.
+    #[must_use]
+    pub fn with_workspace(mut self, workspace: &'a dyn Workspace) -> Self {
+        self.workspace = workspace;
+        self
+    }
 }
 
 const _: () = {

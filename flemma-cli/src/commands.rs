@@ -261,18 +261,26 @@ pub(crate) fn explain(
     options::apply_frontmatter(&mut config, &doc)
         .map_err(|e| options::frontmatter_failure(&text.name, &e))?;
     let registry = crate::setup::registry(&config)?;
-    let explanation = options::explain(&config, &registry, tool, &call_input).map_err(failed)?;
     let chat = text.path().map(flemma::config::conversation_path);
+    let (explanation, judgement) =
+        options::explain(&config, &registry, chat.as_deref(), tool, &call_input).map_err(failed)?;
     let writable = options::writable(&config, chat.as_deref()).map_err(failed)?;
     if json {
         let mut value = serde_json::to_value(&explanation).map_err(|e| failed(e.into()))?;
         if let Some(object) = value.as_object_mut() {
+            if let Some(judgement) = &judgement {
+                let judgement = serde_json::to_value(judgement).map_err(|e| failed(e.into()))?;
+                object.insert("command".to_owned(), judgement);
+            }
             let writable = serde_json::to_value(&writable).map_err(|e| failed(e.into()))?;
             object.insert("writable".to_owned(), writable);
         }
         render::json(out, &value)?;
     } else {
         render::explanation(out, tool, &explanation)?;
+        if let Some(judgement) = &judgement {
+            render::judgement(out, judgement)?;
+        }
         render::writable(out, &writable)?;
     }
     Ok(0)

@@ -367,8 +367,10 @@ enum StoreCommand {
 
 #[derive(Debug, Subcommand)]
 enum ApprovalCommand {
-    /// Decide a call of TOOL in FILE's conversation and show every resolver consulted, then
-    /// what the conversation's tools may write (the sandbox's writable set, absolute paths).
+    /// Decide a call of TOOL in FILE's conversation and show every resolver consulted; for a
+    /// `bash` call under command rules (`tools.bash.allow`, `ask`, `deny`), each simple command
+    /// of it with the rule that decided it and what needs approval besides; then what the
+    /// conversation's tools may write (the sandbox's writable set, absolute paths).
     Explain {
         /// The `.chat` file (its frontmatter is the FRONTMATTER layer).
         file: PathBuf,
@@ -379,7 +381,8 @@ enum ApprovalCommand {
         #[arg(long, default_value = "{}")]
         input: String,
         /// Print the explanation as JSON, with `"writable": {"enforced", "reason", "paths",
-        /// "read_only"}`; `reason` only when the set is not enforced.
+        /// "read_only"}` (`reason` only when the set is not enforced) and, for a `bash` call
+        /// under command rules, `"command": {"outcome", "segments", "findings"}`.
         #[arg(long)]
         json: bool,
     },

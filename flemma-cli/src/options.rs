@@ -228,23 +228,32 @@ pub(crate) fn transcript(
 }
 
 /// Runs the registry's chain (the built-in resolvers, and those of the MCP servers) on one
-/// call, once the registry's sources have registered their tools.
+/// call of the conversation in `chat` (resolved), once the registry's sources have registered
+/// their tools; for a `bash` call under command rules, also the rules' judgement of each simple
+/// command.
 pub(crate) fn explain(
     config: &Config,
     registry: &flemma::runtime::ToolRegistry,
+    chat: Option<&Path>,
     tool: &str,
     input: &serde_json::Value,
-) -> anyhow::Result<Explanation> {
+) -> anyhow::Result<(Explanation, Option<flemma::shell::Judgement>)> {
     let options = config.options()?;
     // The real backend check (spec §6.4 condition 6): the selection `sandbox.backend` asks
     // for among the built-in backends, with their availability checks.
     let available = flemma::builtins::sandbox_backends().is_available(&options.sandbox);
-    let ctx = ApprovalContext {
+    let store = flemma::store::Store::new(&options.tools.store, chat, &conversation_id(chat))?;
+    let store_dir = store.directory().ok();
+    let workspace = flemma::runtime::transcript::CommandWorkspace::new(
         config,
-        options: &options,
-        tools: registry,
-        sandbox: &available,
-    };
+        &options,
+        chat,
+        store_dir.as_deref(),
+    );
+    let ctx = ApprovalContext::new(config, &options)
+        .with_tools(registry)
+        .with_sandbox(&available)
+        .with_workspace(&workspace);
     let tool = ToolName::read(tool)?;
     let call = ToolCall {
         name: &tool,
@@ -258,12 +267,19 @@ pub(crate) fn explain(
     // The conversation's own hooks decide too, where its frontmatter added some.
     let conversation = flemma::runtime::hooks::from_frontmatter(config)?;
     let hooks = registry.hooks().with_conversation(&conversation.hooks);
-    Ok(runtime.block_on(async {
+    let explanation = runtime.block_on(async {
         registry.ready().await;
         flemma::runtime::hooks::chain_with_hooks(registry.approval_chain(), &hooks)
             .explain(&call, &ctx)
             .await
-    }))
+    });
+    // The rules' own reading of the command, segment by segment (an error is already the
+    // resolver's in the explanation).
+    let judgement = flemma::approval::BashRulesResolver::default()
+        .judge(&call, &ctx)
+        .ok()
+        .flatten();
+    Ok((explanation, judgement))
 }
 
 /// The writable set of the conversation in `chat` (resolved; `None` for standard input), as

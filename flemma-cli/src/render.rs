@@ -123,6 +123,52 @@ pub(crate) fn explanation(
     Ok(())
 }
 
+/// The command rules' reading of a `bash` command: each simple command with the rule that
+/// decided it, then what needs approval besides. Every text is escaped (a command is the
+/// model's text).
+pub(crate) fn judgement(out: &mut impl Write, j: &flemma::shell::Judgement) -> io::Result<()> {
+    use flemma::shell::SegmentVerdict;
+    writeln!(out, "command rules: {}", j.outcome)?;
+    for segment in &j.segments {
+        let (word, rule) = match &segment.verdict {
+            SegmentVerdict::Allowed { rule } => ("allow", Some(rule)),
+            SegmentVerdict::Asked { rule, maybe: false } => ("ask", Some(rule)),
+            SegmentVerdict::Asked { rule, maybe: true } => ("ask?", Some(rule)),
+            SegmentVerdict::Denied { rule } => ("deny", Some(rule)),
+            SegmentVerdict::Unmatched => ("none", None),
+        };
+        let via = if segment.via.is_empty() {
+            String::new()
+        } else {
+            format!(" (via {})", crate::visible::line(&segment.via.join(", ")))
+        };
+        let rule = rule.map_or_else(
+            || "no rule".to_owned(),
+            |r| {
+                format!(
+                    "{} {:?}",
+                    crate::visible::line(&r.origin),
+                    r.pattern.as_str()
+                )
+            },
+        );
+        writeln!(
+            out,
+            "  {word:<5} {}{via}  <- {rule}",
+            crate::visible::line(&segment.command)
+        )?;
+    }
+    for finding in &j.findings {
+        writeln!(
+            out,
+            "  ask   {}  <- {}",
+            crate::visible::line(&finding.subject),
+            crate::visible::line(&finding.reason)
+        )?;
+    }
+    Ok(())
+}
+
 /// Why the writable set binds the file tools only: commands run unconfined.
 pub(crate) const NO_BACKEND: &str = "no sandbox backend is available";
 

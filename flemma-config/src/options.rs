@@ -202,6 +202,14 @@ pub struct BashOptions {
     pub cwd: String,
     /// Extra environment variables.
     pub env: BTreeMap<String, String>,
+    /// Command patterns run without asking (`tools.bash.allow`).
+    pub allow: Vec<String>,
+    /// Command patterns that ask (`tools.bash.ask`).
+    pub ask: Vec<String>,
+    /// Command patterns refused (`tools.bash.deny`).
+    pub deny: Vec<String>,
+    /// Read the `Bash(…)` permissions of the project's `.claude/settings*.json`.
+    pub claude_settings: bool,
 }
 
 /// `tools.grep.*` and `tools.find.*`

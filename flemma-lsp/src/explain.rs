@@ -16,17 +16,16 @@ pub(crate) fn explain(
     runtime: &tokio::runtime::Runtime,
     registry: &ToolRegistry,
     evaluated: &Evaluated,
+    workspace: &dyn flemma_approval::Workspace,
     tool: &ToolName,
     id: &ToolUseId,
     input: &Value,
 ) -> String {
     let available = flemma_builtins::sandbox_backends().is_available(&evaluated.options.sandbox);
-    let ctx = ApprovalContext {
-        config: &evaluated.config,
-        options: &evaluated.options,
-        tools: registry,
-        sandbox: &available,
-    };
+    let ctx = ApprovalContext::new(&evaluated.config, &evaluated.options)
+        .with_tools(registry)
+        .with_sandbox(&available)
+        .with_workspace(workspace);
     let call = ToolCall {
         name: tool,
         input,

@@ -575,6 +575,12 @@ impl Server {
                     runtime,
                     registry,
                     evaluated,
+                    &flemma_runtime::transcript::CommandWorkspace::new(
+                        &evaluated.config,
+                        &evaluated.options,
+                        chat.as_deref(),
+                        crate::jobs::store_dir(evaluated, uri).as_deref(),
+                    ),
                     &tool_use.name,
                     &tool_use.id,
                     &serde_json::Value::Object(tool_use.input().clone()),

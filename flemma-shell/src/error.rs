@@ -7,10 +7,4 @@ pub enum PatternError {
     /// The pattern has no word.
     #[error("a command pattern needs at least one word")]
     Empty,
-    /// The pattern's command word is a lone `*`, which would match every command.
-    #[error("the command pattern {pattern:?} starts with `*`; write the command's name first")]
-    StartsWithStar {
-        /// The pattern as written.
-        pattern: String,
-    },
 }

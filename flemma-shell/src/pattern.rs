@@ -9,7 +9,7 @@ use crate::words::Word;
 /// A rule's pattern: words separated by spaces. A last word `*` matches zero or more further
 /// words; any other `*` matches any characters within one word. `git status` matches exactly
 /// `git status`; `git diff *` matches `git diff` and `git diff --stat HEAD`; `cargo
-/// --features=*` matches one word beginning `--features=`.
+/// --features=*` matches one word beginning `--features=`; `*` alone matches every command.
 ///
 /// ```
 /// use flemma_shell::Pattern;
@@ -47,11 +47,6 @@ impl std::str::FromStr for Pattern {
         let mut words: Vec<String> = text.split_ascii_whitespace().map(str::to_owned).collect();
         if words.is_empty() {
             return Err(PatternError::Empty);
-        }
-        if words[0] == "*" {
-            return Err(PatternError::StartsWithStar {
-                pattern: text.to_owned(),
-            });
         }
         let open = words.last().is_some_and(|w| w == "*");
         if open {

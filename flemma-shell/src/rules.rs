@@ -302,7 +302,7 @@ impl CommandRules {
     ///
     /// # Errors
     ///
-    /// [`PatternError`] for a pattern without a word or one starting with `*`.
+    /// [`PatternError`] for a pattern without a word.
     pub fn add(
         &mut self,
         kind: RuleKind,
@@ -315,6 +315,11 @@ impl CommandRules {
             origin: origin.into(),
         });
         Ok(self)
+    }
+
+    /// Adds rules built elsewhere (another file's).
+    pub fn extend(&mut self, rules: impl IntoIterator<Item = Rule>) {
+        self.rules.extend(rules);
     }
 
     /// The rules, in the order they were added.

@@ -509,12 +509,9 @@ async fn run(case: &Case) -> (String, String) {
     let options = config.options().unwrap();
     let safe = case.sandbox_safe;
     let tools = move |_: &ToolName| safe;
-    let ctx = ApprovalContext {
-        config: &config,
-        options: &options,
-        tools: &tools,
-        sandbox: &case.backend,
-    };
+    let ctx = ApprovalContext::new(&config, &options)
+        .with_tools(&tools)
+        .with_sandbox(&case.backend);
     let input = json!({"command": "rm -rf build", "path": "a.rs"});
     let name = ToolName::new(case.tool).unwrap();
     let id = ToolUseId::new("toolu_01").unwrap();
@@ -562,12 +559,9 @@ async fn approval_table() {
 async fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
     let config = Config::new();
     let options = config.options().unwrap();
-    let ctx = ApprovalContext {
-        config: &config,
-        options: &options,
-        tools: &|_: &ToolName| false,
-        sandbox: &false,
-    };
+    let ctx = ApprovalContext::new(&config, &options)
+        .with_tools(&|_: &ToolName| false)
+        .with_sandbox(&false);
     let mut chain = Chain::with_builtins();
     chain
         .register(
@@ -595,6 +589,7 @@ async fn the_panicking_resolver_shows_as_an_error_in_the_trace() {
             "resolver": CONFIG,
             "trace": [
                 {"resolver": "app.buggy", "priority": 150, "result": "error", "detail": "panicked: resolver bug"},
+                {"resolver": "urn:flemma:approval:bash-rules", "priority": 150, "result": "pass"},
                 {"resolver": CONFIG, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\" of the default $standard"},
                 {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "the tool does not declare auto_approves_if_sandboxed"},
                 {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}

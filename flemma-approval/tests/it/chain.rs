@@ -30,6 +30,7 @@ fn registration_orders_by_priority_then_name_and_replaces_by_name() {
     assert_eq!(
         order,
         [
+            ("urn:flemma:approval:bash-rules", 150),
             ("urn:flemma:approval:config", 100),
             ("a.mid", 50),
             ("b.mid", 50),
@@ -51,10 +52,10 @@ fn registration_orders_by_priority_then_name_and_replaces_by_name() {
         .unwrap();
     assert!(replaced.is_some());
     assert_eq!(chain.get_all()[0].name.as_str(), "a.mid");
-    assert_eq!(chain.count(), 6);
+    assert_eq!(chain.count(), 7);
     assert!(chain.unregister("b.mid"));
     assert!(!chain.unregister("b.mid"));
-    assert_eq!(chain.count(), 5);
+    assert_eq!(chain.count(), 6);
     assert!(matches!(
         chain.register("has space", 1, resolver_fn(|_, _| Verdict::pass())),
         Err(ApprovalError::InvalidName { .. })
@@ -71,12 +72,9 @@ fn registration_orders_by_priority_then_name_and_replaces_by_name() {
 async fn nothing_deciding_means_require_approval_from_the_default() {
     let config = Config::new();
     let options = config.options().unwrap();
-    let ctx = ApprovalContext {
-        config: &config,
-        options: &options,
-        tools: &|_: &ToolName| true,
-        sandbox: &false,
-    };
+    let ctx = ApprovalContext::new(&config, &options)
+        .with_tools(&|_: &ToolName| true)
+        .with_sandbox(&false);
     let input = json!({});
     let explained = Chain::with_builtins()
         .explain(
@@ -94,6 +92,7 @@ async fn nothing_deciding_means_require_approval_from_the_default() {
             "decision": "require_approval",
             "resolver": "default",
             "trace": [
+                {"resolver": "urn:flemma:approval:bash-rules", "priority": 150, "result": "pass", "detail": "no tools.bash.allow, ask or deny rules"},
                 {"resolver": "urn:flemma:approval:config", "priority": 100, "result": "pass"},
                 {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "no sandbox backend is available"},
                 {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}
@@ -120,12 +119,9 @@ async fn nothing_deciding_means_require_approval_from_the_default() {
 async fn deny_reasons_reach_the_json() {
     let config = Config::new();
     let options = config.options().unwrap();
-    let ctx = ApprovalContext {
-        config: &config,
-        options: &options,
-        tools: &|_: &ToolName| false,
-        sandbox: &false,
-    };
+    let ctx = ApprovalContext::new(&config, &options)
+        .with_tools(&|_: &ToolName| false)
+        .with_sandbox(&false);
     let mut chain = Chain::new();
     chain
         .register(

@@ -40,12 +40,9 @@ impl Conversation {
     }
 
     fn ctx(&self) -> ApprovalContext<'_> {
-        ApprovalContext {
-            config: &self.config,
-            options: &self.options,
-            tools: &|tool: &ToolName| tool == "bash",
-            sandbox: &true,
-        }
+        ApprovalContext::new(&self.config, &self.options)
+            .with_tools(&|tool: &ToolName| tool == "bash")
+            .with_sandbox(&true)
     }
 }
 
@@ -131,6 +128,7 @@ async fn nil_passes_and_the_sandbox_resolver_stands_back_for_a_function() {
     assert_eq!(
         serde_json::to_value(&explained).unwrap()["trace"],
         json!([
+            {"resolver": "urn:flemma:approval:bash-rules", "priority": 150, "result": "pass", "detail": "no tools.bash.allow, ask or deny rules"},
             {"resolver": CONFIG_RESOLVER, "priority": 100, "result": "pass"},
             {"resolver": SANDBOX_RESOLVER, "priority": 25, "result": "pass", "detail": "the frontmatter sets tools.auto_approve"},
             {"resolver": "urn:flemma:approval:catch-all", "priority": 0, "result": "pass"}

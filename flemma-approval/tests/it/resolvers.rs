@@ -31,12 +31,9 @@ impl Conversation {
     }
 
     fn ctx(&self) -> ApprovalContext<'_> {
-        ApprovalContext {
-            config: &self.config,
-            options: &self.options,
-            tools: &|_: &ToolName| false,
-            sandbox: &false,
-        }
+        ApprovalContext::new(&self.config, &self.options)
+            .with_tools(&|_: &ToolName| false)
+            .with_sandbox(&false)
     }
 }
 
@@ -84,6 +81,7 @@ async fn a_failing_resolver_is_an_error_in_the_trace_and_the_next_one_decides() 
             "resolver": CONFIG_RESOLVER,
             "trace": [
                 {"resolver": "app.remote", "priority": 150, "result": "error", "detail": "policy service unreachable: refused"},
+                {"resolver": "urn:flemma:approval:bash-rules", "priority": 150, "result": "pass"},
                 {"resolver": CONFIG_RESOLVER, "priority": 100, "result": "approve", "detail": "matched auto_approve entry \"read\""},
                 // Asked whether they deny (deny wins over allow).
                 {"resolver": "urn:flemma:approval:sandbox", "priority": 25, "result": "pass", "detail": "the tool does not declare auto_approves_if_sandboxed"},
@@ -269,12 +267,9 @@ async fn a_context_is_held_across_an_await_in_a_spawned_task() {
         async move {
             let conversation = Conversation::new(&["read"]);
             let tools = |name: &ToolName| *name == "bash";
-            let ctx = ApprovalContext {
-                config: &conversation.config,
-                options: &conversation.options,
-                tools: &tools,
-                sandbox: &true,
-            };
+            let ctx = ApprovalContext::new(&conversation.config, &conversation.options)
+                .with_tools(&tools)
+                .with_sandbox(&true);
             tokio::time::sleep(Duration::from_millis(1)).await;
             let input = json!({});
             let read = ToolName::new("read").unwrap();

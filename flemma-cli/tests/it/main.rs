@@ -378,7 +378,7 @@ fn approval_explain_reads_lua_frontmatter() {
     let (decision, writable) = stdout.split_once("writable: ").unwrap();
     assert_eq!(
         decision,
-        "read: approve (decided by urn:flemma:approval:config)\n   100  urn:flemma:approval:config       approve: matched auto_approve entry \"read\"\n    25  urn:flemma:approval:sandbox      pass: the tool does not declare auto_approves_if_sandboxed\n     0  urn:flemma:approval:catch-all    pass\n"
+        "read: approve (decided by urn:flemma:approval:config)\n   150  urn:flemma:approval:bash-rules   pass\n   100  urn:flemma:approval:config       approve: matched auto_approve entry \"read\"\n    25  urn:flemma:approval:sandbox      pass: the tool does not declare auto_approves_if_sandboxed\n     0  urn:flemma:approval:catch-all    pass\n"
     );
     // Then the writable set (tested in `paths`).
     assert!(
@@ -405,7 +405,7 @@ fn approval_explain_reads_lua_frontmatter() {
         (Some("require_approval"), Some("default"))
     );
     assert_eq!(
-        json["trace"][1]["detail"],
+        json["trace"][2]["detail"],
         "no sandbox backend is available"
     );
     let out = flemma(

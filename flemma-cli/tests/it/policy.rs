@@ -102,7 +102,7 @@ fn a_function_or_set_takes_ownership_from_the_sandbox_resolver() {
     ] {
         let json = explain_bash(&format!("```lua\n{frontmatter}\n```\n@You:\nhi\n"));
         assert_eq!(
-            (&json["decision"], &json["resolver"], &json["trace"][1]),
+            (&json["decision"], &json["resolver"], &json["trace"][2]),
             (
                 &json!("require_approval"),
                 &json!("default"),
@@ -136,7 +136,7 @@ fn a_failing_function_policy_asks_and_explain_says_why() {
     let stdout = text(&out.stdout);
     assert!(
         stdout.starts_with(
-            "grep: require_approval (decided by urn:flemma:approval:config)\n   100  urn:flemma:approval:config       require_approval: the auto_approve function failed, so the call waits for approval: line 3: attempt to index a nil value (field 'command')\n"
+            "grep: require_approval (decided by urn:flemma:approval:config)\n   150  urn:flemma:approval:bash-rules   pass\n   100  urn:flemma:approval:config       require_approval: the auto_approve function failed, so the call waits for approval: line 3: attempt to index a nil value (field 'command')\n"
         ),
         "{stdout}"
     );

@@ -160,12 +160,13 @@ async fn deny_reason(
         id: Some(id),
     };
     let available = settings.sandbox_available();
-    let ctx = ApprovalContext {
-        config: settings.evaluated().config(),
-        options: settings.evaluated().options(),
-        tools: &server.inner.registry,
-        sandbox: &available,
-    };
+    let ctx = ApprovalContext::new(
+        settings.evaluated().config(),
+        settings.evaluated().options(),
+    )
+    .with_tools(&server.inner.registry)
+    .with_sandbox(&available)
+    .with_workspace(settings.workspace());
     let outcome = chain.decide(&call, &ctx).await;
     let resolver = outcome.resolver.map(ToString::to_string);
     match (outcome.decision, resolver) {

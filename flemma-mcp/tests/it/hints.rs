@@ -36,12 +36,9 @@ async fn explain(
     tool: &str,
 ) -> Explanation {
     let options = config.options().unwrap();
-    let ctx = ApprovalContext {
-        config,
-        options: &options,
-        tools: registry,
-        sandbox: &false,
-    };
+    let ctx = ApprovalContext::new(config, &options)
+        .with_tools(registry)
+        .with_sandbox(&false);
     let name = ToolName::new(tool).unwrap();
     let input = json!({});
     let call = ToolCall {
@@ -188,12 +185,9 @@ async fn a_read_only_tool_is_approved_by_the_default_standard_preset() {
     let builtins = Chain::with_builtins();
     let options = Config::new().options().unwrap();
     let config = Config::new();
-    let ctx = ApprovalContext {
-        config: &config,
-        options: &options,
-        tools: &registry,
-        sandbox: &false,
-    };
+    let ctx = ApprovalContext::new(&config, &options)
+        .with_tools(&registry)
+        .with_sandbox(&false);
     let name = ToolName::new("fs.read_text_file").unwrap();
     let input = json!({});
     let call = ToolCall {

@@ -11,7 +11,7 @@ use flemma_ast::{Document, ToolIndex, ToolStatus};
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
-use super::plan::{Available, plan};
+use super::plan::plan;
 use super::state::{Call, Executor, Settings};
 use super::types::ExecutorError;
 use crate::events::{Event, Placed};
@@ -62,12 +62,13 @@ impl Executor {
             id: Some(id),
         };
         let settings = d.settings;
-        let ctx = ApprovalContext {
-            config: &settings.shared.evaluated.config,
-            options: &settings.shared.evaluated.options,
-            tools: &self.setup.registry,
-            sandbox: &Available(settings.shared.sandbox_available),
-        };
+        let ctx = ApprovalContext::new(
+            &settings.shared.evaluated.config,
+            &settings.shared.evaluated.options,
+        )
+        .with_tools(&self.setup.registry)
+        .with_sandbox(&settings.shared.sandbox_available)
+        .with_workspace(&settings.shared.workspace);
         // The hooks ran once for the call: their verdict is the hooks resolver's.
         let known = match verdict {
             Some(verdict) => KnownVerdicts::new().with(HOOKS_RESOLVER, verdict),
@@ -368,12 +369,13 @@ impl Executor {
             input,
             id: None,
         };
-        let ctx = ApprovalContext {
-            config: &settings.shared.evaluated.config,
-            options: &settings.shared.evaluated.options,
-            tools: &self.setup.registry,
-            sandbox: &Available(settings.shared.sandbox_available),
-        };
+        let ctx = ApprovalContext::new(
+            &settings.shared.evaluated.config,
+            &settings.shared.evaluated.options,
+        )
+        .with_tools(&self.setup.registry)
+        .with_sandbox(&settings.shared.sandbox_available)
+        .with_workspace(&settings.shared.workspace);
         let known = KnownVerdicts::new().with(HOOKS_RESOLVER, flemma_approval::Verdict::pass());
         let outcome = chain.decide_knowing(&call, &ctx, &known).await;
         self.report_failures(&outcome);

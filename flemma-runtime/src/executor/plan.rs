@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use flemma_approval::SandboxStatus;
 use flemma_ast::writer::ResultBody;
 use flemma_ast::{Document, Segment, ToolIndex, ToolStatus};
 use flemma_config::Options;
@@ -12,15 +11,6 @@ use serde_json::Value;
 
 use super::state::Call;
 use crate::messages as msg;
-
-/// The sandbox backend's availability, for the approval chain.
-pub(super) struct Available(pub(super) bool);
-
-impl SandboxStatus for Available {
-    fn backend_available(&self) -> bool {
-        self.0
-    }
-}
 
 /// Phase 2's work, read from one document.
 pub(super) struct Plan {
@@ -161,7 +151,7 @@ pub(super) fn has_content(message: &flemma_ast::Message) -> bool {
 /// `chat` is the conversation's resolved file; a relative configured directory is taken
 /// against its directory. Besides the Flemma plugin's `urn:flemma:buffer:path` and `urn:flemma:cwd`,
 /// `urn:flemma:project` names the conversation's project ([`flemma_config::project_root`]).
-pub(super) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
     let configured = match tool.as_str() {
         "bash" => Some(options.tools.bash.cwd.clone()),
         "grep" => Some(options.tools.grep.cwd.clone()),

@@ -376,6 +376,17 @@ fn child_config(base: &Config, ctx: &ExecutionContext) -> Result<Config, String>
             "tools.env",
             serde_json::to_value(&parent.tools.env).map_err(|e| e.to_string())?,
         ),
+        // The command rules as the parent's frontmatter narrowed them.
+        (
+            "tools.bash.allow",
+            serde_json::json!(parent.tools.bash.allow),
+        ),
+        ("tools.bash.ask", serde_json::json!(parent.tools.bash.ask)),
+        ("tools.bash.deny", serde_json::json!(parent.tools.bash.deny)),
+        (
+            "tools.bash.claude_settings",
+            parent.tools.bash.claude_settings.into(),
+        ),
     ];
     for (path, value) in inherited {
         config.set(Layer::Runtime, path, value).map_err(|e| {

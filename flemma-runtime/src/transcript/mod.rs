@@ -11,6 +11,7 @@
 
 mod edit;
 mod settings;
+mod workspace;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -18,6 +19,7 @@ use flemma_ast::{Document, IncrementalParser};
 use flemma_config::Config;
 
 pub use settings::{Evaluated, Settings};
+pub use workspace::CommandWorkspace;
 
 use crate::conversation::{Conversation, ConversationError, Snapshot};
 use crate::registry::ToolRegistry;

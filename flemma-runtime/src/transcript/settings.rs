@@ -135,12 +135,19 @@ pub struct Settings {
     pub(crate) store_dir: Option<PathBuf>,
     pub(crate) sandbox: Sandbox,
     pub(crate) sandbox_available: bool,
+    /// Where `bash` commands run, for the command rules.
+    pub(crate) workspace: super::CommandWorkspace,
 }
 
 impl Settings {
     /// The options as the frontmatter evaluated them, with their diagnostics.
     pub fn evaluated(&self) -> &Evaluated {
         &self.evaluated
+    }
+
+    /// Where the conversation's `bash` commands run (for the command rules).
+    pub fn workspace(&self) -> &super::CommandWorkspace {
+        &self.workspace
     }
 
     /// The conversation's file, absolute and resolved.
@@ -333,6 +340,7 @@ impl Transcript {
             store_dir.as_deref(),
         )
         .protecting(&options.sandbox, evaluated.config.protected_files());
+        let workspace = super::CommandWorkspace::with_policy(options, chat.as_deref(), &policy);
         let sandbox = self.sandbox.sandbox(&options.sandbox, policy);
         Ok(Settings {
             writer: evaluated.writer(),
@@ -343,6 +351,7 @@ impl Transcript {
             store_dir,
             sandbox,
             sandbox_available,
+            workspace,
         })
     }
 

@@ -2,6 +2,7 @@
 //! a transcript or frontmatter from elsewhere, a server's words) never widens what runs.
 
 mod approved;
+mod command_rules;
 #[cfg(feature = "lua")]
 mod deny_wins;
 #[cfg(feature = "lua")]
