@@ -128,7 +128,7 @@ fn bash_rules(
         "echo *",
         "head *",
         "wc *",
-        "sort *",
+        "date *",
     ] {
         config
             .append(Layer::Setup, "tools.bash.allow", rule)

@@ -579,32 +579,11 @@ impl Walker<'_> {
                 if query {
                     return Step::Segment(words);
                 }
-                via.push(name);
-                Step::Inner(skip_options(&words[1..], &[]))
-            }
-            "nohup" => {
-                via.push(name);
-                Step::Inner(words[1..].to_vec())
-            }
-            "nice" => {
-                via.push(name);
-                Step::Inner(skip_options(&words[1..], &["-n", "--adjustment"]))
-            }
-            "timeout" => {
-                via.push(name);
-                let mut rest = skip_options(&words[1..], &["-s", "-k", "--signal", "--kill-after"]);
-                if !rest.is_empty() {
-                    rest.remove(0); // the duration
-                }
-                Step::Inner(rest)
+                self.wrapper(&COMMAND, name, &words, via, depth)
             }
             "time" => {
                 self.time(&words);
-                via.push(name);
-                Step::Inner(skip_options(
-                    &words[1..],
-                    &["-f", "--format", "-o", "--output"],
-                ))
+                self.wrapper(&TIME, name, &words, via, depth)
             }
             "env" => match self.env(&words[1..]) {
                 Some(rest) if !rest.is_empty() => {
@@ -616,7 +595,13 @@ impl Walker<'_> {
                 None => Step::Done,
             },
             "xargs" => {
-                let rest = skip_options(&words[1..], XARGS_VALUES);
+                let rest = match strict_options(&words[1..], &XARGS) {
+                    Ok(rest) => rest,
+                    Err(option) => {
+                        self.find(format!("{name} {option}"), UNKNOWN_OPTION);
+                        return Step::Done;
+                    }
+                };
                 via.push(name);
                 let inner = if rest.is_empty() {
                     vec![literal_word("echo")]
@@ -646,16 +631,77 @@ impl Walker<'_> {
                     }
                 }
             }
-            "cd" | "pushd" | "popd" => {
-                self.cwd_changed = true;
-                Step::Segment(words)
+            // `watch CMD ARGS…` runs its arguments, joined by spaces, with sh.
+            "watch" => {
+                let rest = match strict_options(&words[1..], &WATCH) {
+                    Ok(rest) => rest,
+                    Err(option) => {
+                        self.find(format!("{name} {option}"), UNKNOWN_OPTION);
+                        return Step::Done;
+                    }
+                };
+                let text: Option<Vec<&str>> = rest.iter().map(|w| w.literal.as_deref()).collect();
+                match text {
+                    Some(text) if !text.is_empty() => self.script(&text.join(" "), depth + 1),
+                    Some(_) => return Step::Segment(words),
+                    None => self.find(
+                        format!("watch {}", display_raw(&rest)),
+                        "runs a string that is an expansion",
+                    ),
+                }
+                Step::Done
             }
-            "tee" => {
-                self.tee(&words);
-                Step::Segment(words)
-            }
-            _ => Step::Segment(words),
+            other => match WRAPPERS.iter().find(|w| w.name == other) {
+                Some(wrapper) => self.wrapper(wrapper, name, &words, via, depth),
+                None => self.plain(words),
+            },
         }
+    }
+
+    /// A command that is no wrapper: `cd` forgets the directory, `tee` writes its files.
+    fn plain(&mut self, words: Vec<Word>) -> Step {
+        let base = words
+            .first()
+            .and_then(|w| w.literal.as_deref())
+            .map(|name| name.rsplit('/').next().unwrap_or(name));
+        match base {
+            Some("cd" | "pushd" | "popd") => self.cwd_changed = true,
+            Some("tee") => self.tee(&words),
+            _ => {}
+        }
+        Step::Segment(words)
+    }
+
+    /// A wrapper that runs the command after its options and positionals, unchanged; an
+    /// option it does not know (which may take a value) stops the reading: it needs approval.
+    fn wrapper(
+        &mut self,
+        wrapper: &Wrapper,
+        name: String,
+        words: &[Word],
+        via: &mut Vec<String>,
+        depth: usize,
+    ) -> Step {
+        let mut rest = match strict_options(&words[1..], wrapper) {
+            Ok(rest) => rest,
+            Err(option) => {
+                self.find(format!("{name} {option}"), UNKNOWN_OPTION);
+                return Step::Done;
+            }
+        };
+        if rest.len() < wrapper.positionals {
+            return Step::Segment(words.to_vec());
+        }
+        rest.drain(..wrapper.positionals);
+        // `flock FILE -c STRING` runs the string with sh.
+        if wrapper.name == "flock"
+            && let Some(flag) = rest.first().and_then(|w| w.literal.as_deref())
+            && (flag == "-c" || flag == "--command")
+        {
+            return self.shell_text(&name, rest.get(1), depth);
+        }
+        via.push(name);
+        Step::Inner(rest)
     }
 
     /// A wrapper that runs its command with other rights, or text, or a variable.
@@ -688,7 +734,13 @@ impl Walker<'_> {
                 Step::Done
             }
             "exec" => {
-                let rest = skip_options(&words[1..], &["-a"]);
+                let rest = match strict_options(&words[1..], &EXEC) {
+                    Ok(rest) => rest,
+                    Err(option) => {
+                        self.find(format!("{name} {option}"), UNKNOWN_OPTION);
+                        return Step::Done;
+                    }
+                };
                 if let Some(command) = rest.first().filter(|w| w.literal.is_none()) {
                     self.find(
                         format!("exec {}", command.raw),
@@ -701,6 +753,25 @@ impl Walker<'_> {
             }
             _ => Step::Segment(words),
         }
+    }
+
+    /// A string a wrapper hands to a shell (`flock FILE -c STRING`): read in turn when it is
+    /// literal.
+    fn shell_text(&mut self, name: &str, text: Option<&Word>, depth: usize) -> Step {
+        match text {
+            Some(Word {
+                literal: Some(text),
+                ..
+            }) => {
+                self.script(text, depth + 1);
+            }
+            Some(word) => self.find(
+                format!("{name} -c {}", word.raw),
+                "runs a string that is an expansion",
+            ),
+            None => {}
+        }
+        Step::Done
     }
 
     /// `tee`'s files: every argument but an option.
@@ -751,13 +822,24 @@ impl Walker<'_> {
                 i += if text == "-C" { 2 } else { 1 };
                 continue;
             }
-            if text == "-u" {
+            if text == "-u" || text == "--unset" {
                 i += 2;
                 continue;
             }
-            if text.starts_with('-') {
+            let signal = ENV_SIGNALS
+                .iter()
+                .any(|o| text == *o || text.strip_prefix(o).is_some_and(|r| r.starts_with('=')));
+            if ENV_FLAGS.contains(&text)
+                || signal
+                || text.starts_with("--unset=")
+                || (text.starts_with("-u") && !text.starts_with("--"))
+            {
                 i += 1;
                 continue;
+            }
+            if text.starts_with('-') {
+                self.find(format!("env {text}"), UNKNOWN_OPTION);
+                return None;
             }
             if let Some((name, _)) = text.split_once('=') {
                 if changes_what_runs(name) {
@@ -839,30 +921,310 @@ enum Step {
     Done,
 }
 
+/// Why a wrapper with an option the rules do not know needs approval: the option may take a
+/// value, and the command after it would be misread.
+const UNKNOWN_OPTION: &str = "an option of a wrapper the rules do not know";
+
+/// A command that runs the command after its options (and `positionals` more words)
+/// unchanged: the rules judge that command.
+#[derive(Debug)]
+struct Wrapper {
+    name: &'static str,
+    /// Options without a value.
+    flags: &'static [&'static str],
+    /// Options followed by a value (`-n 5`; `-n5` and `--name=5` are one word).
+    values: &'static [&'static str],
+    /// `-5` is an option (`nice -5`).
+    numeric: bool,
+    /// Words between the options and the command (`timeout`'s duration, `flock`'s file).
+    positionals: usize,
+}
+
+const fn wrapper(
+    name: &'static str,
+    flags: &'static [&'static str],
+    values: &'static [&'static str],
+    positionals: usize,
+) -> Wrapper {
+    Wrapper {
+        name,
+        flags,
+        values,
+        numeric: false,
+        positionals,
+    }
+}
+
+/// The wrappers seen through, with their options (from their manual pages).
+const WRAPPERS: &[Wrapper] = &[
+    wrapper("nohup", &[], &[], 0),
+    wrapper("builtin", &[], &[], 0),
+    Wrapper {
+        numeric: true,
+        ..wrapper("nice", &[], &["-n", "--adjustment"], 0)
+    },
+    wrapper(
+        "timeout",
+        &["--foreground", "--preserve-status", "-v", "--verbose"],
+        &["-k", "--kill-after", "-s", "--signal"],
+        1,
+    ),
+    wrapper(
+        "setsid",
+        &["-c", "--ctty", "-f", "--fork", "-w", "--wait"],
+        &[],
+        0,
+    ),
+    wrapper("unbuffer", &["-p"], &[], 0),
+    wrapper("chronic", &["-e", "-v"], &[], 0),
+    wrapper(
+        "stdbuf",
+        &[],
+        &["-i", "-o", "-e", "--input", "--output", "--error"],
+        0,
+    ),
+    wrapper(
+        "ionice",
+        &["-t", "--ignore"],
+        &[
+            "-c",
+            "--class",
+            "-n",
+            "--classdata",
+            "-p",
+            "--pid",
+            "-P",
+            "--pgid",
+            "-u",
+            "--uid",
+        ],
+        0,
+    ),
+    wrapper(
+        "taskset",
+        &["-a", "--all-tasks", "-c", "--cpu-list"],
+        &[],
+        1,
+    ),
+    wrapper(
+        "chrt",
+        &[
+            "-a",
+            "--all-tasks",
+            "-b",
+            "--batch",
+            "-d",
+            "--deadline",
+            "-f",
+            "--fifo",
+            "-i",
+            "--idle",
+            "-o",
+            "--other",
+            "-r",
+            "--rr",
+            "-R",
+            "--reset-on-fork",
+            "-v",
+            "--verbose",
+        ],
+        &[
+            "-T",
+            "--sched-runtime",
+            "-P",
+            "--sched-period",
+            "-D",
+            "--sched-deadline",
+        ],
+        1,
+    ),
+    wrapper(
+        "flock",
+        &[
+            "-s",
+            "--shared",
+            "-x",
+            "-e",
+            "--exclusive",
+            "-u",
+            "--unlock",
+            "-n",
+            "--nb",
+            "--nonblock",
+            "-o",
+            "--close",
+            "--verbose",
+            "-F",
+            "--no-fork",
+        ],
+        &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+        1,
+    ),
+];
+
+/// `env`'s options without a value.
+const ENV_FLAGS: &[&str] = &[
+    "-",
+    "-i",
+    "--ignore-environment",
+    "-0",
+    "--null",
+    "-v",
+    "--debug",
+    "--list-signal-handling",
+];
+/// `env`'s signal options (`--block-signal[=SIG]`).
+const ENV_SIGNALS: &[&str] = &["--block-signal", "--default-signal", "--ignore-signal"];
+
+/// `command`'s options (`-v` and `-V` query, they run nothing).
+const COMMAND: Wrapper = wrapper("command", &["-p"], &[], 0);
+/// `/usr/bin/time`'s options (the `time` keyword is the parser's).
+const TIME: Wrapper = wrapper(
+    "time",
+    &[
+        "-p",
+        "--portability",
+        "-v",
+        "--verbose",
+        "-a",
+        "--append",
+        "-q",
+        "--quiet",
+    ],
+    &["-f", "--format", "-o", "--output"],
+    0,
+);
+/// `exec`'s options.
+const EXEC: Wrapper = wrapper("exec", &["-c", "-l"], &["-a"], 0);
+/// `watch`'s options.
+const WATCH: Wrapper = wrapper(
+    "watch",
+    &[
+        "-b",
+        "--beep",
+        "-e",
+        "--errexit",
+        "-g",
+        "--chgexit",
+        "-t",
+        "--no-title",
+        "-x",
+        "--exec",
+        "-c",
+        "--color",
+        "-p",
+        "--precise",
+        "-d",
+        "--differences",
+    ],
+    &["-n", "--interval", "-q", "--equexit"],
+    0,
+);
+/// `xargs`'s options.
+const XARGS: Wrapper = wrapper(
+    "xargs",
+    &[
+        "-0",
+        "--null",
+        "-r",
+        "--no-run-if-empty",
+        "-t",
+        "--verbose",
+        "-p",
+        "--interactive",
+        "-x",
+        "--exit",
+        "-o",
+        "--open-tty",
+    ],
+    &[
+        "-a",
+        "--arg-file",
+        "-d",
+        "--delimiter",
+        "-E",
+        "-I",
+        "-L",
+        "-n",
+        "--max-args",
+        "-P",
+        "--max-procs",
+        "-s",
+        "--max-chars",
+        "--process-slot-var",
+        "--replace",
+        "--eof",
+        "--max-lines",
+    ],
+    0,
+);
+
+/// The words after `wrapper`'s options (`--` ends them); `Err` with the first option it does
+/// not know.
+fn strict_options(words: &[Word], wrapper: &Wrapper) -> Result<Vec<Word>, String> {
+    let mut i = 0;
+    while let Some(word) = words.get(i) {
+        let Some(text) = word.literal.as_deref() else {
+            if word.raw.starts_with('-') {
+                return Err(word.raw.clone());
+            }
+            break;
+        };
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        if !text.starts_with('-') || text == "-" {
+            break;
+        }
+        let known = |option: &str| wrapper.flags.contains(&option);
+        let takes_value = |option: &str| wrapper.values.contains(&option);
+        if takes_value(text) {
+            i += 2;
+        } else if known(text)
+            || (wrapper.numeric && text[1..].chars().all(|c| c.is_ascii_digit()))
+            || text
+                .split_once('=')
+                .is_some_and(|(name, _)| takes_value(name) && name.starts_with("--"))
+            || short_cluster(text, wrapper)
+        {
+            i += 1;
+        } else {
+            return Err(text.to_owned());
+        }
+    }
+    Ok(words.get(i..).unwrap_or_default().to_vec())
+}
+
+/// `-xvf` of flags, or `-n5`: a flag cluster, or a short option with its value attached.
+fn short_cluster(text: &str, wrapper: &Wrapper) -> bool {
+    if text.starts_with("--") || text.len() < 3 {
+        return false;
+    }
+    if text
+        .get(..2)
+        .is_some_and(|first| wrapper.values.contains(&first))
+    {
+        return true;
+    }
+    text[1..].chars().all(|c| {
+        let mut buffer = [0u8; 4];
+        let option = format!("-{}", c.encode_utf8(&mut buffer));
+        wrapper.flags.contains(&option.as_str())
+    })
+}
+
+fn display_raw(words: &[Word]) -> String {
+    words
+        .iter()
+        .map(|w| w.raw.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `sudo`'s options that take a value.
 const SUDO_VALUES: &[&str] = &[
     "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
-];
-
-/// `xargs`'s options that take a value.
-const XARGS_VALUES: &[&str] = &[
-    "-a",
-    "-d",
-    "-E",
-    "-I",
-    "-L",
-    "-n",
-    "-P",
-    "-s",
-    "--arg-file",
-    "--delimiter",
-    "--eof",
-    "--replace",
-    "--max-lines",
-    "--max-args",
-    "--max-procs",
-    "--max-chars",
-    "--process-slot-var",
 ];
 
 fn literal_word(text: &str) -> Word {

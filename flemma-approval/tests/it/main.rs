@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod bash_rules;
 mod cases;
 mod chain;
 #[cfg(feature = "lua")]
