@@ -11,6 +11,8 @@
 //!
 //! - `approval/bash_rules_1kb`: a 1 KB `bash` command of 20 simple commands, each allowed by
 //!   one of 12 `tools.bash.allow` rules: the command rules parse and judge all of it.
+//! - `approval/bash_rules_1kb_two_commands`: a 1 KB command of two simple commands (a commit
+//!   with a long message).
 //!
 //! The built-in resolvers never wait, so each decision is polled once (`now_or_never`).
 #![allow(
@@ -159,6 +161,21 @@ fn bash_rules(
     };
     assert_eq!(decide(chain, &call, &ctx), Decision::Approve);
     group.bench_function("bash_rules_1kb", |b| {
+        b.iter(|| decide(chain, black_box(&call), black_box(&ctx)));
+    });
+    // The same size in two simple commands: a commit with a long message.
+    let message = "Read commands as bash does: ".to_owned()
+        + &"each simple command of a list, a pipeline or a substitution, ".repeat(16);
+    let command = format!("git add -A && git commit -m \"{}\"", &message[..950]);
+    let input = json!({ "command": command });
+    let call = ToolCall {
+        name: &tool,
+        input: &input,
+        id: None,
+    };
+    // `git add` and `git commit` have no rule: the rules pass, the chain asks.
+    assert_eq!(decide(chain, &call, &ctx), Decision::RequireApproval);
+    group.bench_function("bash_rules_1kb_two_commands", |b| {
         b.iter(|| decide(chain, black_box(&call), black_box(&ctx)));
     });
 }

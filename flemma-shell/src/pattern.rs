@@ -76,6 +76,15 @@ impl Pattern {
     /// (what `xargs` appends). `by_name` also lets a command word that is a path match by its
     /// last component (`/bin/rm` as `rm`), as deny and ask rules do.
     pub(crate) fn matches(&self, words: &[Word], open_ended: bool, by_name: bool) -> Match {
+        // The command word decides most patterns at once.
+        if let (Some(first), Some(Some(name))) = (
+            self.words.first().filter(|w| !w.contains('*')),
+            words.first().map(|w| w.literal.as_deref()),
+        ) && first != name
+            && !(by_name && name.rsplit('/').next() == Some(first.as_str()))
+        {
+            return Match::No;
+        }
         let exact = self.match_from(words, open_ended, None);
         if !by_name || exact == Match::Yes {
             return exact;

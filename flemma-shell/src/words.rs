@@ -45,6 +45,15 @@ pub(crate) fn options() -> ParserOptions {
 
 /// Decodes `raw`, a word as the parser split it, collecting its substitutions into `found`.
 pub(crate) fn decode(raw: &str, found: &mut Found) -> Word {
+    // Most words are plain text: no quote, escape, expansion, glob or brace, so the word is
+    // its own text (and the word parser, a global cache behind a lock, is not needed).
+    if raw.bytes().all(plain) && !raw.is_empty() {
+        return Word {
+            literal: Some(raw.to_owned()),
+            raw: raw.to_owned(),
+            splits: false,
+        };
+    }
     let Ok(pieces) = brush_parser::word::parse(raw, &options()) else {
         // A word the word parser cannot read: neither literal nor understood.
         found.hidden.get_or_insert("a word the parser cannot read");
@@ -168,6 +177,11 @@ impl State {
             }
         }
     }
+}
+
+/// A byte that means itself in an unquoted word, wherever it is.
+fn plain(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-_./:=,+@%^".contains(&byte)
 }
 
 /// Whether unquoted text is expanded by bash: a glob character or a brace expansion.
