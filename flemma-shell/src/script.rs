@@ -653,13 +653,15 @@ impl Walker<'_> {
             }
             other => match WRAPPERS.iter().find(|w| w.name == other) {
                 Some(wrapper) => self.wrapper(wrapper, name, &words, via, depth),
-                None => self.plain(words),
+                None => self.plain(words, depth),
             },
         }
     }
 
-    /// A command that is no wrapper: `cd` forgets the directory, `tee` writes its files.
-    fn plain(&mut self, words: Vec<Word>) -> Step {
+    /// A command that is no wrapper: `cd` forgets the directory, `tee` writes its files, and the
+    /// strings `alias` and `trap` keep to run later are read as commands too (so a deny rule
+    /// sees them; the command itself still needs its own rule).
+    fn plain(&mut self, words: Vec<Word>, depth: usize) -> Step {
         let base = words
             .first()
             .and_then(|w| w.literal.as_deref())
@@ -667,6 +669,29 @@ impl Walker<'_> {
         match base {
             Some("cd" | "pushd" | "popd") => self.cwd_changed = true,
             Some("tee") => self.tee(&words),
+            Some("alias") => {
+                for value in words[1..]
+                    .iter()
+                    .filter_map(|w| w.literal.as_deref()?.split_once('=').map(|(_, v)| v))
+                {
+                    self.script(value, depth + 1);
+                }
+            }
+            Some("trap") => {
+                let action = words[1..].iter().find(|w| {
+                    !w.literal
+                        .as_deref()
+                        .is_some_and(|t| t.starts_with('-') || t == "--")
+                });
+                match action.map(|w| w.literal.as_deref()) {
+                    Some(Some(text)) => self.script(text, depth + 1),
+                    Some(None) => {
+                        let raw = action.map_or("", |w| w.raw.as_str());
+                        self.find(format!("trap {raw}"), "runs a string that is an expansion");
+                    }
+                    None => {}
+                }
+            }
             _ => {}
         }
         Step::Segment(words)
