@@ -595,12 +595,8 @@ impl Walker<'_> {
                 None => Step::Done,
             },
             "xargs" => {
-                let rest = match strict_options(&words[1..], &XARGS) {
-                    Ok(rest) => rest,
-                    Err(option) => {
-                        self.find(format!("{name} {option}"), UNKNOWN_OPTION);
-                        return Step::Done;
-                    }
+                let Some(rest) = self.options(&name, &words[1..], &XARGS) else {
+                    return Step::Done;
                 };
                 via.push(name);
                 let inner = if rest.is_empty() {
@@ -633,12 +629,8 @@ impl Walker<'_> {
             }
             // `watch CMD ARGS…` runs its arguments, joined by spaces, with sh.
             "watch" => {
-                let rest = match strict_options(&words[1..], &WATCH) {
-                    Ok(rest) => rest,
-                    Err(option) => {
-                        self.find(format!("{name} {option}"), UNKNOWN_OPTION);
-                        return Step::Done;
-                    }
+                let Some(rest) = self.options(&name, &words[1..], &WATCH) else {
+                    return Step::Done;
                 };
                 let text: Option<Vec<&str>> = rest.iter().map(|w| w.literal.as_deref()).collect();
                 match text {
@@ -707,12 +699,8 @@ impl Walker<'_> {
         via: &mut Vec<String>,
         depth: usize,
     ) -> Step {
-        let mut rest = match strict_options(&words[1..], wrapper) {
-            Ok(rest) => rest,
-            Err(option) => {
-                self.find(format!("{name} {option}"), UNKNOWN_OPTION);
-                return Step::Done;
-            }
+        let Some(mut rest) = self.options(&name, &words[1..], wrapper) else {
+            return Step::Done;
         };
         if rest.len() < wrapper.positionals {
             return Step::Segment(words.to_vec());
@@ -759,12 +747,8 @@ impl Walker<'_> {
                 Step::Done
             }
             "exec" => {
-                let rest = match strict_options(&words[1..], &EXEC) {
-                    Ok(rest) => rest,
-                    Err(option) => {
-                        self.find(format!("{name} {option}"), UNKNOWN_OPTION);
-                        return Step::Done;
-                    }
+                let Some(rest) = self.options(&name, &words[1..], &EXEC) else {
+                    return Step::Done;
                 };
                 if let Some(command) = rest.first().filter(|w| w.literal.is_none()) {
                     self.find(
@@ -777,6 +761,18 @@ impl Walker<'_> {
                 Step::Inner(rest)
             }
             _ => Step::Segment(words),
+        }
+    }
+
+    /// The words after a wrapper's options; `None` (found: it needs approval) at an option
+    /// the wrapper's list does not know.
+    fn options(&mut self, name: &str, words: &[Word], wrapper: &Wrapper) -> Option<Vec<Word>> {
+        match strict_options(words, wrapper) {
+            Ok(rest) => Some(rest),
+            Err(option) => {
+                self.find(format!("{name} {option}"), UNKNOWN_OPTION);
+                None
+            }
         }
     }
 

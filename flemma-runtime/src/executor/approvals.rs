@@ -61,14 +61,7 @@ impl Executor {
             input: input_now,
             id: Some(id),
         };
-        let settings = d.settings;
-        let ctx = ApprovalContext::new(
-            &settings.shared.evaluated.config,
-            &settings.shared.evaluated.options,
-        )
-        .with_tools(&self.setup.registry)
-        .with_sandbox(&settings.shared.sandbox_available)
-        .with_workspace(&settings.shared.workspace);
+        let ctx = self.approval_context(&d.settings.shared);
         // The hooks ran once for the call: their verdict is the hooks resolver's.
         let known = match verdict {
             Some(verdict) => KnownVerdicts::new().with(HOOKS_RESOLVER, verdict),
@@ -86,6 +79,17 @@ impl Executor {
             reason,
             input: rewritten,
         }
+    }
+
+    /// What the chain may consult about a conversation under `settings`.
+    fn approval_context<'a>(
+        &'a self,
+        settings: &'a crate::transcript::Settings,
+    ) -> ApprovalContext<'a> {
+        ApprovalContext::new(&settings.evaluated.config, &settings.evaluated.options)
+            .with_tools(&self.setup.registry)
+            .with_sandbox(&settings.sandbox_available)
+            .with_workspace(&settings.workspace)
     }
 
     fn report_failures(&self, outcome: &flemma_approval::Outcome) {
@@ -369,13 +373,7 @@ impl Executor {
             input,
             id: None,
         };
-        let ctx = ApprovalContext::new(
-            &settings.shared.evaluated.config,
-            &settings.shared.evaluated.options,
-        )
-        .with_tools(&self.setup.registry)
-        .with_sandbox(&settings.shared.sandbox_available)
-        .with_workspace(&settings.shared.workspace);
+        let ctx = self.approval_context(&settings.shared);
         let known = KnownVerdicts::new().with(HOOKS_RESOLVER, flemma_approval::Verdict::pass());
         let outcome = chain.decide_knowing(&call, &ctx, &known).await;
         self.report_failures(&outcome);

@@ -31,6 +31,12 @@ fn transcript(frontmatter: Option<&str>, command: &str) -> String {
     )
 }
 
+/// Writes the transcript of `command` (under `frontmatter`) and runs `flemma cycle` on it.
+fn run_cycle(p: &Project, frontmatter: Option<&str>, command: &str) -> std::process::Output {
+    let chat = p.write("proj/x.chat", &transcript(frontmatter, command));
+    p.flemma(&["cycle", chat.to_str().unwrap()])
+}
+
 fn result_header(p: &Project) -> Option<String> {
     p.read("proj/x.chat")
         .lines()
@@ -60,9 +66,7 @@ fn an_allowed_command_does_not_carry_a_chained_one_past_the_rules() {
         format!("e\\cho hi; {touch}"),
         format!("git status$'\\n'{touch}"),
     ] {
-        p.write("proj/x.chat", &transcript(None, &command));
-        let chat = p.path("proj/x.chat");
-        let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+        let cycle = run_cycle(&p, None, &command);
         assert_no_canary(&canary, &cycle);
         assert_eq!(
             result_header(&p).as_deref(),
@@ -72,12 +76,7 @@ fn an_allowed_command_does_not_carry_a_chained_one_past_the_rules() {
         );
     }
     // What the rules allow runs unasked.
-    p.write(
-        "proj/x.chat",
-        &transcript(None, "echo rules-ran && git status"),
-    );
-    let chat = p.path("proj/x.chat");
-    let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+    let cycle = run_cycle(&p, None, "echo rules-ran && git status");
     assert_eq!(cycle.status.code(), Some(0), "{}", text(&cycle.stderr));
     assert!(
         p.read("proj/x.chat").contains("rules-ran"),
@@ -91,20 +90,14 @@ fn a_redirection_outside_the_project_waits_for_a_person() {
     let p = Project::new("rules-redirect");
     p.write("proj/flemma.toml", &host("allow = [\"echo *\"]"));
     let canary = p.path("outside.txt");
-    p.write(
-        "proj/x.chat",
-        &transcript(None, &format!("echo pwned > {}", canary.display())),
-    );
-    let chat = p.path("proj/x.chat");
-    let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+    let cycle = run_cycle(&p, None, &format!("echo pwned > {}", canary.display()));
     assert_no_canary(&canary, &cycle);
     assert_eq!(
         result_header(&p).as_deref(),
         Some("**Tool Result:** `toolu_1` (pending)")
     );
     // Into the project, it runs.
-    p.write("proj/x.chat", &transcript(None, "echo kept > notes.txt"));
-    let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+    let cycle = run_cycle(&p, None, "echo kept > notes.txt");
     assert_eq!(cycle.status.code(), Some(0), "{}", text(&cycle.stderr));
     assert_eq!(p.read("proj/notes.txt"), "kept\n");
 }
@@ -153,9 +146,7 @@ fn a_frontmatter_may_add_deny_rules_but_not_allow_rules() {
             "proj/.claude/settings.json",
             r#"{"permissions": {"allow": ["Bash(touch:*)"]}}"#,
         );
-        p.write("proj/x.chat", &transcript(Some(frontmatter), &touch));
-        let chat = p.path("proj/x.chat");
-        let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+        let cycle = run_cycle(&p, Some(frontmatter), &touch);
         assert_no_canary(&canary, &cycle);
         assert_ne!(cycle.status.code(), Some(0), "{}", text(&cycle.stderr));
         assert!(
@@ -171,15 +162,11 @@ fn a_frontmatter_may_add_deny_rules_but_not_allow_rules() {
         "proj/flemma.toml",
         "[tools]\nauto_approve = [\"bash\"]\n\n[sandbox]\nenabled = false\n",
     );
-    p.write(
-        "proj/x.chat",
-        &transcript(
-            Some(r#"{"tools": {"bash": {"deny": ["touch *"]}}}"#),
-            &touch,
-        ),
+    let cycle = run_cycle(
+        &p,
+        Some(r#"{"tools": {"bash": {"deny": ["touch *"]}}}"#),
+        &touch,
     );
-    let chat = p.path("proj/x.chat");
-    let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
     assert_no_canary(&canary, &cycle);
 }
 
@@ -193,8 +180,7 @@ fn the_host_reads_claude_code_permissions_when_it_says_so() {
     let chat = p.path("proj/x.chat");
     // Not read by default: the call waits.
     p.write("proj/flemma.toml", &host(""));
-    p.write("proj/x.chat", &transcript(None, "echo from-claude"));
-    let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+    let cycle = run_cycle(&p, None, "echo from-claude");
     assert_eq!(cycle.status.code(), Some(0), "{}", text(&cycle.stderr));
     assert_eq!(
         result_header(&p).as_deref(),
@@ -202,8 +188,7 @@ fn the_host_reads_claude_code_permissions_when_it_says_so() {
     );
     // Read with `claude_settings = true`: allowed, and its deny holds.
     p.write("proj/flemma.toml", &host("claude_settings = true"));
-    p.write("proj/x.chat", &transcript(None, "echo from-claude"));
-    let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
+    let cycle = run_cycle(&p, None, "echo from-claude");
     assert_eq!(cycle.status.code(), Some(0), "{}", text(&cycle.stderr));
     assert!(
         p.read("proj/x.chat").contains("from-claude\n```"),
