@@ -39,7 +39,10 @@ fn defaults_are_the_spec_defaults() {
                     "preview": {"lines": 10, "bytes": 2048},
                     "backup": "version"
                 },
-                "bash": {"shell": "bash", "cwd": "urn:flemma:buffer:path", "env": {}},
+                "bash": {
+                    "shell": "bash", "cwd": "urn:flemma:buffer:path", "env": {},
+                    "allow": [], "ask": [], "deny": [], "claude_settings": false
+                },
                 "env": {
                     "inherit": "all",
                     "ignore_default_excludes": false,
