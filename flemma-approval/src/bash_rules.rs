@@ -169,7 +169,8 @@ impl BashRulesResolver {
 
 /// Adds the `Bash(…)` entries of one Claude Code settings file (none when it does not exist).
 fn claude_rules(file: &Path, into: &mut CommandRules) -> Result<(), String> {
-    let text = match std::fs::read_to_string(file) {
+    // Text of the project: a regular file, not a link or a FIFO, 1 MiB at most, UTF-8.
+    let text = match flemma_config::read_project_file(file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("cannot read {}: {e}", file.display())),

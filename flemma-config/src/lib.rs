@@ -74,8 +74,8 @@ pub use options::{
 };
 pub use presets::{Preset, Presets};
 pub use project::{
-    PROJECT_MARKER, conversation_dir, conversation_path, fold_path, project_root,
-    project_root_with_home,
+    MAX_PROJECT_FILE_BYTES, PROJECT_MARKER, conversation_dir, conversation_path, fold_path,
+    project_root, project_root_with_home, read_project_file,
 };
 pub use schema::{FrontmatterRule, MCP_SERVER_FIELDS, OptionInfo, OptionKind, known_options};
 pub use sections::HOST_SECTIONS;

@@ -184,6 +184,75 @@ impl DirId {
     }
 }
 
+/// The most a project file read with [`read_project_file`] may hold.
+pub const MAX_PROJECT_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads a file a project holds for the host (a Claude Code settings file, a subagent
+/// definition): text the host did not write, so it must be a regular file of the project, not
+/// a symbolic link, at most [`MAX_PROJECT_FILE_BYTES`], UTF-8. It is opened without following a
+/// last-component link and without waiting on a FIFO put there after it was examined, and is
+/// checked again through the open file, so a FIFO or a device never stops the host.
+///
+/// # Errors
+///
+/// `NotFound` when there is no file; `InvalidInput` for a link, a FIFO, a directory or a
+/// device, or a file over 1 MiB; `InvalidData` for text that is not UTF-8; any other error
+/// reading it.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("flemma-doc-read-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("settings.json"), "{}")?;
+/// assert_eq!(flemma_config::read_project_file(&dir.join("settings.json"))?, "{}");
+/// let dir_itself = flemma_config::read_project_file(&dir).unwrap_err();
+/// assert_eq!(dir_itself.kind(), std::io::ErrorKind::InvalidInput);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn read_project_file(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read as _};
+    let refused = |reason: &str| Error::new(ErrorKind::InvalidInput, reason.to_owned());
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Err(refused(
+            "a symbolic link (the file must be a regular file of the project)",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(refused("not a regular file"));
+    }
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PROJECT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PROJECT_FILE_BYTES {
+        return Err(refused("larger than 1 MiB"));
+    }
+    String::from_utf8(bytes).map_err(|e| Error::new(ErrorKind::InvalidData, e.utf8_error()))
+}
+
+/// Opens `path` for reading without following a last-component link or waiting on a FIFO,
+/// and checks again through the open file that it is a regular file.
+#[cfg(unix)]
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty())?);
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+#[cfg(not(unix))]
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -214,3 +214,49 @@ async fn a_redirection_outside_the_workspace_asks_and_inside_it_runs() {
             .contains("writes outside the writable paths")
     );
 }
+
+#[tokio::test]
+async fn a_settings_file_that_is_a_fifo_a_link_or_not_utf8_asks_at_once() {
+    let project = Project::new("claude-hostile");
+    let settings = project.dir.join(".claude/settings.json");
+    let mut config = host(true);
+    config
+        .set(Layer::Setup, "tools.auto_approve", json!(["bash"]))
+        .unwrap();
+    // A FIFO nobody writes: reading it would stop the host.
+    let made = std::process::Command::new("mkfifo")
+        .arg(&settings)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let decided = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        decide(&config, &project, "echo hi"),
+    )
+    .await
+    .expect("a FIFO must not stop the decision");
+    assert_eq!(decided.0, Decision::RequireApproval);
+    assert!(decided.1.unwrap().contains("not a regular file"));
+    std::fs::remove_file(&settings).unwrap();
+    // A link to a file elsewhere that would allow everything.
+    let outside = std::env::temp_dir().join(format!(
+        "flemma-approval-{}-outside.json",
+        std::process::id()
+    ));
+    std::fs::write(&outside, r#"{"permissions": {"allow": ["Bash"]}}"#).unwrap();
+    std::os::unix::fs::symlink(&outside, &settings).unwrap();
+    let (decision, detail) = decide(&config, &project, "echo hi").await;
+    assert_eq!(decision, Decision::RequireApproval);
+    assert!(detail.unwrap().contains("symbolic link"));
+    std::fs::remove_file(&settings).unwrap();
+    std::fs::remove_file(&outside).unwrap();
+    // Not UTF-8.
+    std::fs::write(
+        &settings,
+        b"{\"permissions\": {\"allow\": [\"Bash(\xff)\"]}}",
+    )
+    .unwrap();
+    let (decision, detail) = decide(&config, &project, "echo hi").await;
+    assert_eq!(decision, Decision::RequireApproval);
+    assert!(detail.unwrap().contains("cannot read"));
+}

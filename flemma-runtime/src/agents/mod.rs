@@ -20,7 +20,6 @@ mod error;
 mod tool;
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 pub use definition::{AGENT_TOOL, AgentDefinition, AgentSource, MAX_AGENT_NAME, Narrowed};
@@ -33,7 +32,7 @@ pub use tool::{AgentTool, DEFAULT_MAX_DEPTH, Subagents};
 pub const PARENT_RESOLVER: &str = "urn:flemma:approval:parent";
 
 /// The largest definition file read, in bytes.
-pub const MAX_DEFINITION_BYTES: u64 = 1024 * 1024;
+pub const MAX_DEFINITION_BYTES: u64 = flemma_config::MAX_PROJECT_FILE_BYTES;
 
 /// Where a project's definitions are, in the order they are read (an earlier name wins).
 pub const AGENT_DIRS: [&str; 2] = [".flemma/agents", ".claude/agents"];
@@ -173,64 +172,12 @@ fn definition_files(dir: &Path, project: &Path, warnings: &mut Vec<AgentWarning>
     files
 }
 
-/// Reads one definition file: a regular file (not a link), at most [`MAX_DEFINITION_BYTES`],
-/// UTF-8.
+/// Reads one definition file: a regular file of the project (not a link, not a FIFO), at most
+/// [`MAX_DEFINITION_BYTES`], UTF-8 ([`flemma_config::read_project_file`]).
 fn read_definition(path: &Path) -> Result<(AgentDefinition, Vec<AgentWarning>), AgentError> {
-    let refused = |reason: &str| AgentError::Read {
-        path: path.to_owned(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, reason.to_owned()),
-    };
-    let meta = std::fs::symlink_metadata(path).map_err(|source| AgentError::Read {
+    let text = flemma_config::read_project_file(path).map_err(|source| AgentError::Read {
         path: path.to_owned(),
         source,
-    })?;
-    if meta.file_type().is_symlink() {
-        return Err(refused(
-            "a symbolic link (a definition must be a regular file of the project)",
-        ));
-    }
-    if !meta.is_file() {
-        return Err(refused("not a regular file"));
-    }
-    let file = open_regular(path).map_err(|source| AgentError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let mut bytes = Vec::new();
-    file.take(MAX_DEFINITION_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| AgentError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-    if bytes.len() as u64 > MAX_DEFINITION_BYTES {
-        return Err(refused("larger than 1 MiB"));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| AgentError::Read {
-        path: path.to_owned(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
     })?;
     AgentDefinition::parse(&text, path)
-}
-
-/// Opens `path` for reading without following a last-component link or waiting on a FIFO
-/// put there after it was examined, and checks again through the open file.
-#[cfg(unix)]
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    use rustix::fs::{Mode, OFlags};
-    let flags =
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let file = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty())?);
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    Ok(file)
-}
-
-#[cfg(not(unix))]
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::open(path)
 }

@@ -224,7 +224,8 @@ fn add_claude_settings(
     into: &mut Vec<HookRegistration>,
     path: &Path,
 ) -> Result<(), HookConfigError> {
-    let text = match std::fs::read_to_string(path) {
+    // Text of the project, not the host's: a regular file, not a link or a FIFO, 1 MiB at most.
+    let text = match flemma_config::read_project_file(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => {

@@ -117,10 +117,13 @@ fn a_deny_rule_wins_over_auto_approve() {
     let chat = p.path("proj/x.chat");
     let cycle = p.flemma(&["cycle", chat.to_str().unwrap()]);
     assert_no_canary(&canary, &cycle);
+    // The model reads the spec's denial, then which command and which rule.
     let text_now = p.read("proj/x.chat");
     assert!(
-        text_now.contains("matches tools.bash.deny entry \\\"touch *\\\"")
-            || text_now.contains("matches tools.bash.deny entry \"touch *\""),
+        text_now.contains(&format!(
+            "The tool was denied by a policy. `touch {}` matches tools.bash.deny entry \"touch *\"",
+            canary.display()
+        )),
         "{text_now}"
     );
 }
