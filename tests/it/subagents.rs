@@ -779,17 +779,37 @@ impl wiremock::Match for Body {
     }
 }
 
+/// An Anthropic provider on `server`, which answers each request a route matches with the
+/// route's event stream.
+async fn serve<const N: usize>(
+    server: &wiremock::MockServer,
+    routes: [(Body, String); N],
+) -> flemma::providers::HttpProvider {
+    use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
+    use wiremock::{Mock, ResponseTemplate, matchers::method};
+    for (matcher, body) in routes {
+        let stream = ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body);
+        Mock::given(method("POST"))
+            .and(matcher)
+            .respond_with(stream)
+            .mount(server)
+            .await;
+    }
+    HttpProvider::new(
+        Endpoint::anthropic(ApiKey::new("sk-test")).with_base_url(server.uri()),
+        TransportConfig {
+            max_retries: 0,
+            ..TransportConfig::default()
+        },
+    )
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_the_childs_request_offers_exactly_its_narrowed_tools() {
-    use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
-    use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
-
-    let server = MockServer::start().await;
-    let sse = |body: String| {
-        ResponseTemplate::new(200)
-            .insert_header("content-type", "text/event-stream")
-            .set_body_string(body)
-    };
+    let server = wiremock::MockServer::start().await;
     // The child's system prompt tells its requests apart; a tool result, their second turns.
     let routes = [
         (
@@ -819,21 +839,7 @@ async fn over_http_the_childs_request_offers_exactly_its_narrowed_tools() {
             anthropic_stream(Some("All done."), None),
         ),
     ];
-    for (matcher, body) in routes {
-        Mock::given(method("POST"))
-            .and(matcher)
-            .respond_with(sse(body))
-            .mount(&server)
-            .await;
-    }
-    let provider = HttpProvider::new(
-        Endpoint::anthropic(ApiKey::new("sk-test")).with_base_url(server.uri()),
-        TransportConfig {
-            max_retries: 0,
-            ..TransportConfig::default()
-        },
-    )
-    .unwrap();
+    let provider = serve(&server, routes).await;
 
     let dir = Scratch::new("http");
     let mut agents = Agents::new();
@@ -1075,15 +1081,7 @@ fn a_childs_turns_are_its_definitions_at_most_the_parents() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_stream_that_stops_halfway_is_no_answer() {
-    use flemma::providers::{ApiKey, Endpoint, HttpProvider, TransportConfig};
-    use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
-
-    let server = MockServer::start().await;
-    let sse = |body: String| {
-        ResponseTemplate::new(200)
-            .insert_header("content-type", "text/event-stream")
-            .set_body_string(body)
-    };
+    let server = wiremock::MockServer::start().await;
     // The child's stream ends after half an answer: no content_block_stop, no message_stop.
     let full = anthropic_stream(Some("Half an answer that never ends"), None);
     let half = full[..full.find("event: content_block_stop").unwrap()].to_owned();
@@ -1105,21 +1103,7 @@ async fn a_childs_stream_that_stops_halfway_is_no_answer() {
             anthropic_stream(Some("The child failed."), None),
         ),
     ];
-    for (matcher, body) in routes {
-        Mock::given(method("POST"))
-            .and(matcher)
-            .respond_with(sse(body))
-            .mount(&server)
-            .await;
-    }
-    let provider = HttpProvider::new(
-        Endpoint::anthropic(ApiKey::new("sk-test")).with_base_url(server.uri()),
-        TransportConfig {
-            max_retries: 0,
-            ..TransportConfig::default()
-        },
-    )
-    .unwrap();
+    let provider = serve(&server, routes).await;
     let dir = Scratch::new("half");
     let mut agents = Agents::new();
     agents.register(AgentDefinition::new("reviewer", "Reviews.", "CHILD-PROMPT").unwrap());

@@ -37,6 +37,20 @@ fn run_cycle(p: &Project, frontmatter: Option<&str>, command: &str) -> std::proc
     p.flemma(&["cycle", chat.to_str().unwrap()])
 }
 
+/// `flemma approval explain CHAT --tool bash` of `command`.
+fn explain_bash(p: &Project, chat: &std::path::Path, command: &str) -> std::process::Output {
+    let input = serde_json::json!({ "command": command }).to_string();
+    p.flemma(&[
+        "approval",
+        "explain",
+        chat.to_str().unwrap(),
+        "--tool",
+        "bash",
+        "--input",
+        &input,
+    ])
+}
+
 fn result_header(p: &Project) -> Option<String> {
     p.read("proj/x.chat")
         .lines()
@@ -198,15 +212,7 @@ fn the_host_reads_claude_code_permissions_when_it_says_so() {
         "{}",
         p.read("proj/x.chat")
     );
-    let explain = p.flemma(&[
-        "approval",
-        "explain",
-        chat.to_str().unwrap(),
-        "--tool",
-        "bash",
-        "--input",
-        r#"{"command": "echo a && rm -rf build"}"#,
-    ]);
+    let explain = explain_bash(&p, &chat, "echo a && rm -rf build");
     assert!(
         text(&explain.stdout).contains(".claude/settings.json permissions.deny \"Bash(rm -rf:*)\""),
         "{}",
@@ -228,16 +234,7 @@ fn explain_shows_each_simple_command_and_the_rule_that_decided_it() {
         "timeout 60 cargo test && sudo rm -rf /tmp/build",
         "echo \"$(git push origin main)\" > /etc/motd && echo $'\\e[2J\\e]0;title\\a'",
     ] {
-        let input = serde_json::json!({ "command": command }).to_string();
-        let out = p.flemma(&[
-            "approval",
-            "explain",
-            chat.to_str().unwrap(),
-            "--tool",
-            "bash",
-            "--input",
-            &input,
-        ]);
+        let out = explain_bash(&p, &chat, command);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let stdout = text(&out.stdout);
         // The writable set's paths are this machine's.
