@@ -141,6 +141,8 @@ pub mod book {
     pub struct Editor;
     #[doc = include_str!("../docs/many-machines.md")]
     pub struct ManyMachines;
+    #[doc = include_str!("../docs/long-conversations.md")]
+    pub struct LongConversations;
     #[doc = include_str!("../docs/reference/cli.md")]
     pub struct ReferenceCli;
     #[doc = include_str!("../docs/reference/configuration.md")]

@@ -31,6 +31,7 @@ mod run;
 mod runtime;
 mod setup;
 mod tools;
+mod usage;
 mod visible;
 
 use commands::SourceArg;
@@ -204,6 +205,22 @@ enum Command {
         file: PathBuf,
         /// Print `[{"job_id", "tool_id", "tool", "state", "elapsed_seconds"}]`; `state` is
         /// `running`, `completed`, `delivered` or `lost`, `elapsed_seconds` null when unknown.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what the conversation's requests used and cost, over every run.
+    ///
+    /// Read from the usage log in the conversation's store (`usage.jsonl`), which each
+    /// response adds a line to: `FILE: 12 requests, 120.4k in (98.1k cached), 3.2k out,
+    /// $0.41`, then one line per model when there are several or one without a price. Costs
+    /// are list prices from the built-in model table (with the date it was taken) and
+    /// `[models]` of flemma.toml; a model without a known price shows its tokens only.
+    Usage {
+        /// The `.chat` file.
+        file: PathBuf,
+        /// Print `{"requests", "usage", "cost", "priced_cost", "unpriced_requests",
+        /// "models": [...], "skipped_lines", "log"}`; `cost` is null when a request had no
+        /// known price.
         #[arg(long)]
         json: bool,
     },
@@ -493,6 +510,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
         Command::Tools { file, json } => tools::tools(&mut out, file.as_deref(), json, settings),
         Command::Cycle { file, json, wait } => tools::cycle(&mut out, &file, json, wait, settings),
         Command::Jobs { file, json } => tools::jobs(&mut out, &file, json, settings),
+        Command::Usage { file, json } => usage::usage(&mut out, &file, json, settings),
         #[cfg(feature = "mcp")]
         Command::Mcp {
             command: McpCommand::List { file, json },

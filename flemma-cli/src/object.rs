@@ -394,11 +394,13 @@ async fn run_one(
     max_turns: Option<u64>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let conversation = Arc::clone(&assignment.conversation) as Arc<dyn Conversation>;
+    let models = crate::setup::models(&config).map_err(message)?;
     let mut executor = crate::setup::executor(conversation, registry, config);
     if approve_all {
         executor = executor.approver(Arc::new(ApproveAll));
     }
-    let session = crate::setup::session_of(executor, provider, max_turns, None).map_err(message)?;
+    let session =
+        crate::setup::session_of(executor, provider, models, max_turns, None).map_err(message)?;
     let run = session.run();
     tokio::pin!(run);
     let stopped = tokio::select! {

@@ -147,6 +147,7 @@ fn session(
     let mut prompt = None;
     let registry = crate::setup::registry(&config)?;
     let subagents = crate::setup::subagents(&registry, conversation.path())?;
+    let models = crate::setup::models(&config)?;
     let mut executor = crate::setup::executor(conversation, registry, config);
     match args.approve {
         ApproveMode::All => {
@@ -162,7 +163,7 @@ fn session(
         ApproveMode::Ask | ApproveMode::None => {}
     }
     Ok((
-        session_of(executor, provider, args.max_turns, subagents)?,
+        session_of(executor, provider, models, args.max_turns, subagents)?,
         asks,
         prompt,
     ))
@@ -216,6 +217,7 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
 
 /// The exit code of a run that ended as `driven` did, after its last status line.
 fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
+    ui.run_usage();
     let code = |stop: Stop| match driven.signal {
         Some(signal) => signal.exit_code(),
         None => exit_code(stop),

@@ -138,15 +138,35 @@ pub(crate) fn executor(
         .sandbox_backends(flemma::builtins::sandbox_backends())
 }
 
-/// The session of `executor`, sending to `provider`, with the CLI's template engine.
+/// The models' prices and sizes: the built-in table with `[models]` of the options files.
+pub(crate) fn models(config: &Config) -> Result<Arc<flemma::providers::ModelTable>, Failure> {
+    let builtin = flemma::providers::ModelTable::builtin();
+    let Some(overrides) = config.section("models") else {
+        return Ok(builtin);
+    };
+    builtin
+        .with_overrides(overrides)
+        .map(Arc::new)
+        .map_err(|error| {
+            let place = config
+                .section_origin("models")
+                .map_or_else(String::new, |p| format!("{}: ", p.display()));
+            Failure::usage(anyhow::Error::new(error).context(format!("{place}[models]")))
+        })
+}
+
+/// The session of `executor`, sending to `provider`, with the CLI's template engine and
+/// `models`' prices.
 pub(crate) fn session_of(
     executor: flemma::runtime::ExecutorBuilder,
     provider: Arc<dyn Provider>,
+    models: Arc<flemma::providers::ModelTable>,
     max_turns: Option<u64>,
     subagents: Option<flemma::runtime::agents::Subagents>,
 ) -> Result<Session, Failure> {
-    let mut builder =
-        Session::from_executor(executor, provider).template_engine(template_engine(None)?);
+    let mut builder = Session::from_executor(executor, provider)
+        .template_engine(template_engine(None)?)
+        .models(models);
     if let Some(max_turns) = max_turns {
         builder = builder.max_turns(max_turns);
     }

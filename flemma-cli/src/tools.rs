@@ -104,7 +104,7 @@ fn first_sentence(description: &str) -> &str {
 }
 
 /// An executor over FILE with the CLI's options.
-fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
+pub(crate) fn executor(file: &Path, settings: &Settings) -> Result<Executor, Failure> {
     // A regular file of UTF-8 text, as every command reads FILE (exit 2 otherwise).
     Input::check(file)?;
     executor_of_read(file, settings)

@@ -1,5 +1,6 @@
 //! Host sections of `flemma.toml`: top-level tables that are not options but belong to a crate
-//! above this one (`[mcp]`, read by flemma-mcp; `[hooks]`, read by flemma-runtime), kept as
+//! above this one (`[mcp]`, read by flemma-mcp; `[hooks]`, read by flemma-runtime; `[models]`,
+//! the host's prices and context windows, read by the session's host), kept as
 //! loaded for that crate to parse, and `[frontmatter]` (what a conversation's frontmatter may
 //! do, read here).
 
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::config::Config;
 
 /// The top-level keys of `flemma.toml` kept as host sections instead of options.
-pub const HOST_SECTIONS: &[&str] = &["mcp", "hooks", "frontmatter"];
+pub const HOST_SECTIONS: &[&str] = &["mcp", "hooks", "frontmatter", "models"];
 
 /// The host sections whose arrays add up across files instead of replacing each other: each
 /// file's `[[hooks.PreToolUse]]` tables join the earlier files' (as Claude Code runs the

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
 use crate::sse::SseEvent;
+use crate::usage::{Reported, count};
 
 /// Decodes Anthropic `event:`/`data:` streams.
 #[derive(Debug, Default)]
@@ -13,6 +14,7 @@ pub struct AnthropicDecoder {
     signature: String,
     stop: Option<StopReason>,
     done: bool,
+    usage: Reported,
 }
 
 impl AnthropicDecoder {
@@ -32,10 +34,19 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
-fn usage(value: &Value) -> StreamEvent {
-    StreamEvent::Usage {
-        input_tokens: value.get("input_tokens").and_then(Value::as_u64),
-        output_tokens: value.get("output_tokens").and_then(Value::as_u64),
+/// Anthropic's counts: `input_tokens` leaves the cache out; `cache_creation` splits the
+/// writes by retention (without it, `cache_creation_input_tokens` is the 5-minute write).
+/// `message_delta` repeats the totals without the split, which is kept.
+fn reported(value: &Value) -> Reported {
+    let split = value.get("cache_creation").filter(|c| c.is_object());
+    Reported {
+        uncached: count(value, "/input_tokens"),
+        cache_read: count(value, "/cache_read_input_tokens"),
+        cache_write: split.and_then(|s| count(s, "/ephemeral_5m_input_tokens")),
+        cache_write_1h: split.and_then(|s| count(s, "/ephemeral_1h_input_tokens")),
+        cache_write_total: count(value, "/cache_creation_input_tokens"),
+        output: count(value, "/output_tokens"),
+        ..Reported::default()
     }
 }
 
@@ -47,6 +58,13 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 impl AnthropicDecoder {
+    fn usage(&mut self, value: &Value, out: &mut Vec<StreamEvent>) {
+        self.usage.merge(reported(value));
+        if self.usage.any() {
+            out.push(StreamEvent::Usage(self.usage.usage()));
+        }
+    }
+
     fn block_start(&mut self, data: &Value, out: &mut Vec<StreamEvent>) {
         let block = &data["content_block"];
         let index = data["index"].as_u64().unwrap_or_default();
@@ -104,7 +122,7 @@ impl StreamDecoder for AnthropicDecoder {
         match data.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message_start" => {
                 if let Some(u) = data.pointer("/message/usage") {
-                    out.push(usage(u));
+                    self.usage(u, &mut out);
                 }
             }
             "content_block_start" => self.block_start(&data, &mut out),
@@ -128,7 +146,7 @@ impl StreamDecoder for AnthropicDecoder {
                     self.stop = Some(stop_reason(reason));
                 }
                 if let Some(u) = data.get("usage") {
-                    out.push(usage(u));
+                    self.usage(u, &mut out);
                 }
             }
             "message_stop" => {

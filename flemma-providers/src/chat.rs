@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
 use crate::sse::SseEvent;
+use crate::usage::{Reported, count};
 
 /// A tool call being accumulated.
 #[derive(Debug, Default)]
@@ -24,7 +25,7 @@ struct PendingCall {
 pub struct ChatCompletionsDecoder {
     calls: BTreeMap<u64, PendingCall>,
     /// The last usage reported (some providers repeat it in the choice and the final chunk).
-    usage: Option<(Option<u64>, Option<u64>)>,
+    usage: Reported,
     done: bool,
 }
 
@@ -34,20 +35,25 @@ impl ChatCompletionsDecoder {
         Self::default()
     }
 
+    /// Chat Completions' counts: the prompt includes the cached tokens, the completion the
+    /// reasoning. The same counts reported again are not reported twice.
     fn usage(&mut self, usage: &Value, out: &mut Vec<StreamEvent>) {
         if !usage.is_object() {
             return;
         }
-        let counts = (
-            usage.get("prompt_tokens").and_then(Value::as_u64),
-            usage.get("completion_tokens").and_then(Value::as_u64),
-        );
-        if self.usage != Some(counts) {
-            self.usage = Some(counts);
-            out.push(StreamEvent::Usage {
-                input_tokens: counts.0,
-                output_tokens: counts.1,
-            });
+        let mut merged = self.usage;
+        merged.merge(Reported {
+            input: count(usage, "/prompt_tokens"),
+            // OpenAI's detail, and the top-level count some compatible servers send.
+            cache_read: count(usage, "/prompt_tokens_details/cached_tokens")
+                .or_else(|| count(usage, "/cached_tokens")),
+            output: count(usage, "/completion_tokens"),
+            reasoning: count(usage, "/completion_tokens_details/reasoning_tokens"),
+            ..Reported::default()
+        });
+        if merged.any() && merged != self.usage {
+            self.usage = merged;
+            out.push(StreamEvent::Usage(merged.usage()));
         }
     }
 
@@ -247,7 +253,7 @@ impl StreamDecoder for ChatCompletionsDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{calls, collect, deltas, read_peer as read};
+    use crate::test_support::{calls, collect, deltas, read_peer as read, tokens};
 
     fn decode_all(body: &str) -> Vec<StreamEvent> {
         crate::test_support::decode_all(&mut ChatCompletionsDecoder::new(), body)
@@ -283,10 +289,7 @@ mod tests {
         assert_eq!(dones(&events), [&StopReason::EndTurn]);
         // Usage is reported twice (in the finishing choice and the last chunk): emitted once.
         assert_eq!(usages(&events), 1);
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(26),
-            output_tokens: Some(5)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(26, 5))));
         assert!(
             !events
                 .iter()
@@ -318,10 +321,7 @@ mod tests {
             .iter()
             .position(|e| matches!(e, StreamEvent::Text { .. }));
         assert!(last_thinking < first_text);
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(20),
-            output_tokens: Some(817)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(20, 817))));
         assert_eq!(dones(&events), [&StopReason::EndTurn]);
     }
 
@@ -350,10 +350,7 @@ mod tests {
         }));
         assert_eq!(deltas(&events), r#"{"query": "current weather in Tokyo"}"#);
         assert_eq!(dones(&events), [&StopReason::ToolUse]);
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(86),
-            output_tokens: Some(20)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(86, 20))));
     }
 
     #[test]

@@ -73,13 +73,10 @@ pub enum StreamEvent {
         /// The arguments: a JSON object, as text.
         arguments: String,
     },
-    /// Token counts.
-    Usage {
-        /// Input tokens, when reported.
-        input_tokens: Option<u64>,
-        /// Output tokens, when reported.
-        output_tokens: Option<u64>,
-    },
+    /// The tokens the response used so far, as the provider reported them: each `Usage` of a
+    /// response replaces the one before it (a provider may report the input at the start and
+    /// the output at the end). A stream cut before its end still reports what it counted.
+    Usage(crate::Usage),
     /// Something the user should know that does not stop the response (invalid tool JSON
     /// replaced by `{}`).
     Warning {

@@ -49,6 +49,7 @@ mod chat;
 mod error;
 mod event;
 mod kind;
+mod models;
 mod openai;
 mod prompt;
 mod provider;
@@ -60,6 +61,7 @@ mod template;
 mod test_support;
 mod text;
 mod transport;
+mod usage;
 mod vertex;
 mod wire;
 mod writer;
@@ -74,6 +76,7 @@ pub use chat::ChatCompletionsDecoder;
 pub use error::{ProviderError, error_from_body};
 pub use event::{STREAM_CUT, StopReason, StreamDecoder, StreamEvent};
 pub use kind::ProviderKind;
+pub use models::{ModelInfo, ModelTable, ModelTableError, Prices, Tier};
 pub use openai::OpenAiResponsesDecoder;
 pub use prompt::builder::{PromptBuilder, build_prompt};
 pub use prompt::{
@@ -100,6 +103,7 @@ pub use transport::{
     TokenError, TokenFuture, TokenSource, TransportConfig, TransportError, stream_events,
     stream_events_with, with_cancel,
 };
+pub use usage::Usage;
 pub use vertex::VertexDecoder;
 pub use wire::normalize_tool_id;
 pub use writer::ResponseWriter;

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
 use crate::sse::SseEvent;
+use crate::usage::{Reported, count};
 
 /// Decodes OpenAI Responses `event:`/`data:` streams; the JSON `type` field is authoritative.
 ///
@@ -101,12 +102,18 @@ fn str_field(value: &Value, key: &str) -> String {
         .to_owned()
 }
 
+/// The Responses API's counts: the input includes the cached tokens, the output the
+/// reasoning.
 fn usage(response: &Value) -> Option<StreamEvent> {
     let usage = response.get("usage").filter(|u| u.is_object())?;
-    Some(StreamEvent::Usage {
-        input_tokens: usage.get("input_tokens").and_then(Value::as_u64),
-        output_tokens: usage.get("output_tokens").and_then(Value::as_u64),
-    })
+    let reported = Reported {
+        input: count(usage, "/input_tokens"),
+        cache_read: count(usage, "/input_tokens_details/cached_tokens"),
+        output: count(usage, "/output_tokens"),
+        reasoning: count(usage, "/output_tokens_details/reasoning_tokens"),
+        ..Reported::default()
+    };
+    reported.any().then(|| StreamEvent::Usage(reported.usage()))
 }
 
 /// The message of an `error` event (`{message}` or `{error:{message}}`) or of a failed
@@ -236,7 +243,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{calls, decode_all, deltas, read_peer};
+    use crate::test_support::{calls, decode_all, deltas, read_peer, tokens};
 
     fn run(name: &str) -> Vec<StreamEvent> {
         decode_all(&mut OpenAiResponsesDecoder::new(), &read_peer(name))
@@ -283,10 +290,7 @@ mod tests {
             name: "calculator".into()
         }));
         assert_eq!(deltas(&events), r#"{"expression":"15 * 7"}"#);
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(119),
-            output_tokens: Some(9)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(119, 9))));
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Done {
@@ -328,10 +332,7 @@ mod tests {
         let events = run("openai_final_response_streaming.txt");
         assert_eq!(text(&events), "15 multiplied by 7 is 105.");
         assert!(calls(&events).is_empty());
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(68),
-            output_tokens: Some(10)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(68, 10))));
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Done {
@@ -390,10 +391,10 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e, StreamEvent::Thinking { .. }))
         );
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(24),
-            output_tokens: Some(117)
-        }));
+        // The output counts the reasoning: 64 of the 117.
+        let mut usage = tokens(24, 117);
+        usage.reasoning = 64;
+        assert!(events.contains(&StreamEvent::Usage(usage)));
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Done {
@@ -438,10 +439,7 @@ mod tests {
         assert!(
             events.iter().any(|e| matches!(e, StreamEvent::Warning { message } if message.contains("max_output_tokens")))
         );
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(27),
-            output_tokens: Some(16)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(27, 16))));
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Done {

@@ -108,8 +108,9 @@ pub struct ScriptedToolUse {
     pub input: Map<String, Value>,
 }
 
-/// Token counts a scripted turn reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// Token counts a scripted turn reports, in the meaning of [`Usage`](crate::Usage):
+/// `input_tokens` is the whole prompt, cached or not; `output_tokens` the whole answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedUsage {
     /// Input tokens.
@@ -118,6 +119,29 @@ pub struct ScriptedUsage {
     /// Output tokens.
     #[serde(default)]
     pub output_tokens: Option<u64>,
+    /// Of the input, the tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: Option<u64>,
+    /// Of the input, the tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
+    /// Of the output, the reasoning tokens.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl ScriptedUsage {
+    /// These counts as a [`Usage`](crate::Usage) (a count left out is 0).
+    pub fn usage(&self) -> crate::Usage {
+        crate::Usage {
+            input: self.input_tokens.unwrap_or(0),
+            output: self.output_tokens.unwrap_or(0),
+            cache_read: self.cache_read_tokens.unwrap_or(0),
+            cache_write: self.cache_write_tokens.unwrap_or(0),
+            reasoning: self.reasoning_tokens.unwrap_or(0),
+            ..crate::Usage::default()
+        }
+    }
 }
 
 /// One scripted response (see [`ScriptedProvider`] for the JSON form).
@@ -251,10 +275,7 @@ impl Turn {
             });
         }
         if let Some(usage) = self.usage {
-            events.push(StreamEvent::Usage {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-            });
+            events.push(StreamEvent::Usage(usage.usage()));
         }
         if let Some(message) = &self.error {
             events.push(StreamEvent::Error {

@@ -59,3 +59,12 @@ pub(crate) fn deltas(events: &[StreamEvent]) -> String {
         })
         .collect()
 }
+
+/// A [`Usage`](crate::Usage) of `input` and `output` tokens and nothing else.
+pub(crate) fn tokens(input: u64, output: u64) -> crate::Usage {
+    crate::Usage {
+        input,
+        output,
+        ..crate::Usage::default()
+    }
+}

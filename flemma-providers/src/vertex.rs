@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::event::{StopReason, StreamDecoder, StreamEvent};
 use crate::sse::SseEvent;
+use crate::usage::{Reported, count};
 
 /// Decodes Vertex `streamGenerateContent?alt=sse` streams: `data:` lines, each a
 /// `GenerateContentResponse` (a `data:` line holding a JSON array of them is accepted too).
@@ -21,6 +22,8 @@ pub struct VertexDecoder {
     signature: String,
     calls: usize,
     done: bool,
+    /// The counts reported so far (each chunk may repeat or complete them).
+    usage: Reported,
 }
 
 impl std::fmt::Debug for VertexDecoder {
@@ -65,6 +68,7 @@ impl VertexDecoder {
             signature: String::new(),
             calls: 0,
             done: false,
+            usage: Reported::default(),
         }
     }
 
@@ -89,13 +93,20 @@ impl VertexDecoder {
             self.part(part, out);
         }
         if let Some(usage) = data.get("usageMetadata") {
-            let input_tokens = usage.get("promptTokenCount").and_then(Value::as_u64);
-            let output_tokens = usage.get("candidatesTokenCount").and_then(Value::as_u64);
-            if input_tokens.is_some() || output_tokens.is_some() {
-                out.push(StreamEvent::Usage {
-                    input_tokens,
-                    output_tokens,
-                });
+            // The prompt includes the cached content; the candidates leave the thoughts out.
+            let reported = Reported {
+                input: count(usage, "/promptTokenCount"),
+                cache_read: count(usage, "/cachedContentTokenCount"),
+                output: count(usage, "/candidatesTokenCount"),
+                reasoning: count(usage, "/thoughtsTokenCount"),
+                output_excludes_reasoning: true,
+                ..Reported::default()
+            };
+            let mut merged = self.usage;
+            merged.merge(reported);
+            if merged.any() && merged != self.usage {
+                self.usage = merged;
+                out.push(StreamEvent::Usage(merged.usage()));
             }
         }
         let reason = candidate
@@ -214,7 +225,12 @@ impl StreamDecoder for VertexDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{collect, read_peer};
+    use crate::test_support::{collect, read_peer, tokens};
+
+    fn thought(mut usage: crate::Usage, reasoning: u64) -> crate::Usage {
+        usage.reasoning = reasoning;
+        usage
+    }
 
     fn decode_all(body: &str) -> Vec<StreamEvent> {
         let mut decoder =
@@ -258,10 +274,8 @@ mod tests {
                 .count(),
             1
         );
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(84),
-            output_tokens: Some(11)
-        }));
+        // Thoughts are output: 84 in, 11 + 27 out, the stream's `totalTokenCount` of 122.
+        assert!(events.contains(&StreamEvent::Usage(thought(tokens(84, 38), 27))));
         let StreamEvent::ThinkingSignature { value, .. } = &tail(&events)[0] else {
             panic!("{events:?}")
         };
@@ -283,10 +297,8 @@ mod tests {
         );
         assert_eq!(collect(&events, false), "I'll calculate that for you.");
         assert!(events.contains(&calculator("15 * 7")));
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(84),
-            output_tokens: Some(15)
-        }));
+        // 84 in, 15 + 25 out: the stream's `totalTokenCount` of 124.
+        assert!(events.contains(&StreamEvent::Usage(thought(tokens(84, 40), 25))));
         assert_eq!(
             tail(&events),
             [
@@ -308,13 +320,7 @@ mod tests {
             .iter()
             .filter(|e| matches!(e, StreamEvent::Usage { .. }))
             .collect();
-        assert_eq!(
-            usages,
-            [&StreamEvent::Usage {
-                input_tokens: Some(95),
-                output_tokens: Some(24)
-            }]
-        );
+        assert_eq!(usages, [&StreamEvent::Usage(thought(tokens(95, 48), 24))]);
         assert!(
             matches!(&tail(&events)[0], StreamEvent::ThinkingSignature { value, .. } if value.starts_with("CiQBjz1rX6DR42eI"))
         );
@@ -334,10 +340,7 @@ mod tests {
             e,
             StreamEvent::ToolCall { .. } | StreamEvent::ThinkingSignature { .. }
         )));
-        assert!(events.contains(&StreamEvent::Usage {
-            input_tokens: Some(96),
-            output_tokens: Some(12)
-        }));
+        assert!(events.contains(&StreamEvent::Usage(tokens(96, 12))));
         assert_eq!(
             events.last(),
             Some(&StreamEvent::Done {

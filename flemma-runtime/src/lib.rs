@@ -65,6 +65,7 @@ mod selection;
 mod session;
 mod shared;
 pub mod transcript;
+pub mod usage;
 
 pub use actions::{
     ActionError, answer_interrupted, approve, approve_all_pending, pending_calls, reject,

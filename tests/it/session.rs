@@ -401,6 +401,7 @@ async fn usage_and_thinking_reach_the_events() {
         usage: Some(flemma::providers::ScriptedUsage {
             input_tokens: Some(12),
             output_tokens: Some(3),
+            ..Default::default()
         }),
         ..Turn::text("Done.").with_thinking("Hmm.")
     };
@@ -411,10 +412,20 @@ async fn usage_and_thinking_reach_the_events() {
     // Once the session is gone the events end: read them as a stream.
     let events: Vec<SessionEvent> = futures_util::StreamExt::collect(events).await;
     assert!(events.contains(&SessionEvent::ThinkingDelta("Hmm.".into())));
-    assert!(events.contains(&SessionEvent::Usage {
-        input_tokens: Some(12),
-        output_tokens: Some(3)
-    }));
+    let usage = events
+        .iter()
+        .find_map(|e| match e {
+            SessionEvent::Usage(usage) => Some(usage),
+            _ => None,
+        })
+        .expect("a usage event");
+    assert_eq!(
+        (usage.turn, usage.usage.input, usage.usage.output),
+        (1, 12, 3)
+    );
+    // The scripted provider's model has no price: tokens, no cost.
+    assert_eq!(usage.cost, None);
+    assert_eq!((usage.run.requests, usage.run.unpriced), (1, 1));
     assert!(chat.text().contains("<thinking>\nHmm.\n</thinking>"));
 }
 

@@ -46,8 +46,8 @@ pub(super) struct Ui {
     pub(super) file: String,
     /// Whether pending calls are put to the user (else they wait in the file).
     asks: bool,
-    /// The last token counts of the response (providers report them more than once).
-    usage: Option<(Option<u64>, Option<u64>)>,
+    /// The run's usage so far, for its last line.
+    usage: Option<flemma::runtime::usage::UsageTotals>,
 }
 
 impl Ui {
@@ -176,6 +176,14 @@ impl Ui {
         }
     }
 
+    /// The run's usage (`usage: 3 requests, 40.1k in, 1.2k out, $0.051`), when a request
+    /// reported some.
+    pub(super) fn run_usage(&mut self) {
+        if let Some(totals) = self.usage.take() {
+            self.status(&format!("usage: {}", crate::usage::totals(&totals)));
+        }
+    }
+
     /// After a question went unanswered: the calls left pending and how to decide them.
     pub(super) fn left_pending(&mut self) {
         for (tool, id) in results::pending(&self.path) {
@@ -217,20 +225,17 @@ impl Ui {
             SessionEvent::TurnFinished { .. } => {
                 self.clear_waiting();
                 self.end_text_line();
-                if let Some((input, output)) = self.usage.take() {
-                    let count =
-                        |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
-                    self.status(&format!(
-                        "tokens: {} in, {} out",
-                        count(input),
-                        count(output)
-                    ));
-                }
             }
-            SessionEvent::Usage {
-                input_tokens,
-                output_tokens,
-            } => self.usage = Some((*input_tokens, *output_tokens)),
+            SessionEvent::Usage(usage) => {
+                // `request 3: 12.4k in (9.8k cached), 310 out, $0.012`.
+                self.clear_waiting();
+                self.status(&format!(
+                    "request {}: {}",
+                    usage.turn,
+                    crate::usage::request(&usage.usage, usage.cost)
+                ));
+                self.usage = Some(usage.run);
+            }
             SessionEvent::RequestAborted => self.status("request cancelled"),
             SessionEvent::PromptBlocked { hook, reason } => {
                 self.status(&format!(

@@ -37,6 +37,7 @@ mod terminal;
 mod tools;
 #[cfg(unix)]
 mod trust;
+mod usage;
 #[cfg(all(unix, feature = "object-store"))]
 mod worker;
 

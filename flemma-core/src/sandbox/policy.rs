@@ -243,7 +243,8 @@ impl SandboxPolicy {
 ///   `flemma.toml` and `.flemma/agents` (agent definitions; the default store lives in
 ///   `.flemma/` next to the conversation, and stays writable), and the
 ///   [`PROJECT_MARKER`](flemma_config::PROJECT_MARKER) that bounds the project;
-/// - the store's bookkeeping: `calls/` (who runs which call) and `jobs/` (the job journal).
+/// - the store's bookkeeping: `calls/` (who runs which call), `jobs/` (the job journal) and
+///   `usage.jsonl` (what the conversation's requests used and cost).
 ///
 /// ```
 /// use std::path::Path;
@@ -272,7 +273,7 @@ pub fn protected_paths(project: &Path, store: Option<&Path>) -> Vec<PathBuf> {
         .map(|name| project.join(name)),
     );
     if let Some(store) = store {
-        paths.extend(["calls", "jobs"].map(|name| store.join(name)));
+        paths.extend(["calls", "jobs", "usage.jsonl"].map(|name| store.join(name)));
     }
     paths
 }

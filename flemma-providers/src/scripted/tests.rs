@@ -1,5 +1,6 @@
 use super::*;
 use crate::provider::SendError;
+use crate::test_support::tokens;
 use futures_util::StreamExt as _;
 
 #[test]
@@ -97,10 +98,7 @@ async fn a_written_turn_streams_text_then_tool_calls_then_done() {
                 name: "flemma__jobs__status".into(),
                 arguments: r#"{"job_id":"j"}"#.into()
             },
-            StreamEvent::Usage {
-                input_tokens: Some(3),
-                output_tokens: None
-            },
+            StreamEvent::Usage(tokens(3, 0)),
             StreamEvent::Done {
                 stop: StopReason::ToolUse
             },

@@ -205,7 +205,8 @@ impl SessionDelegate {
         let mut session = SessionBuilder::new(builder, Some(provider))
             .max_turns(max_turns)
             .template_engine(Arc::clone(&parent.engine))
-            .flush_interval(parent.flush_interval);
+            .flush_interval(parent.flush_interval)
+            .models(Arc::clone(&parent.models));
         if may_delegate {
             session = session.nested_subagents(self.subagents.clone(), child_depth);
         }

@@ -50,13 +50,9 @@ pub enum SessionEvent {
         /// Its input, as JSON text.
         input: String,
     },
-    /// Token counts, when the provider reports them.
-    Usage {
-        /// Input tokens.
-        input_tokens: Option<u64>,
-        /// Output tokens.
-        output_tokens: Option<u64>,
-    },
+    /// What a request used and cost, once its response ended (completed, cut or cancelled),
+    /// when the provider reported usage; before [`TurnFinished`](Self::TurnFinished).
+    Usage(crate::usage::RequestUsage),
     /// The response ended (`request:finished`).
     TurnFinished {
         /// The request's number in this run.

@@ -64,6 +64,8 @@ pub struct SessionBuilder {
     event_capacity: usize,
     /// The subagents the session's calls may start, and this session's depth among them.
     subagents: Option<(crate::agents::Subagents, u32)>,
+    /// The models' prices and sizes.
+    models: Arc<flemma_providers::ModelTable>,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -86,7 +88,17 @@ impl SessionBuilder {
             wait_for_jobs: true,
             event_capacity: crate::fanout::DEFAULT_CAPACITY,
             subagents: None,
+            models: flemma_providers::ModelTable::builtin(),
         }
+    }
+
+    /// The table of models whose prices cost each request (default: the built-in table,
+    /// [`ModelTable::builtin`](flemma_providers::ModelTable::builtin)); a host's prices go
+    /// here ([`ModelTable::with_overrides`](flemma_providers::ModelTable::with_overrides)
+    /// with `[models]` of `flemma.toml`).
+    pub fn models(mut self, models: Arc<flemma_providers::ModelTable>) -> Self {
+        self.models = models;
+        self
     }
 
     /// Lends this session to the `agent` calls of its conversation: each runs a subagent of
@@ -231,6 +243,8 @@ impl SessionBuilder {
                 offered: Mutex::new(None),
                 started: AtomicBool::new(false),
                 subscribers,
+                models: self.models,
+                run_usage: Mutex::new(crate::usage::UsageTotals::default()),
             }
         });
         Session { inner }
@@ -298,6 +312,10 @@ struct Inner {
     offered: Mutex<Option<Offered>>,
     /// Whether the `SessionStart` hooks ran.
     started: AtomicBool,
+    /// The models' prices and sizes.
+    models: Arc<flemma_providers::ModelTable>,
+    /// What the requests of the current (or last) run used.
+    run_usage: Mutex<crate::usage::UsageTotals>,
 }
 
 /// Request options and the options they were built from (kept, so that their address names
@@ -445,6 +463,15 @@ impl Session {
         self.inner.subscribers.emit(event);
     }
 
+    /// What the requests of the current run used and cost (the last run's once it ended).
+    pub fn usage(&self) -> crate::usage::UsageTotals {
+        *self
+            .inner
+            .run_usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The autopilot's state.
     pub fn state(&self) -> AutopilotState {
         self.inner.lock_pilot().state
@@ -535,6 +562,11 @@ impl Session {
             control
         };
         let _running = Running(&self.inner);
+        *self
+            .inner
+            .run_usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = crate::usage::UsageTotals::default();
         match self.drive(&control).await {
             Ok(stop) => {
                 self.emit(SessionEvent::Stopped(stop));

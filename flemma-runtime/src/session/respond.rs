@@ -78,6 +78,18 @@ struct Output {
     flushed: bool,
     last_flush: Instant,
     tool_uses: usize,
+    /// The usage the provider reported last (each report replaces the one before).
+    usage: Option<flemma_providers::Usage>,
+}
+
+/// A request ready to send, with what the response's accounting needs.
+struct Prepared {
+    request: Request,
+    autopilot: AutopilotOptions,
+    /// The model the request names.
+    model: String,
+    /// The conversation's store directory, where its usage log is.
+    store: Option<std::path::PathBuf>,
 }
 
 /// How a response ends: what is known once its stream is over.
@@ -99,7 +111,12 @@ impl Session {
     ) -> Result<Response, SessionError> {
         let name = provider.name().to_owned();
         let _in_flight = InFlight::new(control);
-        let (request, autopilot) = self.prepare(provider).await?;
+        let Prepared {
+            request,
+            autopilot,
+            model,
+            store,
+        } = self.prepare(provider).await?;
         self.emit(SessionEvent::RequestSending { turn });
         let separator = self.write_header().await?;
         let Some(mut stream) = self
@@ -114,9 +131,15 @@ impl Session {
             flushed: false,
             last_flush: Instant::now(),
             tool_uses: 0,
+            usage: None,
         };
-        let cancelled = self.stream_into(&mut stream, control, &mut out).await?;
+        let streamed = self.stream_into(&mut stream, control, &mut out).await;
         drop(stream);
+        // What the provider counted is accounted for however the response ended.
+        if let Some(usage) = out.usage.take() {
+            self.account(turn, &name, &model, store.as_deref(), usage);
+        }
+        let cancelled = streamed?;
         let tail = out.writer.finish();
         out.pending.push_str(&tail);
         let ending = Ending {
@@ -292,13 +315,10 @@ impl Session {
                     input: arguments.clone(),
                 }
             }
-            StreamEvent::Usage {
-                input_tokens,
-                output_tokens,
-            } => SessionEvent::Usage {
-                input_tokens: *input_tokens,
-                output_tokens: *output_tokens,
-            },
+            StreamEvent::Usage(usage) => {
+                out.usage = Some(*usage);
+                return;
+            }
             _ => return,
         };
         self.emit(ui);
@@ -307,10 +327,7 @@ impl Session {
     /// The request for the conversation as it is now, and its autopilot options: built
     /// from the executor's [`Transcript`](crate::transcript::Transcript) (its parse
     /// and its evaluation of the frontmatter, shared with the tool cycle).
-    async fn prepare(
-        &self,
-        provider: &dyn Provider,
-    ) -> Result<(Request, AutopilotOptions), SessionError> {
+    async fn prepare(&self, provider: &dyn Provider) -> Result<Prepared, SessionError> {
         let inner = &self.inner;
         let transcript = inner.transcript();
         let registry = transcript.registry();
@@ -388,7 +405,52 @@ impl Session {
             warning.push_str(&diagnostic.message);
             self.emit(SessionEvent::Warning(warning));
         }
-        Ok((built?, options.tools.autopilot.clone()))
+        Ok(Prepared {
+            request: built?,
+            autopilot: options.tools.autopilot.clone(),
+            model: request_options.model.clone(),
+            store,
+        })
+    }
+
+    /// Accounts for what a request used: its cost at the session's prices, the run's totals,
+    /// a [`SessionEvent::Usage`], and a line in the conversation's usage log (a log that
+    /// cannot be written is a warning: the response is not lost for it).
+    fn account(
+        &self,
+        turn: u64,
+        provider: &str,
+        model: &str,
+        store: Option<&Path>,
+        usage: flemma_providers::Usage,
+    ) {
+        let cost = crate::usage::cost_of(&self.inner.models, provider, model, &usage);
+        let run = {
+            let mut totals = self
+                .inner
+                .run_usage
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            totals.add(&usage, cost);
+            *totals
+        };
+        if let Some(store) = store {
+            let record = crate::usage::UsageRecord::now(provider, model, usage, cost);
+            if let Err(error) = crate::usage::UsageLog::in_store(store).append(&record) {
+                self.emit(SessionEvent::Warning(format!(
+                    "usage not recorded: {}",
+                    crate::report::error_chain(&error)
+                )));
+            }
+        }
+        self.emit(SessionEvent::Usage(crate::usage::RequestUsage {
+            turn,
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            usage,
+            cost,
+            run,
+        }));
     }
 
     /// Appends `@Assistant:` (after a blank line unless the text ends with one); returns

@@ -91,7 +91,10 @@ pub(super) fn render() -> String {
          server (`enabled = false`, `include`, `exclude`, a shorter `tool_timeout`), never start \
          or change one. See the MCP chapter.\n\
          - `[[hooks.EVENT]]`: command hooks. See the hooks chapter.\n\
-         - `[frontmatter]`: `may_widen = true` lets frontmatters widen the options above.\n",
+         - `[frontmatter]`: `may_widen = true` lets frontmatters widen the options above.\n\
+         - `[models.\"ID\"]`: a model's prices and sizes over the built-in table's (`provider`, \
+         `name`, `context_window`, `max_output`, `input`, `output`, `cache_read`, `cache_write`, \
+         `cache_write_1h`, `[[models.\"ID\".tier]]`). See the chapter on long conversations.\n",
         HOST_SECTIONS
             .iter()
             .map(|s| format!("`{s}`"))
