@@ -104,8 +104,9 @@ enum Command {
     /// once.
     ///
     /// Exit codes: 0 finished or nothing to do, 3 awaiting approval, 4 stopped by a limit, 5
-    /// background jobs still running, 6 a hook blocked the prompt, 1 failed, 2 usage error,
-    /// 130/143/129 cancelled by a signal.
+    /// background jobs still running, 6 a hook blocked the prompt, 7 a budget was reached
+    /// (`budget.run.*`, `budget.conversation.*`), 1 failed, 2 usage error, 130/143/129
+    /// cancelled by a signal.
     Run {
         /// The `.chat` file.
         file: PathBuf,

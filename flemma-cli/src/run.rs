@@ -358,7 +358,7 @@ async fn drive(
 /// The exit code of a run that stopped on its own (the book's "The `flemma` command", exit codes): 0 the model
 /// answered or there was nothing to do, 3 a call waits for approval, 4 a limit or setting
 /// stopped the loop (`--max-turns`, autopilot off), 5 background jobs still run, 6 a
-/// `UserPromptSubmit` hook blocked the send, 130 cancelled.
+/// `UserPromptSubmit` hook blocked the send, 7 a budget was reached, 130 cancelled.
 pub(crate) fn exit_code(stop: Stop) -> u8 {
     match stop {
         Stop::Finished | Stop::Idle => 0,
@@ -366,6 +366,7 @@ pub(crate) fn exit_code(stop: Stop) -> u8 {
         Stop::MaxTurns | Stop::AutopilotOff => 4,
         Stop::Running => 5,
         Stop::PromptBlocked => 6,
+        Stop::BudgetReached => 7,
         Stop::Cancelled => 130,
         // A stop this build does not know: not a success.
         _ => 1,
@@ -385,6 +386,9 @@ fn what_next(stop: Stop, file: &str, ends_answered: bool) -> Option<String> {
         )),
         Stop::Running => Some(format!(
             "background jobs still run: run again once they end (flemma jobs {file})"
+        )),
+        Stop::BudgetReached => Some(format!(
+            "nothing more was sent: raise the budget (budget.run.*, budget.conversation.*) and run again (flemma usage {file} shows what was spent)"
         )),
         _ => None,
     }

@@ -67,10 +67,10 @@ pub use lua::chunks::Chunks as LuaChunks;
 #[doc(hidden)]
 pub use lua::sandbox::{LuaUse, lua_sandbox};
 pub use options::{
-    AutopilotOptions, Backup, BashOptions, BwrapOptions, CursorAfterResult, EditingOptions,
-    FileAccessMode, HttpOptions, LsOptions, McpOptions, McpServerOptions, Options, PreviewOptions,
-    SandboxBackends, SandboxOptions, SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions,
-    ToolsOptions,
+    AutopilotOptions, Backup, BashOptions, BudgetLimits, BudgetOptions, BwrapOptions,
+    CursorAfterResult, EditingOptions, FileAccessMode, HttpOptions, LsOptions, McpOptions,
+    McpServerOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy,
+    SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use project::{

@@ -36,6 +36,8 @@ enum Rule {
     /// The values from the narrowest to the widest; a value not listed is the host's or
     /// wider.
     Order(&'static [&'static str]),
+    /// A limit: a lower number lets less happen; unset is no limit.
+    Ceiling,
 }
 
 /// The options a frontmatter may only narrow, and how their values compare.
@@ -63,6 +65,10 @@ const RULES: &[(&str, Rule)] = &[
         Rule::Order(&["none", "project", "any"]),
     ),
     ("templates.allowed_roots", Rule::Grants),
+    ("budget.run.max_tokens", Rule::Ceiling),
+    ("budget.run.max_cost", Rule::Ceiling),
+    ("budget.conversation.max_tokens", Rule::Ceiling),
+    ("budget.conversation.max_cost", Rule::Ceiling),
 ];
 
 /// What a frontmatter may write to `path`, for the options reference.
@@ -81,6 +87,7 @@ pub(crate) fn frontmatter_rule(path: &str) -> crate::schema::FrontmatterRule {
             "may set a list when the host's is empty, or leave entries out of the host's",
         ),
         Rule::Order(order) => FrontmatterRule::NarrowOrder(order),
+        Rule::Ceiling => FrontmatterRule::Narrow("may lower it or set one, not raise or remove it"),
     }
 }
 
@@ -112,6 +119,13 @@ fn widens(rule: Rule, host: &Value, wanted: &Value) -> bool {
             let (host, wanted) = (items(host), items(wanted));
             !host.is_empty() && (wanted.is_empty() || wanted.iter().any(|w| !host.contains(w)))
         }
+        Rule::Ceiling => match (host.as_f64(), wanted.as_f64()) {
+            // The host set no limit: any limit narrows.
+            (None, _) => false,
+            (Some(host), Some(wanted)) => wanted > host,
+            // Removing the host's limit, or a value that is not a number.
+            (Some(_), None) => true,
+        },
         Rule::Order(order) => {
             let rank = |v: &Value| v.as_str().and_then(|s| order.iter().position(|o| *o == s));
             match (rank(host), rank(wanted)) {
@@ -239,5 +253,10 @@ mod tests {
         assert!(!widens(backend, &json!("auto"), &json!("required")));
         assert!(widens(backend, &json!("auto"), &json!("evil")));
         assert!(widens(Rule::HostOnly, &json!("bwrap"), &json!("./bwrap")));
+        assert!(!widens(Rule::Ceiling, &json!(null), &json!(5)));
+        assert!(!widens(Rule::Ceiling, &json!(1.5), &json!(0.5)));
+        assert!(widens(Rule::Ceiling, &json!(1.5), &json!(2)));
+        assert!(widens(Rule::Ceiling, &json!(1000), &json!(null)));
+        assert!(widens(Rule::Ceiling, &json!(1000), &json!("1")));
     }
 }

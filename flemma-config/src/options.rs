@@ -19,6 +19,9 @@ pub struct Options {
     /// `http.*`: the timeouts and retries of provider requests.
     #[serde(default)]
     pub http: HttpOptions,
+    /// `budget.*`: what a run and a conversation may spend.
+    #[serde(default)]
+    pub budget: BudgetOptions,
     /// `templates.*`
     pub templates: TemplatesOptions,
     /// The provider (`anthropic`, `openai`, `vertex`, …).
@@ -298,6 +301,38 @@ pub struct HttpOptions {
     pub idle_timeout: Option<f64>,
     /// Retries after the first attempt.
     pub max_retries: Option<u64>,
+}
+
+/// `budget.*`: what a run of the agent loop (`budget.run.*`) and a conversation over all its
+/// runs (`budget.conversation.*`) may spend; unset, nothing is limited. A session stops before
+/// a request that would cross one, so a budget is never exceeded by more than one response. A
+/// frontmatter may lower a budget or set one, never raise or remove the host's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BudgetOptions {
+    /// One run's limits.
+    #[serde(default)]
+    pub run: BudgetLimits,
+    /// The conversation's limits, over every run its usage log records.
+    #[serde(default)]
+    pub conversation: BudgetLimits,
+}
+
+/// The limits of one scope of [`BudgetOptions`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BudgetLimits {
+    /// Tokens in and out, added up over the requests (cached input included).
+    pub max_tokens: Option<u64>,
+    /// US dollars at the model table's prices.
+    pub max_cost: Option<f64>,
+}
+
+impl BudgetLimits {
+    /// Whether any limit is set.
+    pub fn is_set(&self) -> bool {
+        self.max_tokens.is_some() || self.max_cost.is_some()
+    }
 }
 
 /// `editing.*`

@@ -69,6 +69,193 @@ impl UsageTotals {
     }
 }
 
+/// Which budget: one run's (`budget.run.*`) or the conversation's over all its runs
+/// (`budget.conversation.*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BudgetScope {
+    /// `budget.run.*`.
+    Run,
+    /// `budget.conversation.*`.
+    Conversation,
+}
+
+impl BudgetScope {
+    /// `run` or `conversation`, as the options name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetScope::Run => "run",
+            BudgetScope::Conversation => "conversation",
+        }
+    }
+}
+
+/// The limit a request would cross, and what was spent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BudgetLimit {
+    /// `max_tokens`: tokens in and out.
+    Tokens {
+        /// The limit.
+        limit: u64,
+        /// Tokens spent in the scope.
+        spent: u64,
+        /// Tokens the next request would use at least (its input is at least the last
+        /// request's of the run).
+        next_at_least: u64,
+    },
+    /// `max_cost`: US dollars.
+    Cost {
+        /// The limit.
+        limit: f64,
+        /// Dollars spent in the scope (requests with a known cost).
+        spent: f64,
+        /// What the next request would cost at least.
+        next_at_least: f64,
+    },
+    /// `max_cost` is set and the request's model has no price: what it would cost cannot be
+    /// known, so it is not sent.
+    Unpriced {
+        /// The limit.
+        limit: f64,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+    },
+}
+
+/// A budget the next request would cross: the run stops before it
+/// ([`Stop::BudgetReached`](crate::Stop::BudgetReached)).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct BudgetReached {
+    /// Which budget.
+    pub scope: BudgetScope,
+    /// Its limit and what was spent.
+    pub limit: BudgetLimit,
+}
+
+impl std::fmt::Display for BudgetReached {
+    /// `run budget max_cost $0.50 reached: $0.48 spent, the next request costs at least
+    /// $0.03`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scope = self.scope.as_str();
+        match &self.limit {
+            BudgetLimit::Tokens {
+                limit,
+                spent,
+                next_at_least,
+            } => {
+                write!(
+                    f,
+                    "{scope} budget max_tokens {limit} reached: {spent} tokens spent"
+                )?;
+                if *next_at_least > 0 {
+                    write!(f, ", the next request uses at least {next_at_least}")?;
+                }
+                Ok(())
+            }
+            BudgetLimit::Cost {
+                limit,
+                spent,
+                next_at_least,
+            } => {
+                write!(
+                    f,
+                    "{scope} budget max_cost ${limit} reached: ${spent:.4} spent"
+                )?;
+                if *next_at_least > 0.0 {
+                    write!(f, ", the next request costs at least ${next_at_least:.4}")?;
+                }
+                Ok(())
+            }
+            BudgetLimit::Unpriced {
+                limit,
+                provider,
+                model,
+            } => write!(
+                f,
+                "{scope} budget max_cost ${limit} cannot be kept: the model '{model}' \
+                 ({provider}) has no price (give it one in [models] of flemma.toml)"
+            ),
+        }
+    }
+}
+
+/// Whether the next request, of `provider` and `model` at `models`' prices, may go under
+/// `limits` of `scope`, having spent `spent` in that scope; `last_input`: the input of the
+/// run's last request (the next one's is at least that), 0 before the first.
+///
+/// A request goes when the scope's tokens plus at least the next request's stay within
+/// `max_tokens`, and its cost plus at least the next request's (its input at the cheapest
+/// input price of the model) stays within `max_cost`; a spent budget stops it even when the
+/// next request's size is not known. Requests without a known cost do not count towards
+/// `max_cost` (a model without a price is refused while `max_cost` is set).
+pub fn budget_check(
+    limits: &flemma_config::BudgetLimits,
+    scope: BudgetScope,
+    spent: &UsageTotals,
+    last_input: u64,
+    models: &ModelTable,
+    provider: &str,
+    model: &str,
+) -> Option<BudgetReached> {
+    if let Some(limit) = limits.max_tokens {
+        let spent = spent.usage.total();
+        // The next request uses at least one token.
+        if spent.saturating_add(last_input.max(1)) > limit {
+            return Some(BudgetReached {
+                scope,
+                limit: BudgetLimit::Tokens {
+                    limit,
+                    spent,
+                    next_at_least: last_input,
+                },
+            });
+        }
+    }
+    if let Some(limit) = limits.max_cost {
+        let info = models.get(provider, model);
+        let cheapest = info.and_then(|info| {
+            let mut next = Usage::default();
+            next.input = last_input;
+            let prices = info.prices_for(&next);
+            // Output must have a price, and input at some price.
+            prices.output?;
+            match (prices.input, prices.cache_read) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        let Some(cheapest) = cheapest else {
+            return Some(BudgetReached {
+                scope,
+                limit: BudgetLimit::Unpriced {
+                    limit,
+                    provider: provider.to_owned(),
+                    model: model.to_owned(),
+                },
+            });
+        };
+        #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^53")]
+        let next_at_least = last_input as f64 * cheapest / 1_000_000.0;
+        if spent.cost >= limit || spent.cost + next_at_least > limit {
+            return Some(BudgetReached {
+                scope,
+                limit: BudgetLimit::Cost {
+                    limit,
+                    spent: spent.cost,
+                    next_at_least,
+                },
+            });
+        }
+    }
+    None
+}
+
 /// What `usage` of `model` through `provider` cost at `models`' prices.
 pub fn cost_of(models: &ModelTable, provider: &str, model: &str, usage: &Usage) -> Option<f64> {
     models.get(provider, model)?.cost(usage)
@@ -262,6 +449,140 @@ mod tests {
         usage.input = input;
         usage.output = output;
         usage
+    }
+
+    fn limits(max_tokens: Option<u64>, max_cost: Option<f64>) -> flemma_config::BudgetLimits {
+        let mut config = flemma_config::Config::new();
+        if let Some(tokens) = max_tokens {
+            config
+                .set(flemma_config::Layer::Setup, "budget.run.max_tokens", tokens)
+                .expect("set");
+        }
+        if let Some(cost) = max_cost {
+            config
+                .set(flemma_config::Layer::Setup, "budget.run.max_cost", cost)
+                .expect("set");
+        }
+        config.options().expect("options").budget.run
+    }
+
+    fn spent(input: u64, output: u64, cost: Option<f64>) -> UsageTotals {
+        let mut totals = UsageTotals::default();
+        totals.add(&tokens(input, output), cost);
+        totals
+    }
+
+    const TABLE: &str = r#"
+taken = "2026-12-06"
+[[model]]
+provider = "anthropic"
+ids = ["m"]
+input = 2.0
+output = 10.0
+cache_read = 0.5
+"#;
+
+    fn check(
+        limits: &flemma_config::BudgetLimits,
+        spent: &UsageTotals,
+        last_input: u64,
+        model: &str,
+    ) -> Option<BudgetReached> {
+        let models = ModelTable::parse(TABLE).expect("table");
+        budget_check(
+            limits,
+            BudgetScope::Run,
+            spent,
+            last_input,
+            &models,
+            "anthropic",
+            model,
+        )
+    }
+
+    #[test]
+    fn a_token_budget_stops_the_request_that_would_cross_it() {
+        let budget = limits(Some(10_000), None);
+        assert_eq!(check(&budget, &UsageTotals::default(), 0, "m"), None);
+        // 6,000 spent; the next request reads at least the last one's 3,000: fits.
+        assert_eq!(check(&budget, &spent(5_000, 1_000, None), 3_000, "m"), None);
+        // At least 4,001 more: 10,001 would cross 10,000.
+        let reached = check(&budget, &spent(5_000, 1_000, None), 4_001, "m").expect("reached");
+        assert_eq!(
+            reached.limit,
+            BudgetLimit::Tokens {
+                limit: 10_000,
+                spent: 6_000,
+                next_at_least: 4_001
+            }
+        );
+        assert_eq!(
+            reached.to_string(),
+            "run budget max_tokens 10000 reached: 6000 tokens spent, the next request uses at least 4001"
+        );
+        // A spent budget stops even the first request of a run.
+        assert!(check(&budget, &spent(9_000, 1_000, None), 0, "m").is_some());
+    }
+
+    #[test]
+    fn a_cost_budget_counts_the_next_input_at_the_cheapest_price() {
+        let budget = limits(None, Some(1.0));
+        // $0.90 spent; 100k input at the cache price ($0.50/M) is $0.05 more: fits.
+        assert_eq!(check(&budget, &spent(1, 1, Some(0.9)), 100_000, "m"), None);
+        // 300k: $0.15 more crosses $1.
+        let reached = check(&budget, &spent(1, 1, Some(0.9)), 300_000, "m").expect("reached");
+        assert!(matches!(
+            reached.limit,
+            BudgetLimit::Cost { next_at_least, .. } if (next_at_least - 0.15).abs() < 1e-12
+        ));
+        assert!(check(&budget, &spent(1, 1, Some(1.0)), 0, "m").is_some());
+    }
+
+    #[test]
+    fn a_cost_budget_refuses_a_model_without_a_price() {
+        let budget = limits(None, Some(5.0));
+        let reached = check(&budget, &UsageTotals::default(), 0, "unknown").expect("refused");
+        assert!(matches!(reached.limit, BudgetLimit::Unpriced { .. }));
+        assert!(reached.to_string().contains("has no price"), "{reached}");
+        // Without a cost budget, the same model goes.
+        assert_eq!(
+            check(
+                &limits(Some(10), None),
+                &UsageTotals::default(),
+                0,
+                "unknown"
+            ),
+            None
+        );
+    }
+
+    proptest::proptest! {
+        /// However the requests grow, checking before each one keeps what a run spends within
+        /// its budget plus the one response it could not foresee: the request that crossed it
+        /// was allowed only while the spent tokens and its known input fitted.
+        #[test]
+        fn a_budget_is_exceeded_by_one_response_at_most(
+            limit in 1u64..200_000,
+            steps in proptest::collection::vec((0u64..20_000, 0u64..5_000), 1..40),
+        ) {
+            let budget = limits(Some(limit), None);
+            let mut totals = UsageTotals::default();
+            let (mut input, mut last_input) = (0u64, 0u64);
+            let mut last_used = 0u64;
+            for (growth, output) in steps {
+                if check(&budget, &totals, last_input, "m").is_some() {
+                    break;
+                }
+                input += growth + 1;
+                let used = tokens(input, output);
+                totals.add(&used, None);
+                last_input = input;
+                last_used = used.total();
+            }
+            proptest::prop_assert!(totals.usage.total() <= limit + last_used);
+            // Every request sent before the last fitted whole.
+            proptest::prop_assert!(totals.usage.total() - last_used <= limit);
+        }
     }
 
     #[test]

@@ -938,3 +938,78 @@ async fn a_tools_only_session_runs_the_calls_and_stops_where_it_would_send() {
     assert_eq!(session.run().await.unwrap(), Stop::NoProvider);
     assert_eq!(chat.text(), before);
 }
+
+/// A scripted turn that asks for `calculator` and reports `input` tokens in, 100 out.
+fn costly(input: u64) -> Turn {
+    Turn {
+        usage: Some(flemma::providers::ScriptedUsage {
+            input_tokens: Some(input),
+            output_tokens: Some(100),
+            ..Default::default()
+        }),
+        ..Turn::tool_use("calculator", json!({"expression": "1 + 1"}))
+    }
+}
+
+/// `budget.run.max_tokens` stops the run before the request that would cross it: each request
+/// reads at least the last one's input, so the third (at least 3,000 more on 6,300 spent)
+/// would cross 9,000 and is not sent.
+#[tokio::test]
+async fn a_run_stops_before_the_request_that_would_cross_its_token_budget() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\"]}, \
+         \"budget\": {\"run\": {\"max_tokens\": 9000}}}}\n```\n@You:\nAdd.\n",
+    ));
+    let (session, provider) = session(
+        &chat,
+        vec![costly(3_000), costly(3_100), costly(3_200), Turn::text("2")],
+    );
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::BudgetReached);
+    assert_eq!(provider.requests().len(), 2);
+    let reached = drain(&mut events)
+        .into_iter()
+        .find_map(|e| match e {
+            SessionEvent::BudgetReached(reached) => Some(reached),
+            _ => None,
+        })
+        .expect("a budget event");
+    assert_eq!(
+        reached.to_string(),
+        "run budget max_tokens 9000 reached: 6300 tokens spent, the next request uses at least 3100"
+    );
+    assert_eq!(session.usage().usage.total(), 6_300);
+    // The results are in the conversation, waiting: a new run has a budget of its own and
+    // sends them.
+    assert!(chat.text().ends_with("```\n2\n```\n"), "{}", chat.text());
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.requests().len(), 4);
+    // The last turn reports no usage: one request of this run counted.
+    assert_eq!(session.usage().requests, 1);
+}
+
+/// `budget.conversation.max_tokens` counts every run of the conversation (here, of a
+/// conversation without a store, every run of the session): a second run does not start over.
+#[tokio::test]
+async fn a_conversation_budget_counts_every_run() {
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\"]}, \
+         \"budget\": {\"conversation\": {\"max_tokens\": 9000}}, \
+         \"tools.autopilot.max_turns\": 1}}\n```\n@You:\nAdd.\n",
+    ));
+    let (session, provider) = session(
+        &chat,
+        vec![costly(3_000), costly(3_100), costly(3_200), Turn::text("2")],
+    );
+    // Two responses with calls exceed `max_turns = 1`: 6,300 spent.
+    assert_eq!(session.run().await.unwrap(), Stop::MaxTurns);
+    assert_eq!(provider.requests().len(), 2);
+    // A new run: 6,300 and at least 1 fit in 9,000; after its request (9,600 spent), the
+    // next would cross.
+    assert_eq!(session.run().await.unwrap(), Stop::BudgetReached);
+    assert_eq!(provider.requests().len(), 3);
+    // A third run sends nothing, though it spent nothing itself.
+    assert_eq!(session.run().await.unwrap(), Stop::BudgetReached);
+    assert_eq!(provider.requests().len(), 3);
+    assert_eq!(session.usage().requests, 0);
+}

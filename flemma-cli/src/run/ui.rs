@@ -237,6 +237,7 @@ impl Ui {
                 self.usage = Some(usage.run);
             }
             SessionEvent::RequestAborted => self.status("request cancelled"),
+            SessionEvent::BudgetReached(reached) => self.status(&format!("budget: {reached}")),
             SessionEvent::PromptBlocked { hook, reason } => {
                 self.status(&format!(
                     "not sent: hook '{hook}' blocked the prompt: {reason}"

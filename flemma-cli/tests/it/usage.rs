@@ -47,13 +47,20 @@ async fn server() -> wiremock::MockServer {
 /// `flemma run FILE --model MODEL` against `uri`, in FILE's directory (its flemma.toml
 /// applies).
 async fn run(chat: &Path, uri: String, model: &str) -> std::process::Output {
+    run_with(chat, uri, model, &[]).await
+}
+
+/// [`run`] with more arguments (`--set KEY=VALUE`).
+async fn run_with(chat: &Path, uri: String, model: &str, extra: &[&str]) -> std::process::Output {
     let chat = chat.to_owned();
     let model = model.to_owned();
+    let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
     tokio::task::spawn_blocking(move || {
         crate::flemma_command()
             .current_dir(chat.parent().unwrap())
             .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
             .args(["--model", &model])
+            .args(&extra)
             .env("ANTHROPIC_API_KEY", "sk-test")
             .env("FLEMMA_BASE_URL", uri)
             .output()
@@ -198,4 +205,77 @@ async fn a_frontmatter_cannot_set_prices() {
     assert!(stderr.contains("models"), "{stderr}");
     assert!(server.received_requests().await.unwrap().is_empty());
     assert!(!stderr.contains("$0\n"), "{stderr}");
+}
+
+/// `budget.conversation.max_cost` over runs: each run may send while the conversation's log
+/// says less was spent; the run that finds it spent sends nothing and exits 7, saying which
+/// budget and how much.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_budget_stops_a_later_run_with_exit_7() {
+    let server = server().await;
+    let chat = project("budget", b"@You:\nHello.\n");
+    let cost = expected_cost();
+    // Room for one request and a part of another.
+    let limit = format!("budget.conversation.max_cost={}", cost * 1.5);
+    for run_number in 1..=3 {
+        let before = server.received_requests().await.unwrap().len();
+        std::fs::write(&chat, std::fs::read_to_string(&chat).unwrap() + "Again.\n").unwrap();
+        let out = run_with(&chat, server.uri(), "claude-haiku-4-5", &["--set", &limit]).await;
+        let stderr = text(&out.stderr);
+        let sent = server.received_requests().await.unwrap().len() - before;
+        if run_number < 3 {
+            // The second run starts below the limit: it sends, and crosses it by that one
+            // response at most.
+            assert_eq!((out.status.code(), sent), (Some(0), 1), "{stderr}");
+        } else {
+            assert_eq!((out.status.code(), sent), (Some(7), 0), "{stderr}");
+            assert!(
+                stderr.contains("budget: conversation budget max_cost $"),
+                "{stderr}"
+            );
+            assert!(stderr.contains("stopped: budget_reached"), "{stderr}");
+        }
+    }
+}
+
+/// A cost budget cannot be kept for a model without a price: nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cost_budget_refuses_a_model_without_a_price() {
+    let server = server().await;
+    let chat = project("budget-unpriced", b"@You:\nHello.\n");
+    let out = run_with(
+        &chat,
+        server.uri(),
+        "claude-nobody-made",
+        &["--set", "budget.run.max_cost=5"],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    assert!(
+        stderr.contains("'claude-nobody-made' (anthropic) has no price"),
+        "{stderr}"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+/// The attack: a conversation someone sent raises the host's budget in its frontmatter. The
+/// write is refused (the conversation stops on it) and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontmatter_cannot_raise_the_hosts_budget() {
+    let server = server().await;
+    let chat = project(
+        "budget-attack",
+        b"```json\n{\"flemma\": {\"budget\": {\"run\": {\"max_cost\": 1000}}}}\n```\n@You:\nHello.\n",
+    );
+    std::fs::write(
+        chat.parent().unwrap().join("flemma.toml"),
+        "[budget.run]\nmax_cost = 0.000001\n",
+    )
+    .unwrap();
+    let out = run(&chat, server.uri(), "claude-haiku-4-5").await;
+    let stderr = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("budget.run.max_cost"), "{stderr}");
+    assert!(server.received_requests().await.unwrap().is_empty());
 }

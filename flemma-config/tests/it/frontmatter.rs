@@ -232,3 +232,47 @@ fn lua_needs_the_feature() {
     assert!(chain(&err).contains("`lua` feature"), "{err}");
     assert_eq!(config.options().unwrap().thinking, None);
 }
+
+/// The attack: a transcript someone sent raises or removes the host's budget to spend more.
+/// The host's limit stays; lowering it, or setting one where the host has none, is taken.
+#[test]
+fn a_frontmatter_may_lower_a_budget_never_raise_or_remove_it() {
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            "[budget.run]\nmax_cost = 1.0\n[budget.conversation]\nmax_tokens = 100000\n",
+            "flemma.toml".as_ref(),
+        )
+        .unwrap();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"budget": {"run": {"max_cost": 100}, "conversation": {"max_tokens": null}}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.budget.run.max_cost, Some(1.0));
+    assert_eq!(options.budget.conversation.max_tokens, Some(100_000));
+    let diagnostics = format!("{:?}", config.diagnostics(&[]));
+    assert!(diagnostics.contains("budget.run.max_cost"), "{diagnostics}");
+    let mut config = Config::new();
+    config
+        .load_toml_str("[budget.run]\nmax_cost = 1.0\n", "flemma.toml".as_ref())
+        .unwrap();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"budget": {"run": {"max_cost": 0.25, "max_tokens": 5000}}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    let options = config.options().unwrap();
+    assert_eq!(options.budget.run.max_cost, Some(0.25));
+    assert_eq!(options.budget.run.max_tokens, Some(5000));
+    assert!(
+        config.diagnostics(&[]).is_empty(),
+        "{:?}",
+        config.diagnostics(&[])
+    );
+}

@@ -77,6 +77,10 @@ fn defaults_are_the_spec_defaults() {
                 "idle_timeout": null,
                 "max_retries": null
             },
+            "budget": {
+                "run": {"max_tokens": null, "max_cost": null},
+                "conversation": {"max_tokens": null, "max_cost": null}
+            },
             "templates": {"file_access": "project", "allowed_roots": []},
             "provider": null,
             "model": null,

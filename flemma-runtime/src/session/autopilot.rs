@@ -42,6 +42,10 @@ pub enum Stop {
     /// A `UserPromptSubmit` hook blocked the send (a
     /// [`SessionEvent::PromptBlocked`](crate::SessionEvent::PromptBlocked) said why).
     PromptBlocked,
+    /// The next request would cross a budget (`budget.run.*`, `budget.conversation.*`); a
+    /// [`SessionEvent::BudgetReached`](crate::SessionEvent::BudgetReached) said which and
+    /// what was spent. Nothing was sent; a run with a larger budget sends it.
+    BudgetReached,
     /// Every call has its result and the conversation would be sent next, but the session
     /// has no provider ([`Session::tools_only`](crate::Session::tools_only)).
     NoProvider,

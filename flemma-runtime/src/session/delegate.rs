@@ -328,6 +328,7 @@ async fn report(
         Stop::PromptBlocked => "a hook blocked its prompt".to_owned(),
         Stop::AutopilotOff => "autopilot is off".to_owned(),
         Stop::Idle => "it had nothing to send".to_owned(),
+        Stop::BudgetReached => "it reached a budget".to_owned(),
         other => format!("it stopped ({other:?})"),
     };
     Ok(ToolOutput::error(msg::agent_stopped(

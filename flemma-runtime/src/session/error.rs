@@ -58,6 +58,10 @@ pub enum SessionError {
         #[source]
         source: SendError,
     },
+    /// A conversation budget is set and the conversation's usage log could not be read:
+    /// what was spent is not known, so nothing is sent.
+    #[error("the usage log could not be read for budget.conversation")]
+    UsageLog(#[from] crate::usage::UsageLogError),
     /// The provider reported an error while streaming, or the stream broke or stalled; what
     /// had arrived stays in the conversation under the abort marker `<!-- flemma:aborted:
     /// Response incomplete: <message>. -->`, and the next run sends the request again.

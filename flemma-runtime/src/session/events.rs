@@ -53,6 +53,9 @@ pub enum SessionEvent {
     /// What a request used and cost, once its response ended (completed, cut or cancelled),
     /// when the provider reported usage; before [`TurnFinished`](Self::TurnFinished).
     Usage(crate::usage::RequestUsage),
+    /// The next request would cross a budget; the run stops with
+    /// [`Stop::BudgetReached`](crate::Stop::BudgetReached) before sending it.
+    BudgetReached(crate::usage::BudgetReached),
     /// The response ended (`request:finished`).
     TurnFinished {
         /// The request's number in this run.

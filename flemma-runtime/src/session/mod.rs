@@ -244,7 +244,7 @@ impl SessionBuilder {
                 started: AtomicBool::new(false),
                 subscribers,
                 models: self.models,
-                run_usage: Mutex::new(crate::usage::UsageTotals::default()),
+                usage: Mutex::new(UsageState::default()),
             }
         });
         Session { inner }
@@ -314,8 +314,20 @@ struct Inner {
     started: AtomicBool,
     /// The models' prices and sizes.
     models: Arc<flemma_providers::ModelTable>,
-    /// What the requests of the current (or last) run used.
-    run_usage: Mutex<crate::usage::UsageTotals>,
+    /// What the requests of the current (or last) run, and of the session, used.
+    usage: Mutex<UsageState>,
+}
+
+/// What a session's requests used.
+#[derive(Debug, Default)]
+struct UsageState {
+    /// The current (or last) run's.
+    run: crate::usage::UsageTotals,
+    /// The input of the run's last request (the next one's is at least that); 0 before
+    /// the first.
+    last_input: u64,
+    /// Every run's of this session.
+    session: crate::usage::UsageTotals,
 }
 
 /// Request options and the options they were built from (kept, so that their address names
@@ -372,6 +384,10 @@ impl Inner {
             request: Arc::clone(&request),
         });
         request
+    }
+
+    fn lock_usage(&self) -> std::sync::MutexGuard<'_, UsageState> {
+        self.usage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock_control(&self) -> std::sync::MutexGuard<'_, Option<Arc<Control>>> {
@@ -465,11 +481,7 @@ impl Session {
 
     /// What the requests of the current run used and cost (the last run's once it ended).
     pub fn usage(&self) -> crate::usage::UsageTotals {
-        *self
-            .inner
-            .run_usage
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock_usage().run
     }
 
     /// The autopilot's state.
@@ -562,11 +574,11 @@ impl Session {
             control
         };
         let _running = Running(&self.inner);
-        *self
-            .inner
-            .run_usage
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = crate::usage::UsageTotals::default();
+        {
+            let mut usage = self.inner.lock_usage();
+            usage.run = crate::usage::UsageTotals::default();
+            usage.last_input = 0;
+        }
         match self.drive(&control).await {
             Ok(stop) => {
                 self.emit(SessionEvent::Stopped(stop));
@@ -665,6 +677,11 @@ impl Session {
                 Action::Send => match self.inner.provider.clone() {
                     None => self.transition(Trigger::NoProvider).0,
                     Some(provider) => {
+                        if let Some(reached) = self.over_budget(provider.as_ref()).await? {
+                            self.emit(SessionEvent::BudgetReached(reached));
+                            self.transition(Trigger::Cancel);
+                            return Ok(Stop::BudgetReached);
+                        }
                         if !self.prompt_hooks().await? {
                             self.transition(Trigger::Cancel);
                             return Ok(Stop::PromptBlocked);
@@ -675,6 +692,62 @@ impl Session {
                 },
             };
         }
+    }
+
+    /// The budget the next request to `provider` would cross, if any (see
+    /// [`budget_check`](crate::usage::budget_check)): the run's, then the conversation's
+    /// (from its usage log, or this session's requests for a conversation without a store).
+    async fn over_budget(
+        &self,
+        provider: &dyn Provider,
+    ) -> Result<Option<crate::usage::BudgetReached>, SessionError> {
+        use crate::usage::{BudgetScope, UsageLog, budget_check};
+        let transcript = self.inner.transcript();
+        let evaluated = transcript.evaluated().await?;
+        let options = evaluated.options();
+        let budget = &options.budget;
+        if !budget.run.is_set() && !budget.conversation.is_set() {
+            return Ok(None);
+        }
+        let model = self.inner.request_options(provider, options).model.clone();
+        let (run, last_input, session) = {
+            let usage = self.inner.lock_usage();
+            (usage.run, usage.last_input, usage.session)
+        };
+        let models = &self.inner.models;
+        let name = provider.name();
+        if let Some(reached) = budget_check(
+            &budget.run,
+            BudgetScope::Run,
+            &run,
+            last_input,
+            models,
+            name,
+            &model,
+        ) {
+            return Ok(Some(reached));
+        }
+        if !budget.conversation.is_set() {
+            return Ok(None);
+        }
+        // A conversation with a file keeps its usage log in its store; one without counts
+        // this session's requests.
+        let store = transcript
+            .store_directory(options)
+            .filter(|_| transcript.conversation().path().is_some());
+        let spent = match store {
+            Some(dir) => UsageLog::in_store(&dir).read()?.totals(),
+            None => session,
+        };
+        Ok(budget_check(
+            &budget.conversation,
+            BudgetScope::Conversation,
+            &spent,
+            last_input,
+            models,
+            name,
+            &model,
+        ))
     }
 
     /// Sends the conversation to `provider` and streams the response into it; what the loop

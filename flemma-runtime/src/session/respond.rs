@@ -88,7 +88,7 @@ struct Prepared {
     autopilot: AutopilotOptions,
     /// The model the request names.
     model: String,
-    /// The conversation's store directory, where its usage log is.
+    /// The store directory of a conversation with a file, where its usage log is.
     store: Option<std::path::PathBuf>,
 }
 
@@ -370,6 +370,12 @@ impl Session {
         // `templates.file_access` says otherwise.
         // (From the settings of these options when they are built.)
         let store = transcript.store_directory(options);
+        // The usage log is kept for a conversation with a file (an unnamed conversation's
+        // store is a temporary directory of this process: its session counts its usage).
+        let log_store = store
+            .as_ref()
+            .filter(|_| transcript.conversation().path().is_some())
+            .cloned();
         builder = builder.file_access(FileAccess::from_options(
             &options.templates,
             store.as_deref(),
@@ -409,7 +415,7 @@ impl Session {
             request: built?,
             autopilot: options.tools.autopilot.clone(),
             model: request_options.model.clone(),
-            store,
+            store: log_store,
         })
     }
 
@@ -426,13 +432,11 @@ impl Session {
     ) {
         let cost = crate::usage::cost_of(&self.inner.models, provider, model, &usage);
         let run = {
-            let mut totals = self
-                .inner
-                .run_usage
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            totals.add(&usage, cost);
-            *totals
+            let mut state = self.inner.lock_usage();
+            state.run.add(&usage, cost);
+            state.session.add(&usage, cost);
+            state.last_input = usage.input;
+            state.run
         };
         if let Some(store) = store {
             let record = crate::usage::UsageRecord::now(provider, model, usage, cost);
