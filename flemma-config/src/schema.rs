@@ -290,7 +290,7 @@ pub(crate) const OPTIONS: &[OptionDef] = options![
     "temperature": Number = Value::Null
         => "The sampling temperature.",
     "cache_retention": String = Value::Null
-        => "Prompt caching: `none`, `short` (the default) or `long`.",
+        => "Prompt caching: `none`, `short` (the default) or `long` (Anthropic's 1-hour cache); Anthropic gets breakpoints on the tools, the system prompt and the latest message, OpenAI the conversation's `prompt_cache_key`.",
 ];
 
 /// Options of the Flemma plugin that cannot be honoured here, with the Rust-side equivalent: a write

@@ -178,7 +178,9 @@ pub(crate) use obj;
 /// let prompt = build_prompt(&doc);
 /// let body = anthropic_request(&prompt, &RequestOptions::new("claude-sonnet-4-5"));
 /// assert_eq!(body.to_value()["messages"][0]["role"], "user");
-/// assert!(body.to_json().ends_with(r#""messages":[{"content":[{"text":"Hi!","type":"text"}],"role":"user"}]}"#));
+/// assert!(body.to_json().ends_with(
+///     r#""messages":[{"content":[{"cache_control":{"type":"ephemeral"},"text":"Hi!","type":"text"}],"role":"user"}]}"#
+/// ));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestBody<'a> {

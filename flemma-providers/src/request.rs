@@ -181,6 +181,11 @@ pub struct RequestOptions {
     pub tools: Vec<ToolSpec>,
     /// What to do with another provider's thinking.
     pub foreign_thinking: ForeignThinking,
+    /// A key the same for every request of one conversation, for the provider's prompt cache
+    /// (OpenAI's `prompt_cache_key`: requests with one key go to the machines that hold its
+    /// prefix); the session sets the conversation's id. Not sent with
+    /// [`CacheRetention::None`].
+    pub cache_key: Option<String>,
 }
 
 impl RequestOptions {
@@ -194,6 +199,7 @@ impl RequestOptions {
             cache_retention: CacheRetention::Short,
             tools: Vec::new(),
             foreign_thinking: ForeignThinking::Text,
+            cache_key: None,
         }
     }
 }

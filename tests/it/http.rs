@@ -89,10 +89,17 @@ async fn anthropic_full_loop_sends_the_tool_result_back() {
         messages[1]["content"][0],
         json!({"type": "tool_use", "id": "toolu_01MiSdzFh4udQYmCHCVbtDHw", "name": "calculator", "input": {"expression": "15 * 7"}})
     );
+    // The latest message carries the moving cache breakpoint: the result now, the question
+    // in the first request.
     assert_eq!(
         messages[2],
-        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01MiSdzFh4udQYmCHCVbtDHw", "content": "105"}]})
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01MiSdzFh4udQYmCHCVbtDHw", "content": "105", "cache_control": {"type": "ephemeral"}}]})
     );
+    assert_eq!(
+        bodies[0]["messages"][0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert!(messages[0]["content"][0].get("cache_control").is_none());
     insta::assert_snapshot!("anthropic_loop", text);
 }
 
@@ -116,6 +123,10 @@ async fn openai_responses_full_loop_sends_the_tool_result_back() {
         output,
         &json!({"type": "function_call_output", "call_id": "call_KXAyUFOnxWTpzW3JS6qKZ7mI", "output": "105"})
     );
+    // One prompt cache key for the conversation's requests: its id, not its path.
+    let key = bodies[0]["prompt_cache_key"].as_str().expect("a cache key");
+    assert_eq!(bodies[1]["prompt_cache_key"], key);
+    assert_eq!(key.len(), 36, "{key}");
     insta::assert_snapshot!("openai_loop", text);
 }
 

@@ -167,9 +167,11 @@ fn jobs_says_lost_for_an_orphan_before_and_after_recovery() {
         .collect();
     assert_eq!(
         texts,
+        // The latest message's last block carries the prompt cache's breakpoint.
         [&serde_json::json!({
             "type": "text",
             "text": "[Job result for bash (toolu_02)]\nJob lost: session ended before completion.",
+            "cache_control": {"type": "ephemeral"},
         })]
     );
 }

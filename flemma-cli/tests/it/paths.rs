@@ -296,7 +296,8 @@ fn request_with_a_relative_file_attaches_references_from_the_conversation() {
             body["messages"][0]["content"],
             json!([
                 {"type": "text", "text": "Go, and see "},
-                {"type": "text", "text": "ref-content\n"},
+                // The prompt cache's breakpoint on the latest message.
+                {"type": "text", "text": "ref-content\n", "cache_control": {"type": "ephemeral"}},
             ]),
             "{how}"
         );
@@ -441,6 +442,7 @@ fn approval_explain_prints_the_writable_set_of_the_file() {
             ".flemma-project",
             ".flemma/wr.chat/calls",
             ".flemma/wr.chat/jobs",
+            ".flemma/wr.chat/usage.jsonl",
         ]
         .map(|p| project.join(p)),
     );

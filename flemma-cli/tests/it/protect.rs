@@ -368,6 +368,7 @@ fn approval_explain_prints_the_read_only_files() {
         "proj/.flemma-project",
         "proj/notes/.flemma/x.chat/calls",
         "proj/notes/.flemma/x.chat/jobs",
+        "proj/notes/.flemma/x.chat/usage.jsonl",
     ];
     let listed = expected.iter().fold(String::new(), |mut text, p| {
         let _ = writeln!(text, "  {}", t.path(p).display());

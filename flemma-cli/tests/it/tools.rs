@@ -149,12 +149,15 @@ fn a_rejection_reason_reaches_the_model_as_user_feedback() {
     assert_eq!((code, stderr.as_str()), (0, ""));
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     let result = |id: &str, text: &str| serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": true});
+    // The prompt cache's breakpoint on the latest message's last block.
+    let mut last = result("toolu_03", "This tool has been rejected by the user.");
+    last["cache_control"] = serde_json::json!({"type": "ephemeral"});
     assert_eq!(
         body["messages"][2],
         serde_json::json!({"role": "user", "content": [
             result("toolu_01", "User feedback: Not the build dir."),
             result("toolu_02", "I typed this myself."),
-            result("toolu_03", "This tool has been rejected by the user."),
+            last,
         ]})
     );
 }

@@ -22,12 +22,19 @@ const ANSWER_ROOM: u64 = 4096;
 /// come before text; in assistant messages native thinking comes first, then foreign
 /// thinking as `<thinking>` text, then text, then tool uses.
 ///
+/// Unless `cache_retention` is `none`, the prompt cache has three breakpoints
+/// (`cache_control`, with `"ttl": "1h"` for `long`): the last tool, the system prompt (then a
+/// text block) and the latest message's last block that may carry one (not thinking), which
+/// moves as the conversation grows.
+///
 /// ```
-/// use flemma_providers::{RequestOptions, anthropic_request, build_prompt};
+/// use flemma_providers::{CacheRetention, RequestOptions, anthropic_request, build_prompt};
 ///
 /// let doc = flemma_ast::parse("@You:\nHi!\n");
 /// let prompt = build_prompt(&doc);
-/// let body = anthropic_request(&prompt, &RequestOptions::new("claude-sonnet-4-5"));
+/// let mut options = RequestOptions::new("claude-sonnet-4-5");
+/// options.cache_retention = CacheRetention::None;
+/// let body = anthropic_request(&prompt, &options);
 /// assert_eq!(
 ///     body.to_json(),
 ///     r#"{"max_tokens":8192,"model":"claude-sonnet-4-5","stream":true,"messages":[{"content":[{"text":"Hi!","type":"text"}],"role":"user"}]}"#
@@ -49,10 +56,22 @@ pub fn anthropic_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -
         body.insert("temperature", Json::from(temperature));
     }
     body.insert("max_tokens", Json::from(max_tokens));
+    let cache_control = cache_control(options.cache_retention);
     if let Some(system) = &prompt.system {
-        body.insert("system", Json::from(system));
+        // With caching, the system prompt is a block carrying a breakpoint of its own.
+        match &cache_control {
+            Some(marker) => body.insert(
+                "system",
+                Json::Array(vec![obj! {
+                    "type": "text",
+                    "text": system,
+                    "cache_control": Json::from(marker.clone()),
+                }]),
+            ),
+            None => body.insert("system", Json::from(system)),
+        }
     }
-    let tools = tools(options);
+    let tools = tools(options, cache_control.as_ref());
     if !tools.is_empty() {
         body.insert("tools", Json::Array(tools));
         body.insert("tool_choice", obj! {"type": "auto"});
@@ -70,12 +89,49 @@ pub fn anthropic_request<'a>(prompt: &'a Prompt<'_>, options: &RequestOptions) -
             (!content.is_empty()).then(|| obj! {"role": role, "content": content})
         })
         .collect();
+    let mut messages: Vec<Json<'a>> = messages;
+    if let Some(marker) = &cache_control {
+        mark_latest(&mut messages, marker);
+    }
     body.insert("messages", Json::Array(messages));
     RequestBody::new(body, &["system", "tools", "messages"])
 }
 
+/// The `cache_control` marker of a breakpoint, for the retention asked for: 5 minutes
+/// (`short`, the default) or an hour (`long`); none without caching.
+fn cache_control(retention: CacheRetention) -> Option<Value> {
+    match retention {
+        CacheRetention::None => None,
+        CacheRetention::Short => Some(json!({"type": "ephemeral"})),
+        CacheRetention::Long => Some(json!({"type": "ephemeral", "ttl": "1h"})),
+    }
+}
+
+/// Puts the moving breakpoint on the latest message: its last block that may carry one
+/// (thinking blocks may not), so that the next request reads everything up to here from the
+/// cache.
+fn mark_latest(messages: &mut [Json<'_>], marker: &Value) {
+    let Some(Json::Object(entries)) = messages.last_mut() else {
+        return;
+    };
+    let Some((_, Json::Array(content))) = entries.iter_mut().find(|(k, _)| *k == "content") else {
+        return;
+    };
+    let markable = |block: &Json<'_>| {
+        let Json::Object(fields) = block else {
+            return false;
+        };
+        !fields.iter().any(|(k, v)| {
+            *k == "type" && matches!(v, Json::Str(t) if t == "thinking" || t == "redacted_thinking")
+        })
+    };
+    if let Some(block) = content.iter_mut().rev().find(|b| markable(b)) {
+        block.insert("cache_control", Json::from(marker.clone()));
+    }
+}
+
 /// The tool declarations, the last one carrying the cache marker.
-fn tools(options: &RequestOptions) -> Vec<Json<'static>> {
+fn tools(options: &RequestOptions, cache_control: Option<&Value>) -> Vec<Json<'static>> {
     /// Streams tool input as it is generated.
     fn eager(tool: &mut Value) {
         if let Value::Object(map) = tool {
@@ -85,18 +141,13 @@ fn tools(options: &RequestOptions) -> Vec<Json<'static>> {
     static DECLARED: super::Declared = super::Declared::new(Dialect::Anthropic, eager);
     let mut tools: Vec<Json<'static>> =
         DECLARED.of(options).into_iter().map(Json::Shared).collect();
-    let cache_control = match options.cache_retention {
-        CacheRetention::None => None,
-        CacheRetention::Short => Some(json!({"type": "ephemeral"})),
-        CacheRetention::Long => Some(json!({"type": "ephemeral", "ttl": "1h"})),
-    };
     // The marker goes on a copy of the last declaration: the shared one stays without it.
     if let (Some(cache_control), Some(last)) = (cache_control, tools.last_mut())
         && let Json::Shared(declared) = last
     {
         let mut marked = Value::clone(declared);
         if let Value::Object(map) = &mut marked {
-            map.insert("cache_control".into(), cache_control);
+            map.insert("cache_control".into(), cache_control.clone());
         }
         *last = Json::from(marked);
     }

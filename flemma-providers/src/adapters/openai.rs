@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::anthropic::foreign_thinking_text;
 use crate::body::{Json, RequestBody, obj};
 use crate::prompt::{Part, Prompt, PromptRole};
-use crate::request::{RequestOptions, Thinking, ThinkingLevel};
+use crate::request::{CacheRetention, RequestOptions, Thinking, ThinkingLevel};
 use crate::template::FilePart;
 use crate::wire::normalize_tool_id;
 use flemma_ids::encode_tool_name;
@@ -68,6 +68,14 @@ pub fn openai_responses_request<'a>(
         );
     } else if let Some(temperature) = options.temperature {
         body.insert("temperature", Json::from(temperature));
+    }
+    if let Some(key) = options
+        .cache_key
+        .as_ref()
+        .filter(|_| options.cache_retention != CacheRetention::None)
+    {
+        // One key per conversation: its requests reach the machines that cached its prefix.
+        body.insert("prompt_cache_key", Json::from(key.clone()));
     }
     super::insert_tools(&mut body, options, &DECLARED);
     let mut input = Vec::new();

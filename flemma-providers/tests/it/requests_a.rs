@@ -71,7 +71,7 @@ fn unresolved_call_gets_synthetic_result() {
         messages[2]["content"],
         json!([
             {"content": "105", "tool_use_id": "toolu_01AAA", "type": "tool_result"},
-            {"content": "No result provided", "is_error": true, "tool_use_id": "toolu_01BBB", "type": "tool_result"},
+            {"cache_control": {"type": "ephemeral"}, "content": "No result provided", "is_error": true, "tool_use_id": "toolu_01BBB", "type": "tool_result"},
         ])
     );
     let body = parsed(&openai("conversation_parallel_incomplete"));
@@ -308,4 +308,109 @@ proptest::proptest! {
             );
         }
     }
+}
+
+/// Every `cache_control` marker of a body, as (where, the marker).
+fn breakpoints(body: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    fn walk(at: &str, value: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    if key == "cache_control" {
+                        out.push((at.to_owned(), value.clone()));
+                    } else {
+                        walk(&format!("{at}/{key}"), value, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&format!("{at}/{i}"), item, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", body, &mut out);
+    out
+}
+
+/// Anthropic's prompt cache: breakpoints on the tools, the system prompt and the latest
+/// message, 5 minutes or an hour as `cache_retention` says, none with `none`; the latest
+/// message's breakpoint moves as the conversation grows (three of Anthropic's four).
+#[test]
+fn anthropic_breakpoints_on_tools_system_and_the_latest_message() {
+    let text = "@System:\nBe brief.\n@You:\nWhat is 2+2?\n";
+    let doc = flemma_ast::parse(text);
+    let prompt = flemma_providers::build_prompt(&doc);
+    let mut request = options("claude-haiku-4-5");
+    let body = anthropic_request(&prompt, &request).to_value();
+    let short = json!({"type": "ephemeral"});
+    assert_eq!(
+        breakpoints(&body),
+        [
+            ("/messages/0/content/0".to_owned(), short.clone()),
+            ("/system/0".to_owned(), short.clone()),
+            ("/tools/0".to_owned(), short.clone()),
+        ]
+    );
+    // The conversation grows: the breakpoint is on the new latest message only.
+    let grown = format!("{text}@Assistant:\n4.\n@You:\nAnd 3+3?\n");
+    let doc = flemma_ast::parse(&grown);
+    let prompt = flemma_providers::build_prompt(&doc);
+    let body = anthropic_request(&prompt, &request).to_value();
+    let marked: Vec<String> = breakpoints(&body).into_iter().map(|(at, _)| at).collect();
+    assert_eq!(marked, ["/messages/2/content/0", "/system/0", "/tools/0"]);
+    request.cache_retention = flemma_providers::CacheRetention::Long;
+    let body = anthropic_request(&prompt, &request).to_value();
+    assert!(
+        breakpoints(&body)
+            .iter()
+            .all(|(_, marker)| *marker == json!({"type": "ephemeral", "ttl": "1h"}))
+    );
+    request.cache_retention = flemma_providers::CacheRetention::None;
+    let body = anthropic_request(&prompt, &request).to_value();
+    assert!(breakpoints(&body).is_empty());
+    assert_eq!(body["system"], "Be brief.");
+}
+
+/// Thinking blocks may not carry a breakpoint: a latest message of Anthropic thinking alone
+/// gets none (the tools keep theirs).
+#[test]
+fn anthropic_breakpoint_skips_thinking() {
+    let text =
+        "@You:\nHi\n@Assistant:\n<thinking anthropic:signature=\"sig\">\nHmm.\n</thinking>\n";
+    let doc = flemma_ast::parse(text);
+    let prompt = flemma_providers::build_prompt(&doc);
+    let body = anthropic_request(&prompt, &options("claude-haiku-4-5")).to_value();
+    assert_eq!(
+        body["messages"][1]["content"][0]["type"], "thinking",
+        "{body}"
+    );
+    let marked: Vec<String> = breakpoints(&body).into_iter().map(|(at, _)| at).collect();
+    assert_eq!(marked, ["/tools/0"]);
+}
+
+/// OpenAI's prompt cache: the conversation's key on every request, none without caching.
+#[test]
+fn openai_prompt_cache_key() {
+    let doc = flemma_ast::parse("@You:\nHi\n");
+    let prompt = flemma_providers::build_prompt(&doc);
+    let mut request = options("gpt-5.4");
+    let body = flemma_providers::openai_responses_request(&prompt, &request).to_value();
+    assert!(body.get("prompt_cache_key").is_none(), "no key, none sent");
+    request.cache_key = Some("0d3e23a3-fd35-8aa7-8784-937105c01be3".to_owned());
+    let body = flemma_providers::openai_responses_request(&prompt, &request).to_value();
+    assert_eq!(
+        body["prompt_cache_key"],
+        "0d3e23a3-fd35-8aa7-8784-937105c01be3"
+    );
+    request.cache_retention = flemma_providers::CacheRetention::None;
+    let body = flemma_providers::openai_responses_request(&prompt, &request).to_value();
+    assert!(body.get("prompt_cache_key").is_none());
+    // Chat Completions may be a compatible server that refuses unknown fields: no key there.
+    request.cache_retention = flemma_providers::CacheRetention::Short;
+    let body = flemma_providers::chat_completions_request(&prompt, &request).to_value();
+    assert!(body.get("prompt_cache_key").is_none());
 }

@@ -373,6 +373,8 @@ impl Inner {
             return Arc::clone(&last.request);
         }
         let mut request = provider.request_options(options);
+        // The conversation's id keys the provider's prompt cache (a UUID, not its path).
+        request.cache_key = Some(self.executor.transcript().conversation_id().to_owned());
         request.tools = self
             .executor
             .transcript()
