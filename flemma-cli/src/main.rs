@@ -148,6 +148,13 @@ enum Command {
         /// Relative paths in the conversation still resolve against FILE's directory.
         #[arg(long, value_name = "PATH")]
         output: Option<PathBuf>,
+        /// Print a JSON summary on stdout when the run ends, instead of the model's text
+        /// (which is in the file): `{"stop", "exit_code", "usage": {"requests", "usage",
+        /// "cost", "priced_cost", "unpriced_requests"}, "requests": [{"turn", "provider",
+        /// "model", "usage", "cost"}], "budget"}`; `stop` is null and `error` set when the run
+        /// failed, `budget` the budget reached, if one was. The status lines stay on stderr.
+        #[arg(long)]
+        json: bool,
     },
     /// Run one tool cycle on FILE, without calling a model.
     ///
@@ -555,6 +562,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             approve,
             max_turns,
             output,
+            json,
         } => run::run(
             &run::RunArgs {
                 file,
@@ -564,6 +572,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
                 approve,
                 max_turns,
                 output,
+                json,
             },
             settings,
         ),

@@ -53,6 +53,8 @@ pub(crate) struct RunArgs {
     pub(crate) approve: ApproveMode,
     pub(crate) max_turns: Option<u64>,
     pub(crate) output: Option<PathBuf>,
+    /// A JSON summary on stdout instead of the model's text.
+    pub(crate) json: bool,
 }
 
 /// FILE's conversation kept in another file: reads and writes go to `output`; the tools'
@@ -197,6 +199,9 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
     let (session, asks, prompt) = session(args, config, conversation, provider, tty, &progress)?;
     let written = args.output.as_deref().unwrap_or(&args.file);
     let mut ui = Ui::new(tty, progress, written, asks);
+    if args.json {
+        ui.summarize();
+    }
     ui.results_from(std::sync::Arc::clone(session.executor().transcript()));
     let runtime = crate::runtime::runtime()?;
     let driven = runtime.block_on(drive(&session, &mut ui, prompt));
@@ -218,6 +223,23 @@ pub(crate) fn run(args: &RunArgs, settings: &Settings) -> Result<u8, Failure> {
 /// The exit code of a run that ended as `driven` did, after its last status line.
 fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
     ui.run_usage();
+    let (result, stop) = ended(driven, ui);
+    if ui.summarizing() {
+        let (code, error) = match &result {
+            Ok(code) => (*code, None),
+            Err(failure) => (
+                failure.code,
+                failure.error.as_ref().map(crate::failure::describe),
+            ),
+        };
+        ui.summary(stop.map(stop_word).as_deref(), code, error.as_deref());
+    }
+    result
+}
+
+/// The exit code (or failure) of a run that ended as `driven` did, after its last status
+/// lines, and the stop it ended with.
+fn ended(driven: Driven, ui: &mut Ui) -> (Result<u8, Failure>, Option<Stop>) {
     let code = |stop: Stop| match driven.signal {
         Some(signal) => signal.exit_code(),
         None => exit_code(stop),
@@ -229,12 +251,15 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
             if let Some(next) = what_next(stop, &ui.file, ends_answered) {
                 ui.status(&next);
             }
-            Ok(code(stop))
+            (Ok(code(stop)), Some(stop))
         }
-        End::Stopped(Err(error)) => Err(match crate::options::option_errors(&error) {
-            Some(errors) => crate::options::options_failure(&ui.file, errors),
-            None => failed(anyhow::Error::new(error).context(ui.file.clone())),
-        }),
+        End::Stopped(Err(error)) => (
+            Err(match crate::options::option_errors(&error) {
+                Some(errors) => crate::options::options_failure(&ui.file, errors),
+                None => failed(anyhow::Error::new(error).context(ui.file.clone())),
+            }),
+            None,
+        ),
         End::LeftPending => {
             ui.left_pending();
             let stop = if driven.signal.is_some() {
@@ -243,11 +268,11 @@ fn finish(driven: Driven, ui: &mut Ui) -> Result<u8, Failure> {
                 Stop::AwaitingApproval
             };
             ui.status(&format!("stopped: {}", stop_word(stop)));
-            Ok(code(stop))
+            (Ok(code(stop)), Some(stop))
         }
         End::Abandoned => {
             ui.status("stopped: cancelled (gave up waiting for the tools)");
-            Ok(code(Stop::Cancelled))
+            (Ok(code(Stop::Cancelled)), Some(Stop::Cancelled))
         }
     }
 }

@@ -48,6 +48,16 @@ pub(super) struct Ui {
     asks: bool,
     /// The run's usage so far, for its last line.
     usage: Option<flemma::runtime::usage::UsageTotals>,
+    /// `--json`: the summary's parts, and no model text on stdout.
+    summary: Option<Summary>,
+}
+
+/// What `flemma run --json` prints when the run ends.
+#[derive(Default)]
+struct Summary {
+    requests: Vec<flemma::runtime::usage::RequestUsage>,
+    totals: flemma::runtime::usage::UsageTotals,
+    budget: Option<flemma::runtime::usage::BudgetReached>,
 }
 
 impl Ui {
@@ -66,7 +76,58 @@ impl Ui {
             file: path.display().to_string(),
             asks,
             usage: None,
+            summary: None,
         }
+    }
+
+    /// `--json`: keeps what the summary needs, and writes no model text on stdout.
+    pub(super) fn summarize(&mut self) {
+        self.summary = Some(Summary::default());
+    }
+
+    /// Whether a summary is kept (`--json`).
+    pub(super) fn summarizing(&self) -> bool {
+        self.summary.is_some()
+    }
+
+    /// Prints the summary on stdout: how the run ended and what it used.
+    pub(super) fn summary(&mut self, stop: Option<&str>, exit_code: u8, error: Option<&str>) {
+        let Some(summary) = self.summary.take() else {
+            return;
+        };
+        let requests: Vec<serde_json::Value> = summary
+            .requests
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "turn": r.turn,
+                    "provider": r.provider,
+                    "model": r.model,
+                    "usage": r.usage,
+                    "cost": r.cost,
+                })
+            })
+            .collect();
+        let totals = &summary.totals;
+        let mut report = serde_json::json!({
+            "stop": stop,
+            "exit_code": exit_code,
+            "usage": {
+                "requests": totals.requests,
+                "usage": totals.usage,
+                "cost": totals.known_cost(),
+                "priced_cost": totals.cost,
+                "unpriced_requests": totals.unpriced,
+            },
+            "requests": requests,
+            "budget": summary.budget,
+        });
+        if let Some(error) = error {
+            report["error"] = serde_json::Value::from(error);
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{report}");
+        let _ = out.flush();
     }
 
     /// Shows the results from `transcript`'s parse (the run's session's) instead of reading
@@ -106,7 +167,7 @@ impl Ui {
 
     fn text(&mut self, text: &str) {
         self.clear_waiting();
-        if text.is_empty() {
+        if text.is_empty() || self.summary.is_some() {
             return;
         }
         let mut out = std::io::stdout().lock();
@@ -235,9 +296,18 @@ impl Ui {
                     crate::usage::request(&usage.usage, usage.cost)
                 ));
                 self.usage = Some(usage.run);
+                if let Some(summary) = &mut self.summary {
+                    summary.totals = usage.run;
+                    summary.requests.push(usage.clone());
+                }
             }
             SessionEvent::RequestAborted => self.status("request cancelled"),
-            SessionEvent::BudgetReached(reached) => self.status(&format!("budget: {reached}")),
+            SessionEvent::BudgetReached(reached) => {
+                self.status(&format!("budget: {reached}"));
+                if let Some(summary) = &mut self.summary {
+                    summary.budget = Some(reached.clone());
+                }
+            }
             SessionEvent::PromptBlocked { hook, reason } => {
                 self.status(&format!(
                     "not sent: hook '{hook}' blocked the prompt: {reason}"

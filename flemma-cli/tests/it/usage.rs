@@ -279,3 +279,102 @@ async fn a_frontmatter_cannot_raise_the_hosts_budget() {
     assert!(stderr.contains("budget.run.max_cost"), "{stderr}");
     assert!(server.received_requests().await.unwrap().is_empty());
 }
+
+/// The attack: a conversation names a model whose name steers the terminal. It is recorded as
+/// given (the log is JSON) and shown with its controls escaped, in `flemma usage` and in the
+/// budget's line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_name_cannot_steer_the_terminal() {
+    let server = server().await;
+    let chat = project(
+        "escape",
+        b"```json\n{\"flemma\": {\"model\": \"evil\\u001b[2J\\u001b]0;owned\\u0007\"}}\n```\n@You:\nHello.\n",
+    );
+    let out = tokio::task::spawn_blocking({
+        let chat = chat.clone();
+        let uri = server.uri();
+        move || {
+            crate::flemma_command()
+                .current_dir(chat.parent().unwrap())
+                .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
+                .env("ANTHROPIC_API_KEY", "sk-test")
+                .env("FLEMMA_BASE_URL", uri)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = usage_json(&chat);
+    assert_eq!(
+        report["models"][0]["model"],
+        "evil\u{1b}[2J\u{1b}]0;owned\u{7}"
+    );
+    let out = crate::flemma_command()
+        .args(["usage", chat.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("evil"), "{shown}");
+    // The budget's line names the model too.
+    std::fs::write(&chat, std::fs::read_to_string(&chat).unwrap() + "Again.\n").unwrap();
+    let out = run_with(
+        &chat,
+        server.uri(),
+        "claude-haiku-4-5",
+        &["--set", "budget.run.max_cost=1"],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    // The frontmatter's model wins over `--model`; it has no price.
+    assert!(stderr.contains("has no price"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "{stderr:?}"
+    );
+}
+
+/// `flemma run --json`: the model's text stays in the file, stdout has one JSON summary of how
+/// the run ended and what each request used; a budget reached is in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_summarizes_the_run() {
+    let server = server().await;
+    let chat = project("json", b"@You:\nHello.\n");
+    let out = run_with(&chat, server.uri(), "claude-haiku-4-5", &["--json"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["stop"], "finished", "{summary}");
+    assert_eq!(summary["exit_code"], 0);
+    assert_eq!(summary["usage"]["requests"], 1);
+    assert_eq!(summary["requests"][0]["model"], "claude-haiku-4-5");
+    assert_eq!(summary["requests"][0]["usage"]["cache_read"], 9_800);
+    let cost = summary["requests"][0]["cost"].as_f64().unwrap();
+    assert!((cost - expected_cost()).abs() < 1e-12, "{cost}");
+    assert_eq!(summary["budget"], serde_json::Value::Null);
+    assert!(
+        std::fs::read_to_string(&chat)
+            .unwrap()
+            .contains("Hello! How can I assist you today?")
+    );
+    // A budget reached: its scope and limit, exit 7.
+    std::fs::write(&chat, std::fs::read_to_string(&chat).unwrap() + "Again.\n").unwrap();
+    let out = run_with(
+        &chat,
+        server.uri(),
+        "claude-haiku-4-5",
+        &["--json", "--set", "budget.conversation.max_tokens=100"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["stop"], "budget_reached", "{summary}");
+    assert_eq!(summary["budget"]["scope"], "conversation");
+    assert_eq!(summary["budget"]["limit"]["kind"], "tokens");
+    assert_eq!(summary["budget"]["limit"]["spent"], 11_810);
+    assert_eq!(summary["usage"]["requests"], 0);
+}
