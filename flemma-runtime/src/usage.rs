@@ -276,6 +276,9 @@ pub struct UsageRecord {
     /// Its cost in US dollars when it was known, at the prices of that day.
     #[serde(default)]
     pub cost: Option<f64>,
+    /// A request of a subagent this conversation started (its own log has it too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subagent: bool,
 }
 
 impl UsageRecord {
@@ -290,6 +293,7 @@ impl UsageRecord {
             model: model.to_owned(),
             usage,
             cost,
+            subagent: false,
         }
     }
 }

@@ -1122,3 +1122,58 @@ async fn a_childs_stream_that_stops_halfway_is_no_answer() {
         "{text}"
     );
 }
+
+/// `input` tokens in, 100 out, for a scripted turn.
+fn used(turn: Turn, input: u64) -> Turn {
+    Turn {
+        usage: Some(flemma::providers::ScriptedUsage {
+            input_tokens: Some(input),
+            output_tokens: Some(100),
+            ..Default::default()
+        }),
+        ..turn
+    }
+}
+
+/// The attack: a model under a budget starts subagents to spend past it. A child's requests
+/// count in its parent's run and log, and each must fit the parent's budget too: the child's
+/// second request (7,200 spent and at least 4,000 more, over the parent's 10,000) is not sent,
+/// though the child's own run has room, and the parent stops before its next request.
+#[test]
+fn a_subagent_cannot_spend_past_its_parents_budget() {
+    let dir = Scratch::new("budget");
+    let subagents = reviewer(&["note"]);
+    let tools = tools(&subagents);
+    let frontmatter = json!({"flemma": {
+        "tools": {"auto_approve": ["note", "agent"]},
+        "budget": {"run": {"max_tokens": 10000}},
+    }});
+    let chat = Arc::new(
+        MemoryConversation::new(format!("```json\n{frontmatter}\n```\n@You:\nReview it.\n"))
+            .with_path(dir.0.join("x.chat")),
+    );
+    let model = Arc::new(ScriptedProvider::new([
+        used(agent_call("Look."), 3_000),
+        used(Turn::tool_use("note", json!({"text": "a"})), 4_000),
+        Turn::text("Reviewed."),
+        Turn::text("Done."),
+    ]));
+    let session = with_subagents(chat.clone(), tools.registry, model.clone(), subagents);
+    assert_eq!(run(&session), Stop::BudgetReached);
+    assert_eq!(model.requests().len(), 2, "{}", chat.text());
+    assert!(
+        chat.text().contains("it reached a budget"),
+        "{}",
+        chat.text()
+    );
+    // The parent's run counts the child's request, and so does its log.
+    assert_eq!(session.usage().usage.total(), 7_200);
+    let log = std::fs::read_to_string(dir.0.join(".flemma/x.chat/usage.jsonl")).unwrap();
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{log}");
+    assert_eq!(records[1]["subagent"], true, "{log}");
+    assert_eq!(records[1]["usage"]["input"], 4_000);
+}

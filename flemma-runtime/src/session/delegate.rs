@@ -206,7 +206,8 @@ impl SessionDelegate {
             .max_turns(max_turns)
             .template_engine(Arc::clone(&parent.engine))
             .flush_interval(parent.flush_interval)
-            .models(Arc::clone(&parent.models));
+            .models(Arc::clone(&parent.models))
+            .parent(self.session.clone());
         if may_delegate {
             session = session.nested_subagents(self.subagents.clone(), child_depth);
         }

@@ -66,6 +66,9 @@ pub struct SessionBuilder {
     subagents: Option<(crate::agents::Subagents, u32)>,
     /// The models' prices and sizes.
     models: Arc<flemma_providers::ModelTable>,
+    /// The session whose `agent` call this one runs, if any: its usage and budgets count
+    /// this one's requests.
+    parent: Option<std::sync::Weak<Inner>>,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -89,7 +92,14 @@ impl SessionBuilder {
             event_capacity: crate::fanout::DEFAULT_CAPACITY,
             subagents: None,
             models: flemma_providers::ModelTable::builtin(),
+            parent: None,
         }
+    }
+
+    /// The session whose `agent` call this one runs (see [`Inner::parent`]).
+    fn parent(mut self, parent: std::sync::Weak<Inner>) -> Self {
+        self.parent = Some(parent);
+        self
     }
 
     /// The table of models whose prices cost each request (default: the built-in table,
@@ -245,6 +255,7 @@ impl SessionBuilder {
                 subscribers,
                 models: self.models,
                 usage: Mutex::new(UsageState::default()),
+                parent: self.parent,
             }
         });
         Session { inner }
@@ -316,6 +327,72 @@ struct Inner {
     models: Arc<flemma_providers::ModelTable>,
     /// What the requests of the current (or last) run, and of the session, used.
     usage: Mutex<UsageState>,
+    /// The session whose `agent` call runs this one: each request of this session counts in
+    /// its usage and its log, and must fit its budgets too (a model cannot spend past its
+    /// conversation's budget by starting subagents).
+    parent: Option<std::sync::Weak<Inner>>,
+}
+
+/// The request a budget check is for.
+struct NextRequest<'a> {
+    provider: &'a str,
+    model: &'a str,
+    /// The input of the last request of the run that sends it.
+    last_input: u64,
+    models: &'a flemma_providers::ModelTable,
+}
+
+impl Inner {
+    /// Whether `request` would cross this session's budgets under `options`: its run's
+    /// (what its runs spent, subagents' included) and its conversation's (its usage log, or
+    /// this session's requests for a conversation without a file).
+    fn over_budget(
+        &self,
+        options: &flemma_config::Options,
+        request: &NextRequest<'_>,
+    ) -> Result<Option<crate::usage::BudgetReached>, SessionError> {
+        use crate::usage::{BudgetScope, UsageLog, budget_check};
+        let budget = &options.budget;
+        if !budget.run.is_set() && !budget.conversation.is_set() {
+            return Ok(None);
+        }
+        let (run, session) = {
+            let usage = self.lock_usage();
+            (usage.run, usage.session)
+        };
+        let check = |limits, scope, spent: &crate::usage::UsageTotals| {
+            budget_check(
+                limits,
+                scope,
+                spent,
+                request.last_input,
+                request.models,
+                request.provider,
+                request.model,
+            )
+        };
+        if let Some(reached) = check(&budget.run, BudgetScope::Run, &run) {
+            return Ok(Some(reached));
+        }
+        if !budget.conversation.is_set() {
+            return Ok(None);
+        }
+        // A conversation with a file keeps its usage log in its store; one without counts
+        // this session's requests.
+        let transcript = self.transcript();
+        let store = transcript
+            .store_directory(options)
+            .filter(|_| transcript.conversation().path().is_some());
+        let spent = match store {
+            Some(dir) => UsageLog::in_store(&dir).read()?.totals(),
+            None => session,
+        };
+        Ok(check(
+            &budget.conversation,
+            BudgetScope::Conversation,
+            &spent,
+        ))
+    }
 }
 
 /// What a session's requests used.
@@ -328,6 +405,9 @@ struct UsageState {
     last_input: u64,
     /// Every run's of this session.
     session: crate::usage::UsageTotals,
+    /// The store directory of the conversation's usage log, once a request knew it (a
+    /// subagent's requests are added to it).
+    log: Option<std::path::PathBuf>,
 }
 
 /// Request options and the options they were built from (kept, so that their address names
@@ -386,6 +466,17 @@ impl Inner {
             request: Arc::clone(&request),
         });
         request
+    }
+
+    /// The sessions whose `agent` calls run this one, nearest first.
+    fn ancestors(&self) -> Vec<Arc<Inner>> {
+        let mut out = Vec::new();
+        let mut next = self.parent.as_ref().and_then(std::sync::Weak::upgrade);
+        while let Some(inner) = next {
+            next = inner.parent.as_ref().and_then(std::sync::Weak::upgrade);
+            out.push(inner);
+        }
+        out
     }
 
     fn lock_usage(&self) -> std::sync::MutexGuard<'_, UsageState> {
@@ -697,59 +788,34 @@ impl Session {
     }
 
     /// The budget the next request to `provider` would cross, if any (see
-    /// [`budget_check`](crate::usage::budget_check)): the run's, then the conversation's
-    /// (from its usage log, or this session's requests for a conversation without a store).
+    /// [`budget_check`](crate::usage::budget_check)): this session's run and conversation
+    /// budgets, then those of each session whose `agent` call runs this one (their requests
+    /// and this one's add up there).
     async fn over_budget(
         &self,
         provider: &dyn Provider,
     ) -> Result<Option<crate::usage::BudgetReached>, SessionError> {
-        use crate::usage::{BudgetScope, UsageLog, budget_check};
         let transcript = self.inner.transcript();
         let evaluated = transcript.evaluated().await?;
         let options = evaluated.options();
-        let budget = &options.budget;
-        if !budget.run.is_set() && !budget.conversation.is_set() {
-            return Ok(None);
-        }
         let model = self.inner.request_options(provider, options).model.clone();
-        let (run, last_input, session) = {
-            let usage = self.inner.lock_usage();
-            (usage.run, usage.last_input, usage.session)
-        };
-        let models = &self.inner.models;
-        let name = provider.name();
-        if let Some(reached) = budget_check(
-            &budget.run,
-            BudgetScope::Run,
-            &run,
+        let last_input = self.inner.lock_usage().last_input;
+        let request = NextRequest {
+            provider: provider.name(),
+            model: &model,
             last_input,
-            models,
-            name,
-            &model,
-        ) {
+            models: &self.inner.models,
+        };
+        if let Some(reached) = self.inner.over_budget(options, &request)? {
             return Ok(Some(reached));
         }
-        if !budget.conversation.is_set() {
-            return Ok(None);
+        for ancestor in self.inner.ancestors() {
+            let evaluated = ancestor.transcript().evaluated().await?;
+            if let Some(reached) = ancestor.over_budget(evaluated.options(), &request)? {
+                return Ok(Some(reached));
+            }
         }
-        // A conversation with a file keeps its usage log in its store; one without counts
-        // this session's requests.
-        let store = transcript
-            .store_directory(options)
-            .filter(|_| transcript.conversation().path().is_some());
-        let spent = match store {
-            Some(dir) => UsageLog::in_store(&dir).read()?.totals(),
-            None => session,
-        };
-        Ok(budget_check(
-            &budget.conversation,
-            BudgetScope::Conversation,
-            &spent,
-            last_input,
-            models,
-            name,
-            &model,
-        ))
+        Ok(None)
     }
 
     /// Sends the conversation to `provider` and streams the response into it; what the loop

@@ -436,11 +436,31 @@ impl Session {
             state.run.add(&usage, cost);
             state.session.add(&usage, cost);
             state.last_input = usage.input;
+            if store.is_some() {
+                state.log = store.map(Path::to_path_buf);
+            }
             state.run
         };
-        if let Some(store) = store {
-            let record = crate::usage::UsageRecord::now(provider, model, usage, cost);
-            if let Err(error) = crate::usage::UsageLog::in_store(store).append(&record) {
+        let record = crate::usage::UsageRecord::now(provider, model, usage, cost);
+        let mut logs: Vec<std::path::PathBuf> = store.map(Path::to_path_buf).into_iter().collect();
+        // A subagent's request counts for every session above it, and in their logs.
+        let mut inherited = record.clone();
+        inherited.subagent = true;
+        for ancestor in self.inner.ancestors() {
+            let mut state = ancestor.lock_usage();
+            state.run.add(&usage, cost);
+            state.session.add(&usage, cost);
+            if let Some(log) = state.log.clone().filter(|log| !logs.contains(log)) {
+                logs.push(log);
+            }
+        }
+        for (at, dir) in logs.iter().enumerate() {
+            let written = if at == 0 && store.is_some() {
+                &record
+            } else {
+                &inherited
+            };
+            if let Err(error) = crate::usage::UsageLog::in_store(dir).append(written) {
                 self.emit(SessionEvent::Warning(format!(
                     "usage not recorded: {}",
                     crate::report::error_chain(&error)
