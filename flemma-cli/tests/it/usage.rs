@@ -47,19 +47,25 @@ async fn server() -> wiremock::MockServer {
 /// `flemma run FILE --model MODEL` against `uri`, in FILE's directory (its flemma.toml
 /// applies).
 async fn run(chat: &Path, uri: String, model: &str) -> std::process::Output {
-    run_with(chat, uri, model, &[]).await
+    run_with(chat, uri, Some(model), &[]).await
 }
 
-/// [`run`] with more arguments (`--set KEY=VALUE`).
-async fn run_with(chat: &Path, uri: String, model: &str, extra: &[&str]) -> std::process::Output {
+/// [`run`] with more arguments (`--set KEY=VALUE`), and without `--model` for `None`.
+async fn run_with(
+    chat: &Path,
+    uri: String,
+    model: Option<&str>,
+    extra: &[&str],
+) -> std::process::Output {
     let chat = chat.to_owned();
-    let model = model.to_owned();
-    let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+    let mut extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+    if let Some(model) = model {
+        extra.extend(["--model".to_owned(), model.to_owned()]);
+    }
     tokio::task::spawn_blocking(move || {
         crate::flemma_command()
             .current_dir(chat.parent().unwrap())
             .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
-            .args(["--model", &model])
             .args(&extra)
             .env("ANTHROPIC_API_KEY", "sk-test")
             .env("FLEMMA_BASE_URL", uri)
@@ -220,7 +226,13 @@ async fn a_conversation_budget_stops_a_later_run_with_exit_7() {
     for run_number in 1..=3 {
         let before = server.received_requests().await.unwrap().len();
         std::fs::write(&chat, std::fs::read_to_string(&chat).unwrap() + "Again.\n").unwrap();
-        let out = run_with(&chat, server.uri(), "claude-haiku-4-5", &["--set", &limit]).await;
+        let out = run_with(
+            &chat,
+            server.uri(),
+            Some("claude-haiku-4-5"),
+            &["--set", &limit],
+        )
+        .await;
         let stderr = text(&out.stderr);
         let sent = server.received_requests().await.unwrap().len() - before;
         if run_number < 3 {
@@ -246,7 +258,7 @@ async fn a_cost_budget_refuses_a_model_without_a_price() {
     let out = run_with(
         &chat,
         server.uri(),
-        "claude-nobody-made",
+        Some("claude-nobody-made"),
         &["--set", "budget.run.max_cost=5"],
     )
     .await;
@@ -290,21 +302,7 @@ async fn a_models_name_cannot_steer_the_terminal() {
         "escape",
         b"```json\n{\"flemma\": {\"model\": \"evil\\u001b[2J\\u001b]0;owned\\u0007\"}}\n```\n@You:\nHello.\n",
     );
-    let out = tokio::task::spawn_blocking({
-        let chat = chat.clone();
-        let uri = server.uri();
-        move || {
-            crate::flemma_command()
-                .current_dir(chat.parent().unwrap())
-                .args(["run", chat.to_str().unwrap(), "--provider", "anthropic"])
-                .env("ANTHROPIC_API_KEY", "sk-test")
-                .env("FLEMMA_BASE_URL", uri)
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
+    let out = run_with(&chat, server.uri(), None, &[]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report = usage_json(&chat);
     assert_eq!(
@@ -326,7 +324,7 @@ async fn a_models_name_cannot_steer_the_terminal() {
     let out = run_with(
         &chat,
         server.uri(),
-        "claude-haiku-4-5",
+        Some("claude-haiku-4-5"),
         &["--set", "budget.run.max_cost=1"],
     )
     .await;
@@ -345,7 +343,7 @@ async fn a_models_name_cannot_steer_the_terminal() {
 async fn run_json_summarizes_the_run() {
     let server = server().await;
     let chat = project("json", b"@You:\nHello.\n");
-    let out = run_with(&chat, server.uri(), "claude-haiku-4-5", &["--json"]).await;
+    let out = run_with(&chat, server.uri(), Some("claude-haiku-4-5"), &["--json"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["stop"], "finished", "{summary}");
@@ -366,7 +364,7 @@ async fn run_json_summarizes_the_run() {
     let out = run_with(
         &chat,
         server.uri(),
-        "claude-haiku-4-5",
+        Some("claude-haiku-4-5"),
         &["--json", "--set", "budget.conversation.max_tokens=100"],
     )
     .await;
