@@ -69,6 +69,8 @@ pub struct SessionBuilder {
     /// The session whose `agent` call this one runs, if any: its usage and budgets count
     /// this one's requests.
     parent: Option<std::sync::Weak<Inner>>,
+    /// The host's budgets, besides the options' (`budget.*`).
+    budget: flemma_config::BudgetOptions,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -93,7 +95,42 @@ impl SessionBuilder {
             subagents: None,
             models: flemma_providers::ModelTable::builtin(),
             parent: None,
+            budget: flemma_config::BudgetOptions::default(),
         }
+    }
+
+    /// The host's budgets for this session, besides the options' (`budget.run.*`,
+    /// `budget.conversation.*`): a request must fit both, so neither the options nor a
+    /// conversation can raise them. The run stops before a request that would cross one
+    /// ([`Stop::BudgetReached`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flemma_config::BudgetOptions;
+    /// use flemma_providers::{ScriptedProvider, ScriptedUsage, Turn};
+    /// use flemma_runtime::{MemoryConversation, Session, Stop, ToolRegistry};
+    ///
+    /// let mut budget = BudgetOptions::default();
+    /// budget.conversation.max_tokens = Some(1_000);
+    /// let spent = Turn {
+    ///     usage: Some(ScriptedUsage { input_tokens: Some(1_000), ..Default::default() }),
+    ///     ..Turn::text("Hello.")
+    /// };
+    /// let chat = Arc::new(MemoryConversation::new("@You:\nHi.\n"));
+    /// let provider = Arc::new(ScriptedProvider::new([spent, Turn::text("Again.")]));
+    /// let session = Session::builder(chat.clone(), ToolRegistry::new(), provider)
+    ///     .budget(budget)
+    ///     .build();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::Finished);
+    /// chat.set_text(chat.text() + "More.\n");
+    /// // The conversation spent its 1,000 tokens: the next request is not sent.
+    /// assert_eq!(runtime.block_on(session.run())?, Stop::BudgetReached);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budget(mut self, budget: flemma_config::BudgetOptions) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// The session whose `agent` call this one runs (see [`Inner::parent`]).
@@ -256,6 +293,7 @@ impl SessionBuilder {
                 models: self.models,
                 usage: Mutex::new(UsageState::default()),
                 parent: self.parent,
+                budget: self.budget,
             }
         });
         Session { inner }
@@ -331,6 +369,8 @@ struct Inner {
     /// its usage and its log, and must fit its budgets too (a model cannot spend past its
     /// conversation's budget by starting subagents).
     parent: Option<std::sync::Weak<Inner>>,
+    /// The host's budgets ([`SessionBuilder::budget`]), besides the options'.
+    budget: flemma_config::BudgetOptions,
 }
 
 /// The request a budget check is for.
@@ -352,8 +392,10 @@ impl Inner {
         request: &NextRequest<'_>,
     ) -> Result<Option<crate::usage::BudgetReached>, SessionError> {
         use crate::usage::{BudgetScope, UsageLog, budget_check};
-        let budget = &options.budget;
-        if !budget.run.is_set() && !budget.conversation.is_set() {
+        let budgets = [&options.budget, &self.budget];
+        let run_set = budgets.iter().any(|b| b.run.is_set());
+        let conversation_set = budgets.iter().any(|b| b.conversation.is_set());
+        if !run_set && !conversation_set {
             return Ok(None);
         }
         let (run, session) = {
@@ -371,10 +413,12 @@ impl Inner {
                 request.model,
             )
         };
-        if let Some(reached) = check(&budget.run, BudgetScope::Run, &run) {
-            return Ok(Some(reached));
+        for budget in budgets {
+            if let Some(reached) = check(&budget.run, BudgetScope::Run, &run) {
+                return Ok(Some(reached));
+            }
         }
-        if !budget.conversation.is_set() {
+        if !conversation_set {
             return Ok(None);
         }
         // A conversation with a file keeps its usage log in its store; one without counts
@@ -387,11 +431,9 @@ impl Inner {
             Some(dir) => UsageLog::in_store(&dir).read()?.totals(),
             None => session,
         };
-        Ok(check(
-            &budget.conversation,
-            BudgetScope::Conversation,
-            &spent,
-        ))
+        Ok(budgets
+            .iter()
+            .find_map(|budget| check(&budget.conversation, BudgetScope::Conversation, &spent)))
     }
 }
 
