@@ -353,7 +353,8 @@ impl ModelTable {
     pub fn get(&self, provider: &str, id: &str) -> Option<&ModelInfo> {
         let model = &self.models[*self.index.get(id)?];
         match &model.provider {
-            Some(p) if p != vendor(provider) => None,
+            // A host's model may name the provider (`openai-chat`) or its vendor (`openai`).
+            Some(p) if p != provider && p != vendor(provider) => None,
             _ => Some(model),
         }
     }
@@ -596,6 +597,14 @@ cache_read = 0.125
         assert!(long.tiers.is_empty());
         let mine = table.get("vertex", "mine").expect("any provider");
         assert_eq!(mine.cost(&usage(1_000, 0, 0, 1_000)), Some(0.0));
+        // A host's model of one provider, named as the command line names it.
+        let table = table
+            .with_overrides(&serde_json::json!({
+                "local": { "provider": "openai-chat", "input": 0.0, "output": 0.0 },
+            }))
+            .expect("overrides");
+        assert!(table.get("openai-chat", "local").is_some());
+        assert!(table.get("anthropic", "local").is_none());
     }
 
     #[test]
