@@ -1013,3 +1013,32 @@ async fn a_conversation_budget_counts_every_run() {
     assert_eq!(provider.requests().len(), 3);
     assert_eq!(session.usage().requests, 0);
 }
+
+/// A stream that stops halfway still counts what the provider reported before it stopped:
+/// the request was billed.
+#[tokio::test]
+async fn a_stream_cut_halfway_still_counts_its_usage() {
+    let chat = chat(&[], "Hi.");
+    let turn = Turn {
+        usage: Some(flemma::providers::ScriptedUsage {
+            input_tokens: Some(500),
+            output_tokens: Some(7),
+            ..Default::default()
+        }),
+        error: Some("overloaded".into()),
+        ..Turn::text("Partial")
+    };
+    let (session, _) = session(&chat, vec![turn]);
+    let mut events = session.subscribe();
+    let error = session.run().await.unwrap_err();
+    assert!(matches!(error, SessionError::Stream { .. }), "{error}");
+    let usage = drain(&mut events)
+        .into_iter()
+        .find_map(|e| match e {
+            SessionEvent::Usage(usage) => Some(usage),
+            _ => None,
+        })
+        .expect("the cut request's usage");
+    assert_eq!((usage.usage.input, usage.usage.output), (500, 7));
+    assert_eq!(session.usage().requests, 1);
+}
