@@ -47,6 +47,12 @@ pub enum AstError {
         /// The id that was looked up.
         id: String,
     },
+    /// A writer operation names a message the document does not have.
+    #[error("the document has no message {index} (counted from 0)")]
+    NoSuchMessage {
+        /// The index that was asked for.
+        index: usize,
+    },
     /// A byte range does not lie inside the text, or does not start and end on a character
     /// boundary ([`IncrementalParser::replace_range`](crate::IncrementalParser::replace_range)).
     #[error("byte range {start}..{end} does not fit the text's {len} bytes")]

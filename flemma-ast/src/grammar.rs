@@ -19,7 +19,7 @@
 use pest::Parser as _;
 use pest::iterators::Pairs;
 
-use crate::line::{FenceOpen, ResultHeader, ResultKind, ThinkingTag};
+use crate::line::{CompactionHeader, FenceOpen, ResultHeader, ResultKind, ThinkingTag};
 
 mod generated {
     #![allow(
@@ -63,6 +63,11 @@ pub enum LineKind<'a> {
     JobResultHeader {
         /// The job id.
         id: &'a str,
+        /// The text inside the suffix parentheses, if the line ends in one.
+        modeline: Option<&'a str>,
+    },
+    /// `**Compaction:** (modeline)`
+    CompactionHeader {
         /// The text inside the suffix parentheses, if the line ends in one.
         modeline: Option<&'a str>,
     },
@@ -117,6 +122,11 @@ pub fn classify(line: &str) -> LineKind<'_> {
                 id: h.id,
                 modeline: h.modeline,
             },
+        };
+    }
+    if let Some(header) = compaction_header(line) {
+        return LineKind::CompactionHeader {
+            modeline: header.modeline,
         };
     }
     if let Some(tag) = thinking_tag(line) {
@@ -197,6 +207,17 @@ pub(crate) fn result_header(line: &str) -> Option<ResultHeader<'_>> {
         None
     };
     Some(ResultHeader { kind, id, modeline })
+}
+
+pub(crate) fn compaction_header(line: &str) -> Option<CompactionHeader<'_>> {
+    let pairs = matches(Rule::compaction_header, line)?;
+    let has_suffix = pairs.clone().flatten().any(|p| p.as_rule() == Rule::suffix);
+    let modeline = if has_suffix {
+        find(&pairs, Rule::modeline)
+    } else {
+        None
+    };
+    Some(CompactionHeader { modeline })
 }
 
 fn signature<'a>(pairs: &Pairs<'a, Rule>) -> Option<(&'a str, &'a str)> {

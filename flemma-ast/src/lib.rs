@@ -52,9 +52,9 @@ mod template;
 pub mod writer;
 
 pub use ast::{
-    Aborted, Diagnostic, DiagnosticKind, Document, FenceLayout, Frontmatter, JobResult, JobStatus,
-    JsonObject, LineSpan, Malformed, Message, Role, Segment, Signature, Template, Text, TextSpan,
-    Thinking, ToolResult, ToolStatus, ToolUse,
+    Aborted, Compaction, Diagnostic, DiagnosticKind, Document, FenceLayout, Frontmatter, JobResult,
+    JobStatus, JsonObject, LineSpan, Malformed, Message, Role, Segment, Signature, Template, Text,
+    TextSpan, Thinking, ToolResult, ToolStatus, ToolUse,
 };
 pub use error::AstError;
 pub use incremental::{IncrementalParser, Reparse};

@@ -93,6 +93,22 @@ pub(crate) fn result_header(line: &str) -> Option<ResultHeader<'_>> {
     })
 }
 
+/// A `**Compaction:**` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompactionHeader<'a> {
+    /// The text inside the suffix parentheses, when the rest of the line is a suffix.
+    pub(crate) modeline: Option<&'a str>,
+}
+
+/// Reads a `**Compaction:** (modeline)` header.
+pub(crate) fn compaction_header(line: &str) -> Option<CompactionHeader<'_>> {
+    let rest = line.strip_prefix("**Compaction:**")?;
+    let suffix = trim_end_space(skip_space(rest));
+    Some(CompactionHeader {
+        modeline: suffix.strip_prefix('(').and_then(|s| s.strip_suffix(')')),
+    })
+}
+
 /// A thinking tag line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ThinkingTag<'a> {
@@ -284,6 +300,11 @@ mod tests {
             "result_header {line:?}"
         );
         assert_eq!(
+            compaction_header(line),
+            grammar::compaction_header(line),
+            "compaction_header {line:?}"
+        );
+        assert_eq!(
             thinking_tag(line),
             grammar::thinking_tag(line),
             "thinking_tag {line:?}"
@@ -326,6 +347,8 @@ mod tests {
         "**Tool Use:**",
         "**Tool Result:**",
         "**Job Result:**",
+        "**Compaction:**",
+        "messages=4",
         "(",
         ")",
         "(`",
@@ -402,6 +425,11 @@ mod tests {
             "**Tool Result:** `a`()",
             "**Tool Use:** `a` (`b`c`)",
             "**Tool Use:**`a`(`b`)rest",
+            "**Compaction:**",
+            "**Compaction:** (messages=3 tokens=12000)  ",
+            "**Compaction:**(a) (b)",
+            "**Compaction:** x (a)",
+            "**Compaction:** ( )",
             "@You:\u{0B}",
             "``` \t",
             "```lua\r",
@@ -454,6 +482,19 @@ mod tests {
         let h = result_header("**Job Result:** `job_1` (a (b) c)").unwrap();
         assert_eq!((h.kind, h.modeline), (ResultKind::Job, Some("a (b) c")));
         assert_eq!(result_header("**Tool Result:** ``"), None);
+    }
+
+    #[test]
+    fn compaction_headers() {
+        let modeline = |line| compaction_header(line).map(|h| h.modeline);
+        assert_eq!(modeline("**Compaction:**"), Some(None));
+        assert_eq!(
+            modeline("**Compaction:** (messages=3 tokens=12000) "),
+            Some(Some("messages=3 tokens=12000"))
+        );
+        assert_eq!(modeline("**Compaction:** summary (x)"), Some(None));
+        assert_eq!(compaction_header(" **Compaction:**"), None);
+        assert_eq!(compaction_header("**Compaction**"), None);
     }
 
     #[test]

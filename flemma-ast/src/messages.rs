@@ -19,6 +19,11 @@ pub(crate) const TOOL_RESULT_UNCLOSED: &str =
     "Unclosed fenced code block in tool result (missing closing fence)";
 /// `**Tool Result:**` without a fence.
 pub(crate) const TOOL_RESULT_NO_FENCE: &str = "Tool result requires a fenced code block";
+/// `**Compaction:**` whose fence never closes.
+pub(crate) const COMPACTION_UNCLOSED: &str =
+    "Unclosed fenced code block in compaction (missing closing fence)";
+/// `**Compaction:**` without a fence.
+pub(crate) const COMPACTION_NO_FENCE: &str = "Compaction requires a fenced code block";
 /// `<thinking>` without `</thinking>`.
 pub(crate) const UNCLOSED_THINKING: &str =
     "Unclosed <thinking> block (missing </thinking>); its lines are kept as text";

@@ -1,8 +1,8 @@
 //! Printing a document back to `.chat` text.
 
 use crate::ast::{
-    Document, FenceLayout, JobResult, JobStatus, Segment, Template, Thinking, ToolResult,
-    ToolStatus, ToolUse,
+    Compaction, Document, FenceLayout, JobResult, JobStatus, Segment, Template, Thinking,
+    ToolResult, ToolStatus, ToolUse,
 };
 use crate::modeline::{Key, Modeline};
 use crate::writer::fence_for;
@@ -82,6 +82,7 @@ pub(crate) fn print_segments(out: &mut String, segments: &[Segment]) {
             Segment::ToolUse(t) => print_tool_use(out, t),
             Segment::ToolResult(t) => print_tool_result(out, t),
             Segment::JobResult(t) => print_job_result(out, t),
+            Segment::Compaction(t) => print_compaction(out, t),
             Segment::Aborted(a) => {
                 out.push_str("<!-- flemma:aborted: ");
                 if !a.message.is_empty() {
@@ -176,6 +177,20 @@ fn print_job_result(out: &mut String, t: &JobResult) {
     if let Some(layout) = &t.layout {
         push_block(out, layout, &t.content);
     }
+}
+
+fn print_compaction(out: &mut String, t: &Compaction) {
+    out.push_str("**Compaction:**");
+    // No status word here: the tokens are written as they are.
+    let mut tokens = String::new();
+    t.meta.write_tokens(&mut tokens);
+    if !tokens.is_empty() {
+        out.push_str(" (");
+        out.push_str(&tokens);
+        out.push(')');
+    }
+    out.push('\n');
+    push_block(out, &t.layout, &t.content);
 }
 
 /// Writes ` (status meta…)`, or nothing when both are empty.

@@ -1,8 +1,8 @@
-//! The content of a `@You:` message: text, tool results and job results, and
+//! The content of a `@You:` message: text, tool results, job results and compaction blocks, and
 //! the units the incremental parser resumes at.
 
 use crate::ast::{
-    Diagnostic, DiagnosticKind, JobResult, JobStatus, Segment, ToolResult, ToolStatus,
+    Compaction, Diagnostic, DiagnosticKind, JobResult, JobStatus, Segment, ToolResult, ToolStatus,
 };
 use crate::content::{BlockRead, Body, TextRun};
 use crate::line::{self, ResultHeader, ResultKind};
@@ -145,6 +145,16 @@ pub(crate) fn parse_you(
             };
             continue;
         }
+        if text.as_bytes().first() == Some(&b'*')
+            && let Some(header) = line::compaction_header(text)
+        {
+            flush(&mut run, i, &mut segments);
+            if let Some(track) = track.as_deref_mut() {
+                track.mark(body, i, segments.len(), diagnostics.len());
+            }
+            i = compaction(body, i, header.modeline, &mut segments, diagnostics);
+            continue;
+        }
         if run.start.is_none()
             && let Some(track) = track.as_deref_mut()
         {
@@ -216,6 +226,33 @@ fn tool_result(
             .unwrap_or_else(|_| ToolUseId::sanitized(header.id)),
         status,
         meta,
+        content: block.content,
+        layout: block.layout,
+        span: body.src.span(header_line, block.close),
+    })));
+    block.close + 1
+}
+
+fn compaction(
+    body: &Body<'_, '_>,
+    header_line: usize,
+    modeline: Option<&str>,
+    segments: &mut Vec<Segment>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> usize {
+    let block = match body.read_block_or_malformed(
+        header_line,
+        DiagnosticKind::Compaction,
+        msg::COMPACTION_NO_FENCE,
+        msg::COMPACTION_UNCLOSED,
+        segments,
+        diagnostics,
+    ) {
+        Ok(block) => block,
+        Err(resume) => return resume,
+    };
+    segments.push(Segment::Compaction(Box::new(Compaction {
+        meta: modeline.map(modeline::parse).unwrap_or_default(),
         content: block.content,
         layout: block.layout,
         span: body.src.span(header_line, block.close),

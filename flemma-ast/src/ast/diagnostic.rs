@@ -15,6 +15,8 @@ pub enum DiagnosticKind {
     ToolResult,
     /// A `<thinking>` block.
     Thinking,
+    /// A `**Compaction:**` block.
+    Compaction,
     /// A role marker that names no role (see [`unknown_roles`](crate::unknown_roles)).
     Role,
 }
@@ -26,6 +28,7 @@ impl DiagnosticKind {
             DiagnosticKind::ToolUse => "tool_use",
             DiagnosticKind::ToolResult => "tool_result",
             DiagnosticKind::Thinking => "thinking",
+            DiagnosticKind::Compaction => "compaction",
             DiagnosticKind::Role => "role",
         }
     }

@@ -39,6 +39,22 @@ impl Document {
     pub fn is_clean(&self) -> bool {
         self.diagnostics.is_empty()
     }
+
+    /// The index of the last `@You:` message holding a [`Compaction`] block: the messages
+    /// before it (but `@System:` ones) are not sent to a model, its summary stands for them.
+    /// `None` when the conversation was never compacted.
+    ///
+    /// ```
+    /// let doc = flemma_ast::parse(
+    ///     "@System:\nBe brief.\n\n@You:\nHi\n\n@You:\n**Compaction:**\n```\nThey said hi.\n```\n\n@Assistant:\nHello.\n",
+    /// );
+    /// assert_eq!(doc.compacted_at(), Some(2));
+    /// ```
+    pub fn compacted_at(&self) -> Option<usize> {
+        self.messages
+            .iter()
+            .rposition(|m| m.role == Role::You && m.compaction().is_some())
+    }
 }
 
 /// The fenced block on the first line of a file.
@@ -156,6 +172,22 @@ impl Message {
         })
     }
 
+    /// The message's compaction block, when it holds one (the first, when it holds several).
+    ///
+    /// ```
+    /// let doc = flemma_ast::parse(
+    ///     "@You:\nOld question\n\n@You:\n**Compaction:** (messages=1)\n```\nThey asked.\n```\n",
+    /// );
+    /// assert!(doc.messages[0].compaction().is_none());
+    /// assert_eq!(doc.messages[1].compaction().unwrap().content, "They asked.");
+    /// ```
+    pub fn compaction(&self) -> Option<&Compaction> {
+        self.segments.iter().find_map(|s| match s {
+            Segment::Compaction(c) => Some(&**c),
+            _ => None,
+        })
+    }
+
     /// The job results of the message, in order.
     pub fn job_results(&self) -> impl Iterator<Item = &JobResult> {
         self.segments.iter().filter_map(|s| match s {
@@ -184,6 +216,8 @@ pub enum Segment {
     ToolResult(Box<ToolResult>),
     /// A `**Job Result:**` block.
     JobResult(Box<JobResult>),
+    /// A `**Compaction:**` block: the summary that stands for the messages above its message.
+    Compaction(Box<Compaction>),
     /// An abort marker.
     Aborted(Aborted),
     /// Lines the parser could not read as the construct they start (each comes with a
@@ -201,6 +235,7 @@ impl Segment {
             Segment::ToolUse(t) => Some(t.span),
             Segment::ToolResult(t) => Some(t.span),
             Segment::JobResult(t) => Some(t.span),
+            Segment::Compaction(t) => Some(t.span),
             Segment::Aborted(t) => Some(t.span),
             Segment::Malformed(t) => Some(t.span),
         }
@@ -350,6 +385,61 @@ pub struct JobResult {
     pub layout: Option<FenceLayout>,
     /// From the header to the closing fence (the header alone when there is no block).
     pub span: LineSpan,
+}
+
+/// A `**Compaction:**` block in a `@You:` message: a summary of the conversation above that
+/// message, written by a model when the conversation was compacted.
+///
+/// The messages above the message holding the last such block stay in the file and are not
+/// sent: the summary goes in their place. Removing the block sends them again. Its suffix
+/// records what was compacted (`messages=48 tokens=182345 summary=2310`, see the accessors).
+///
+/// ```
+/// let doc = flemma_ast::parse(
+///     "@You:\n**Compaction:** (messages=12 tokens=90000 summary=800)\n```\nThe user wants a parser.\n```\n",
+/// );
+/// let block = doc.messages[0].compaction().unwrap();
+/// assert_eq!(block.messages(), Some(12));
+/// assert_eq!(block.tokens(), Some(90_000));
+/// assert_eq!(block.summary_tokens(), Some(800));
+/// assert_eq!(flemma_ast::print(&doc), flemma_ast::print(&flemma_ast::parse(&flemma_ast::print(&doc))));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compaction {
+    /// The suffix tokens (`messages=…`, `tokens=…`, `summary=…`, and any others, kept for
+    /// round trips).
+    pub meta: Modeline,
+    /// The summary: the fence content verbatim.
+    pub content: String,
+    /// How the fence was written.
+    #[serde(skip)]
+    pub layout: FenceLayout,
+    /// From the header to the closing fence.
+    pub span: LineSpan,
+}
+
+impl Compaction {
+    fn count(&self, key: &str) -> Option<u64> {
+        match self.meta.named(key)? {
+            crate::modeline::Value::Integer(n) => u64::try_from(*n).ok(),
+            _ => None,
+        }
+    }
+
+    /// How many messages the summary stands for (`messages=`).
+    pub fn messages(&self) -> Option<u64> {
+        self.count("messages")
+    }
+
+    /// About how many tokens those messages took in a request (`tokens=`).
+    pub fn tokens(&self) -> Option<u64> {
+        self.count("tokens")
+    }
+
+    /// About how many tokens the summary takes (`summary=`).
+    pub fn summary_tokens(&self) -> Option<u64> {
+        self.count("summary")
+    }
 }
 
 /// An abort marker: `<!-- flemma:aborted: MESSAGE -->`.

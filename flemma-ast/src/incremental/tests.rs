@@ -12,6 +12,7 @@ const LINES: &[&str] = &[
     "**Tool Result:** `t1`",
     "**Tool Result:** `t2` (pending)",
     "**Job Result:** `job_a`",
+    "**Compaction:** (messages=1)",
     "```",
     "````",
     "```json",

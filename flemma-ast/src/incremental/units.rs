@@ -358,6 +358,7 @@ fn shift_segment(segment: &mut Segment, by: i32) {
         Segment::ToolUse(t) => &mut t.span,
         Segment::ToolResult(t) => &mut t.span,
         Segment::JobResult(t) => &mut t.span,
+        Segment::Compaction(t) => &mut t.span,
         Segment::Aborted(t) => &mut t.span,
         Segment::Malformed(t) => &mut t.span,
     };

@@ -22,6 +22,7 @@
 //! ```
 
 mod block;
+mod compaction;
 mod jobs;
 mod place;
 
@@ -32,6 +33,7 @@ use crate::messages as msg;
 use crate::query::ToolIndex;
 pub use block::{WriterOptions, fence_for};
 use block::{block_lines, body_lines, result_header};
+pub use compaction::{compaction_message, insert_compaction};
 use flemma_ids::{ToolName, ToolUseId};
 pub use jobs::{JobPlacement, job_result_lines, place_job_result};
 pub use place::{Placement, insert_placeholder, insert_placeholders};

@@ -104,6 +104,7 @@ pub(crate) fn without_positions(doc: &Document) -> Document {
                 Segment::ToolUse(t) => t.span = LineSpan::default(),
                 Segment::ToolResult(t) => t.span = LineSpan::default(),
                 Segment::JobResult(t) => t.span = LineSpan::default(),
+                Segment::Compaction(t) => t.span = LineSpan::default(),
                 Segment::Aborted(t) => t.span = LineSpan::default(),
                 Segment::Malformed(t) => t.span = LineSpan::default(),
                 other => panic!("unknown segment {other:?}"),

@@ -56,6 +56,7 @@ const LINES: &[&str] = &[
     "**Tool Result:** `t1` (approved)",
     "**Tool Result:** `t1` (rejected)",
     "**Job Result:** `j`",
+    "**Compaction:** (messages=2)",
     "<thinking>",
     "</thinking>",
     "<!-- flemma:aborted: x -->",
@@ -361,6 +362,7 @@ const CONTENT: &[&str] = &[
     "@Assistant:",
     "**Tool Result:** `t0`",
     "**Job Result:** `job_a`",
+    "**Compaction:**",
     "text {{ a }}",
     "{% if x %}",
 ];

@@ -124,6 +124,8 @@ fn line() -> impl Strategy<Value = String> {
         "**Tool Result:** `t1` (error job=j1 x nil rejected)",
         "**Job Result:** `j1`",
         "**Job Result:** `j1` (error pending)",
+        "**Compaction:** (messages=3 tokens=100)",
+        "**Compaction:** (pending)",
         "<thinking>",
         "</thinking>",
         "<thinking redacted>",
