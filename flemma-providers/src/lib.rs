@@ -80,8 +80,8 @@ pub use models::{ModelInfo, ModelTable, ModelTableError, Prices, Tier};
 pub use openai::OpenAiResponsesDecoder;
 pub use prompt::builder::{PromptBuilder, build_prompt};
 pub use prompt::{
-    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind, PromptMessage,
-    PromptRole, ThinkingSignature,
+    COMPACTION_PREFIX, NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind,
+    PromptMessage, PromptRole, ThinkingSignature,
 };
 pub use provider::{EventStream, HttpProvider, OnRetry, Provider, Request, SendError, SendFuture};
 pub use request::{

@@ -11,8 +11,8 @@ use flemma_ids::Severity;
 use serde_json::{Map, Value};
 
 use super::{
-    NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind, PromptMessage,
-    PromptRole, ThinkingSignature,
+    COMPACTION_PREFIX, NO_RESULT_PROVIDED, Part, Prompt, PromptDiagnostic, PromptDiagnosticKind,
+    PromptMessage, PromptRole, ThinkingSignature,
 };
 use crate::template::jinja::MiniJinjaEngine;
 use crate::template::{FileAccess, FilePart, Scope, TemplateEngine};
@@ -171,6 +171,10 @@ struct Builder<'b> {
 ///   tool uses are kept; text and thinking as the model wrote them (the escape that kept its
 ///   structure-looking lines text is taken off: [`flemma_ast::escape`]). Abort markers are dropped, with the whitespace-only text after
 ///   them, when the message has a tool use, and become the text `<!-- MESSAGE -->` otherwise.
+/// * A compacted conversation (see [`Document::compacted_at`]) is sent from the `@You:`
+///   message holding its last `**Compaction:**` block on: the messages above it are not sent
+///   (`@System:` ones aside), and the block becomes the text [`COMPACTION_PREFIX`] followed by
+///   its summary.
 /// * Malformed segments are never sent.
 /// * Every tool call without a final result anywhere in the document gets a diagnostic and a
 ///   synthetic [`NO_RESULT_PROVIDED`] error result; these are sent together in one extra user
@@ -190,7 +194,10 @@ pub fn build_prompt(doc: &Document) -> Prompt<'_> {
 }
 
 fn build<'d>(doc: &'d Document, builder: &Builder<'_>) -> Prompt<'d> {
-    let context = Context::new(doc);
+    // A compacted conversation is sent from its last compaction on: the summary stands for
+    // the messages above it (but the system prompt).
+    let start = doc.compacted_at().unwrap_or(0);
+    let context = Context::new(&doc.messages[start..]);
     let mut prompt = Prompt {
         system: None,
         messages: Vec::new(),
@@ -208,7 +215,10 @@ fn build<'d>(doc: &'d Document, builder: &Builder<'_>) -> Prompt<'d> {
                     message: d.message,
                 }),
         );
-    for message in &doc.messages {
+    for (index, message) in doc.messages.iter().enumerate() {
+        if index < start && message.role != Role::System {
+            continue;
+        }
         let (role, parts) = match &message.role {
             Role::System => {
                 prompt.system = Some(system_text(message, builder, &mut prompt.diagnostics));
@@ -225,7 +235,7 @@ fn build<'d>(doc: &'d Document, builder: &Builder<'_>) -> Prompt<'d> {
             prompt.messages.push(PromptMessage { role, parts });
         }
     }
-    let synthetic = unresolved_results(doc, &context, &mut prompt.diagnostics);
+    let synthetic = unresolved_results(&doc.messages[start..], &context, &mut prompt.diagnostics);
     if !synthetic.is_empty() {
         prompt.messages.push(PromptMessage {
             role: PromptRole::User,
@@ -258,10 +268,11 @@ struct IdInfo<'d> {
 }
 
 impl<'d> Context<'d> {
-    fn new(doc: &'d Document) -> Self {
+    /// What `messages` (the messages sent) say.
+    fn new(messages: &'d [Message]) -> Self {
         let mut ids: IdMap<&'d str, IdInfo<'d>> = IdMap::default();
         let mut started = Vec::new();
-        for message in &doc.messages {
+        for message in messages {
             for segment in &message.segments {
                 match segment {
                     Segment::ToolUse(u) => {
@@ -461,6 +472,12 @@ fn user_parts<'d>(
                     parts.push(part);
                 }
             }
+            Segment::Compaction(compaction) => {
+                parts.push(Part::text(format!(
+                    "{COMPACTION_PREFIX}{}",
+                    compaction.content
+                )));
+            }
             _ => {}
         }
         i += 1;
@@ -580,7 +597,7 @@ fn assistant_parts(message: &Message) -> Vec<Part<'_>> {
 
 /// Synthetic error results for every tool call without a final result, with their warnings.
 fn unresolved_results<'d>(
-    doc: &'d Document,
+    messages: &'d [Message],
     context: &Context<'d>,
     diagnostics: &mut Vec<PromptDiagnostic>,
 ) -> Vec<Part<'d>> {
@@ -589,7 +606,7 @@ fn unresolved_results<'d>(
     }
     let mut seen = HashSet::new();
     let mut parts = Vec::new();
-    for tool_use in doc.messages.iter().flat_map(Message::tool_uses) {
+    for tool_use in messages.iter().flat_map(Message::tool_uses) {
         let id = tool_use.id.as_str();
         if context.resolved(id) || !seen.insert(id) {
             continue;

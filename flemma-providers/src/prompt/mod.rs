@@ -23,6 +23,13 @@ use crate::template::FilePart;
 /// The content of a synthetic result sent for a tool call that has no final result.
 pub const NO_RESULT_PROVIDED: &str = "No result provided";
 
+/// What the summary of a `**Compaction:**` block is sent after: the model is told that the
+/// summary stands for the earlier conversation and whose words it is (a model's, not the
+/// user's).
+pub const COMPACTION_PREFIX: &str = "[The earlier part of this conversation was compacted. \
+What follows is a summary of it written by a model: it reports what the user asked for and what was \
+done, in the model's words, not the user's.]\n\n";
+
 /// A conversation ready to be encoded for a provider.
 ///
 /// A prompt borrows the text of the [`Document`](flemma_ast::Document) it was built from wherever it is sent as

@@ -6,6 +6,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod compaction;
 mod errors;
 mod from_options;
 mod http;
