@@ -68,9 +68,9 @@ pub use lua::chunks::Chunks as LuaChunks;
 pub use lua::sandbox::{LuaUse, lua_sandbox};
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BudgetLimits, BudgetOptions, BwrapOptions,
-    CursorAfterResult, EditingOptions, FileAccessMode, HttpOptions, LsOptions, McpOptions,
-    McpServerOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions, SandboxPolicy,
-    SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
+    CompactionOptions, CursorAfterResult, EditingOptions, FileAccessMode, HttpOptions, LsOptions,
+    McpOptions, McpServerOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions,
+    SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use project::{

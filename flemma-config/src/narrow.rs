@@ -69,6 +69,7 @@ const RULES: &[(&str, Rule)] = &[
     ("budget.run.max_cost", Rule::Ceiling),
     ("budget.conversation.max_tokens", Rule::Ceiling),
     ("budget.conversation.max_cost", Rule::Ceiling),
+    ("compaction.enabled", Rule::TrueWidens),
 ];
 
 /// What a frontmatter may write to `path`, for the options reference.

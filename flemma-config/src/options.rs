@@ -22,6 +22,9 @@ pub struct Options {
     /// `budget.*`: what a run and a conversation may spend.
     #[serde(default)]
     pub budget: BudgetOptions,
+    /// `compaction.*`: when a long conversation is summarised.
+    #[serde(default)]
+    pub compaction: CompactionOptions,
     /// `templates.*`
     pub templates: TemplatesOptions,
     /// The provider (`anthropic`, `openai`, `vertex`, …).
@@ -332,6 +335,34 @@ impl BudgetLimits {
     /// Whether any limit is set.
     pub fn is_set(&self) -> bool {
         self.max_tokens.is_some() || self.max_cost.is_some()
+    }
+}
+
+/// `compaction.*`: when a long conversation is summarised into a `**Compaction:**` block.
+///
+/// A frontmatter may turn compaction off, not on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CompactionOptions {
+    /// Compact before a request estimated to exceed [`threshold`](Self::threshold) of the
+    /// model's context window. `false` never compacts on its own (a host or `flemma compact`
+    /// still may).
+    pub enabled: bool,
+    /// The share of the model's context window (from the model table) a request may fill
+    /// before the conversation is compacted, above 0 and at most 1.
+    pub threshold: f64,
+    /// How many of the latest exchanges (a model's response and the results that answer it)
+    /// stay verbatim after the summary.
+    pub keep_turns: u32,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.8,
+            keep_turns: 2,
+        }
     }
 }
 

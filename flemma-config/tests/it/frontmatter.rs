@@ -276,3 +276,35 @@ fn a_frontmatter_may_lower_a_budget_never_raise_or_remove_it() {
         config.diagnostics(&[])
     );
 }
+
+/// The attack: a transcript someone sent turns compaction on where the host turned it off (a
+/// model's summary would stand for the user's messages). It stays off; turning it off where
+/// the host has it on is taken.
+#[test]
+fn a_frontmatter_may_turn_compaction_off_never_on() {
+    let mut config = Config::new();
+    config
+        .load_toml_str("[compaction]\nenabled = false\n", "flemma.toml".as_ref())
+        .unwrap();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"compaction": {"enabled": true, "threshold": 0.1}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    let options = config.options().unwrap();
+    assert!(!options.compaction.enabled);
+    let diagnostics = format!("{:?}", config.diagnostics(&[]));
+    assert!(diagnostics.contains("compaction.enabled"), "{diagnostics}");
+    let mut config = Config::new();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"compaction": {"enabled": false}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    assert!(!config.options().unwrap().compaction.enabled);
+    assert!(config.diagnostics(&[]).is_empty());
+}
