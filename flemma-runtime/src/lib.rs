@@ -49,6 +49,7 @@
 mod actions;
 pub mod agents;
 mod builtins;
+pub mod compaction;
 mod conversation;
 mod events;
 mod executor;

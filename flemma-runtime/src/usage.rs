@@ -35,6 +35,9 @@ pub struct RequestUsage {
     pub cost: Option<f64>,
     /// The run's totals, this request included.
     pub run: UsageTotals,
+    /// The request wrote the summary of a compaction (not a turn of the conversation).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub compaction: bool,
 }
 
 /// The tokens and cost of several requests.
@@ -279,6 +282,9 @@ pub struct UsageRecord {
     /// A request of a subagent this conversation started (its own log has it too).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub subagent: bool,
+    /// A request that wrote the summary of a compaction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compaction: bool,
 }
 
 impl UsageRecord {
@@ -294,6 +300,7 @@ impl UsageRecord {
             usage,
             cost,
             subagent: false,
+            compaction: false,
         }
     }
 }

@@ -7,6 +7,7 @@
 )]
 
 mod book;
+mod compaction;
 mod defaults;
 mod durability;
 mod file_access;

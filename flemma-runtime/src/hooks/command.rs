@@ -12,9 +12,9 @@ use super::claude::{claude_input, claude_tool_name, native_input};
 use super::config::Compat;
 use super::error::HookError;
 use super::event::{
-    HookContext, HookEvent, NotificationInput, Permission, PostToolUseAnswer, PostToolUseInput,
-    PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
-    SubagentInput, UserPromptSubmitInput,
+    HookContext, HookEvent, NotificationInput, Permission, PostCompactInput, PostToolUseAnswer,
+    PostToolUseInput, PreCompactAnswer, PreCompactInput, PreToolUseAnswer, PreToolUseInput,
+    PromptAnswer, SessionInput, StopAnswer, StopInput, SubagentInput, UserPromptSubmitInput,
 };
 use super::hook::Hook;
 
@@ -43,7 +43,11 @@ const OUTPUT_LIMIT: usize = 1 << 20;
 /// / `stopReason`, `systemMessage`, `decision: "block"` with `reason`, and
 /// `hookSpecificOutput` with `permissionDecision` (`allow`/`deny`/`ask`),
 /// `permissionDecisionReason`, `updatedInput`, `additionalContext`, and for
-/// `PostToolUse` flemma's `updatedToolOutput`, `appendToolOutput` and `isError`.
+/// `PostToolUse` flemma's `updatedToolOutput`, `appendToolOutput` and `isError`. A
+/// `PreCompact` hook gets `trigger`, `custom_instructions`, `messages` and `tokens`; exit 2,
+/// `continue: false` or `decision: "block"` cancels the compaction, and its `additionalContext`
+/// (or plain standard output) is added to the summary's instructions. A `PostCompact` hook gets
+/// the same and `summary_tokens` and `compact_summary`.
 #[derive(Debug, Clone)]
 pub struct CommandHook {
     command: String,
@@ -387,6 +391,49 @@ impl Hook for CommandHook {
                 .as_ref()
                 .map_or(Value::Null, |p| p.to_string_lossy().into_owned().into()),
         );
+        self.quiet(input, &event.context.cwd).await
+    }
+
+    async fn pre_compact(&self, event: &PreCompactInput) -> Result<PreCompactAnswer, HookError> {
+        let mut input = Self::base(HookEvent::PreCompact, &event.context);
+        input.insert("trigger".into(), event.trigger.as_str().into());
+        input.insert(
+            "custom_instructions".into(),
+            event.custom_instructions.clone().unwrap_or_default().into(),
+        );
+        input.insert("messages".into(), event.messages.into());
+        input.insert("tokens".into(), event.tokens.into());
+        let answer = match self.call(input, &event.context.cwd).await?.answer()? {
+            Ok(answer) => answer,
+            Err(reason) => return Ok(PreCompactAnswer::cancel(reason)),
+        };
+        let mut out = PreCompactAnswer::pass();
+        out.notice = answer.notice();
+        if let Some(reason) = answer.stops() {
+            out.cancel = Some(reason);
+            return Ok(out);
+        }
+        if answer.blocks() {
+            out.cancel = Some(
+                answer
+                    .str("reason")
+                    .unwrap_or_else(|| "cancelled by a hook".to_owned()),
+            );
+            return Ok(out);
+        }
+        out.instructions = answer
+            .specific_str("additionalContext")
+            .or_else(|| (!answer.text.is_empty()).then(|| answer.text.clone()));
+        Ok(out)
+    }
+
+    async fn post_compact(&self, event: &PostCompactInput) -> Result<(), HookError> {
+        let mut input = Self::base(HookEvent::PostCompact, &event.context);
+        input.insert("trigger".into(), event.trigger.as_str().into());
+        input.insert("messages".into(), event.messages.into());
+        input.insert("tokens".into(), event.tokens.into());
+        input.insert("summary_tokens".into(), event.summary_tokens.into());
+        input.insert("compact_summary".into(), event.summary.clone().into());
         self.quiet(input, &event.context.cwd).await
     }
 

@@ -33,11 +33,16 @@ pub enum HookEvent {
     SubagentStart,
     /// A subagent stopped (answered, waits, failed or was cancelled).
     SubagentStop,
+    /// The conversation is about to be compacted (a hook may cancel it or add instructions
+    /// for the summary).
+    PreCompact,
+    /// The conversation was compacted: its `**Compaction:**` block is written.
+    PostCompact,
 }
 
 impl HookEvent {
     /// Every event, in the order above.
-    pub const ALL: [HookEvent; 10] = [
+    pub const ALL: [HookEvent; 12] = [
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::PostToolUseFailure,
@@ -48,6 +53,8 @@ impl HookEvent {
         HookEvent::Notification,
         HookEvent::SubagentStart,
         HookEvent::SubagentStop,
+        HookEvent::PreCompact,
+        HookEvent::PostCompact,
     ];
 
     /// The event's name (`PreToolUse`), as `hook_event_name` and `flemma.toml` write it.
@@ -63,6 +70,8 @@ impl HookEvent {
             HookEvent::Notification => "Notification",
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::PostCompact => "PostCompact",
         }
     }
 
@@ -543,6 +552,144 @@ impl NotificationInput {
             message: format!("flemma needs your permission to use {tool}"),
             kind: "permission_prompt".to_owned(),
             tool: Some((tool, id)),
+        }
+    }
+}
+
+/// What started a compaction (Claude Code's `trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactTrigger {
+    /// The next request would have crossed `compaction.threshold` of the context window.
+    Auto,
+    /// A host or a person asked for it (`flemma compact`, [`Session::compact`](crate::Session::compact)).
+    Manual,
+}
+
+impl CompactTrigger {
+    /// `auto` or `manual`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactTrigger::Auto => "auto",
+            CompactTrigger::Manual => "manual",
+        }
+    }
+}
+
+/// `PreCompact`: the conversation is about to be compacted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreCompactInput {
+    /// The conversation.
+    pub context: HookContext,
+    /// What started it.
+    pub trigger: CompactTrigger,
+    /// How many messages the summary is to stand for.
+    pub messages: u64,
+    /// About how many tokens they take in a request.
+    pub tokens: u64,
+    /// The instructions the host gave for this compaction (Claude Code's
+    /// `custom_instructions`), if any.
+    pub custom_instructions: Option<String>,
+}
+
+impl PreCompactInput {
+    /// The event.
+    pub fn new(context: HookContext, trigger: CompactTrigger, messages: u64, tokens: u64) -> Self {
+        Self {
+            context,
+            trigger,
+            messages,
+            tokens,
+            custom_instructions: None,
+        }
+    }
+
+    /// With the host's instructions.
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: Option<String>) -> Self {
+        self.custom_instructions = instructions;
+        self
+    }
+}
+
+/// What a `PreCompact` hook answers. [`PreCompactAnswer::pass`] (the default) has no opinion.
+///
+/// ```
+/// use flemma_runtime::hooks::PreCompactAnswer;
+/// let keep = PreCompactAnswer::instructions("Keep every file path the user named.");
+/// assert!(keep.cancel.is_none());
+/// let no = PreCompactAnswer::cancel("a review is in progress");
+/// assert_eq!(no.cancel.as_deref(), Some("a review is in progress"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreCompactAnswer {
+    /// A message shown to the user (not the model): Claude Code's `systemMessage`.
+    pub notice: Option<String>,
+    /// Cancels the compaction; the reason is shown to the user (not the model).
+    pub cancel: Option<String>,
+    /// Instructions added to the request that writes the summary.
+    pub instructions: Option<String>,
+}
+
+impl PreCompactAnswer {
+    /// No opinion.
+    pub fn pass() -> Self {
+        Self::default()
+    }
+
+    /// Cancels the compaction.
+    pub fn cancel(reason: impl Into<String>) -> Self {
+        Self {
+            cancel: Some(reason.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds instructions for the summary.
+    pub fn instructions(text: impl Into<String>) -> Self {
+        Self {
+            instructions: Some(text.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// `PostCompact`: the conversation was compacted. The hooks are told; nothing they answer
+/// changes the block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PostCompactInput {
+    /// The conversation.
+    pub context: HookContext,
+    /// What started it.
+    pub trigger: CompactTrigger,
+    /// How many messages the summary stands for.
+    pub messages: u64,
+    /// About how many tokens they took in a request.
+    pub tokens: u64,
+    /// About how many tokens the summary takes.
+    pub summary_tokens: u64,
+    /// The summary written.
+    pub summary: String,
+}
+
+impl PostCompactInput {
+    /// The event.
+    pub fn new(
+        context: HookContext,
+        trigger: CompactTrigger,
+        (messages, tokens, summary_tokens): (u64, u64, u64),
+        summary: impl Into<String>,
+    ) -> Self {
+        Self {
+            context,
+            trigger,
+            messages,
+            tokens,
+            summary_tokens,
+            summary: summary.into(),
         }
     }
 }

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 
 use super::error::HookError;
 use super::event::{
-    NotificationInput, PostToolUseAnswer, PostToolUseInput, PreToolUseAnswer, PreToolUseInput,
-    PromptAnswer, SessionInput, StopAnswer, StopInput, SubagentInput, UserPromptSubmitInput,
+    NotificationInput, PostCompactInput, PostToolUseAnswer, PostToolUseInput, PreCompactAnswer,
+    PreCompactInput, PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer,
+    StopInput, SubagentInput, UserPromptSubmitInput,
 };
 
 /// Code that runs at the [`HookEvent`](super::HookEvent)s it is registered for. Every method
@@ -97,6 +98,18 @@ pub trait Hook: Send + Sync {
         let _ = event;
         Ok(())
     }
+
+    /// The conversation is about to be compacted: cancel it, or add instructions.
+    async fn pre_compact(&self, event: &PreCompactInput) -> Result<PreCompactAnswer, HookError> {
+        let _ = event;
+        Ok(PreCompactAnswer::pass())
+    }
+
+    /// The conversation was compacted.
+    async fn post_compact(&self, event: &PostCompactInput) -> Result<(), HookError> {
+        let _ = event;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -139,5 +152,11 @@ impl<H: Hook + ?Sized> Hook for Arc<H> {
     }
     async fn subagent_stop(&self, event: &SubagentInput) -> Result<(), HookError> {
         (**self).subagent_stop(event).await
+    }
+    async fn pre_compact(&self, event: &PreCompactInput) -> Result<PreCompactAnswer, HookError> {
+        (**self).pre_compact(event).await
+    }
+    async fn post_compact(&self, event: &PostCompactInput) -> Result<(), HookError> {
+        (**self).post_compact(event).await
     }
 }

@@ -57,9 +57,10 @@ pub use command::{CommandHook, DEFAULT_TIMEOUT};
 pub use config::{Compat, HookConfigError, HooksConfig, from_config, from_frontmatter};
 pub use error::HookError;
 pub use event::{
-    HookContext, HookEvent, NotificationInput, Permission, PostToolUseAnswer, PostToolUseInput,
-    PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
-    SubagentInput, UserPromptSubmitInput,
+    CompactTrigger, HookContext, HookEvent, NotificationInput, Permission, PostCompactInput,
+    PostToolUseAnswer, PostToolUseInput, PreCompactAnswer, PreCompactInput, PreToolUseAnswer,
+    PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput, SubagentInput,
+    UserPromptSubmitInput,
 };
 pub use hook::Hook;
 pub use matcher::Matcher;
@@ -70,7 +71,7 @@ pub use resolver::{HOOKS_PRIORITY, HOOKS_RESOLVER};
 pub(crate) fn resolver_for(hooks: &Hooks) -> impl flemma_approval::Resolver + 'static {
     resolver::HooksResolver(hooks.clone())
 }
-pub use run::{PostOutcome, PreOutcome, PromptOutcome, StopOutcome};
+pub use run::{PostOutcome, PreCompactOutcome, PreOutcome, PromptOutcome, StopOutcome};
 
 /// The events [`hook_fn`] can wrap a closure for: a marker type per event, naming the
 /// event's input and answer.
@@ -121,6 +122,10 @@ pub mod on {
         SubagentStart: event::SubagentInput => ();
         /// `SubagentStop`.
         SubagentStop: event::SubagentInput => ();
+        /// `PreCompact`.
+        PreCompact: event::PreCompactInput => event::PreCompactAnswer;
+        /// `PostCompact`.
+        PostCompact: event::PostCompactInput => ();
     }
 }
 
@@ -200,6 +205,8 @@ fn_hooks! {
     Notification => notification(NotificationInput) -> ();
     SubagentStart => subagent_start(SubagentInput) -> ();
     SubagentStop => subagent_stop(SubagentInput) -> ();
+    PreCompact => pre_compact(PreCompactInput) -> PreCompactAnswer;
+    PostCompact => post_compact(PostCompactInput) -> ();
 }
 
 /// `chain` with the hooks resolver ([`HOOKS_RESOLVER`] at [`HOOKS_PRIORITY`]) deciding for

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::error::HookError;
 use super::event::HookEvent;
 use super::event::{
-    NotificationInput, Permission, PostToolUseInput, PreToolUseInput, SessionInput, StopInput,
-    SubagentInput, UserPromptSubmitInput,
+    NotificationInput, Permission, PostCompactInput, PostToolUseInput, PreCompactInput,
+    PreToolUseInput, SessionInput, StopInput, SubagentInput, UserPromptSubmitInput,
 };
 use super::registration::{HookRegistration, Hooks};
 
@@ -64,6 +64,18 @@ pub struct PromptOutcome {
 pub struct StopOutcome {
     /// The first hook that kept the session going, and the reason for the model.
     pub continue_with: Option<(String, String)>,
+    /// What to show the user.
+    pub warnings: Vec<String>,
+}
+
+/// What the `PreCompact` hooks made of a compaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreCompactOutcome {
+    /// The first hook that cancelled it, and why.
+    pub cancel: Option<(String, String)>,
+    /// Instructions for the summary, by hook.
+    pub instructions: Vec<(String, String)>,
     /// What to show the user.
     pub warnings: Vec<String>,
 }
@@ -298,6 +310,38 @@ impl Hooks {
                 hook.hook.subagent_stop(event)
             };
             if let Err(warning) = guarded(hook, run).await {
+                warnings.push(warning);
+            }
+        }
+        warnings
+    }
+
+    /// Runs the `PreCompact` hooks; the first cancel stops the others.
+    pub async fn pre_compact(&self, event: &PreCompactInput) -> PreCompactOutcome {
+        let mut outcome = PreCompactOutcome::default();
+        for hook in self.of(HookEvent::PreCompact, None).iter() {
+            let answer = match guarded(hook, hook.hook.pre_compact(event)).await {
+                Ok(answer) => answer,
+                Err(warning) => {
+                    outcome.warnings.push(warning);
+                    continue;
+                }
+            };
+            notice(&mut outcome.warnings, hook, answer.notice);
+            if let Some(reason) = answer.cancel {
+                outcome.cancel = Some((hook.name.clone(), reason));
+                break;
+            }
+            context(&mut outcome.instructions, hook, answer.instructions);
+        }
+        outcome
+    }
+
+    /// Runs the `PostCompact` hooks; returns their warnings.
+    pub async fn post_compact(&self, event: &PostCompactInput) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for hook in self.of(HookEvent::PostCompact, None).iter() {
+            if let Err(warning) = guarded(hook, hook.hook.post_compact(event)).await {
                 warnings.push(warning);
             }
         }

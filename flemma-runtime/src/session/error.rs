@@ -62,6 +62,24 @@ pub enum SessionError {
     /// what was spent is not known, so nothing is sent.
     #[error("the usage log could not be read for budget.conversation")]
     UsageLog(#[from] crate::usage::UsageLogError),
+    /// The session has no model ([`Session::tools_only`](crate::Session::tools_only)): it
+    /// cannot write a summary.
+    #[error("the session has no model to write a summary with")]
+    NoProvider,
+    /// The user cancelled the operation ([`Session::cancel`](crate::Session::cancel)).
+    #[error("cancelled")]
+    Cancelled,
+    /// The conversation changed above where a compaction cuts it while the summary was being
+    /// written: nothing was written.
+    #[error("the conversation changed above the compaction's cut while its summary was written")]
+    CompactionConflict,
+    /// The summary request's response held no text (only tool calls, or nothing): nothing was
+    /// written.
+    #[error("the {provider} response held no summary")]
+    EmptySummary {
+        /// The provider's name.
+        provider: String,
+    },
     /// The provider reported an error while streaming, or the stream broke or stalled; what
     /// had arrived stays in the conversation under the abort marker `<!-- flemma:aborted:
     /// Response incomplete: <message>. -->`, and the next run sends the request again.

@@ -56,6 +56,18 @@ pub enum SessionEvent {
     /// The next request would cross a budget; the run stops with
     /// [`Stop::BudgetReached`](crate::Stop::BudgetReached) before sending it.
     BudgetReached(crate::usage::BudgetReached),
+    /// The conversation is being compacted: the request for its summary goes out (see
+    /// [`compaction`](crate::compaction)).
+    Compacting {
+        /// What started it.
+        trigger: crate::hooks::CompactTrigger,
+        /// How many messages the summary is to stand for.
+        messages: u64,
+        /// About how many tokens they take in a request.
+        tokens: u64,
+    },
+    /// The conversation was compacted: its `**Compaction:**` block is written.
+    Compacted(crate::compaction::Compacted),
     /// The response ended (`request:finished`).
     TurnFinished {
         /// The request's number in this run.

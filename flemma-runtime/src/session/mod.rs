@@ -6,6 +6,7 @@
 //! for approval, `max_turns` is exceeded or the user cancels.
 
 mod autopilot;
+mod compact;
 mod delegate;
 mod error;
 mod events;
@@ -812,6 +813,10 @@ impl Session {
                 Action::Send => match self.inner.provider.clone() {
                     None => self.transition(Trigger::NoProvider).0,
                     Some(provider) => {
+                        // A request that would fill too much of the context window is
+                        // compacted first (its own request counts in the budgets below).
+                        self.compact_if_needed(provider.as_ref(), &control.token, turn + 1)
+                            .await?;
                         if let Some(reached) = self.over_budget(provider.as_ref()).await? {
                             self.emit(SessionEvent::BudgetReached(reached));
                             self.transition(Trigger::Cancel);

@@ -92,6 +92,18 @@ struct Prepared {
     store: Option<std::path::PathBuf>,
 }
 
+/// What requests are built with (see [`Session::building`]).
+pub(super) struct Building {
+    /// The prompt builder under the conversation's options.
+    pub(super) builder: PromptBuilder,
+    /// The request options, the offered tools included.
+    pub(super) request_options: std::sync::Arc<flemma_providers::RequestOptions>,
+    /// The autopilot options of the conversation.
+    pub(super) autopilot: AutopilotOptions,
+    /// The store directory of a conversation with a file, where its usage log is.
+    pub(super) log_store: Option<std::path::PathBuf>,
+}
+
 /// How a response ends: what is known once its stream is over.
 struct Ending {
     provider: String,
@@ -137,7 +149,7 @@ impl Session {
         drop(stream);
         // What the provider counted is accounted for however the response ended.
         if let Some(usage) = out.usage.take() {
-            self.account(turn, &name, &model, store.as_deref(), usage);
+            self.account(turn, &name, &model, store.as_deref(), usage, false);
         }
         let cancelled = streamed?;
         let tail = out.writer.finish();
@@ -324,10 +336,9 @@ impl Session {
         self.emit(ui);
     }
 
-    /// The request for the conversation as it is now, and its autopilot options: built
-    /// from the executor's [`Transcript`](crate::transcript::Transcript) (its parse
-    /// and its evaluation of the frontmatter, shared with the tool cycle).
-    async fn prepare(&self, provider: &dyn Provider) -> Result<Prepared, SessionError> {
+    /// What a request to `provider` is built with: the prompt builder under the
+    /// conversation's options, the request options (the offered tools included).
+    pub(super) async fn building(&self, provider: &dyn Provider) -> Result<Building, SessionError> {
         let inner = &self.inner;
         let transcript = inner.transcript();
         let registry = transcript.registry();
@@ -380,6 +391,25 @@ impl Session {
             &options.templates,
             store.as_deref(),
         ));
+        Ok(Building {
+            builder,
+            request_options,
+            autopilot: options.tools.autopilot.clone(),
+            log_store,
+        })
+    }
+
+    /// The request for the conversation as it is now, and its autopilot options: built
+    /// from the executor's [`Transcript`](crate::transcript::Transcript) (its parse
+    /// and its evaluation of the frontmatter, shared with the tool cycle).
+    async fn prepare(&self, provider: &dyn Provider) -> Result<Prepared, SessionError> {
+        let Building {
+            builder,
+            request_options,
+            autopilot,
+            log_store,
+        } = self.building(provider).await?;
+        let transcript = self.inner.transcript();
         let (built, diagnostics) = transcript
             .read(|doc, _| {
                 let mut prompt = builder.build(doc);
@@ -413,7 +443,7 @@ impl Session {
         }
         Ok(Prepared {
             request: built?,
-            autopilot: options.tools.autopilot.clone(),
+            autopilot,
             model: request_options.model.clone(),
             store: log_store,
         })
@@ -422,13 +452,14 @@ impl Session {
     /// Accounts for what a request used: its cost at the session's prices, the run's totals,
     /// a [`SessionEvent::Usage`], and a line in the conversation's usage log (a log that
     /// cannot be written is a warning: the response is not lost for it).
-    fn account(
+    pub(super) fn account(
         &self,
         turn: u64,
         provider: &str,
         model: &str,
         store: Option<&Path>,
         usage: flemma_providers::Usage,
+        compaction: bool,
     ) {
         let cost = crate::usage::cost_of(&self.inner.models, provider, model, &usage);
         let run = {
@@ -441,7 +472,8 @@ impl Session {
             }
             state.run
         };
-        let record = crate::usage::UsageRecord::now(provider, model, usage, cost);
+        let mut record = crate::usage::UsageRecord::now(provider, model, usage, cost);
+        record.compaction = compaction;
         let mut logs: Vec<std::path::PathBuf> = store.map(Path::to_path_buf).into_iter().collect();
         // A subagent's request counts for every session above it, and in their logs.
         let mut inherited = record.clone();
@@ -474,6 +506,7 @@ impl Session {
             usage,
             cost,
             run,
+            compaction,
         }));
     }
 
