@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod compact;
 mod failure;
 mod input;
 mod log;
@@ -156,6 +157,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compact FILE now: summarise its older part into a `**Compaction:**` block.
+    ///
+    /// The messages above the latest `compaction.keep_turns` responses are summarised by the
+    /// model (as `flemma run` would call it) into a `@You:` message holding the block, written
+    /// before the first message kept. The messages above it stay in the file and are no
+    /// longer sent; deleting the block sends them again. A call waiting for approval or a
+    /// background job still running is never summarised away. Prints `FILE: compacted 48
+    /// messages (182.3k tokens) into a 2.3k-token summary at line 412`, or that there is
+    /// nothing to compact (exit 0); exit 6 when a `PreCompact` hook cancelled it. Automatic
+    /// compaction in `flemma run` follows `compaction.enabled` and `compaction.threshold`.
+    Compact(compact::CompactArgs),
     /// Run one tool cycle on FILE, without calling a model.
     ///
     /// Places placeholders for new tool calls (approval chain), then settles statuses and
@@ -576,6 +588,7 @@ fn run(command: Command, settings: &options::Settings) -> Result<u8, Failure> {
             },
             settings,
         ),
+        Command::Compact(args) => compact::compact(&mut out, &args, settings),
         #[cfg(feature = "object-store")]
         Command::Worker(args) => object::worker(&args, settings),
     }

@@ -290,9 +290,13 @@ impl Ui {
             SessionEvent::Usage(usage) => {
                 // `request 3: 12.4k in (9.8k cached), 310 out, $0.012`.
                 self.clear_waiting();
+                let what = if usage.compaction {
+                    "summary request".to_owned()
+                } else {
+                    format!("request {}", usage.turn)
+                };
                 self.status(&format!(
-                    "request {}: {}",
-                    usage.turn,
+                    "{what}: {}",
                     crate::usage::request(&usage.usage, usage.cost)
                 ));
                 self.usage = Some(usage.run);
@@ -300,6 +304,22 @@ impl Ui {
                     summary.totals = usage.run;
                     summary.requests.push(usage.clone());
                 }
+            }
+            SessionEvent::Compacting {
+                messages, tokens, ..
+            } => {
+                self.status(&format!(
+                    "compacting: {messages} messages ({} tokens)",
+                    crate::usage::tokens(*tokens)
+                ));
+            }
+            SessionEvent::Compacted(compacted) => {
+                self.status(&format!(
+                    "compacted: {} messages into a {}-token summary at line {}",
+                    compacted.messages,
+                    crate::usage::tokens(compacted.summary_tokens),
+                    compacted.line
+                ));
             }
             SessionEvent::RequestAborted => self.status("request cancelled"),
             SessionEvent::BudgetReached(reached) => {

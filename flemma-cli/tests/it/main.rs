@@ -8,6 +8,7 @@
 
 #[cfg(unix)]
 mod claims;
+mod compaction;
 mod hooks;
 mod input;
 #[cfg(unix)]
