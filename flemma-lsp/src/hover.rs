@@ -109,8 +109,41 @@ fn summary(
     out.trim_end().to_owned()
 }
 
-/// The hover at `position`, when it lies on a Tool Use, a tool result, a Job Result or an
-/// `@./file` reference.
+/// What a `**Compaction:**` block stands for: the messages above it, their tokens and the
+/// summary's (what each request saves), and whether it is the block requests start from.
+fn compaction_hover(document: &flemma_ast::Document, block: &flemma_ast::Compaction) -> String {
+    let mut text = String::from("**Compaction**\n\n");
+    let count = |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
+    let _ = write!(
+        text,
+        "Stands for {} messages (about {} tokens) in a summary of about {} tokens",
+        count(block.messages()),
+        count(block.tokens()),
+        count(block.summary_tokens())
+    );
+    if let (Some(before), Some(after)) = (block.tokens(), block.summary_tokens()) {
+        let _ = write!(
+            text,
+            ": about {} tokens fewer in every request",
+            before.saturating_sub(after)
+        );
+    }
+    text.push_str(".\n\n");
+    let last = document
+        .compacted_at()
+        .and_then(|at| document.messages[at].compaction())
+        .is_some_and(|c| c.span == block.span);
+    text.push_str(if last {
+        "Requests start here: the messages above it are kept in the file and not sent. \
+         Delete the block to send them again."
+    } else {
+        "A later compaction stands for this one: requests start at the last block."
+    });
+    text
+}
+
+/// The hover at `position`, when it lies on a Tool Use, a tool result, a Job Result, a
+/// compaction block or an `@./file` reference.
 pub fn hover(doc: &OpenDocument, uri: &Uri, position: Position, host: &Host<'_>) -> Option<Hover> {
     let jobs = host.jobs;
     let at = at(doc, position)?;
@@ -188,6 +221,7 @@ pub fn hover(doc: &OpenDocument, uri: &Uri, position: Position, host: &Host<'_>)
             );
             text.push_str(&fenced("text", &summary(&job.meta, job.span, &job.content)));
         }
+        Segment::Compaction(block) => text = compaction_hover(document, block),
         Segment::Text(_) => text = file_hover(doc, uri, at.offset, host)?,
         _ => return None,
     }

@@ -130,6 +130,15 @@ pub fn document_symbols(doc: &OpenDocument) -> Vec<DocumentSymbol> {
                     Segment::Thinking(t) => {
                         ("thinking".to_owned(), None, SymbolKind::STRING, t.span)
                     }
+                    Segment::Compaction(c) => (
+                        match c.messages() {
+                            Some(n) => format!("compaction ({n} messages)"),
+                            None => "compaction".to_owned(),
+                        },
+                        Some("Compaction".to_owned()),
+                        SymbolKind::OBJECT,
+                        c.span,
+                    ),
                     _ => return None,
                 };
                 Some(symbol(name, detail, kind, range_of(&lines, span), None))
@@ -146,8 +155,9 @@ pub fn document_symbols(doc: &OpenDocument) -> Vec<DocumentSymbol> {
     out
 }
 
-/// Folding ranges: the frontmatter, each message, and each block of more than one line
-/// (tool uses, results, job results, thinking).
+/// Folding ranges: the frontmatter, the messages a compaction stands for (above its block),
+/// each message, and each block of more than one line (tool uses, results, job results,
+/// thinking, compaction blocks).
 pub fn folding_ranges(doc: &OpenDocument) -> Vec<FoldingRange> {
     let lines = ParserLines::new(doc.text(), doc.lines());
     let document = doc.document();
@@ -168,11 +178,27 @@ pub fn folding_ranges(doc: &OpenDocument) -> Vec<FoldingRange> {
     if let Some(frontmatter) = &document.frontmatter {
         fold(frontmatter.span, Some(FoldingRangeKind::Imports));
     }
+    // What a compaction stands for: the messages above its block, not sent.
+    if let Some(at) = document.compacted_at()
+        && let Some(first) = document.messages[..at]
+            .iter()
+            .find(|m| !matches!(m.role, flemma_ast::Role::System))
+        && let Some(before) = at.checked_sub(1)
+    {
+        fold(
+            LineSpan::new(
+                first.span.start_line,
+                document.messages[before].span.end_line,
+            ),
+            Some(FoldingRangeKind::Region),
+        );
+    }
     for message in &document.messages {
         fold(message.span, Some(FoldingRangeKind::Region));
         for segment in &message.segments {
             match segment {
                 Segment::ToolUse(u) => fold(u.span, Some(FoldingRangeKind::Region)),
+                Segment::Compaction(c) => fold(c.span, Some(FoldingRangeKind::Region)),
                 Segment::ToolResult(r) => fold(r.span, Some(FoldingRangeKind::Region)),
                 Segment::JobResult(j) => fold(j.span, Some(FoldingRangeKind::Region)),
                 Segment::Thinking(t) => fold(t.span, Some(FoldingRangeKind::Comment)),

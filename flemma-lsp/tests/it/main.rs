@@ -1034,3 +1034,47 @@ fn the_editors_cycle_runs_the_hosts_command_hooks() {
     client.shutdown();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A compacted conversation: the messages above the block fold as one region, the block is in
+/// the outline, and its hover says what it stands for and what each request saves.
+#[test]
+fn a_compaction_block_folds_what_it_stands_for_and_its_hover_tells_the_tokens_saved() {
+    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.open(
+        "@You:\nHi.\n\n@Assistant:\nHello.\n\n@You:\n**Compaction:** (messages=2 tokens=900 summary=40)\n```\nThey said hi.\n```\n\n@You:\nAnd?\n",
+    );
+    assert_eq!(client.diagnostics()["diagnostics"], json!([]));
+    let folds = client.request(
+        "textDocument/foldingRange",
+        json!({"textDocument": {"uri": URI}}),
+    );
+    let folds: Vec<(u64, u64)> = folds
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["startLine"].as_u64().unwrap(),
+                f["endLine"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Above the block (lines 0-5), each message, the block (7-10).
+    assert_eq!(folds, [(0, 5), (0, 2), (3, 5), (6, 11), (7, 10), (12, 13)]);
+    let symbols = client.symbols();
+    assert_eq!(
+        symbols[2]["children"][0]["name"], "compaction (2 messages)",
+        "{symbols}"
+    );
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": URI}, "position": {"line": 7, "character": 3}}),
+    );
+    let text = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        text.contains("Stands for 2 messages (about 900 tokens) in a summary of about 40 tokens: about 860 tokens fewer in every request."),
+        "{text}"
+    );
+    assert!(text.contains("Requests start here"), "{text}");
+    client.shutdown();
+}
