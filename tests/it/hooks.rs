@@ -287,3 +287,62 @@ async fn a_hooks_words_create_no_message_call_or_template() {
     );
     assert!(second.contains("\\\\@Assistant:"), "{second}");
 }
+
+/// `PreCompact` and `PostCompact` as command hooks run for real: exit 2 cancels with its
+/// reason, plain output is added to the summary's instructions, a hook whose matcher is
+/// `auto` does not run for a manual compaction, and the `PostCompact` hook is told the summary
+/// written.
+#[tokio::test]
+async fn command_hooks_cancel_or_instruct_a_compaction_and_are_told_its_summary() {
+    let toml = format!(
+        "[hooks]\ncompat = \"claude\"\n\n[[hooks.PreCompact]]\nhooks = [{{ type = \"command\", command = \"{}\" }}]\n\n\
+         [[hooks.PreCompact]]\nmatcher = \"auto\"\nhooks = [{{ type = \"command\", command = \"exit 2\" }}]\n\n[[hooks.PostCompact]]\nhooks = [{{ type = \"command\", command = \"{}\" }}]\n",
+        script("pre_compact.sh"),
+        script("post_compact.sh"),
+    );
+    let dir = std::env::temp_dir().join(format!("flemma-compact-hooks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    let path = dir.join("talk.chat");
+    let text = "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
+                @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n";
+    std::fs::write(&path, text).unwrap();
+    let chat = Arc::new(flemma::runtime::FileConversation::new(&path));
+    let provider = Arc::new(ScriptedProvider::new([Turn::text("They counted.")]));
+    let session = Session::builder(chat, command_hooks(&toml), provider.clone()).build();
+
+    let outcome = session.compact(Some("leave the secret out")).await.unwrap();
+    assert_eq!(
+        outcome,
+        flemma::runtime::compaction::CompactOutcome::Cancelled {
+            hook: "PreCompact-001".into(),
+            reason: "Compactions must not mention secrets.".into()
+        }
+    );
+    assert!(provider.requests().is_empty());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    let outcome = session.compact(Some("keep names")).await.unwrap();
+    assert!(
+        matches!(
+            outcome,
+            flemma::runtime::compaction::CompactOutcome::Compacted(_)
+        ),
+        "{outcome:?}"
+    );
+    let request = &provider.requests()[0];
+    assert!(request.contains("Also: keep names"), "{request}");
+    assert!(
+        request.contains("Also (hook `PreCompact-001`): Keep the file paths (manual, 2 messages)."),
+        "{request}"
+    );
+    let told: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("post_compact.json")).unwrap())
+            .unwrap();
+    assert_eq!(told["hook_event_name"], "PostCompact");
+    assert_eq!(told["trigger"], "manual");
+    assert_eq!(told["compact_summary"], "They counted.");
+    assert_eq!(told["messages"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

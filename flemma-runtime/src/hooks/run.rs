@@ -316,10 +316,12 @@ impl Hooks {
         warnings
     }
 
-    /// Runs the `PreCompact` hooks; the first cancel stops the others.
+    /// Runs the `PreCompact` hooks whose matcher matches the trigger (`auto`, `manual`, as
+    /// Claude Code's do); the first cancel stops the others.
     pub async fn pre_compact(&self, event: &PreCompactInput) -> PreCompactOutcome {
         let mut outcome = PreCompactOutcome::default();
-        for hook in self.of(HookEvent::PreCompact, None).iter() {
+        let trigger = Some(event.trigger.as_str());
+        for hook in self.of(HookEvent::PreCompact, trigger).iter() {
             let answer = match guarded(hook, hook.hook.pre_compact(event)).await {
                 Ok(answer) => answer,
                 Err(warning) => {
@@ -337,10 +339,12 @@ impl Hooks {
         outcome
     }
 
-    /// Runs the `PostCompact` hooks; returns their warnings.
+    /// Runs the `PostCompact` hooks whose matcher matches the trigger; returns their
+    /// warnings.
     pub async fn post_compact(&self, event: &PostCompactInput) -> Vec<String> {
         let mut warnings = Vec::new();
-        for hook in self.of(HookEvent::PostCompact, None).iter() {
+        let trigger = Some(event.trigger.as_str());
+        for hook in self.of(HookEvent::PostCompact, trigger).iter() {
             if let Err(warning) = guarded(hook, hook.hook.post_compact(event)).await {
                 warnings.push(warning);
             }
