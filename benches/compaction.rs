@@ -20,6 +20,7 @@
     reason = "a benchmark binary prints its table and may abort on setup errors"
 )]
 
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use flemma::config::Options;
@@ -45,7 +46,7 @@ struct Curve {
 
 #[flemma::async_trait]
 impl Provider for Curve {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "scripted"
     }
 
@@ -88,11 +89,14 @@ fn registry() -> ToolRegistry {
             .expect("definition"),
         |input, _ctx| {
             let page = input["page"].as_u64().unwrap_or(0);
-            ToolOutput::text(
-                (0..20)
-                    .map(|i| format!("page {page:03} line {i:02}: request served in 12 ms, status 200, cache hit\n"))
-                    .collect::<String>(),
-            )
+            let mut text = String::new();
+            for i in 0..20 {
+                let _ = writeln!(
+                    text,
+                    "page {page:03} line {i:02}: request served in 12 ms, status 200, cache hit"
+                );
+            }
+            ToolOutput::text(text)
         },
     ));
     registry
