@@ -584,7 +584,7 @@ fn flemma_run_of_an_object_refuses_bad_urls_output_files_and_held_conversations(
 /// A result the store keeps (a command's output too long for the transcript, here larger
 /// than one put, so copied in parts) is copied to the bucket beside the conversation, under `.flemma/NAME/`, by the time the transcript naming it
 /// is; a host that takes the conversation later without the file (another machine) gets it
-/// back at the path the transcript names.
+/// back at the path the transcript names. The usage log goes the same way.
 #[test]
 fn a_stored_result_travels_with_its_conversation() {
     let env = Env::new("run-results");
@@ -616,6 +616,10 @@ fn a_stored_result_travels_with_its_conversation() {
         full,
         "the bucket holds the whole result"
     );
+    // The conversation's usage log travels with it too: one line per request.
+    let usage_key = "results/.flemma/long.chat/usage.jsonl";
+    let first_log = env.text_of(usage_key);
+    assert_eq!(first_log.lines().count(), 2, "{first_log}");
 
     // Another machine: the same working directory, without the file.
     std::fs::remove_dir_all(env.dir.join(env.bucket.name())).unwrap();
@@ -630,6 +634,11 @@ fn a_stored_result_travels_with_its_conversation() {
         full,
         "copied back"
     );
+    // The log came back with it, and the second run's requests were added to it: `flemma
+    // usage` anywhere totals every run.
+    let log = env.text_of(usage_key);
+    assert!(log.starts_with(&first_log), "{log}");
+    assert!(log.lines().count() > 2, "{log}");
     let left: Vec<_> = std::fs::read_dir(local.parent().unwrap())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -1,6 +1,7 @@
 //! Phase 3: build the request from the conversation, stream the response into it.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -474,7 +475,15 @@ impl Session {
         };
         let mut record = crate::usage::UsageRecord::now(provider, model, usage, cost);
         record.compaction = compaction;
-        let mut logs: Vec<std::path::PathBuf> = store.map(Path::to_path_buf).into_iter().collect();
+        // Each log with the store writes of its conversation: a conversation kept elsewhere
+        // (an object in a bucket) copies its log there, as it does its results.
+        let mut logs: Vec<(
+            std::path::PathBuf,
+            Option<Arc<dyn flemma_store::StoreWrites>>,
+        )> = store
+            .map(|dir| (dir.to_path_buf(), self.conversation().store_writes()))
+            .into_iter()
+            .collect();
         // A subagent's request counts for every session above it, and in their logs.
         let mut inherited = record.clone();
         inherited.subagent = true;
@@ -482,17 +491,28 @@ impl Session {
             let mut state = ancestor.lock_usage();
             state.run.add(&usage, cost);
             state.session.add(&usage, cost);
-            if let Some(log) = state.log.clone().filter(|log| !logs.contains(log)) {
-                logs.push(log);
+            if let Some(log) = state
+                .log
+                .clone()
+                .filter(|log| !logs.iter().any(|(dir, _)| dir == log))
+            {
+                logs.push((log, ancestor.executor.conversation().store_writes()));
             }
         }
-        for (at, dir) in logs.iter().enumerate() {
+        for (at, (dir, writes)) in logs.iter().enumerate() {
             let written = if at == 0 && store.is_some() {
                 &record
             } else {
                 &inherited
             };
-            if let Err(error) = crate::usage::UsageLog::in_store(dir).append(written) {
+            let log = crate::usage::UsageLog::in_store(dir);
+            let appended = log.append(written);
+            if appended.is_ok()
+                && let Some(writes) = writes
+            {
+                writes.installed(log.path());
+            }
+            if let Err(error) = appended {
                 self.emit(SessionEvent::Warning(format!(
                     "usage not recorded: {}",
                     crate::report::error_chain(&error)
