@@ -153,7 +153,8 @@ enum Command {
         /// (which is in the file): `{"stop", "exit_code", "usage": {"requests", "usage",
         /// "cost", "priced_cost", "unpriced_requests"}, "requests": [{"turn", "provider",
         /// "model", "usage", "cost"}], "budget"}`; `stop` is null and `error` set when the run
-        /// failed, `budget` the budget reached, if one was. The status lines stay on stderr.
+        /// failed, `budget` the budget reached, if one was; a compaction's summary request has
+        /// `"compaction": true`. The status lines stay on stderr.
         #[arg(long)]
         json: bool,
     },

@@ -65,6 +65,7 @@ mod report;
 mod selection;
 mod session;
 mod shared;
+pub mod telemetry;
 pub mod transcript;
 pub mod usage;
 

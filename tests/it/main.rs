@@ -16,6 +16,7 @@ mod http;
 mod session;
 mod streams;
 mod subagents;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -48,6 +48,27 @@ impl Executor {
         tool: &ToolName,
         input: &Value,
     ) -> Decided {
+        let span = crate::telemetry::approval(tool.as_str(), id.as_str());
+        let decided =
+            tracing::Instrument::instrument(self.decide_in_span(d, id, tool, input), span.clone())
+                .await;
+        let word = match decided.status {
+            ToolStatus::Approved => "approve",
+            ToolStatus::Pending => "ask",
+            _ => "deny",
+        };
+        span.record("flemma.approval.decision", word);
+        decided
+    }
+
+    /// [`decide`](Self::decide), in its span.
+    async fn decide_in_span(
+        &self,
+        d: &Decider<'_>,
+        id: &ToolUseId,
+        tool: &ToolName,
+        input: &Value,
+    ) -> Decided {
         let mut verdict = None;
         let mut rewritten = None;
         if let Some(context) = d.context.filter(|_| d.hooks.has(HookEvent::PreToolUse)) {

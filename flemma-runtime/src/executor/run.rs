@@ -309,7 +309,17 @@ impl Executor {
         let ctx = self
             .context(&id, &tool, found.definition(), settings, token.clone())
             .await?;
-        let span = tracing::debug_span!("flemma.tool", id = %id, tool = %tool);
+        let chat = settings
+            .shared
+            .chat
+            .as_deref()
+            .map(|p| p.display().to_string());
+        let span = crate::telemetry::tool(
+            self.setup.transcript.conversation_id(),
+            tool.as_str(),
+            id.as_str(),
+            chat.as_deref(),
+        );
         let future = tracing::Instrument::instrument(
             run_one(found, id, tool, input, ctx, token, save_to),
             span,
@@ -416,6 +426,12 @@ pub(super) async fn run_one(
             }
         }
     };
+    let failed = matches!(output, ToolOutput::Failure { .. });
+    let span = tracing::Span::current();
+    span.record("flemma.tool.status", if failed { "error" } else { "ok" });
+    if failed {
+        crate::telemetry::record_error(&span, "tool_error");
+    }
     Finished {
         id,
         tool: name,

@@ -98,13 +98,26 @@ impl Selected {
 
 /// Awaits one hook, turning its error or panic into the warning it shows as.
 async fn guarded<T>(
+    event: HookEvent,
     hook: &HookRegistration,
     run: impl Future<Output = Result<T, HookError>>,
 ) -> Result<T, String> {
-    match AssertUnwindSafe(run).catch_unwind().await {
+    use tracing::Instrument as _;
+    let span = crate::telemetry::hook(event.as_str(), &hook.name);
+    let outcome = AssertUnwindSafe(run)
+        .catch_unwind()
+        .instrument(span.clone())
+        .await;
+    match outcome {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(error)) => Err(format!("hook '{}' error: {}", hook.name, error.report())),
-        Err(_) => Err(format!("hook '{}' panicked", hook.name)),
+        Ok(Err(error)) => {
+            crate::telemetry::record_error(&span, "hook_error");
+            Err(format!("hook '{}' error: {}", hook.name, error.report()))
+        }
+        Err(_) => {
+            crate::telemetry::record_error(&span, "hook_panic");
+            Err(format!("hook '{}' panicked", hook.name))
+        }
     }
 }
 
@@ -146,13 +159,14 @@ impl Hooks {
         let mut rewritten: Option<PreToolUseInput> = None;
         for hook in hooks.iter() {
             let current = rewritten.as_ref().unwrap_or(event);
-            let answer = match guarded(hook, hook.hook.pre_tool_use(current)).await {
-                Ok(answer) => answer,
-                Err(warning) => {
-                    outcome.warnings.push(warning);
-                    continue;
-                }
-            };
+            let answer =
+                match guarded(HookEvent::PreToolUse, hook, hook.hook.pre_tool_use(current)).await {
+                    Ok(answer) => answer,
+                    Err(warning) => {
+                        outcome.warnings.push(warning);
+                        continue;
+                    }
+                };
             notice(&mut outcome.warnings, hook, answer.notice);
             match answer.updated_input {
                 Some(input @ Value::Object(_)) if input != current.input => {
@@ -205,7 +219,7 @@ impl Hooks {
             } else {
                 hook.hook.post_tool_use(&current)
             };
-            let answer = match guarded(hook, run).await {
+            let answer = match guarded(kind, hook, run).await {
                 Ok(answer) => answer,
                 Err(warning) => {
                     outcome.warnings.push(warning);
@@ -237,7 +251,13 @@ impl Hooks {
     pub async fn user_prompt_submit(&self, event: &UserPromptSubmitInput) -> PromptOutcome {
         let mut outcome = PromptOutcome::default();
         for hook in self.of(HookEvent::UserPromptSubmit, None).iter() {
-            let answer = match guarded(hook, hook.hook.user_prompt_submit(event)).await {
+            let answer = match guarded(
+                HookEvent::UserPromptSubmit,
+                hook,
+                hook.hook.user_prompt_submit(event),
+            )
+            .await
+            {
                 Ok(answer) => answer,
                 Err(warning) => {
                     outcome.warnings.push(warning);
@@ -258,7 +278,7 @@ impl Hooks {
     pub async fn stop(&self, event: &StopInput) -> StopOutcome {
         let mut outcome = StopOutcome::default();
         for hook in self.of(HookEvent::Stop, None).iter() {
-            let answer = match guarded(hook, hook.hook.stop(event)).await {
+            let answer = match guarded(HookEvent::Stop, hook, hook.hook.stop(event)).await {
                 Ok(answer) => answer,
                 Err(warning) => {
                     outcome.warnings.push(warning);
@@ -288,7 +308,7 @@ impl Hooks {
             } else {
                 hook.hook.session_end(event)
             };
-            if let Err(warning) = guarded(hook, run).await {
+            if let Err(warning) = guarded(kind, hook, run).await {
                 warnings.push(warning);
             }
         }
@@ -309,7 +329,7 @@ impl Hooks {
             } else {
                 hook.hook.subagent_stop(event)
             };
-            if let Err(warning) = guarded(hook, run).await {
+            if let Err(warning) = guarded(kind, hook, run).await {
                 warnings.push(warning);
             }
         }
@@ -322,13 +342,14 @@ impl Hooks {
         let mut outcome = PreCompactOutcome::default();
         let trigger = Some(event.trigger.as_str());
         for hook in self.of(HookEvent::PreCompact, trigger).iter() {
-            let answer = match guarded(hook, hook.hook.pre_compact(event)).await {
-                Ok(answer) => answer,
-                Err(warning) => {
-                    outcome.warnings.push(warning);
-                    continue;
-                }
-            };
+            let answer =
+                match guarded(HookEvent::PreCompact, hook, hook.hook.pre_compact(event)).await {
+                    Ok(answer) => answer,
+                    Err(warning) => {
+                        outcome.warnings.push(warning);
+                        continue;
+                    }
+                };
             notice(&mut outcome.warnings, hook, answer.notice);
             if let Some(reason) = answer.cancel {
                 outcome.cancel = Some((hook.name.clone(), reason));
@@ -345,7 +366,9 @@ impl Hooks {
         let mut warnings = Vec::new();
         let trigger = Some(event.trigger.as_str());
         for hook in self.of(HookEvent::PostCompact, trigger).iter() {
-            if let Err(warning) = guarded(hook, hook.hook.post_compact(event)).await {
+            if let Err(warning) =
+                guarded(HookEvent::PostCompact, hook, hook.hook.post_compact(event)).await
+            {
                 warnings.push(warning);
             }
         }
@@ -358,7 +381,9 @@ impl Hooks {
         let tool = event.tool.as_ref().map(|(t, _)| t.as_str());
         let mut warnings = Vec::new();
         for hook in self.of(HookEvent::Notification, tool).iter() {
-            if let Err(warning) = guarded(hook, hook.hook.notification(event)).await {
+            if let Err(warning) =
+                guarded(HookEvent::Notification, hook, hook.hook.notification(event)).await
+            {
                 warnings.push(warning);
             }
         }

@@ -91,6 +91,7 @@ impl Jobs {
             tool_id: id.clone(),
             tool: tool.clone(),
         });
+        let span = crate::telemetry::job(tool.as_str(), id.as_str(), job_id.as_str());
         #[cfg(unix)]
         if let (Some(process), Some(journal)) = (record.process, journal) {
             let watcher = super::watch::Watcher {
@@ -99,7 +100,10 @@ impl Jobs {
                 child: spawned,
                 process,
             };
-            tokio::spawn(watcher.run(Some(found), ctx, token, Arc::clone(self)));
+            tokio::spawn(tracing::Instrument::instrument(
+                watcher.run(Some(found), ctx, token, Arc::clone(self)),
+                span,
+            ));
             return Ok(Started::Job);
         }
         let run = host.run(HostedCall {
@@ -111,10 +115,16 @@ impl Jobs {
             token,
         });
         let jobs = Arc::clone(self);
-        tokio::spawn(async move {
-            let output = run.await;
-            jobs.complete(&job_id, &output).await;
-        });
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let output = run.await;
+                if matches!(output, flemma_core::ToolOutput::Failure { .. }) {
+                    crate::telemetry::record_error(&tracing::Span::current(), "tool_error");
+                }
+                jobs.complete(&job_id, &output).await;
+            },
+            span,
+        ));
         Ok(Started::Job)
     }
 

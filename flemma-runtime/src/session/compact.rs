@@ -235,55 +235,29 @@ impl Session {
             messages: cut.messages,
             tokens: cut.tokens,
         });
-        let building = self.building(provider).await?;
-        let head = head(&doc, &cut);
-        let mut prompt = building.builder.build(&head);
-        prompt.messages.push(PromptMessage {
-            role: PromptRole::User,
-            parts: vec![Part::text(instructions(host_instructions, &extra))],
-        });
-        let request = provider.build_request(&prompt, &building.request_options);
-        drop(prompt);
-        drop(head);
-        let name = provider.name().to_owned();
-        let model = building.request_options.model.clone();
-        let summary = self.summary(provider, cancel, request).await;
-        let summary = match summary {
-            Ok(summary) => summary,
-            Err((error, usage)) => {
-                if let Some(usage) = usage {
-                    self.account(
-                        turn,
-                        &name,
-                        &model,
-                        building.log_store.as_deref(),
-                        usage,
-                        true,
-                    );
-                }
+        let span = crate::telemetry::compaction(trigger.as_str(), cut.messages, cut.tokens);
+        let written = tracing::Instrument::instrument(
+            async {
+                let text = instructions(host_instructions, &extra);
+                let (summary, summary_tokens) = self
+                    .summarise(provider, cancel, &doc, &cut, text, turn)
+                    .await?;
+                let line = self
+                    .write_block(&doc, &cut, &summary, summary_tokens)
+                    .await?;
+                Ok::<_, SessionError>((summary, summary_tokens, line))
+            },
+            span.clone(),
+        )
+        .await;
+        let (text, summary_tokens, line) = match written {
+            Ok(written) => written,
+            Err(error) => {
+                crate::telemetry::record_error(&span, error.kind());
                 return Err(error);
             }
         };
-        if let Some(usage) = summary.usage {
-            self.account(
-                turn,
-                &name,
-                &model,
-                building.log_store.as_deref(),
-                usage,
-                true,
-            );
-        }
-        let text = summary.text.trim();
-        if text.is_empty() {
-            return Err(SessionError::EmptySummary { provider: name });
-        }
-        let summary_tokens = summary
-            .usage
-            .map(|u| u.output)
-            .filter(|&n| n > 0)
-            .unwrap_or_else(|| (text.len() as u64).div_ceil(4));
-        let line = self.write_block(&doc, &cut, text, summary_tokens).await?;
+        let text = text.as_str();
         // The next request is the compacted one: the last one's size says nothing of it.
         self.inner.lock_usage().last_input = 0;
         let compacted = Compacted {
@@ -305,6 +279,74 @@ impl Session {
         }
         self.emit(SessionEvent::Compacted(compacted.clone()));
         Ok(CompactOutcome::Compacted(compacted))
+    }
+
+    /// Sends the summary request of `cut` (the conversation above it, then `instructions`)
+    /// in a `chat` span of its own; the summary and its tokens. Its usage is accounted
+    /// whatever happens.
+    async fn summarise(
+        &self,
+        provider: &dyn Provider,
+        cancel: &CancellationToken,
+        doc: &Document,
+        cut: &Cut,
+        instructions: String,
+        turn: u64,
+    ) -> Result<(String, u64), SessionError> {
+        let building = self.building(provider).await?;
+        let head = head(doc, cut);
+        let mut prompt = building.builder.build(&head);
+        prompt.messages.push(PromptMessage {
+            role: PromptRole::User,
+            parts: vec![Part::text(instructions)],
+        });
+        let request = provider.build_request(&prompt, &building.request_options);
+        drop(prompt);
+        drop(head);
+        let name = provider.name().to_owned();
+        let model = building.request_options.model.clone();
+        let span = crate::telemetry::chat(
+            self.inner.transcript().conversation_id(),
+            &name,
+            &model,
+            building.request_options.max_tokens,
+            turn,
+            true,
+        );
+        let summary =
+            tracing::Instrument::instrument(self.summary(provider, cancel, request), span.clone())
+                .await;
+        let (summary, usage) = match summary {
+            Ok(summary) => (Ok(summary.text), summary.usage),
+            Err((error, usage)) => (Err(error), usage),
+        };
+        if let Some(usage) = usage {
+            let _entered = span.enter();
+            self.account(
+                turn,
+                &name,
+                &model,
+                building.log_store.as_deref(),
+                usage,
+                true,
+            );
+        }
+        let text = match summary {
+            Ok(text) => text.trim().to_owned(),
+            Err(error) => {
+                crate::telemetry::record_error(&span, error.kind());
+                return Err(error);
+            }
+        };
+        if text.is_empty() {
+            crate::telemetry::record_error(&span, "empty_summary");
+            return Err(SessionError::EmptySummary { provider: name });
+        }
+        let tokens = usage
+            .map(|u| u.output)
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| (text.len() as u64).div_ceil(4));
+        Ok((text, tokens))
     }
 
     /// Writes the block of `cut` with `summary` into the conversation, when the messages

@@ -92,6 +92,30 @@ pub enum SessionError {
     },
 }
 
+impl SessionError {
+    /// A short name of the failure, as tracing spans record it (`error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::RequestInFlight => "request_in_flight",
+            Self::ToolWhileRequest => "tool_while_request",
+            Self::AlreadyRunning => "already_running",
+            Self::Executor(_) => "executor",
+            Self::Conversation(_) => "conversation",
+            Self::Frontmatter(_) => "frontmatter",
+            Self::Config(_) => "config",
+            Self::Template { .. } => "template",
+            Self::NothingToSend => "nothing_to_send",
+            Self::Send { .. } => "send",
+            Self::UsageLog(_) => "usage_log",
+            Self::NoProvider => "no_provider",
+            Self::Cancelled => "cancelled",
+            Self::CompactionConflict => "compaction_conflict",
+            Self::EmptySummary { .. } => "empty_summary",
+            Self::Stream { .. } => "stream",
+        }
+    }
+}
+
 impl From<TranscriptError> for SessionError {
     fn from(error: TranscriptError) -> Self {
         match error {

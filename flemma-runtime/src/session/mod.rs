@@ -715,12 +715,14 @@ impl Session {
             usage.run = crate::usage::UsageTotals::default();
             usage.last_input = 0;
         }
-        match self.drive(&control).await {
+        let span = self.agent_span();
+        match tracing::Instrument::instrument(self.drive(&control), span.clone()).await {
             Ok(stop) => {
                 self.emit(SessionEvent::Stopped(stop));
                 Ok(stop)
             }
             Err(error) => {
+                crate::telemetry::record_error(&span, error.kind());
                 self.transition(Trigger::Error);
                 Err(error)
             }
@@ -832,6 +834,20 @@ impl Session {
                 },
             };
         }
+    }
+
+    /// The `invoke_agent` span of a run ([`crate::telemetry`]).
+    fn agent_span(&self) -> tracing::Span {
+        let transcript = self.inner.transcript();
+        let chat = transcript
+            .conversation()
+            .path()
+            .map(|p| flemma_config::conversation_path(p).display().to_string());
+        crate::telemetry::agent(
+            transcript.conversation_id(),
+            self.inner.provider.as_deref().map(Provider::name),
+            chat.as_deref(),
+        )
     }
 
     /// The budget the next request to `provider` would cross, if any (see

@@ -89,6 +89,8 @@ struct Prepared {
     autopilot: AutopilotOptions,
     /// The model the request names.
     model: String,
+    /// The request's `max_tokens`, when set.
+    max_tokens: Option<u64>,
     /// The store directory of a conversation with a file, where its usage log is.
     store: Option<std::path::PathBuf>,
 }
@@ -122,14 +124,43 @@ impl Session {
         control: &Control,
         turn: u64,
     ) -> Result<Response, SessionError> {
-        let name = provider.name().to_owned();
         let _in_flight = InFlight::new(control);
+        let prepared = self.prepare(provider).await?;
+        let span = crate::telemetry::chat(
+            self.inner.transcript().conversation_id(),
+            provider.name(),
+            &prepared.model,
+            prepared.max_tokens,
+            turn,
+            false,
+        );
+        let responded = tracing::Instrument::instrument(
+            self.respond_prepared(provider, control, turn, prepared),
+            span.clone(),
+        )
+        .await;
+        if let Err(error) = &responded {
+            crate::telemetry::record_error(&span, error.kind());
+        }
+        responded
+    }
+
+    /// [`respond`](Self::respond) once the request is built.
+    async fn respond_prepared(
+        &self,
+        provider: &dyn Provider,
+        control: &Control,
+        turn: u64,
+        prepared: Prepared,
+    ) -> Result<Response, SessionError> {
+        let name = provider.name().to_owned();
         let Prepared {
             request,
             autopilot,
             model,
             store,
-        } = self.prepare(provider).await?;
+            ..
+        } = prepared;
         self.emit(SessionEvent::RequestSending { turn });
         let separator = self.write_header().await?;
         let Some(mut stream) = self
@@ -181,6 +212,7 @@ impl Session {
             });
         }
         self.end_complete(&mut out, &ending).await?;
+        crate::telemetry::record_finish(&tracing::Span::current(), out.writer.stop());
         self.emit(SessionEvent::TurnFinished {
             turn,
             stop: out.writer.stop().cloned(),
@@ -446,6 +478,7 @@ impl Session {
             request: built?,
             autopilot,
             model: request_options.model.clone(),
+            max_tokens: request_options.max_tokens,
             store: log_store,
         })
     }
@@ -462,6 +495,7 @@ impl Session {
         usage: flemma_providers::Usage,
         compaction: bool,
     ) {
+        crate::telemetry::record_usage(&tracing::Span::current(), &usage);
         let cost = crate::usage::cost_of(&self.inner.models, provider, model, &usage);
         let run = {
             let mut state = self.inner.lock_usage();

@@ -1,0 +1,192 @@
+//! Tracing spans named and attributed by the OpenTelemetry semantic conventions for
+//! generative AI: a run is an `invoke_agent` span, each model request a `chat` span, each
+//! tool call an `execute_tool` span, with the approval, hooks, background jobs, subagents and
+//! compaction as child spans.
+//!
+//! The spans are [`tracing`] spans at `INFO` level on the target [`TARGET`]; a host sees them
+//! through any `tracing` subscriber (a `tracing-opentelemetry` layer exports them over OTLP: the
+//! `flemma` command does with its `otel` feature). Without a subscriber that listens, a span
+//! costs a check of a cached interest. Each span carries `otel.name` (the conventions' span
+//! name, `chat claude-sonnet-4-5`) and `otel.kind`, which such a layer reads; errors set
+//! `error.type` and `otel.status_code`.
+//!
+//! | span | `gen_ai.operation.name` | attributes |
+//! | --- | --- | --- |
+//! | `invoke_agent` | `invoke_agent` | `gen_ai.agent.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`, `flemma.chat.path` |
+//! | `chat` | `chat` | `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.conversation.id`, `flemma.turn`, `flemma.compaction` |
+//! | `execute_tool` | `execute_tool` | `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `gen_ai.conversation.id`, `flemma.chat.path`, `flemma.tool.status` (`ok`, `error`), and `flemma.job.id` for a call run as a background job (its span ends with the job) |
+//! | `flemma.approval` | — | `gen_ai.tool.name`, `gen_ai.tool.call.id`, `flemma.approval.decision` |
+//! | `flemma.hook` | — | `flemma.hook.event`, `flemma.hook.name` |
+//! | `flemma.compaction` | — | `flemma.compaction.trigger`, `flemma.compaction.messages`, `flemma.compaction.tokens` |
+//!
+//! The messages, tool inputs and results are never recorded: they may hold secrets.
+//! `gen_ai.tool.call.id` and `flemma.chat.path` find the place in the `.chat` file.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+/// The target of every span this module makes.
+pub const TARGET: &str = "flemma::gen_ai";
+
+/// The conventions' name of a provider (`gen_ai.provider.name`): `anthropic`, `openai`,
+/// `gcp.vertex_ai`; others as they name themselves.
+pub fn provider_name(provider: &str) -> &str {
+    match provider {
+        "openai" | "openai-chat" => "openai",
+        "vertex" => "gcp.vertex_ai",
+        other => other,
+    }
+}
+
+/// The span of a run of a session (`invoke_agent flemma`).
+pub(crate) fn agent(conversation: &str, provider: Option<&str>, chat: Option<&str>) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "invoke_agent",
+        otel.name = "invoke_agent flemma",
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = "flemma",
+        gen_ai.conversation.id = conversation,
+        gen_ai.provider.name = provider.map(provider_name),
+        flemma.chat.path = chat,
+        error.type = Empty,
+    )
+}
+
+/// The span of one model request (`chat MODEL`).
+pub(crate) fn chat(
+    conversation: &str,
+    provider: &str,
+    model: &str,
+    max_tokens: Option<u64>,
+    turn: u64,
+    compaction: bool,
+) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "chat",
+        otel.name = %format!("chat {model}"),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider_name(provider),
+        gen_ai.request.model = model,
+        gen_ai.request.max_tokens = max_tokens,
+        gen_ai.conversation.id = conversation,
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
+        flemma.turn = turn,
+        flemma.compaction = compaction,
+        error.type = Empty,
+    )
+}
+
+/// Records a response's usage on its `chat` span.
+pub(crate) fn record_usage(span: &Span, usage: &flemma_providers::Usage) {
+    span.record("gen_ai.usage.input_tokens", usage.input);
+    span.record("gen_ai.usage.output_tokens", usage.output);
+    span.record("gen_ai.usage.cache_read.input_tokens", usage.cache_read);
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        usage.cache_write,
+    );
+}
+
+/// Records why a response ended (`gen_ai.response.finish_reasons`, the conventions' words:
+/// `stop`, `tool_calls`, `length`, `content_filter`, or the provider's).
+pub(crate) fn record_finish(span: &Span, stop: Option<&flemma_providers::StopReason>) {
+    use flemma_providers::StopReason;
+    let reason = match stop {
+        Some(StopReason::EndTurn) => "stop",
+        Some(StopReason::ToolUse) => "tool_calls",
+        Some(StopReason::MaxTokens) => "length",
+        Some(StopReason::Blocked) => "content_filter",
+        Some(StopReason::Other(other)) => other.as_str(),
+        None => return,
+    };
+    span.record("gen_ai.response.finish_reasons", reason);
+}
+
+/// Marks `span` failed with `kind` (`error.type`).
+pub(crate) fn record_error(span: &Span, kind: &str) {
+    span.record("error.type", kind);
+    span.record("otel.status_code", "ERROR");
+}
+
+/// The span of one tool call (`execute_tool NAME`).
+pub(crate) fn tool(conversation: &str, name: &str, id: &str, chat: Option<&str>) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "execute_tool",
+        otel.name = %format!("execute_tool {name}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = id,
+        gen_ai.tool.type = "function",
+        gen_ai.conversation.id = conversation,
+        flemma.chat.path = chat,
+        flemma.tool.status = Empty,
+        error.type = Empty,
+    )
+}
+
+/// The span of one tool call run as a background job (`execute_tool NAME`, with
+/// `flemma.job.id`); it ends when the job does.
+pub(crate) fn job(name: &str, id: &str, job: &str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "execute_tool",
+        otel.name = %format!("execute_tool {name}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = id,
+        gen_ai.tool.type = "function",
+        flemma.job.id = job,
+        flemma.tool.status = Empty,
+        error.type = Empty,
+    )
+}
+
+/// The span of the approval chain's decision on one call.
+pub(crate) fn approval(name: &str, id: &str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "flemma.approval",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = id,
+        flemma.approval.decision = Empty,
+    )
+}
+
+/// The span of one hook run at `event`.
+pub(crate) fn hook(event: &str, name: &str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "flemma.hook",
+        otel.name = %format!("flemma.hook {event}"),
+        flemma.hook.event = event,
+        flemma.hook.name = name,
+        error.type = Empty,
+    )
+}
+
+/// The span of a compaction (its summary request is a `chat` span inside).
+pub(crate) fn compaction(trigger: &str, messages: u64, tokens: u64) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "flemma.compaction",
+        flemma.compaction.trigger = trigger,
+        flemma.compaction.messages = messages,
+        flemma.compaction.tokens = tokens,
+        error.type = Empty,
+    )
+}

@@ -1,0 +1,213 @@
+//! The tracing spans of a run (issue 41), recorded in process by a `tracing-subscriber` layer:
+//! two tool turns, one call denied by a hook, one background job; the tree of the generative-AI spans
+//! and their attributes.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flemma::core::{ToolDefinition, ToolOutput, async_tool_fn};
+use flemma::providers::{ScriptedProvider, ScriptedUsage, Turn};
+use flemma::runtime::hooks::{PreToolUseAnswer, hook_fn, on};
+use flemma::runtime::telemetry::TARGET;
+use flemma::runtime::{MemoryConversation, Session, Stop};
+use serde_json::json;
+use tracing::Subscriber;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::registry::LookupSpan;
+
+/// A span of the generative-AI target as recorded: its parent among them, name and fields.
+#[derive(Debug)]
+struct Node {
+    id: u64,
+    parent: Option<u64>,
+    name: &'static str,
+    fields: BTreeMap<String, String>,
+}
+
+/// Records the spans of [`TARGET`], in the order they were created.
+#[derive(Debug, Clone, Default)]
+struct Recording(Arc<Mutex<Vec<Node>>>);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S> Layer<S> for Recording
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if attrs.metadata().target() != TARGET {
+            return;
+        }
+        let parent = ctx.span(id).and_then(|span| {
+            span.scope()
+                .skip(1)
+                .find(|p| p.metadata().target() == TARGET)
+                .map(|p| p.id().into_u64())
+        });
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().push(Node {
+            id: id.into_u64(),
+            parent,
+            name: attrs.metadata().name(),
+            fields,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+        let mut nodes = self.0.lock().unwrap();
+        if let Some(node) = nodes.iter_mut().rev().find(|n| n.id == id.into_u64()) {
+            values.record(&mut Fields(&mut node.fields));
+        }
+    }
+}
+
+impl Recording {
+    /// The tree, one span a line, indented under its parent; ids that change from run to run
+    /// (the conversation's) are replaced.
+    fn tree(&self) -> String {
+        let nodes = self.0.lock().unwrap();
+        let mut out = String::new();
+        walk(&nodes, None, 0, &mut out);
+        out
+    }
+}
+
+/// Writes the spans under `parent`, depth-first in the order they were created.
+fn walk(nodes: &[Node], parent: Option<u64>, depth: usize, out: &mut String) {
+    use std::fmt::Write as _;
+    for node in nodes.iter().filter(|n| n.parent == parent) {
+        let fields: Vec<String> = node
+            .fields
+            .iter()
+            .map(|(k, v)| match k.as_str() {
+                "gen_ai.conversation.id" => format!("{k}=[id]"),
+                "flemma.job.id" => format!("{k}=[job]"),
+                _ => format!("{k}={v}"),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}{} {{{}}}",
+            "  ".repeat(depth),
+            node.name,
+            fields.join(", ")
+        );
+        walk(nodes, Some(node.id), depth + 1, out);
+    }
+}
+
+fn registry() -> flemma::runtime::ToolRegistry {
+    let registry = crate::registry();
+    registry.register(async_tool_fn(
+        ToolDefinition::builder("wait", "Wait a while.")
+            .unwrap()
+            .asynchronous(true)
+            .build()
+            .unwrap(),
+        |input, _ctx| async move {
+            let ms = input["ms"].as_u64().unwrap_or(10);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            ToolOutput::text(format!("waited {ms} ms"))
+        },
+    ));
+    registry
+}
+
+fn used(input: u64, output: u64) -> ScriptedUsage {
+    ScriptedUsage {
+        input_tokens: Some(input),
+        output_tokens: Some(output),
+        cache_read_tokens: Some(input / 2),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_run_is_a_tree_of_gen_ai_spans() {
+    let recording = Recording::default();
+    let subscriber = tracing_subscriber::registry().with(recording.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\", \"wait\"], \
+         \"autopilot\": {\"resume_delay\": 20}}}}\n```\n@You:\nCompute, then wait.\n",
+    ));
+    let provider = Arc::new(ScriptedProvider::new([
+        Turn {
+            usage: Some(used(120, 30)),
+            ..Turn::tool_use("calculator", json!({"expression": "6 * 7"}))
+                .with_tool_use("calculator", json!({"expression": "1 / 0"}))
+        },
+        Turn {
+            usage: Some(used(200, 20)),
+            ..Turn::tool_use("wait", json!({"ms": 50, "flemma.background": true}))
+        },
+        Turn {
+            usage: Some(used(260, 5)),
+            ..Turn::text("It runs in the background.")
+        },
+        Turn {
+            usage: Some(used(300, 5)),
+            ..Turn::text("42, and the wait is over.")
+        },
+    ]));
+    let no_division = hook_fn(on::PreToolUse, |call| {
+        if call.input["expression"]
+            .as_str()
+            .unwrap_or_default()
+            .contains('/')
+        {
+            PreToolUseAnswer::deny("no division")
+        } else {
+            PreToolUseAnswer::pass()
+        }
+    });
+    let session = Session::builder(chat.clone(), registry(), provider.clone())
+        .flush_interval(Duration::ZERO)
+        .hook(no_division.named("no-division").unwrap())
+        .wait_for_jobs(true)
+        .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.remaining(), 0);
+    insta::assert_snapshot!("run_spans", recording.tree());
+}
+
+#[tokio::test]
+async fn a_compaction_is_a_span_around_its_summary_request() {
+    let recording = Recording::default();
+    let subscriber = tracing_subscriber::registry().with(recording.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
+         @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n",
+    ));
+    let provider = Arc::new(ScriptedProvider::new([Turn {
+        usage: Some(used(40, 8)),
+        ..Turn::text("They counted.")
+    }]));
+    let session = Session::builder(chat, registry(), provider).build();
+    session.compact(None).await.unwrap();
+    let tree = recording.tree();
+    assert!(
+        tree.starts_with(
+            "flemma.compaction {flemma.compaction.messages=2, flemma.compaction.tokens=3, flemma.compaction.trigger=manual}\n  chat {flemma.compaction=true, "
+        ),
+        "{tree}"
+    );
+    assert!(tree.contains("gen_ai.usage.output_tokens=8"), "{tree}");
+}
