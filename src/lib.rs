@@ -143,6 +143,8 @@ pub mod book {
     pub struct ManyMachines;
     #[doc = include_str!("../docs/long-conversations.md")]
     pub struct LongConversations;
+    #[doc = include_str!("../docs/observability.md")]
+    pub struct Observability;
     #[doc = include_str!("../docs/reference/cli.md")]
     pub struct ReferenceCli;
     #[doc = include_str!("../docs/reference/configuration.md")]
