@@ -124,13 +124,15 @@ fn verbose_shows_the_library_diagnostics() {
     let out = run(&chat, r#"[{"text": "Hello."}]"#, &["-vv"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    // The span names the conversation by its id (a UUID of the file's path).
+    // The span names the conversation by its id (a UUID of the file's path); the cycle runs
+    // inside the run's `invoke_agent` span, which names it too.
     let done = stderr
         .lines()
         .find(|line| line.contains("}: flemma_runtime::executor: cycle done"))
         .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(done.starts_with("DEBUG invoke_agent{"), "{done}");
     let id = done
-        .split_once("DEBUG flemma.cycle{conversation=")
+        .split_once(":flemma.cycle{conversation=")
         .and_then(|(_, rest)| rest.split_once('}'))
         .map_or_else(|| panic!("{done}"), |(id, _)| id);
     assert_eq!(id.len(), 36, "{done}");
