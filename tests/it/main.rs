@@ -76,6 +76,25 @@ pub(crate) fn registry() -> ToolRegistry {
     registry
 }
 
+/// A registry with the async `wait` tool (sleeps `ms`), which can run in the background.
+pub(crate) fn background_registry() -> flemma::runtime::ToolRegistry {
+    use flemma::core::async_tool_fn;
+    let registry = registry();
+    registry.register(async_tool_fn(
+        ToolDefinition::builder("wait", "Wait a while.")
+            .unwrap()
+            .asynchronous(true)
+            .build()
+            .unwrap(),
+        |input, _ctx| async move {
+            let ms = input["ms"].as_u64().unwrap_or(10);
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            ToolOutput::text(format!("waited {ms} ms"))
+        },
+    ));
+    registry
+}
+
 /// A conversation whose frontmatter approves `tools` and whose last message is `ask`.
 pub(crate) fn chat(tools: &[&str], ask: &str) -> Arc<flemma::runtime::MemoryConversation> {
     let list = serde_json::to_string(tools).unwrap();

@@ -513,25 +513,6 @@ async fn a_truncated_recorded_response_warns() {
     assert_eq!(doc.messages.len(), 3, "{}", chat.text());
 }
 
-/// A registry with the async `wait` tool (sleeps `ms`), which can run in the background.
-fn background_registry() -> flemma::runtime::ToolRegistry {
-    use flemma::core::{ToolDefinition, ToolOutput, async_tool_fn};
-    let registry = registry();
-    registry.register(async_tool_fn(
-        ToolDefinition::builder("wait", "Wait a while.")
-            .unwrap()
-            .asynchronous(true)
-            .build()
-            .unwrap(),
-        |input, _ctx| async move {
-            let ms = input["ms"].as_u64().unwrap_or(10);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            ToolOutput::text(format!("waited {ms} ms"))
-        },
-    ));
-    registry
-}
-
 /// A conversation asking for `wait` in the background (`frontmatter_tools` joins
 /// `tools`), the scripted `turns`, and a session over them.
 fn background_session(
@@ -543,7 +524,7 @@ fn background_session(
         "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": [\"wait\"]{frontmatter_tools}}}}}}}\n```\n@You:\nWait in the background.\n"
     )));
     let provider = Arc::new(ScriptedProvider::new(turns));
-    let session = Session::builder(chat.clone(), background_registry(), provider.clone())
+    let session = Session::builder(chat.clone(), crate::background_registry(), provider.clone())
         .flush_interval(Duration::ZERO)
         .wait_for_jobs(wait_for_jobs)
         .build();

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flemma::core::{ToolDefinition, ToolOutput, async_tool_fn};
 use flemma::providers::{ScriptedProvider, ScriptedUsage, Turn};
 use flemma::runtime::hooks::{PreToolUseAnswer, hook_fn, on};
 use flemma::runtime::telemetry::TARGET;
@@ -111,23 +110,6 @@ fn walk(nodes: &[Node], parent: Option<u64>, depth: usize, out: &mut String) {
     }
 }
 
-fn registry() -> flemma::runtime::ToolRegistry {
-    let registry = crate::registry();
-    registry.register(async_tool_fn(
-        ToolDefinition::builder("wait", "Wait a while.")
-            .unwrap()
-            .asynchronous(true)
-            .build()
-            .unwrap(),
-        |input, _ctx| async move {
-            let ms = input["ms"].as_u64().unwrap_or(10);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            ToolOutput::text(format!("waited {ms} ms"))
-        },
-    ));
-    registry
-}
-
 fn used(input: u64, output: u64) -> ScriptedUsage {
     ScriptedUsage {
         input_tokens: Some(input),
@@ -177,7 +159,7 @@ async fn a_run_is_a_tree_of_gen_ai_spans() {
             PreToolUseAnswer::pass()
         }
     });
-    let session = Session::builder(chat.clone(), registry(), provider.clone())
+    let session = Session::builder(chat.clone(), crate::background_registry(), provider.clone())
         .flush_interval(Duration::ZERO)
         .hook(no_division.named("no-division").unwrap())
         .wait_for_jobs(true)
@@ -200,7 +182,7 @@ async fn a_compaction_is_a_span_around_its_summary_request() {
         usage: Some(used(40, 8)),
         ..Turn::text("They counted.")
     }]));
-    let session = Session::builder(chat, registry(), provider).build();
+    let session = Session::builder(chat, crate::background_registry(), provider).build();
     session.compact(None).await.unwrap();
     let tree = recording.tree();
     assert!(

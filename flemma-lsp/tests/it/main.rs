@@ -184,21 +184,7 @@ fn incremental_changes_in_utf16_reach_the_parser_and_the_outline() {
     );
     // The message ends at its last line's end, in UTF-16 units.
     assert_eq!(symbols[0]["range"], range((0, 0), (2, 0)), "{}", symbols[0]);
-    let folds = client.request(
-        "textDocument/foldingRange",
-        json!({"textDocument": {"uri": URI}}),
-    );
-    let folds: Vec<(u64, u64)> = folds
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["startLine"].as_u64().unwrap(),
-                f["endLine"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let folds = folds(&mut client);
     assert_eq!(folds, [(0, 2), (3, 11), (4, 7), (8, 11)]);
     client.shutdown();
 }
@@ -1035,20 +1021,13 @@ fn the_editors_cycle_runs_the_hosts_command_hooks() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A compacted conversation: the messages above the block fold as one region, the block is in
-/// the outline, and its hover says what it stands for and what each request saves.
-#[test]
-fn a_compaction_block_folds_what_it_stands_for_and_its_hover_tells_the_tokens_saved() {
-    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
-    client.open(
-        "@You:\nHi.\n\n@Assistant:\nHello.\n\n@You:\n**Compaction:** (messages=2 tokens=900 summary=40)\n```\nThey said hi.\n```\n\n@You:\nAnd?\n",
-    );
-    assert_eq!(client.diagnostics()["diagnostics"], json!([]));
+/// The folding ranges of the open document, as (first line, last line).
+fn folds(client: &mut Client) -> Vec<(u64, u64)> {
     let folds = client.request(
         "textDocument/foldingRange",
         json!({"textDocument": {"uri": URI}}),
     );
-    let folds: Vec<(u64, u64)> = folds
+    folds
         .as_array()
         .unwrap()
         .iter()
@@ -1058,7 +1037,19 @@ fn a_compaction_block_folds_what_it_stands_for_and_its_hover_tells_the_tokens_sa
                 f["endLine"].as_u64().unwrap(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// A compacted conversation: the messages above the block fold as one region, the block is in
+/// the outline, and its hover says what it stands for and what each request saves.
+#[test]
+fn a_compaction_block_folds_what_it_stands_for_and_its_hover_tells_the_tokens_saved() {
+    let mut client = Client::start(ServerOptions::default().debounce(Duration::ZERO));
+    client.open(
+        "@You:\nHi.\n\n@Assistant:\nHello.\n\n@You:\n**Compaction:** (messages=2 tokens=900 summary=40)\n```\nThey said hi.\n```\n\n@You:\nAnd?\n",
+    );
+    assert_eq!(client.diagnostics()["diagnostics"], json!([]));
+    let folds = folds(&mut client);
     // Above the block (lines 0-5), each message, the block (7-10).
     assert_eq!(folds, [(0, 5), (0, 2), (3, 5), (6, 11), (7, 10), (12, 13)]);
     let symbols = client.symbols();

@@ -11,7 +11,6 @@
 //! widen a setting through it.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use flemma_ast::modeline::{Key, Modeline, Value};
 use flemma_ast::{Document, Message};
@@ -19,7 +18,7 @@ use flemma_providers::{OnRetry, Part, PromptMessage, PromptRole, Provider, Retry
 use futures_util::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
-use super::{Control, Running, Session, SessionError, SessionEvent};
+use super::{Running, Session, SessionError, SessionEvent};
 use crate::compaction::{self, CompactOutcome, Compacted, Cut, SUMMARY_INSTRUCTIONS};
 use crate::hooks::{CompactTrigger, HookEvent, PostCompactInput, PreCompactInput};
 
@@ -107,21 +106,6 @@ impl Session {
             0,
         )
         .await
-    }
-
-    /// Takes the session's control for a manual operation, as [`run`](Self::run) does.
-    fn claim(&self) -> Result<Arc<Control>, SessionError> {
-        let mut slot = self.inner.lock_control();
-        if let Some(running) = slot.as_ref() {
-            return Err(if running.in_flight.load(Ordering::SeqCst) {
-                SessionError::RequestInFlight
-            } else {
-                SessionError::AlreadyRunning
-            });
-        }
-        let control = Arc::new(Control::default());
-        *slot = Some(Arc::clone(&control));
-        Ok(control)
     }
 
     /// Before request `turn`: compacts the conversation when `compaction.enabled` and the

@@ -696,19 +696,7 @@ impl Session {
     /// [`SessionError::AlreadyRunning`] when one runs tools; the errors of the cycle, the
     /// options and the provider (the autopilot is disarmed then).
     pub async fn run(&self) -> Result<Stop, SessionError> {
-        let control = {
-            let mut slot = self.inner.lock_control();
-            if let Some(running) = slot.as_ref() {
-                return Err(if running.in_flight.load(Ordering::SeqCst) {
-                    SessionError::RequestInFlight
-                } else {
-                    SessionError::AlreadyRunning
-                });
-            }
-            let control = Arc::new(Control::default());
-            *slot = Some(Arc::clone(&control));
-            control
-        };
+        let control = self.claim()?;
         let _running = Running(&self.inner);
         {
             let mut usage = self.inner.lock_usage();
@@ -727,6 +715,22 @@ impl Session {
                 Err(error)
             }
         }
+    }
+
+    /// Takes the session's control for a run or a manual compaction: refused while another
+    /// holds it (a request streaming, or tools running).
+    fn claim(&self) -> Result<Arc<Control>, SessionError> {
+        let mut slot = self.inner.lock_control();
+        if let Some(running) = slot.as_ref() {
+            return Err(if running.in_flight.load(Ordering::SeqCst) {
+                SessionError::RequestInFlight
+            } else {
+                SessionError::AlreadyRunning
+            });
+        }
+        let control = Arc::new(Control::default());
+        *slot = Some(Arc::clone(&control));
+        Ok(control)
     }
 
     /// A conversation without a `@You:` or `@Assistant:` message (no marker at all, or only
