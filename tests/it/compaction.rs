@@ -308,3 +308,85 @@ async fn a_conversation_with_a_pending_call_compacts_around_it() {
         CompactOutcome::NothingToCompact
     );
 }
+
+/// A conversation of two exchanges and a question, compacted by hand with one turn kept.
+const SMALL: &str = "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
+                     @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n";
+
+#[tokio::test]
+async fn a_response_without_text_is_no_summary_and_nothing_is_written() {
+    let chat = Arc::new(MemoryConversation::new(SMALL));
+    let (session, _provider) = session(
+        &chat,
+        vec![Turn::tool_use("calculator", json!({"expression": "1 + 1"}))],
+    );
+    let error = session.compact(None).await.unwrap_err();
+    assert!(
+        matches!(error, flemma::runtime::SessionError::EmptySummary { .. }),
+        "{error:?}"
+    );
+    assert_eq!(chat.text(), SMALL);
+}
+
+#[tokio::test]
+async fn a_change_above_the_cut_while_the_summary_is_written_writes_nothing() {
+    let chat = Arc::new(MemoryConversation::new(SMALL));
+    let (session, _provider) = session(
+        &chat,
+        vec![Turn::text("They counted to two.").with_delay(Duration::from_millis(40))],
+    );
+    let edited = SMALL.replace("One.", "One, edited meanwhile.");
+    let editor = {
+        let chat = chat.clone();
+        let edited = edited.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            chat.set_text(edited);
+        })
+    };
+    let error = session.compact(None).await.unwrap_err();
+    editor.await.unwrap();
+    assert!(
+        matches!(error, flemma::runtime::SessionError::CompactionConflict),
+        "{error:?}"
+    );
+    assert_eq!(chat.text(), edited);
+}
+
+#[tokio::test]
+async fn cancel_during_the_summary_request_writes_nothing() {
+    let chat = Arc::new(MemoryConversation::new(SMALL));
+    let (session, _provider) = session(
+        &chat,
+        vec![Turn::text("They counted to two.").with_delay(Duration::from_millis(200))],
+    );
+    let session = Arc::new(session);
+    let canceller = {
+        let session = Arc::clone(&session);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            session.cancel();
+        })
+    };
+    let error = session.compact(None).await.unwrap_err();
+    canceller.await.unwrap();
+    assert!(
+        matches!(error, flemma::runtime::SessionError::Cancelled),
+        "{error:?}"
+    );
+    assert_eq!(chat.text(), SMALL);
+}
+
+#[tokio::test]
+async fn a_threshold_that_cannot_be_is_a_warning_and_no_compaction() {
+    let chat = chat(&json!({"threshold": 1.5, "keep_turns": 1}));
+    let mut turns: Vec<Turn> = (1..=4).map(tool_turn).collect();
+    turns.push(Turn::text("All added."));
+    let (session, provider) = session(&chat, turns);
+    let mut events = session.subscribe();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    assert_eq!(provider.remaining(), 0);
+    assert!(drain(&mut events).iter().any(|e| matches!(e,
+        SessionEvent::Warning(w) if w.starts_with("compaction.threshold is 1.5: it must be above 0 and at most 1"))));
+    assert_eq!(ast::parse(&chat.text()).compacted_at(), None);
+}
