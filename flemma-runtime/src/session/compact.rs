@@ -66,7 +66,8 @@ impl Session {
     ///
     /// [`SessionError::RequestInFlight`] / [`SessionError::AlreadyRunning`] while the session
     /// runs; [`SessionError::NoProvider`] for a session without a model; the send and stream
-    /// errors of the summary request; [`SessionError::EmptySummary`];
+    /// errors of the summary request; [`SessionError::Cancelled`] when
+    /// [`cancel`](Self::cancel) stopped it; [`SessionError::EmptySummary`];
     /// [`SessionError::CompactionConflict`] when the conversation changed above the cut
     /// meanwhile. Nothing is written then.
     ///
