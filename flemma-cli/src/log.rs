@@ -29,8 +29,40 @@ fn level(count: u8) -> LevelFilter {
     }
 }
 
-/// Installs the subscriber.
-pub(crate) fn init(verbose: u8) {
+/// What the command exports of its spans (feature `otel`): nothing unless the `OTEL_*`
+/// variables ask for it.
+#[must_use = "the export sends its last spans when finished"]
+pub(crate) struct Export {
+    #[cfg(feature = "otel")]
+    otlp: Option<flemma::runtime::telemetry::Otlp>,
+}
+
+impl Export {
+    /// Sends the spans still queued (a warning on stderr when they cannot be delivered).
+    pub(crate) fn finish(self) {
+        #[cfg(feature = "otel")]
+        if let Some(otlp) = self.otlp
+            && let Err(error) = otlp.shutdown()
+        {
+            warn_otlp(error);
+        }
+    }
+}
+
+/// `flemma: OTLP export: ERROR: CAUSE` on stderr, escaped.
+#[cfg(feature = "otel")]
+fn warn_otlp(error: flemma::runtime::telemetry::OtlpError) {
+    let described = crate::failure::describe(&anyhow::Error::new(error));
+    let _ = writeln!(
+        std::io::stderr(),
+        "flemma: OTLP export: {}",
+        crate::visible::text(&described)
+    );
+}
+
+/// Installs the subscriber: the log on stderr, and the OTLP export when the `OTEL_*`
+/// variables ask for one (feature `otel`).
+pub(crate) fn init(verbose: u8) -> Export {
     let builder = EnvFilter::builder().with_default_directive(level(verbose).into());
     let directives = std::env::var("RUST_LOG").unwrap_or_default();
     let filter = builder.parse(&directives).unwrap_or_else(|error| {
@@ -43,12 +75,47 @@ pub(crate) fn init(verbose: u8) {
             .with_default_directive(level(verbose).into())
             .parse_lossy("")
     });
+    #[cfg(feature = "otel")]
+    {
+        use tracing_subscriber::prelude::*;
+        let otlp = match flemma::runtime::telemetry::Otlp::from_env("flemma") {
+            Ok(otlp) => otlp,
+            Err(error) => {
+                warn_otlp(error);
+                None
+            }
+        };
+        if let Some(otlp) = otlp {
+            // Each layer filters for itself: the log's level does not hide the spans.
+            let _ = tracing_subscriber::registry()
+                .with(log_layer(verbose).with_filter(filter))
+                .with(otlp.layer())
+                .try_init();
+            return Export { otlp: Some(otlp) };
+        }
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| Line(Vec::new()))
         .without_time()
         .with_target(verbose > 0)
         .try_init();
+    Export {
+        #[cfg(feature = "otel")]
+        otlp: None,
+    }
+}
+
+/// The log's layer, as `init` installs it without an export.
+#[cfg(feature = "otel")]
+fn log_layer<S>(verbose: u8) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(|| Line(Vec::new()))
+        .without_time()
+        .with_target(verbose > 0)
 }
 
 /// One formatted event, written to stderr in one piece when dropped.

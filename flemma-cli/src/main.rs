@@ -474,7 +474,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    log::init(cli.verbose);
+    let export = log::init(cli.verbose);
     // Tools run as this user: keep them from reading this process's environment (the
     // provider keys) through /proc. A refusal leaves the filtered environment as the bound.
     let _ = flemma::runtime::protect_host_process();
@@ -485,6 +485,7 @@ fn main() -> ExitCode {
     let outcome = run(cli.command, &settings);
     // The MCP servers stop, and the runtime is left behind.
     runtime::finish();
+    export.finish();
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {

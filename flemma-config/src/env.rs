@@ -52,7 +52,8 @@ pub const CORE_VARS: &[&str] = &[
 /// itself (`flemma-providers`: `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `VERTEX_ACCESS_TOKEN`)
 /// and the usual spellings of secrets (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
 /// `AWS_SESSION_TOKEN`, `NPM_TOKEN`, `PGPASSWORD`, `STRIPE_SECRET_KEY`, `GH_PAT`,
-/// `SIGNING_PASSPHRASE`, `DOCKER_AUTH`, `GOOGLE_APPLICATION_CREDENTIALS`, …), and any variable
+/// `SIGNING_PASSPHRASE`, `DOCKER_AUTH`, `GOOGLE_APPLICATION_CREDENTIALS`, …), OpenTelemetry's
+/// exporter headers (`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TRACES_HEADERS`), and any variable
 /// whose value is a URL with a password (`DATABASE_URL=postgres://u:p@db/x`). Compared
 /// without regard to case.
 ///
@@ -79,6 +80,9 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     "*_PAT",
     "*PASSPHRASE*",
     "*_AUTH",
+    // OpenTelemetry's exporter headers carry the collector's credentials
+    // (`Authorization=Bearer …`, `x-honeycomb-team=…`).
+    "OTEL_EXPORTER_OTLP*HEADERS",
 ];
 
 /// Whether a variable's value is a URL with a password in it (`postgres://u:p@host/db`):
@@ -342,15 +346,24 @@ mod tests {
             ("USER_AT_HOST", "ssh://git@github.com/x"),
             ("KEYBOARD", "us"),
             ("SSH_AUTH_SOCK", "/run/ssh"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer x"),
+            ("otel_exporter_otlp_traces_headers", "x-honeycomb-team=y"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
         ]
         .map(|(k, v)| (k.to_owned(), v.to_owned()));
         let env = EnvPolicy::default().apply(host.clone());
         assert_eq!(
             names(&env),
-            ["KEYBOARD", "PLAIN_URL", "SSH_AUTH_SOCK", "USER_AT_HOST"]
+            [
+                "KEYBOARD",
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "PLAIN_URL",
+                "SSH_AUTH_SOCK",
+                "USER_AT_HOST"
+            ]
         );
         // The spec's behaviour keeps them all.
-        assert_eq!(EnvPolicy::inherit_all().apply(host).len(), 12);
+        assert_eq!(EnvPolicy::inherit_all().apply(host).len(), 15);
     }
 
     #[test]

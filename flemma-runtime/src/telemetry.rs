@@ -25,6 +25,11 @@
 use tracing::Span;
 use tracing::field::Empty;
 
+#[cfg(feature = "otel")]
+mod otlp;
+#[cfg(feature = "otel")]
+pub use otlp::{Otlp, OtlpError};
+
 /// The target of every span this module makes.
 pub const TARGET: &str = "flemma::gen_ai";
 
@@ -36,6 +41,12 @@ pub fn provider_name(provider: &str) -> &str {
         "vertex" => "gcp.vertex_ai",
         other => other,
     }
+}
+
+/// A count as an OTLP integer: `tracing` hands a `u64` to a `tracing-opentelemetry` layer as
+/// text, an `i64` as an integer.
+fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// The span of a run of a session (`invoke_agent flemma`).
@@ -73,14 +84,14 @@ pub(crate) fn chat(
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider_name(provider),
         gen_ai.request.model = model,
-        gen_ai.request.max_tokens = max_tokens,
+        gen_ai.request.max_tokens = max_tokens.map(int),
         gen_ai.conversation.id = conversation,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
         gen_ai.usage.cache_creation.input_tokens = Empty,
-        flemma.turn = turn,
+        flemma.turn = int(turn),
         flemma.compaction = compaction,
         error.type = Empty,
     )
@@ -88,12 +99,15 @@ pub(crate) fn chat(
 
 /// Records a response's usage on its `chat` span.
 pub(crate) fn record_usage(span: &Span, usage: &flemma_providers::Usage) {
-    span.record("gen_ai.usage.input_tokens", usage.input);
-    span.record("gen_ai.usage.output_tokens", usage.output);
-    span.record("gen_ai.usage.cache_read.input_tokens", usage.cache_read);
+    span.record("gen_ai.usage.input_tokens", int(usage.input));
+    span.record("gen_ai.usage.output_tokens", int(usage.output));
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        int(usage.cache_read),
+    );
     span.record(
         "gen_ai.usage.cache_creation.input_tokens",
-        usage.cache_write,
+        int(usage.cache_write),
     );
 }
 
@@ -185,8 +199,8 @@ pub(crate) fn compaction(trigger: &str, messages: u64, tokens: u64) -> Span {
         target: TARGET,
         "flemma.compaction",
         flemma.compaction.trigger = trigger,
-        flemma.compaction.messages = messages,
-        flemma.compaction.tokens = tokens,
+        flemma.compaction.messages = int(messages),
+        flemma.compaction.tokens = int(tokens),
         error.type = Empty,
     )
 }

@@ -20,6 +20,8 @@ mod mcp;
 #[cfg(all(unix, feature = "mcp"))]
 mod mcp_serve;
 mod notices;
+#[cfg(feature = "otel")]
+mod otel;
 mod output;
 mod paths;
 #[cfg(feature = "lua")]
