@@ -70,7 +70,7 @@ pub use options::{
     AutopilotOptions, Backup, BashOptions, BudgetLimits, BudgetOptions, BwrapOptions,
     CompactionOptions, CursorAfterResult, EditingOptions, FileAccessMode, HttpOptions, LsOptions,
     McpOptions, McpServerOptions, Options, PreviewOptions, SandboxBackends, SandboxOptions,
-    SandboxPolicy, SearchOptions, StoreOptions, TemplatesOptions, ToolsOptions,
+    SandboxPolicy, SearchOptions, StoreOptions, TelemetryOptions, TemplatesOptions, ToolsOptions,
 };
 pub use presets::{Preset, Presets};
 pub use project::{

@@ -70,6 +70,7 @@ const RULES: &[(&str, Rule)] = &[
     ("budget.conversation.max_tokens", Rule::Ceiling),
     ("budget.conversation.max_cost", Rule::Ceiling),
     ("compaction.enabled", Rule::TrueWidens),
+    ("telemetry.capture_content", Rule::TrueWidens),
 ];
 
 /// What a frontmatter may write to `path`, for the options reference.

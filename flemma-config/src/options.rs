@@ -25,6 +25,9 @@ pub struct Options {
     /// `compaction.*`: when a long conversation is summarised.
     #[serde(default)]
     pub compaction: CompactionOptions,
+    /// `telemetry.*`: what the tracing spans record.
+    #[serde(default)]
+    pub telemetry: TelemetryOptions,
     /// `templates.*`
     pub templates: TemplatesOptions,
     /// The provider (`anthropic`, `openai`, `vertex`, …).
@@ -364,6 +367,20 @@ impl Default for CompactionOptions {
             keep_turns: 2,
         }
     }
+}
+
+/// `telemetry.*`: what the tracing spans of a conversation record (`flemma_runtime::telemetry`).
+///
+/// A frontmatter may turn the capture off, not on: a transcript cannot make its host send
+/// the conversation to the host's tracing backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TelemetryOptions {
+    /// Record the content on the spans: the messages of each request and response
+    /// (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.system_instructions`),
+    /// each call's input and result (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`).
+    /// Off by default: they may hold secrets, and an exporter sends them on.
+    pub capture_content: bool,
 }
 
 /// `editing.*`

@@ -308,3 +308,41 @@ fn a_frontmatter_may_turn_compaction_off_never_on() {
     assert!(!config.options().unwrap().compaction.enabled);
     assert!(config.diagnostics(&[]).is_empty());
 }
+
+/// The attack: a transcript someone sent turns the content capture on, so that its host's
+/// tracing backend would receive the conversation and the tools' results. It stays off (the
+/// frontmatter's write is an error); turning it off where the host has it on is taken.
+#[test]
+fn a_frontmatter_may_turn_the_content_capture_off_never_on() {
+    let mut config = Config::new();
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"telemetry": {"capture_content": true}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    assert!(!config.options().unwrap().telemetry.capture_content);
+    let diagnostics = format!("{:?}", config.diagnostics(&[]));
+    assert!(
+        diagnostics.contains("telemetry.capture_content"),
+        "{diagnostics}"
+    );
+    let mut config = Config::new();
+    config
+        .load_toml_str(
+            "[telemetry]\ncapture_content = true\n",
+            "flemma.toml".as_ref(),
+        )
+        .unwrap();
+    assert!(config.options().unwrap().telemetry.capture_content);
+    config
+        .apply_frontmatter(
+            "json",
+            r#"{"flemma": {"telemetry": {"capture_content": false}}}"#,
+            FIRST_LINE,
+        )
+        .unwrap();
+    assert!(!config.options().unwrap().telemetry.capture_content);
+    assert!(config.diagnostics(&[]).is_empty());
+}

@@ -82,6 +82,7 @@ fn defaults_are_the_spec_defaults() {
                 "conversation": {"max_tokens": null, "max_cost": null}
             },
             "compaction": {"enabled": true, "threshold": 0.8, "keep_turns": 2},
+            "telemetry": {"capture_content": false},
             "templates": {"file_access": "project", "allowed_roots": []},
             "provider": null,
             "model": null,
