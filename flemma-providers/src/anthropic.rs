@@ -2,13 +2,16 @@
 
 use serde_json::Value;
 
-use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
+use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments, describe};
 use crate::sse::SseEvent;
 use crate::usage::{Reported, count};
 
-/// Decodes Anthropic `event:`/`data:` streams.
+/// Decodes Anthropic `event:`/`data:` streams; `message_start` tells the response's id and
+/// model.
 #[derive(Debug, Default)]
 pub struct AnthropicDecoder {
+    /// The response's id and model were told.
+    described: bool,
     /// The tool block open at the given index: (index, id, name, arguments so far).
     tool: Option<(u64, String, String, String)>,
     signature: String,
@@ -121,6 +124,9 @@ impl StreamDecoder for AnthropicDecoder {
         let mut out = Vec::new();
         match data.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message_start" => {
+                let field = |key| data.pointer(key).and_then(Value::as_str);
+                let (id, model) = (field("/message/id"), field("/message/model"));
+                describe(&mut self.described, id, model, &mut out);
                 if let Some(u) = data.pointer("/message/usage") {
                     self.usage(u, &mut out);
                 }
@@ -179,5 +185,64 @@ impl StreamDecoder for AnthropicDecoder {
     fn finish(&mut self) -> Vec<StreamEvent> {
         self.tool = None;
         crate::event::cut_unless(self.done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{decode_all, read_peer, responses};
+
+    fn run(name: &str) -> Vec<StreamEvent> {
+        decode_all(&mut AnthropicDecoder::new(), &read_peer(name))
+    }
+
+    #[test]
+    fn message_start_tells_the_response_id_and_model_first() {
+        let events = run("anthropic_hello_success_stream.txt");
+        assert_eq!(
+            events[0],
+            StreamEvent::Response {
+                id: Some("msg_01Wq2chmRdH54Js2VjCQmmT4".into()),
+                model: Some("claude-sonnet-4-5-20250929".into()),
+            }
+        );
+        assert_eq!(responses(&events).len(), 1);
+
+        // `model` before `id` in this recording's `message_start`.
+        let events = run("anthropic_tool_use_streaming.txt");
+        assert_eq!(
+            responses(&events),
+            [(
+                Some("msg_01Gh9fPX6wbwdDapZRKvSPS2"),
+                Some("claude-sonnet-4-20250514")
+            )]
+        );
+        let events = run("anthropic_whitespace_before_thinking_stream.txt");
+        assert_eq!(
+            responses(&events),
+            [(
+                Some("msg_test_whitespace_thinking"),
+                Some("claude-opus-4-6")
+            )]
+        );
+    }
+
+    #[test]
+    fn a_message_start_without_id_or_model_tells_nothing() {
+        let body = concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"id\":\"\",\"usage\":{\"input_tokens\":3}}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        let events = decode_all(&mut AnthropicDecoder::new(), body);
+        assert!(responses(&events).is_empty(), "{events:?}");
+
+        let model_only = concat!(
+            "data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\"}}\n\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"model\":\"claude-y\"}}\n\n",
+        );
+        let events = decode_all(&mut AnthropicDecoder::new(), model_only);
+        assert_eq!(responses(&events), [(None, Some("claude-x"))]);
     }
 }

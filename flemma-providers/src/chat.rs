@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
+use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments, describe};
 use crate::sse::SseEvent;
 use crate::usage::{Reported, count};
 
@@ -21,8 +21,12 @@ struct PendingCall {
 ///
 /// Content deltas become text, `reasoning_content` (or `reasoning`) deltas thinking; tool
 /// calls accumulate by `index` and are emitted, ordered by index, when the choice finishes.
+/// Every chunk repeats the response's `id` and `model`: the first chunk that has them tells
+/// them.
 #[derive(Debug, Default)]
 pub struct ChatCompletionsDecoder {
+    /// The response's id and model were told.
+    described: bool,
     calls: BTreeMap<u64, PendingCall>,
     /// The last usage reported (some providers repeat it in the choice and the final chunk).
     usage: Reported,
@@ -206,6 +210,8 @@ impl StreamDecoder for ChatCompletionsDecoder {
         let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
             return out;
         };
+        let field = |key| data.get(key).and_then(Value::as_str);
+        describe(&mut self.described, field("id"), field("model"), &mut out);
         if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
             let message = error.get("message").and_then(Value::as_str).map_or_else(
                 || {
@@ -253,7 +259,7 @@ impl StreamDecoder for ChatCompletionsDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{calls, collect, deltas, read_peer as read, tokens};
+    use crate::test_support::{calls, collect, deltas, read_peer as read, responses, tokens};
 
     fn decode_all(body: &str) -> Vec<StreamEvent> {
         crate::test_support::decode_all(&mut ChatCompletionsDecoder::new(), body)
@@ -351,6 +357,38 @@ mod tests {
         assert_eq!(deltas(&events), r#"{"query": "current weather in Tokyo"}"#);
         assert_eq!(dones(&events), [&StopReason::ToolUse]);
         assert!(events.contains(&StreamEvent::Usage(tokens(86, 20))));
+    }
+
+    #[test]
+    fn the_first_chunk_tells_the_response_id_and_model_once() {
+        // Every chunk repeats them (the last, usage-only chunk too): told once, first.
+        let events = decode_all(&read("chat_completions_hello_stream.txt"));
+        assert_eq!(
+            events[0],
+            StreamEvent::Response {
+                id: Some("chatcmpl-69c502e6c7b8919eddac04a5".into()),
+                model: Some("kimi-k2.5".into()),
+            }
+        );
+        assert_eq!(responses(&events).len(), 1);
+        assert_eq!(
+            responses(&decode_all(&read("chat_completions_tool_call_stream.txt"))),
+            [(Some("chatcmpl-69c50304a354904bee7f0c05"), Some("kimi-k2.5"))]
+        );
+    }
+
+    #[test]
+    fn chunks_without_id_or_model_tell_nothing_until_one_does() {
+        let body = [
+            chunk(r#"{"index":0,"delta":{"content":"Hi"}}"#),
+            "data: {\"id\":\"\",\"model\":\"m-1\",\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n".to_owned(),
+            "data: {\"id\":\"c-2\",\"model\":\"m-2\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n".to_owned(),
+        ]
+        .concat();
+        let events = decode_all(&body);
+        assert_eq!(responses(&events), [(None, Some("m-1"))]);
+        assert_eq!(events[0], StreamEvent::Text { text: "Hi".into() });
+        assert_eq!(dones(&events), [&StopReason::EndTurn]);
     }
 
     #[test]

@@ -28,6 +28,20 @@ pub enum StopReason {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StreamEvent {
+    /// What the provider said about the response it is sending: its id and the model that
+    /// answers (which may name a dated version of the model requested, or another model
+    /// altogether). Sent at most once per response, as soon as the stream tells either; a
+    /// stream that tells neither sends none.
+    Response {
+        /// The provider's id of the response (`msg_…`, `resp_…`, `chatcmpl-…`, Vertex's
+        /// `responseId`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The model that answers, as the provider names it (`claude-sonnet-4-5-20250929`,
+        /// Vertex's `modelVersion`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
     /// Visible text, to append verbatim.
     Text {
         /// The delta.
@@ -106,6 +120,22 @@ pub trait StreamDecoder: Send {
     /// The stream ended. A decoder that saw no completion reports an error here; tool calls
     /// still open are dropped, never emitted as if complete.
     fn finish(&mut self) -> Vec<StreamEvent>;
+}
+
+/// Pushes the [`StreamEvent::Response`] of the id and model a stream told (an empty string
+/// tells nothing) unless `described` says it was sent already; sets `described` once sent.
+pub(crate) fn describe(
+    described: &mut bool,
+    id: Option<&str>,
+    model: Option<&str>,
+    out: &mut Vec<StreamEvent>,
+) {
+    let told = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(str::to_owned);
+    let (id, model) = (told(id), told(model));
+    if !*described && (id.is_some() || model.is_some()) {
+        *described = true;
+        out.push(StreamEvent::Response { id, model });
+    }
 }
 
 /// What a decoder's `finish` yields: nothing after a completed response, else the

@@ -4,9 +4,9 @@
 //!
 //! A provider streams server-sent events; [`SseDecoder`] turns bytes (in any chunking) into
 //! events, a [`StreamDecoder`] per provider turns those into provider-neutral
-//! [`StreamEvent`]s (text, thinking, signatures, tool calls, usage, stop, error), and
-//! [`ResponseWriter`] writes them into the conversation exactly as the reference
-//! implementation does: text verbatim, each complete tool call as a
+//! [`StreamEvent`]s (the response's id and model, text, thinking, signatures, tool calls,
+//! usage, stop, error), and [`ResponseWriter`] writes them into the conversation exactly as
+//! the reference implementation does: text verbatim, each complete tool call as a
 //! `**Tool Use:**` block with its wire name decoded, thinking at the end with its signature.
 //!
 //! On the request side, [`build_prompt`] turns a parsed conversation into a provider-neutral

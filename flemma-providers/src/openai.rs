@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments};
+use crate::event::{StopReason, StreamDecoder, StreamEvent, compact_arguments, describe};
 use crate::sse::SseEvent;
 use crate::usage::{Reported, count};
 
@@ -13,8 +13,12 @@ use crate::usage::{Reported, count};
 /// Text deltas become text, reasoning summary deltas thinking, each finished `function_call`
 /// item a tool call (its `arguments` kept verbatim when they are a JSON object), and the
 /// finished reasoning item the thinking signature (provider `openai`, base64 of its JSON).
+/// The response's id and model come from the first event whose `response` object tells
+/// them (`response.created`).
 #[derive(Debug, Default)]
 pub struct OpenAiResponsesDecoder {
+    /// The response's id and model were told.
+    described: bool,
     /// Function calls announced and not yet finished: item id → call id.
     open: HashMap<String, String>,
     /// The same calls by `output_index` (argument deltas carry both).
@@ -151,6 +155,14 @@ impl StreamDecoder for OpenAiResponsesDecoder {
             .and_then(Value::as_str)
             .or(event.event.as_deref())
             .unwrap_or_default();
+        // `response.created` carries the response object first; `response.in_progress`,
+        // `.completed`, `.incomplete` and `.failed` repeat it.
+        if kind.starts_with("response.")
+            && let Some(response) = data.get("response")
+        {
+            let field = |key| response.get(key).and_then(Value::as_str);
+            describe(&mut self.described, field("id"), field("model"), &mut out);
+        }
         match kind {
             "response.output_text.delta" | "response.refusal.delta" => {
                 let text = str_field(&data, "delta");
@@ -243,7 +255,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{calls, decode_all, deltas, read_peer, tokens};
+    use crate::test_support::{calls, decode_all, deltas, read_peer, responses, tokens};
 
     fn run(name: &str) -> Vec<StreamEvent> {
         decode_all(&mut OpenAiResponsesDecoder::new(), &read_peer(name))
@@ -351,6 +363,67 @@ mod tests {
             Some(&StreamEvent::Done {
                 stop: StopReason::EndTurn
             })
+        );
+    }
+
+    #[test]
+    fn response_created_tells_the_response_id_and_model_once() {
+        // `response.in_progress` and `response.completed` repeat them: told once, first.
+        let events = run("openai_hello_success_stream.txt");
+        assert_eq!(
+            events[0],
+            StreamEvent::Response {
+                id: Some("resp_0adfb20353bc8a4001698e3592d4d8819590df108fcce25dae".into()),
+                model: Some("gpt-4o-mini-2024-07-18".into()),
+            }
+        );
+        assert_eq!(responses(&events).len(), 1);
+        assert_eq!(
+            responses(&run("openai_reasoning_tool_call_stream.txt")),
+            [(
+                Some("resp_0f523439ef4cfa0e01698ed191fba08194a13183bf8a0952f5"),
+                Some("o4-mini-2025-04-16")
+            )]
+        );
+        // An incomplete response tells them too.
+        assert_eq!(
+            responses(&run("openai_incomplete_stream.txt")),
+            [(
+                Some("resp_0f7d483a772176c101698ed19429f08194a674c1e25da8ea34"),
+                Some("gpt-4o-mini-2024-07-18")
+            )]
+        );
+    }
+
+    #[test]
+    fn the_first_response_object_that_tells_them_does() {
+        let body = concat!(
+            "data: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}\n\n",
+            "data: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n",
+            "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-x\"}}\n\n",
+        );
+        let events = decode_all(&mut OpenAiResponsesDecoder::new(), body);
+        assert_eq!(responses(&events), [(Some("resp_1"), Some("gpt-x"))]);
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Done {
+                stop: StopReason::EndTurn
+            })
+        );
+
+        let failed = "data: {\"type\":\"response.failed\",\"response\":{\"id\":\"resp_2\",\"error\":{\"message\":\"it failed\"}}}\n\n";
+        let events = decode_all(&mut OpenAiResponsesDecoder::new(), failed);
+        assert_eq!(
+            events,
+            [
+                StreamEvent::Response {
+                    id: Some("resp_2".into()),
+                    model: None
+                },
+                StreamEvent::Error {
+                    message: "it failed".into()
+                }
+            ]
         );
     }
 

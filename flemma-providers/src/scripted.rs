@@ -348,7 +348,8 @@ fn script_turns(json: Value, path: &Path) -> Result<Vec<Turn>, ScriptError> {
 /// be `{"error": "overloaded"}`: the stream reports that error. Relative recording paths
 /// resolve against the script's directory. Tool uses without an `id` get
 /// `toolu_scripted_<turn>_<n>` (1-based). `delay_ms` waits before each event (to watch a
-/// spinner, or to cancel mid-stream in a test).
+/// spinner, or to cancel mid-stream in a test). A written-out turn tells no response id nor
+/// model (no [`StreamEvent::Response`]); a recording tells what it recorded.
 ///
 /// A request whose conversation holds the generated ids of turn `k` (a run stopped for an
 /// approval, then run again in a new process) is answered from the turn after `k`: the

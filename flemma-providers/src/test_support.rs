@@ -68,3 +68,14 @@ pub(crate) fn tokens(input: u64, output: u64) -> crate::Usage {
         ..crate::Usage::default()
     }
 }
+
+/// The [`StreamEvent::Response`]s as `(id, model)`.
+pub(crate) fn responses(events: &[StreamEvent]) -> Vec<(Option<&str>, Option<&str>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Response { id, model } => Some((id.as_deref(), model.as_deref())),
+            _ => None,
+        })
+        .collect()
+}

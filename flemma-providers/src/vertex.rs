@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::event::{StopReason, StreamDecoder, StreamEvent};
+use crate::event::{StopReason, StreamDecoder, StreamEvent, describe};
 use crate::sse::SseEvent;
 use crate::usage::{Reported, count};
 
@@ -15,8 +15,11 @@ use crate::usage::{Reported, count};
 /// Thought parts become thinking, other text parts text (whitespace-only chunks are ignored),
 /// and each `functionCall` part an immediate tool call with a synthetic id
 /// `urn:flemma:tool:<name>:<hex time><4 hex>`; the last `thoughtSignature` is emitted just
-/// before the end.
+/// before the end. Chunks repeat the response's `responseId` and `modelVersion`: the first
+/// chunk that has them tells them.
 pub struct VertexDecoder {
+    /// The response's id and model were told.
+    described: bool,
     /// Makes the id of a tool call from the tool name.
     id_source: Box<dyn FnMut(&str) -> String + Send>,
     signature: String,
@@ -31,6 +34,7 @@ impl std::fmt::Debug for VertexDecoder {
         f.debug_struct("VertexDecoder")
             .field("signature", &self.signature)
             .field("calls", &self.calls)
+            .field("described", &self.described)
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
@@ -65,6 +69,7 @@ impl VertexDecoder {
     pub fn with_id_source(id_source: impl FnMut(&str) -> String + Send + 'static) -> Self {
         Self {
             id_source: Box::new(id_source),
+            described: false,
             signature: String::new(),
             calls: 0,
             done: false,
@@ -76,6 +81,13 @@ impl VertexDecoder {
         if self.done {
             return;
         }
+        let field = |key| data.get(key).and_then(Value::as_str);
+        describe(
+            &mut self.described,
+            field("responseId"),
+            field("modelVersion"),
+            out,
+        );
         if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
             let message = error
                 .get("message")
@@ -225,7 +237,7 @@ impl StreamDecoder for VertexDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{collect, read_peer, tokens};
+    use crate::test_support::{collect, read_peer, responses, tokens};
 
     fn thought(mut usage: crate::Usage, reasoning: u64) -> crate::Usage {
         usage.reasoning = reasoning;
@@ -262,11 +274,19 @@ mod tests {
         &events[events.len().saturating_sub(2)..]
     }
 
+    fn response(id: &str) -> StreamEvent {
+        StreamEvent::Response {
+            id: Some(id.into()),
+            model: Some("gemini-3-flash-preview".into()),
+        }
+    }
+
     #[test]
     fn function_call() {
         let events = run("vertex_function_call_streaming.txt");
         assert_eq!(collect(&events, false), "");
-        assert_eq!(events[0], calculator("15 * 7"));
+        assert_eq!(events[0], response("-Z5jabrIHeSy2fMPlMOTSA"));
+        assert_eq!(events[1], calculator("15 * 7"));
         assert_eq!(
             events
                 .iter()
@@ -296,6 +316,8 @@ mod tests {
             "The user wants me to calculate 15 * 7. I'll use the calculator tool."
         );
         assert_eq!(collect(&events, false), "I'll calculate that for you.");
+        // This recording's chunks have no `responseId` nor `modelVersion`.
+        assert!(responses(&events).is_empty());
         assert!(events.contains(&calculator("15 * 7")));
         // 84 in, 15 + 25 out: the stream's `totalTokenCount` of 124.
         assert!(events.contains(&StreamEvent::Usage(thought(tokens(84, 40), 25))));
@@ -314,7 +336,10 @@ mod tests {
     fn text_before_function() {
         let events = run("vertex_text_before_function_streaming.txt");
         assert_eq!(collect(&events, false), "I will calculate 23 + 45.\n");
-        assert_eq!(events[1], calculator("23 + 45"));
+        // Both chunks tell the response's id and model: told once, first.
+        assert_eq!(events[0], response("_Z5jaaj5CKmX-eQP1o6OoQk"));
+        assert_eq!(responses(&events).len(), 1);
+        assert_eq!(events[2], calculator("23 + 45"));
         // The first chunk's usage has only `trafficType`: no usage event for it.
         let usages: Vec<_> = events
             .iter()
@@ -336,6 +361,8 @@ mod tests {
     fn final_response() {
         let events = run("vertex_final_response_streaming.txt");
         assert_eq!(collect(&events, false), "15 multiplied by 7 is 105.");
+        assert_eq!(events[0], response("_J5jae71BoeQmNAP8YXCqQU"));
+        assert_eq!(responses(&events).len(), 1);
         assert!(!events.iter().any(|e| matches!(
             e,
             StreamEvent::ToolCall { .. } | StreamEvent::ThinkingSignature { .. }
@@ -427,6 +454,29 @@ mod tests {
             [StreamEvent::Error {
                 message: "Resource exhausted".into()
             }]
+        );
+    }
+
+    #[test]
+    fn the_first_chunk_that_tells_them_tells_the_response_id_and_model() {
+        let body = concat!(
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]}}]}\n\n",
+            "data: [{\"candidates\":[],\"modelVersion\":\"gemini-x\"},",
+            "{\"candidates\":[{\"finishReason\":\"STOP\"}],\"responseId\":\"r-2\",\"modelVersion\":\"gemini-y\"}]\n\n",
+        );
+        let events = decode_all(body);
+        assert_eq!(
+            events,
+            [
+                StreamEvent::Text { text: "Hi".into() },
+                StreamEvent::Response {
+                    id: None,
+                    model: Some("gemini-x".into())
+                },
+                StreamEvent::Done {
+                    stop: StopReason::EndTurn
+                },
+            ]
         );
     }
 
