@@ -13,7 +13,7 @@
 //! | span | `gen_ai.operation.name` | attributes |
 //! | --- | --- | --- |
 //! | `invoke_agent` | `invoke_agent` | `gen_ai.agent.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`, `flemma.chat.path` |
-//! | `chat` | `chat` | `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.conversation.id`, `flemma.turn`, `flemma.compaction` |
+//! | `chat` | `chat` | `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.response.model`, `gen_ai.response.id`, `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.conversation.id`, `flemma.turn`, `flemma.compaction` |
 //! | `execute_tool` | `execute_tool` | `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `gen_ai.conversation.id`, `flemma.chat.path`, `flemma.tool.status` (`ok`, `error`), and `flemma.job.id` for a call run as a background job (its span ends with the job) |
 //! | `flemma.approval` | — | `gen_ai.tool.name`, `gen_ai.tool.call.id`, `flemma.approval.decision` |
 //! | `flemma.hook` | — | `flemma.hook.event`, `flemma.hook.name` |
@@ -86,6 +86,8 @@ pub(crate) fn chat(
         gen_ai.request.model = model,
         gen_ai.request.max_tokens = max_tokens.map(int),
         gen_ai.conversation.id = conversation,
+        gen_ai.response.model = Empty,
+        gen_ai.response.id = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
@@ -109,6 +111,17 @@ pub(crate) fn record_usage(span: &Span, usage: &flemma_providers::Usage) {
         "gen_ai.usage.cache_creation.input_tokens",
         int(usage.cache_write),
     );
+}
+
+/// Records what the provider said about a response on its `chat` span: its id
+/// (`gen_ai.response.id`) and the model that answered (`gen_ai.response.model`), each when told.
+pub(crate) fn record_response(span: &Span, id: Option<&str>, model: Option<&str>) {
+    if let Some(id) = id {
+        span.record("gen_ai.response.id", id);
+    }
+    if let Some(model) = model {
+        span.record("gen_ai.response.model", model);
+    }
 }
 
 /// Records why a response ended (`gen_ai.response.finish_reasons`, the conventions' words:

@@ -193,3 +193,63 @@ async fn a_compaction_is_a_span_around_its_summary_request() {
     );
     assert!(tree.contains("gen_ai.usage.output_tokens=8"), "{tree}");
 }
+
+/// The fields of the `chat` spans, one map per span.
+fn chats(recording: &Recording) -> Vec<BTreeMap<String, String>> {
+    recording
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|n| n.name == "chat")
+        .map(|n| n.fields.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_chat_span_has_the_response_id_and_model_the_provider_told() {
+    let recording = Recording::default();
+    let subscriber = tracing_subscriber::registry().with(recording.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let chat = Arc::new(MemoryConversation::new("@You:\nHello?\n"));
+    let provider = Arc::new(ScriptedProvider::new([Turn::recording(crate::peer(
+        "anthropic_hello_success_stream.txt",
+    ))]));
+    let session = Session::builder(chat, crate::background_registry(), provider)
+        .flush_interval(Duration::ZERO)
+        .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let chats = chats(&recording);
+    assert_eq!(chats.len(), 1, "{chats:?}");
+    assert_eq!(
+        chats[0]["gen_ai.response.id"],
+        "msg_01Wq2chmRdH54Js2VjCQmmT4"
+    );
+    // The model the provider says answered, beside the one requested.
+    assert_eq!(
+        chats[0]["gen_ai.response.model"],
+        "claude-sonnet-4-5-20250929"
+    );
+    assert_eq!(chats[0]["gen_ai.request.model"], "scripted");
+}
+
+#[tokio::test]
+async fn a_summary_request_span_has_the_response_id_and_model_the_provider_told() {
+    let recording = Recording::default();
+    let subscriber = tracing_subscriber::registry().with(recording.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let chat = Arc::new(MemoryConversation::new(
+        "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
+         @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n",
+    ));
+    let provider = Arc::new(ScriptedProvider::new([Turn::recording(crate::peer(
+        "vertex_final_response_streaming.txt",
+    ))]));
+    let session = Session::builder(chat, crate::background_registry(), provider).build();
+    session.compact(None).await.unwrap();
+    let chats = chats(&recording);
+    assert_eq!(chats.len(), 1, "{chats:?}");
+    assert_eq!(chats[0]["flemma.compaction"], "true");
+    assert_eq!(chats[0]["gen_ai.response.id"], "_J5jae71BoeQmNAP8YXCqQU");
+    assert_eq!(chats[0]["gen_ai.response.model"], "gemini-3-flash-preview");
+}

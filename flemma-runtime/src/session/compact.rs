@@ -415,6 +415,12 @@ impl Session {
                 None => return Ok(out),
                 Some(StreamEvent::Text { text }) => out.text.push_str(&text),
                 Some(StreamEvent::Usage(usage)) => out.usage = Some(usage),
+                // The summary request runs inside its `chat` span.
+                Some(StreamEvent::Response { id, model }) => crate::telemetry::record_response(
+                    &tracing::Span::current(),
+                    id.as_deref(),
+                    model.as_deref(),
+                ),
                 Some(StreamEvent::Error { message }) => {
                     return Err((
                         SessionError::Stream {

@@ -364,6 +364,15 @@ impl Session {
                 out.usage = Some(*usage);
                 return;
             }
+            StreamEvent::Response { id, model } => {
+                // The stream runs inside the request's `chat` span.
+                crate::telemetry::record_response(
+                    &tracing::Span::current(),
+                    id.as_deref(),
+                    model.as_deref(),
+                );
+                return;
+            }
             _ => return,
         };
         self.emit(ui);
