@@ -478,9 +478,17 @@ fn main() -> ExitCode {
     // Tools run as this user: keep them from reading this process's environment (the
     // provider keys) through /proc. A refusal leaves the filtered environment as the bound.
     let _ = flemma::runtime::protect_host_process();
+    let mut sets = cli.sets;
+    // The conventions' switch for recording content on the spans: the host's environment
+    // turns it on as `--set` would, before the command line's own `--set`s (which win).
+    if std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"))
+    {
+        sets.insert(0, "telemetry.capture_content=true".to_owned());
+    }
     let settings = options::Settings {
         config: cli.config,
-        sets: cli.sets,
+        sets,
     };
     let outcome = run(cli.command, &settings);
     // The MCP servers stop, and the runtime is left behind.

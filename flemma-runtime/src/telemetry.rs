@@ -25,6 +25,7 @@
 use tracing::Span;
 use tracing::field::Empty;
 
+pub(crate) mod content;
 #[cfg(feature = "otel")]
 mod otlp;
 #[cfg(feature = "otel")]
@@ -86,6 +87,9 @@ pub(crate) fn chat(
         gen_ai.request.model = model,
         gen_ai.request.max_tokens = max_tokens.map(int),
         gen_ai.conversation.id = conversation,
+        gen_ai.input.messages = Empty,
+        gen_ai.system_instructions = Empty,
+        gen_ai.output.messages = Empty,
         gen_ai.response.model = Empty,
         gen_ai.response.id = Empty,
         gen_ai.response.finish_reasons = Empty,
@@ -145,8 +149,15 @@ pub(crate) fn record_error(span: &Span, kind: &str) {
     span.record("otel.status_code", "ERROR");
 }
 
-/// The span of one tool call (`execute_tool NAME`).
-pub(crate) fn tool(conversation: &str, name: &str, id: &str, chat: Option<&str>) -> Span {
+/// The span of one tool call (`execute_tool NAME`); `job` for a call run as a background job
+/// (the span then ends with the job).
+pub(crate) fn tool(
+    conversation: &str,
+    name: &str,
+    id: &str,
+    chat: Option<&str>,
+    job: Option<&str>,
+) -> Span {
     tracing::info_span!(
         target: TARGET,
         "execute_tool",
@@ -158,25 +169,9 @@ pub(crate) fn tool(conversation: &str, name: &str, id: &str, chat: Option<&str>)
         gen_ai.tool.call.id = id,
         gen_ai.tool.type = "function",
         gen_ai.conversation.id = conversation,
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
         flemma.chat.path = chat,
-        flemma.tool.status = Empty,
-        error.type = Empty,
-    )
-}
-
-/// The span of one tool call run as a background job (`execute_tool NAME`, with
-/// `flemma.job.id`); it ends when the job does.
-pub(crate) fn job(name: &str, id: &str, job: &str) -> Span {
-    tracing::info_span!(
-        target: TARGET,
-        "execute_tool",
-        otel.name = %format!("execute_tool {name}"),
-        otel.kind = "internal",
-        otel.status_code = Empty,
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = name,
-        gen_ai.tool.call.id = id,
-        gen_ai.tool.type = "function",
         flemma.job.id = job,
         flemma.tool.status = Empty,
         error.type = Empty,

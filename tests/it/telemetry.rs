@@ -253,3 +253,137 @@ async fn a_summary_request_span_has_the_response_id_and_model_the_provider_told(
     assert_eq!(chats[0]["gen_ai.response.id"], "_J5jae71BoeQmNAP8YXCqQU");
     assert_eq!(chats[0]["gen_ai.response.model"], "gemini-3-flash-preview");
 }
+
+const SYSTEM_CANARY: &str = "canary-system-41a";
+const USER_CANARY: &str = "canary-user-41b";
+const INPUT_CANARY: &str = "canary-input-41c";
+const REPLY_CANARY: &str = "canary-reply-41d";
+
+/// A run of a conversation whose system prompt, user message, tool input, tool result and
+/// reply each hold a canary; `frontmatter` is written into its `flemma` table, `host` sets
+/// options in the host's runtime layer. The run's outcome and its spans.
+async fn canary_run(
+    frontmatter: &str,
+    host: &[(&str, serde_json::Value)],
+) -> (Result<Stop, flemma::runtime::SessionError>, Recording) {
+    let recording = Recording::default();
+    let subscriber = tracing_subscriber::registry().with(recording.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let chat = Arc::new(MemoryConversation::new(format!(
+        "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": [\"calculator\"]}}{frontmatter}}}}}\n```\n\
+         @System:\nYou count. {SYSTEM_CANARY}\n\n@You:\nCount {USER_CANARY}.\n"
+    )));
+    let provider = Arc::new(ScriptedProvider::new([
+        Turn::tool_use("calculator", json!({"expression": INPUT_CANARY})),
+        Turn::text(format!("Done {REPLY_CANARY}.")),
+    ]));
+    let mut config = flemma::config::Config::new();
+    for (key, value) in host {
+        config
+            .set(flemma::config::Layer::Runtime, key, value.clone())
+            .unwrap();
+    }
+    let session = Session::builder(chat, crate::background_registry(), provider)
+        .flush_interval(Duration::ZERO)
+        .executor(|e| e.config(config))
+        .build();
+    let stop = session.run().await;
+    (stop, recording)
+}
+
+/// Every field of every span, as text.
+fn all_fields(recording: &Recording) -> String {
+    format!("{:?}", recording.0.lock().unwrap())
+}
+
+/// The attack first: by default, and when a transcript's frontmatter asks for it, no span
+/// holds the conversation's content (the system prompt, a message, a tool's input or result,
+/// the reply).
+#[tokio::test]
+async fn no_span_holds_content_unless_the_host_asks() {
+    let canaries = [SYSTEM_CANARY, USER_CANARY, INPUT_CANARY, REPLY_CANARY];
+    let (stop, recording) = canary_run("", &[]).await;
+    assert_eq!(stop.unwrap(), Stop::Finished);
+    let fields = all_fields(&recording);
+    assert!(fields.contains("execute_tool"), "{fields}");
+    for canary in canaries {
+        assert!(!fields.contains(canary), "{canary}: {fields}");
+    }
+    // A frontmatter cannot turn the capture on: the run stops on the write, nothing recorded.
+    let (stop, recording) = canary_run(", \"telemetry\": {\"capture_content\": true}", &[]).await;
+    let error = stop.unwrap_err();
+    let mut chain = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    assert!(chain.contains("telemetry.capture_content"), "{chain}");
+    let fields = all_fields(&recording);
+    for canary in canaries {
+        assert!(!fields.contains(canary), "{canary}: {fields}");
+    }
+}
+
+/// With `telemetry.capture_content` from the host, the spans hold the content in the
+/// conventions' JSON shapes; a frontmatter may turn it off.
+#[tokio::test]
+async fn the_host_may_turn_the_content_capture_on() {
+    let on = [("telemetry.capture_content", json!(true))];
+    let (stop, recording) = canary_run("", &on).await;
+    assert_eq!(stop.unwrap(), Stop::Finished);
+    let chats = chats(&recording);
+    assert_eq!(chats.len(), 2);
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    assert_eq!(
+        parse(&chats[0]["gen_ai.system_instructions"]),
+        json!([{"type": "text", "content": format!("You count. {SYSTEM_CANARY}")}])
+    );
+    assert_eq!(
+        parse(&chats[0]["gen_ai.input.messages"]),
+        json!([{"role": "user", "parts": [{"type": "text", "content": format!("Count {USER_CANARY}.")}]}])
+    );
+    assert_eq!(
+        parse(&chats[0]["gen_ai.output.messages"]),
+        json!([{"role": "assistant", "finish_reason": "tool_call", "parts": [
+            {"type": "tool_call", "id": "toolu_scripted_1_1", "name": "calculator",
+             "arguments": {"expression": INPUT_CANARY}}
+        ]}])
+    );
+    let second = parse(&chats[1]["gen_ai.input.messages"]);
+    assert_eq!(
+        second[2],
+        json!({"role": "user", "parts": [{"type": "tool_call_response", "id": "toolu_scripted_1_1",
+            "response": format!("cannot evaluate {INPUT_CANARY:?}")}]}),
+        "{second}"
+    );
+    assert_eq!(
+        parse(&chats[1]["gen_ai.output.messages"]),
+        json!([{"role": "assistant", "finish_reason": "stop", "parts": [
+            {"type": "text", "content": format!("Done {REPLY_CANARY}.")}
+        ]}])
+    );
+    let tool = {
+        let nodes = recording.0.lock().unwrap();
+        nodes
+            .iter()
+            .find(|n| n.name == "execute_tool")
+            .unwrap()
+            .fields
+            .clone()
+    };
+    assert_eq!(
+        parse(&tool["gen_ai.tool.call.arguments"]),
+        json!({"expression": INPUT_CANARY})
+    );
+    assert_eq!(
+        tool["gen_ai.tool.call.result"],
+        format!("cannot evaluate {INPUT_CANARY:?}")
+    );
+    // The conversation may turn it off.
+    let (stop, recording) = canary_run(", \"telemetry\": {\"capture_content\": false}", &on).await;
+    assert_eq!(stop.unwrap(), Stop::Finished);
+    let fields = all_fields(&recording);
+    assert!(!fields.contains(USER_CANARY), "{fields}");
+}

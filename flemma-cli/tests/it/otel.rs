@@ -311,3 +311,41 @@ fn otel_sdk_disabled_turns_the_export_off() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(requests.try_iter().count() > 0);
 }
+
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (the host's environment) records
+/// the messages and the tools' inputs and results on the exported spans.
+#[test]
+fn the_capture_variable_exports_the_content() {
+    const PROMPT: &str = "canary-captured-prompt-3c7e";
+    let chat = scratch(
+        "otel-capture.chat",
+        format!("@You:\nList the files. {PROMPT}\n").as_bytes(),
+    );
+    let script = scratch(
+        "otel-capture.script.json",
+        br#"[{"tool_uses": [{"name": "ls", "input": {"path": "."}}]}, {"text": "Done."}]"#,
+    );
+    let (endpoint, requests) = receiver();
+    let out = run(
+        &chat,
+        &script,
+        &endpoint,
+        &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let requests: Vec<Received> = requests.try_iter().collect();
+    let (spans, _) = decode(&requests, &[]);
+    let first = spans.iter().find(|s| s.name == "chat scripted").unwrap();
+    let input: serde_json::Value =
+        serde_json::from_str(string(first, "gen_ai.input.messages")).unwrap();
+    assert_eq!(
+        input[0]["parts"][0]["content"],
+        format!("List the files. {PROMPT}")
+    );
+    let call = spans.iter().find(|s| s.name == "execute_tool ls").unwrap();
+    assert_eq!(
+        string(call, "gen_ai.tool.call.arguments"),
+        r#"{"path":"."}"#
+    );
+    assert!(string(call, "gen_ai.tool.call.result").contains("otel-capture.chat"));
+}

@@ -319,9 +319,21 @@ impl Executor {
             tool.as_str(),
             id.as_str(),
             chat.as_deref(),
+            None,
         );
+        let capture = settings.shared.evaluated.options.telemetry.capture_content;
+        if capture {
+            crate::telemetry::content::record_arguments(&span, &input);
+        }
         let future = tracing::Instrument::instrument(
-            run_one(found, id, tool, input, ctx, token, save_to),
+            async move {
+                let finished = run_one(found, id, tool, input, ctx, token, save_to).await;
+                if capture {
+                    let span = tracing::Span::current();
+                    crate::telemetry::content::record_result(&span, &finished.output);
+                }
+                finished
+            },
             span,
         );
         Ok((Box::pin(future), moved))

@@ -91,7 +91,18 @@ impl Jobs {
             tool_id: id.clone(),
             tool: tool.clone(),
         });
-        let span = crate::telemetry::job(tool.as_str(), id.as_str(), job_id.as_str());
+        let chat = ctx.filename().map(|chat| chat.display().to_string());
+        let span = crate::telemetry::tool(
+            host.transcript().conversation_id(),
+            tool.as_str(),
+            id.as_str(),
+            chat.as_deref(),
+            Some(job_id.as_str()),
+        );
+        let capture = ctx.options().telemetry.capture_content;
+        if capture {
+            crate::telemetry::content::record_arguments(&span, &input);
+        }
         #[cfg(unix)]
         if let (Some(process), Some(journal)) = (record.process, journal) {
             let watcher = super::watch::Watcher {
@@ -118,8 +129,12 @@ impl Jobs {
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let output = run.await;
+                let span = tracing::Span::current();
                 if matches!(output, flemma_core::ToolOutput::Failure { .. }) {
-                    crate::telemetry::record_error(&tracing::Span::current(), "tool_error");
+                    crate::telemetry::record_error(&span, "tool_error");
+                }
+                if capture {
+                    crate::telemetry::content::record_result(&span, &output);
                 }
                 jobs.complete(&job_id, &output).await;
             },

@@ -286,6 +286,9 @@ impl Session {
             parts: vec![Part::text(instructions)],
         });
         let request = provider.build_request(&prompt, &building.request_options);
+        let captured = building
+            .capture
+            .then(|| crate::telemetry::content::Input::of(&prompt));
         drop(prompt);
         drop(head);
         let name = provider.name().to_owned();
@@ -298,6 +301,9 @@ impl Session {
             turn,
             true,
         );
+        if let Some(input) = &captured {
+            input.record(&span);
+        }
         let summary =
             tracing::Instrument::instrument(self.summary(provider, cancel, request), span.clone())
                 .await;
@@ -326,6 +332,10 @@ impl Session {
         if text.is_empty() {
             crate::telemetry::record_error(&span, "empty_summary");
             return Err(SessionError::EmptySummary { provider: name });
+        }
+        if captured.is_some() {
+            crate::telemetry::content::Reply::from_text(text.clone())
+                .record(&span, Some(&flemma_providers::StopReason::EndTurn));
         }
         let tokens = usage
             .map(|u| u.output)

@@ -81,6 +81,8 @@ struct Output {
     tool_uses: usize,
     /// The usage the provider reported last (each report replaces the one before).
     usage: Option<flemma_providers::Usage>,
+    /// What the response said, gathered for its span (`telemetry.capture_content`).
+    reply: Option<crate::telemetry::content::Reply>,
 }
 
 /// A request ready to send, with what the response's accounting needs.
@@ -93,6 +95,8 @@ struct Prepared {
     max_tokens: Option<u64>,
     /// The store directory of a conversation with a file, where its usage log is.
     store: Option<std::path::PathBuf>,
+    /// What the request sends, for its span, when `telemetry.capture_content`.
+    captured: Option<crate::telemetry::content::Input>,
 }
 
 /// What requests are built with (see [`Session::building`]).
@@ -105,6 +109,8 @@ pub(super) struct Building {
     pub(super) autopilot: AutopilotOptions,
     /// The store directory of a conversation with a file, where its usage log is.
     pub(super) log_store: Option<std::path::PathBuf>,
+    /// `telemetry.capture_content`: the spans record the messages.
+    pub(super) capture: bool,
 }
 
 /// How a response ends: what is known once its stream is over.
@@ -134,6 +140,9 @@ impl Session {
             turn,
             false,
         );
+        if let Some(input) = &prepared.captured {
+            input.record(&span);
+        }
         let responded = tracing::Instrument::instrument(
             self.respond_prepared(provider, control, turn, prepared),
             span.clone(),
@@ -159,6 +168,7 @@ impl Session {
             autopilot,
             model,
             store,
+            captured,
             ..
         } = prepared;
         self.emit(SessionEvent::RequestSending { turn });
@@ -176,6 +186,7 @@ impl Session {
             last_flush: Instant::now(),
             tool_uses: 0,
             usage: None,
+            reply: captured.map(|_| crate::telemetry::content::Reply::default()),
         };
         let streamed = self.stream_into(&mut stream, control, &mut out).await;
         drop(stream);
@@ -186,6 +197,10 @@ impl Session {
         let cancelled = streamed?;
         let tail = out.writer.finish();
         out.pending.push_str(&tail);
+        if let Some(reply) = out.reply.take() {
+            // What arrived, however the response ended (`error` when it did not).
+            reply.record(&tracing::Span::current(), out.writer.stop());
+        }
         let ending = Ending {
             provider: name,
             separator,
@@ -341,6 +356,9 @@ impl Session {
 
     /// The events a UI sees for one stream event.
     fn observe(&self, event: &StreamEvent, out: &mut Output) {
+        if let Some(reply) = &mut out.reply {
+            reply.observe(event);
+        }
         let ui = match event {
             StreamEvent::Text { text } => SessionEvent::TextDelta(text.clone()),
             StreamEvent::Thinking { text } => SessionEvent::ThinkingDelta(text.clone()),
@@ -438,6 +456,7 @@ impl Session {
             request_options,
             autopilot: options.tools.autopilot.clone(),
             log_store,
+            capture: options.telemetry.capture_content,
         })
     }
 
@@ -450,11 +469,13 @@ impl Session {
             request_options,
             autopilot,
             log_store,
+            capture,
         } = self.building(provider).await?;
         let transcript = self.inner.transcript();
-        let (built, diagnostics) = transcript
+        let (built, diagnostics, captured) = transcript
             .read(|doc, _| {
                 let mut prompt = builder.build(doc);
+                let captured = capture.then(|| crate::telemetry::content::Input::of(&prompt));
                 let error = prompt
                     .diagnostics
                     .iter()
@@ -469,7 +490,7 @@ impl Session {
                     None => Ok(provider.build_request(&prompt, &request_options)),
                 };
                 // The request owns its body: the diagnostics can leave the prompt.
-                (built, std::mem::take(&mut prompt.diagnostics))
+                (built, std::mem::take(&mut prompt.diagnostics), captured)
             })
             .await?;
         for diagnostic in &diagnostics {
@@ -489,6 +510,7 @@ impl Session {
             model: request_options.model.clone(),
             max_tokens: request_options.max_tokens,
             store: log_store,
+            captured,
         })
     }
 
