@@ -50,16 +50,22 @@ fn int(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
 
-/// The span of a run of a session (`invoke_agent flemma`).
-pub(crate) fn agent(conversation: &str, provider: Option<&str>, chat: Option<&str>) -> Span {
+/// The span of a run of a session (`invoke_agent NAME`): `flemma`, or the subagent's name
+/// for a child session.
+pub(crate) fn agent(
+    name: &str,
+    conversation: &str,
+    provider: Option<&str>,
+    chat: Option<&str>,
+) -> Span {
     tracing::info_span!(
         target: TARGET,
         "invoke_agent",
-        otel.name = "invoke_agent flemma",
+        otel.name = %format!("invoke_agent {name}"),
         otel.kind = "internal",
         otel.status_code = Empty,
         gen_ai.operation.name = "invoke_agent",
-        gen_ai.agent.name = "flemma",
+        gen_ai.agent.name = name,
         gen_ai.conversation.id = conversation,
         gen_ai.provider.name = provider.map(provider_name),
         flemma.chat.path = chat,

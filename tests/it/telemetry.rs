@@ -387,3 +387,90 @@ async fn the_host_may_turn_the_content_capture_on() {
     let fields = all_fields(&recording);
     assert!(!fields.contains(USER_CANARY), "{fields}");
 }
+
+/// A subagent's run is an `invoke_agent` span named after it, inside the `execute_tool` span
+/// of the `agent` call that started it, with its own calls and requests under it.
+#[tokio::test]
+async fn a_subagent_run_is_an_invoke_agent_span_inside_its_agent_call() {
+    use flemma::runtime::agents::{AgentDefinition, Agents, Subagents};
+    let recording = Recording::default();
+    let subscriber = tracing_subscriber::registry().with(recording.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let project =
+        std::env::temp_dir().join(format!("flemma-telemetry-agent-{}", std::process::id()));
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(project.join("change.txt"), "a - b\n").unwrap();
+    let chat_path = project.join("notes.chat");
+    std::fs::write(&chat_path, "@You:\nHave change.txt reviewed.\n").unwrap();
+    let mut agents = Agents::new();
+    agents.register(
+        AgentDefinition::new("reviewer", "Reviews a file.", "You review code.")
+            .unwrap()
+            .with_tools(["read"])
+            .unwrap(),
+    );
+    let subagents = Subagents::new(agents);
+    let tools = flemma::runtime::ToolRegistry::new();
+    flemma::runtime::register_builtins(&tools).unwrap();
+    tools.register(subagents.tool().unwrap());
+    let provider = Arc::new(ScriptedProvider::new([
+        Turn::tool_use(
+            "agent",
+            json!({"agent": "reviewer", "prompt": "Review change.txt."}),
+        ),
+        Turn::tool_use("read", json!({"path": "change.txt"})),
+        Turn::text("It subtracts."),
+        Turn::text("The reviewer says it subtracts."),
+    ]));
+    let mut config = flemma::config::Config::new();
+    config
+        .set(
+            flemma::config::Layer::Setup,
+            "tools.auto_approve",
+            json!(["$standard", "agent"]),
+        )
+        .unwrap();
+    let session = Session::builder(
+        Arc::new(flemma::runtime::FileConversation::new(&chat_path)),
+        tools,
+        provider,
+    )
+    .flush_interval(Duration::ZERO)
+    .executor(|e| e.config(config))
+    .subagents(subagents)
+    .build();
+    assert_eq!(session.run().await.unwrap(), Stop::Finished);
+    let tree = recording.tree();
+    let names: Vec<String> = tree
+        .lines()
+        .map(|line| {
+            let indent = line.len() - line.trim_start().len();
+            let name = line.trim_start().split(' ').next().unwrap();
+            let otel = line
+                .split("otel.name=")
+                .nth(1)
+                .map(|rest| rest.split([',', '}']).next().unwrap())
+                .unwrap_or(name);
+            format!("{}{otel}", " ".repeat(indent))
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "invoke_agent flemma",
+            "  chat scripted",
+            "  flemma.approval",
+            "  execute_tool agent",
+            "    invoke_agent reviewer",
+            "      chat scripted",
+            "      flemma.approval",
+            "      execute_tool read",
+            "      chat scripted",
+            "  chat scripted",
+        ],
+        "{tree}"
+    );
+    assert!(tree.contains("gen_ai.agent.name=reviewer"), "{tree}");
+    std::fs::remove_dir_all(&project).unwrap();
+}

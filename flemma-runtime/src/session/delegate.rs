@@ -207,7 +207,7 @@ impl SessionDelegate {
             .template_engine(Arc::clone(&parent.engine))
             .flush_interval(parent.flush_interval)
             .models(Arc::clone(&parent.models))
-            .parent(self.session.clone());
+            .parent(self.session.clone(), definition.name());
         if may_delegate {
             session = session.nested_subagents(self.subagents.clone(), child_depth);
         }

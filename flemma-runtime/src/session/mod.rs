@@ -72,6 +72,8 @@ pub struct SessionBuilder {
     parent: Option<std::sync::Weak<Inner>>,
     /// The host's budgets, besides the options' (`budget.*`).
     budget: flemma_config::BudgetOptions,
+    /// The subagent this session runs (its definition's name), for its spans.
+    agent: Option<String>,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -97,6 +99,7 @@ impl SessionBuilder {
             models: flemma_providers::ModelTable::builtin(),
             parent: None,
             budget: flemma_config::BudgetOptions::default(),
+            agent: None,
         }
     }
 
@@ -134,9 +137,11 @@ impl SessionBuilder {
         self
     }
 
-    /// The session whose `agent` call this one runs (see [`Inner::parent`]).
-    fn parent(mut self, parent: std::sync::Weak<Inner>) -> Self {
+    /// The session whose `agent` call this one runs (see [`Inner::parent`]), running the
+    /// subagent `agent`.
+    fn parent(mut self, parent: std::sync::Weak<Inner>, agent: &str) -> Self {
         self.parent = Some(parent);
+        self.agent = Some(agent.to_owned());
         self
     }
 
@@ -295,6 +300,7 @@ impl SessionBuilder {
                 usage: Mutex::new(UsageState::default()),
                 parent: self.parent,
                 budget: self.budget,
+                agent: self.agent,
             }
         });
         Session { inner }
@@ -372,6 +378,8 @@ struct Inner {
     parent: Option<std::sync::Weak<Inner>>,
     /// The host's budgets ([`SessionBuilder::budget`]), besides the options'.
     budget: flemma_config::BudgetOptions,
+    /// The subagent this session runs, for its `invoke_agent` span (`flemma` otherwise).
+    agent: Option<String>,
 }
 
 /// The request a budget check is for.
@@ -848,6 +856,7 @@ impl Session {
             .path()
             .map(|p| flemma_config::conversation_path(p).display().to_string());
         crate::telemetry::agent(
+            self.inner.agent.as_deref().unwrap_or("flemma"),
             transcript.conversation_id(),
             self.inner.provider.as_deref().map(Provider::name),
             chat.as_deref(),
