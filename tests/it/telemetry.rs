@@ -450,8 +450,7 @@ async fn a_subagent_run_is_an_invoke_agent_span_inside_its_agent_call() {
             let otel = line
                 .split("otel.name=")
                 .nth(1)
-                .map(|rest| rest.split([',', '}']).next().unwrap())
-                .unwrap_or(name);
+                .map_or(name, |rest| rest.split([',', '}']).next().unwrap());
             format!("{}{otel}", " ".repeat(indent))
         })
         .collect();
