@@ -56,6 +56,11 @@ use setup::TemplatesArg;
         "\n\n`run`, `cycle`, `tools` and `request` stop with exit 1 on an option error, one \
          line each (`flemma: FILE:LINE: Unknown tool 'reed' -- did you mean 'read'?`); an \
          option warning goes to stderr and the command goes on.",
+        "\n\nA `flemma` built with the `otel` feature exports its tracing spans over OTLP \
+         (HTTP/protobuf) when `OTEL_EXPORTER_OTLP_ENDPOINT`, \
+         `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_TRACES_EXPORTER=otlp` asks; \
+         `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` records the messages and \
+         the tools' inputs and results on them (the book's Observability chapter).",
     )
 )]
 struct Cli {
