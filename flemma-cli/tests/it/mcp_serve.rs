@@ -94,12 +94,24 @@ impl Drop for HttpServer {
 /// Runs the client against `flemma mcp serve ARGS` (in `dir`) and returns its report:
 /// `{"server", "tools": [...], "results": [...]}`.
 fn client(transport: Transport, args: &[&str], dir: &Path, calls: &Value) -> Value {
+    client_with_env(transport, args, dir, calls, &[])
+}
+
+/// [`client`] with `env` in the client's environment (a stdio server inherits it).
+fn client_with_env(
+    transport: Transport,
+    args: &[&str],
+    dir: &Path,
+    calls: &Value,
+    env: &[(&str, &str)],
+) -> Value {
     let script = mcp_dir().join("py/serve_client.py");
     let mut command = Command::new(python());
     command
         .arg(script)
         .current_dir(dir)
-        .env("XDG_STATE_HOME", crate::state_home());
+        .env("XDG_STATE_HOME", crate::state_home())
+        .envs(env.iter().copied());
     let _server = match transport {
         Transport::Stdio => {
             command
@@ -513,4 +525,46 @@ fn http_serves_loopback_origins_and_requests_without_origin() {
             "{origin:?}"
         );
     }
+}
+
+/// `flemma mcp serve` built with the `otel` feature exports an `execute_tool` span for each
+/// call it serves.
+#[cfg(feature = "otel")]
+#[test]
+fn stdio_exports_an_execute_tool_span_per_call() {
+    let file = workspace("otel", "@You:\nHello.\n");
+    let dir = file.parent().unwrap();
+    let (endpoint, requests) = crate::otel::receiver();
+    let calls = json!([{"name": "read", "arguments": {"path": "notes.txt"}}]);
+    let report = client_with_env(
+        Transport::Stdio,
+        &[file.to_str().unwrap()],
+        dir,
+        &calls,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    assert_eq!(results(&report)[0].0, false, "{report}");
+    let requests: Vec<_> = requests.try_iter().collect();
+    let (spans, services) = crate::otel::decode(&requests, &[]);
+    assert!(services.iter().all(|name| name == "flemma"), "{services:?}");
+    let read: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "execute_tool read")
+        .collect();
+    assert_eq!(
+        read.len(),
+        1,
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    assert_eq!(crate::otel::string(read[0], "gen_ai.tool.name"), "read");
+    // The served calls' conversation, named after the file (never written).
+    assert_eq!(
+        crate::otel::string(read[0], "flemma.chat.path"),
+        format!("{}.mcp-serve", file.display())
+    );
+    assert!(!crate::otel::string(read[0], "gen_ai.conversation.id").is_empty());
 }

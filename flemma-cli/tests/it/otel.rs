@@ -17,7 +17,7 @@ use prost::Message as _;
 use crate::{scratch, text};
 
 /// One request the receiver took.
-struct Received {
+pub(crate) struct Received {
     path: String,
     headers: BTreeMap<String, String>,
     body: Vec<u8>,
@@ -26,7 +26,7 @@ struct Received {
 /// An OTLP/HTTP receiver on 127.0.0.1: every request it takes is sent on the channel and
 /// answered `200` with an empty `ExportTraceServiceResponse`. It stops by itself after a
 /// minute.
-fn receiver() -> (String, mpsc::Receiver<Received>) {
+pub(crate) fn receiver() -> (String, mpsc::Receiver<Received>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -103,7 +103,7 @@ fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value:
         .and_then(|value: &AnyValue| value.value.as_ref())
 }
 
-fn string<'a>(span: &'a Span, key: &str) -> &'a str {
+pub(crate) fn string<'a>(span: &'a Span, key: &str) -> &'a str {
     match attribute(&span.attributes, key) {
         Some(any_value::Value::StringValue(value)) => value,
         other => panic!("{}: {key} is {other:?}", span.name),
@@ -119,7 +119,7 @@ fn int(span: &Span, key: &str) -> i64 {
 
 /// The spans of `requests` (each a `/v1/traces` protobuf request in which no `canaries` occur)
 /// and the service names of their resources.
-fn decode(requests: &[Received], canaries: &[&str]) -> (Vec<Span>, Vec<String>) {
+pub(crate) fn decode(requests: &[Received], canaries: &[&str]) -> (Vec<Span>, Vec<String>) {
     let mut spans = Vec::new();
     let mut services = Vec::new();
     for request in requests {

@@ -1236,3 +1236,40 @@ fn flemma_approve_of_an_object_lets_a_worker_run_the_call() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(env.lease(key).released);
 }
+
+/// `flemma worker` built with the `otel` feature exports the spans of the conversations it
+/// runs, and sends the last batch when SIGTERM stops it.
+#[cfg(feature = "otel")]
+#[test]
+fn a_worker_exports_the_spans_of_the_conversations_it_runs() {
+    let env = Env::new("worker-otel");
+    let model = mock_model::MockModel::start_with_command(TURNS, "echo hi").unwrap();
+    let key = "otel/one.chat";
+    env.create(key, "@You:\nSay hi.\n");
+    let (collector, requests) = crate::otel::receiver();
+    let mut command = env.worker_command(&env.endpoint, &model, "otel", "3", "all");
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector)
+        // Longer than the run: the spans go in the batch SIGTERM sends.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "60000");
+    let mut fleet = Fleet(vec![command.spawn().unwrap()]);
+    wait_until(
+        "the conversation is finished",
+        Duration::from_secs(60),
+        || env.text(key).is_some_and(|text| finished(&text)),
+    );
+    terminate(&fleet.0[0]);
+    assert!(fleet.0[0].wait().unwrap().success());
+    let requests: Vec<_> = requests.try_iter().collect();
+    let (spans, services) = crate::otel::decode(&requests, &[]);
+    assert!(services.iter().all(|name| name == "flemma"), "{services:?}");
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let count = |name: &str| names.iter().filter(|n| **n == name).count();
+    assert!(count("invoke_agent flemma") >= 1, "{names:?}");
+    assert_eq!(count("execute_tool bash"), TURNS, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("chat ")).count(),
+        TURNS + 1,
+        "{names:?}"
+    );
+}

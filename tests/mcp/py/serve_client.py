@@ -12,11 +12,12 @@ asserts on the report; this script checks nothing itself.
 """
 
 import json
+import os
 import sys
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -45,7 +46,11 @@ async def main():
     mode = sys.argv[1]
     calls = json.loads(sys.stdin.read() or "[]")
     if mode == "stdio":
-        params = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+        # The SDK's default environment for the server, and the OpenTelemetry variables the
+        # test gives this client (the `otel` tests' collector).
+        env = get_default_environment()
+        env.update({k: v for k, v in os.environ.items() if k.startswith("OTEL_")})
+        params = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:], env=env)
         async with stdio_client(params) as (read, write):
             report = await drive(read, write, calls)
     elif mode == "http":
