@@ -349,3 +349,21 @@ fn the_capture_variable_exports_the_content() {
     );
     assert!(string(call, "gen_ai.tool.call.result").contains("otel-capture.chat"));
 }
+
+/// A collector that is not there: the SDK's lines on stderr, the run's outcome unchanged.
+#[test]
+fn an_unreachable_collector_is_reported_and_the_run_goes_on() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let chat = scratch("otel-unreachable.chat", b"@You:\nHi.\n");
+    let script = scratch("otel-unreachable.script.json", br#"[{"text": "Hello."}]"#);
+    let out = run(&chat, &script, &endpoint, &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&out.stdout), "Hello.\n");
+    assert!(
+        stderr.contains("BatchSpanProcessor.ExportError"),
+        "{stderr}"
+    );
+}
