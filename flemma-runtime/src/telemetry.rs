@@ -134,19 +134,24 @@ pub(crate) fn record_response(span: &Span, id: Option<&str>, model: Option<&str>
     }
 }
 
-/// Records why a response ended (`gen_ai.response.finish_reasons`, the conventions' words:
-/// `stop`, `tool_calls`, `length`, `content_filter`, or the provider's).
-pub(crate) fn record_finish(span: &Span, stop: Option<&flemma_providers::StopReason>) {
+/// The conventions' word for why a response ended: `stop`, `tool_call`, `length`,
+/// `content_filter`, or the provider's own.
+pub(crate) fn finish_reason(stop: &flemma_providers::StopReason) -> &str {
     use flemma_providers::StopReason;
-    let reason = match stop {
-        Some(StopReason::EndTurn) => "stop",
-        Some(StopReason::ToolUse) => "tool_calls",
-        Some(StopReason::MaxTokens) => "length",
-        Some(StopReason::Blocked) => "content_filter",
-        Some(StopReason::Other(other)) => other.as_str(),
-        None => return,
-    };
-    span.record("gen_ai.response.finish_reasons", reason);
+    match stop {
+        StopReason::EndTurn => "stop",
+        StopReason::ToolUse => "tool_call",
+        StopReason::MaxTokens => "length",
+        StopReason::Blocked => "content_filter",
+        StopReason::Other(other) => other.as_str(),
+    }
+}
+
+/// Records why a response ended (`gen_ai.response.finish_reasons`, [`finish_reason`]).
+pub(crate) fn record_finish(span: &Span, stop: Option<&flemma_providers::StopReason>) {
+    if let Some(stop) = stop {
+        span.record("gen_ai.response.finish_reasons", finish_reason(stop));
+    }
 }
 
 /// Marks `span` failed with `kind` (`error.type`).

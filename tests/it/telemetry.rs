@@ -76,6 +76,13 @@ where
 }
 
 impl Recording {
+    /// A recording, the default subscriber of this thread until the guard drops.
+    fn installed() -> (Self, tracing::subscriber::DefaultGuard) {
+        let recording = Self::default();
+        let subscriber = tracing_subscriber::registry().with(recording.clone());
+        (recording, tracing::subscriber::set_default(subscriber))
+    }
+
     /// The tree, one span a line, indented under its parent; ids that change from run to run
     /// (the conversation's) are replaced.
     fn tree(&self) -> String {
@@ -121,9 +128,7 @@ fn used(input: u64, output: u64) -> ScriptedUsage {
 
 #[tokio::test]
 async fn a_run_is_a_tree_of_gen_ai_spans() {
-    let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (recording, _default) = Recording::installed();
 
     let chat = Arc::new(MemoryConversation::new(
         "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\", \"wait\"], \
@@ -169,15 +174,14 @@ async fn a_run_is_a_tree_of_gen_ai_spans() {
     insta::assert_snapshot!("run_spans", recording.tree());
 }
 
+/// A conversation with two exchanges above its last message, compacted keeping one.
+const COMPACTABLE: &str = "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
+     @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n";
+
 #[tokio::test]
 async fn a_compaction_is_a_span_around_its_summary_request() {
-    let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
-    let chat = Arc::new(MemoryConversation::new(
-        "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
-         @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n",
-    ));
+    let (recording, _default) = Recording::installed();
+    let chat = Arc::new(MemoryConversation::new(COMPACTABLE));
     let provider = Arc::new(ScriptedProvider::new([Turn {
         usage: Some(used(40, 8)),
         ..Turn::text("They counted.")
@@ -208,9 +212,7 @@ fn chats(recording: &Recording) -> Vec<BTreeMap<String, String>> {
 
 #[tokio::test]
 async fn a_chat_span_has_the_response_id_and_model_the_provider_told() {
-    let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (recording, _default) = Recording::installed();
     let chat = Arc::new(MemoryConversation::new("@You:\nHello?\n"));
     let provider = Arc::new(ScriptedProvider::new([Turn::recording(crate::peer(
         "anthropic_hello_success_stream.txt",
@@ -235,13 +237,8 @@ async fn a_chat_span_has_the_response_id_and_model_the_provider_told() {
 
 #[tokio::test]
 async fn a_summary_request_span_has_the_response_id_and_model_the_provider_told() {
-    let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
-    let chat = Arc::new(MemoryConversation::new(
-        "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
-         @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n",
-    ));
+    let (recording, _default) = Recording::installed();
+    let chat = Arc::new(MemoryConversation::new(COMPACTABLE));
     let provider = Arc::new(ScriptedProvider::new([Turn::recording(crate::peer(
         "vertex_final_response_streaming.txt",
     ))]));
@@ -266,9 +263,7 @@ async fn canary_run(
     frontmatter: &str,
     host: &[(&str, serde_json::Value)],
 ) -> (Result<Stop, flemma::runtime::SessionError>, Recording) {
-    let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (recording, _default) = Recording::installed();
     let chat = Arc::new(MemoryConversation::new(format!(
         "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": [\"calculator\"]}}{frontmatter}}}}}\n```\n\
          @System:\nYou count. {SYSTEM_CANARY}\n\n@You:\nCount {USER_CANARY}.\n"
@@ -393,9 +388,7 @@ async fn the_host_may_turn_the_content_capture_on() {
 #[tokio::test]
 async fn a_subagent_run_is_an_invoke_agent_span_inside_its_agent_call() {
     use flemma::runtime::agents::{AgentDefinition, Agents, Subagents};
-    let recording = Recording::default();
-    let subscriber = tracing_subscriber::registry().with(recording.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (recording, _default) = Recording::installed();
 
     let project =
         std::env::temp_dir().join(format!("flemma-telemetry-agent-{}", std::process::id()));

@@ -254,7 +254,7 @@ fn flemma_run_exports_its_spans_over_otlp_http_protobuf() {
     }
     assert_eq!(
         string(chats[0], "gen_ai.response.finish_reasons"),
-        "tool_calls"
+        "tool_call"
     );
     assert_eq!(string(chats[1], "gen_ai.response.finish_reasons"), "stop");
 

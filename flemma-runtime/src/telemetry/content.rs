@@ -140,14 +140,7 @@ impl Reply {
             parts.push(json!({"type": "text", "content": self.text}));
         }
         parts.extend(self.calls);
-        let finish = match stop {
-            Some(StopReason::EndTurn) => "stop",
-            Some(StopReason::ToolUse) => "tool_call",
-            Some(StopReason::MaxTokens) => "length",
-            Some(StopReason::Blocked) => "content_filter",
-            Some(StopReason::Other(other)) => other.as_str(),
-            None => "error",
-        };
+        let finish = stop.map_or("error", super::finish_reason);
         let messages =
             json!([{"role": "assistant", "parts": parts, "finish_reason": finish}]).to_string();
         span.record("gen_ai.output.messages", messages);
