@@ -34,6 +34,24 @@ pub use otlp::{Otlp, OtlpError};
 /// The target of every span this module makes.
 pub const TARGET: &str = "flemma::gen_ai";
 
+/// `tracing::info_span!` on [`TARGET`]; in a build with `--cfg flemma_no_spans`, no span
+/// ([`Span::none`]).
+///
+/// That cfg is a measurement switch only, not a feature: `RUSTFLAGS="--cfg flemma_no_spans"`
+/// builds the same program without these spans (the log events and the `Span::current()`
+/// lookups stay), so a bench can measure what the spans cost when no subscriber listens
+/// (docs/performance.md, "Telemetry"). Both branches are compiled in every build, so the
+/// switched-off one cannot rot; the optimizer drops the constant one.
+macro_rules! span {
+    ($($span:tt)*) => {
+        if cfg!(flemma_no_spans) {
+            Span::none()
+        } else {
+            tracing::info_span!(target: TARGET, $($span)*)
+        }
+    };
+}
+
 /// The conventions' name of a provider (`gen_ai.provider.name`): `anthropic`, `openai`,
 /// `gcp.vertex_ai`; others as they name themselves.
 pub fn provider_name(provider: &str) -> &str {
@@ -58,8 +76,7 @@ pub(crate) fn agent(
     provider: Option<&str>,
     chat: Option<&str>,
 ) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    span!(
         "invoke_agent",
         otel.name = %format!("invoke_agent {name}"),
         otel.kind = "internal",
@@ -82,8 +99,7 @@ pub(crate) fn chat(
     turn: u64,
     compaction: bool,
 ) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    span!(
         "chat",
         otel.name = %format!("chat {model}"),
         otel.kind = "client",
@@ -169,8 +185,7 @@ pub(crate) fn tool(
     chat: Option<&str>,
     job: Option<&str>,
 ) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    span!(
         "execute_tool",
         otel.name = %format!("execute_tool {name}"),
         otel.kind = "internal",
@@ -191,8 +206,7 @@ pub(crate) fn tool(
 
 /// The span of the approval chain's decision on one call.
 pub(crate) fn approval(name: &str, id: &str) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    span!(
         "flemma.approval",
         gen_ai.tool.name = name,
         gen_ai.tool.call.id = id,
@@ -202,8 +216,7 @@ pub(crate) fn approval(name: &str, id: &str) -> Span {
 
 /// The span of one hook run at `event`.
 pub(crate) fn hook(event: &str, name: &str) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    span!(
         "flemma.hook",
         otel.name = %format!("flemma.hook {event}"),
         flemma.hook.event = event,
@@ -214,8 +227,7 @@ pub(crate) fn hook(event: &str, name: &str) -> Span {
 
 /// The span of a compaction (its summary request is a `chat` span inside).
 pub(crate) fn compaction(trigger: &str, messages: u64, tokens: u64) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    span!(
         "flemma.compaction",
         flemma.compaction.trigger = trigger,
         flemma.compaction.messages = int(messages),
