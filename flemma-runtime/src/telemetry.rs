@@ -74,7 +74,7 @@ pub(crate) fn agent(
     name: &str,
     conversation: &str,
     provider: Option<&str>,
-    chat: Option<&str>,
+    chat: Option<&std::path::Path>,
 ) -> Span {
     span!(
         "invoke_agent",
@@ -85,7 +85,7 @@ pub(crate) fn agent(
         gen_ai.agent.name = name,
         gen_ai.conversation.id = conversation,
         gen_ai.provider.name = provider.map(provider_name),
-        flemma.chat.path = chat,
+        flemma.chat.path = chat.map(|chat| tracing::field::display(chat.display())),
         error.type = Empty,
     )
 }
@@ -182,7 +182,7 @@ pub(crate) fn tool(
     conversation: &str,
     name: &str,
     id: &str,
-    chat: Option<&str>,
+    chat: Option<&std::path::Path>,
     job: Option<&str>,
 ) -> Span {
     span!(
@@ -197,7 +197,7 @@ pub(crate) fn tool(
         gen_ai.conversation.id = conversation,
         gen_ai.tool.call.arguments = Empty,
         gen_ai.tool.call.result = Empty,
-        flemma.chat.path = chat,
+        flemma.chat.path = chat.map(|chat| tracing::field::display(chat.display())),
         flemma.job.id = job,
         flemma.tool.status = Empty,
         error.type = Empty,

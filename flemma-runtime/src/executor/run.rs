@@ -309,16 +309,11 @@ impl Executor {
         let ctx = self
             .context(&id, &tool, found.definition(), settings, token.clone())
             .await?;
-        let chat = settings
-            .shared
-            .chat
-            .as_deref()
-            .map(|p| p.display().to_string());
         let span = crate::telemetry::tool(
             self.setup.transcript.conversation_id(),
             tool.as_str(),
             id.as_str(),
-            chat.as_deref(),
+            settings.shared.chat.as_deref(),
             None,
         );
         let capture = settings.shared.evaluated.options.telemetry.capture_content;

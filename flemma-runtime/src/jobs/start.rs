@@ -91,12 +91,11 @@ impl Jobs {
             tool_id: id.clone(),
             tool: tool.clone(),
         });
-        let chat = ctx.filename().map(|chat| chat.display().to_string());
         let span = crate::telemetry::tool(
             host.transcript().conversation_id(),
             tool.as_str(),
             id.as_str(),
-            chat.as_deref(),
+            ctx.filename(),
             Some(job_id.as_str()),
         );
         let capture = ctx.options().telemetry.capture_content;

@@ -854,7 +854,7 @@ impl Session {
         let chat = transcript
             .conversation()
             .path()
-            .map(|p| flemma_config::conversation_path(p).display().to_string());
+            .map(flemma_config::conversation_path);
         crate::telemetry::agent(
             self.inner.agent.as_deref().unwrap_or("flemma"),
             transcript.conversation_id(),
