@@ -52,6 +52,12 @@ macro_rules! span {
     };
 }
 
+/// Whether a subscriber listens to this module's spans (what only they would hold, the
+/// captured content, is not built otherwise).
+pub(crate) fn listening() -> bool {
+    !cfg!(flemma_no_spans) && tracing::enabled!(target: TARGET, tracing::Level::INFO)
+}
+
 /// The conventions' name of a provider (`gen_ai.provider.name`): `anthropic`, `openai`,
 /// `gcp.vertex_ai`; others as they name themselves.
 pub fn provider_name(provider: &str) -> &str {

@@ -316,7 +316,8 @@ impl Executor {
             settings.shared.chat.as_deref(),
             None,
         );
-        let capture = settings.shared.evaluated.options.telemetry.capture_content;
+        let capture =
+            settings.shared.evaluated.options.telemetry.capture_content && !span.is_disabled();
         if capture {
             crate::telemetry::content::record_arguments(&span, &input);
         }

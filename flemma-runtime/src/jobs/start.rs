@@ -98,7 +98,7 @@ impl Jobs {
             ctx.filename(),
             Some(job_id.as_str()),
         );
-        let capture = ctx.options().telemetry.capture_content;
+        let capture = ctx.options().telemetry.capture_content && !span.is_disabled();
         if capture {
             crate::telemetry::content::record_arguments(&span, &input);
         }

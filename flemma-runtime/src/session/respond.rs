@@ -456,7 +456,7 @@ impl Session {
             request_options,
             autopilot: options.tools.autopilot.clone(),
             log_store,
-            capture: options.telemetry.capture_content,
+            capture: options.telemetry.capture_content && crate::telemetry::listening(),
         })
     }
 
