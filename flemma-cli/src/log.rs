@@ -40,8 +40,12 @@ pub(crate) struct Export {
 impl Export {
     /// Sends the spans still queued (a warning on stderr when they cannot be delivered).
     pub(crate) fn finish(self) {
+        let Self {
+            #[cfg(feature = "otel")]
+            otlp,
+        } = self;
         #[cfg(feature = "otel")]
-        if let Some(otlp) = self.otlp
+        if let Some(otlp) = otlp
             && let Err(error) = otlp.shutdown()
         {
             warn_otlp(error);
