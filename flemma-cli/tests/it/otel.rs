@@ -367,3 +367,31 @@ fn an_unreachable_collector_is_reported_and_the_run_goes_on() {
         "{stderr}"
     );
 }
+
+/// A relative FILE, run from its directory: the spans name the file by its whole path.
+#[test]
+fn a_relative_file_is_named_by_its_whole_path() {
+    let chat = scratch("otel-relative.chat", b"@You:\nHi.\n");
+    let script = scratch("otel-relative.script.json", br#"[{"text": "Hello."}]"#);
+    let (endpoint, requests) = receiver();
+    let out = crate::flemma_command()
+        .current_dir(chat.parent().unwrap())
+        .args(["run", "otel-relative.chat", "--provider", "scripted"])
+        .args(["--script", script.to_str().unwrap()])
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_TRACES_EXPORTER")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let requests: Vec<Received> = requests.try_iter().collect();
+    let (spans, _) = decode(&requests, &[]);
+    let agent = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent flemma")
+        .unwrap();
+    assert_eq!(
+        std::path::Path::new(string(agent, "flemma.chat.path")),
+        chat.canonicalize().unwrap()
+    );
+}
