@@ -31,6 +31,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod error;
+mod flat;
 mod pattern;
 mod rules;
 mod script;

@@ -271,24 +271,35 @@ impl Judgement {
                     .map(|f| format!("`{}` {}", f.subject, f.reason))
                     .unwrap_or_default()
             }
-            Outcome::Allow => format!(
-                "every command is allowed ({})",
-                self.segments
-                    .iter()
-                    .map(quoted)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Outcome::Pass => format!(
-                "no rule matches {}",
-                self.segments
-                    .iter()
-                    .filter(|s| s.verdict == SegmentVerdict::Unmatched)
-                    .map(quoted)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Outcome::Allow => {
+                let mut line = "every command is allowed (".to_owned();
+                push_quoted(&mut line, self.segments.iter());
+                line.push(')');
+                line
+            }
+            Outcome::Pass => {
+                let mut line = "no rule matches ".to_owned();
+                push_quoted(
+                    &mut line,
+                    self.segments
+                        .iter()
+                        .filter(|s| s.verdict == SegmentVerdict::Unmatched),
+                );
+                line
+            }
         }
+    }
+}
+
+/// Appends each segment's command in backquotes, separated by `, `.
+fn push_quoted<'a>(line: &mut String, segments: impl Iterator<Item = &'a Segment>) {
+    for (i, segment) in segments.enumerate() {
+        if i > 0 {
+            line.push_str(", ");
+        }
+        line.push('`');
+        line.push_str(&segment.command);
+        line.push('`');
     }
 }
 
@@ -436,9 +447,12 @@ impl CommandRules {
 
 /// A simple command's words for display: literal words as they read, expansions as written.
 fn display(words: &[crate::words::Word]) -> String {
-    words
-        .iter()
-        .map(|w| w.literal.as_deref().unwrap_or(&w.raw))
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut line = String::new();
+    for (i, word) in words.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        line.push_str(word.literal.as_deref().unwrap_or(&word.raw));
+    }
+    line
 }

@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use brush_parser::ast;
 
+use crate::flat;
 use crate::words::{self, Found, Word};
 
 /// The longest command read; a longer one is not read (it needs approval).
@@ -61,15 +62,30 @@ const BIG_STACK: usize = 256 * 1024 * 1024;
 
 /// Reads `command`.
 pub(crate) fn analyze(command: &str, place: &Place<'_>) -> Analysis {
+    analyze_reading(command, place, Reading::Flat)
+}
+
+/// How commands are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// A flat command from its tokens ([`flat`]), anything else with brush's parser.
+    Flat,
+    /// Everything with brush's parser (the tests compare the two).
+    #[cfg_attr(not(test), allow(dead_code, reason = "the tests' reference reading"))]
+    Tree,
+}
+
+/// Reads `command` as [`analyze`] does, the flat commands as `reading` says.
+pub(crate) fn analyze_reading(command: &str, place: &Place<'_>, reading: Reading) -> Analysis {
     if command.len() > MAX_LEN || openings(command) <= INLINE_OPENINGS {
-        return analyze_here(command, place);
+        return analyze_here(command, place, reading);
     }
     // The stack is reserved, not touched: only what the parser uses becomes memory.
     let read = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("flemma-shell".to_owned())
             .stack_size(BIG_STACK)
-            .spawn_scoped(scope, || analyze_here(command, place))
+            .spawn_scoped(scope, || analyze_here(command, place, reading))
             .map(std::thread::ScopedJoinHandle::join)
     });
     match read {
@@ -84,12 +100,13 @@ pub(crate) fn analyze(command: &str, place: &Place<'_>) -> Analysis {
     }
 }
 
-fn analyze_here(command: &str, place: &Place<'_>) -> Analysis {
+fn analyze_here(command: &str, place: &Place<'_>, reading: Reading) -> Analysis {
     let mut walker = Walker {
         out: Analysis::default(),
         place,
         cwd_changed: false,
         sources: Vec::new(),
+        reading,
     };
     walker.script(command, 0);
     walker.out
@@ -102,6 +119,7 @@ struct Walker<'a> {
     cwd_changed: bool,
     /// The text of each script being walked, innermost last.
     sources: Vec<String>,
+    reading: Reading,
 }
 
 /// Variables that choose what a command runs or loads: assigning one before a command makes it
@@ -132,30 +150,44 @@ fn changes_what_runs(name: &str) -> bool {
         || SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
-/// Counts what opens a nesting level, quoting ignored (an overcount only asks sooner).
+/// Counts what opens a nesting level, quoting ignored (an overcount only asks sooner): the
+/// bytes `(`, `{` and backquote, and the keywords that open a body, as whole runs of ASCII
+/// letters.
 fn openings(command: &str) -> usize {
-    let symbols = command
-        .bytes()
-        .filter(|b| matches!(b, b'(' | b'{' | b'`'))
-        .count();
-    let keywords = command
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .filter(|w| {
-            matches!(
-                *w,
-                "if" | "while"
-                    | "until"
-                    | "for"
-                    | "case"
-                    | "select"
-                    | "do"
-                    | "then"
-                    | "function"
-                    | "coproc"
-            )
-        })
-        .count();
-    symbols + keywords
+    fn keyword(word: &[u8]) -> bool {
+        matches!(
+            word,
+            b"if"
+                | b"while"
+                | b"until"
+                | b"for"
+                | b"case"
+                | b"select"
+                | b"do"
+                | b"then"
+                | b"function"
+                | b"coproc"
+        )
+    }
+    let bytes = command.as_bytes();
+    let mut count = 0;
+    let mut start = 0;
+    for (at, byte) in bytes.iter().enumerate() {
+        if byte.is_ascii_alphabetic() {
+            continue;
+        }
+        if start < at && keyword(&bytes[start..at]) {
+            count += 1;
+        }
+        start = at + 1;
+        if matches!(byte, b'(' | b'{' | b'`') {
+            count += 1;
+        }
+    }
+    if start < bytes.len() && keyword(&bytes[start..]) {
+        count += 1;
+    }
+    count
 }
 
 impl Walker<'_> {
@@ -186,11 +218,39 @@ impl Walker<'_> {
             );
             return;
         }
+        let options = words::options();
+        let tokens = catch_unwind(AssertUnwindSafe(|| {
+            brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+        }));
+        let tokens = match tokens {
+            Ok(Ok(tokens)) => tokens,
+            // The parser's own reading gives the error with its position.
+            Ok(Err(_)) => return self.parse_and_walk(text, None, depth),
+            Err(_) => return self.find(text, "the parser failed on it"),
+        };
+        if self.reading == Reading::Flat
+            && let Some(commands) = flat::read(&tokens)
+        {
+            for items in commands {
+                self.flat(items, depth);
+            }
+            return;
+        }
+        self.parse_and_walk(text, Some(&tokens), depth);
+    }
+
+    /// Parses `text` (from its `tokens` when they are read) with brush's grammar and walks
+    /// the syntax tree.
+    fn parse_and_walk(&mut self, text: &str, tokens: Option<&[brush_parser::Token]>, depth: usize) {
         let parsed = catch_unwind(AssertUnwindSafe(|| {
             let options = words::options();
-            let mut parser =
-                brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options);
-            parser.parse_program()
+            match tokens {
+                Some(tokens) => brush_parser::parse_tokens(tokens, &options),
+                None => {
+                    brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options)
+                        .parse_program()
+                }
+            }
         }));
         match parsed {
             Ok(Ok(program)) => {
@@ -205,6 +265,20 @@ impl Walker<'_> {
                 format!("bash syntax the parser cannot read ({error})"),
             ),
             Err(_) => self.find(text, "the parser failed on it"),
+        }
+    }
+
+    /// A simple command of a flat command: its words and redirections in the order written.
+    fn flat(&mut self, items: Vec<flat::Item<'_>>, depth: usize) {
+        let mut words = Vec::with_capacity(items.len());
+        for item in items {
+            match item {
+                flat::Item::Word(raw) => words.push(self.word(raw, depth)),
+                flat::Item::Redirect(redirect) => self.redirect(&redirect, depth),
+            }
+        }
+        if !words.is_empty() {
+            self.run(words, Vec::new(), depth);
         }
     }
 
@@ -1343,4 +1417,62 @@ fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::openings;
+
+    /// The count as words split at every byte that is not an ASCII letter.
+    fn openings_by_split(command: &str) -> usize {
+        let symbols = command
+            .bytes()
+            .filter(|b| matches!(b, b'(' | b'{' | b'`'))
+            .count();
+        let keywords = command
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| {
+                matches!(
+                    *w,
+                    "if" | "while"
+                        | "until"
+                        | "for"
+                        | "case"
+                        | "select"
+                        | "do"
+                        | "then"
+                        | "function"
+                        | "coproc"
+                )
+            })
+            .count();
+        symbols + keywords
+    }
+
+    #[test]
+    fn openings_counts_symbols_and_whole_keywords() {
+        assert_eq!(openings("if true; then (ls); fi"), 3);
+        assert_eq!(openings("iffy fortune undo"), 0);
+        assert_eq!(openings("for"), 1);
+        assert_eq!(openings("é(do)é{`"), 4);
+    }
+
+    proptest! {
+        #[test]
+        fn openings_is_the_count_of_split_words(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just("if"), Just("do"), Just("done"), Just("for"), Just("coproc"),
+                    Just("function"), Just("x"), Just(" "), Just(";"), Just("("), Just("{"),
+                    Just("`"), Just("é"), Just("1"), Just("_"), Just("then"), Just("case"),
+                ],
+                0..40,
+            )
+        ) {
+            let command = parts.concat();
+            prop_assert_eq!(openings(&command), openings_by_split(&command));
+        }
+    }
 }
