@@ -79,7 +79,7 @@ impl Pattern {
         // The command word decides most patterns at once.
         if let (Some(first), Some(Some(name))) = (
             self.words.first().filter(|w| !w.contains('*')),
-            words.first().map(|w| w.literal.as_deref()),
+            words.first().map(|w| w.literal()),
         ) && first != name
             && !(by_name && name.rsplit('/').next() == Some(first.as_str()))
         {
@@ -91,7 +91,7 @@ impl Pattern {
         }
         let name = words
             .first()
-            .and_then(|w| w.literal.as_deref())
+            .and_then(|w| w.literal())
             .and_then(|w| w.rsplit_once('/'))
             .map(|(_, name)| name);
         match name {
@@ -178,9 +178,9 @@ impl Matcher<'_> {
             };
         }
         let text = if j == 0 {
-            self.first.or(word.literal.as_deref())
+            self.first.or(word.literal())
         } else {
-            word.literal.as_deref()
+            word.literal()
         };
         match text {
             Some(text) if glob(&pattern[i], text) => self.at(i + 1, j + 1, memo),
@@ -219,21 +219,9 @@ mod tests {
         words
             .split(' ')
             .map(|w| match w {
-                "$x" => Word {
-                    literal: None,
-                    raw: w.into(),
-                    splits: true,
-                },
-                "\"$x\"" => Word {
-                    literal: None,
-                    raw: w.into(),
-                    splits: false,
-                },
-                _ => Word {
-                    literal: Some(w.into()),
-                    raw: w.into(),
-                    splits: false,
-                },
+                "$x" => Word::decoded(w, None, true),
+                "\"$x\"" => Word::decoded(w, None, false),
+                _ => Word::plain(w),
             })
             .collect()
     }

@@ -452,7 +452,7 @@ fn display(words: &[crate::words::Word]) -> String {
         if i > 0 {
             line.push(' ');
         }
-        line.push_str(word.literal.as_deref().unwrap_or(&word.raw));
+        line.push_str(word.literal().unwrap_or(&word.raw));
     }
     line
 }

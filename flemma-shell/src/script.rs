@@ -462,7 +462,7 @@ impl Walker<'_> {
                 T::Duplicate(word) => {
                     let decoded = self.word(&word.value, depth);
                     // `>&2`, `>&-` duplicate or close a descriptor; `>&file` writes the file.
-                    let descriptor = decoded.literal.as_deref().is_some_and(|t| {
+                    let descriptor = decoded.literal().is_some_and(|t| {
                         t == "-" || t.trim_end_matches('-').parse::<u32>().is_ok()
                     });
                     if matches!(kind, K::DuplicateOutput) && !descriptor {
@@ -491,7 +491,7 @@ impl Walker<'_> {
 
     /// A path the command writes.
     fn target(&mut self, word: &Word) {
-        let Some(path) = word.literal.as_deref() else {
+        let Some(path) = word.literal() else {
             self.find(
                 format!("> {}", word.raw),
                 "writes to a path that is not literal",
@@ -635,33 +635,37 @@ impl Walker<'_> {
         let Some(first) = words.first() else {
             return Step::Done;
         };
-        let Some(name) = first.literal.clone() else {
+        let Some(name) = first.literal() else {
             self.find(first.raw.clone(), "the command's name is an expansion");
             return Step::Done;
         };
-        // A path to a wrapper is that wrapper (`/usr/bin/sudo`).
-        let base = name.rsplit('/').next().unwrap_or(&name).to_owned();
-        match base.as_str() {
+        // A path to a wrapper is that wrapper (`/usr/bin/sudo`). The name is copied only by
+        // the arms that keep it: most commands are none of these.
+        let base = name.rsplit('/').next().unwrap_or(name);
+        match base {
             "sudo" | "doas" | "pkexec" | "run0" | "su" | "eval" | "exec" => {
+                let (base, name) = (base.to_owned(), name.to_owned());
                 self.escalation(&base, name, words, via, depth)
             }
             "command" => {
                 let query = words
                     .get(1)
-                    .and_then(|w| w.literal.as_deref())
+                    .and_then(|w| w.literal())
                     .is_some_and(|a| a.starts_with("-v") || a.starts_with("-V"));
                 if query {
                     return Step::Segment(words);
                 }
+                let name = name.to_owned();
                 self.wrapper(&COMMAND, name, &words, via, depth)
             }
             "time" => {
+                let name = name.to_owned();
                 self.time(&words);
                 self.wrapper(&TIME, name, &words, via, depth)
             }
             "env" => match self.env(&words[1..]) {
                 Some(rest) if !rest.is_empty() => {
-                    via.push(name);
+                    via.push(name.to_owned());
                     Step::Inner(rest)
                 }
                 // `env` alone prints the environment: a command of its own.
@@ -669,12 +673,13 @@ impl Walker<'_> {
                 None => Step::Done,
             },
             "xargs" => {
+                let name = name.to_owned();
                 let Some(rest) = self.options(&name, &words[1..], &XARGS) else {
                     return Step::Done;
                 };
                 via.push(name);
                 let inner = if rest.is_empty() {
-                    vec![literal_word("echo")]
+                    vec![Word::plain("echo")]
                 } else {
                     rest
                 };
@@ -703,10 +708,11 @@ impl Walker<'_> {
             }
             // `watch CMD ARGS…` runs its arguments, joined by spaces, with sh.
             "watch" => {
+                let name = name.to_owned();
                 let Some(rest) = self.options(&name, &words[1..], &WATCH) else {
                     return Step::Done;
                 };
-                let text: Option<Vec<&str>> = rest.iter().map(|w| w.literal.as_deref()).collect();
+                let text: Option<Vec<&str>> = rest.iter().map(|w| w.literal()).collect();
                 match text {
                     Some(text) if !text.is_empty() => self.script(&text.join(" "), depth + 1),
                     Some(_) => return Step::Segment(words),
@@ -718,7 +724,7 @@ impl Walker<'_> {
                 Step::Done
             }
             other => match WRAPPERS.iter().find(|w| w.name == other) {
-                Some(wrapper) => self.wrapper(wrapper, name, &words, via, depth),
+                Some(wrapper) => self.wrapper(wrapper, name.to_owned(), &words, via, depth),
                 None => self.plain(words, depth),
             },
         }
@@ -730,7 +736,7 @@ impl Walker<'_> {
     fn plain(&mut self, words: Vec<Word>, depth: usize) -> Step {
         let base = words
             .first()
-            .and_then(|w| w.literal.as_deref())
+            .and_then(|w| w.literal())
             .map(|name| name.rsplit('/').next().unwrap_or(name));
         match base {
             Some("cd" | "pushd" | "popd") => self.cwd_changed = true,
@@ -738,18 +744,16 @@ impl Walker<'_> {
             Some("alias") => {
                 for value in words[1..]
                     .iter()
-                    .filter_map(|w| w.literal.as_deref()?.split_once('=').map(|(_, v)| v))
+                    .filter_map(|w| w.literal()?.split_once('=').map(|(_, v)| v))
                 {
                     self.script(value, depth + 1);
                 }
             }
             Some("trap") => {
-                let action = words[1..].iter().find(|w| {
-                    !w.literal
-                        .as_deref()
-                        .is_some_and(|t| t.starts_with('-') || t == "--")
-                });
-                match action.map(|w| w.literal.as_deref()) {
+                let action = words[1..]
+                    .iter()
+                    .find(|w| !w.literal().is_some_and(|t| t.starts_with('-') || t == "--"));
+                match action.map(|w| w.literal()) {
                     Some(Some(text)) => self.script(text, depth + 1),
                     Some(None) => {
                         let raw = action.map_or("", |w| w.raw.as_str());
@@ -782,7 +786,7 @@ impl Walker<'_> {
         rest.drain(..wrapper.positionals);
         // `flock FILE -c STRING` runs the string with sh.
         if wrapper.name == "flock"
-            && let Some(flag) = rest.first().and_then(|w| w.literal.as_deref())
+            && let Some(flag) = rest.first().and_then(|w| w.literal())
             && (flag == "-c" || flag == "--command")
         {
             return self.shell_text(&name, rest.get(1), depth);
@@ -812,8 +816,7 @@ impl Walker<'_> {
             }
             "eval" => {
                 self.find(name, "runs text as a command");
-                let text: Option<Vec<&str>> =
-                    words[1..].iter().map(|w| w.literal.as_deref()).collect();
+                let text: Option<Vec<&str>> = words[1..].iter().map(|w| w.literal()).collect();
                 // Read what it would run too, so a deny rule still sees it.
                 if let Some(text) = text {
                     self.script(&text.join(" "), depth + 1);
@@ -824,7 +827,7 @@ impl Walker<'_> {
                 let Some(rest) = self.options(&name, &words[1..], &EXEC) else {
                     return Step::Done;
                 };
-                if let Some(command) = rest.first().filter(|w| w.literal.is_none()) {
+                if let Some(command) = rest.first().filter(|w| w.literal().is_none()) {
                     self.find(
                         format!("exec {}", command.raw),
                         "runs a command named by an expansion",
@@ -853,14 +856,11 @@ impl Walker<'_> {
     /// A string a wrapper hands to a shell (`flock FILE -c STRING`): read in turn when it is
     /// literal.
     fn shell_text(&mut self, name: &str, text: Option<&Word>, depth: usize) -> Step {
-        match text {
-            Some(Word {
-                literal: Some(text),
-                ..
-            }) => {
+        match text.map(|word| (word, word.literal())) {
+            Some((_, Some(text))) => {
                 self.script(text, depth + 1);
             }
-            Some(word) => self.find(
+            Some((word, None)) => self.find(
                 format!("{name} -c {}", word.raw),
                 "runs a string that is an expansion",
             ),
@@ -872,8 +872,7 @@ impl Walker<'_> {
     /// `tee`'s files: every argument but an option.
     fn tee(&mut self, words: &[Word]) {
         for target in words[1..].iter().filter(|w| {
-            !w.literal
-                .as_deref()
+            !w.literal()
                 .is_some_and(|l| l.starts_with('-') && l.len() > 1)
         }) {
             self.target(target);
@@ -883,7 +882,7 @@ impl Walker<'_> {
     /// `time -o FILE` writes the timings to FILE.
     fn time(&mut self, words: &[Word]) {
         for pair in words[1..].windows(2) {
-            if matches!(pair[0].literal.as_deref(), Some("-o" | "--output")) {
+            if matches!(pair[0].literal(), Some("-o" | "--output")) {
                 self.target(&pair[1]);
             }
         }
@@ -894,7 +893,7 @@ impl Walker<'_> {
     fn env(&mut self, args: &[Word]) -> Option<Vec<Word>> {
         let mut i = 0;
         while let Some(word) = args.get(i) {
-            let Some(text) = word.literal.as_deref() else {
+            let Some(text) = word.literal() else {
                 self.find(
                     format!("env {}", word.raw),
                     "an expansion among env's arguments",
@@ -953,7 +952,7 @@ impl Walker<'_> {
 
     /// A command run with unknown arguments appended (`xargs`, `find -exec`).
     fn open_ended(&mut self, words: Vec<Word>, via: Vec<String>, reason: &'static str) {
-        if words.first().is_some_and(|w| w.literal.is_none()) {
+        if words.first().is_some_and(|w| w.literal().is_none()) {
             self.find(words[0].raw.clone(), "the command's name is an expansion");
             return;
         }
@@ -969,20 +968,18 @@ impl Walker<'_> {
     fn find_command(&mut self, words: &[Word], via: &[String]) {
         let mut i = 1;
         while i < words.len() {
-            let text = words[i].literal.as_deref().unwrap_or_default();
+            let text = words[i].literal().unwrap_or_default();
             match text {
                 "-exec" | "-execdir" | "-ok" | "-okdir" => {
                     let start = i + 1;
                     let mut end = start;
-                    while end < words.len()
-                        && !matches!(words[end].literal.as_deref(), Some(";" | "+"))
-                    {
+                    while end < words.len() && !matches!(words[end].literal(), Some(";" | "+")) {
                         end += 1;
                     }
                     let inner: Vec<Word> = words[start..end]
                         .iter()
                         .map(|w| {
-                            if w.literal.as_deref() == Some("{}") {
+                            if w.literal() == Some("{}") {
                                 Word::unknown("{}")
                             } else {
                                 w.clone()
@@ -1259,7 +1256,7 @@ const XARGS: Wrapper = wrapper(
 fn strict_options(words: &[Word], wrapper: &Wrapper) -> Result<Vec<Word>, String> {
     let mut i = 0;
     while let Some(word) = words.get(i) {
-        let Some(text) = word.literal.as_deref() else {
+        let Some(text) = word.literal() else {
             if word.raw.starts_with('-') {
                 return Err(word.raw.clone());
             }
@@ -1322,14 +1319,6 @@ const SUDO_VALUES: &[&str] = &[
     "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
 ];
 
-fn literal_word(text: &str) -> Word {
-    Word {
-        literal: Some(text.to_owned()),
-        raw: text.to_owned(),
-        splits: false,
-    }
-}
-
 fn assignment_name(assignment: &ast::Assignment) -> String {
     match &assignment.name {
         ast::AssignmentName::VariableName(name)
@@ -1342,7 +1331,7 @@ fn assignment_name(assignment: &ast::Assignment) -> String {
 fn skip_options(words: &[Word], with_value: &[&str]) -> Vec<Word> {
     let mut i = 0;
     while let Some(word) = words.get(i) {
-        let Some(text) = word.literal.as_deref() else {
+        let Some(text) = word.literal() else {
             break;
         };
         if text == "--" {
@@ -1374,7 +1363,7 @@ fn shell_string(args: &[Word]) -> ShellString {
             option_value = false;
             continue;
         }
-        let Some(text) = word.literal.as_deref() else {
+        let Some(text) = word.literal() else {
             return if command_flag {
                 ShellString::Unknown(word.raw.clone())
             } else {

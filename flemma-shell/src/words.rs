@@ -7,22 +7,65 @@ use brush_parser::word::{WordPiece, WordPieceWithSource};
 /// One word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Word {
-    /// The text after quote removal, when the word expands to exactly that (no parameter,
-    /// command or arithmetic expansion, no glob or brace expansion, no tilde).
-    pub(crate) literal: Option<String>,
     /// The word as written.
     pub(crate) raw: String,
+    /// Its text after quote removal, when it has one.
+    text: Text,
     /// The word may become zero or several words (an unquoted expansion, a glob, braces).
     pub(crate) splits: bool,
 }
 
+/// A word's text after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Text {
+    /// The word as written is its text (most words: no quote, escape or expansion).
+    Raw,
+    /// Its text differs from the word as written (quotes removed, escapes decoded).
+    Decoded(String),
+    /// It expands: no text is known.
+    Unknown,
+}
+
 impl Word {
+    /// A word whose text is `raw` as written.
+    pub(crate) fn plain(raw: impl Into<String>) -> Self {
+        Word {
+            raw: raw.into(),
+            text: Text::Raw,
+            splits: false,
+        }
+    }
+
     /// A word known to be `text` (a placeholder such as find's `{}` is not).
     pub(crate) fn unknown(raw: &str) -> Self {
         Word {
-            literal: None,
             raw: raw.to_owned(),
+            text: Text::Unknown,
             splits: false,
+        }
+    }
+
+    /// A word written `raw` whose text is `text` when it has one.
+    pub(crate) fn decoded(raw: &str, text: Option<String>, splits: bool) -> Self {
+        let text = match text {
+            Some(text) if text == raw => Text::Raw,
+            Some(text) => Text::Decoded(text),
+            None => Text::Unknown,
+        };
+        Word {
+            raw: raw.to_owned(),
+            text,
+            splits,
+        }
+    }
+
+    /// The text after quote removal, when the word expands to exactly that (no parameter,
+    /// command or arithmetic expansion, no glob or brace expansion, no tilde).
+    pub(crate) fn literal(&self) -> Option<&str> {
+        match &self.text {
+            Text::Raw => Some(&self.raw),
+            Text::Decoded(text) => Some(text),
+            Text::Unknown => None,
         }
     }
 }
@@ -48,28 +91,16 @@ pub(crate) fn decode(raw: &str, found: &mut Found) -> Word {
     // Most words are plain text: no quote, escape, expansion, glob or brace, so the word is
     // its own text (and the word parser, a global cache behind a lock, is not needed).
     if raw.bytes().all(plain) && !raw.is_empty() {
-        return Word {
-            literal: Some(raw.to_owned()),
-            raw: raw.to_owned(),
-            splits: false,
-        };
+        return Word::plain(raw);
     }
     let Ok(pieces) = brush_parser::word::parse(raw, &options()) else {
         // A word the word parser cannot read: neither literal nor understood.
         found.hidden.get_or_insert("a word the parser cannot read");
-        return Word {
-            literal: None,
-            raw: raw.to_owned(),
-            splits: true,
-        };
+        return Word::decoded(raw, None, true);
     };
     let mut state = State::default();
     state.pieces(raw, &pieces, false, found);
-    Word {
-        literal: state.literal.then_some(state.text),
-        raw: raw.to_owned(),
-        splits: state.splits,
-    }
+    Word::decoded(raw, state.literal.then_some(state.text), state.splits)
 }
 
 /// The substitutions of a here-document body that expands (its delimiter unquoted).
@@ -296,7 +327,9 @@ mod tests {
     use super::*;
 
     fn literal(raw: &str) -> Option<String> {
-        decode(raw, &mut Found::default()).literal
+        decode(raw, &mut Found::default())
+            .literal()
+            .map(str::to_owned)
     }
 
     #[test]
