@@ -91,7 +91,8 @@ pub(crate) fn read(tokens: &[Token]) -> Option<Vec<Vec<Item<'_>>>> {
 }
 
 /// A word brush's grammar gives a meaning of its own: a reserved word, `time` (a timed
-/// pipeline), or a word with `=` (an assignment, or a function name's end).
+/// pipeline), or a word that may be an assignment (a name, then `=` somewhere: brush tries every
+/// such word as one; `--opt=value` or `"a=b"` cannot be).
 fn special(word: &str) -> bool {
     matches!(
         word,
@@ -116,7 +117,7 @@ fn special(word: &str) -> bool {
             | "select"
             | "coproc"
             | "time"
-    ) || word.contains('=')
+    ) || (word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && word.contains('='))
 }
 
 /// The redirection `op` opens, with its target the next token: the redirection and how many
@@ -203,6 +204,8 @@ mod tests {
         "cat file >&2",
         "bash -c 'git status && rm -rf ~'",
         "timeout 10 nice -n 5 cargo test",
+        "git status --format=short",
+        "cargo build --features=lua,otel \"x=y\" 1=2",
         "echo 2 > out.log",
         "echo 2>out.log 1 <in 3>&1",
         "echo a2>out.log",
@@ -221,7 +224,8 @@ mod tests {
     fn what_is_not_flat_is_left_to_the_parser() {
         for command in [
             "x=1 git status",
-            "git status --format=short",
+            "git status a=b",
+            "export _x=$(ls)",
             "if true; then ls; fi",
             "(cd src && ls)",
             "{ ls; }",

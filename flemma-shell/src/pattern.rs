@@ -2,6 +2,7 @@
 //! command is matched, it may be (a word the pattern needs is an expansion), or it is not.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::PatternError;
 use crate::words::Word;
@@ -19,8 +20,12 @@ use crate::words::Word;
 /// assert!("".parse::<Pattern>().is_err());
 /// # Ok::<(), flemma_shell::PatternError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Pattern {
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Pattern(Arc<Parts>);
+
+/// A pattern's text and words, shared by its copies (each judged command names its rules).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Parts {
     text: String,
     words: Vec<String>,
     /// The last word is a lone `*`.
@@ -30,13 +35,23 @@ pub struct Pattern {
 impl Pattern {
     /// The pattern as written (its words joined by one space).
     pub fn as_str(&self) -> &str {
-        &self.text
+        &self.0.text
+    }
+}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pattern")
+            .field("text", &self.0.text)
+            .field("words", &self.0.words)
+            .field("open", &self.0.open)
+            .finish()
     }
 }
 
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(&self.0.text)
     }
 }
 
@@ -58,7 +73,7 @@ impl std::str::FromStr for Pattern {
             .chain(open.then_some("*"))
             .collect::<Vec<_>>()
             .join(" ");
-        Ok(Pattern { text, words, open })
+        Ok(Pattern(Arc::new(Parts { text, words, open })))
     }
 }
 
@@ -78,7 +93,7 @@ impl Pattern {
     pub(crate) fn matches(&self, words: &[Word], open_ended: bool, by_name: bool) -> Match {
         // The command word decides most patterns at once.
         if let (Some(first), Some(Some(name))) = (
-            self.words.first().filter(|w| !w.contains('*')),
+            self.0.words.first().filter(|w| !w.contains('*')),
             words.first().map(|w| w.literal()),
         ) && first != name
             && !(by_name && name.rsplit('/').next() == Some(first.as_str()))
@@ -103,7 +118,7 @@ impl Pattern {
     }
 
     fn match_from(&self, words: &[Word], open_ended: bool, first: Option<&str>) -> Match {
-        let mut memo = vec![None; (self.words.len() + 1) * (words.len() + 1)];
+        let mut memo = vec![None; (self.0.words.len() + 1) * (words.len() + 1)];
         let m = Matcher {
             pattern: self,
             words,
@@ -134,9 +149,9 @@ impl Matcher<'_> {
     }
 
     fn compute(&self, i: usize, j: usize, memo: &mut Vec<Option<Match>>) -> Match {
-        let pattern = &self.pattern.words;
+        let pattern = &self.pattern.0.words;
         if i == pattern.len() {
-            if self.pattern.open {
+            if self.pattern.0.open {
                 // A last `*` takes whatever is left, known or not.
                 return Match::Yes;
             }
