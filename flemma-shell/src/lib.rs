@@ -35,6 +35,7 @@ mod flat;
 mod pattern;
 mod rules;
 mod script;
+mod tokens;
 mod words;
 
 pub use error::PatternError;

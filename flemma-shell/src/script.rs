@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use brush_parser::ast;
 
 use crate::flat;
+use crate::tokens;
 use crate::words::{self, Found, Word};
 
 /// The longest command read; a longer one is not read (it needs approval).
@@ -219,8 +220,10 @@ impl Walker<'_> {
             return;
         }
         let options = words::options();
-        let tokens = catch_unwind(AssertUnwindSafe(|| {
-            brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+        // The fast tokenizer reads what agents usually send; brush's reads the rest.
+        let tokens = catch_unwind(AssertUnwindSafe(|| match tokens::tokenize(text) {
+            Some(tokens) => Ok(tokens),
+            None => brush_parser::uncached_tokenize_str(text, &options.tokenizer_options()),
         }));
         let tokens = match tokens {
             Ok(Ok(tokens)) => tokens,
