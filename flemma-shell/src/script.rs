@@ -191,6 +191,57 @@ fn openings(command: &str) -> usize {
     count
 }
 
+/// Whether every `<<` or `<<-` in `text` (quoting ignored: an overcount only asks sooner) is
+/// followed by a plain delimiter: letters, digits, `_`, `.` and `-`, some of them quoted (in
+/// `'…'` or `"…"`, or after a backslash), then the end of the word. `<<<` is a here-string,
+/// not a here-document.
+fn plain_here_documents(text: &str) -> bool {
+    fn plain(byte: u8) -> bool {
+        byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-')
+    }
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(found) = text.get(at..).and_then(|rest| rest.find("<<")) {
+        let mut i = at + found + 2;
+        if bytes.get(i) == Some(&b'<') {
+            at = i + 1;
+            continue;
+        }
+        if bytes.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        let start = i;
+        loop {
+            match bytes.get(i) {
+                Some(&b) if plain(b) => i += 1,
+                Some(b'\\') if bytes.get(i + 1).copied().is_some_and(plain) => i += 2,
+                Some(&q @ (b'\'' | b'"')) => {
+                    let inner = bytes[i + 1..].iter().take_while(|b| plain(**b)).count();
+                    if bytes.get(i + 1 + inner) != Some(&q) {
+                        return false;
+                    }
+                    i += inner + 2;
+                }
+                _ => break,
+            }
+        }
+        let ends = bytes.get(i).is_none_or(|b| {
+            matches!(
+                b,
+                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b')' | b'<' | b'>'
+            )
+        });
+        if i == start || !ends {
+            return false;
+        }
+        at = i;
+    }
+    true
+}
+
 impl Walker<'_> {
     fn find(&mut self, subject: impl Into<String>, reason: impl Into<String>) {
         self.out.findings.push(Finding {
@@ -220,11 +271,21 @@ impl Walker<'_> {
             return;
         }
         let options = words::options();
-        // The fast tokenizer reads what agents usually send; brush's reads the rest.
-        let tokens = catch_unwind(AssertUnwindSafe(|| match tokens::tokenize(text) {
-            Some(tokens) => Ok(tokens),
-            None => brush_parser::uncached_tokenize_str(text, &options.tokenizer_options()),
-        }));
+        // The fast tokenizer reads what agents usually send; brush's reads the rest, but not a
+        // here-document whose delimiter is not a plain word: brush-parser 0.4's tokenizer loops
+        // forever on some (`<<$( & ` at the end of the text).
+        let tokens = match tokens::tokenize(text) {
+            Some(tokens) => Ok(Ok(tokens)),
+            None if !plain_here_documents(text) => {
+                return self.find(
+                    text,
+                    "a here-document whose delimiter is not a plain word: not read",
+                );
+            }
+            None => catch_unwind(AssertUnwindSafe(|| {
+                brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+            })),
+        };
         let tokens = match tokens {
             Ok(Ok(tokens)) => tokens,
             // The parser's own reading gives the error with its position.
@@ -1415,7 +1476,7 @@ fn normalize(path: &Path) -> PathBuf {
 mod tests {
     use proptest::prelude::*;
 
-    use super::openings;
+    use super::{openings, plain_here_documents};
 
     /// The count as words split at every byte that is not an ASCII letter.
     fn openings_by_split(command: &str) -> usize {
@@ -1441,6 +1502,63 @@ mod tests {
             })
             .count();
         symbols + keywords
+    }
+
+    #[test]
+    fn here_documents_with_plain_delimiters_are_read() {
+        for text in [
+            "cat <<EOF\nx\nEOF",
+            "cat <<-EOF\nx\nEOF",
+            "cat << 'EOF'\nx\nEOF",
+            "cat <<\"E_1.x-y\"\nx\nE_1.x-y",
+            "cat <<\\EOF\nx\nEOF",
+            "cat <<E\\OF\nx\nEOF",
+            "cat <<'E'\"F\"G\nx\nEFG",
+            "$(cat <<EOF\nx\nEOF\n)",
+            "cat <<EOF;ls",
+            "cat <<<$(ls)",
+            "git status",
+        ] {
+            assert!(plain_here_documents(text), "{text:?}");
+        }
+        for text in [
+            "<<$( &$ \t ",
+            "cat <<$(ls)",
+            "cat <<",
+            "cat <<'EOF",
+            "cat <<E$x",
+            "cat <<`ls`",
+            "cat << \"a b\"",
+            "cat <<-${x}",
+        ] {
+            assert!(!plain_here_documents(text), "{text:?}");
+        }
+    }
+
+    /// brush-parser 0.4's tokenizer never returns on these (found by the tokenizer's property
+    /// test): the rules must answer, and ask.
+    #[test]
+    fn a_here_document_brush_loops_on_asks_at_once() {
+        for command in ["<<$( &$ \t ", "x<<$( & \t", "<<$( &$ ", "cat <<$( & "] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let owned = command.to_owned();
+            std::thread::spawn(move || {
+                let rules = crate::CommandRules::new();
+                let judgement = rules.judge(&owned, &crate::Surroundings::new());
+                let _ = tx.send(judgement);
+            });
+            let judgement = rx
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no judgement of {command:?} in 30 s"));
+            assert_eq!(judgement.outcome, crate::Outcome::Ask, "{command:?}");
+            assert!(
+                judgement
+                    .findings
+                    .iter()
+                    .any(|f| f.reason.contains("delimiter is not a plain word")),
+                "{judgement:?}"
+            );
+        }
     }
 
     #[test]
