@@ -1,4 +1,4 @@
-//! The flat commands, read from brush's tokens without its grammar: lists and pipelines of
+//! The flat commands, read from their tokens ([`crate::tokens`]) without brush's grammar: lists and pipelines of
 //! simple commands made of plain words and file redirections. Most commands an agent runs are
 //! of this shape, and brush's parser spends most of its time on them trying each word as an
 //! assignment. Anything else (a reserved word, a parenthesis, a brace, a word with `=`, a
@@ -6,8 +6,9 @@
 //! returns `None`. The tests hold the walk of every flat command equal to the walk of brush's
 //! syntax tree of it.
 
-use brush_parser::Token;
 use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect, Word};
+
+use crate::tokens::Lexeme;
 
 /// One part of a flat simple command, in the order written.
 #[derive(Debug)]
@@ -20,7 +21,7 @@ pub(crate) enum Item<'t> {
 
 /// The simple commands of a flat command, each its items in the order written; `None` when the
 /// command is not flat (brush's parser then reads it) or is not bash syntax.
-pub(crate) fn read(tokens: &[Token]) -> Option<Vec<Vec<Item<'_>>>> {
+pub(crate) fn read<'t>(tokens: &'t [Lexeme<'_>]) -> Option<Vec<Vec<Item<'t>>>> {
     let mut commands = Vec::new();
     let mut items: Vec<Item<'_>> = Vec::new();
     // What may come next: `true` after a command's first item, when a separator may follow.
@@ -28,57 +29,58 @@ pub(crate) fn read(tokens: &[Token]) -> Option<Vec<Vec<Item<'_>>>> {
     // After `&&`, `||` or `|` a command must follow (newlines may come between).
     let mut needs_command = false;
     while let Some(token) = tokens.get(i) {
-        match token {
-            Token::Word(word, span) => {
-                if special(word) {
+        let text = token.text.as_ref();
+        if !token.operator {
+            if special(text) {
+                return None;
+            }
+            if let Some(op) = tokens.get(i + 1)
+                && op.operator
+                && op.text.starts_with(['<', '>'])
+                && text.bytes().all(|b| b.is_ascii_digit())
+                && token.end.index == op.start.index
+            {
+                // An I/O number: the descriptor of the redirection that follows.
+                let fd = text.parse().ok()?;
+                let (redirect, used) = redirect(Some(fd), &op.text, tokens.get(i + 2))?;
+                items.push(Item::Redirect(redirect));
+                i += 1 + used;
+            } else {
+                items.push(Item::Word(text));
+                i += 1;
+            }
+            needs_command = false;
+            continue;
+        }
+        match text {
+            "&&" | "||" | "|" | "|&" => {
+                if items.is_empty() {
                     return None;
                 }
-                if let Some(Token::Operator(op, op_span)) = tokens.get(i + 1)
-                    && op.starts_with(['<', '>'])
-                    && word.bytes().all(|b| b.is_ascii_digit())
-                    && span.end.index == op_span.start.index
-                {
-                    // An I/O number: the descriptor of the redirection that follows.
-                    let fd = word.parse().ok()?;
-                    let (redirect, used) = redirect(Some(fd), op, tokens.get(i + 2))?;
-                    items.push(Item::Redirect(redirect));
-                    i += 1 + used;
-                } else {
-                    items.push(Item::Word(word));
-                    i += 1;
+                commands.push(std::mem::take(&mut items));
+                needs_command = true;
+                i += 1;
+            }
+            ";" | "&" => {
+                if items.is_empty() {
+                    return None;
                 }
+                commands.push(std::mem::take(&mut items));
+                i += 1;
+            }
+            "\n" => {
+                // A newline ends a command, except where a command must still follow.
+                if !items.is_empty() {
+                    commands.push(std::mem::take(&mut items));
+                }
+                i += 1;
+            }
+            op => {
+                let (redirect, used) = redirect(None, op, tokens.get(i + 1))?;
+                items.push(Item::Redirect(redirect));
+                i += used;
                 needs_command = false;
             }
-            Token::Operator(op, _) => match op.as_str() {
-                "&&" | "||" | "|" | "|&" => {
-                    if items.is_empty() {
-                        return None;
-                    }
-                    commands.push(std::mem::take(&mut items));
-                    needs_command = true;
-                    i += 1;
-                }
-                ";" | "&" => {
-                    if items.is_empty() {
-                        return None;
-                    }
-                    commands.push(std::mem::take(&mut items));
-                    i += 1;
-                }
-                "\n" => {
-                    // A newline ends a command, except where a command must still follow.
-                    if !items.is_empty() {
-                        commands.push(std::mem::take(&mut items));
-                    }
-                    i += 1;
-                }
-                _ => {
-                    let (redirect, used) = redirect(None, op, tokens.get(i + 1))?;
-                    items.push(Item::Redirect(redirect));
-                    i += used;
-                    needs_command = false;
-                }
-            },
         }
     }
     if needs_command {
@@ -123,13 +125,11 @@ fn special(word: &str) -> bool {
 /// The redirection `op` opens, with its target the next token: the redirection and how many
 /// tokens it takes (the operator and the target); `None` for an operator that is not a file
 /// redirection or a target that is not a word.
-fn redirect(fd: Option<i32>, op: &str, target: Option<&Token>) -> Option<(IoRedirect, usize)> {
-    let Some(Token::Word(target, span)) = target else {
-        return None;
-    };
+fn redirect(fd: Option<i32>, op: &str, target: Option<&Lexeme<'_>>) -> Option<(IoRedirect, usize)> {
+    let target = target.filter(|t| !t.operator)?;
     let word = || Word {
-        value: target.clone(),
-        loc: Some(span.clone()),
+        value: target.text.clone().into_owned(),
+        loc: None,
     };
     let file = |kind| IoRedirect::File(fd, kind, IoFileRedirectTarget::Filename(word()));
     let duplicate = |kind| IoRedirect::File(fd, kind, IoFileRedirectTarget::Duplicate(word()));
@@ -173,9 +173,7 @@ mod tests {
     }
 
     fn is_flat(command: &str) -> bool {
-        let options = crate::words::options();
-        brush_parser::uncached_tokenize_str(command, &options.tokenizer_options())
-            .is_ok_and(|tokens| super::read(&tokens).is_some())
+        crate::tokens::lex(command).is_some_and(|lexemes| super::read(&lexemes).is_some())
     }
 
     /// Typical agent commands, all flat.

@@ -270,37 +270,38 @@ impl Walker<'_> {
             );
             return;
         }
-        let options = words::options();
-        // The fast tokenizer reads what agents usually send; brush's reads the rest, but not a
-        // here-document whose delimiter is not a plain word: brush-parser 0.4's tokenizer loops
-        // forever on some (`<<$( & ` at the end of the text).
-        let tokens = match tokens::tokenize(text) {
-            Some(tokens) => Ok(Ok(tokens)),
-            None if !plain_here_documents(text) => {
-                return self.find(
-                    text,
-                    "a here-document whose delimiter is not a plain word: not read",
-                );
+        // The fast tokenizer reads what agents usually send, and a flat command is walked
+        // from its tokens; brush's tokenizer reads the rest, but not a here-document whose
+        // delimiter is not a plain word: brush-parser 0.4's tokenizer loops forever on some
+        // (`<<$( & ` at the end of the text).
+        if let Some(lexemes) = tokens::lex(text) {
+            if self.reading == Reading::Flat
+                && let Some(commands) = flat::read(&lexemes)
+            {
+                for items in commands {
+                    self.flat(items, depth);
+                }
+                return;
             }
-            None => catch_unwind(AssertUnwindSafe(|| {
-                brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
-            })),
-        };
-        let tokens = match tokens {
-            Ok(Ok(tokens)) => tokens,
-            // The parser's own reading gives the error with its position.
-            Ok(Err(_)) => return self.parse_and_walk(text, None, depth),
-            Err(_) => return self.find(text, "the parser failed on it"),
-        };
-        if self.reading == Reading::Flat
-            && let Some(commands) = flat::read(&tokens)
-        {
-            for items in commands {
-                self.flat(items, depth);
-            }
-            return;
+            let tokens = tokens::to_brush(&lexemes);
+            return self.parse_and_walk(text, Some(&tokens), depth);
         }
-        self.parse_and_walk(text, Some(&tokens), depth);
+        if !plain_here_documents(text) {
+            return self.find(
+                text,
+                "a here-document whose delimiter is not a plain word: not read",
+            );
+        }
+        let options = words::options();
+        let tokens = catch_unwind(AssertUnwindSafe(|| {
+            brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+        }));
+        match tokens {
+            Ok(Ok(tokens)) => self.parse_and_walk(text, Some(&tokens), depth),
+            // The parser's own reading gives the error with its position.
+            Ok(Err(_)) => self.parse_and_walk(text, None, depth),
+            Err(_) => self.find(text, "the parser failed on it"),
+        }
     }
 
     /// Parses `text` (from its `tokens` when they are read) with brush's grammar and walks

@@ -20,6 +20,7 @@
 //! input brush rejects (an unterminated quote, escape or expansion), and nesting deeper than
 //! [`MAX_NESTING`].
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use brush_parser::{SourcePosition, SourceSpan, Token, TokenizerOptions};
@@ -27,10 +28,30 @@ use brush_parser::{SourcePosition, SourceSpan, Token, TokenizerOptions};
 /// The deepest nesting of `$( … )` and `${ … }` read here; deeper text goes to brush.
 const MAX_NESTING: usize = 32;
 
+/// One token as read here: its text (borrowed from the command when it is written there as
+/// is), whether it is an operator, and where it starts and ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lexeme<'a> {
+    pub(crate) text: Cow<'a, str>,
+    pub(crate) operator: bool,
+    pub(crate) start: Position,
+    pub(crate) end: Position,
+}
+
 /// The tokens brush-parser's `uncached_tokenize_str` gives for `text` with the options of
 /// [`crate::words::options`], or `None` when `text` is outside the subset this tokenizer reads
 /// (brush's tokenizer then decides, errors included).
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "the tests compare it with brush's tokens")
+)]
 pub(crate) fn tokenize(text: &str) -> Option<Vec<Token>> {
+    lex(text).map(|lexemes| to_brush(&lexemes))
+}
+
+/// The tokens of `text` as [`tokenize`] gives them, without brush's types (no allocation for
+/// a token written as is); `None` outside the subset this tokenizer reads.
+pub(crate) fn lex(text: &str) -> Option<Vec<Lexeme<'_>>> {
     // The rules below are brush's for these options only.
     let expected = TokenizerOptions {
         enable_extended_globbing: true,
@@ -57,39 +78,58 @@ pub(crate) fn tokenize(text: &str) -> Option<Vec<Token>> {
             index: 0,
             line: 1,
             column: 1,
+            byte: 0,
         },
         depth: 0,
     };
     // About one token in four bytes or more (a 1 KB command of 20 simple commands has 156).
-    let mut tokens = Vec::with_capacity(text.len() / 4 + 4);
-    // Each token is read here, then copied at its size.
+    let mut lexemes = Vec::with_capacity(text.len() / 4 + 4);
+    // Each token is read here, then borrowed from the text or copied at its size.
     let mut scratch = String::with_capacity(64);
-    // A token that starts where the last one ended shares its position.
-    let mut last_end: Option<(Position, Arc<SourcePosition>)> = None;
     loop {
         scratch.clear();
         let piece = lexer.token(&mut scratch, None, false).ok()?;
         if piece.started {
-            let start = match &last_end {
-                Some((end, shared)) if *end == piece.start => Arc::clone(shared),
-                _ => Arc::new(piece.start.into()),
+            let text = match text.get(piece.start.byte..piece.end.byte) {
+                Some(written) if written == scratch => Cow::Borrowed(written),
+                _ => Cow::Owned(scratch.as_str().to_owned()),
             };
-            let end = Arc::new(SourcePosition::from(piece.end));
-            last_end = Some((piece.end, Arc::clone(&end)));
-            let span = SourceSpan { start, end };
-            let text = scratch.as_str().to_owned();
-            tokens.push(if piece.operator {
-                Token::Operator(text, span)
-            } else {
-                Token::Word(text, span)
+            lexemes.push(Lexeme {
+                text,
+                operator: piece.operator,
+                start: piece.start,
+                end: piece.end,
             });
         } else if piece.reason == Reason::EndOfInput {
-            return Some(tokens);
+            return Some(lexemes);
         } else {
             // Unreachable at the top level (nothing else ends an empty token); never loop.
             return None;
         }
     }
+}
+
+/// brush-parser's tokens of `lexemes`.
+pub(crate) fn to_brush(lexemes: &[Lexeme<'_>]) -> Vec<Token> {
+    let mut tokens = Vec::with_capacity(lexemes.len());
+    // A token that starts where the last one ended shares its position.
+    let mut last_end: Option<(Position, Arc<SourcePosition>)> = None;
+    for lexeme in lexemes {
+        let start = match &last_end {
+            Some((end, shared)) if *end == lexeme.start => Arc::clone(shared),
+            _ => Arc::new(lexeme.start.into()),
+        };
+        let end = Arc::new(SourcePosition::from(lexeme.end));
+        last_end = Some((lexeme.end, Arc::clone(&end)));
+        let span = SourceSpan { start, end };
+        let text = lexeme.text.clone().into_owned();
+        tokens.push(if lexeme.operator {
+            Token::Operator(text, span)
+        } else {
+            Token::Word(text, span)
+        });
+    }
+    tokens
 }
 
 /// The bytes a byte table holds.
@@ -129,12 +169,14 @@ static ANSI_C: [bool; 256] = table(b"\\'");
 /// What ends a run in double quotes.
 static DOUBLE: [bool; 256] = table(b"\\\"$`");
 
-/// A position as brush counts it: chars from 0, lines and columns from 1.
+/// A position as brush counts it: chars from 0, lines and columns from 1; and its byte
+/// offset in the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Position {
-    index: usize,
+pub(crate) struct Position {
+    pub(crate) index: usize,
     line: usize,
     column: usize,
+    byte: usize,
 }
 
 impl From<Position> for SourcePosition {
@@ -230,6 +272,7 @@ impl Lexer<'_> {
             }
         }
         self.at = end;
+        self.cursor.byte = end;
     }
 
     /// Consumes the next char without keeping it.
@@ -366,6 +409,7 @@ impl Lexer<'_> {
                         self.skip();
                         start.index += 1;
                         start.column += 1;
+                        start.byte += 1;
                     }
                 }
                 b'#' if !started && terminator != Some(b'}') => {
@@ -553,13 +597,14 @@ mod tests {
     //! Differential tests: on every input, [`tokenize`] gives brush's tokens (text, kind and
     //! positions) or `None`, and `None` whenever brush fails.
 
+    use std::borrow::Cow;
     use std::cell::Cell;
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-    use super::tokenize;
+    use super::{lex, tokenize};
 
     /// Brush's answer: its tokens as `{:?}` text, `None` for an error, `Err` for a panic.
     fn brush(text: &str) -> Result<Option<String>, ()> {
@@ -793,6 +838,27 @@ mod tests {
             .collect();
         let end = command.rfind("; ").unwrap();
         command[..=end].to_owned()
+    }
+
+    #[test]
+    fn a_token_written_as_is_borrows_the_command() {
+        let command = bench_command();
+        let lexemes = lex(&command).unwrap();
+        assert!(lexemes.len() > 100);
+        for lexeme in &lexemes {
+            assert!(
+                matches!(lexeme.text, Cow::Borrowed(_)),
+                "copied: {lexeme:?}"
+            );
+            assert_eq!(
+                &command[lexeme.start.byte..lexeme.end.byte],
+                lexeme.text.as_ref()
+            );
+        }
+        // A rebuilt token (a line continuation removed) is copied, with brush's text.
+        let lexemes = lex("git sta\\\ntus").unwrap();
+        assert_eq!(lexemes[1].text, "status");
+        assert!(matches!(lexemes[1].text, Cow::Owned(_)));
     }
 
     #[test]
