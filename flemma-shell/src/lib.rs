@@ -3,7 +3,9 @@
 //!
 //! [`CommandRules`] holds allow, ask and deny [`Pattern`]s (`git status`, `cargo test *`,
 //! `rm -rf *`). [`CommandRules::judge`] parses a command with a real bash parser
-//! ([brush-parser](https://docs.rs/brush-parser)), splits it into every simple command it would
+//! ([brush-parser](https://docs.rs/brush-parser); flat commands, lists and pipelines of plain
+//! simple commands, are read from tokens of its own that tests hold equal to brush-parser's
+//! reading), splits it into every simple command it would
 //! run, sees through wrappers such as `timeout` and `env`, and gives a [`Judgement`]: the
 //! [`Outcome`] (allow, ask, deny, or pass when no rule matches a part), each simple command with
 //! the rule that decided it, and the [`Finding`]s that need approval whatever the rules allow
