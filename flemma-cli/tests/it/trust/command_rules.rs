@@ -79,6 +79,18 @@ fn an_allowed_command_does_not_carry_a_chained_one_past_the_rules() {
         format!("timeout 5 {touch}"),
         format!("e\\cho hi; {touch}"),
         format!("git status$'\\n'{touch}"),
+        // Read by flemma-shell's own tokens (decision 0124): lists, pipes, redirections,
+        // comments and line continuations as bash reads them.
+        format!("echo hi 2>&1 | {touch}"),
+        format!("echo hi |& {touch}"),
+        format!("echo hi &>/dev/null & {touch}"),
+        format!("echo hi # a comment\n{touch}"),
+        format!("echo hi \\\n; {touch}"),
+        format!("echo 'a;' \"b&&\" ; {touch}"),
+        format!("echo hi>/dev/null;{touch}"),
+        format!("echo --x=1 \"$({touch})\""),
+        // brush-parser's tokenizer never returns on this: it asks at once.
+        format!("echo hi; {touch}; <<$( & "),
     ] {
         let cycle = run_cycle(&p, None, &command);
         assert_no_canary(&canary, &cycle);
