@@ -12,8 +12,9 @@ use crate::words::{self, Found, Word};
 
 /// The longest command read; a longer one is not read (it needs approval).
 pub(crate) const MAX_LEN: usize = 64 * 1024;
-/// The most openings (`(`, `{`, backquotes, `if`, `while`, …) a command may hold: the parser
-/// recurses on nesting, and a bound on the openings bounds the nesting (and the stack).
+/// The most openings (`(`, `{`, backquotes, `!`, `$[`, `if`, `while`, `&&` in a test, …) a
+/// command may hold: the parser recurses on nesting, and a bound on the openings bounds the
+/// nesting (and the stack).
 pub(crate) const MAX_OPENINGS: usize = 256;
 /// How deep `bash -c`, `eval` and substitutions are read in turn.
 const MAX_DEPTH: usize = 16;
@@ -152,8 +153,12 @@ fn changes_what_runs(name: &str) -> bool {
 }
 
 /// Counts what opens a nesting level, quoting ignored (an overcount only asks sooner): the
-/// bytes `(`, `{` and backquote, and the keywords that open a body, as whole runs of ASCII
-/// letters.
+/// bytes `(`, `{`, backquote and `!`, `$[`, the keywords that open a body, as whole runs of
+/// ASCII letters, and each `&&` and `||` after the first `[[`. brush-parser 0.4 recurses on
+/// `$[` (its tokenizer) and on each `!` of a `[[ ! ! … ]]` test (its parser); it builds a
+/// test's chain of `&&` and `||` as a tree as deep as the chain is long, which the walk and
+/// the tree's drop recurse on. Line continuations, which brush removes, are removed first
+/// (`[\<newline>[` is `[[`).
 fn openings(command: &str) -> usize {
     fn keyword(word: &[u8]) -> bool {
         matches!(
@@ -181,20 +186,35 @@ fn openings(command: &str) -> usize {
             count += 1;
         }
         start = at + 1;
-        if matches!(byte, b'(' | b'{' | b'`') {
+        let dollar_bracket = *byte == b'[' && at > 0 && bytes[at - 1] == b'$';
+        if matches!(byte, b'(' | b'{' | b'`' | b'!') || dollar_bracket {
             count += 1;
         }
     }
     if start < bytes.len() && keyword(&bytes[start..]) {
         count += 1;
     }
+    let joined;
+    let text = if command.contains("\\\n") {
+        joined = command.replace("\\\n", "");
+        joined.as_str()
+    } else {
+        command
+    };
+    if let Some(test) = text.find("[[") {
+        count += text[test..].matches("&&").count() + text[test..].matches("||").count();
+    }
     count
 }
 
 /// Whether every `<<` or `<<-` in `text` (quoting ignored: an overcount only asks sooner) is
-/// followed by a plain delimiter: letters, digits, `_`, `.` and `-`, some of them quoted (in
-/// `'…'` or `"…"`, or after a backslash), then the end of the word. `<<<` is a here-string,
-/// not a here-document.
+/// followed, after one blank at most, by a plain delimiter: letters, digits, `_`, `.` and `-`,
+/// at least one, some of them quoted (in `'…'` or `"…"`, or after a backslash), then the end of
+/// the word. brush-parser 0.4's tokenizer loops forever, its memory growing, when the text ends
+/// (after a blank) while a here-document's delimiter is empty once unquoted: `cat <<'' `,
+/// `$(cat <<  EOF ` (inside `$( … )` it reads a second blank as the end of an empty
+/// delimiter), `<<$( & `. `<<<` is a here-string, not a here-document, unless a backslash
+/// escapes its first `<` (`\<<<$( & ` is `\<` then `<<$( & `).
 fn plain_here_documents(text: &str) -> bool {
     fn plain(byte: u8) -> bool {
         byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-')
@@ -204,25 +224,37 @@ fn plain_here_documents(text: &str) -> bool {
     while let Some(found) = text.get(at..).and_then(|rest| rest.find("<<")) {
         let mut i = at + found + 2;
         if bytes.get(i) == Some(&b'<') {
-            at = i + 1;
+            let escaped = found + at > 0 && bytes[at + found - 1] == b'\\';
+            // An escaped first `<` leaves `<<` at the next byte, which the search finds.
+            at = if escaped { at + found + 1 } else { i + 1 };
             continue;
         }
         if bytes.get(i) == Some(&b'-') {
             i += 1;
         }
-        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+        // One blank at most: inside `$( … )` brush reads a second blank as the end of an
+        // empty delimiter.
+        if matches!(bytes.get(i), Some(b' ' | b'\t')) {
             i += 1;
         }
-        let start = i;
+        // Whether the delimiter has a plain byte: quotes alone leave it empty.
+        let mut some = false;
         loop {
             match bytes.get(i) {
-                Some(&b) if plain(b) => i += 1,
-                Some(b'\\') if bytes.get(i + 1).copied().is_some_and(plain) => i += 2,
+                Some(&b) if plain(b) => {
+                    some = true;
+                    i += 1;
+                }
+                Some(b'\\') if bytes.get(i + 1).copied().is_some_and(plain) => {
+                    some = true;
+                    i += 2;
+                }
                 Some(&q @ (b'\'' | b'"')) => {
                     let inner = bytes[i + 1..].iter().take_while(|b| plain(**b)).count();
                     if bytes.get(i + 1 + inner) != Some(&q) {
                         return false;
                     }
+                    some |= inner > 0;
                     i += inner + 2;
                 }
                 _ => break,
@@ -234,7 +266,7 @@ fn plain_here_documents(text: &str) -> bool {
                 b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b')' | b'<' | b'>'
             )
         });
-        if i == start || !ends {
+        if !some || !ends {
             return false;
         }
         at = i;
@@ -1483,8 +1515,15 @@ mod tests {
     fn openings_by_split(command: &str) -> usize {
         let symbols = command
             .bytes()
-            .filter(|b| matches!(b, b'(' | b'{' | b'`'))
-            .count();
+            .filter(|b| matches!(b, b'(' | b'{' | b'`' | b'!'))
+            .count()
+            + command.matches("$[").count();
+        let chain = command
+            .replace("\\\n", "")
+            .split_once("[[")
+            .map_or(0, |(_, test)| {
+                test.split("&&").count() - 1 + test.split("||").count() - 1
+            });
         let keywords = command
             .split(|c: char| !c.is_ascii_alphabetic())
             .filter(|w| {
@@ -1502,7 +1541,7 @@ mod tests {
                 )
             })
             .count();
-        symbols + keywords
+        symbols + keywords + chain
     }
 
     #[test]
@@ -1518,6 +1557,10 @@ mod tests {
             "$(cat <<EOF\nx\nEOF\n)",
             "cat <<EOF;ls",
             "cat <<<$(ls)",
+            "cat <<<<$(ls)",
+            "\\<<<<$(ls)",
+            "cat << EOF",
+            "cat <<'E'''\"\"",
             "git status",
         ] {
             assert!(plain_here_documents(text), "{text:?}");
@@ -1531,16 +1574,34 @@ mod tests {
             "cat <<`ls`",
             "cat << \"a b\"",
             "cat <<-${x}",
+            "cat <<''",
+            "cat <<\"\"''",
+            "cat <<  EOF",
+            "cat << \tEOF",
+            "\\<<<$( & ",
+            "x\\<<<-$( & ",
         ] {
             assert!(!plain_here_documents(text), "{text:?}");
         }
     }
 
-    /// brush-parser 0.4's tokenizer never returns on these (found by the tokenizer's property
-    /// test): the rules must answer, and ask.
+    /// brush-parser 0.4's tokenizer never returns on these, its memory growing (found by the
+    /// tokenizer's property test and by fuzzing `judge`): the rules must answer, and ask.
     #[test]
     fn a_here_document_brush_loops_on_asks_at_once() {
-        for command in ["<<$( &$ \t ", "x<<$( & \t", "<<$( &$ ", "cat <<$( & "] {
+        for command in [
+            "<<$( &$ \t ",
+            "x<<$( & \t",
+            "<<$( &$ ",
+            "cat <<$( & ",
+            // Found by fuzzing `judge`: a backslash before `<<<`, a delimiter of quotes alone,
+            // two blanks before the delimiter inside `$( … )`.
+            "\\<<<$( &\u{1b} ",
+            "cat <<'' ",
+            "cat <<\"\" ",
+            "cat <<-'' & ",
+            "echo $(cat <<  EOF ",
+        ] {
             let (tx, rx) = std::sync::mpsc::channel();
             let owned = command.to_owned();
             std::thread::spawn(move || {
@@ -1568,6 +1629,8 @@ mod tests {
         assert_eq!(openings("iffy fortune undo"), 0);
         assert_eq!(openings("for"), 1);
         assert_eq!(openings("é(do)é{`"), 4);
+        assert_eq!(openings("[[ ! a != b ]] && echo $[1] [x] $$[ || ls"), 6);
+        assert_eq!(openings("ls && ls || ls [\\\n[ x &\\\n& y ]] |||"), 2);
     }
 
     proptest! {
@@ -1578,6 +1641,8 @@ mod tests {
                     Just("if"), Just("do"), Just("done"), Just("for"), Just("coproc"),
                     Just("function"), Just("x"), Just(" "), Just(";"), Just("("), Just("{"),
                     Just("`"), Just("é"), Just("1"), Just("_"), Just("then"), Just("case"),
+                    Just("!"), Just("$"), Just("["), Just("$["), Just("&&"), Just("&"),
+                    Just("|"), Just("||"), Just("[["), Just("\\\n"),
                 ],
                 0..40,
             )

@@ -46,6 +46,14 @@ fn nesting_past_the_bound_asks_without_reading() {
         format!("{}ls{}", "{ ".repeat(300), "; }".repeat(300)),
         format!("{}ls{}", "if true; then ".repeat(300), "; fi".repeat(300)),
         format!("echo {}", "`".repeat(600)),
+        // Found by fuzzing: brush's tokenizer recurses on `$[`, its parser on the `!` of a
+        // test, and a test's chain of `&&` is a tree as deep as it is long (the walk and the
+        // drop recurse on it): in a release build these overflowed a 2 MiB stack from about
+        // 1,700 `$[`, 2,400 `!` and 11,000 `&&`.
+        format!("echo {}", "$[".repeat(3_000)),
+        format!("[[ {}x ]]", "! ".repeat(3_000)),
+        format!("[[ x{} ]]", "&&x".repeat(21_800)),
+        format!("[\\\n[ x{} ]]", " || x".repeat(10_000)),
     ] {
         assert_eq!(judge_on_small_stack(command), Outcome::Ask);
     }
