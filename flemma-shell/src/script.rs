@@ -1623,6 +1623,29 @@ mod tests {
         }
     }
 
+    /// brush-parser 0.4's word parser takes exponential time on unclosed `$((` (found by
+    /// fuzzing `judge`: nine took 2.4 s, twelve more than 100 s).
+    #[test]
+    fn a_word_with_many_unclosed_substitutions_asks_at_once() {
+        for command in [
+            format!("cat <<EOF\n{}\nEOF\n", "$((".repeat(12)),
+            format!("echo $(cat <<'EOF'\n{}\nEOF\n)", "$((".repeat(12)),
+            format!("cat <<EOF\n{}\nEOF\n", "$($((".repeat(7)),
+            "<<EOF\n$(($(($((($(($($(((+$((($((f /\nEOF".to_owned(),
+        ] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let owned = command.clone();
+            std::thread::spawn(move || {
+                let rules = crate::CommandRules::new();
+                let _ = tx.send(rules.judge(&owned, &crate::Surroundings::new()));
+            });
+            let judgement = rx
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no judgement of {command:?} in 30 s"));
+            assert_eq!(judgement.outcome, crate::Outcome::Ask, "{command:?}");
+        }
+    }
+
     #[test]
     fn openings_counts_symbols_and_whole_keywords() {
         assert_eq!(openings("if true; then (ls); fi"), 3);

@@ -93,6 +93,12 @@ pub(crate) fn decode(raw: &str, found: &mut Found) -> Word {
     if raw.bytes().all(plain) && !raw.is_empty() {
         return Word::plain(raw);
     }
+    // A here-document inside a word's substitution is where unclosed ones come from: the
+    // tokenizer has closed every other.
+    if raw.contains("<<") && too_many_substitutions(raw) {
+        found.hidden.get_or_insert(TOO_MANY_SUBSTITUTIONS);
+        return Word::decoded(raw, None, true);
+    }
     let Ok(pieces) = brush_parser::word::parse(raw, &options()) else {
         // A word the word parser cannot read: neither literal nor understood.
         found.hidden.get_or_insert("a word the parser cannot read");
@@ -105,6 +111,10 @@ pub(crate) fn decode(raw: &str, found: &mut Found) -> Word {
 
 /// The substitutions of a here-document body that expands (its delimiter unquoted).
 pub(crate) fn heredoc(body: &str, found: &mut Found) {
+    if too_many_substitutions(body) {
+        found.hidden.get_or_insert(TOO_MANY_SUBSTITUTIONS);
+        return;
+    }
     match brush_parser::word::parse_heredoc(body, &options()) {
         Ok(pieces) => {
             let mut state = State::default();
@@ -208,6 +218,37 @@ impl State {
             }
         }
     }
+}
+
+/// The most substitutions (`$(`, `$((`, `$[`) a here-document, or a word holding one, may open
+/// and still be read: brush-parser 0.4's word parser backtracks over unclosed ones in
+/// exponential time (nine `$((` in a here-document take seconds, twelve minutes), and the
+/// tokenizer does not close a here-document's, so one with more asks.
+const MAX_SUBSTITUTIONS: usize = 4;
+
+const TOO_MANY_SUBSTITUTIONS: &str = "more than 4 substitutions in a here-document: not read";
+
+/// Whether `text` opens more than [`MAX_SUBSTITUTIONS`] substitutions, quoting ignored (an
+/// overcount only asks sooner), a `$` and its `(` or `[` joined across line continuations.
+fn too_many_substitutions(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut count = 0;
+    for (at, byte) in bytes.iter().enumerate() {
+        if *byte != b'$' {
+            continue;
+        }
+        let mut next = at + 1;
+        while bytes.get(next) == Some(&b'\\') && bytes.get(next + 1) == Some(&b'\n') {
+            next += 2;
+        }
+        if matches!(bytes.get(next), Some(b'(' | b'[')) {
+            count += 1;
+            if count > MAX_SUBSTITUTIONS {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// A byte that means itself in an unquoted word, wherever it is.
@@ -351,6 +392,21 @@ mod tests {
         }
         assert_eq!(literal("'*.rs'").as_deref(), Some("*.rs"));
         assert_eq!(literal("{}").as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn a_word_with_many_substitutions_is_not_read() {
+        assert!(!too_many_substitutions("$(a) $((1)) $[2] $(b)"));
+        assert!(too_many_substitutions("$(a) $((1)) $[2] $(b) $(c)"));
+        assert!(too_many_substitutions("$\\\n($\\\n(${x}$($($($("));
+        let mut found = Found::default();
+        let word = decode("\"$(cat <<E\n$(a)$(b)$(c)$(d)$(e)\nE\n)\"", &mut found);
+        assert_eq!(word.literal(), None);
+        assert!(found.substitutions.is_empty());
+        assert_eq!(found.hidden, Some(TOO_MANY_SUBSTITUTIONS));
+        let mut found = Found::default();
+        heredoc(&"$((".repeat(12), &mut found);
+        assert_eq!(found.hidden, Some(TOO_MANY_SUBSTITUTIONS));
     }
 
     #[test]
