@@ -1585,6 +1585,19 @@ mod tests {
         }
     }
 
+    /// `command` judged with no rules on a thread of its own; a judgement that takes longer
+    /// than 30 s fails the test (the thread is left behind: it cannot be stopped).
+    fn judge_within_30_s(command: &str) -> crate::Judgement {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let owned = command.to_owned();
+        std::thread::spawn(move || {
+            let rules = crate::CommandRules::new();
+            let _ = tx.send(rules.judge(&owned, &crate::Surroundings::new()));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no judgement of {command:?} in 30 s"))
+    }
+
     /// brush-parser 0.4's tokenizer never returns on these, its memory growing (found by the
     /// tokenizer's property test and by fuzzing `judge`): the rules must answer, and ask.
     #[test]
@@ -1602,16 +1615,7 @@ mod tests {
             "cat <<-'' & ",
             "echo $(cat <<  EOF ",
         ] {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let owned = command.to_owned();
-            std::thread::spawn(move || {
-                let rules = crate::CommandRules::new();
-                let judgement = rules.judge(&owned, &crate::Surroundings::new());
-                let _ = tx.send(judgement);
-            });
-            let judgement = rx
-                .recv_timeout(std::time::Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("no judgement of {command:?} in 30 s"));
+            let judgement = judge_within_30_s(command);
             assert_eq!(judgement.outcome, crate::Outcome::Ask, "{command:?}");
             assert!(
                 judgement
@@ -1633,15 +1637,7 @@ mod tests {
             format!("cat <<EOF\n{}\nEOF\n", "$($((".repeat(7)),
             "<<EOF\n$(($(($((($(($($(((+$((($((f /\nEOF".to_owned(),
         ] {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let owned = command.clone();
-            std::thread::spawn(move || {
-                let rules = crate::CommandRules::new();
-                let _ = tx.send(rules.judge(&owned, &crate::Surroundings::new()));
-            });
-            let judgement = rx
-                .recv_timeout(std::time::Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("no judgement of {command:?} in 30 s"));
+            let judgement = judge_within_30_s(&command);
             assert_eq!(judgement.outcome, crate::Outcome::Ask, "{command:?}");
         }
     }
