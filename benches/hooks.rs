@@ -27,9 +27,11 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
+use flemma::core::hooks::HookEvent;
+use flemma::core::hooks::{PreToolUseAnswer, on};
 use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
-use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, hook_fn, on};
-use flemma::runtime::hooks::{HookEvent, HookRegistration};
+use flemma::runtime::hooks::HookRegistration;
+use flemma::runtime::hooks::{CommandHook, hook_fn};
 use flemma::runtime::{Executor, MemoryConversation, ToolRegistry};
 use serde_json::json;
 

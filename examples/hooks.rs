@@ -10,9 +10,11 @@
 
 use std::sync::Arc;
 
+use flemma::core::hooks::HookEvent;
+use flemma::core::hooks::{PreToolUseAnswer, StopAnswer, on};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::hooks::{CommandHook, PreToolUseAnswer, StopAnswer, hook_fn, on};
-use flemma::runtime::hooks::{HookEvent, HookRegistration};
+use flemma::runtime::hooks::HookRegistration;
+use flemma::runtime::hooks::{CommandHook, hook_fn};
 use flemma::runtime::{MemoryConversation, ToolRegistry};
 use serde_json::json;
 

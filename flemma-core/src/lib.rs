@@ -7,12 +7,13 @@
 //! directory, timeout, the conversation's text and options, the [`sandbox::Sandbox`] it runs
 //! in, a cancellation token and [`truncate`]-with-overflow bound to the result store. A tool
 //! whose background calls run as processes of their own implements [`Detach`]. An
-//! [`Approver`] answers the calls that wait for a person's approval.
+//! [`Approver`] answers the calls that wait for a person's approval. A [`hooks::Hook`] hears
+//! or changes a call, a prompt or a stop; [`hooks`] holds every event's input and answer.
 //!
 //! This crate holds these traits and their value types and nothing that runs them: the
 //! runtime (`flemma-runtime`: the registry, the executor, the agent loop) calls them, the
-//! built-in tools (`flemma-builtins`) and a host's own tools implement them. It is the SDK's
-//! stable surface for tool authors.
+//! built-in tools (`flemma-builtins`), a host's own tools and hooks implement them. It is the
+//! SDK's stable surface for tool and hook authors.
 //!
 //! ```
 //! use flemma_core::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};
@@ -38,6 +39,7 @@ mod context;
 mod definition;
 mod delegate;
 mod detach;
+pub mod hooks;
 mod lookup;
 pub mod messages;
 mod output;

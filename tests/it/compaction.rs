@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flemma::ast::{self, Segment};
+use flemma::core::hooks::{CompactTrigger, PreCompactAnswer, on};
 use flemma::providers::{COMPACTION_PREFIX, ModelTable, ScriptedProvider, ScriptedUsage, Turn};
 use flemma::runtime::compaction::{CompactOutcome, SUMMARY_INSTRUCTIONS};
-use flemma::runtime::hooks::{CompactTrigger, PreCompactAnswer, hook_fn, on};
+use flemma::runtime::hooks::hook_fn;
 use flemma::runtime::{MemoryConversation, Session, SessionEvent, SessionEvents, Stop};
 use serde_json::json;
 

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use flemma::core::hooks::{PromptAnswer, StopAnswer, on};
 use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::hooks::HookRegistration;
-use flemma::runtime::hooks::{PromptAnswer, StopAnswer, from_config, hook_fn, on};
+use flemma::runtime::hooks::{from_config, hook_fn};
 use flemma::runtime::{MemoryConversation, ToolRegistry};
 use flemma::runtime::{Session, SessionEvent, Stop};
 use pretty_assertions::assert_eq;

@@ -889,7 +889,7 @@ fn hooks_hear_subagent_start_and_stop_with_claude_codes_fields() {
     let heard = Arc::new(Mutex::new(Vec::new()));
     for (name, start) in [("starts", true), ("stops", false)] {
         let seen = Arc::clone(&heard);
-        let record = move |event: &flemma::runtime::hooks::SubagentInput| {
+        let record = move |event: &flemma::core::hooks::SubagentInput| {
             seen.lock().unwrap().push(format!(
                 "{} {} {} {}",
                 if start { "start" } else { "stop" },
@@ -899,10 +899,10 @@ fn hooks_hear_subagent_start_and_stop_with_claude_codes_fields() {
             ));
         };
         let registration = if start {
-            flemma::runtime::hooks::hook_fn(flemma::runtime::hooks::on::SubagentStart, record)
+            flemma::runtime::hooks::hook_fn(flemma::core::hooks::on::SubagentStart, record)
                 .named(name)
         } else {
-            flemma::runtime::hooks::hook_fn(flemma::runtime::hooks::on::SubagentStop, record)
+            flemma::runtime::hooks::hook_fn(flemma::core::hooks::on::SubagentStop, record)
                 .named(name)
         };
         tools.registry.register_hook(registration.unwrap()).unwrap();

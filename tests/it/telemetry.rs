@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flemma::core::hooks::{PreToolUseAnswer, on};
 use flemma::providers::{ScriptedProvider, ScriptedUsage, Turn};
-use flemma::runtime::hooks::{PreToolUseAnswer, hook_fn, on};
+use flemma::runtime::hooks::hook_fn;
 use flemma::runtime::telemetry::TARGET;
 use flemma::runtime::{MemoryConversation, Session, Stop};
 use serde_json::json;

@@ -76,7 +76,8 @@ impl ExecutorBuilder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use flemma_runtime::hooks::{PreToolUseAnswer, hook_fn, on};
+    /// use flemma_core::hooks::{PreToolUseAnswer, on};
+    /// use flemma_runtime::hooks::hook_fn;
     /// use flemma_runtime::{Executor, MemoryConversation, ToolRegistry};
     ///
     /// let guard = hook_fn(on::PreToolUse, |_| PreToolUseAnswer::deny("read-only session"));
@@ -84,7 +85,7 @@ impl ExecutorBuilder {
     /// let executor = Executor::builder(chat, ToolRegistry::new())
     ///     .hook(guard.named("read-only")?)
     ///     .build();
-    /// # Ok::<(), flemma_runtime::hooks::HookError>(())
+    /// # Ok::<(), flemma_core::hooks::HookError>(())
     /// ```
     pub fn hook(self, hook: crate::hooks::HookRegistration) -> Self {
         self.parts.hooks.register(hook);

@@ -10,13 +10,13 @@ use serde_json::{Map, Value, json};
 
 use super::claude::{claude_input, claude_tool_name, native_input};
 use super::config::Compat;
-use super::error::HookError;
-use super::event::{
+use flemma_core::hooks::Hook;
+use flemma_core::hooks::HookError;
+use flemma_core::hooks::{
     HookContext, HookEvent, NotificationInput, Permission, PostCompactInput, PostToolUseAnswer,
     PostToolUseInput, PreCompactAnswer, PreCompactInput, PreToolUseAnswer, PreToolUseInput,
     PromptAnswer, SessionInput, StopAnswer, StopInput, SubagentInput, UserPromptSubmitInput,
 };
-use super::hook::Hook;
 
 /// A command hook's time limit when its table sets none (Claude Code's default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

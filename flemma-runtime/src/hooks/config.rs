@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::command::{CommandHook, DEFAULT_TIMEOUT};
-use super::event::HookEvent;
 use super::matcher::Matcher;
 use super::registration::{DEFAULT_HOOK_PRIORITY, HookRegistration};
+use flemma_core::hooks::HookEvent;
 
 /// The vocabulary command hooks see tool names and inputs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -2,7 +2,7 @@
 
 use flemma_config::GlobList;
 
-use super::error::HookError;
+use flemma_core::hooks::HookError;
 
 /// A hook's matcher.
 ///
@@ -20,7 +20,7 @@ use super::error::HookError;
 /// let claude = Matcher::claude("Edit|Write")?;
 /// assert!(claude.matches("Write") && !claude.matches("NotebookWrite"));
 /// assert!(Matcher::claude("mcp__.*")?.matches("mcp__fs__read_file"));
-/// # Ok::<(), flemma_runtime::hooks::HookError>(())
+/// # Ok::<(), flemma_core::hooks::HookError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Matcher {

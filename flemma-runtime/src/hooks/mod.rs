@@ -1,8 +1,10 @@
 //! Hooks: code that runs before and after each tool call and at a session's edges, to block
 //! or rewrite a call, change or annotate its result, add context, or keep a session going.
 //!
-//! A [`Hook`] has one async method per [`HookEvent`] (each defaults to "no opinion"); a
-//! closure becomes one with [`hook_fn`]. Hooks are registered on a
+//! The contract, the [`Hook`] trait with one async method per [`HookEvent`] (each defaults to
+//! "no opinion") and the events' inputs and answers, is flemma-core's
+//! [`flemma_core::hooks`]; this module registers and runs hooks. A closure becomes a hook with
+//! [`hook_fn`]. Hooks are registered on a
 //! [`ToolRegistry`](crate::ToolRegistry) ([`ToolRegistry::register_hook`](crate::ToolRegistry::register_hook))
 //! with a name, the events they listen to, a [`Matcher`] on the tool's name and a priority
 //! (higher runs first). Command hooks ([`CommandHook`]: a shell command given the event as
@@ -17,7 +19,8 @@
 //! panics is a warning ([`Event::Warning`](crate::Event::Warning)) and counts as no opinion.
 //!
 //! ```
-//! use flemma_runtime::hooks::{HookEvent, PreToolUseAnswer, hook_fn, on};
+//! use flemma_core::hooks::{HookEvent, PreToolUseAnswer, on};
+//! use flemma_runtime::hooks::hook_fn;
 //! use flemma_runtime::ToolRegistry;
 //!
 //! let registry = ToolRegistry::new();
@@ -37,9 +40,6 @@
 mod claude;
 mod command;
 mod config;
-mod error;
-mod event;
-mod hook;
 mod matcher;
 mod registration;
 pub(crate) mod resolver;
@@ -55,14 +55,12 @@ pub(crate) use claude::native_tool_name;
 pub use claude::{claude_input, claude_tool_name, native_input};
 pub use command::{CommandHook, DEFAULT_TIMEOUT};
 pub use config::{Compat, HookConfigError, HooksConfig, from_config, from_frontmatter};
-pub use error::HookError;
-pub use event::{
-    CompactTrigger, HookContext, HookEvent, NotificationInput, Permission, PostCompactInput,
-    PostToolUseAnswer, PostToolUseInput, PreCompactAnswer, PreCompactInput, PreToolUseAnswer,
-    PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput, SubagentInput,
-    UserPromptSubmitInput,
+pub(crate) use flemma_core::hooks::{
+    CompactTrigger, Hook, HookContext, HookError, HookEvent, HookKind, NotificationInput,
+    PostCompactInput, PostToolUseAnswer, PostToolUseInput, PreCompactAnswer, PreCompactInput,
+    PreToolUseAnswer, PreToolUseInput, PromptAnswer, SessionInput, StopAnswer, StopInput,
+    SubagentInput, UserPromptSubmitInput, on,
 };
-pub use hook::Hook;
 pub use matcher::Matcher;
 pub use registration::{DEFAULT_HOOK_PRIORITY, HookRegistration, Hooks};
 pub use resolver::{HOOKS_PRIORITY, HOOKS_RESOLVER};
@@ -72,62 +70,6 @@ pub(crate) fn resolver_for(hooks: &Hooks) -> impl flemma_approval::Resolver + 's
     resolver::HooksResolver(hooks.clone())
 }
 pub use run::{PostOutcome, PreCompactOutcome, PreOutcome, PromptOutcome, StopOutcome};
-
-/// The events [`hook_fn`] can wrap a closure for: a marker type per event, naming the
-/// event's input and answer.
-pub trait HookKind: Copy + Send + Sync + 'static {
-    /// What the hook is given.
-    type Input: Send + Sync;
-    /// What it answers.
-    type Answer: Send;
-    /// The event.
-    const EVENT: HookEvent;
-}
-
-/// The event markers of [`hook_fn`].
-pub mod on {
-    use crate::hooks::{HookEvent, HookKind, event};
-
-    macro_rules! kinds {
-        ($($(#[$doc:meta])* $name:ident: $input:ty => $answer:ty;)*) => {$(
-            $(#[$doc])*
-            #[derive(Debug, Clone, Copy)]
-            pub struct $name;
-            impl HookKind for $name {
-                type Input = $input;
-                type Answer = $answer;
-                const EVENT: HookEvent = HookEvent::$name;
-            }
-        )*};
-    }
-
-    kinds! {
-        /// `PreToolUse`.
-        PreToolUse: event::PreToolUseInput => event::PreToolUseAnswer;
-        /// `PostToolUse`.
-        PostToolUse: event::PostToolUseInput => event::PostToolUseAnswer;
-        /// `PostToolUseFailure`.
-        PostToolUseFailure: event::PostToolUseInput => event::PostToolUseAnswer;
-        /// `UserPromptSubmit`.
-        UserPromptSubmit: event::UserPromptSubmitInput => event::PromptAnswer;
-        /// `Stop`.
-        Stop: event::StopInput => event::StopAnswer;
-        /// `SessionStart`.
-        SessionStart: event::SessionInput => ();
-        /// `SessionEnd`.
-        SessionEnd: event::SessionInput => ();
-        /// `Notification`.
-        Notification: event::NotificationInput => ();
-        /// `SubagentStart`.
-        SubagentStart: event::SubagentInput => ();
-        /// `SubagentStop`.
-        SubagentStop: event::SubagentInput => ();
-        /// `PreCompact`.
-        PreCompact: event::PreCompactInput => event::PreCompactAnswer;
-        /// `PostCompact`.
-        PostCompact: event::PostCompactInput => ();
-    }
-}
 
 /// A hook made of a synchronous closure for one event; see [`hook_fn`].
 pub struct FnHook<K, F> {
@@ -144,13 +86,14 @@ impl<K, F> fmt::Debug for FnHook<K, F> {
 /// A hook from a closure answering one event: `hook_fn(on::PreToolUse, |call| …)`.
 ///
 /// ```
-/// use flemma_runtime::hooks::{PostToolUseAnswer, hook_fn, on};
+/// use flemma_core::hooks::{PostToolUseAnswer, on};
+/// use flemma_runtime::hooks::hook_fn;
 /// let note = hook_fn(on::PostToolUse, |result| {
 ///     PostToolUseAnswer::pass().with_context(format!("{} bytes", result.result.len()))
 /// });
 /// let registration = note.named("sizes")?;
 /// assert_eq!(registration.name(), "sizes");
-/// # Ok::<(), flemma_runtime::hooks::HookError>(())
+/// # Ok::<(), flemma_core::hooks::HookError>(())
 /// ```
 pub fn hook_fn<K, F>(kind: K, f: F) -> FnHook<K, F>
 where

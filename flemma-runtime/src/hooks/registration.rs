@@ -5,10 +5,10 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::claude::claude_tool_name;
-use super::error::HookError;
-use super::event::HookEvent;
-use super::hook::Hook;
 use super::matcher::Matcher;
+use flemma_core::hooks::Hook;
+use flemma_core::hooks::HookError;
+use flemma_core::hooks::HookEvent;
 
 /// The default priority of a hook.
 pub const DEFAULT_HOOK_PRIORITY: i32 = 50;
@@ -54,7 +54,7 @@ impl HookRegistration {
         }
         Ok(Self {
             name: name.to_owned(),
-            events: events.into_iter().fold(0, |bits, e| bits | e.bit()),
+            events: events.into_iter().fold(0, |bits, e| bits | bit(e)),
             matcher: Matcher::all(),
             priority: DEFAULT_HOOK_PRIORITY,
             claude_names: false,
@@ -107,12 +107,12 @@ impl HookRegistration {
     pub fn events(&self) -> impl Iterator<Item = HookEvent> + '_ {
         HookEvent::ALL
             .into_iter()
-            .filter(|e| self.events & e.bit() != 0)
+            .filter(|e| self.events & bit(*e) != 0)
     }
 
     /// Whether it listens to `event`.
     pub fn listens_to(&self, event: HookEvent) -> bool {
-        self.events & event.bit() != 0
+        self.events & bit(event) != 0
     }
 
     /// Whether it is asked about a call of `tool`.
@@ -191,7 +191,8 @@ impl Hooks {
     /// it, a set of its own.
     ///
     /// ```
-    /// use flemma_runtime::hooks::{HookEvent, HookRegistration, Hooks, PreToolUseAnswer, hook_fn, on};
+    /// use flemma_core::hooks::{HookEvent, PreToolUseAnswer, on};
+    /// use flemma_runtime::hooks::{HookRegistration, Hooks, hook_fn};
     ///
     /// let host = Hooks::default();
     /// host.register(hook_fn(on::PreToolUse, |_| PreToolUseAnswer::pass()).named("guard")?);
@@ -203,7 +204,7 @@ impl Hooks {
     /// assert_eq!(hooks.names(HookEvent::PreToolUse), ["guard"]);
     /// assert_eq!(hooks.names(HookEvent::Stop), ["frontmatter:more"]);
     /// assert!(!host.has(HookEvent::Stop));
-    /// # Ok::<(), flemma_runtime::hooks::HookError>(())
+    /// # Ok::<(), flemma_core::hooks::HookError>(())
     /// ```
     #[must_use]
     pub fn with_conversation(&self, extra: &[HookRegistration]) -> Hooks {
@@ -227,4 +228,12 @@ impl Hooks {
         }
         merged
     }
+}
+
+/// `event`'s bit in a registration's set of events: its place in [`HookEvent::ALL`].
+fn bit(event: HookEvent) -> u16 {
+    HookEvent::ALL
+        .iter()
+        .position(|e| *e == event)
+        .map_or(0, |at| 1 << at)
 }

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use flemma_approval::{ApprovalContext, Resolver, ResolverError, ToolCall, Verdict};
 use flemma_ids::ToolUseId;
 
-use super::event::{HookContext, Permission, PreToolUseInput};
 use super::registration::Hooks;
+use flemma_core::hooks::{HookContext, Permission, PreToolUseInput};
 
 /// The name of the resolver the `PreToolUse` hooks decide through.
 pub const HOOKS_RESOLVER: &str = "urn:flemma:approval:hooks";

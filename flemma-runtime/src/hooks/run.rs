@@ -7,13 +7,13 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt as _;
 use serde_json::Value;
 
-use super::error::HookError;
-use super::event::HookEvent;
-use super::event::{
+use super::registration::{HookRegistration, Hooks};
+use flemma_core::hooks::HookError;
+use flemma_core::hooks::HookEvent;
+use flemma_core::hooks::{
     NotificationInput, Permission, PostCompactInput, PostToolUseInput, PreCompactInput,
     PreToolUseInput, SessionInput, StopInput, SubagentInput, UserPromptSubmitInput,
 };
-use super::registration::{HookRegistration, Hooks};
 
 /// What the `PreToolUse` hooks made of a call.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -185,7 +185,7 @@ impl Hooks {
                 let stronger = outcome
                     .decision
                     .as_ref()
-                    .is_none_or(|(had, _, _)| permission.strength() > had.strength());
+                    .is_none_or(|(had, _, _)| strength(permission) > strength(*had));
                 if stronger {
                     outcome.decision = Some((permission, hook.name.clone(), answer.reason));
                 }
@@ -388,5 +388,14 @@ impl Hooks {
             }
         }
         warnings
+    }
+}
+
+/// How strongly a permission binds when hooks disagree: deny over ask over allow.
+fn strength(permission: Permission) -> u8 {
+    match permission {
+        Permission::Deny => 2,
+        Permission::Ask => 1,
+        Permission::Allow => 0,
     }
 }

@@ -188,7 +188,8 @@ impl SessionBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use flemma_providers::{ScriptedProvider, Turn};
-    /// use flemma_runtime::hooks::{PromptAnswer, hook_fn, on};
+    /// use flemma_core::hooks::{PromptAnswer, on};
+    /// use flemma_runtime::hooks::hook_fn;
     /// use flemma_runtime::{MemoryConversation, ToolRegistry};
     /// use flemma_runtime::{Session, Stop};
     ///

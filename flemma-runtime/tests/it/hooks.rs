@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use flemma_approval::Chain;
-use flemma_runtime::hooks::{
-    Compat, Hook, HookError, PostToolUseAnswer, PreToolUseAnswer, PreToolUseInput, from_config,
-    hook_fn, on,
+use flemma_core::hooks::HookEvent;
+use flemma_core::hooks::{
+    Hook, HookError, PostToolUseAnswer, PreToolUseAnswer, PreToolUseInput, on,
 };
-use flemma_runtime::hooks::{HookEvent, HookRegistration};
+use flemma_runtime::hooks::HookRegistration;
+use flemma_runtime::hooks::{Compat, from_config, hook_fn};
 use flemma_runtime::{
     Event, Executor, FileConversation, MemoryConversation, ToolRegistry, register_builtins,
 };

@@ -82,10 +82,6 @@ impl HookEvent {
             HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure
         )
     }
-
-    pub(crate) fn bit(self) -> u16 {
-        1 << (self as u16)
-    }
 }
 
 impl fmt::Display for HookEvent {
@@ -181,22 +177,13 @@ impl Permission {
             Permission::Ask => "ask",
         }
     }
-
-    /// How strongly it binds when hooks disagree: deny over ask over allow.
-    pub(crate) fn strength(self) -> u8 {
-        match self {
-            Permission::Deny => 2,
-            Permission::Ask => 1,
-            Permission::Allow => 0,
-        }
-    }
 }
 
 /// What a `PreToolUse` hook answers. [`PreToolUseAnswer::pass`] (the default) has no
 /// opinion.
 ///
 /// ```
-/// use flemma_runtime::hooks::{Permission, PreToolUseAnswer};
+/// use flemma_core::hooks::{Permission, PreToolUseAnswer};
 /// let answer = PreToolUseAnswer::deny("no recursive deletes");
 /// assert_eq!(answer.permission, Some(Permission::Deny));
 /// let rewritten = PreToolUseAnswer::pass().with_input(serde_json::json!({"command": "ls -a"}));
@@ -318,7 +305,7 @@ impl PostToolUseInput {
 /// What a `PostToolUse` / `PostToolUseFailure` hook answers.
 ///
 /// ```
-/// use flemma_runtime::hooks::PostToolUseAnswer;
+/// use flemma_core::hooks::PostToolUseAnswer;
 /// let answer = PostToolUseAnswer::append("formatted with rustfmt").mark_error(false);
 /// assert_eq!(answer.is_error, Some(false));
 /// ```
@@ -562,7 +549,7 @@ impl NotificationInput {
 pub enum CompactTrigger {
     /// The next request would have crossed `compaction.threshold` of the context window.
     Auto,
-    /// A host or a person asked for it (`flemma compact`, [`Session::compact`](crate::Session::compact)).
+    /// A host or a person asked for it (`flemma compact`, `Session::compact` in flemma-runtime).
     Manual,
 }
 
@@ -616,7 +603,7 @@ impl PreCompactInput {
 /// What a `PreCompact` hook answers. [`PreCompactAnswer::pass`] (the default) has no opinion.
 ///
 /// ```
-/// use flemma_runtime::hooks::PreCompactAnswer;
+/// use flemma_core::hooks::PreCompactAnswer;
 /// let keep = PreCompactAnswer::instructions("Keep every file path the user named.");
 /// assert!(keep.cancel.is_none());
 /// let no = PreCompactAnswer::cancel("a review is in progress");

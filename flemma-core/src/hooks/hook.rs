@@ -15,7 +15,7 @@ use super::event::{
 /// defaults to no opinion, so a hook implements only the events it answers.
 ///
 /// ```
-/// use flemma_runtime::hooks::{Hook, HookError, PostToolUseAnswer, PostToolUseInput};
+/// use flemma_core::hooks::{Hook, HookError, PostToolUseAnswer, PostToolUseInput};
 /// use async_trait::async_trait;
 ///
 /// /// Tells the model that a write was formatted.

@@ -31,6 +31,13 @@ impl HookError {
 
     /// The message and its causes, `: `-joined.
     pub fn report(&self) -> String {
-        crate::report::error_chain(self)
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            text.push_str(": ");
+            text.push_str(&error.to_string());
+            cause = error.source();
+        }
+        text
     }
 }
