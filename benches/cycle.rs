@@ -38,8 +38,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Bencher, BenchmarkId, Criterion, Throughput};
 use flemma::config::{Config, Layer};
+use flemma::core::Conversation;
 use flemma::core::{ToolDefinition, ToolOutput, tool_fn};
-use flemma::runtime::{Conversation, Executor, FileConversation, MemoryConversation, ToolRegistry};
+use flemma::runtime::{Executor, FileConversation, MemoryConversation, ToolRegistry};
 use serde_json::json;
 
 fn registry() -> ToolRegistry {
@@ -143,7 +144,7 @@ fn main() {
                 // append the call the way a streamed response does.
                 executor.cycle().await.expect("warm-up cycle");
                 executor
-                    .append_lines(&calls(0, 1), flemma::runtime::Durability::Durable)
+                    .append_lines(&calls(0, 1), flemma::core::Durability::Durable)
                     .await
                     .expect("append");
             });

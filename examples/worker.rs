@@ -15,11 +15,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flemma::core::Conversation;
 use flemma::object::object_store::memory::InMemory;
 use flemma::object::{Assignment, Bucket, Finished, ObjectConversation, Worker, WorkerOptions};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::{Conversation, ToolRegistry, register_builtins};
 use flemma::runtime::{Session, Stop};
+use flemma::runtime::{ToolRegistry, register_builtins};
 use tokio_util::sync::CancellationToken;
 
 const CONVERSATIONS: [&str; 3] = ["support/a.chat", "support/b.chat", "support/c.chat"];

@@ -31,10 +31,10 @@
 //! | [`config`] | flemma-config | layered options, presets, frontmatter |
 //! | [`approval`] | flemma-approval | the resolver chain and its decisions |
 //! | [`store`] | flemma-store | the tool result store |
-//! | [`core`] | flemma-core | the contracts of tools: `Tool`, `ExecutionContext`, the sandbox |
+//! | [`core`] | flemma-core | the contracts: `Tool`, `ExecutionContext`, `Conversation`, `Approver`, hooks, the job journal, placements, the sandbox |
 //! | [`builtins`] | flemma-builtins | the built-in tools and the bubblewrap backend |
 //! | [`providers`] | flemma-providers | the `Provider` trait, the four HTTP APIs, prompts |
-//! | [`runtime`] | flemma-runtime | `Session`, the `Executor`, the registry, jobs, hooks |
+//! | [`runtime`] | flemma-runtime | `Session`, the `Executor`, the registry, the shipped conversations, jobs, hooks (registered and run) |
 //! | `mcp`, `lsp`, `object` | flemma-mcp, flemma-lsp, flemma-object | MCP, the language server, object storage (features) |
 //!
 //! # One path per name
@@ -50,7 +50,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 /// The attribute the SDK's async traits are written with, for implementing
-/// [`Tool`](core::Tool), [`Conversation`](runtime::Conversation),
+/// [`Tool`](core::Tool), [`Conversation`](core::Conversation),
 /// [`Approver`](core::Approver), [`Resolver`](approval::Resolver),
 /// [`Provider`](providers::Provider) and [`TokenSource`](providers::TokenSource) with
 /// `async fn`s, so an application needs no `async-trait` dependency of its own (a user of a

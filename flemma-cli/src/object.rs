@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma::config::Layer;
+use flemma::core::Conversation;
 use flemma::object::{Assignment, Bucket, Finished, ObjectUrl, Taken, Worker, WorkerOptions};
-use flemma::runtime::Conversation;
 use tokio_util::sync::CancellationToken;
 
 use crate::failure::{Failure, failed};

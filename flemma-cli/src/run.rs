@@ -15,8 +15,9 @@ use std::time::Duration;
 use flemma::async_trait;
 use flemma::config::Layer;
 use flemma::core::Revision;
+use flemma::core::{Conversation, ConversationError, Durability, Snapshot};
 use flemma::providers::Provider;
-use flemma::runtime::{Conversation, ConversationError, Durability, FileConversation, Snapshot};
+use flemma::runtime::FileConversation;
 use flemma::runtime::{Session, Stop};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 

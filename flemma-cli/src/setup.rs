@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use flemma::async_trait;
 use flemma::config::Config;
+use flemma::core::Conversation;
 use flemma::core::{Answer, Approver, PendingCall};
 use flemma::providers::{HttpProvider, Provider, ProviderKind, ScriptedProvider, TransportConfig};
 use flemma::runtime::Session;
-use flemma::runtime::{Conversation, Executor, ToolRegistry};
+use flemma::runtime::{Executor, ToolRegistry};
 
 use crate::failure::{Failure, failed};
 use crate::input::Input;

@@ -1,4 +1,4 @@
-//! The contracts of flemma's tools: what a tool is, what it is given and what it returns.
+//! The contracts of flemma: the traits a host implements or consumes, with their value types.
 //!
 //! A [`Tool`] is a [`ToolDefinition`] (name, description, input schema, capabilities) and an
 //! async `execute` that turns a call's input into a [`ToolOutput`]. Simple tools are one
@@ -10,10 +10,17 @@
 //! [`Approver`] answers the calls that wait for a person's approval. A [`hooks::Hook`] hears
 //! or changes a call, a prompt or a stop; [`hooks`] holds every event's input and answer.
 //!
+//! A [`Conversation`] is the transcript the runtime reads and edits, wherever it lives: a
+//! [`Snapshot`] at a [`Revision`], edits applied by compare-and-swap with a [`Durability`],
+//! failures as [`ConversationError`]. A conversation kept elsewhere (an object in a bucket)
+//! also says where its jobs are recorded ([`jobs::JobJournal`], entries [`jobs::JobRecord`]
+//! naming processes by [`process::ProcessRef`]) and where its hosts remember the calls they
+//! placed for a person ([`placements::Placements`]).
+//!
 //! This crate holds these traits and their value types and nothing that runs them: the
-//! runtime (`flemma-runtime`: the registry, the executor, the agent loop) calls them, the
-//! built-in tools (`flemma-builtins`), a host's own tools and hooks implement them. It is the
-//! SDK's stable surface for tool and hook authors.
+//! runtime (`flemma-runtime`: the registry, the executor, the agent loop, the shipped
+//! conversations, journals and ledgers) calls them, the built-in tools (`flemma-builtins`),
+//! a host's own tools, hooks and conversations implement them. It is the SDK's stable surface.
 //!
 //! ```
 //! use flemma_core::{ExecutionContext, Tool, ToolDefinition, ToolOutput, tool_fn};
@@ -36,14 +43,18 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod approver;
 mod context;
+mod conversation;
 mod definition;
 mod delegate;
 mod detach;
 pub mod hooks;
+pub mod jobs;
 mod lookup;
 pub mod messages;
 mod output;
+pub mod placements;
 pub mod preview;
+pub mod process;
 mod progress;
 mod revision;
 pub mod sandbox;
@@ -52,6 +63,7 @@ pub mod truncate;
 
 pub use approver::{Answer, Approver, FnApprover, PendingCall, approver_fn};
 pub use context::{ExecutionContext, ExecutionContextBuilder, ParsedDocuments, resolve_path};
+pub use conversation::{Conversation, ConversationError, Durability, Snapshot};
 pub use definition::{Enabled, ToolDefinition, ToolDefinitionBuilder};
 pub use delegate::{Delegate, DelegateRequest};
 pub use detach::{Detach, DetachedCommand, DetachedEnding};

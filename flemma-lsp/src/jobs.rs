@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use flemma_ast::Document;
-use flemma_runtime::jobs::{JobInfo, JobState};
+use flemma_core::jobs::JobState;
+use flemma_runtime::jobs::JobInfo;
 use lsp_types::{DiagnosticSeverity, Uri};
 
 use crate::checks::{Evaluated, Found};

@@ -345,7 +345,7 @@ impl Server {
             let fresh = self.read_journal(&uri);
             let kept = self.journals.get(uri.as_str());
             let state_of =
-                |states: &crate::jobs::States| -> Vec<(String, flemma_runtime::jobs::JobState)> {
+                |states: &crate::jobs::States| -> Vec<(String, flemma_core::jobs::JobState)> {
                     states
                         .iter()
                         .map(|(id, job)| (id.clone(), job.state))

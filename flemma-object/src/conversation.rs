@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use flemma_ast::TextEdit;
 use flemma_core::Revision;
-use flemma_runtime::{Conversation, ConversationError, Durability, Snapshot};
+use flemma_core::{Conversation, ConversationError, Durability, Snapshot};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -40,7 +40,7 @@ use crate::results::{BucketResults, Writes};
 /// ```
 /// use std::sync::Arc;
 /// use flemma_object::{Bucket, ObjectConversation};
-/// use flemma_runtime::{Conversation, Durability};
+/// use flemma_core::{Conversation, Durability};
 /// use flemma_ast::TextEdit;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
@@ -437,7 +437,7 @@ impl Conversation for ObjectConversation {
     fn job_journal(
         &self,
         store_dir: &std::path::Path,
-    ) -> Option<Arc<dyn flemma_runtime::jobs::JobJournal>> {
+    ) -> Option<Arc<dyn flemma_core::jobs::JobJournal>> {
         let machine = Arc::clone(self.machine.as_ref()?);
         Some(Arc::new(BucketJournal::new(
             &self.bucket,
@@ -447,7 +447,7 @@ impl Conversation for ObjectConversation {
         )))
     }
 
-    fn placements(&self) -> Option<Arc<dyn flemma_runtime::placements::Placements>> {
+    fn placements(&self) -> Option<Arc<dyn flemma_core::placements::Placements>> {
         Some(Arc::new(crate::placements::BucketPlacements::new(
             &self.bucket,
             &self.key,

@@ -64,7 +64,7 @@ pub enum ObjectError {
         url: String,
         /// The cause.
         #[source]
-        source: flemma_runtime::ConversationError,
+        source: flemma_core::ConversationError,
     },
     /// A conversation's directory on this machine could not be made.
     #[error("cannot make {}", path.display())]

@@ -8,7 +8,10 @@ use object_store::{
     GetOptions, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
-use flemma_runtime::jobs::{Change, FileJournal, JobJournal, JobRecord, Recorded};
+use flemma_builtins::process::ProcessRefExt as _;
+use flemma_core::jobs::{Change, JobJournal, JobRecord, Recorded};
+use flemma_core::process::ProcessRef;
+use flemma_runtime::jobs::FileJournal;
 
 use crate::bucket::Bucket;
 use crate::lease::store_prefix;
@@ -257,6 +260,14 @@ impl JobJournal for BucketJournal {
 
     fn machine(&self) -> Option<&str> {
         Some(self.machine.id())
+    }
+
+    async fn claim(
+        &self,
+        job: &str,
+        owner: Option<ProcessRef>,
+    ) -> std::io::Result<Option<JobRecord>> {
+        flemma_runtime::jobs::claim_here(self, job, owner).await
     }
 
     async fn lives(&self, record: &JobRecord, which: Recorded) -> bool {

@@ -3,7 +3,7 @@
 //! which host runs a conversation; and a [`Worker`] that shares the conversations under a
 //! prefix with other workers on other machines.
 //!
-//! - [`ObjectConversation`] is a [`Conversation`](flemma_runtime::Conversation): the
+//! - [`ObjectConversation`] is a [`Conversation`](flemma_core::Conversation): the
 //!   executor and the session use it as they use a file. Its revision is the object's `ETag`;
 //!   a write is a put with `If-Match`, so a concurrent writer's change is never lost. Given
 //!   a local path, its result store is copied to the bucket (`dir/.flemma/name.chat/…`)

@@ -9,7 +9,8 @@ use object_store::{ObjectStoreExt as _, PutPayload, path::PathPart};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use flemma_builtins::process::ProcessRef;
+use flemma_builtins::process::ProcessRefExt as _;
+use flemma_core::process::ProcessRef;
 
 use crate::bucket::Bucket;
 use crate::error::ObjectError;
@@ -42,7 +43,7 @@ pub struct HostRecord {
 ///
 /// A background job's process and its output files stay on the machine that started it, so
 /// the job journal on the bucket names that machine in each entry
-/// ([`JobRecord::machine`](flemma_runtime::jobs::JobRecord::machine)). A machine is a working
+/// ([`JobRecord::machine`](flemma_core::jobs::JobRecord::machine)). A machine is a working
 /// directory (`--workdir`): the conversations' local paths, the jobs' output and exit files,
 /// and the machine's id in `WORKDIR/.flemma/machine-id`, made once, so that every worker using
 /// that directory is a host of the same machine. Each host process says it lives with a small

@@ -3,8 +3,8 @@
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStoreExt as _, PutPayload};
 
+use flemma_core::placements::{Placement, Placements, entry_name};
 use flemma_ids::ToolUseId;
-use flemma_runtime::placements::{Placement, Placements, entry_name};
 
 use crate::bucket::Bucket;
 use crate::lease::store_prefix;

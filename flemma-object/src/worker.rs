@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use flemma_ast::{Document, Role, ToolStatus};
-use flemma_runtime::Conversation;
+use flemma_core::Conversation;
 use object_store::path::Path as ObjectPath;
 use tokio_util::sync::CancellationToken;
 
@@ -628,7 +628,7 @@ async fn take_over(
 /// Reads the conversation under its lease and answers the calls left in progress.
 async fn answer_lost(
     conversation: &ObjectConversation,
-) -> Result<Vec<String>, flemma_runtime::ConversationError> {
+) -> Result<Vec<String>, flemma_core::ConversationError> {
     conversation.revalidate().await?;
     let snapshot = conversation.snapshot().await?;
     let doc = flemma_ast::parse(&snapshot.text);
@@ -639,11 +639,7 @@ async fn answer_lost(
     }
     let (ids, edits): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
     conversation
-        .apply(
-            snapshot.revision,
-            &edits,
-            flemma_runtime::Durability::Durable,
-        )
+        .apply(snapshot.revision, &edits, flemma_core::Durability::Durable)
         .await?;
     Ok(ids)
 }
@@ -673,11 +669,7 @@ pub async fn keep(lease: Arc<Lease>, until: CancellationToken, lost: Cancellatio
     }
 }
 
-fn remote(
-    bucket: &Bucket,
-    key: &ObjectPath,
-    error: flemma_runtime::ConversationError,
-) -> ObjectError {
+fn remote(bucket: &Bucket, key: &ObjectPath, error: flemma_core::ConversationError) -> ObjectError {
     ObjectError::Conversation {
         url: bucket.url(key),
         source: error,

@@ -64,6 +64,7 @@ mod registry;
 mod report;
 mod selection;
 mod session;
+#[cfg(test)]
 mod shared;
 pub mod telemetry;
 pub mod transcript;
@@ -74,13 +75,12 @@ pub use actions::{
     rejection_feedback,
 };
 pub use builtins::register_builtins;
-pub use conversation::{
-    Conversation, ConversationError, Durability, FileConversation, MemoryConversation, Snapshot,
-};
+pub use conversation::{FileConversation, MemoryConversation};
 pub use events::{Event, Placed};
 pub use executor::{
     CallClaim, Completed, CycleReport, Executor, ExecutorBuilder, ExecutorError, Next, Refusal,
 };
+pub(crate) use flemma_core::{Conversation, ConversationError, Durability};
 pub use module::ToolModule;
 pub use protect::protect_host_process;
 pub use registry::{Registrar, RegistryError, RegistryWarning, ToolRegistry, ToolSource};

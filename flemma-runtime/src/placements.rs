@@ -25,14 +25,14 @@
 //! [`TranscriptApprovals::Trusted`] restores the Flemma plugin's behaviour.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use flemma_ids::{ToolName, ToolUseId};
-use serde::{Deserialize, Serialize};
+pub(crate) use flemma_core::placements::{
+    PlacedBy, Placement, Placements, entry_name, input_digest, sha256_hex,
+};
+use flemma_ids::ToolUseId;
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 /// Whether an `(approved)` in a transcript is an approval by itself (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,104 +45,6 @@ pub enum TranscriptApprovals {
     /// Every `(approved)` block runs, as in the Flemma plugin: for a host whose transcripts only
     /// its own users ever write.
     Trusted,
-}
-
-/// Who placed a call's status, as a [`Placement`] records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum PlacedBy {
-    /// This host's chain placed the call `(pending)`: a person may approve it by editing.
-    Host,
-    /// A person approved the call through the host.
-    Person,
-}
-
-/// A call this host placed for a person's decision, tied to its tool and input.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Placement {
-    /// The call.
-    pub id: ToolUseId,
-    /// Its tool.
-    pub tool: ToolName,
-    /// The SHA-256 of its input's JSON text, in hex ([`input_digest`]).
-    pub input: String,
-    /// Who placed it.
-    pub by: PlacedBy,
-}
-
-impl Placement {
-    /// The placement of the call `id` of `tool` with `input`.
-    pub fn new(id: ToolUseId, tool: ToolName, input: &Value, by: PlacedBy) -> Self {
-        Self {
-            id,
-            tool,
-            input: input_digest(input),
-            by,
-        }
-    }
-
-    /// Whether this placement is of a call of `tool` with `input` (an edited input is
-    /// another call).
-    pub fn is_for(&self, tool: &ToolName, input: &Value) -> bool {
-        self.tool == *tool && self.input == input_digest(input)
-    }
-}
-
-/// The SHA-256 of a call input's JSON text, in hex.
-///
-/// ```
-/// let digest = flemma_runtime::placements::input_digest(&serde_json::json!({"command": "ls"}));
-/// assert_eq!(digest.len(), 64);
-/// ```
-pub fn input_digest(input: &Value) -> String {
-    hex(&Sha256::digest(input.to_string().as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
-
-/// Where a host remembers the calls it placed for a person (see the module docs).
-///
-/// A conversation kept elsewhere gives its own
-/// ([`Conversation::placements`](crate::Conversation::placements)), so that every host that
-/// runs it in turn shares one ledger.
-#[async_trait::async_trait]
-pub trait Placements: Send + Sync + fmt::Debug {
-    /// Records `placement`, replacing one of the same call.
-    ///
-    /// # Errors
-    ///
-    /// When it cannot be written.
-    async fn record(&self, placement: &Placement) -> std::io::Result<()>;
-
-    /// The placement of the call `id`; `None` when there is none (or it does not decode).
-    ///
-    /// # Errors
-    ///
-    /// When the ledger cannot be read.
-    async fn get(&self, id: &ToolUseId) -> std::io::Result<Option<Placement>>;
-
-    /// Forgets the call `id` (nothing when there is no entry).
-    ///
-    /// # Errors
-    ///
-    /// When the entry cannot be removed.
-    async fn remove(&self, id: &ToolUseId) -> std::io::Result<()>;
-}
-
-/// The name of the entry of the call `id` in a ledger of files or objects: 32 hex digits of
-/// the SHA-256 of the id, then `.json` (an id may hold any character but a line break).
-pub fn entry_name(id: &ToolUseId) -> String {
-    let name = hex(&Sha256::digest(id.as_str().as_bytes()));
-    format!("{}.json", &name[..32])
 }
 
 /// A ledger of files: one JSON file per call in one directory.
@@ -166,7 +68,7 @@ impl FilePlacements {
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
             .or_else(|| env("HOME").map(|home| Path::new(&home).join(".local/state")))?;
-        let key = hex(&Sha256::digest(chat.as_os_str().as_encoded_bytes()));
+        let key = sha256_hex(chat.as_os_str().as_encoded_bytes());
         Some(Self::new(state.join("flemma/placed").join(&key[..32])))
     }
 
@@ -283,6 +185,7 @@ pub fn person_approval(doc: &flemma_ast::Document, id: &str) -> Option<Placement
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flemma_ids::ToolName;
     use serde_json::json;
 
     fn placement(id: &str, input: &Value) -> Placement {

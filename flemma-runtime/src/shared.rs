@@ -1,74 +1,14 @@
-//! The public trait for shared objects: an `Arc<T>` or a `Box<T>` of a [`Conversation`] (`T`
-//! may be unsized, `dyn Conversation` included) is one too, so a host can keep a handle on what
-//! it passes (those of a [`flemma_core::Tool`] and a [`flemma_core::Approver`] are in
-//! flemma-core).
-
-use std::path::Path;
-use std::sync::Arc;
-
-use flemma_ast::TextEdit;
-
-use crate::conversation::{Conversation, ConversationError, Durability, Snapshot};
-use flemma_core::Revision;
-
-macro_rules! shared {
-    ($($ptr:ident)::+) => {
-        #[async_trait::async_trait]
-        impl<T: Conversation + ?Sized> Conversation for $($ptr)::+<T> {
-            async fn snapshot(&self) -> Result<Snapshot, ConversationError> {
-                (**self).snapshot().await
-            }
-
-            async fn apply(
-                &self,
-                revision: Revision,
-                edits: &[TextEdit],
-                durability: Durability,
-            ) -> Result<Snapshot, ConversationError> {
-                (**self).apply(revision, edits, durability).await
-            }
-
-            async fn sync(&self) -> Result<(), ConversationError> {
-                (**self).sync().await
-            }
-
-            fn path(&self) -> Option<&Path> {
-                (**self).path()
-            }
-
-            fn default_id(&self) -> Option<&str> {
-                (**self).default_id()
-            }
-
-            fn store_writes(&self) -> Option<Arc<dyn flemma_store::StoreWrites>> {
-                (**self).store_writes()
-            }
-
-            fn job_journal(
-                &self,
-                store_dir: &Path,
-            ) -> Option<Arc<dyn crate::jobs::JobJournal>> {
-                (**self).job_journal(store_dir)
-            }
-
-            fn placements(&self) -> Option<Arc<dyn crate::placements::Placements>> {
-                (**self).placements()
-            }
-
-            async fn set_locked(&self, locked: bool) {
-                (**self).set_locked(locked).await;
-            }
-        }
-
-    };
-}
-
-shared!(Arc);
-shared!(Box);
+//! Tests of the shared conversations: an `Arc<T>` or a `Box<T>` of a
+//! [`Conversation`](flemma_core::Conversation) is one too (the impls are flemma-core's), and
+//! keeps what its conversation says of itself.
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use flemma_ast::TextEdit;
+    use flemma_core::{Conversation, ConversationError, Revision, Snapshot};
 
     #[tokio::test]
     async fn a_shared_conversation_is_a_conversation() {

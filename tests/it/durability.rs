@@ -10,8 +10,9 @@ use std::time::Duration;
 use flemma::ast::TextEdit;
 use flemma::async_trait;
 use flemma::core::Revision;
+use flemma::core::{Conversation, ConversationError, Durability, Snapshot};
 use flemma::providers::{ScriptedProvider, Turn};
-use flemma::runtime::{Conversation, ConversationError, Durability, MemoryConversation, Snapshot};
+use flemma::runtime::MemoryConversation;
 use flemma::runtime::{Session, Stop};
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! Processes: naming one so that a reused pid is never taken for it ([`ProcessRef`]), and
+//! Processes: looking up the process a [`ProcessRef`] names ([`ProcessRefExt`]), and
 //! finding and stopping every process a command started ([`reap`]). `bash` and the detached
 //! commands of the runtime's background jobs both use it.
 
@@ -9,22 +9,33 @@ pub mod reap;
 #[cfg(target_os = "linux")]
 pub(crate) mod spawn;
 
-use serde::{Deserialize, Serialize};
+use flemma_core::process::ProcessRef;
 
-/// A process named by its pid and its start time (clock ticks after boot, from
-/// `/proc/<pid>/stat`), so a pid the kernel gave to another process is never taken for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ProcessRef {
-    /// The process id.
-    pub pid: i32,
-    /// Its start time; 0 where the platform does not tell.
-    pub start_time: u64,
-}
-
-impl ProcessRef {
+/// Looking up the process a [`ProcessRef`] names (the name itself is flemma-core's, so the
+/// contracts that record processes hold no process code): `ProcessRef::current()`,
+/// `ProcessRef::of(pid)` and `process.is_alive()`, with this trait in scope.
+///
+/// ```
+/// use flemma_builtins::process::ProcessRefExt as _;
+/// use flemma_core::process::ProcessRef;
+///
+/// let me = ProcessRef::current();
+/// assert!(me.is_none_or(|me| me.is_alive()));
+/// ```
+pub trait ProcessRefExt: Sized {
     /// This process. Its start time is read once (every claim of a call names its owner);
     /// a child made by `fork` has another pid, and reads its own.
-    pub fn current() -> Option<Self> {
+    fn current() -> Option<Self>;
+
+    /// The process `pid` as it is now; `None` when there is none.
+    fn of(pid: i32) -> Option<Self>;
+
+    /// Whether this very process still runs (same pid, same start time, not a zombie).
+    fn is_alive(&self) -> bool;
+}
+
+impl ProcessRefExt for ProcessRef {
+    fn current() -> Option<Self> {
         static CURRENT: std::sync::Mutex<Option<ProcessRef>> = std::sync::Mutex::new(None);
         let pid = i32::try_from(std::process::id()).ok()?;
         let mut known = CURRENT
@@ -40,8 +51,7 @@ impl ProcessRef {
         Some(this)
     }
 
-    /// The process `pid` as it is now; `None` when there is none.
-    pub fn of(pid: i32) -> Option<Self> {
+    fn of(pid: i32) -> Option<Self> {
         #[cfg(target_os = "linux")]
         {
             let stat = procfs::Stat::of(pid)?;
@@ -56,8 +66,7 @@ impl ProcessRef {
         }
     }
 
-    /// Whether this very process still runs (same pid, same start time, not a zombie).
-    pub fn is_alive(&self) -> bool {
+    fn is_alive(&self) -> bool {
         #[cfg(target_os = "linux")]
         {
             procfs::Stat::of(self.pid)

@@ -195,7 +195,7 @@ impl SandboxPolicy {
     }
 
     /// The policy of a conversation as the executor resolves it: its file (`chat`, from
-    /// `flemma_runtime::Conversation::path`) and store directory, the process's
+    /// `flemma_core::Conversation::path`) and store directory, the process's
     /// working directory (for an explicit `urn:flemma:cwd`) and environment.
     pub fn for_conversation(
         options: &SandboxOptions,

@@ -485,7 +485,8 @@ fn a_lens_command_asks_the_client_to_apply_the_edit() {
 /// `(approved)`; a rejection records nothing.
 #[test]
 fn the_approve_command_records_the_persons_approval() {
-    use flemma_runtime::placements::{PlacedBy, for_file};
+    use flemma_core::placements::PlacedBy;
+    use flemma_runtime::placements::for_file;
     // The ledger the server uses for the test's URI.
     let chat =
         flemma_config::conversation_path(std::path::Path::new("/tmp/flemma-lsp-test/chat.chat"));

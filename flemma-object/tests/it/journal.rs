@@ -4,11 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flemma_builtins::process::ProcessRef;
+use flemma_builtins::process::ProcessRefExt as _;
+use flemma_core::jobs::{JobJournal, JobRecord, JobState, Recorded};
+use flemma_core::process::ProcessRef;
 use flemma_object::object_store::ObjectStoreExt as _;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{BucketJournal, Machine, journal_prefix};
-use flemma_runtime::jobs::{FileJournal, JobJournal, JobRecord, JobState, Recorded};
+use flemma_runtime::jobs::FileJournal;
 
 use crate::ok;
 use crate::server::bucket;
@@ -257,8 +259,9 @@ async fn objects_that_are_not_entries_are_skipped() {
 /// says it runs; once none does, the next executor that opens it answers the job lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executor_leaves_a_live_machines_job_and_answers_it_lost_once_it_is_gone() {
+    use flemma_core::Conversation as _;
     use flemma_object::ObjectConversation;
-    use flemma_runtime::{Conversation as _, Executor, ToolRegistry, jobs::JobsStatus};
+    use flemma_runtime::{Executor, ToolRegistry, jobs::JobsStatus};
 
     let bucket = bucket().await;
     let local = temp_dir("journal-executor");

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use flemma_ast::TextEdit;
+use flemma_core::Conversation;
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::{Assignment, Bucket, ObjectConversation, Worker, WorkerOptions};
-use flemma_runtime::Conversation;
 use tokio_util::sync::CancellationToken;
 use tracing::field::{Field, Visit};
 use tracing::span;
@@ -98,7 +98,7 @@ async fn answer(
     chat.apply(
         snap.revision,
         &[TextEdit::insert(end, answer)],
-        flemma_runtime::Durability::Durable,
+        flemma_core::Durability::Durable,
     )
     .await?;
     ran.lock()

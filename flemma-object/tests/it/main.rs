@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma_ast::TextEdit;
+use flemma_core::{Conversation, ConversationError, Durability};
 use flemma_object::object_store::path::Path as ObjectPath;
 use flemma_object::object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use flemma_object::{Acquired, Lease, ObjectConversation, ObjectError, Worker, WorkerOptions};
-use flemma_runtime::{Conversation, ConversationError, Durability};
 use server::bucket;
 
 pub(crate) fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {

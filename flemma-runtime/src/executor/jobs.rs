@@ -106,10 +106,7 @@ impl JobHost for Executor {
             .post_tool_use(settings, &item.tool_id, &item.tool, output, false)
             .await;
         let item = Delivery {
-            outcome: crate::jobs::journal::Outcome {
-                success: output.is_success(),
-                text: output.result_text(),
-            },
+            outcome: crate::jobs::Outcome::new(output.is_success(), output.result_text()),
             ..item.clone()
         };
         let text = match &settings.shared.store {

@@ -28,7 +28,6 @@ mod hooked;
 mod jobs;
 mod phases;
 mod plan;
-pub(crate) use plan::tool_cwd;
 mod ran;
 mod run;
 mod state;

@@ -1,11 +1,9 @@
 //! Reading Phase 2's work from a document, and the small rules the executor applies.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use flemma_ast::writer::ResultBody;
 use flemma_ast::{Document, Segment, ToolIndex, ToolStatus};
-use flemma_config::Options;
 use flemma_ids::{ToolName, ToolUseId};
 use serde_json::Value;
 
@@ -144,39 +142,4 @@ pub(super) fn has_content(message: &flemma_ast::Message) -> bool {
         Segment::Text(t) => !t.value.trim().is_empty(),
         _ => true,
     })
-}
-
-/// The working directory of a tool's calls: `tools.<name>.cwd` expanded, else
-/// the conversation's directory; `None` leaves the context's default (the process's).
-/// `chat` is the conversation's resolved file; a relative configured directory is taken
-/// against its directory. Besides the Flemma plugin's `urn:flemma:buffer:path` and `urn:flemma:cwd`,
-/// `urn:flemma:project` names the conversation's project ([`flemma_config::project_root`]).
-pub(crate) fn tool_cwd(options: &Options, tool: &ToolName, chat: Option<&Path>) -> Option<PathBuf> {
-    let configured = match tool.as_str() {
-        "bash" => Some(options.tools.bash.cwd.clone()),
-        "grep" => Some(options.tools.grep.cwd.clone()),
-        "find" => Some(options.tools.find.cwd.clone()),
-        "ls" => Some(options.tools.ls.cwd.clone()),
-        _ => options
-            .tool_options(tool)
-            .and_then(|table| table.get("cwd"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    };
-    let chat_dir = chat.and_then(Path::parent);
-    match configured.as_deref() {
-        None | Some("" | "urn:flemma:buffer:path") => chat_dir.map(Path::to_owned),
-        Some("urn:flemma:project") => chat_dir.map(flemma_config::project_root),
-        Some("urn:flemma:cwd") => std::env::current_dir().ok(),
-        Some(text) => {
-            let env = |name: &str| std::env::var(name).ok();
-            let dir = flemma_core::sandbox::expand_path(text, &env)?;
-            // Relative: from the conversation's directory (the context makes it absolute
-            // against its default for a conversation without a file).
-            Some(match chat_dir {
-                Some(base) if dir.is_relative() => flemma_config::fold_path(&base.join(dir)),
-                _ => dir,
-            })
-        }
-    }
 }

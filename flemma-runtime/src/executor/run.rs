@@ -13,12 +13,12 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::plan::tool_cwd;
 use super::state::{Call, Claimed, Executor, Finished, Handoff, RunningCall, Settings, Started};
 use super::types::{Completed, ExecutorError};
 use crate::events::Event;
 use crate::messages as msg;
 use crate::transcript::TranscriptError;
+use crate::transcript::tool_cwd;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
 use flemma_core::ToolOutput;

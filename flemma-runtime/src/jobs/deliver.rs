@@ -3,11 +3,12 @@
 
 use flemma_ast::writer;
 
+use super::JobState;
 use super::host::JobHost;
-use super::journal::JobRecord;
 use super::support::crash_point;
 use super::table::{Delivery, Jobs};
-use super::types::{Delivered, JobState};
+use super::types::Delivered;
+use super::{JobRecord, JournalFiles as _};
 use crate::events::Event;
 
 impl Jobs {

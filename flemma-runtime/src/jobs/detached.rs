@@ -14,9 +14,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::support::now_seconds;
-use flemma_builtins::process::ProcessRef;
+use flemma_builtins::process::ProcessRefExt as _;
 use flemma_builtins::process::reap::{MARKER_VAR, Members, stop_all};
 use flemma_core::DetachedCommand;
+use flemma_core::process::ProcessRef;
 
 /// The wrapper: runs `"$@"`, then records its status in `$1` atomically.
 const WRAPPER: &str = r#"exit_file=$1; shift; "$@"; code=$?; printf '%s\n' "$code" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file""#;

@@ -56,8 +56,10 @@ pub(crate) mod types;
 #[cfg(unix)]
 mod watch;
 
+pub(crate) use flemma_core::jobs::{JobJournal, JobRecord, JobState, Outcome, Recorded};
 pub use id::new_job_id;
-pub use journal::{Change, FileJournal, JobJournal, JobRecord, Outcome, Recorded};
+pub use journal::{FileJournal, claim_here, lives_here};
+pub(crate) use journal::{JournalFiles, NewRecord};
 pub use recover::journaled;
 pub use status::JobsStatus;
-pub use types::{Delivered, JobError, JobInfo, JobState, Recovery};
+pub use types::{Delivered, JobError, JobInfo, Recovery};

@@ -8,13 +8,15 @@ use flemma_ast::Document;
 use flemma_ids::{JobId, ToolName, ToolUseId};
 use tokio_util::sync::CancellationToken;
 
+use super::JobState;
 use super::host::JobHost;
-use super::journal::{JobJournal, JobRecord, Recorded};
 use super::support::now_seconds;
 use super::table::{Jobs, LiveJob};
-use super::types::{JobError, JobInfo, JobState, Recovery};
+use super::types::{JobError, JobInfo, Recovery};
+use super::{JobJournal, JobRecord, JournalFiles as _, Recorded};
 use crate::events::Event;
-use flemma_builtins::process::ProcessRef;
+use flemma_builtins::process::ProcessRefExt as _;
+use flemma_core::process::ProcessRef;
 
 /// A job, its call and its tool.
 type Reference = (JobId, ToolUseId, ToolName);

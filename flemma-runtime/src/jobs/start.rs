@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::host::{HostedCall, JobHost};
 use super::id::new_job_id;
-use super::journal::JobRecord;
 use super::support::crash_point;
 use super::table::{Jobs, LiveJob};
+use super::{JobRecord, NewRecord as _};
 use crate::events::Event;
 use crate::messages as msg;
 use flemma_core::Tool;
@@ -230,7 +230,7 @@ fn spawn_detached(
     detach: &dyn flemma_core::Detach,
     input: &Value,
     ctx: &flemma_core::ExecutionContext,
-    journal: &dyn super::journal::JobJournal,
+    journal: &dyn super::JobJournal,
     record: &mut JobRecord,
 ) -> Result<tokio::process::Child, ToolOutput> {
     let command = detach.command(input, ctx)?;

@@ -14,9 +14,10 @@ use flemma_ids::{JobId, ToolName, ToolUseId};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::journal::{FileJournal, JobJournal, JobRecord, Outcome, Recorded};
+use super::JobState;
+use super::journal::FileJournal;
 use super::support::{crash_point, now_seconds};
-use super::types::JobState;
+use super::{JobJournal, JobRecord, Outcome, Recorded};
 use crate::events::Event;
 use crate::fanout::Fanout;
 use crate::messages as msg;
@@ -78,10 +79,7 @@ impl LiveJob {
         let now = now_seconds();
         Self {
             completed_at: Some(now),
-            outcome: Some(Outcome {
-                success: false,
-                text: msg::JOB_LOST.to_owned(),
-            }),
+            outcome: Some(Outcome::new(false, msg::JOB_LOST)),
             lost: true,
             ..Self::running(tool_id, tool, now, CancellationToken::new(), None)
         }
@@ -241,10 +239,7 @@ impl Jobs {
     /// A job finished: its result goes to the journal (so it survives this host), then to
     /// the delivery queue.
     pub(crate) async fn complete(&self, job_id: &JobId, output: &ToolOutput) {
-        let outcome = Outcome {
-            success: output.is_success(),
-            text: output.result_text(),
-        };
+        let outcome = Outcome::new(output.is_success(), output.result_text());
         let completed_at = now_seconds();
         if let Some(journal) = self.journal() {
             let journaled = outcome.clone();
@@ -267,10 +262,7 @@ impl Jobs {
 
     /// A job's process is gone without a recorded status.
     pub(super) fn vanish(&self, job_id: &JobId) {
-        let outcome = Outcome {
-            success: false,
-            text: msg::JOB_LOST.to_owned(),
-        };
+        let outcome = Outcome::new(false, msg::JOB_LOST);
         self.finish(job_id, outcome, now_seconds(), true);
     }
 

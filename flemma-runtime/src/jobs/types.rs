@@ -3,7 +3,9 @@
 
 use flemma_ast::writer::JobPlacement;
 use flemma_ids::{JobId, ToolName, ToolUseId};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use flemma_core::jobs::JobState;
 
 /// A job action that does not apply, or a job journal that cannot be used: what
 /// [`Executor::background`](crate::Executor::background) and the recovery of a conversation's
@@ -44,38 +46,6 @@ pub enum JobError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    /// Its process or task runs.
-    Running,
-    /// It finished; its Job Result is not written yet.
-    Completed,
-    /// Its Job Result is in the conversation.
-    Delivered,
-    /// It ended without a result (its host or process died).
-    Lost,
-}
-
-impl JobState {
-    /// The state's name in `flemma jobs --json`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Running => "running",
-            JobState::Completed => "completed",
-            JobState::Delivered => "delivered",
-            JobState::Lost => "lost",
-        }
-    }
-}
-
-impl std::fmt::Display for JobState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// One job of a conversation, as [`Executor::jobs`](crate::Executor::jobs) lists it.

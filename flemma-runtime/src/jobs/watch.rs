@@ -6,14 +6,14 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::detached::{Watch, Watched, watch};
-use super::journal::{JobJournal, JobRecord};
 use super::table::Jobs;
+use super::{JobJournal, JobRecord};
 use crate::messages as msg;
-use flemma_builtins::process::ProcessRef;
 use flemma_core::DetachedEnding;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
 use flemma_core::ToolOutput;
+use flemma_core::process::ProcessRef;
 
 /// A detached job to watch: its entry, its journal, its process (and the child handle when
 /// this host started it).

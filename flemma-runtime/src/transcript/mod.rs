@@ -20,6 +20,7 @@ use flemma_config::Config;
 
 pub use settings::{Evaluated, Settings};
 pub use workspace::CommandWorkspace;
+pub(crate) use workspace::tool_cwd;
 
 use crate::conversation::{Conversation, ConversationError, Snapshot};
 use crate::registry::ToolRegistry;

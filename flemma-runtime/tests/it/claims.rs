@@ -6,10 +6,9 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flemma_core::Conversation;
 use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
-use flemma_runtime::{
-    Conversation, Executor, FileConversation, MemoryConversation, Next, ToolRegistry,
-};
+use flemma_runtime::{Executor, FileConversation, MemoryConversation, Next, ToolRegistry};
 
 const CALLS: usize = 12;
 const EXECUTORS: usize = 3;

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use flemma_ast::TextEdit;
-use flemma_runtime::{Conversation, ConversationError, Durability, FileConversation};
+use flemma_core::{Conversation, ConversationError, Durability};
+use flemma_runtime::FileConversation;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("flemma-durability-{name}-{}", std::process::id()));

@@ -613,10 +613,8 @@ impl Watched {
 }
 
 #[async_trait::async_trait]
-impl flemma_runtime::Conversation for Watched {
-    async fn snapshot(
-        &self,
-    ) -> Result<flemma_runtime::Snapshot, flemma_runtime::ConversationError> {
+impl flemma_core::Conversation for Watched {
+    async fn snapshot(&self) -> Result<flemma_core::Snapshot, flemma_core::ConversationError> {
         self.inner.snapshot().await
     }
 
@@ -624,8 +622,8 @@ impl flemma_runtime::Conversation for Watched {
         &self,
         revision: flemma_core::Revision,
         edits: &[flemma_ast::TextEdit],
-        durability: flemma_runtime::Durability,
-    ) -> Result<flemma_runtime::Snapshot, flemma_runtime::ConversationError> {
+        durability: flemma_core::Durability,
+    ) -> Result<flemma_core::Snapshot, flemma_core::ConversationError> {
         self.applied.fetch_add(1, Ordering::SeqCst);
         self.inner.apply(revision, edits, durability).await
     }
@@ -637,7 +635,7 @@ impl flemma_runtime::Conversation for Watched {
 
 #[tokio::test]
 async fn the_conversation_is_locked_while_calls_run_and_unlocked_after() {
-    use flemma_runtime::Conversation as _;
+    use flemma_core::Conversation as _;
     let text = format!("{APPROVE_ALL}{}", uses("nope", &["{}"]));
     let conversation = Watched::new(text);
     let executor = Executor::builder(conversation.clone(), test_registry()).build();

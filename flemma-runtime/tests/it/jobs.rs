@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flemma_ast::writer::JobPlacement;
-use flemma_runtime::jobs::{JobError, JobState, JobsStatus};
-use flemma_runtime::{
-    Durability, Event, Executor, ExecutorError, MemoryConversation, Next, ToolRegistry,
-};
+use flemma_core::Durability;
+use flemma_core::jobs::JobState;
+use flemma_runtime::jobs::{JobError, JobsStatus};
+use flemma_runtime::{Event, Executor, ExecutorError, MemoryConversation, Next, ToolRegistry};
 
 use crate::cycle::test_registry;
 use crate::executor::cycle_running;

@@ -86,7 +86,7 @@ async fn a_relative_conversation_path_is_resolved_against_the_process_directory_
     let approve = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"probe\"]}}}\n```\n";
     let chat = MemoryConversation::new(format!("{approve}{CALL}")).with_path("sub/x.chat");
     assert_eq!(
-        flemma_runtime::Conversation::path(&chat),
+        flemma_core::Conversation::path(&chat),
         Some(here.join("sub/x.chat").as_path())
     );
     // The store (where the call's claim goes) in a scratch directory, not in the crate's.
@@ -234,9 +234,7 @@ fn relative_writable_entries_are_taken_from_the_conversations_directory() {
 #[test]
 fn a_conversation_opened_by_a_relative_path_has_an_absolute_store() {
     let chat = MemoryConversation::new("@You:\nhi\n").with_path("notes/x.chat");
-    let path = flemma_runtime::Conversation::path(&chat)
-        .unwrap()
-        .to_owned();
+    let path = flemma_core::Conversation::path(&chat).unwrap().to_owned();
     let store = flemma_store::Store::new(
         &Config::new().options().unwrap().tools.store,
         Some(&path),

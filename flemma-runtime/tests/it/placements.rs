@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use flemma_core::placements::Placements;
 use flemma_core::{Answer, Approver, PendingCall};
 use flemma_ids::ToolUseId;
-use flemma_runtime::placements::{MemoryPlacements, Placements};
+use flemma_runtime::placements::MemoryPlacements;
 use flemma_runtime::{Executor, MemoryConversation};
 
 use crate::cycle::test_registry;

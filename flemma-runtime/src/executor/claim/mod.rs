@@ -39,7 +39,8 @@ use super::types::{Completed, ExecutorError};
 use crate::events::Event;
 use crate::messages as msg;
 use crate::transcript::TranscriptError;
-use flemma_builtins::process::ProcessRef;
+use flemma_builtins::process::ProcessRefExt as _;
+use flemma_core::process::ProcessRef;
 
 /// A call claimed by a host, as [`Executor::claims`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

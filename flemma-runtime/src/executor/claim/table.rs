@@ -9,7 +9,8 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::Conversation;
-use flemma_builtins::process::ProcessRef;
+use flemma_builtins::process::ProcessRefExt as _;
+use flemma_core::process::ProcessRef;
 
 /// The directory of a file conversation's claims, under its store directory.
 const CLAIMS_DIR: &str = "calls";
