@@ -29,7 +29,7 @@ const CLAUDE_FILES: [&str; 2] = ["settings.json", "settings.local.json"];
 /// The rules come from `tools.bash.allow`, `tools.bash.ask` and `tools.bash.deny`, and with
 /// `tools.bash.claude_settings = true` also from the `Bash(…)` entries of `permissions.allow`,
 /// `ask` and `deny` in the project's `.claude/settings.json` and `settings.local.json`
-/// ([`Workspace::project`](crate::Workspace::project)). With no rule at all the resolver
+/// ([`Workspace::project`](crate::resolver::Workspace::project)). With no rule at all the resolver
 /// passes on every call. A settings file that cannot be read is reported as the resolver's
 /// failure and the resolver then never approves (its deny rules could not be read).
 #[derive(Debug, Default)]

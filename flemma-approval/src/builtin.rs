@@ -33,7 +33,7 @@ pub(crate) trait Builtin: Send + Sync {
 ///
 /// A policy that fails (a panicking closure; a Lua function that raises an error, runs too
 /// long or returns something other than `true`, `false`, `"deny"` or `nil`) asks for approval
-/// (fail closed) and is reported in [`Outcome::failures`](crate::Outcome::failures).
+/// (fail closed) and is reported in [`Outcome::failures`](crate::chain::Outcome::failures).
 ///
 /// The list is read from `ctx.config` and compiled once per options state
 /// ([`Config::generation`](flemma_config::Config::generation)) into a
@@ -207,5 +207,5 @@ resolver_from_verdict!(
     ConfigResolver,
     SandboxResolver,
     CatchAllResolver,
-    crate::BashRulesResolver
+    crate::bash_rules::BashRulesResolver
 );

@@ -66,6 +66,7 @@ pub use lua::chunks::Chunks as LuaChunks;
 #[cfg(feature = "lua")]
 #[doc(hidden)]
 pub use lua::sandbox::{LuaUse, lua_sandbox};
+pub use narrow::known_options;
 pub use options::{
     AutopilotOptions, Backup, BashOptions, BudgetLimits, BudgetOptions, BwrapOptions,
     CompactionOptions, CursorAfterResult, EditingOptions, FileAccessMode, HttpOptions, LsOptions,
@@ -77,6 +78,6 @@ pub use project::{
     MAX_PROJECT_FILE_BYTES, PROJECT_MARKER, conversation_dir, conversation_path, fold_path,
     project_root, project_root_with_home, read_project_file,
 };
-pub use schema::{FrontmatterRule, MCP_SERVER_FIELDS, OptionInfo, OptionKind, known_options};
+pub use schema::{FrontmatterRule, MCP_SERVER_FIELDS, OptionInfo, OptionKind};
 pub use sections::HOST_SECTIONS;
 pub use suggest::did_you_mean;

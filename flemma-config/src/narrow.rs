@@ -73,6 +73,28 @@ const RULES: &[(&str, Rule)] = &[
     ("telemetry.capture_content", Rule::TrueWidens),
 ];
 
+/// Every option of the schema, in the order of its table: path, kind, default, what it does
+/// and what a frontmatter may write. The book's configuration reference is generated from it.
+///
+/// ```
+/// let option = flemma_config::known_options()
+///     .find(|o| o.path == "tools.max_concurrent")
+///     .unwrap();
+/// assert_eq!(option.default, 2);
+/// assert_eq!(option.kind.describe(), "a non-negative integer");
+/// ```
+pub fn known_options() -> impl Iterator<Item = crate::schema::OptionInfo> {
+    crate::schema::OPTIONS
+        .iter()
+        .map(|def| crate::schema::OptionInfo {
+            path: def.path,
+            kind: def.kind,
+            default: (def.default)(),
+            doc: def.doc,
+            frontmatter: frontmatter_rule(def.path),
+        })
+}
+
 /// What a frontmatter may write to `path`, for the options reference.
 pub(crate) fn frontmatter_rule(path: &str) -> crate::schema::FrontmatterRule {
     use crate::schema::FrontmatterRule;

@@ -62,7 +62,7 @@ impl OptionKind {
     }
 }
 
-/// One option of the schema, as [`known_options`] lists it: for a reference page, a
+/// One option of the schema, as [`known_options`](crate::known_options) lists it: for a reference page, a
 /// completion list or a settings screen.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -96,26 +96,6 @@ pub enum FrontmatterRule {
     NarrowOrder(&'static [&'static str]),
     /// Nothing different from the host's value: how the sandbox starts is the host's.
     HostOnly,
-}
-
-/// Every option of the schema, in the order of its table: path, kind, default, what it does
-/// and what a frontmatter may write. The book's configuration reference is generated from it.
-///
-/// ```
-/// let option = flemma_config::known_options()
-///     .find(|o| o.path == "tools.max_concurrent")
-///     .unwrap();
-/// assert_eq!(option.default, 2);
-/// assert_eq!(option.kind.describe(), "a non-negative integer");
-/// ```
-pub fn known_options() -> impl Iterator<Item = OptionInfo> {
-    OPTIONS.iter().map(|def| OptionInfo {
-        path: def.path,
-        kind: def.kind,
-        default: (def.default)(),
-        doc: def.doc,
-        frontmatter: crate::narrow::frontmatter_rule(def.path),
-    })
 }
 
 /// One known option.

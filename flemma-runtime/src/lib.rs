@@ -8,7 +8,12 @@
 //! served over MCP). Both work on one [`transcript::Transcript`], the one owner of a
 //! conversation's text, parse, options and revision-checked edits.
 //!
-//! An [`Executor`] runs the three-phase tool cycle on a [`Conversation`]: placeholders for
+//! The contracts it runs (a [`flemma_core::Conversation`], the hook trait, the job journal and
+//! the placements ledger) are flemma-core's; this crate holds what runs them and the shipped
+//! implementations ([`MemoryConversation`], [`FileConversation`], [`jobs::FileJournal`], the
+//! ledgers of [`placements`]).
+//!
+//! An [`Executor`] runs the three-phase tool cycle on a conversation: placeholders for
 //! new calls through the approval chain, then the lifecycle statuses settled and the approved
 //! calls run under `tools.max_concurrent`, each result written back as soon as it is ready.
 //! The tools are [`flemma_core::Tool`]s in a [`ToolRegistry`]; [`register_builtins`] adds the
