@@ -84,7 +84,7 @@ impl<J: JobJournal + ?Sized> JournalFiles for J {}
 /// processes: when the entry is this machine's ([`JobJournal::is_local`]), its process looked up
 /// by its pid and start time; another machine's is taken for gone. [`FileJournal`]'s
 /// [`JobJournal::lives`].
-pub async fn lives_here<J: JobJournal + ?Sized>(
+pub fn lives_here<J: JobJournal + ?Sized>(
     journal: &J,
     record: &JobRecord,
     which: Recorded,
@@ -260,7 +260,7 @@ impl JobJournal for FileJournal {
     }
 
     async fn lives(&self, record: &JobRecord, which: Recorded) -> bool {
-        lives_here(self, record, which).await
+        lives_here(self, record, which)
     }
 
     async fn claim(
