@@ -122,7 +122,11 @@ impl HookRegistration {
     }
 }
 
-/// The hooks of a registry, in priority order. Cheap to clone: clones share the set.
+/// The hooks of a registry (or of one conversation), in priority order. Cheap to clone:
+/// clones share the set. A host reads it ([`ToolRegistry::hooks`](crate::ToolRegistry::hooks),
+/// [`Executor::hooks`](crate::Executor::hooks)); it adds to it in one way per scope:
+/// [`ToolRegistry::register_hook`](crate::ToolRegistry::register_hook) for every conversation of
+/// the registry, [`ExecutorBuilder::hook`](crate::ExecutorBuilder::hook) for one.
 #[derive(Clone, Default)]
 pub struct Hooks {
     set: Arc<RwLock<Arc<Vec<HookRegistration>>>>,
@@ -140,8 +144,14 @@ impl Hooks {
         Arc::clone(&self.set.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Adds `hook`, replacing one of the same name; returns the one replaced.
-    pub fn register(&self, hook: HookRegistration) -> Option<HookRegistration> {
+    /// Adds `hook`, replacing one of the same name; returns the one replaced. Crate-private:
+    /// a host registers a hook on its scope, [`ToolRegistry::register_hook`] (every
+    /// conversation of the registry) or [`ExecutorBuilder::hook`] (one conversation), so that
+    /// every registration has the same effect (a `PreToolUse` hook joins the approval chain).
+    ///
+    /// [`ToolRegistry::register_hook`]: crate::ToolRegistry::register_hook
+    /// [`ExecutorBuilder::hook`]: crate::ExecutorBuilder::hook
+    pub(crate) fn register(&self, hook: HookRegistration) -> Option<HookRegistration> {
         let mut slot = self.set.write().unwrap_or_else(PoisonError::into_inner);
         let mut set = (**slot).clone();
         let replaced = set
@@ -160,8 +170,9 @@ impl Hooks {
         replaced
     }
 
-    /// Removes the hook `name`; returns whether there was one.
-    pub fn unregister(&self, name: &str) -> bool {
+    /// Removes the hook `name`; returns whether there was one (a host calls
+    /// [`ToolRegistry::unregister_hook`](crate::ToolRegistry::unregister_hook)).
+    pub(crate) fn unregister(&self, name: &str) -> bool {
         let mut slot = self.set.write().unwrap_or_else(PoisonError::into_inner);
         let before = slot.len();
         let set: Vec<_> = slot.iter().filter(|h| h.name != name).cloned().collect();
@@ -192,10 +203,12 @@ impl Hooks {
     ///
     /// ```
     /// use flemma_core::hooks::{HookEvent, PreToolUseAnswer, on};
-    /// use flemma_runtime::hooks::{HookRegistration, Hooks, hook_fn};
+    /// use flemma_runtime::ToolRegistry;
+    /// use flemma_runtime::hooks::hook_fn;
     ///
-    /// let host = Hooks::default();
-    /// host.register(hook_fn(on::PreToolUse, |_| PreToolUseAnswer::pass()).named("guard")?);
+    /// let registry = ToolRegistry::new();
+    /// registry.register_hook(hook_fn(on::PreToolUse, |_| PreToolUseAnswer::pass()).named("guard")?)?;
+    /// let host = registry.hooks();
     /// let conversation = vec![
     ///     hook_fn(on::Stop, |_| Default::default()).named("frontmatter:more")?,
     ///     hook_fn(on::Stop, |_| Default::default()).named("guard")?,
@@ -204,7 +217,7 @@ impl Hooks {
     /// assert_eq!(hooks.names(HookEvent::PreToolUse), ["guard"]);
     /// assert_eq!(hooks.names(HookEvent::Stop), ["frontmatter:more"]);
     /// assert!(!host.has(HookEvent::Stop));
-    /// # Ok::<(), flemma_core::hooks::HookError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
     pub fn with_conversation(&self, extra: &[HookRegistration]) -> Hooks {
