@@ -4,9 +4,10 @@ use std::io::Read as _;
 use std::path::PathBuf;
 
 use flemma_schema::SchemaError;
+use flemma_schema::builtin::inputs::EditInput;
 use serde_json::Value;
 
-use super::files::{NotAFile, blocking, chain, open_regular, string_arg, write_file};
+use super::files::{NotAFile, blocking, chain, open_regular, write_file};
 use crate::messages as msg;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
@@ -45,27 +46,22 @@ impl Tool for EditTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let Some(path) = string_arg(&input, "path") else {
-            return ToolOutput::error(msg::NO_PATH);
+        let input = match EditInput::from_call(&input) {
+            Ok(input) => input,
+            Err(missing) => return ToolOutput::error(msg::missing(missing)),
         };
-        let Some(old_text) = string_arg(&input, "oldText") else {
-            return ToolOutput::error(msg::NO_OLD_TEXT);
-        };
-        let Some(new_text) = input.get("newText").and_then(Value::as_str) else {
-            return ToolOutput::error(msg::NO_NEW_TEXT);
-        };
-        let resolved = ctx.resolve_path(path);
+        let resolved = ctx.resolve_path(&input.path);
         if ctx.sandbox().read_only_file(&resolved, ctx.cwd()).is_some() {
-            return ToolOutput::error(msg::read_only_denied("edit", path));
+            return ToolOutput::error(msg::read_only_denied("edit", &input.path));
         }
         if !ctx.is_path_writable(&resolved) {
-            return ToolOutput::error(msg::edit_sandbox_denied(path));
+            return ToolOutput::error(msg::edit_sandbox_denied(&input.path));
         }
         let request = Request {
-            path: path.to_owned(),
+            path: input.path,
             resolved,
-            old_text: old_text.to_owned(),
-            new_text: new_text.to_owned(),
+            old_text: input.old_text,
+            new_text: input.new_text,
         };
         blocking(ctx, move || request.run()).await
     }

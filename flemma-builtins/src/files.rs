@@ -1,5 +1,5 @@
-//! What the file tools (`read`, `write`, `edit`, `ls`) share: reading their inputs, running
-//! blocking file I/O off the async runtime, and writing files.
+//! What the file tools (`read`, `write`, `edit`, `ls`) share: rounding their number inputs,
+//! running blocking file I/O off the async runtime, and writing files.
 
 use std::error::Error;
 use std::fs::{File, FileType};
@@ -12,23 +12,13 @@ use crate::messages::{self as msg, UNKNOWN_ERROR};
 use flemma_core::ExecutionContext;
 use flemma_core::ToolOutput;
 
-/// The string input `key`, when present and not empty.
-pub(super) fn string_arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
-    input
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
-
-/// The number input `key` rounded down and clamped to `min..`; `None` when absent, `null` or
-/// not a number.
+/// A number input rounded down and clamped to `min..`; `None` when the call gave none.
 #[expect(
     clippy::cast_sign_loss,
     reason = "clamped to a non-negative value first; the cast saturates at usize::MAX"
 )]
-pub(super) fn whole_arg(input: &Value, key: &str, min: usize) -> Option<usize> {
-    let number = input.get(key)?.as_f64()?;
-    let floored = number.floor();
+pub(super) fn whole(number: Option<f64>, min: usize) -> Option<usize> {
+    let floored = number?.floor();
     if floored.is_nan() {
         return None;
     }

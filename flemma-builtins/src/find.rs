@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use flemma_schema::builtin::inputs::FindInput;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkState;
 use serde_json::Value;
@@ -122,15 +123,15 @@ impl Tool for Find {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
-        if pattern.is_empty() {
-            return ToolOutput::error(search::NO_PATTERN);
-        }
-        let (prefix, matcher) = match parse(pattern) {
+        let input = match FindInput::from_call(&input) {
+            Ok(input) => input,
+            Err(missing) => return ToolOutput::error(crate::messages::missing(missing)),
+        };
+        let (prefix, matcher) = match parse(&input.pattern) {
             Ok(parsed) => parsed,
             Err(error) => return ToolOutput::error(error),
         };
-        let mut root = Root::new(input.get("path").and_then(Value::as_str), ctx);
+        let mut root = Root::new(input.path.as_deref(), ctx);
         if !prefix.as_os_str().is_empty() {
             let display = match root.display.as_str() {
                 "/" => format!("/{}", prefix.display()),
@@ -150,7 +151,7 @@ impl Tool for Find {
             Ok(overrides) => overrides,
             Err(error) => return ToolOutput::error(error),
         };
-        let limit = search::limit(&input, DEFAULT_LIMIT, f64::floor);
+        let limit = search::limit(input.limit, DEFAULT_LIMIT, f64::floor);
         let shared = Shared::for_call(limit, ctx);
         let walk = {
             let shared = Arc::clone(&shared);

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use flemma_schema::builtin::inputs::GrepInput;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
@@ -81,10 +82,11 @@ impl Tool for Grep {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
-        if pattern.is_empty() {
-            return ToolOutput::error(search::NO_PATTERN);
-        }
+        let input = match GrepInput::from_call(&input) {
+            Ok(input) => input,
+            Err(missing) => return ToolOutput::error(crate::messages::missing(missing)),
+        };
+        let pattern = input.pattern.as_str();
         let matcher = match RegexMatcherBuilder::new()
             .line_terminator(Some(b'\n'))
             .build(pattern)
@@ -92,20 +94,17 @@ impl Tool for Grep {
             Ok(matcher) => matcher,
             Err(error) => return ToolOutput::error(invalid_regex(pattern, &error)),
         };
-        let root = Root::new(input.get("path").and_then(Value::as_str), ctx);
+        let root = Root::new(input.path.as_deref(), ctx);
         if !root.path.exists() {
             return ToolOutput::error(FAILED);
         }
-        let glob = input
-            .get("glob")
-            .and_then(Value::as_str)
-            .filter(|g| !g.is_empty());
+        let glob = input.glob.as_deref().filter(|g| !g.is_empty());
         let overrides = match search::overrides(&root.path, glob, &ctx.options().tools.grep.exclude)
         {
             Ok(overrides) => overrides,
             Err(error) => return ToolOutput::error(error),
         };
-        let limit = search::limit(&input, DEFAULT_LIMIT, f64::ceil);
+        let limit = search::limit(input.limit, DEFAULT_LIMIT, f64::ceil);
         let shared = Shared::for_call(limit, ctx);
         let walk = {
             let shared = Arc::clone(&shared);

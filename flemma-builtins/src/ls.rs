@@ -4,9 +4,10 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use flemma_schema::SchemaError;
+use flemma_schema::builtin::inputs::LsInput;
 use serde_json::Value;
 
-use super::files::{blocking, number_text, string_arg, whole_arg};
+use super::files::{blocking, number_text, whole};
 use crate::messages as msg;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
@@ -50,13 +51,18 @@ impl Tool for LsTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let Some(path) = string_arg(&input, "path") else {
-            return ToolOutput::error(msg::NO_PATH);
+        let LsInput {
+            path,
+            max_depth,
+            limit,
+            ..
+        } = match LsInput::from_call(&input) {
+            Ok(input) => input,
+            Err(missing) => return ToolOutput::error(msg::missing(missing)),
         };
-        let resolved = ctx.resolve_in_cwd(path);
-        let depth = depth_arg(&input);
-        let limit = whole_arg(&input, "limit", 0).unwrap_or(DEFAULT_LIMIT);
-        let path = path.to_owned();
+        let resolved = ctx.resolve_in_cwd(&path);
+        let depth = depth_of(max_depth);
+        let limit = whole(limit, 0).unwrap_or(DEFAULT_LIMIT);
         blocking(ctx, move || {
             if !resolved.is_dir() {
                 return ToolOutput::error(msg::directory_not_found(&path));
@@ -92,10 +98,8 @@ impl Tool for LsTool {
 /// `max_depth`: 1 when absent, at most 10. A fraction rounds up, as the reference
 /// walk (which recurses while the level is below the depth) treats it.
 #[expect(clippy::cast_sign_loss, reason = "clamped to 1..=10 before the cast")]
-fn depth_arg(input: &Value) -> usize {
-    input
-        .get("max_depth")
-        .and_then(Value::as_f64)
+fn depth_of(max_depth: Option<f64>) -> usize {
+    max_depth
         .filter(|d| !d.is_nan())
         .map_or(1, |d| d.ceil().clamp(1.0, 10.0) as usize)
 }

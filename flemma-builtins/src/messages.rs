@@ -5,6 +5,19 @@ pub(crate) use flemma_core::messages::{
     ABORTED, JOB_START, NO_OUTPUT, UNKNOWN_ERROR, exit_code, format_seconds, tool_timeout,
 };
 
+/// What a built-in tool answers a call that does not give the field `missing` names
+/// (`tool.error.no_path`, …).
+pub(crate) fn missing(missing: flemma_schema::builtin::inputs::MissingInput) -> &'static str {
+    match missing.field {
+        "content" => NO_CONTENT,
+        "oldText" => NO_OLD_TEXT,
+        "newText" => NO_NEW_TEXT,
+        "command" => NO_COMMAND,
+        "pattern" => crate::search::NO_PATTERN,
+        _ => NO_PATH,
+    }
+}
+
 /// `tool.error.no_path`
 pub(crate) const NO_PATH: &str = "No path provided";
 

@@ -5,9 +5,10 @@ use std::io::Read as _;
 use std::path::PathBuf;
 
 use flemma_schema::SchemaError;
+use flemma_schema::builtin::inputs::ReadInput;
 use serde_json::Value;
 
-use super::files::{NotAFile, blocking, number_text, open_regular, string_arg, whole_arg};
+use super::files::{NotAFile, blocking, number_text, open_regular, whole};
 use crate::messages as msg;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
@@ -53,14 +54,15 @@ impl Tool for ReadTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let Some(path) = string_arg(&input, "path") else {
-            return ToolOutput::error(msg::NO_PATH);
+        let input = match ReadInput::from_call(&input) {
+            Ok(input) => input,
+            Err(missing) => return ToolOutput::error(msg::missing(missing)),
         };
         let request = Request {
-            path: path.to_owned(),
-            resolved: ctx.resolve_path(path),
-            offset: whole_arg(&input, "offset", 1),
-            limit: whole_arg(&input, "limit", 1),
+            resolved: ctx.resolve_path(&input.path),
+            path: input.path,
+            offset: whole(input.offset, 1),
+            limit: whole(input.limit, 1),
         };
         blocking(ctx, move || request.run()).await
     }

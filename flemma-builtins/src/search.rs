@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{WalkBuilder, WalkParallel};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use flemma_core::ExecutionContext;
@@ -108,14 +107,14 @@ impl Root {
     }
 }
 
-/// The `limit` input: absent or `null` is `default`; otherwise rounded by `round` and at
+/// The `limit` input: none given is `default`; otherwise rounded by `round` and at
 /// least 1.
 #[expect(
     clippy::cast_sign_loss,
     reason = "clamped to at least 1 first; `as` saturates at usize::MAX"
 )]
-pub(crate) fn limit(input: &Value, default: usize, round: fn(f64) -> f64) -> usize {
-    match input.get("limit").and_then(Value::as_f64) {
+pub(crate) fn limit(limit: Option<f64>, default: usize, round: fn(f64) -> f64) -> usize {
+    match limit {
         Some(limit) => round(limit).max(1.0) as usize,
         None => default,
     }
@@ -356,13 +355,22 @@ mod tests {
 
     #[test]
     fn limits_round_and_stay_positive() {
-        let input = |v: Value| serde_json::json!({ "limit": v });
-        assert_eq!(limit(&serde_json::json!({}), 100, f64::ceil), 100);
-        assert_eq!(limit(&input(Value::Null), 100, f64::ceil), 100);
-        assert_eq!(limit(&input(2.5.into()), 100, f64::ceil), 3);
-        assert_eq!(limit(&input(2.5.into()), 500, f64::floor), 2);
-        assert_eq!(limit(&input(0.into()), 500, f64::floor), 1);
-        assert_eq!(limit(&input((-4).into()), 500, f64::floor), 1);
+        use flemma_schema::builtin::inputs::FindInput;
+        use serde_json::{Value, json};
+        // The limit as `find` reads it from a call.
+        let input = |v: Value| {
+            FindInput::from_call(&json!({ "pattern": "*", "limit": v }))
+                .map(|input| input.limit)
+                .unwrap_or_default()
+        };
+        let absent = FindInput::from_call(&json!({ "pattern": "*" })).map(|input| input.limit);
+        assert_eq!(limit(absent.unwrap_or_default(), 100, f64::ceil), 100);
+        assert_eq!(limit(input(Value::Null), 100, f64::ceil), 100);
+        assert_eq!(limit(input("7".into()), 100, f64::ceil), 100);
+        assert_eq!(limit(input(2.5.into()), 100, f64::ceil), 3);
+        assert_eq!(limit(input(2.5.into()), 500, f64::floor), 2);
+        assert_eq!(limit(input(0.into()), 500, f64::floor), 1);
+        assert_eq!(limit(input((-4).into()), 500, f64::floor), 1);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! `write`: create or overwrite a file.
 
 use flemma_schema::SchemaError;
+use flemma_schema::builtin::inputs::WriteInput;
 use serde_json::Value;
 
-use super::files::{blocking, special_at, string_arg, write_file};
+use super::files::{blocking, special_at, write_file};
 use crate::messages as msg;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
@@ -42,20 +43,17 @@ impl Tool for WriteTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let Some(path) = string_arg(&input, "path") else {
-            return ToolOutput::error(msg::NO_PATH);
+        let WriteInput { path, content, .. } = match WriteInput::from_call(&input) {
+            Ok(input) => input,
+            Err(missing) => return ToolOutput::error(msg::missing(missing)),
         };
-        let Some(content) = input.get("content").and_then(Value::as_str) else {
-            return ToolOutput::error(msg::NO_CONTENT);
-        };
-        let resolved = ctx.resolve_path(path);
+        let resolved = ctx.resolve_path(&path);
         if ctx.sandbox().read_only_file(&resolved, ctx.cwd()).is_some() {
-            return ToolOutput::error(msg::read_only_denied("write", path));
+            return ToolOutput::error(msg::read_only_denied("write", &path));
         }
         if !ctx.is_path_writable(&resolved) {
-            return ToolOutput::error(msg::write_sandbox_denied(path));
+            return ToolOutput::error(msg::write_sandbox_denied(&path));
         }
-        let (path, content) = (path.to_owned(), content.to_owned());
         blocking(ctx, move || {
             // A named pipe, socket or device is not replaced by a regular file.
             if let Some(kind) = special_at(&resolved) {

@@ -323,18 +323,78 @@ pub fn jobs_status() -> Builtin {
     }
 }
 
-/// The built-in tools' inputs as Rust types; their derived strict schemas equal the DSL ones.
-#[cfg(feature = "typed")]
+/// The built-in tools' inputs as Rust types: one type per tool, what the tool reads a call as
+/// (`from_call`, leniently, as the Flemma plugin reads it) and, with the `typed` feature, a
+/// schema derived from it that equals the DSL one above (a test holds the two together, and
+/// another that `from_call` reads back every input the type serializes to).
+///
+/// ```
+/// use flemma_schema::builtin::inputs::{EditInput, MissingInput};
+/// use serde_json::json;
+///
+/// let edit = EditInput::from_call(&json!({"path": "a.txt", "oldText": "x", "newText": ""}))?;
+/// assert_eq!((edit.path.as_str(), edit.new_text.as_str(), edit.label.as_str()), ("a.txt", "", ""));
+/// let missing = EditInput::from_call(&json!({"path": "a.txt", "oldText": ""})).unwrap_err();
+/// assert_eq!(missing.field, "oldText");
+/// # Ok::<(), MissingInput>(())
+/// ```
 #[allow(
     clippy::doc_markdown,
     reason = "the doc comments are the schema descriptions, byte for byte"
 )]
 pub mod inputs {
-    use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
+    use serde_json::Value;
+
+    /// A field a built-in tool needs that a call does not give: absent, `null`, not a string,
+    /// or (where the tool needs text) empty. The tool answers with its own message for it
+    /// (`No path provided`, …).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+    #[error("the call gives no usable `{field}`")]
+    #[non_exhaustive]
+    pub struct MissingInput {
+        /// The field's name in the call (`path`, `oldText`, …).
+        pub field: &'static str,
+    }
+
+    /// The string `key`, when the call gives one.
+    fn text<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+        input.get(key).and_then(Value::as_str)
+    }
+
+    /// The string `key`, which must be given and not empty.
+    fn required(input: &Value, field: &'static str) -> Result<String, MissingInput> {
+        text(input, field)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .ok_or(MissingInput { field })
+    }
+
+    /// The string `key`, which must be given (it may be empty).
+    fn given(input: &Value, field: &'static str) -> Result<String, MissingInput> {
+        text(input, field)
+            .map(str::to_owned)
+            .ok_or(MissingInput { field })
+    }
+
+    /// The string `key`, or nothing.
+    fn optional(input: &Value, key: &str) -> Option<String> {
+        text(input, key).map(str::to_owned)
+    }
+
+    /// The label: only previews show it, so a call without one still runs.
+    fn label(input: &Value) -> String {
+        text(input, "label").unwrap_or_default().to_owned()
+    }
+
+    /// The number `key`, when the call gives one (a number written as a string is not one).
+    fn number(input: &Value, key: &str) -> Option<f64> {
+        input.get(key).and_then(Value::as_f64)
+    }
 
     /// Input of `bash`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct BashInput {
         /// A short human-readable label for this operation (e.g., 'running tests')
@@ -346,7 +406,8 @@ pub mod inputs {
     }
 
     /// Input of `read`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct ReadInput {
         /// A short human-readable label for this operation (e.g., 'reading config.lua')
@@ -360,7 +421,8 @@ pub mod inputs {
     }
 
     /// Input of `write`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct WriteInput {
         /// A short human-readable label for this operation (e.g., 'creating config.lua')
@@ -372,7 +434,8 @@ pub mod inputs {
     }
 
     /// Input of `edit`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct EditInput {
         /// A short human-readable label for this operation (e.g., 'fixing typo in config.lua')
@@ -388,7 +451,8 @@ pub mod inputs {
     }
 
     /// Input of `grep`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct GrepInput {
         /// A short human-readable label for this operation (e.g., 'searching for TODO comments')
@@ -404,7 +468,8 @@ pub mod inputs {
     }
 
     /// Input of `find`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct FindInput {
         /// A short human-readable label for this operation (e.g., 'finding test files')
@@ -418,7 +483,8 @@ pub mod inputs {
     }
 
     /// Input of `ls`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct LsInput {
         /// A short human-readable label for this operation (e.g., 'listing project root')
@@ -432,10 +498,142 @@ pub mod inputs {
     }
 
     /// Input of `flemma.jobs.status`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "typed", derive(schemars::JsonSchema))]
     #[serde(deny_unknown_fields)]
     pub struct JobStatusInput {
         /// The job ID (e.g., 'job_xxx') from the tool result placeholder.
         pub job_id: String,
+    }
+
+    impl BashInput {
+        /// Reads a call: `command` must be a string and not empty; `timeout` is read when it
+        /// is a number.
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `command`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                command: required(input, "command")?,
+                timeout: number(input, "timeout"),
+            })
+        }
+    }
+
+    impl ReadInput {
+        /// Reads a call: `path` must be a string and not empty; `offset` and `limit` are read
+        /// when they are numbers.
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `path`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                path: required(input, "path")?,
+                offset: number(input, "offset"),
+                limit: number(input, "limit"),
+            })
+        }
+    }
+
+    impl WriteInput {
+        /// Reads a call: `path` must be a string and not empty, `content` a string (empty
+        /// writes an empty file).
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `path`, else `content`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                path: required(input, "path")?,
+                content: given(input, "content")?,
+            })
+        }
+    }
+
+    impl EditInput {
+        /// Reads a call: `path` and `oldText` must be strings and not empty, `newText` a
+        /// string (empty deletes the old text).
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `path`, else `oldText`, else `newText`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                path: required(input, "path")?,
+                old_text: required(input, "oldText")?,
+                new_text: given(input, "newText")?,
+            })
+        }
+    }
+
+    impl GrepInput {
+        /// Reads a call: `pattern` must be a string and not empty; `path` and `glob` are read
+        /// when they are strings, `limit` when it is a number.
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `pattern`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                pattern: required(input, "pattern")?,
+                path: optional(input, "path"),
+                glob: optional(input, "glob"),
+                limit: number(input, "limit"),
+            })
+        }
+    }
+
+    impl FindInput {
+        /// Reads a call: `pattern` must be a string and not empty; `path` is read when it is
+        /// a string, `limit` when it is a number.
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `pattern`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                pattern: required(input, "pattern")?,
+                path: optional(input, "path"),
+                limit: number(input, "limit"),
+            })
+        }
+    }
+
+    impl LsInput {
+        /// Reads a call: `path` must be a string and not empty; `max_depth` and `limit` are
+        /// read when they are numbers.
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `path`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                label: label(input),
+                path: required(input, "path")?,
+                max_depth: number(input, "max_depth"),
+                limit: number(input, "limit"),
+            })
+        }
+    }
+
+    impl JobStatusInput {
+        /// Reads a call: `job_id` must be a string (an empty one names no job).
+        ///
+        /// # Errors
+        ///
+        /// [`MissingInput`] naming `job_id`.
+        pub fn from_call(input: &Value) -> Result<Self, MissingInput> {
+            Ok(Self {
+                job_id: given(input, "job_id")?,
+            })
+        }
     }
 }

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use flemma_schema::builtin::inputs::BashInput;
 use serde_json::Value;
 
 use crate::messages as msg;
@@ -115,7 +116,7 @@ impl Tool for Bash {
     /// The call's own timeout (`input.timeout` or the context's), after which the command
     /// is stopped.
     fn time_limit(&self, input: &Value, ctx: &ExecutionContext) -> Option<Duration> {
-        Some(timeout_of(input, ctx).0 + crate::process::reap::GRACE)
+        Some(timeout_of(timeout_in(input), ctx).0 + crate::process::reap::GRACE)
     }
 }
 
@@ -140,7 +141,7 @@ impl Detach for Bash {
         output: &std::path::Path,
         ending: DetachedEnding,
     ) -> ToolOutput {
-        let (_, seconds) = timeout_of(input, ctx);
+        let (_, seconds) = timeout_of(timeout_in(input), ctx);
         let spill_ctx = ctx.clone();
         let mut collector = Collector::new(Box::new(move || spill_ctx.overflow_writer()));
         if let Err(error) = feed_file(output, &mut collector) {
@@ -176,9 +177,16 @@ fn feed_file(path: &std::path::Path, collector: &mut Collector) -> std::io::Resu
     Ok(())
 }
 
-/// The call's timeout: `input.timeout` when positive, else the context's.
-fn timeout_of(input: &Value, ctx: &ExecutionContext) -> (Duration, f64) {
-    match input.get("timeout").and_then(Value::as_f64) {
+/// The `timeout` of a call that reads as `bash`'s input.
+fn timeout_in(input: &Value) -> Option<f64> {
+    BashInput::from_call(input)
+        .ok()
+        .and_then(|input| input.timeout)
+}
+
+/// The call's timeout: its `timeout` when positive, else the context's.
+fn timeout_of(timeout: Option<f64>, ctx: &ExecutionContext) -> (Duration, f64) {
+    match timeout {
         Some(s) if s > 0.0 => match Duration::try_from_secs_f64(s) {
             Ok(d) => (d, s),
             Err(_) => (ctx.timeout(), ctx.timeout().as_secs_f64()),
@@ -192,14 +200,13 @@ fn prepare(
     input: &Value,
     ctx: &ExecutionContext,
 ) -> Result<(DetachedCommand, Duration, f64), ToolOutput> {
-    let command = input
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let BashInput {
+        command, timeout, ..
+    } = BashInput::from_call(input).map_err(|missing| ToolOutput::error(msg::missing(missing)))?;
     if command.trim().is_empty() {
         return Err(ToolOutput::error(msg::NO_COMMAND));
     }
-    let (timeout, seconds) = timeout_of(input, ctx);
+    let (timeout, seconds) = timeout_of(timeout, ctx);
     let options = &ctx.options().tools.bash;
     let store_dir = ctx.store().and_then(|s| s.directory().ok());
     if command.contains(flemma_store::STORE_PATH_VAR)
@@ -208,7 +215,7 @@ fn prepare(
     {
         tracing::warn!(dir = %dir.display(), %error, "store directory not created");
     }
-    let argv = vec![options.shell.clone(), "-c".to_owned(), command.to_owned()];
+    let argv = vec![options.shell.clone(), "-c".to_owned(), command];
     let argv = ctx
         .sandbox()
         .wrap_command(argv)

@@ -1,6 +1,7 @@
 //! `flemma.jobs.status`: the harness tool a model uses to ask about a job.
 
 use flemma_schema::SchemaError;
+use flemma_schema::builtin::inputs::JobStatusInput;
 use serde_json::{Map, Value, json};
 
 use crate::messages as msg;
@@ -40,13 +41,11 @@ impl Tool for JobsStatus {
     }
 
     async fn execute(&self, input: Value, ctx: &ExecutionContext) -> ToolOutput {
-        let job_id = input
-            .get("job_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        ToolOutput::text(status(&job_id, ctx).await.to_string())
+        // A call without a job id asks for the empty one, which names no job.
+        let job_id = JobStatusInput::from_call(&input)
+            .map(|input| input.job_id)
+            .unwrap_or_default();
+        ToolOutput::text(status(job_id.trim(), ctx).await.to_string())
     }
 
     fn preview(&self, input: &Value, _max_len: usize) -> Option<Preview> {

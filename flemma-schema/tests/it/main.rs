@@ -10,5 +10,6 @@ mod capabilities;
 mod dsl;
 mod errors;
 mod golden;
+mod inputs;
 mod strict;
 mod validation;
