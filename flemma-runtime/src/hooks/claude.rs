@@ -43,8 +43,8 @@ const MAPPINGS: &[Mapping] = &[
         claude: "Edit",
         fields: &[
             ("path", "file_path"),
-            ("old_text", "old_string"),
-            ("new_text", "new_string"),
+            ("oldText", "old_string"),
+            ("newText", "new_string"),
         ],
     },
     Mapping {
@@ -113,13 +113,13 @@ pub(crate) fn native_tool_name(claude: &str) -> Option<String> {
 }
 
 /// A call's input in Claude Code's vocabulary: the built-ins' fields renamed
-/// (`path` → `file_path`, `old_text` → `old_string`), relative paths made absolute from
+/// (`path` → `file_path`, `oldText` → `old_string`), relative paths made absolute from
 /// `cwd`, `bash`'s `timeout` in milliseconds; other fields and other tools as they are.
 ///
 /// ```
 /// use flemma_runtime::hooks::claude_input;
 /// use serde_json::json;
-/// let input = json!({"label": "fix", "path": "src/a.rs", "old_text": "a", "new_text": "b"});
+/// let input = json!({"label": "fix", "path": "src/a.rs", "oldText": "a", "newText": "b"});
 /// let shown = claude_input("edit", &input, "/p".as_ref());
 /// assert_eq!(shown, json!({"file_path": "/p/src/a.rs", "old_string": "a", "new_string": "b"}));
 /// ```
@@ -213,7 +213,7 @@ mod tests {
             ),
             (
                 "edit",
-                json!({"label": "l", "path": "a", "old_text": "o", "new_text": "n"}),
+                json!({"label": "l", "path": "a", "oldText": "o", "newText": "n"}),
             ),
             (
                 "grep",
@@ -227,12 +227,57 @@ mod tests {
         ];
         for (tool, input) in cases {
             let shown = claude_input(tool, &input, cwd);
+            // Every field but the label (bash's is Claude Code's `description`) is shown.
+            let fields = input.as_object().map_or(0, serde_json::Map::len);
+            let label = usize::from(tool != "bash");
+            assert_eq!(
+                shown.as_object().map(serde_json::Map::len),
+                Some(fields - label),
+                "{tool}"
+            );
             assert_eq!(native_input(tool, &shown, &input, cwd), input, "{tool}");
         }
         assert_eq!(
             claude_input("bash", &json!({"command": "x", "timeout": 2.5}), cwd)["timeout"],
             json!(2500.0)
         );
+    }
+
+    /// The fields mapped are those the built-in tools read (their input types' names on the
+    /// wire): a hook written for Claude Code sees them, and its rewrite reaches the tool.
+    #[test]
+    fn the_mapped_fields_are_the_tools_own() {
+        for m in MAPPINGS {
+            let builtin = flemma_schema::builtin::get(m.ours).unwrap();
+            let schema = builtin
+                .input
+                .to_json_schema(flemma_schema::Mode::Lenient)
+                .unwrap();
+            for (ours, _) in m.fields {
+                assert!(
+                    schema["properties"].get(*ours).is_some(),
+                    "{}.{ours} is not an input of {}",
+                    m.ours,
+                    m.ours
+                );
+            }
+        }
+        let edit = flemma_schema::builtin::inputs::EditInput {
+            label: "fix".into(),
+            path: "a.rs".into(),
+            old_text: "a".into(),
+            new_text: "b".into(),
+        };
+        let input = serde_json::to_value(&edit).unwrap();
+        let shown = claude_input("edit", &input, Path::new("/p"));
+        assert_eq!(
+            (&shown["old_string"], &shown["new_string"]),
+            (&json!("a"), &json!("b"))
+        );
+        let updated = json!({"file_path": "/p/a.rs", "old_string": "a", "new_string": "c"});
+        let rewritten = native_input("edit", &updated, &input, Path::new("/p"));
+        let read = flemma_schema::builtin::inputs::EditInput::from_call(&rewritten).unwrap();
+        assert_eq!(read.new_text, "c");
     }
 
     #[test]

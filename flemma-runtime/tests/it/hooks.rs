@@ -481,6 +481,42 @@ async fn claude_code_file_path_hooks_see_absolute_paths_and_note_results() {
     );
 }
 
+/// A Claude Code hook on `Edit` reads `old_string` / `new_string` (our `oldText` / `newText`)
+/// and its `updatedInput` reaches the tool: a denial it bases on them holds (the canary never
+/// reaches the file), and its rewrite is what the edit writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_edit_hooks_see_and_rewrite_the_texts() {
+    let dir = scratch("claude-edit");
+    let toml = format!(
+        "[hooks]\ncompat = \"claude\"\n\n[[hooks.PreToolUse]]\nmatcher = \"Edit\"\ncommand = \"python3 {}\"\n",
+        scripts().join("guard_edit.py").display(),
+    );
+    let registry = with_command_hooks(&toml);
+    std::fs::write(dir.join("a.txt"), "hello draft\n").unwrap();
+    std::fs::write(dir.join("b.txt"), "hello world\n").unwrap();
+    let edit = |id: &str, path: &str, old: &str, new: &str| {
+        let input = serde_json::json!({"label": "e", "path": path, "oldText": old, "newText": new});
+        format!("**Tool Use:** `edit` (`{id}`)\n```json\n{input}\n```\n")
+    };
+    let text = format!(
+        "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": [\"edit\"]}}}}}}\n```\n@Assistant:\n{}{}",
+        edit("toolu_canary", "b.txt", "world", "CANARY-secret"),
+        edit("toolu_draft", "a.txt", "draft", "draft"),
+    );
+    let (after, warnings) = file_cycle(&dir, &text, registry).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+        "hello world\n"
+    );
+    assert_contains(&after, &["the canary stays out"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+        "hello final\n"
+    );
+    assert_contains(&after, &["\"newText\":\"final\""]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_hook_that_times_out_or_exits_1_is_a_warning() {
     let dir = scratch("slow");
