@@ -24,14 +24,30 @@ pub(crate) enum Json<'a> {
     /// Any JSON (a declaration); its objects' keys are written sorted. Boxed: a body holds
     /// few of them and many small values, which stay a third of the size.
     Value(Box<Value>),
-    /// Any JSON shared with other bodies (a tool declaration built once, see
+    /// A tool declaration shared with other bodies (built once, see
     /// [`Declared`](crate::adapters::Declared)); keys written sorted.
-    Shared(std::sync::Arc<Value>),
+    Shared(std::sync::Arc<Declaration>),
     /// A borrowed JSON object (a tool input), keys written sorted.
     Map(&'a Map<String, Value>),
     Array(Vec<Json<'a>>),
     /// An object whose entries are sorted by key (see [`Json::object`]).
     Object(Vec<(&'static str, Json<'a>)>),
+}
+
+/// A tool declaration as the bodies that offer the tool share it: its JSON, and the text
+/// [`RequestBody::to_json`] writes for it (keys sorted), made once.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Declaration {
+    pub(crate) value: Value,
+    text: String,
+}
+
+impl Declaration {
+    pub(crate) fn new(value: Value) -> Self {
+        // Writing to a String cannot fail, and every key is a string.
+        let text = serde_json::to_string(&Sorted(&value)).unwrap_or_default();
+        Self { value, text }
+    }
 }
 
 impl<'a> Json<'a> {
@@ -60,7 +76,7 @@ impl<'a> Json<'a> {
             Json::Number(n) => Value::Number((**n).clone()),
             Json::Str(s) => Value::String(s.as_ref().to_owned()),
             Json::Value(v) => (**v).clone(),
-            Json::Shared(v) => (**v).clone(),
+            Json::Shared(d) => d.value.clone(),
             Json::Map(m) => Value::Object((*m).clone()),
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
             Json::Object(entries) => Value::Object(
@@ -73,6 +89,47 @@ impl<'a> Json<'a> {
     }
 }
 
+impl Json<'_> {
+    /// Appends the JSON text of the value to `out`: what its [`Serialize`] gives through
+    /// `serde_json`, a shared declaration's text copied as it was written once.
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Json::Shared(declaration) => out.extend_from_slice(declaration.text.as_bytes()),
+            Json::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_json(out);
+                }
+                out.push(b']');
+            }
+            Json::Object(entries) => {
+                out.push(b'{');
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    write_entry(out, i, key, value);
+                }
+                out.push(b'}');
+            }
+            // Writing to a Vec cannot fail, and every key is a string.
+            other => {
+                let _ = serde_json::to_writer(&mut *out, other);
+            }
+        }
+    }
+}
+
+/// Appends `"key":value` to an object's text in `out`, after a comma unless it is the first.
+fn write_entry(out: &mut Vec<u8>, i: usize, key: &str, value: &Json<'_>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    value.write_json(out);
+}
+
 impl Serialize for Json<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -81,7 +138,7 @@ impl Serialize for Json<'_> {
             Json::Number(n) => n.serialize(serializer),
             Json::Str(s) => serializer.serialize_str(s),
             Json::Value(v) => Sorted(v).serialize(serializer),
-            Json::Shared(v) => Sorted(v).serialize(serializer),
+            Json::Shared(d) => Sorted(&d.value).serialize(serializer),
             Json::Map(m) => Sorted::map(m, serializer),
             Json::Array(items) => {
                 let mut seq = serializer.serialize_seq(Some(items.len()))?;
@@ -201,10 +258,31 @@ impl<'a> RequestBody<'a> {
         self.trailing
     }
 
-    /// The exact JSON text to send.
+    /// The exact JSON text to send (what the body's [`Serialize`] gives through `serde_json`;
+    /// the tool declarations, the same in every request, are copied from the text made when
+    /// each was built).
     pub fn to_json(&self) -> String {
-        // Writing to a String cannot fail, and every key is a string.
-        serde_json::to_string(self).unwrap_or_default()
+        let mut out = Vec::with_capacity(16 * 1024);
+        match &self.fields {
+            Json::Object(entries) => {
+                out.push(b'{');
+                let last = self
+                    .trailing
+                    .iter()
+                    .filter_map(|key| entries.iter().find(|(k, _)| k == key));
+                let ordered = entries
+                    .iter()
+                    .filter(|(k, _)| !self.trailing.contains(k))
+                    .chain(last);
+                for (i, (key, value)) in ordered.enumerate() {
+                    write_entry(&mut out, i, key, value);
+                }
+                out.push(b'}');
+            }
+            other => other.write_json(&mut out),
+        }
+        // serde_json writes UTF-8 only, and the declarations' texts are its output.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// The body as a `serde_json::Value` (copies everything it borrows).
@@ -270,5 +348,39 @@ mod tests {
             crate::body_to_string(&body.to_value(), body.trailing_keys()),
             body.to_json()
         );
+    }
+
+    /// `to_json` writes what the body's `Serialize` gives through `serde_json`, a shared
+    /// declaration (copied from its text) and escapes included.
+    #[test]
+    fn the_text_written_is_what_serde_writes() {
+        let declaration = std::sync::Arc::new(Declaration::new(json!({
+            "name": "t\"ool\u{1}",
+            "input_schema": {"type": "object", "properties": {"b": {}, "a": {"x": [1.5, -2, "é"]}}},
+        })));
+        let input: Map<String, Value> = serde_json::from_str(r#"{"z":"\n","y":[null]}"#).unwrap();
+        let fields = obj! {
+            "tools": Json::Array(vec![
+                Json::Shared(std::sync::Arc::clone(&declaration)),
+                Json::Shared(declaration),
+            ]),
+            "messages": vec![obj! {"content": "line\n\"quoted\"\t", "input": Json::Map(&input)}],
+            "temperature": Json::from(0.25),
+            "stream": true,
+            "stop": Json::Null,
+            "empty": Json::Array(Vec::new()),
+            "nothing": obj! {},
+        };
+        for trailing in [&[][..], &["tools", "messages"][..], &["absent"][..]] {
+            let body = RequestBody::new(fields.clone(), trailing);
+            let written = body.to_json();
+            assert_eq!(written, serde_json::to_string(&body).unwrap());
+            assert_eq!(
+                crate::body_to_string(&body.to_value(), body.trailing_keys()),
+                written
+            );
+        }
+        let bare = RequestBody::new(Json::Array(vec![Json::from("a")]), &[]);
+        assert_eq!(bare.to_json(), r#"["a"]"#);
     }
 }

@@ -145,7 +145,7 @@ fn tools(options: &RequestOptions, cache_control: Option<&Value>) -> Vec<Json<'s
     if let (Some(cache_control), Some(last)) = (cache_control, tools.last_mut())
         && let Json::Shared(declared) = last
     {
-        let mut marked = Value::clone(declared);
+        let mut marked = declared.value.clone();
         if let Value::Object(map) = &mut marked {
             map.insert("cache_control".into(), cache_control.clone());
         }
