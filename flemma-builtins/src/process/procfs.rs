@@ -92,13 +92,61 @@ pub(crate) struct Allocation {
     pub(crate) forks: u64,
 }
 
+/// A `/proc` file of the whole system, opened once and read from its start each time (the
+/// kernel writes such a file anew for a read at offset 0): a spawned command reads
+/// `/proc/loadavg` and `/proc/stat` before it starts and after it ends, and an `open` and a
+/// `close` each time cost more than the read. Opened close-on-exec, as every file here.
+struct Kept {
+    path: &'static str,
+    file: std::sync::OnceLock<std::fs::File>,
+}
+
+impl Kept {
+    const fn new(path: &'static str) -> Self {
+        Self {
+            path,
+            file: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The whole file, read into a buffer of `capacity` bytes first; `None` when it cannot
+    /// be opened or read (opening is tried again next time).
+    fn read(&self, capacity: usize) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt as _;
+        let file = if let Some(file) = self.file.get() {
+            file
+        } else {
+            let opened = std::fs::File::open(self.path).ok()?;
+            self.file.get_or_init(|| opened)
+        };
+        let mut bytes = vec![0_u8; capacity.max(1)];
+        let mut len = 0;
+        loop {
+            if len == bytes.len() {
+                bytes.resize(len * 2, 0);
+            }
+            match file.read_at(&mut bytes[len..], len as u64) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        bytes.truncate(len);
+        Some(bytes)
+    }
+}
+
+/// `/proc/loadavg` and `/proc/stat`, kept open.
+static LOADAVG: Kept = Kept::new("/proc/loadavg");
+static SYSTEM_STAT: Kept = Kept::new("/proc/stat");
+
 impl Allocation {
     /// Now; `None` when `/proc` does not say.
     pub(crate) fn now() -> Option<Self> {
         // `0.00 0.01 0.05 1/123 4567`: the tasks after the slash, the last pid.
-        let mut buf = [0_u8; 256];
-        let len = read_small("/proc/loadavg", &mut buf)?;
-        let loadavg = std::str::from_utf8(buf.get(..len)?).ok()?;
+        let bytes = LOADAVG.read(256)?;
+        let loadavg = std::str::from_utf8(&bytes).ok()?;
         let mut fields = loadavg.split_ascii_whitespace().skip(3);
         let tasks = fields.next()?.split('/').nth(1)?.parse().ok()?;
         let last_pid = fields.next()?.parse().ok()?;
@@ -115,7 +163,7 @@ pub(crate) fn forks() -> Option<u64> {
     // Read whole (the `processes` line comes after one line per CPU and the interrupt counts),
     // into a buffer that holds it on most machines: `/proc` reports a size of 0, so
     // `std::fs::read` would start from 32 bytes and read seven or eight times.
-    let stat = read_whole("/proc/stat", 16 * 1024)?;
+    let stat = SYSTEM_STAT.read(16 * 1024)?;
     let at = memchr::memmem::find(&stat, b"\nprocesses ")?;
     let rest = stat.get(at + b"\nprocesses ".len()..)?;
     let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
@@ -156,6 +204,21 @@ pub(crate) mod tests {
         assert!(pid_max().is_some_and(|max| max > now.last_pid));
         let me = Stat::of(i32::try_from(std::process::id()).unwrap_or_default());
         assert!(me.is_some_and(|s| s.state != 0));
+    }
+
+    /// The files kept open are read anew each time: the forks counted grow with a fork
+    /// between two reads, and the last pid is the one given out.
+    #[test]
+    fn kept_files_are_read_afresh() {
+        let before = Allocation::now().unwrap_or_else(|| panic!("no /proc/loadavg"));
+        let child = std::process::Command::new("true")
+            .status()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(child.success());
+        let after = Allocation::now().unwrap_or_else(|| panic!("no /proc/loadavg"));
+        assert!(after.forks > before.forks, "{before:?} then {after:?}");
+        assert_ne!(after.last_pid, before.last_pid);
+        assert_eq!(forks().map(|f| f >= after.forks), Some(true));
     }
 
     #[test]

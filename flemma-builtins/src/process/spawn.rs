@@ -384,6 +384,13 @@ fn c_string(text: &OsStr) -> std::io::Result<CString> {
 
 /// The program to execute: `program` itself when it names a path (relative to `cwd`), else
 /// the first executable file of that name in `path` (`PATH`, `/bin:/usr/bin` without one).
+///
+/// What a search of an all-absolute `PATH` found is remembered, as a shell's `hash` does: the
+/// next call of the same program under the same `PATH` looks only at that file (one `stat`
+/// instead of one per directory before it), and searches again once it is no longer an
+/// executable file. So a program put into an earlier directory of `PATH` later is not taken
+/// for the one found first (a `bash` a command drops into `~/.local/bin` does not replace
+/// `/usr/bin/bash` for the calls after it).
 fn resolve(program: &str, path: Option<&str>, cwd: &Path) -> std::io::Result<PathBuf> {
     if program.contains('/') {
         return Ok(cwd.join(program));
@@ -392,8 +399,54 @@ fn resolve(program: &str, path: Option<&str>, cwd: &Path) -> std::io::Result<Pat
     if program.is_empty() {
         return Err(not_found());
     }
-    path.unwrap_or("/bin:/usr/bin")
-        .split(':')
+    let path = path.unwrap_or("/bin:/usr/bin");
+    // A relative directory (or an empty one, the working directory) depends on `cwd`.
+    let absolute = path.split(':').all(|dir| dir.starts_with('/'));
+    if absolute && let Some(found) = found_before(path, program) {
+        return Ok(found);
+    }
+    let found = search(program, path, cwd).ok_or_else(not_found)?;
+    if absolute {
+        remember(path, program, &found);
+    }
+    Ok(found)
+}
+
+/// The programs found in `PATH` lately, by (`PATH`, program).
+static FOUND: std::sync::LazyLock<Mutex<std::collections::HashMap<(String, String), PathBuf>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+/// At most this many programs are remembered (all are forgotten when one more is found).
+const FOUND_MAX: usize = 64;
+
+/// What a search of `path` found for `program` before, when it is still an executable file.
+fn found_before(path: &str, program: &str) -> Option<PathBuf> {
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let key = (path.to_owned(), program.to_owned());
+    let before = found.get(&key)?.clone();
+    if crate::bwrap::is_executable(&before) {
+        Some(before)
+    } else {
+        found.remove(&key);
+        None
+    }
+}
+
+fn remember(path: &str, program: &str, at: &Path) {
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if found.len() >= FOUND_MAX {
+        found.clear();
+    }
+    found.insert((path.to_owned(), program.to_owned()), at.to_owned());
+}
+
+/// The first executable file named `program` in the directories of `path`.
+fn search(program: &str, path: &str, cwd: &Path) -> Option<PathBuf> {
+    path.split(':')
         .map(|dir| {
             let dir = if dir.is_empty() {
                 Path::new(".")
@@ -403,7 +456,6 @@ fn resolve(program: &str, path: Option<&str>, cwd: &Path) -> std::io::Result<Pat
             cwd.join(dir).join(program)
         })
         .find(|candidate| crate::bwrap::is_executable(candidate))
-        .ok_or_else(not_found)
 }
 
 #[cfg(test)]
@@ -480,5 +532,51 @@ mod tests {
             missing.err().map(|e| e.kind()),
             Some(std::io::ErrorKind::NotFound)
         );
+    }
+
+    /// A program found once is the one taken after, even when a file of its name turns up
+    /// in an earlier directory of `PATH` (what a command could drop there); once it is gone,
+    /// `PATH` is searched again. A `PATH` with a relative directory is searched every time.
+    #[test]
+    fn a_program_found_stays_the_one_taken_until_it_is_gone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let base = std::env::temp_dir().join(format!("flemma-found-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (early, late) = (base.join("early"), base.join("late"));
+        for dir in [&early, &late] {
+            std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let install = |dir: &Path| {
+            let file = dir.join("prog");
+            std::fs::write(&file, "#!/bin/sh\n").unwrap_or_else(|e| panic!("{e}"));
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755))
+                .unwrap_or_else(|e| panic!("{e}"));
+            file
+        };
+        let path = format!("{}:{}", early.display(), late.display());
+        let cwd = Path::new("/");
+        let real = install(&late);
+        assert_eq!(resolve("prog", Some(&path), cwd).ok(), Some(real.clone()));
+        // The canary: a `prog` dropped into the earlier directory is not taken.
+        let dropped = install(&early);
+        assert_eq!(resolve("prog", Some(&path), cwd).ok(), Some(real.clone()));
+        // Without a relative directory remembered nothing: the same PATH with `.` searches.
+        let relative = format!("{path}:.");
+        assert_eq!(
+            resolve("prog", Some(&relative), cwd).ok(),
+            Some(dropped.clone())
+        );
+        // The one found is gone: searched again.
+        std::fs::remove_file(&real).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            resolve("prog", Some(&path), cwd).ok(),
+            Some(dropped.clone())
+        );
+        std::fs::remove_file(&dropped).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            resolve("prog", Some(&path), cwd).err().map(|e| e.kind()),
+            Some(std::io::ErrorKind::NotFound)
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }
