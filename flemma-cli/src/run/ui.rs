@@ -156,12 +156,16 @@ impl Ui {
     /// [`status`](Self::status) of a line made visible already (with our own escapes).
     fn status_raw(&mut self, line: &str) {
         self.end_text_line();
+        // One write per line (stderr is unbuffered: `writeln!` would make two).
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
         if self.tty {
             self.progress.suspend(|| {
-                let _ = writeln!(std::io::stderr(), "{line}");
+                let _ = std::io::stderr().write_all(&bytes);
             });
         } else {
-            let _ = writeln!(std::io::stderr(), "{line}");
+            let _ = std::io::stderr().write_all(&bytes);
         }
     }
 
