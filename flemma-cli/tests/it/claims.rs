@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -290,5 +290,106 @@ fn a_call_whose_host_was_killed_is_answered_with_an_error_and_sent_as_one() {
             .to_string()
             .contains("Tool execution lost"),
         "{body}"
+    );
+}
+
+/// One system call of a traced run: its name and the line `strace -y` printed for it.
+#[cfg(target_os = "linux")]
+struct Traced {
+    name: String,
+    line: String,
+}
+
+/// The calls `strace -f -y -o log` wrote to `log`, in the order they were made.
+#[cfg(target_os = "linux")]
+fn traced(log: &Path) -> Vec<Traced> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            // "PID name(args) = result"; resumed and signal lines are not calls.
+            let rest = line.split_once(' ')?.1.trim_start();
+            let (name, _) = rest.split_once('(')?;
+            (!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')).then(
+                || Traced {
+                    name: name.to_owned(),
+                    line: line.to_owned(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// A machine crash must never leave a call's block in progress (status-less and empty)
+/// without its claim: the next host would send it as an empty success. On a file system that
+/// orders nothing between files (btrfs), only a sync of the claims directory makes the claim's
+/// name durable; it must come after the claim is renamed into place and before the transcript
+/// is written with the cleared block (a write can reach the disk at any time after it is made)
+/// and before the command starts. Watched with strace on the real binary.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_claim_is_durable_before_its_block_reads_as_in_progress() {
+    let script = scratch(
+        "claims-durable.script.json",
+        br#"[{"tool_uses": [{"name": "bash", "input": {"command": "echo ran"}}]}, {"text": "Done."}]"#,
+    );
+    let chat = scratch("claims-durable.chat", b"@You:\nGo.\n");
+    let dir = chat.parent().unwrap().to_owned();
+    let log = dir.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-y", "-qq", "-o"])
+        .arg(&log)
+        .args([
+            "-e",
+            "trace=rename,renameat,renameat2,fsync,fdatasync,write,pwrite64,execve",
+            "--",
+            env!("CARGO_BIN_EXE_flemma"),
+            "run",
+            path(&chat),
+            "--provider",
+            "scripted",
+            "--script",
+            path(&script),
+            "--approve",
+            "all",
+            "--set",
+            "sandbox.enabled=false",
+        ])
+        .env("XDG_STATE_HOME", crate::state_home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("strace runs (scripts/test installs it: Debian package strace)");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read_to_string(&chat).unwrap().contains("ran"),
+        "the call ran"
+    );
+    let calls = traced(&log);
+    let position = |what: &str, from: usize, found: &dyn Fn(&Traced) -> bool| {
+        let Some(n) = calls[from..].iter().position(found) else {
+            panic!("no {what} after call {from} in {}", log.display())
+        };
+        n + from
+    };
+    let chat_name = path(&chat).to_owned();
+    let claimed = position("claim renamed into calls/", 0, &|c| {
+        c.name.starts_with("rename") && c.line.contains("/calls/") && c.line.contains(".json\"")
+    });
+    let synced = position("sync of the claims directory", claimed, &|c| {
+        c.name == "fsync" && c.line.contains("/calls>")
+    });
+    // The transcript written after the claim: renamed over, or written in place.
+    let written = position("write of the transcript", claimed, &|c| {
+        (c.name.starts_with("rename") && c.line.contains(&format!("\"{chat_name}\"")))
+            || (c.name.contains("write") && c.line.contains(&format!("<{chat_name}>")))
+    });
+    let started = position("the command's start", claimed, &|c| {
+        c.name == "execve" && c.line.contains("bash")
+    });
+    assert!(
+        synced < written && synced < started,
+        "the claim's directory synced at call {synced}, the transcript written at {written}, \
+         the command started at {started} (log {})",
+        log.display()
     );
 }

@@ -20,10 +20,15 @@
 //! success. A gone owner's claim on a block that is still `(approved)` is dropped: the host died
 //! before it started the call (it clears the suffix, then runs), so the call runs now.
 //!
-//! Claim files are not synced. A crash of the machine can leave a claim's name without its
-//! bytes (an empty file); a claim file that does not read as a claim is taken for a gone
-//! owner's (claims are written whole and renamed into place, so a live host's always reads),
-//! and its in-progress call is answered with the same error.
+//! A claim's name is made durable (one `fsync` of the claims directory for the calls starting
+//! together) before its call's block is cleared, so a crash of the machine never leaves a block
+//! in progress without its claim, whatever order the file system keeps between files (btrfs
+//! keeps none): such a block would be sent as an empty success. The claim's bytes are not
+//! synced: a crash can leave its name without them (an empty file); a claim file that does not
+//! read as a claim is taken for a gone owner's (claims are written whole and renamed into
+//! place, so a live host's always reads), and its in-progress call is answered with the same
+//! error. Removing a claim is not synced either: a claim a crash kept, on a block already
+//! answered, is a gone owner's claim on a finished call, dropped by the next cycle.
 
 pub(super) mod table;
 
@@ -153,6 +158,12 @@ impl Executor {
             let held = self.claimant.hold(id);
             claimed.push((call, Some(held)));
         }
+        // The claims' names durable before the blocks are cleared (one sync for them all).
+        if claimed.iter().any(|(_, held)| held.is_some())
+            && let Err(error) = locked.sync()
+        {
+            tracing::warn!(%error, "call claims not synced; a crash of the machine may lose them");
+        }
         Ok(claimed)
     }
 
@@ -223,6 +234,8 @@ impl Executor {
             })
             .await?;
         // A call in progress whose claim a crash left unreadable: its host is gone with it.
+        let in_progress_ids: HashSet<String> =
+            in_progress_calls.iter().map(|(id, _)| id.clone()).collect();
         let torn = self.torn_claims(&locked, in_progress_calls);
         lost.extend(torn.iter().cloned());
         gone.extend(torn.iter().cloned());
@@ -253,6 +266,11 @@ impl Executor {
             if let Err(error) = locked.remove(&record.tool_id) {
                 tracing::warn!(id = %record.tool_id, %error, "call claim not removed");
             }
+        }
+        if any_torn {
+            // What is left unreadable is a claim on a call already answered (its removal was
+            // lost in the crash, its bytes too): nothing to answer, so it goes.
+            locked.drop_torn(&in_progress_ids);
         }
         drop(locked);
         Ok(self.report_lost(lost, &torn))
