@@ -199,7 +199,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_file_ledger_keeps_placements_by_call_and_input() {
-        let dir = std::env::temp_dir().join(format!("flemma-placed-{}", std::process::id()));
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-placed-")
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path().join("placed");
         let ledger = FilePlacements::new(&dir);
         let input = json!({"command": "ls"});
         let p = placement("toolu/../1", &input);
@@ -214,7 +218,6 @@ mod tests {
         ledger.remove(&p.id).await.unwrap();
         ledger.remove(&p.id).await.unwrap();
         assert_eq!(ledger.get(&p.id).await.unwrap(), None);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

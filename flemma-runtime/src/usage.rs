@@ -610,9 +610,11 @@ cache_read = 0.5
 
     #[test]
     fn a_torn_or_foreign_line_is_skipped() {
-        let dir = std::env::temp_dir().join(format!("flemma-usage-log-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let log = UsageLog::in_store(&dir.join("store"));
+        let dir = tempfile::Builder::new()
+            .prefix("flemma-usage-log-")
+            .tempdir()
+            .expect("scratch");
+        let log = UsageLog::in_store(&dir.path().join("store"));
         assert_eq!(log.read().expect("empty").records.len(), 0);
         log.append(&UsageRecord::now("openai", "gpt-5.4", tokens(3, 4), None))
             .expect("append");
@@ -628,6 +630,5 @@ cache_read = 0.5
             summary.by_model()[0].0,
             ("openai".to_owned(), "gpt-5.4".to_owned())
         );
-        std::fs::remove_dir_all(&dir).expect("clean");
     }
 }

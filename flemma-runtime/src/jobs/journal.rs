@@ -328,7 +328,11 @@ mod tests {
 
     #[tokio::test]
     async fn entries_round_trip_and_list_oldest_first() {
-        let dir = std::env::temp_dir().join(format!("flemma-journal-{}", std::process::id()));
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-journal-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = scratch.path().join("jobs");
         let journal: Arc<dyn JobJournal> = Arc::new(FileJournal::new(&dir));
         journal.put(&record("job_b", 2.0)).await.unwrap_or_default();
         journal.put(&record("job_a", 1.0)).await.unwrap_or_default();
@@ -353,13 +357,15 @@ mod tests {
             journal.get("job_a").await.map(|r| r.state),
             Some(JobState::Delivered)
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
     async fn a_job_is_claimed_once_and_only_while_it_runs() {
-        let dir = std::env::temp_dir().join(format!("flemma-claim-{}", std::process::id()));
-        let journal = FileJournal::new(&dir);
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-claim-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let journal = FileJournal::new(&scratch.path().join("jobs"));
         let gone = ProcessRef {
             pid: i32::MAX,
             start_time: 1,
@@ -388,7 +394,6 @@ mod tests {
             .await
             .unwrap_or_default();
         assert_eq!(journal.claim("job_c", me).await.ok().flatten(), None);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

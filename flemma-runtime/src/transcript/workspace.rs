@@ -21,12 +21,13 @@ use flemma_ids::ToolName;
 ///
 /// let config = Config::new();
 /// let options = config.options()?;
-/// let dir = std::env::temp_dir().join("flemma-doc-workspace");
+/// let dir = std::env::temp_dir().join(format!("flemma-doc-workspace-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let chat = dir.join("notes.chat");
 /// let workspace = CommandWorkspace::new(&config, &options, Some(&chat), None);
 /// assert_eq!(workspace.cwd(), Some(dir.as_path()));
 /// assert!(!workspace.may_write(Path::new("/etc/passwd")));
+/// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default)]

@@ -10,6 +10,8 @@ use flemma_core::Conversation;
 use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
 use flemma_runtime::{Executor, FileConversation, MemoryConversation, Next, ToolRegistry};
 
+use crate::scratch::Scratch;
+
 const CALLS: usize = 12;
 const EXECUTORS: usize = 3;
 
@@ -94,8 +96,7 @@ async fn executors_of_one_memory_conversation_run_each_call_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn executors_of_one_file_opened_twice_run_each_call_once() {
-    let dir = std::env::temp_dir().join(format!("flemma-claims-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(format!("flemma-claims-{}", std::process::id()));
     let file = dir.join("twice.chat");
     std::fs::write(&file, transcript()).unwrap();
     let conversations: Vec<Arc<dyn Conversation>> = (0..EXECUTORS)
@@ -103,7 +104,6 @@ async fn executors_of_one_file_opened_twice_run_each_call_once() {
         .collect();
     let runs = cycle_all(conversations).await;
     assert_once(&runs, &std::fs::read_to_string(&file).unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,9 +166,7 @@ async fn a_call_whose_executor_went_away_mid_run_is_answered_with_an_error() {
 /// well-formed result next to it is left alone.
 #[tokio::test]
 async fn a_call_whose_claim_a_crash_left_empty_is_answered_with_an_error() {
-    let dir = std::env::temp_dir().join(format!("flemma-claims-torn-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(format!("flemma-claims-torn-{}", std::process::id()));
     let file = dir.join("torn.chat");
     std::fs::write(
         &file,
@@ -203,5 +201,30 @@ async fn a_call_whose_claim_a_crash_left_empty_is_answered_with_an_error() {
         "{text}"
     );
     assert!(!calls.join("toolu_h.json").exists());
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A claim a crash left unreadable on a call already answered (the result was durable, the
+/// claim's removal was not) goes at the next cycle and changes nothing in the conversation,
+/// so that it is not read and warned of at every cycle after.
+#[tokio::test]
+async fn an_unreadable_claim_on_an_answered_call_goes() {
+    let dir = Scratch::new(format!("flemma-claims-torn-done-{}", std::process::id()));
+    let file = dir.join("done.chat");
+    let text = "@Assistant:\n\
+         **Tool Use:** `hang` (`toolu_done`)\n```json\n{}\n```\n\n\
+         @You:\n\n\
+         **Tool Result:** `toolu_done`\n```\nfinished\n```\n";
+    std::fs::write(&file, text).unwrap();
+    let calls = dir.join(".flemma/done.chat/calls");
+    std::fs::create_dir_all(&calls).unwrap();
+    std::fs::write(calls.join("toolu_done.json"), "").unwrap();
+    // Not a claim's name: left alone (a host's temporary file, or anything else).
+    std::fs::write(calls.join(".toolu_x.json.1.tmp"), "").unwrap();
+    let executor =
+        Executor::builder(Arc::new(FileConversation::new(&file)), ToolRegistry::new()).build();
+    let report = executor.cycle().await.unwrap();
+    assert!(report.completed.is_empty(), "{:?}", report.completed);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert!(!calls.join("toolu_done.json").exists());
+    assert!(calls.join(".toolu_x.json.1.tmp").exists());
 }

@@ -14,11 +14,10 @@ use flemma_ast::TextEdit;
 use flemma_core::{Conversation, ConversationError, Durability};
 use flemma_runtime::FileConversation;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-durability-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+use crate::scratch::Scratch;
+
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(format!("flemma-durability-{name}-{}", std::process::id()))
 }
 
 fn ino(path: &Path) -> u64 {
@@ -33,7 +32,7 @@ fn open(path: &Path, inline: bool) -> FileConversation {
 }
 
 /// A scratch directory `name` holding `t.chat` (`@You:\nhi\n`), and its conversation.
-fn hi_chat(name: &str, inline: bool) -> (PathBuf, PathBuf, FileConversation) {
+fn hi_chat(name: &str, inline: bool) -> (Scratch, PathBuf, FileConversation) {
     let dir = scratch(name);
     let path = dir.join("t.chat");
     std::fs::write(&path, "@You:\nhi\n").unwrap();
@@ -107,7 +106,6 @@ async fn buffered_appends_are_written_in_place_and_durable_changes_replace_the_f
         std::fs::read_to_string(&path).unwrap(),
         "@You:\nbye\n@Assistant:\nhello\n@You:\n"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A durable change that only touches text appended `Buffered` since the last durable point
@@ -162,7 +160,6 @@ async fn a_durable_change_to_buffered_text_only_is_written_in_place_with(inline:
         "{stale:?}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A change made by someone else between a snapshot and an append (same length, so only the
@@ -197,7 +194,6 @@ async fn a_buffered_append_to_a_file_changed_meanwhile_is_refused_with(inline: b
     let now = chat.snapshot().await.unwrap();
     assert_eq!(now.text.as_str(), "@You:\nho\n");
     assert!(now.revision > snapshot.revision);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The file changed by another writer after this conversation's own write is seen by the
@@ -218,7 +214,6 @@ async fn a_snapshot_sees_a_write_made_after_its_own_with(inline: bool) {
     std::fs::write(&path, "@You:\nhi\nmore\nand the user's line\n").unwrap();
     let now = chat.snapshot().await.unwrap();
     assert_eq!(now.text.as_str(), "@You:\nhi\nmore\nand the user's line\n");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// After a durable rewrite the conversation knows the file it installed without reading it
@@ -271,7 +266,6 @@ async fn a_change_right_after_a_durable_rewrite_is_seen_with(inline: bool) {
         chat.snapshot().await.unwrap().text.as_str(),
         "@You:\nhi\nONE\nTWO\n"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 /// The old text of the crash test: large, so that a kill lands inside a write.
 fn old_text() -> String {
@@ -429,7 +423,6 @@ fn a_killed_writer_of_its_buffered_tail_leaves_the_durable_text_and_a_prefix() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Kills a writer (SIGKILL) at arbitrary points of its writes, many times: each time the file
@@ -463,7 +456,6 @@ fn a_killed_writer_leaves_the_old_or_the_new_text() {
             assert!(left == old || left == new, "a mix: {} bytes", left.len());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// With the file work on the caller's thread, a write that finds another writer holding the
@@ -507,5 +499,4 @@ async fn an_inline_write_waits_for_another_writer_off_the_thread() {
         "the runtime's thread was held by the write until the other writer let go"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "@You:\nhi\nmore\n");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,7 @@ use flemma_runtime::{
 use proptest::prelude::*;
 
 use crate::cycle::{run_cycle, test_registry};
+use crate::scratch::Scratch;
 
 const APPROVE_ALL: &str =
     "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"*\"], \"max_concurrent\": 2}}}\n```\n";
@@ -338,8 +339,7 @@ async fn crlf_transcripts_stay_crlf() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_edited_while_a_tool_runs_keeps_both_edits() {
-    let dir = std::env::temp_dir().join(format!("flemma-runtime-file-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(format!("flemma-runtime-file-{}", std::process::id()));
     let path = dir.join("edited.chat");
     let text = format!(
         "{APPROVE_ALL}@You:\nRun it.\n\n{}",
@@ -359,7 +359,6 @@ async fn a_file_edited_while_a_tool_runs_keeps_both_edits() {
         &after,
         &["**Tool Result:** `toolu_00`\n```\nslept 400\n```"],
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 proptest! {
@@ -510,8 +509,7 @@ async fn a_tool_reads_its_defaults_under_the_conversations_table() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn save_to_redirects_a_result_into_a_file_and_leaves_a_stub() {
-    let dir = std::env::temp_dir().join(format!("flemma-runtime-saveto-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(format!("flemma-runtime-saveto-{}", std::process::id()));
     let path = dir.join("chat.chat");
     let text = format!(
         "{APPROVE_ALL}{}",
@@ -540,7 +538,6 @@ async fn save_to_redirects_a_result_into_a_file_and_leaves_a_stub() {
         )),
         "{after}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 struct SlowSource;

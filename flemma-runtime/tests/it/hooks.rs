@@ -19,6 +19,7 @@ use flemma_runtime::{
 };
 
 use crate::cycle::test_registry;
+use crate::scratch::Scratch;
 
 const APPROVE_ALL: &str = "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"*\"]}}}\n```\n";
 
@@ -341,11 +342,8 @@ fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/hooks")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-hooks-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(&dir).unwrap()
+fn scratch(name: &str) -> Scratch {
+    Scratch::canonical(format!("flemma-hooks-{name}-{}", std::process::id()))
 }
 
 /// A registry with the built-in tools and the command hooks of `toml`.
@@ -623,7 +621,10 @@ async fn a_background_jobs_result_passes_through_post_tool_use() {
     let text = format!(
         "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_j`)\n```json\n{{\"ms\": 20, \"flemma.background\": true}}\n```\n"
     );
-    let conversation = Arc::new(MemoryConversation::new(text));
+    // A path of its own: the job's journal is kept in its store (an unnamed conversation's
+    // would be under the temporary directory, left behind).
+    let dir = scratch("background-job");
+    let conversation = Arc::new(MemoryConversation::new(text).with_path(dir.join("chat.chat")));
     let executor = Executor::builder(conversation.clone(), registry).build();
     executor.cycle().await.unwrap();
     assert_eq!(executor.wait_jobs().await.unwrap().len(), 1);

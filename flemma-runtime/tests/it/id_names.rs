@@ -9,13 +9,11 @@ use flemma_core::{ToolDefinition, ToolOutput, async_tool_fn};
 use flemma_runtime::{Executor, FileConversation, Next, ToolRegistry};
 use proptest::prelude::*;
 
+use crate::scratch::Scratch;
+
 /// A scratch directory of its own for `test`.
-fn scratch(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("flemma-runtime-ids-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(test: &str) -> Scratch {
+    Scratch::new(format!("flemma-runtime-ids-{}-{test}", std::process::id()))
 }
 
 /// `echo`: answers with its input's `text`, and records every run.
@@ -75,7 +73,6 @@ async fn ids_that_used_to_escape_alike_each_run_and_keep_their_own_result() {
         .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(claims.is_empty(), "{claims:?}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The store path of a call's result under the default format (without a tool name: the

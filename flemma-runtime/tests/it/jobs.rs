@@ -14,19 +14,19 @@ use flemma_runtime::{Event, Executor, ExecutorError, MemoryConversation, Next, T
 
 use crate::cycle::test_registry;
 use crate::executor::cycle_running;
+use crate::scratch::Scratch;
 
-fn dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-jobs-it-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn executor(name: &str, text: &str, registry: ToolRegistry) -> (Arc<MemoryConversation>, Executor) {
-    let conversation =
-        Arc::new(MemoryConversation::new(text).with_path(dir(name).join("notes.chat")));
+/// The test's directory (first: bound first, it is dropped after the executor), the
+/// conversation `notes.chat` in it, and its executor.
+fn executor(
+    name: &str,
+    text: &str,
+    registry: ToolRegistry,
+) -> (Scratch, Arc<MemoryConversation>, Executor) {
+    let dir = Scratch::new(format!("flemma-jobs-it-{}-{name}", std::process::id()));
+    let conversation = Arc::new(MemoryConversation::new(text).with_path(dir.join("notes.chat")));
     let executor = Executor::builder(conversation.clone(), registry).build();
-    (conversation, executor)
+    (dir, conversation, executor)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -80,7 +80,7 @@ fn sleep_use(id: &str, ms: u64, background: bool) -> String {
 #[test]
 fn a_model_initiated_job_gets_an_untracked_placeholder_then_its_job_result() {
     let text = waiting("toolu_1", 50);
-    let (conversation, executor) = executor("untracked", &text, test_registry());
+    let (_dir, conversation, executor) = executor("untracked", &text, test_registry());
     runtime().block_on(async {
         let report = executor.cycle().await.unwrap();
         // The job is not a foreground completion; its placeholder is a final result.
@@ -102,7 +102,7 @@ fn with_the_status_tool_in_the_set_the_placeholder_is_tracked_and_the_three_look
     let registry = test_registry();
     registry.register(JobsStatus::new().unwrap());
     let text = waiting("toolu_1", 400);
-    let (conversation, executor) = executor("tracked", &text, registry);
+    let (_dir, conversation, executor) = executor("tracked", &text, registry);
     runtime().block_on(async {
         let mut events = executor.subscribe();
         executor.cycle().await.unwrap();
@@ -171,7 +171,7 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
         sleep_use("toolu_1", 100, true),
         sleep_use("toolu_2", 300, true)
     );
-    let (conversation, executor) = executor("placements", &text, test_registry());
+    let (_dir, conversation, executor) = executor("placements", &text, test_registry());
     runtime().block_on(async {
         let mut events = executor.subscribe();
         executor.cycle().await.unwrap();
@@ -215,7 +215,7 @@ fn job_results_are_placed_before_a_draft_or_in_a_new_message() {
 #[test]
 fn a_cancelled_job_says_user_aborted() {
     let text = waiting("toolu_1", 60_000);
-    let (conversation, executor) = executor("cancel", &text, test_registry());
+    let (_dir, conversation, executor) = executor("cancel", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
         assert!(executor.cancel("toolu_1"));
@@ -235,7 +235,7 @@ fn background_jobs_take_no_concurrency_slot() {
         "```json\n{{\"flemma\": {{\"tools\": {{\"require_approval\": false, \"max_concurrent\": 1}}}}}}\n```\n@You:\nGo.\n\n@Assistant:\n{}**Tool Use:** `echo` (`toolu_2`)\n```json\n{{\"text\": \"hi\"}}\n```\n",
         sleep_use("toolu_1", 60_000, true)
     );
-    let (conversation, executor) = executor("slots", &text, test_registry());
+    let (_dir, conversation, executor) = executor("slots", &text, test_registry());
     runtime().block_on(async {
         let report = tokio::time::timeout(Duration::from_secs(20), executor.cycle())
             .await
@@ -254,7 +254,7 @@ fn the_host_moves_a_running_call_to_the_background() {
         "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n{}**Tool Use:** `echo` (`toolu_2`)\n```json\n{{\"text\": \"hi\"}}\n```\n",
         sleep_use("toolu_1", 300, false)
     );
-    let (conversation, executor) = executor("host", &text, test_registry());
+    let (_dir, conversation, executor) = executor("host", &text, test_registry());
     let executor = Arc::new(executor);
     runtime().block_on(async {
         // Errors of spec §8.1 first.
@@ -304,7 +304,7 @@ fn the_host_moves_a_running_call_to_the_background() {
 #[test]
 fn an_orphan_without_a_journal_entry_is_lost() {
     let text = "@You:\nGo.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_1`)\n```json\n{\"ms\": 1}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_gone1234)\n```\nRunning as a background job.\n```\n";
-    let (conversation, executor) = executor("orphan", text, test_registry());
+    let (_dir, conversation, executor) = executor("orphan", text, test_registry());
     let states = |jobs: Vec<flemma_runtime::jobs::JobInfo>| -> Vec<(String, JobState)> {
         jobs.into_iter()
             .map(|j| (j.job_id.to_string(), j.state))
@@ -326,7 +326,7 @@ fn an_orphan_without_a_journal_entry_is_lost() {
 #[test]
 fn an_unjournaled_job_with_its_job_result_is_delivered() {
     let text = "@You:\nGo.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_1`)\n```json\n{\"ms\": 1}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_done1234)\n```\nRunning as a background job.\n```\n\n@You:\n**Job Result:** `job_done1234` (error)\n```\nCommand exited with code 2\n```\n";
-    let (_, executor) = executor("unjournaled-delivered", text, test_registry());
+    let (_dir, _, executor) = executor("unjournaled-delivered", text, test_registry());
     runtime().block_on(async {
         let jobs = executor.jobs().await.unwrap();
         let states: Vec<_> = jobs.iter().map(|j| (j.job_id.as_str(), j.state)).collect();
@@ -337,7 +337,7 @@ fn an_unjournaled_job_with_its_job_result_is_delivered() {
 #[test]
 fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
     let text = waiting("toolu_1", 300);
-    let (conversation, executor) = executor("readopt", &text, test_registry());
+    let (_dir, conversation, executor) = executor("readopt", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
         let placeholder = conversation.text();
@@ -363,7 +363,7 @@ fn a_job_put_back_to_approved_is_re_adopted_not_run_twice() {
 #[test]
 fn a_job_whose_result_block_was_removed_gets_its_placeholder_back() {
     let text = waiting("toolu_1", 10);
-    let (conversation, first) = executor("replaced-placeholder", &text, test_registry());
+    let (dir, conversation, first) = executor("replaced-placeholder", &text, test_registry());
     let rt = runtime();
     let placeholder = rt.block_on(async {
         first.cycle().await.unwrap();
@@ -374,12 +374,7 @@ fn a_job_whose_result_block_was_removed_gets_its_placeholder_back() {
     // journal then names no live owner).
     drop(first);
     let job = placeholder.split("(job=").nth(1).unwrap()[..12].to_owned();
-    let entry = std::env::temp_dir()
-        .join(format!(
-            "flemma-jobs-it-{}-replaced-placeholder",
-            std::process::id()
-        ))
-        .join(format!(".flemma/notes.chat/jobs/{job}.json"));
+    let entry = dir.join(format!(".flemma/notes.chat/jobs/{job}.json"));
     let mut record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
     assert_eq!(record["state"], "completed");
@@ -405,7 +400,7 @@ fn a_job_whose_result_block_was_removed_gets_its_placeholder_back() {
 #[test]
 fn a_re_run_job_replaces_its_job_result_in_place() {
     let text = waiting("toolu_1", 10);
-    let (conversation, executor) = executor("rerun", &text, test_registry());
+    let (_dir, conversation, executor) = executor("rerun", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
         executor.wait_jobs().await.unwrap();
@@ -447,7 +442,7 @@ fn a_re_run_job_replaces_its_job_result_in_place() {
 #[test]
 fn a_host_can_wait_for_the_next_finished_job_without_delivering_it() {
     let text = waiting("toolu_1", 200);
-    let (conversation, executor) = executor("finished", &text, test_registry());
+    let (_dir, conversation, executor) = executor("finished", &text, test_registry());
     runtime().block_on(async {
         executor.cycle().await.unwrap();
         assert_eq!(executor.running_jobs(), 1);

@@ -22,6 +22,7 @@ mod jobs;
 mod paths;
 mod placements;
 mod registry;
+mod scratch;
 mod selection;
 mod store_names;
 mod timeouts;

@@ -1,23 +1,22 @@
 //! A long tool id still gets its full output stored (under a shortened name the notice gives),
 //! and a store that cannot be written is a warning to the host, never silent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use flemma_runtime::{Event, Executor, FileConversation, ToolRegistry};
+
+use crate::scratch::Scratch;
 
 const APPROVE_BASH: &str =
     "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"bash\"]}}}\n```\n";
 
 /// A scratch directory of its own for `test`.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+fn scratch(test: &str) -> Scratch {
+    Scratch::new(format!(
         "flemma-runtime-store-{}-{test}",
         std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ))
 }
 
 /// Runs one cycle over `chat`, whose one call `id` runs `seq 1 200000` in bash; returns the
@@ -70,7 +69,6 @@ async fn a_300_character_id_gets_its_full_output_stored() {
         Path::new(path).starts_with(dir.join(".flemma/long.chat")),
         "{path}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,5 +95,4 @@ async fn a_store_that_cannot_be_written_is_a_warning() {
         warning.contains(".flemma"),
         "the warning names the path: {warning}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
