@@ -242,13 +242,17 @@ mod tests {
     /// the walking threads had already started on are searched.
     #[test]
     fn the_limit_stops_the_walk() {
-        let dir = std::env::temp_dir().join(format!("flemma-grep-unit-{}", std::process::id()));
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-grep-unit-")
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path();
         for i in 0..400 {
             let sub = dir.join(format!("d{}", i % 20));
             std::fs::create_dir_all(&sub).unwrap();
             std::fs::write(sub.join(format!("f{i}.txt")), "needle\n").unwrap();
         }
-        let root = Root::at(Some(dir.to_str().unwrap()), &dir);
+        let root = Root::at(Some(dir.to_str().unwrap()), dir);
         let matcher = RegexMatcherBuilder::new().build("needle").unwrap();
         let overrides = search::overrides(&root.path, None, &[]).unwrap();
         let shared = Arc::new(Shared::new(
@@ -265,6 +269,5 @@ mod tests {
             "searched {} files with {threads} threads",
             shared.visited()
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -540,9 +540,11 @@ mod tests {
     #[test]
     fn a_program_found_stays_the_one_taken_until_it_is_gone() {
         use std::os::unix::fs::PermissionsExt as _;
-        let base = std::env::temp_dir().join(format!("flemma-found-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let (early, late) = (base.join("early"), base.join("late"));
+        let base = tempfile::Builder::new()
+            .prefix("flemma-found-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (early, late) = (base.path().join("early"), base.path().join("late"));
         for dir in [&early, &late] {
             std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{e}"));
         }
@@ -577,6 +579,5 @@ mod tests {
             resolve("prog", Some(&path), cwd).err().map(|e| e.kind()),
             Some(std::io::ErrorKind::NotFound)
         );
-        let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -2,7 +2,6 @@
 //! processes it leaves behind (none, checked through `/proc`), its environment and the memory
 //! a huge output takes.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,12 +12,11 @@ use flemma_store::Store;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// A fresh directory for one test.
-pub(crate) fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-bash-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(&dir).unwrap()
+use crate::scratch::Scratch;
+
+/// A fresh directory for one test, removed when dropped.
+pub(crate) fn scratch(name: &str) -> Scratch {
+    Scratch::new(format!("flemma-bash-{name}-{}", std::process::id()))
 }
 
 pub(crate) fn bash() -> Arc<dyn Tool> {
@@ -26,21 +24,22 @@ pub(crate) fn bash() -> Arc<dyn Tool> {
 }
 
 pub(crate) struct Call {
-    pub(crate) dir: PathBuf,
     pub(crate) options: Options,
     pub(crate) timeout: Duration,
     pub(crate) sandbox: Sandbox,
     pub(crate) cancel: CancellationToken,
+    /// Last: dropped (removed) after the rest.
+    pub(crate) dir: Scratch,
 }
 
 impl Call {
     pub(crate) fn new(name: &str) -> Self {
         Self {
-            dir: scratch(name),
             options: Config::new().options().unwrap(),
             timeout: Duration::from_secs(30),
             sandbox: Sandbox::disabled(),
             cancel: CancellationToken::new(),
+            dir: scratch(name),
         }
     }
 
@@ -55,7 +54,7 @@ impl Call {
 
     pub(crate) fn context(&self) -> ExecutionContext {
         ExecutionContext::builder("toolu_01".parse().unwrap(), "bash".parse().unwrap())
-            .cwd(&self.dir)
+            .cwd(self.dir.path())
             .options(Arc::new(self.options.clone()))
             .store(Arc::new(self.store()))
             .timeout(self.timeout)

@@ -12,4 +12,5 @@ mod bash;
 mod bash_load;
 mod files;
 mod sandbox;
+mod scratch;
 mod search;

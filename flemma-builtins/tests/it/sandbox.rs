@@ -36,8 +36,8 @@ fn bwrap_argv_is_pinned() {
     let policy = SandboxPolicy {
         conversation: None,
         rw_paths: vec![
-            a.clone(),
-            b.clone(),
+            a.to_path_buf(),
+            b.to_path_buf(),
             PathBuf::from("/nonexistent/flemma/dir"),
         ],
         network: true,
@@ -299,7 +299,7 @@ pub(crate) fn sandboxed(name: &str, network: bool) -> Call {
     require_bwrap();
     let mut call = Call::new(name);
     let options = options();
-    let mut policy = policy(vec![call.dir.clone()]);
+    let mut policy = policy(vec![call.dir.to_path_buf()]);
     policy.network = network;
     call.sandbox = flemma_builtins::sandbox_backends().sandbox(&options, policy);
     assert!(call.sandbox.is_enabled());
@@ -321,7 +321,8 @@ async fn bwrap_writes_inside_rw_paths_only() {
     );
     assert_eq!(std::fs::read_to_string(&inside).unwrap(), "ok\n");
 
-    let outside = scratch("bwrap-outside").join("outside.txt");
+    let elsewhere = scratch("bwrap-outside");
+    let outside = elsewhere.join("outside.txt");
     let out = call
         .command(&format!("echo no > {}", outside.display()))
         .await;
@@ -400,7 +401,7 @@ async fn bwrap_escapees_die_with_the_sandbox() {
 /// then the file read-only; a file outside every writable path or missing adds nothing.
 #[test]
 fn bwrap_binds_read_only_files_after_the_writable_paths() {
-    let root = scratch("argv-ro").canonicalize().unwrap();
+    let root = scratch("argv-ro");
     std::fs::create_dir_all(root.join("a/b")).unwrap();
     for file in ["a/b/x.chat", "a/b/y.toml", "top.toml"] {
         std::fs::write(root.join(file), "").unwrap();
@@ -408,7 +409,7 @@ fn bwrap_binds_read_only_files_after_the_writable_paths() {
     let options = options();
     let policy = SandboxPolicy {
         conversation: None,
-        rw_paths: vec![root.clone()],
+        rw_paths: vec![root.to_path_buf()],
         read_only: vec![
             root.join("a/b/x.chat"),
             root.join("a/b/y.toml"),
@@ -453,7 +454,7 @@ fn bwrap_binds_read_only_files_after_the_writable_paths() {
 /// hard link; `protect_conversation = false` gives the spec's policy (none).
 #[test]
 fn the_conversation_and_the_hosts_files_are_read_only_sandboxed_or_not() {
-    let root = scratch("read-only").canonicalize().unwrap();
+    let root = scratch("read-only");
     std::fs::create_dir_all(root.join("notes")).unwrap();
     let chat = root.join("notes/x.chat");
     std::fs::write(&chat, "@You:\nhi\n").unwrap();

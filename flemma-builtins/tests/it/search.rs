@@ -1,7 +1,7 @@
 //! Spec §12.5 `grep` and §12.6 `find`, in process: output format, sorting, footers, limits,
 //! ignore rules and excludes, errors, cancellation and timeouts, on real files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,18 +13,17 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::scratch::Scratch;
+
 /// A directory under the system temp dir, removed when dropped.
-struct Tree(PathBuf);
+struct Tree(Scratch);
 
 impl Tree {
     fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
+        Self(Scratch::new(format!(
             "flemma-runtime-search-{}-{name}",
             std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
+        )))
     }
 
     fn file(&self, path: &str, content: impl AsRef<[u8]>) -> &Self {
@@ -35,13 +34,7 @@ impl Tree {
     }
 
     fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 

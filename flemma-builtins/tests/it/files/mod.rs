@@ -19,23 +19,23 @@ use flemma_schema::Capability;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use crate::scratch::Scratch;
+
 /// A fresh directory under the system's temporary directory, removed on drop.
-struct TempDir(PathBuf);
+struct TempDir(Scratch);
 
 impl TempDir {
     fn new() -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("flemma-runtime-files-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // Symlink-free, so sandbox policies compare equal.
-        Self(std::fs::canonicalize(&dir).unwrap())
+        Self(Scratch::new(format!(
+            "flemma-runtime-files-{}-{n}",
+            std::process::id()
+        )))
     }
 
     fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     fn write(&self, name: &str, content: impl AsRef<[u8]>) -> PathBuf {
@@ -47,12 +47,6 @@ impl TempDir {
 
     fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.0.join(name)).unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
