@@ -11,24 +11,12 @@ use flemma_runtime::ToolRegistry;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use crate::scratch::Scratch;
 use crate::support::{call, everything, registry_with};
 
-/// A directory removed when dropped.
-pub(crate) struct TempDir(pub(crate) PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("flemma-mcp-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A fresh directory for one test, removed when dropped.
+pub(crate) fn temp_dir(name: &str) -> Scratch {
+    Scratch::new(format!("flemma-mcp-{name}-{}", std::process::id()))
 }
 
 /// Calls `name` with a context whose result store belongs to `dir/notes.chat`.
@@ -80,9 +68,9 @@ async fn text_is_kept_and_an_image_is_a_placeholder_naming_its_type_and_size() {
 #[tokio::test]
 async fn an_image_is_saved_to_the_result_store_and_the_placeholder_names_the_file() {
     let (registry, _) = registry_with(vec![everything()]).await;
-    let dir = TempDir::new("content-image");
-    let out = call_with_store(&registry, &dir.0, "everything.get-tiny-image", json!({})).await;
-    let file = store_dir(&dir.0).join("tool_everything__get-tiny-image_toolu_01-1.png");
+    let dir = temp_dir("content-image");
+    let out = call_with_store(&registry, &dir, "everything.get-tiny-image", json!({})).await;
+    let file = store_dir(&dir).join("tool_everything__get-tiny-image_toolu_01-1.png");
     assert_eq!(
         out,
         ToolOutput::text(format!(
@@ -94,9 +82,9 @@ async fn an_image_is_saved_to_the_result_store_and_the_placeholder_names_the_fil
     assert_eq!(bytes.len(), 4033);
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     // A second run of the same call keeps the first file as a version.
-    call_with_store(&registry, &dir.0, "everything.get-tiny-image", json!({})).await;
+    call_with_store(&registry, &dir, "everything.get-tiny-image", json!({})).await;
     assert!(
-        store_dir(&dir.0)
+        store_dir(&dir)
             .join("tool_everything__get-tiny-image_toolu_01-1.1.png")
             .exists()
     );
@@ -175,14 +163,14 @@ async fn an_embedded_blob_resource_is_a_placeholder_and_saved_to_the_store() {
     );
 
     // gzip of "hello" through a data: URI (no network), as an embedded resource.
-    let dir = TempDir::new("content-blob");
+    let dir = temp_dir("content-blob");
     let gzip = json!({
         "name": "hello.txt.gz",
         "data": "data:text/plain;base64,aGVsbG8=",
         "outputType": "resource",
     });
-    let out = call_with_store(&registry, &dir.0, "everything.gzip-file-as-resource", gzip).await;
-    let file = store_dir(&dir.0).join("tool_everything__gzip-file-as-resource_toolu_01-1.gz");
+    let out = call_with_store(&registry, &dir, "everything.gzip-file-as-resource", gzip).await;
+    let file = store_dir(&dir).join("tool_everything__gzip-file-as-resource_toolu_01-1.gz");
     let bytes = std::fs::read(&file).unwrap();
     assert_eq!(&bytes[..2], b"\x1f\x8b", "a gzip file");
     let text = out.result_text();

@@ -10,6 +10,7 @@ use flemma_runtime::RegistryWarning;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use crate::scratch::Scratch;
 use crate::support::{call, everything, python_server, registry_with};
 
 #[tokio::test]
@@ -252,8 +253,7 @@ async fn a_server_that_never_answers_initialize_is_a_warning_naming_it_and_the_r
 #[tokio::test]
 async fn a_restart_that_fails_is_an_error_result_and_backs_off_until_the_server_can_start() {
     // The server runs through a script that can be taken away and put back.
-    let dir = std::env::temp_dir().join(format!("flemma-mcp-restart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(format!("flemma-mcp-restart-{}", std::process::id()));
     let script = dir.join("server.sh");
     let body = format!(
         "#!/bin/sh\nexec {:?} stdio\n",
@@ -313,5 +313,4 @@ async fn a_restart_that_fails_is_an_error_result_and_backs_off_until_the_server_
     assert!(before.elapsed() < Duration::from_secs(30));
     assert!(matches!(handles[0].state(), McpServerState::Running { .. }));
     assert_ne!(handles[0].pid().unwrap(), pid);
-    let _ = std::fs::remove_dir_all(&dir);
 }

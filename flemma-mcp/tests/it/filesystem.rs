@@ -9,7 +9,8 @@ use flemma_mcp::McpServerConfig;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::content::TempDir;
+use crate::content::temp_dir;
+use crate::scratch::Scratch;
 use crate::support::{call, registry_with};
 
 /// The pinned server-filesystem, as `npm ci` in `tests/mcp` installs it.
@@ -33,9 +34,9 @@ pub(crate) fn filesystem(dir: &std::path::Path) -> McpServerConfig {
 }
 
 /// A temporary directory, its real path (the server compares real paths).
-pub(crate) fn allowed(name: &str) -> (TempDir, PathBuf) {
-    let dir = TempDir::new(name);
-    let real = dir.0.canonicalize().unwrap();
+pub(crate) fn allowed(name: &str) -> (Scratch, PathBuf) {
+    let dir = temp_dir(name);
+    let real = dir.canonicalize().unwrap();
     (dir, real)
 }
 

@@ -10,6 +10,7 @@ use flemma_mcp::McpServerConfig;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use crate::scratch::Scratch;
 use crate::support::{call, eventually, python, registry_with, scratch};
 
 /// The fake server: JSON-RPC over stdio by hand. Its tools are `echo`, `burst` (sends N
@@ -92,17 +93,19 @@ for line in sys.stdin.buffer:
             send(text("ok"))
 "#;
 
-/// The fake server as server `name` (`args` as its command-line arguments).
-fn hostile(name: &str, args: &[&str]) -> McpServerConfig {
+/// The fake server as server `name` (`args` as its command-line arguments), and the directory
+/// of its script (to keep until the server is gone).
+fn hostile(name: &str, args: &[&str]) -> (Scratch, McpServerConfig) {
     let dir = scratch(&format!("hostile-{name}"));
     let script = dir.join("server.py");
     std::fs::write(&script, SERVER).unwrap();
     let mut all = vec![script.to_string_lossy().into_owned()];
     all.extend(args.iter().map(|a| (*a).to_owned()));
-    McpServerConfig::stdio(name, python().to_string_lossy())
+    let server = McpServerConfig::stdio(name, python().to_string_lossy())
         .unwrap()
         .with_args(all)
-        .with_startup_timeout(Duration::from_secs(30))
+        .with_startup_timeout(Duration::from_secs(30));
+    (dir, server)
 }
 
 fn text(out: &ToolOutput) -> String {
@@ -114,7 +117,8 @@ fn text(out: &ToolOutput) -> String {
 
 #[tokio::test]
 async fn a_burst_of_list_changes_is_coalesced_into_few_listings() {
-    let (registry, _) = registry_with(vec![hostile("burst", &[])]).await;
+    let (_dir, server) = hostile("burst", &[]);
+    let (registry, _) = registry_with(vec![server]).await;
     assert_eq!(
         call(&registry, "burst.burst", json!({})).await,
         ToolOutput::text("burst sent")
@@ -136,7 +140,8 @@ async fn a_burst_of_list_changes_is_coalesced_into_few_listings() {
 #[tokio::test]
 async fn invalid_utf8_on_stderr_does_not_stop_its_reader() {
     // Had flemma stopped reading stderr, the server (default SIGPIPE) would die writing.
-    let (registry, _) = registry_with(vec![hostile("noisy", &[])]).await;
+    let (_dir, server) = hostile("noisy", &[]);
+    let (registry, _) = registry_with(vec![server]).await;
     assert_eq!(
         call(&registry, "noisy.stderr", json!({})).await,
         ToolOutput::text("still here")
@@ -150,7 +155,8 @@ async fn invalid_utf8_on_stderr_does_not_stop_its_reader() {
 #[tokio::test]
 async fn an_answer_that_cannot_be_decoded_fails_its_call_at_once_naming_the_cause() {
     // A timeout longer than the test may take: the failure must come from the answer.
-    let server = hostile("garbled", &[]).with_tool_timeout(Duration::from_secs(600));
+    let (_dir, server) = hostile("garbled", &[]);
+    let server = server.with_tool_timeout(Duration::from_secs(600));
     let (registry, _) = registry_with(vec![server]).await;
     let failures = [
         (
@@ -192,7 +198,8 @@ async fn an_answer_that_cannot_be_decoded_fails_its_call_at_once_naming_the_caus
 
 #[tokio::test]
 async fn a_tool_too_long_on_the_wire_is_not_offered_and_names_are_shown_escaped() {
-    let (registry, _) = registry_with(vec![hostile("h", &["names"])]).await;
+    let (_dir, server) = hostile("h", &["names"]);
+    let (registry, _) = registry_with(vec![server]).await;
     let long = "x".repeat(62);
     assert!(registry.contains("h.echo"));
     assert!(!registry.contains(&format!("h.{long}")));

@@ -20,6 +20,7 @@ mod hostile;
 mod http;
 mod hundred;
 mod narrowing;
+mod scratch;
 mod sequential;
 mod servers;
 mod support;

@@ -14,6 +14,7 @@ use flemma_mcp::McpServerConfig;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use crate::scratch::Scratch;
 use crate::support::{call, registry_with, scratch};
 
 fn server_js() -> PathBuf {
@@ -28,8 +29,9 @@ fn server_js() -> PathBuf {
     js
 }
 
-/// The server as `thinking`, on zod 3.
-fn on_zod3() -> McpServerConfig {
+/// The server as `thinking`, on zod 3, and the directory of its loader hooks (to keep until
+/// the server is gone).
+fn on_zod3() -> (Scratch, McpServerConfig) {
     let dir = scratch("sequential-zod3");
     std::fs::write(
         dir.join("hooks.mjs"),
@@ -49,19 +51,21 @@ fn on_zod3() -> McpServerConfig {
         "import { register } from \"node:module\";\nregister(\"./hooks.mjs\", import.meta.url);\n",
     )
     .unwrap();
-    McpServerConfig::stdio("thinking", "node")
+    let server = McpServerConfig::stdio("thinking", "node")
         .unwrap()
         .with_args([
             "--import".to_owned(),
             register.to_string_lossy().into_owned(),
             server_js().to_string_lossy().into_owned(),
         ])
-        .with_startup_timeout(Duration::from_secs(30))
+        .with_startup_timeout(Duration::from_secs(30));
+    (dir, server)
 }
 
 #[tokio::test]
 async fn a_schema_pointing_into_itself_is_resolved_and_the_tool_offered() {
-    let (registry, _) = registry_with(vec![on_zod3()]).await;
+    let (_dir, server) = on_zod3();
+    let (registry, _) = registry_with(vec![server]).await;
     assert_eq!(registry.take_warnings(), []);
     let tool = registry.get("thinking.sequentialthinking").unwrap();
     let schema = tool.definition().spec().input_schema.clone();

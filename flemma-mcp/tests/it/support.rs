@@ -9,6 +9,8 @@ use flemma_mcp::{McpServerConfig, McpServerHandle};
 use flemma_runtime::ToolRegistry;
 use serde_json::Value;
 
+use crate::scratch::Scratch;
+
 /// The pinned server-everything, as `npm ci` in `tests/mcp` installs it. Missing is a
 /// failure, not a skip: `scripts/test` installs it.
 pub(crate) fn everything_bin() -> PathBuf {
@@ -83,12 +85,9 @@ pub(crate) fn python_server(name: &str, script: &str, args: &[&str]) -> McpServe
         .with_startup_timeout(Duration::from_secs(30))
 }
 
-/// A fresh directory for one test.
-pub(crate) fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::canonicalize(&dir).unwrap()
+/// A fresh directory for one test (its path canonical), removed when dropped.
+pub(crate) fn scratch(name: &str) -> Scratch {
+    Scratch::canonical(format!("flemma-mcp-{name}-{}", std::process::id()))
 }
 
 /// Waits up to 10 s for `done`.
