@@ -1,7 +1,6 @@
 //! The crate's error types: registering resolvers, and a resolver failing to decide.
 
 use std::error::Error as StdError;
-use std::fmt::Write as _;
 
 /// What can go wrong when registering resolvers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,13 +71,7 @@ impl ResolverError {
 
     /// The message followed by every cause, joined by `: ` (what a trace shows).
     pub fn report(&self) -> String {
-        let mut text = self.message.clone();
-        let mut cause = StdError::source(self);
-        while let Some(error) = cause {
-            let _ = write!(text, ": {error}");
-            cause = error.source();
-        }
-        text
+        flemma_ids::error_chain(self)
     }
 }
 

@@ -7,7 +7,7 @@ use flemma_schema::SchemaError;
 use flemma_schema::builtin::inputs::EditInput;
 use serde_json::Value;
 
-use super::files::{NotAFile, blocking, chain, open_regular, write_file};
+use super::files::{NotAFile, blocking, open_regular, write_file};
 use crate::messages as msg;
 use flemma_core::ExecutionContext;
 use flemma_core::Tool;
@@ -97,7 +97,11 @@ impl Request {
         };
         let mut content = Vec::new();
         if let Err(error) = file.read_to_end(&mut content) {
-            let detail = format!("{}: {}", self.resolved.display(), chain(&error));
+            let detail = format!(
+                "{}: {}",
+                self.resolved.display(),
+                flemma_ids::error_chain(&error)
+            );
             return ToolOutput::error(msg::read_failed(&detail));
         }
         let old = self.old_text.as_bytes();

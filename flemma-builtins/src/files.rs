@@ -1,7 +1,6 @@
 //! What the file tools (`read`, `write`, `edit`, `ls`) share: rounding their number inputs,
 //! running blocking file I/O off the async runtime, and writing files.
 
-use std::error::Error;
 use std::fs::{File, FileType};
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::Path;
@@ -135,17 +134,5 @@ pub(super) fn write_file(path: &Path, content: &[u8]) -> Result<(), String> {
     }
     flemma_store::write_atomic(&target, content, &flemma_store::NoBackup)
         .map(drop)
-        .map_err(|error| chain(&error))
-}
-
-/// An error and its sources, joined by `: `.
-pub(super) fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+        .map_err(|error| flemma_ids::error_chain(&error))
 }

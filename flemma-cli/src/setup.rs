@@ -69,16 +69,7 @@ pub(crate) fn subagents(
     let mut err = std::io::stderr().lock();
     for warning in &warnings {
         let text = match warning {
-            AgentWarning::Skipped { error } => {
-                let mut text = error.to_string();
-                let mut cause = std::error::Error::source(error);
-                while let Some(error) = cause {
-                    text.push_str(": ");
-                    text.push_str(&error.to_string());
-                    cause = error.source();
-                }
-                text
-            }
+            AgentWarning::Skipped { error } => flemma::ids::error_chain(error),
             other => other.to_string(),
         };
         let _ = writeln!(

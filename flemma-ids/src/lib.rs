@@ -33,6 +33,7 @@
 //! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod chain;
 mod error;
 mod id;
 mod name;
@@ -40,6 +41,7 @@ mod severity;
 pub mod visible;
 mod wire;
 
+pub use chain::error_chain;
 pub use error::InvalidId;
 pub use id::{JobId, ToolUseId};
 pub use name::ToolName;

@@ -17,7 +17,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::error::chain;
 use crate::shared::{ABORTED, CANCEL_SEND, Live, Shared};
 
 /// One tool of a server, registered as `SERVER.tool`: a call sends `tools/call` with the input
@@ -175,7 +174,7 @@ impl McpTool {
                                 Some(cause) => ToolOutput::error(format!(
                                     "MCP server '{}' answered the call with a message flemma could not decode: {}",
                                     self.server(),
-                                    chain(&cause)
+                                    flemma_ids::error_chain(&cause)
                                 )),
                                 None => self.failed(live.epoch, error),
                             }
@@ -239,7 +238,7 @@ impl McpTool {
             error => ToolOutput::error(format!(
                 "MCP server '{}': the call failed: {}",
                 self.server(),
-                chain(&error)
+                flemma_ids::error_chain(&error)
             )),
         }
     }

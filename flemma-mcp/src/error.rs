@@ -86,19 +86,3 @@ pub enum McpError {
         timeout: Duration,
     },
 }
-
-/// `error` and its causes, joined by `: ` (what a warning shows).
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let next_text = next.to_string();
-        // rmcp's errors often repeat their cause in their own message.
-        if !text.ends_with(&next_text) {
-            text.push_str(": ");
-            text.push_str(&next_text);
-        }
-        cause = next.source();
-    }
-    text
-}

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use crate::call::McpTool;
 use crate::config::McpServerConfig;
 use crate::connect::{Client, Handler, Listener, connect};
-use crate::error::{McpError, chain};
+use crate::error::McpError;
 use crate::hints::ToolHints;
 use crate::naming::{Assigned, MAX_WIRE_NAME, assign};
 use crate::undecodable::DecodeError;
@@ -352,7 +352,7 @@ impl Shared {
                 if let Some(registrar) = self.registrar() {
                     registrar.warn(format!(
                         "the tools were not listed again: {}",
-                        shown(&chain(&error))
+                        shown(&flemma_ids::error_chain(&error))
                     ));
                 }
                 Err(error)
@@ -542,7 +542,7 @@ impl Shared {
                 Ok(live)
             }
             Err(error) => {
-                let text = chain(&error);
+                let text = flemma_ids::error_chain(&error);
                 self.failed_again(text.clone());
                 Err(ToolOutput::error(format!(
                     "MCP server '{}' was lost and could not be started again: {text}",

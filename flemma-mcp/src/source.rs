@@ -11,7 +11,7 @@ use flemma_runtime::{Registrar, RegistryError, ToolRegistry, ToolSource};
 use rmcp::service::{Peer, RoleClient};
 
 use crate::config::McpServerConfig;
-use crate::error::{McpError, chain};
+use crate::error::McpError;
 use crate::hints::ToolHints;
 use crate::shared::{Listings, McpServerState, REGISTRY_GRACE, Relists, Shared};
 
@@ -218,7 +218,7 @@ impl ToolSource for McpServer {
         let (client, live, tools) = match self.shared.start(self.given.as_ref()).await {
             Ok(started) => started,
             Err(error) => {
-                let text = chain(&error);
+                let text = flemma_ids::error_chain(&error);
                 self.shared.set_state(McpServerState::Failed(text.clone()));
                 return Err(text.into());
             }

@@ -158,7 +158,7 @@ impl StdioTransport {
                     tracing::debug!(
                         server = %self.server,
                         method = %flemma_ids::visible::line(method),
-                        error = %crate::error::chain(&cause),
+                        error = %flemma_ids::error_chain(&cause),
                         "MCP server message ignored"
                     );
                     if let Some(id) = value
@@ -205,7 +205,7 @@ impl StdioTransport {
         if failed.is_empty() {
             tracing::warn!(
                 server = %self.server,
-                error = %crate::error::chain(cause),
+                error = %flemma_ids::error_chain(cause),
                 "MCP server sent a message that could not be decoded, for no pending request"
             );
             return None;

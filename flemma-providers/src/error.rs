@@ -18,19 +18,6 @@ pub enum ProviderError {
     },
 }
 
-/// An error and its causes, joined by `: `, for messages that are text (diagnostics, stream
-/// error events): each error's `Display` names only its own context.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// Reads an error body: JSON (`{"error": {"message", "type"}}`, `{"error": "..."}`,
 /// `{"message": ...}`, Vertex's `[{"error": ...}]`), HTML (its `<title>`, else its text) or plain
 /// text.

@@ -622,7 +622,7 @@ cache_read = 0.125
             (serde_json::json!(["plain"]), "table of models by id"),
         ] {
             let error = table.with_overrides(&overrides).expect_err("refused");
-            let text = crate::error::chain(&error);
+            let text = flemma_ids::error_chain(&error);
             assert!(text.contains(wanted), "{text}");
         }
         let twice = format!("{TABLE}\n[[model]]\nname = \"Again\"\nids = [\"plain\"]\n");

@@ -263,7 +263,7 @@ impl Stream for Decode {
                 }
                 Poll::Ready(Some(Err(error))) => {
                     self.queue.push_back(StreamEvent::Error {
-                        message: crate::error::chain(&error),
+                        message: flemma_ids::error_chain(&error),
                     });
                     self.finish();
                 }

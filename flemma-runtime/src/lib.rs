@@ -66,7 +66,6 @@ mod module;
 pub mod placements;
 mod protect;
 mod registry;
-mod report;
 mod selection;
 mod session;
 #[cfg(test)]

@@ -451,11 +451,13 @@ impl Store {
     }
 }
 
-/// The full content with the failure notice.
+/// The full content with the failure notice, whose reason is the error with its cause
+/// (`Failed to write '<path>': <err>`, spec §11.4).
 fn not_saved(content: &str, error: StoreError) -> SaveOutcome {
+    let reason = flemma_ids::error_chain(&error);
     SaveOutcome::NotSaved {
         content: format!(
-            "{content}\n\n[Output not saved: {error}. Showing the full output instead.]"
+            "{content}\n\n[Output not saved: {reason}. Showing the full output instead.]"
         ),
         error,
     }

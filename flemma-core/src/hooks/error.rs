@@ -31,13 +31,6 @@ impl HookError {
 
     /// The message and its causes, `: `-joined.
     pub fn report(&self) -> String {
-        let mut text = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(error) = cause {
-            text.push_str(": ");
-            text.push_str(&error.to_string());
-            cause = error.source();
-        }
-        text
+        flemma_ids::error_chain(self)
     }
 }

@@ -391,7 +391,7 @@ fn render_run<'d>(
                 line: err.line().unwrap_or(line),
                 message: format!(
                     "Template error (the text is sent as written): {}",
-                    crate::error::chain(&err)
+                    flemma_ids::error_chain(&err)
                 ),
             });
             vec![Part::text(inline_text(segments))]

@@ -120,7 +120,7 @@ pub async fn stream_events_with(
             }
             Err(e) => {
                 on_event(StreamEvent::Error {
-                    message: crate::error::chain(&e),
+                    message: flemma_ids::error_chain(&e),
                 });
                 break;
             }

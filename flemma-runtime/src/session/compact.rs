@@ -175,7 +175,7 @@ impl Session {
             Err(error) => {
                 self.emit(SessionEvent::Warning(format!(
                     "not compacted: {}",
-                    crate::report::error_chain(&error)
+                    flemma_ids::error_chain(&error)
                 )));
             }
         }

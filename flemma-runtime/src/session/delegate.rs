@@ -32,8 +32,8 @@ use super::{Inner, SessionBuilder, SessionEvent, Stop};
 use crate::agents::{AgentDefinition, PARENT_RESOLVER, Subagents};
 use crate::conversation::{Conversation, FileConversation, MemoryConversation};
 use crate::messages as msg;
-use crate::report::error_chain;
 use crate::{Executor, ToolRegistry};
+use flemma_ids::error_chain;
 
 /// Above every other resolver, so that a parent's "ask" binds a child's "allow".
 const PARENT_PRIORITY: i32 = i32::MAX;

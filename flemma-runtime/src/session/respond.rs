@@ -580,7 +580,7 @@ impl Session {
             if let Err(error) = appended {
                 self.emit(SessionEvent::Warning(format!(
                     "usage not recorded: {}",
-                    crate::report::error_chain(&error)
+                    flemma_ids::error_chain(&error)
                 )));
             }
         }

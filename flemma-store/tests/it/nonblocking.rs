@@ -110,9 +110,10 @@ fn save_to_async_gives_the_same_stub_and_leaves_only_the_target() {
     let SaveOutcome::NotSaved { content, error } = outcome else {
         panic!("saved: {outcome:?}");
     };
+    let cause = std::error::Error::source(&error).unwrap();
     assert_eq!(
         content,
-        format!("full\n\n[Output not saved: {error}. Showing the full output instead.]")
+        format!("full\n\n[Output not saved: {error}: {cause}. Showing the full output instead.]")
     );
 }
 

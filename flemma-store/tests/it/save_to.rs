@@ -318,7 +318,10 @@ fn failure_keeps_the_full_content() {
         tmp.join("notes/file/sub").display()
     );
     assert_eq!(error.to_string(), reason);
-    assert_eq!(kept, notice(content, &reason));
+    // The model reads the cause too (spec §11.4: `Failed to write '<path>': <err>`).
+    let cause = std::error::Error::source(&error).unwrap().to_string();
+    assert!(cause.contains("Not a directory"), "{cause}");
+    assert_eq!(kept, notice(content, &format!("{reason}: {cause}")));
     assert_eq!(read(&tmp.join("notes/file")), "a file");
 }
 
