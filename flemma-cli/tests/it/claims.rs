@@ -2,11 +2,12 @@
 //! once run each call once, and a call whose host died mid-run is answered with an error.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
 /// The error a call whose host died gets (ours; the spec has `job.lost` for jobs only).
@@ -18,7 +19,7 @@ fn path(file: &Path) -> &str {
 
 /// A transcript whose model asked for `calls` bash calls, each appending its own line to
 /// `log` and then sleeping a little, so that hosts' runs overlap.
-fn calls_transcript(test: &str, calls: usize, log: &Path) -> PathBuf {
+fn calls_transcript(test: &str, calls: usize, log: &Path) -> Scratch {
     let mut chat = String::from(
         "```json\n{\"flemma\": {\"tools\": {\"require_approval\": false}}}\n```\n\
          @You:\nRun them.\n\n@Assistant:\n",
@@ -97,7 +98,7 @@ fn four_hosts_cycling_one_conversation_run_each_call_once() {
     let start = Arc::new(Barrier::new(HOSTS));
     let hosts: Vec<_> = (0..HOSTS)
         .map(|_| {
-            let (file, start) = (file.clone(), Arc::clone(&start));
+            let (file, start) = (file.to_path_buf(), Arc::clone(&start));
             std::thread::spawn(move || {
                 start.wait();
                 cycle_until_settled(&file)
@@ -147,7 +148,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 /// Starts `flemma cycle` on a `sleep 30` call, waits until the command runs, and kills the
 /// host by SIGKILL (and the command's own session, which the dead host cannot stop); returns
 /// the transcript and the host's pid.
-fn kill_host_mid_call(test: &str) -> (PathBuf, u32) {
+fn kill_host_mid_call(test: &str) -> (Scratch, u32) {
     let pid_file = scratch(&format!("claims-{test}.pid"), b"");
     std::fs::remove_file(&pid_file).unwrap();
     let command = format!("echo $$ > '{}'; sleep 30", pid_file.display());

@@ -2,8 +2,9 @@
 //! recorded stream: `flemma compact`, and `flemma run` past `compaction.threshold` (and with
 //! it off).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::scratch::Scratch;
 use crate::{scratch, text};
 
 const CANARY: &str = "canary-of-the-first-message";
@@ -31,7 +32,7 @@ async fn endpoint() -> wiremock::MockServer {
 
 /// A conversation of three long exchanges and a new question, in a directory of its own with
 /// `options` as its flemma.toml.
-fn project(name: &str, options: &str) -> PathBuf {
+fn project(name: &str, options: &str) -> Scratch {
     let filler = "the details of it ".repeat(40);
     let chat = format!(
         "@You:\nFirst, {CANARY}: {filler}\n\n@Assistant:\nAnswer one: {filler}\n\n\

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
 fn script(name: &str) -> String {
@@ -15,7 +16,7 @@ fn script(name: &str) -> String {
         .to_string()
 }
 
-fn deny_rm_toml(name: &str) -> PathBuf {
+fn deny_rm_toml(name: &str) -> Scratch {
     let toml = format!(
         "[[hooks.PreToolUse]]\nname = \"no-rm\"\nmatcher = \"bash\"\ncommand = \"{}\"\n",
         script("deny_rm.sh")

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 
+use crate::scratch::Scratch;
 use crate::{scratch, text};
 
 /// How long a command may take to refuse its input. Generous for a loaded CI machine; the
@@ -99,7 +100,8 @@ fn a_character_device_is_refused_at_once_by_every_command() {
 #[test]
 fn a_directory_is_refused_as_a_directory() {
     // `run /tmp` used to say `no such file`.
-    let dir = scratch("dir-marker", b"").parent().unwrap().join("a-dir");
+    let marker = scratch("dir-marker", b"");
+    let dir = marker.parent().unwrap().join("a-dir");
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.to_str().unwrap();
     assert_every_command_refuses(
@@ -110,7 +112,8 @@ fn a_directory_is_refused_as_a_directory() {
 
 #[test]
 fn a_fifo_is_refused_without_blocking() {
-    let fifo = scratch("fifo-marker", b"").parent().unwrap().join("a.fifo");
+    let marker = scratch("fifo-marker", b"");
+    let fifo = marker.parent().unwrap().join("a.fifo");
     let _ = std::fs::remove_file(&fifo);
     assert!(
         Command::new("mkfifo")
@@ -173,7 +176,7 @@ fn standard_input_is_bounded_in_size() {
 
 /// A transcript whose `bash` call has an input nested `depth` levels deep (the input object
 /// counting as 1) and a command that leaves `marker` behind.
-fn deep_call(dir: &Path, depth: usize) -> (PathBuf, PathBuf) {
+fn deep_call(dir: &Path, depth: usize) -> (Scratch, PathBuf) {
     let marker = dir.join(format!("ran-{depth}"));
     let _ = std::fs::remove_file(&marker);
     let nest = format!("{}{}", "[".repeat(depth - 1), "]".repeat(depth - 1));
@@ -191,8 +194,8 @@ fn deep_call(dir: &Path, depth: usize) -> (PathBuf, PathBuf) {
 fn a_tool_use_nested_too_deep_is_never_run_with_another_input() {
     // It used to parse as `input: {}`, and `cycle` ran bash with no command.
     for depth in [128, 1_000, 100_000] {
-        let dir = scratch("deep-marker", b"").parent().unwrap().to_owned();
-        let (chat, marker) = deep_call(&dir, depth);
+        let scratch = scratch("deep-marker", b"");
+        let (chat, marker) = deep_call(scratch.parent().unwrap(), depth);
         let before = std::fs::read_to_string(&chat).unwrap();
         let file = chat.to_str().unwrap();
         let (code, stderr) = flemma(&[
@@ -221,8 +224,8 @@ fn a_tool_use_nested_too_deep_is_never_run_with_another_input() {
         );
     }
     // At the limit the call runs with its own input.
-    let dir = scratch("deep-marker", b"").parent().unwrap().to_owned();
-    let (chat, marker) = deep_call(&dir, 127);
+    let scratch = scratch("deep-marker", b"");
+    let (chat, marker) = deep_call(scratch.parent().unwrap(), 127);
     let (code, stderr) = flemma(&[
         "cycle",
         chat.to_str().unwrap(),

@@ -3,14 +3,15 @@
 //! own process killed (only then is it lost), and (feature `crash-points`) with the host
 //! killed at each step of a delivery, which still delivers exactly once.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
 /// A transcript whose model asked for `sleep 2; echo done` in the background.
-fn transcript(test: &str) -> PathBuf {
+fn transcript(test: &str) -> Scratch {
     let chat = "```json\n{\"flemma\": {\"tools\": {\"require_approval\": false}}}\n```\n\
         @You:\nRun it in the background.\n\n@Assistant:\n\
         **Tool Use:** `bash` (`toolu_bg`)\n```json\n\

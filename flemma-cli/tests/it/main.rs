@@ -28,6 +28,7 @@ mod paths;
 mod policy;
 mod protect;
 mod run;
+mod scratch;
 mod secrets;
 mod selection;
 #[cfg(unix)]
@@ -50,6 +51,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use pretty_assertions::assert_eq;
+
+use crate::scratch::Scratch;
 
 pub(crate) fn peer_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/peer")
@@ -90,12 +93,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-fn scratch(name: &str, content: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-cli-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
+/// The file `name` holding `content`, in a directory of its own (`flemma-cli-test-PID-NAME`
+/// under the temporary directory) that is removed when the returned guard is dropped.
+fn scratch(name: &str, content: &[u8]) -> Scratch {
+    Scratch::new(format!("flemma-cli-test-{}-{name}", std::process::id())).file(name, content)
 }
 
 fn peer_chats() -> Vec<PathBuf> {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
+use crate::scratch::Scratch;
 use crate::{flemma, text};
 
 /// The installed server-everything.
@@ -24,11 +25,8 @@ pub(crate) fn everything_bin() -> PathBuf {
 /// A directory of its own holding `flemma.toml` (server-everything as `everything`, only
 /// `echo` and `get-sum`, a server that cannot start as `broken`, and `extra` appended to
 /// the file) and `chat.chat` holding `chat`; returns the directory.
-fn workspace(test: &str, chat: &str, extra: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("flemma-cli-test-{}-mcp-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn workspace(test: &str, chat: &str, extra: &str) -> Scratch {
+    let dir = Scratch::new(format!("flemma-cli-test-{}-mcp-{test}", std::process::id()));
     let toml = format!(
         "[sandbox]\nenabled = false\n\n\
          [mcp.servers.everything]\ncommand = {:?}\nargs = [\"stdio\"]\ninclude = [\"echo\", \"get-sum\"]\n\n\

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use crate::scratch::Scratch;
 use crate::{flemma, text};
 
 /// The repository's tests/mcp directory.
@@ -30,18 +31,16 @@ fn python() -> PathBuf {
 
 /// A directory of its own for each test, with `notes.txt`, `src/a.txt` and the conversation
 /// `chat.chat` holding `chat`.
-fn workspace(test: &str, chat: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+/// The guard stands for the conversation (its path canonical); it removes the directory.
+fn workspace(test: &str, chat: &str) -> Scratch {
+    let dir = Scratch::canonical(format!(
         "flemma-cli-test-{}-mcp-serve-{test}",
         std::process::id()
     ));
-    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("notes.txt"), "hello world\nsecond line\n").unwrap();
     std::fs::write(dir.join("src/a.txt"), "hello from src\n").unwrap();
-    let file = dir.join("chat.chat");
-    std::fs::write(&file, chat).unwrap();
-    file.canonicalize().unwrap()
+    dir.file("chat.chat", chat)
 }
 
 /// Where the client reaches the server.
@@ -267,9 +266,9 @@ fn policy_calls(
     transport: Transport,
     test: &str,
     approve: &[&str],
-) -> (PathBuf, Vec<(bool, String)>) {
+) -> (Scratch, Vec<(bool, String)>) {
     let file = workspace(test, POLICY);
-    let dir = file.parent().unwrap().to_owned();
+    let dir = file.parent().unwrap();
     let calls = json!([
         {"name": "grep", "arguments": {"pattern": "hello", "path": "src"}},
         {"name": "bash", "arguments": {"command": "rm -rf src", "label": "cleaning"}},
@@ -279,15 +278,17 @@ fn policy_calls(
         .into_iter()
         .chain(approve.iter().copied())
         .collect();
-    let report = client(transport, &args, &dir, &calls);
-    (dir, results(&report))
+    let report = client(transport, &args, dir, &calls);
+    let results = results(&report);
+    (file, results)
 }
 
 /// Without `--approve`, a pending call is refused with a clear error result, and a denied one
 /// is an error result with the chain's reason; neither runs.
 #[cfg(feature = "lua")]
 fn refuses_pending_and_denies(transport: Transport, test: &str) {
-    let (dir, results) = policy_calls(transport, test, &[]);
+    let (file, results) = policy_calls(transport, test, &[]);
+    let dir = file.parent().unwrap();
     assert_eq!(
         results[0],
         (false, "src/a.txt:1:hello from src\n\n[1 match]".to_owned())
@@ -312,7 +313,8 @@ fn refuses_pending_and_denies(transport: Transport, test: &str) {
 /// call is still denied: the mode approves what the chain leaves to a human, nothing else.
 #[cfg(feature = "lua")]
 fn approve_all_runs_the_pending_call(transport: Transport, test: &str) {
-    let (dir, results) = policy_calls(transport, test, &["--approve", "all"]);
+    let (file, results) = policy_calls(transport, test, &["--approve", "all"]);
+    let dir = file.parent().unwrap();
     assert!(!results[0].0, "{:?}", results[0]);
     assert!(results[1].0, "{:?}", results[1]);
     assert!(results[1].1.starts_with("The tool was denied by a policy."));

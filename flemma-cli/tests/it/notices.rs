@@ -4,10 +4,9 @@
 //! names but no journal knows; a lost job's Job Result reaches the model as its text alone
 //! (spec §8.6).
 
-use std::path::PathBuf;
-
 use pretty_assertions::assert_eq;
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
 /// An approved block the user wrote into (protected, spec §7.3) and a job nobody journaled
@@ -24,7 +23,7 @@ const PROTECTED: &str = "1 tool result(s) have edited content inside an approved
 const RECOVERED: &str = "jobs: 0 re-adopted, 0 finished while away, 1 lost, 0 run elsewhere";
 
 /// A fresh copy (each test its own directory, so its own store and journal).
-fn transcript(name: &str, chat: &str) -> PathBuf {
+fn transcript(name: &str, chat: &str) -> Scratch {
     let file = scratch(&format!("notices-{name}.chat"), chat.as_bytes());
     let _ = std::fs::remove_dir_all(file.with_file_name(".flemma"));
     file

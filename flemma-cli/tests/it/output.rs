@@ -2,11 +2,12 @@
 //! result's first lines under its status line on stderr, plain text (no escape codes); and its
 //! error wording: the causes, once each, and `-v` / `RUST_LOG` diagnostics.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Output, Stdio};
 
 use pretty_assertions::assert_eq;
 
+use crate::scratch::Scratch;
 use crate::{scratch, text};
 
 /// `flemma run FILE --provider scripted --script SCRIPT --approve all ARGS`, the sandbox off,
@@ -27,7 +28,7 @@ fn run(chat: &Path, script: &str, args: &[&str], env: &[(&str, &str)]) -> Output
         .unwrap()
 }
 
-fn chat(name: &str, content: &str) -> PathBuf {
+fn chat(name: &str, content: &str) -> Scratch {
     scratch(&format!("{name}.chat"), content.as_bytes())
 }
 

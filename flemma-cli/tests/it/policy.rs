@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
-fn fixture(name: &str, test: &str) -> PathBuf {
+fn fixture(name: &str, test: &str) -> Scratch {
     let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/tools")
         .join(name);

@@ -16,7 +16,8 @@ fn the_quickstart_runs_offline_into_the_output_file_and_leaves_the_example_uncha
     let chat = examples().join("quickstart.chat");
     let script = examples().join("quickstart.script.json");
     let before = std::fs::read_to_string(&chat).unwrap();
-    let output = scratch("quickstart.chat", b"").with_file_name("out/quickstart.chat");
+    let scratch = scratch("quickstart.chat", b"");
+    let output = scratch.with_file_name("out/quickstart.chat");
     let out = flemma(
         &[
             "run",
@@ -84,7 +85,7 @@ fn a_call_that_needs_approval_stops_the_run_and_the_next_run_resumes() {
         br#"[{"tool_uses": [{"name": "bash", "input": {"command": "printf hi > note.txt"}}]}, {"text": "Written."}]"#,
     );
     let chat = scratch("approval.chat", b"@You:\nList.\n");
-    let run = |script: &PathBuf| {
+    let run = |script: &Path| {
         flemma(
             &[
                 "run",

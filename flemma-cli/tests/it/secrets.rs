@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use crate::scratch::Scratch;
 use crate::text;
 
 /// The host environment of every run: three credentials and one harmless variable.
@@ -18,10 +19,8 @@ const HOST_ENV: [(&str, &str); 4] = [
 ];
 
 /// A fresh directory for one test (the conversation's project).
-fn project(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("flemma-cli-secrets-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn project(test: &str) -> Scratch {
+    let dir = Scratch::new(format!("flemma-cli-secrets-{}-{test}", std::process::id()));
     std::fs::create_dir_all(dir.join(".git")).unwrap();
     dir
 }
@@ -277,7 +276,7 @@ fn bash_cannot_read_the_hosts_environment_through_proc() {
     std::fs::write(&file, chat).unwrap();
     let root = rustix::process::geteuid().is_root();
     let mut command = if root {
-        for path in [&dir, &dir.join(".git"), &file] {
+        for path in [dir.to_path_buf(), dir.join(".git"), file.clone()] {
             chown(path, Some(65534), Some(65534)).unwrap();
         }
         let mut command = Command::new("setpriv");

@@ -2,10 +2,11 @@
 //! misspelled names, globs matching nothing and unknown presets are reported with their
 //! places by `check`, and stop `tools`, `request`, `cycle` and `run`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pretty_assertions::assert_eq;
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
 const ALL: [&str; 8] = [
@@ -19,7 +20,7 @@ const ALL: [&str; 8] = [
     "write",
 ];
 
-fn chat(test: &str, frontmatter: &str) -> PathBuf {
+fn chat(test: &str, frontmatter: &str) -> Scratch {
     scratch(
         &format!("selection-{test}.chat"),
         format!("{frontmatter}@You:\nhi\n").as_bytes(),
@@ -136,7 +137,7 @@ fn request_offers_the_same_tool_set() {
 
 /// A transcript with one of each frontmatter mistake, and an options file with a preset that
 /// names an unknown tool.
-fn mistakes() -> (PathBuf, PathBuf) {
+fn mistakes() -> (Scratch, Scratch) {
     let file = chat(
         "mistakes",
         &lua("flemma.opt.tools = {\"bash\", \"reed\"}\n\

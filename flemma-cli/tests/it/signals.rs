@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process};
 
 use crate::scratch;
+use crate::scratch::Scratch;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -107,7 +108,7 @@ impl Drop for Running {
 }
 
 /// A conversation whose model asks for `sleep 30` in bash.
-fn sleeping(name: &str) -> (PathBuf, PathBuf) {
+fn sleeping(name: &str) -> (Scratch, PathBuf) {
     let chat = scratch(&format!("{name}.chat"), b"@You:\nWait.\n");
     let script = chat.with_file_name("script.json");
     std::fs::write(

@@ -21,6 +21,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::scratch;
+use crate::scratch::Scratch;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -231,7 +232,7 @@ fn open_terminal() -> (std::fs::File, std::fs::File) {
 }
 
 /// A conversation whose model asks to run `command` with bash, then says `Done.`.
-fn conversation(name: &str, command: &str) -> (PathBuf, PathBuf) {
+fn conversation(name: &str, command: &str) -> (Scratch, PathBuf) {
     let script = serde_json::json!([
         {"tool_uses": [{"name": "bash", "input": {"command": command, "label": "marking"}}]},
         {"text": "Done."}

@@ -4,10 +4,11 @@ use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
 
+use crate::scratch::Scratch;
 use crate::{flemma, scratch, text};
 
 /// A private copy of a fixture (each test its own, as tests run in parallel).
-fn fixture(name: &str, test: &str) -> PathBuf {
+fn fixture(name: &str, test: &str) -> Scratch {
     let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/tools")
         .join(name);

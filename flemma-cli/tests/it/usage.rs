@@ -1,8 +1,9 @@
 //! Usage and cost: `flemma run`'s `request N:` lines from a real provider's stream on a local
 //! server, the conversation's usage log, `flemma usage`, and who may set prices.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::scratch::Scratch;
 use crate::{scratch, text};
 
 /// The recorded Anthropic stream with the counts of a request that read most of its prompt
@@ -100,7 +101,7 @@ fn expected_cost() -> f64 {
 }
 
 /// A directory of its own per test, with a chat in it.
-fn project(name: &str, chat: &[u8]) -> PathBuf {
+fn project(name: &str, chat: &[u8]) -> Scratch {
     let chat = scratch(&format!("usage-{name}.chat"), chat);
     // No options file from an earlier run of the test.
     let _ = std::fs::remove_file(chat.parent().unwrap().join("flemma.toml"));

@@ -16,6 +16,8 @@ use flemma::object::object_store::ObjectStoreExt as _;
 use flemma::object::{Bucket, ObjectConversation};
 use futures_util::StreamExt as _;
 
+use crate::scratch::Scratch;
+
 /// How many conversations the fleet runs (`FLEMMA_FLEET_CONVERSATIONS` for fewer or more).
 fn conversations() -> usize {
     std::env::var("FLEMMA_FLEET_CONVERSATIONS")
@@ -37,11 +39,8 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flemma-worker-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(format!("flemma-worker-{name}-{}", std::process::id()))
 }
 
 /// The text of `key`, or `None` when it does not exist.
@@ -404,15 +403,15 @@ fn a_fleet_of_workers_one_killed_runs_every_conversation_and_every_call_once() {
         ran.killed_at
     );
     print_fleet_figures(conversations, turns, &counted, ran.wall, &reported);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// One test's bucket on the shared server, and its scratch directory (removed at the end).
+/// One test's bucket on the shared server, and its scratch directory (removed at the end,
+/// after the rest: the last field).
 struct Env {
     rt: tokio::runtime::Runtime,
     bucket: Bucket,
     endpoint: String,
-    dir: PathBuf,
+    dir: Scratch,
 }
 
 impl Env {
@@ -483,12 +482,6 @@ impl Env {
         self.worker_command(&self.endpoint, model, prefix, lease_seconds, "all")
             .spawn()
             .unwrap()
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
