@@ -272,19 +272,13 @@ pub fn sync_data(path: &Path) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "flemma-store-unit-append-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        dir
-    }
-
     #[test]
     fn appends_only_to_the_expected_content_and_creates_no_file() {
-        let dir = scratch("expected");
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-store-unit-append-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = scratch.path();
         let path = dir.join("t.chat");
         std::fs::write(&path, "a\n").unwrap_or_else(|e| panic!("{e}"));
         let done = append_if_unchanged(&path, b"a\n", b"b\n").unwrap_or_else(|e| panic!("{e}"));
@@ -298,8 +292,7 @@ mod tests {
             Some("a\nb\n")
         );
         sync_data(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(std::fs::read_dir(&dir).map(Iterator::count).ok(), Some(1));
+        assert_eq!(std::fs::read_dir(dir).map(Iterator::count).ok(), Some(1));
         assert!(append_if_unchanged(&dir.join("missing"), b"", b"x").is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -713,11 +713,35 @@ mod tests {
 
     use super::*;
 
+    /// A fresh directory under the temporary directory, removed when dropped together with
+    /// its fallback lock file (which is not in it).
+    struct Scratch(tempfile::TempDir);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("flemma-store-unit-{name}-"))
+                .tempdir()
+                .unwrap_or_else(|e| panic!("{e}"));
+            Self(dir)
+        }
+
+        fn path(&self) -> &Path {
+            self.0.path()
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_file(fallback_lock_path(self.path()));
+        }
+    }
+
     #[test]
     fn atomic_writer_dropped_leaves_the_old_file_and_no_temp() {
-        let dir =
-            std::env::temp_dir().join(format!("flemma-store-unit-writer-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let scratch = Scratch::new("writer");
+        // Not there yet: the first write makes it.
+        let dir = scratch.path().join("out");
         let path = dir.join("out.txt");
         write_atomic(&path, b"old", &NoBackup).unwrap_or_else(|e| panic!("{e}"));
         let mut writer = AtomicWriter::create(&path, std::sync::Arc::new(VersionBackup))
@@ -736,7 +760,6 @@ mod tests {
             fs::read_to_string(dir.join("out.1.txt")).ok().as_deref(),
             Some("old")
         );
-        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -751,11 +774,9 @@ mod tests {
 
     /// Four threads take `lock` of one fresh directory 50 times each; none ever overlaps
     /// another. Returns the directory (still there).
-    fn assert_excludes(name: &str, lock: fn(&Path) -> io::Result<DirLock>) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("flemma-store-unit-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    fn assert_excludes(name: &str, lock: fn(&Path) -> io::Result<DirLock>) -> Scratch {
+        let scratch = Scratch::new(name);
+        let dir = scratch.path().to_path_buf();
         let inside = Arc::new(AtomicUsize::new(0));
         let barrier = Arc::new(Barrier::new(4));
         let threads: Vec<_> = (0..4)
@@ -777,38 +798,30 @@ mod tests {
         for thread in threads {
             assert!(thread.join().is_ok());
         }
-        dir
+        scratch
     }
 
     #[test]
     fn fallback_lock_excludes() {
         let dir = assert_excludes("fallback", DirLock::fallback);
-        assert!(fallback_lock_path(&dir).is_file());
-        let _ = fs::remove_file(fallback_lock_path(&dir));
-        let _ = fs::remove_dir_all(&dir);
+        assert!(fallback_lock_path(dir.path()).is_file());
     }
 
     /// A writer that does not wait gets no lock while another holds it, and the lock once it
     /// is released: the directory's own and the fallback lock file alike.
     #[test]
     fn a_writer_that_does_not_wait_is_told_the_lock_is_held() {
-        let dir = std::env::temp_dir().join(format!("flemma-store-nowait-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        let held = DirLock::take(&dir, Wait::Block).unwrap_or_else(|e| panic!("{e}"));
+        let scratch = Scratch::new("nowait");
+        let dir = scratch.path();
+        let held = DirLock::take(dir, Wait::Block).unwrap_or_else(|e| panic!("{e}"));
         assert!(held.is_some());
-        assert!(matches!(DirLock::take(&dir, Wait::No), Ok(None)));
+        assert!(matches!(DirLock::take(dir, Wait::No), Ok(None)));
         drop(held);
-        assert!(matches!(DirLock::take(&dir, Wait::No), Ok(Some(_))));
-        let held = DirLock::fallback(&dir).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(DirLock::fallback_with(&dir, Wait::No), Ok(None)));
+        assert!(matches!(DirLock::take(dir, Wait::No), Ok(Some(_))));
+        let held = DirLock::fallback(dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(DirLock::fallback_with(dir, Wait::No), Ok(None)));
         drop(held);
-        assert!(matches!(
-            DirLock::fallback_with(&dir, Wait::No),
-            Ok(Some(_))
-        ));
-        let _ = fs::remove_file(fallback_lock_path(&dir));
-        let _ = fs::remove_dir_all(&dir);
+        assert!(matches!(DirLock::fallback_with(dir, Wait::No), Ok(Some(_))));
     }
 
     /// On Unix the directory itself is the lock: no file anywhere, the directory stays empty.
@@ -816,8 +829,7 @@ mod tests {
     #[test]
     fn directory_lock_excludes_and_creates_no_file() {
         let dir = assert_excludes("dir", DirLock::acquire);
-        assert!(!fallback_lock_path(&dir).exists());
-        assert_eq!(fs::read_dir(&dir).map(Iterator::count).ok(), Some(0));
-        let _ = fs::remove_dir_all(&dir);
+        assert!(!fallback_lock_path(dir.path()).exists());
+        assert_eq!(fs::read_dir(dir.path()).map(Iterator::count).ok(), Some(0));
     }
 }
