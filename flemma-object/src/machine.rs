@@ -283,13 +283,16 @@ mod tests {
 
     #[test]
     fn a_workdir_keeps_its_machine_id() {
-        let dir = std::env::temp_dir().join(format!("flemma-machine-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-machine-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Not there yet: the first call makes it.
+        let dir = scratch.path().join("workdir");
         let first = machine_id(&dir).unwrap_or_else(|e| panic!("{e}"));
         let again = machine_id(&dir).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(first, again);
         assert!(first.len() > 17, "{first}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

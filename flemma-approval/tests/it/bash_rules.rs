@@ -239,10 +239,8 @@ async fn a_settings_file_that_is_a_fifo_a_link_or_not_utf8_asks_at_once() {
     assert!(decided.1.unwrap().contains("not a regular file"));
     std::fs::remove_file(&settings).unwrap();
     // A link to a file elsewhere that would allow everything.
-    let outside = std::env::temp_dir().join(format!(
-        "flemma-approval-{}-outside.json",
-        std::process::id()
-    ));
+    let elsewhere = Project::new("outside");
+    let outside = elsewhere.dir.join("outside.json");
     std::fs::write(&outside, r#"{"permissions": {"allow": ["Bash"]}}"#).unwrap();
     std::os::unix::fs::symlink(&outside, &settings).unwrap();
     let (decision, detail) = decide(&config, &project, "echo hi").await;

@@ -116,8 +116,11 @@ fn a_realistic_file() {
 
 #[test]
 fn load_toml_file_reads_the_file() {
-    let dir = std::env::temp_dir().join(format!("flemma-config-it-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("flemma-config-it-")
+        .tempdir()
+        .unwrap();
+    let dir = scratch.path();
     let path = dir.join("flemma.toml");
     std::fs::write(&path, FLEMMA_TOML).unwrap();
     let mut config = Config::new();
@@ -139,7 +142,6 @@ fn load_toml_file_reads_the_file() {
             std::fs::read(&missing).unwrap_err()
         )
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

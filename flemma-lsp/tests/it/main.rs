@@ -575,8 +575,11 @@ fn definition_references_and_hover_follow_calls_jobs_and_files() {
 
 #[test]
 fn a_file_reference_leads_to_its_file() {
-    let dir = std::env::temp_dir().join(format!("flemma-lsp-files-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("flemma-lsp-files-")
+        .tempdir()
+        .unwrap();
+    let dir = scratch.path();
     std::fs::write(dir.join("notes é.md"), "# Notes\n").unwrap();
     let chat = dir.join("chat.chat");
     let uri = flemma_lsp::path_uri(&chat).unwrap();
@@ -619,7 +622,6 @@ fn a_file_reference_leads_to_its_file() {
         Value::Null
     );
     client.shutdown();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -877,9 +879,11 @@ fn a_tool_uses_hover_shows_how_the_chain_decides_it_under_the_conversations_opti
 
 #[test]
 fn the_journal_tells_a_jobs_state_and_its_watch_notices_a_change() {
-    let dir = std::env::temp_dir().join(format!("flemma-lsp-jobs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = std::fs::canonicalize(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("flemma-lsp-jobs-")
+        .tempdir()
+        .unwrap();
+    let dir = std::fs::canonicalize(scratch.path()).unwrap();
     let chat = dir.join("chat.chat");
     let text = "@Assistant:\n**Tool Use:** `bash` (`toolu_1`)\n```json\n{\"label\": \"s\", \"command\": \"sleep 9\"}\n```\n\n@You:\n**Tool Result:** `toolu_1` (job=job_watch1)\n```\nRunning as a background job.\n```\n";
     std::fs::write(&chat, text).unwrap();
@@ -932,7 +936,6 @@ fn the_journal_tells_a_jobs_state_and_its_watch_notices_a_change() {
         ["7: Job `job_watch1` was lost: its process or host ended without a result"]
     );
     client.shutdown();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Opens `text` as version `version` of `uri`, runs `flemma.cycle` on it and returns the
@@ -959,9 +962,11 @@ fn cycle_of(client: &mut Client, uri: &str, version: i32, text: &str) -> Request
 
 #[test]
 fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on() {
-    let dir = std::env::temp_dir().join(format!("flemma-lsp-cycle-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = std::fs::canonicalize(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("flemma-lsp-cycle-")
+        .tempdir()
+        .unwrap();
+    let dir = std::fs::canonicalize(scratch.path()).unwrap();
     let chat = dir.join("chat.chat");
     // The `(approved)` came with the file: the host's chain decides the call (it approves
     // `bash` here), not the file.
@@ -980,7 +985,6 @@ fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on
     // The file on disk is the editor's to save: the cycle ran on its text.
     assert_eq!(std::fs::read_to_string(&chat).unwrap(), text);
     client.shutdown();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Issue 34, item 8: the editor's "Run the tool cycle" applies the host's command hooks (the
@@ -989,10 +993,12 @@ fn the_cycle_command_runs_the_tools_and_sends_its_edit_for_the_version_it_ran_on
 /// call would remove stays.
 #[test]
 fn the_editors_cycle_runs_the_hosts_command_hooks() {
-    let dir = std::env::temp_dir().join(format!("flemma-lsp-hooks-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::Builder::new()
+        .prefix("flemma-lsp-hooks-")
+        .tempdir()
+        .unwrap();
+    let dir = std::fs::canonicalize(scratch.path()).unwrap();
     std::fs::create_dir_all(dir.join("victim")).unwrap();
-    let dir = std::fs::canonicalize(&dir).unwrap();
     let hook = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../flemma-runtime/tests/it/hooks/deny_rm.sh");
     let mut config = flemma_config::Config::new();
@@ -1019,7 +1025,6 @@ fn the_editors_cycle_runs_the_hosts_command_hooks() {
         "{after}"
     );
     client.shutdown();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The folding ranges of the open document, as (first line, last line).

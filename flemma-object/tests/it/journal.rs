@@ -31,10 +31,29 @@ fn record(job: &str, machine: Option<&str>, owner: Option<ProcessRef>) -> JobRec
     ok(serde_json::from_value(record))
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
+/// The path `flemma-it-NAME-PID` under the temporary directory (not made: the journals make
+/// it), removed when the guard is dropped.
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("flemma-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    dir
+    TempDir(dir)
+}
+
+/// A directory removed with everything in it when dropped, test passed or failed.
+struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A process that is not running (no pid is this large).
@@ -43,13 +62,14 @@ const GONE: Option<ProcessRef> = Some(ProcessRef {
     start_time: 1,
 });
 
-/// A test's bucket, scratch directory (removed when dropped), conversation key, and the
-/// journal of that conversation kept by a host of the machine `machine`.
+/// A test's bucket, scratch directory (removed when dropped, after the rest: the last
+/// field), conversation key, and the journal of that conversation kept by a host of the
+/// machine `machine`.
 struct Fixture {
     bucket: flemma_object::Bucket,
-    local: std::path::PathBuf,
     key: ObjectPath,
     journal: BucketJournal,
+    _local: TempDir,
 }
 
 impl Fixture {
@@ -61,16 +81,10 @@ impl Fixture {
         let journal = BucketJournal::new(&bucket, machine, &key, &local);
         Self {
             bucket,
-            local,
             key,
             journal,
+            _local: local,
         }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.local);
     }
 }
 
@@ -105,7 +119,6 @@ async fn entries_have_the_paths_and_texts_of_the_journal_files() {
         on_bucket.output_path("job_ab12cd34"),
         in_files.output_path("job_ab12cd34")
     );
-    let _ = std::fs::remove_dir_all(&local);
 }
 
 /// Of 16 hosts of one machine claiming a job whose owner died, exactly one gets it: a claim
@@ -136,7 +149,6 @@ async fn of_sixteen_hosts_claiming_an_orphaned_job_exactly_one_gets_it() {
         let now = first.get("job_orphan1").await.map(|r| r.owner);
         assert_eq!(now, Some(ProcessRef::current()));
     }
-    let _ = std::fs::remove_dir_all(&local);
 }
 
 /// Two hosts changing one entry 20 times each at once: every change is kept.
@@ -315,5 +327,4 @@ async fn an_executor_leaves_a_live_machines_job_and_answers_it_lost_once_it_is_g
         journal.get("job_there001").await.map(|r| r.state),
         Some(JobState::Lost)
     );
-    let _ = std::fs::remove_dir_all(&local);
 }

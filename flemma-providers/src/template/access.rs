@@ -383,8 +383,11 @@ mod tests {
 
     #[test]
     fn lookups_answer_what_canonicalize_answers() {
-        let dir = std::env::temp_dir().join(format!("flemma-lookups-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = tempfile::Builder::new()
+            .prefix("flemma-lookups-")
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path().to_path_buf();
         std::fs::create_dir_all(dir.join("real/sub")).unwrap();
         std::fs::write(dir.join("real/a.txt"), "a").unwrap();
         std::fs::write(dir.join("real/sub/b.txt"), "b").unwrap();
@@ -452,6 +455,5 @@ mod tests {
             let got = lookups.canonicalize(&path).map_err(|e| e.to_string());
             assert_eq!(got, expected, "{name}");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
