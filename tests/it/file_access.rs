@@ -9,13 +9,14 @@ use flemma::providers::{ScriptedProvider, Turn};
 use flemma::runtime::{Session, Stop};
 use serde_json::json;
 
+use crate::scratch::Scratch;
+
 /// A repository with the conversation, a file the model reads, and a secret outside it.
-fn project(test: &str) -> (PathBuf, PathBuf) {
-    let base = std::env::temp_dir().join(format!(
+fn project(test: &str) -> (Scratch, PathBuf) {
+    let base = Scratch::new(format!(
         "flemma-facade-access-{}-{test}",
         std::process::id()
     ));
-    let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(base.join("repo/.git")).unwrap();
     std::fs::create_dir_all(base.join("outside")).unwrap();
     std::fs::write(base.join("outside/secret.txt"), "outside-secret-u1").unwrap();
@@ -29,7 +30,8 @@ fn project(test: &str) -> (PathBuf, PathBuf) {
         ),
     )
     .unwrap();
-    (base.clone(), base.join("repo"))
+    let repo = base.join("repo");
+    (base, repo)
 }
 
 /// Runs a session in which the model reads `notes.txt`, with the host's `config`; returns
@@ -61,7 +63,7 @@ async fn second_request(repo: &Path, frontmatter: &str, config: flemma::config::
 
 #[tokio::test]
 async fn a_read_file_cannot_attach_a_file_outside_the_project() {
-    let (base, repo) = project("default");
+    let (_base, repo) = project("default");
     let host = flemma::config::Config::new;
     let request = second_request(&repo, "", host()).await;
     assert!(!request.contains("outside-secret-u1"), "{request}");
@@ -80,5 +82,4 @@ async fn a_read_file_cannot_attach_a_file_outside_the_project() {
         .unwrap();
     let request = second_request(&repo, "", setup).await;
     assert!(request.contains("outside-secret-u1"), "{request}");
-    let _ = std::fs::remove_dir_all(base);
 }

@@ -17,6 +17,8 @@ use pretty_assertions::assert_eq;
 
 use crate::{chat, registry};
 
+use crate::scratch::Scratch;
+
 fn session_with(
     chat: &Arc<MemoryConversation>,
     registry: ToolRegistry,
@@ -301,10 +303,7 @@ async fn command_hooks_cancel_or_instruct_a_compaction_and_are_told_its_summary(
         script("pre_compact.sh"),
         script("post_compact.sh"),
     );
-    let dir = std::env::temp_dir().join(format!("flemma-compact-hooks-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = std::fs::canonicalize(&dir).unwrap();
+    let dir = Scratch::canonical(format!("flemma-compact-hooks-{}", std::process::id()));
     let path = dir.join("talk.chat");
     let text = "```json\n{\"flemma\": {\"compaction\": {\"keep_turns\": 1}}}\n```\n\
                 @You:\nOne.\n\n@Assistant:\nFirst.\n\n@You:\nTwo.\n\n@Assistant:\nSecond.\n\n@You:\nThree?\n";
@@ -345,5 +344,4 @@ async fn command_hooks_cancel_or_instruct_a_compaction_and_are_told_its_summary(
     assert_eq!(told["trigger"], "manual");
     assert_eq!(told["compact_summary"], "They counted.");
     assert_eq!(told["messages"], 2);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,6 +13,7 @@ mod durability;
 mod file_access;
 mod hooks;
 mod http;
+mod scratch;
 mod session;
 mod streams;
 mod subagents;
@@ -93,6 +94,24 @@ pub(crate) fn background_registry() -> flemma::runtime::ToolRegistry {
         },
     ));
     registry
+}
+
+/// Options that keep an unnamed conversation's store (its job journal) in `dir`: under the
+/// temporary directory, where the default puts it, it would be left behind.
+pub(crate) fn unnamed_store_in(dir: &std::path::Path) -> flemma::config::Config {
+    let mut config = flemma::config::Config::new();
+    let format = format!(
+        "{}/{{{{ bufnr }}}}/{{{{ source }}}}_{{{{ name }}}}_{{{{ id }}}}.txt",
+        dir.display()
+    );
+    config
+        .set(
+            flemma::config::Layer::Setup,
+            "tools.store.unnamed_path_format",
+            format,
+        )
+        .unwrap();
+    config
 }
 
 /// A conversation whose frontmatter approves `tools` and whose last message is `ask`.

@@ -14,6 +14,8 @@ use serde_json::json;
 
 use crate::{chat, registry};
 
+use crate::scratch::Scratch;
+
 fn session(chat: &Arc<MemoryConversation>, turns: Vec<Turn>) -> (Session, Arc<ScriptedProvider>) {
     let provider = Arc::new(ScriptedProvider::new(turns));
     let session = Session::builder(chat.clone(), registry(), provider.clone())
@@ -433,8 +435,7 @@ async fn usage_and_thinking_reach_the_events() {
 /// whole response are kept (each write is checked against the file's revision).
 #[tokio::test]
 async fn a_user_edit_while_streaming_into_a_file_is_kept() {
-    let dir = std::env::temp_dir().join(format!("flemma-session-edit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(format!("flemma-session-edit-{}", std::process::id()));
     let path = dir.join("edit.chat");
     std::fs::write(&path, "@You:\nHello.\n").unwrap();
     let chat = Arc::new(flemma::runtime::FileConversation::new(&path));
@@ -472,7 +473,6 @@ async fn a_user_edit_while_streaming_into_a_file_is_kept() {
         std::fs::read_to_string(&path).unwrap(),
         "@You:\nHello, edited.\n\n@Assistant:\none \ntwo \nthree \nfour\n\n@You:\n"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -514,12 +514,20 @@ async fn a_truncated_recorded_response_warns() {
 }
 
 /// A conversation asking for `wait` in the background (`frontmatter_tools` joins
-/// `tools`), the scripted `turns`, and a session over them.
+/// `tools`), the scripted `turns`, and a session over them; first the directory that holds
+/// the conversation's store (its job journal), dropped last.
 fn background_session(
+    test: &str,
     frontmatter_tools: &str,
     turns: Vec<Turn>,
     wait_for_jobs: bool,
-) -> (Arc<MemoryConversation>, Session, Arc<ScriptedProvider>) {
+) -> (
+    Scratch,
+    Arc<MemoryConversation>,
+    Session,
+    Arc<ScriptedProvider>,
+) {
+    let dir = Scratch::new(format!("flemma-session-jobs-{}-{test}", std::process::id()));
     let chat = Arc::new(MemoryConversation::new(format!(
         "```json\n{{\"flemma\": {{\"tools\": {{\"auto_approve\": [\"wait\"]{frontmatter_tools}}}}}}}\n```\n@You:\nWait in the background.\n"
     )));
@@ -527,13 +535,15 @@ fn background_session(
     let session = Session::builder(chat.clone(), crate::background_registry(), provider.clone())
         .flush_interval(Duration::ZERO)
         .wait_for_jobs(wait_for_jobs)
+        .executor(|e| e.config(crate::unnamed_store_in(&dir)))
         .build();
-    (chat, session, provider)
+    (dir, chat, session, provider)
 }
 
 #[tokio::test]
 async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
-    let (chat, session, provider) = background_session(
+    let (_dir, chat, session, provider) = background_session(
+        "resume",
         ", \"autopilot\": {\"resume_delay\": 50}",
         vec![
             Turn::tool_use("wait", json!({"ms": 300, "flemma.background": true})),
@@ -587,7 +597,8 @@ async fn a_background_job_delivered_at_idle_resumes_the_loop_after_the_delay() {
 
 #[tokio::test]
 async fn cancel_while_waiting_for_a_job_stops_without_resuming() {
-    let (chat, session, _provider) = background_session(
+    let (_dir, chat, session, _provider) = background_session(
+        "cancel",
         "",
         vec![
             Turn::tool_use("wait", json!({"ms": 60_000, "flemma.background": true})),
@@ -622,7 +633,8 @@ async fn cancel_while_waiting_for_a_job_stops_without_resuming() {
 
 #[tokio::test]
 async fn without_waiting_a_run_with_jobs_running_returns_running() {
-    let (chat, session, provider) = background_session(
+    let (_dir, chat, session, provider) = background_session(
+        "no-wait",
         "",
         vec![
             Turn::tool_use("wait", json!({"ms": 100, "flemma.background": true})),

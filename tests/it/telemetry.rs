@@ -19,6 +19,8 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::scratch::Scratch;
+
 /// A span of the generative-AI target as recorded: its parent among them, name and fields.
 #[derive(Debug)]
 struct Node {
@@ -131,6 +133,8 @@ fn used(input: u64, output: u64) -> ScriptedUsage {
 async fn a_run_is_a_tree_of_gen_ai_spans() {
     let (recording, _default) = Recording::installed();
 
+    // Where the job's journal is kept (the conversation's store).
+    let dir = Scratch::new(format!("flemma-telemetry-run-{}", std::process::id()));
     let chat = Arc::new(MemoryConversation::new(
         "```json\n{\"flemma\": {\"tools\": {\"auto_approve\": [\"calculator\", \"wait\"], \
          \"autopilot\": {\"resume_delay\": 20}}}}\n```\n@You:\nCompute, then wait.\n",
@@ -169,6 +173,7 @@ async fn a_run_is_a_tree_of_gen_ai_spans() {
         .flush_interval(Duration::ZERO)
         .hook(no_division.named("no-division").unwrap())
         .wait_for_jobs(true)
+        .executor(|e| e.config(crate::unnamed_store_in(&dir)))
         .build();
     assert_eq!(session.run().await.unwrap(), Stop::Finished);
     assert_eq!(provider.remaining(), 0);
@@ -391,8 +396,7 @@ async fn a_subagent_run_is_an_invoke_agent_span_inside_its_agent_call() {
     use flemma::runtime::agents::{AgentDefinition, Agents, Subagents};
     let (recording, _default) = Recording::installed();
 
-    let project =
-        std::env::temp_dir().join(format!("flemma-telemetry-agent-{}", std::process::id()));
+    let project = Scratch::new(format!("flemma-telemetry-agent-{}", std::process::id()));
     std::fs::create_dir_all(project.join(".git")).unwrap();
     std::fs::write(project.join("change.txt"), "a - b\n").unwrap();
     let chat_path = project.join("notes.chat");
@@ -465,5 +469,4 @@ async fn a_subagent_run_is_an_invoke_agent_span_inside_its_agent_call() {
         "{tree}"
     );
     assert!(tree.contains("gen_ai.agent.name=reviewer"), "{tree}");
-    std::fs::remove_dir_all(&project).unwrap();
 }
