@@ -17,8 +17,12 @@ use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    // A project of its own: a file to review and the conversation.
-    let project = std::env::temp_dir().join(format!("flemma-subagents-{}", std::process::id()));
+    // A project of its own, in a temporary directory removed when `dir` is dropped (however
+    // `main` returns): a file to review and the conversation.
+    let dir = tempfile::Builder::new()
+        .prefix("flemma-subagents-")
+        .tempdir()?;
+    let project = dir.path();
     std::fs::create_dir_all(project.join(".git"))?;
     std::fs::write(
         project.join("change.txt"),
@@ -92,6 +96,5 @@ async fn main() -> anyhow::Result<()> {
         "the child did not read the file:\n{child}"
     );
     println!("--- {child_path}\n{child}");
-    std::fs::remove_dir_all(&project)?;
     Ok(())
 }

@@ -33,9 +33,10 @@ async fn main() -> anyhow::Result<()> {
         ObjectConversation::create(&bucket, &key.into(), text).await?;
     }
     // Where the conversations' tools work and their stores live on this machine:
-    // WORKDIR/BUCKET/KEY.
-    let workdir =
-        std::env::temp_dir().join(format!("flemma-worker-example-{}", std::process::id()));
+    // WORKDIR/BUCKET/KEY; here a temporary directory, removed when `workdir` is dropped.
+    let workdir = tempfile::Builder::new()
+        .prefix("flemma-worker-example-")
+        .tempdir()?;
     let tools = ToolRegistry::new();
     register_builtins(&tools)?;
 
@@ -45,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
         WorkerOptions::new()
             .concurrency(2)
             .poll_interval(Duration::from_millis(100))
-            .workdir(&workdir),
+            .workdir(workdir.path()),
     );
     // The runner: one session per assignment, stopped when the worker says so (the lease was
     // lost, or the worker is shutting down).
@@ -114,6 +115,5 @@ async fn main() -> anyhow::Result<()> {
         .await?
         .text;
     println!("\n--- {} ---\n{text}", CONVERSATIONS[0]);
-    let _ = std::fs::remove_dir_all(&workdir);
     Ok(())
 }
