@@ -621,11 +621,24 @@ async fn a_background_jobs_result_passes_through_post_tool_use() {
     let text = format!(
         "{APPROVE_ALL}@You:\nWait.\n\n@Assistant:\n**Tool Use:** `sleep` (`toolu_j`)\n```json\n{{\"ms\": 20, \"flemma.background\": true}}\n```\n"
     );
-    // A path of its own: the job's journal is kept in its store (an unnamed conversation's
-    // would be under the temporary directory, left behind).
+    // The job's journal (the conversation's store) in a directory of the test's: an unnamed
+    // conversation's store is under the temporary directory, where it would be left behind.
     let dir = scratch("background-job");
-    let conversation = Arc::new(MemoryConversation::new(text).with_path(dir.join("chat.chat")));
-    let executor = Executor::builder(conversation.clone(), registry).build();
+    let mut config = flemma_config::Config::new();
+    config
+        .set(
+            flemma_config::Layer::Setup,
+            "tools.store.unnamed_path_format",
+            format!(
+                "{}/{{{{ bufnr }}}}/{{{{ source }}}}_{{{{ name }}}}_{{{{ id }}}}.txt",
+                dir.display()
+            ),
+        )
+        .unwrap();
+    let conversation = Arc::new(MemoryConversation::new(text));
+    let executor = Executor::builder(conversation.clone(), registry)
+        .config(config)
+        .build();
     executor.cycle().await.unwrap();
     assert_eq!(executor.wait_jobs().await.unwrap().len(), 1);
     let after = conversation.text();
