@@ -28,6 +28,7 @@ impl Scratch {
     }
 
     /// As [`Scratch::new`], the path canonical (no symbolic link in it).
+    #[cfg(all(unix, feature = "mcp"))]
     pub(crate) fn canonical(name: impl AsRef<Path>) -> Self {
         let mut scratch = Self::new(name);
         scratch.dir = scratch.dir.canonicalize().unwrap();
