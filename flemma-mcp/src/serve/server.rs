@@ -302,23 +302,8 @@ impl ToolServer {
 fn protocol_error(error: &ServeError) -> ErrorData {
     match error {
         ServeError::UnknownTool(_) => ErrorData::invalid_params(error.to_string(), None),
-        _ => ErrorData::internal_error(report(error), None),
+        _ => ErrorData::internal_error(flemma_ids::error_chain(error), None),
     }
-}
-
-/// An error and its causes, joined by `: `.
-fn report(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let more = error.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = error.source();
-    }
-    text
 }
 
 impl rmcp::ServerHandler for ToolServer {
